@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Chunking: the splitter turns a source's bytes into extents. It finds all-zero 4 KiB blocks
+ * (aligned to image offsets) and reports them as ZERO extents, passes holes through as HOLE
+ * extents, and cuts the remaining data into chunks with one of three rules (docs/FORMAT.md,
+ * "Chunking", pins them down exactly):
+ *
+ *   hybrid  cuts only at 4 KiB-aligned offsets, after a block whose keyed print is a "hit"
+ *           and no hit among the min/4KiB blocks before it (content-defined grouping of
+ *           aligned blocks); also at max size and wherever zero runs or holes begin.
+ *   cdc     FastCDC-style gear hash at byte granularity, keyed gear table, normalized.
+ *   fixed   cuts at image offsets that are multiples of avg.
+ *
+ * The splitter copies chunk data into its own buffer (at most max bytes), so callers may
+ * feed buffers of any size.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+
+typedef enum {
+        BV_CHUNKER_HYBRID = 1,
+        BV_CHUNKER_CDC = 2,
+        BV_CHUNKER_FIXED = 3,
+} BvChunkerKind;
+
+typedef struct BvChunkerParams {
+        BvChunkerKind kind;
+        uint32_t min, avg, max; /* bytes; defaults 16 KiB, 64 KiB, 256 KiB */
+        uint8_t key[32];        /* from the repository keyring */
+} BvChunkerParams;
+
+#define BV_CHUNK_MIN_DEFAULT (16u * 1024)
+#define BV_CHUNK_AVG_DEFAULT (64u * 1024)
+#define BV_CHUNK_MAX_DEFAULT (256u * 1024)
+#define BV_CHUNK_MAX_LIMIT (4u * 1024 * 1024)
+
+const char *bv_chunker_kind_name(BvChunkerKind k); /* "hybrid", "cdc", "fixed" */
+int bv_chunker_kind_from_name(const char *s, BvChunkerKind *ret);
+
+/* Checks sizes: hybrid and fixed need multiples of 4 KiB; 4 KiB <= min < avg < max <= 4 MiB
+ * (fixed uses avg only). -EINVAL with nothing written otherwise. */
+int bv_chunker_params_check(const BvChunkerParams *p);
+
+typedef struct BvSplitter BvSplitter;
+
+/* Called for every extent in image order. DATA extents are single chunks (<= max bytes);
+ * ZERO and HOLE extents are coalesced runs of any length. A negative return aborts the feed
+ * and is passed back to the caller. */
+typedef int (*bv_extent_cb)(const BvExtent *e, void *userdata);
+
+int bv_splitter_new(const BvChunkerParams *p, BvSplitter **ret);
+void bv_splitter_free(BvSplitter *s);
+
+/* Data read from the image at `offset`, which must be where the previous feed or hole ended
+ * (the first call starts at 0). */
+int bv_splitter_feed(BvSplitter *s, uint64_t offset, const void *data, size_t len, bv_extent_cb cb,
+                     void *userdata);
+/* A hole of len bytes at offset (same continuity rule). */
+int bv_splitter_hole(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb, void *userdata);
+/* End of the image: emits what is pending. */
+int bv_splitter_finish(BvSplitter *s, bv_extent_cb cb, void *userdata);

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Random access to a snapshot's image: the read path shared by restore and the nbdkit
+ * plugin. Opening costs constant time (the snapshot record and the root node); reads load
+ * the map nodes and chunks they touch, through a bounded cache of decoded chunks. Thread-safe.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+#include "repo.h"
+
+typedef struct BvImage BvImage;
+
+typedef struct BvImageOptions {
+        size_t cache_bytes;     /* decoded chunk cache; default 64 MiB */
+        unsigned readahead;     /* chunks fetched ahead on sequential reads; default 4, 0 off */
+} BvImageOptions;
+
+int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts, BvImage **ret);
+void bv_image_free(BvImage *img);
+
+uint64_t bv_image_size(const BvImage *img);
+
+/* Reads count bytes at offset (within the image). On -EBADMSG (damaged data) or -EUCLEAN
+ * (missing pack) *ret_bad_offset is the image offset of the damaged chunk; nothing wrong is
+ * ever returned in buf. */
+int bv_image_pread(BvImage *img, void *buf, size_t count, uint64_t offset, uint64_t *ret_bad_offset);
+
+/* Calls cb for each extent overlapping [offset, offset+count), clipped to that range. */
+int bv_image_extents(BvImage *img, uint64_t offset, uint64_t count,
+                     int (*cb)(BvExtentKind kind, uint64_t off, uint64_t len, void *ud), void *userdata);

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdint.h>
+
+#include "repo.h"
+
+typedef struct BvRepoInfo {
+        uint64_t snapshots;
+        uint64_t logical_bytes;   /* sum of snapshot image sizes */
+        uint64_t data_bytes;      /* sum over snapshots of their data (non-zero, non-hole) bytes */
+        uint64_t unique_raw;      /* raw bytes of distinct chunks */
+        uint64_t stored_bytes;    /* pack files on disk */
+        uint64_t chunks;          /* distinct objects in the index */
+        uint64_t packs;
+        uint64_t index_segments, index_bytes;
+        double dedup_ratio;       /* data_bytes / unique_raw */
+        double compression_ratio; /* unique_raw / stored_bytes */
+} BvRepoInfo;
+
+int bv_repo_info(BvRepo *r, BvRepoInfo *ret);

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A repository (docs/FORMAT.md): a directory with
+ *   config              plain JSON: format, version, id, algorithms, chunker; authenticated
+ *   keys/default        the master secret sealed by a passphrase (scrypt) or key file (HKDF)
+ *   packs/xx/*.pack     immutable pack files
+ *   index/*.idx         index segments
+ *   snapshots/*.snap    snapshot records (the commit points)
+ *   locks/              flock files
+ * This is the library's front door: the CLI, the nbdkit plugin and the integration tests
+ * use these functions.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aead.h"
+#include "chunker.h"
+#include "index.h"
+#include "keyring.h"
+#include "object.h"
+#include "pack.h"
+#include "snapshot.h"
+
+typedef struct BvRepoConfig {
+        BvCipher cipher;
+        BvChunkerKind chunker;
+        uint32_t chunk_min, chunk_avg, chunk_max;
+        int zstd_level;        /* 0: no compression; default 3 */
+        uint32_t pack_target;  /* bytes; default 32 MiB */
+} BvRepoConfig;
+
+void bv_repo_config_default(BvRepoConfig *c);
+
+/* Where the secret comes from: exactly one of passphrase / key_file for encrypted
+ * repositories; neither for unencrypted ones. */
+typedef struct BvSecret {
+        const char *passphrase; /* NUL-terminated */
+        const char *key_file;   /* path; its whole content is the key material */
+} BvSecret;
+
+typedef enum {
+        BV_OPEN_READ = 0,
+        BV_OPEN_WRITE = 1 << 0,  /* take the writer lock (fails with -EBUSY if held) */
+        BV_OPEN_WAIT = 1 << 1,   /* wait for the lock instead of failing */
+} BvOpenFlags;
+
+typedef struct BvRepo BvRepo;
+
+/* Creates a new repository at path (an empty or missing directory). */
+int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secret);
+
+/* -ENOKEY: wrong passphrase/key, or none given for an encrypted repository;
+ * -EPROTONOSUPPORT: unknown format version; -EBADMSG: config fails authentication. */
+int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret);
+void bv_repo_close(BvRepo *r);
+
+/* Reads the config without the key (to ask for a passphrase only when needed). */
+int bv_repo_peek_config(const char *path, BvRepoConfig *ret);
+
+const BvRepoConfig *bv_repo_config(const BvRepo *r);
+const char *bv_repo_path(const BvRepo *r);
+const char *bv_repo_id_hex(const BvRepo *r);
+
+/* Re-seals the master secret under a new passphrase or key file (writer lock held). */
+int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret);
+
+/* Snapshots, oldest first. The list belongs to the repository until it is closed or reloaded. */
+int bv_repo_snapshots(BvRepo *r, BvSnapshot *const **ret_list, size_t *ret_count);
+int bv_repo_find_snapshot(BvRepo *r, const char *spec, const BvSnapshot **ret);
+
+/* Internals shared by the layer's modules. */
+BvIndex *bv_repo_index(BvRepo *r);
+BvPackSet *bv_repo_packs(BvRepo *r);
+const BvKeyring *bv_repo_keyring(BvRepo *r);
+int bv_repo_dirfd(BvRepo *r, const char *sub); /* "packs", "index", "snapshots", "tmp" */
+void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret);
+
+/* Reads and authenticates one object by id (index lookup, pack read, decode). buf has
+ * room for out_cap bytes. Thread-safe given a per-thread codec. */
+int bv_repo_read_object(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
+                        void *buf, size_t out_cap, size_t *ret_len);

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "repo.h"
+
+typedef struct BvVerifyProblem {
+        const char *snapshot_id;  /* NULL for repository-level problems */
+        uint64_t offset;          /* image offset, when the problem is in a snapshot's data */
+        int error;                /* -EBADMSG, -EUCLEAN, ... */
+        const char *what;         /* "chunk", "map node", "pack", "index segment", "snapshot" */
+        const char *detail;       /* e.g. the pack or object id in hex */
+} BvVerifyProblem;
+
+typedef struct BvVerifyStats {
+        uint64_t snapshots, chunks_checked, bytes_checked, map_nodes, packs, problems;
+} BvVerifyStats;
+
+/* Verifies structure (snapshots, map trees, that every referenced id is indexed, index
+ * segment checksums, pack footers); with read_data every chunk is read, authenticated and
+ * re-hashed. Each problem is reported through cb; returns 0 if none, -EBADMSG otherwise. */
+int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
+              void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, BvVerifyStats *ret_stats);

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A snapshot's map: image offset → extent (data chunk id, zero run, hole), stored as a tree
+ * of content-addressed MAP objects (docs/FORMAT.md, "Map tree"). Nodes hold lengths, not
+ * absolute offsets, and are cut where an entry's id says so, so an unchanged region of the
+ * image produces the same nodes (and costs nothing) in the next snapshot. A reader descends
+ * from the root, summing lengths, and loads only the nodes on its path.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+#include "keyring.h"
+
+typedef struct BvMapExtent {
+        BvExtentKind kind;
+        uint64_t offset;
+        uint64_t length;
+        uint8_t id[BV_ID_SIZE]; /* DATA only */
+} BvMapExtent;
+
+/* Stores a serialized node as a MAP object and returns its id (the pipeline claims, encodes
+ * and packs it). */
+typedef int (*bv_map_store_fn)(void *userdata, const void *node, size_t len, uint8_t ret_id[BV_ID_SIZE]);
+
+/* Loads and authenticates a MAP object; *ret_node is malloc'd. */
+typedef int (*bv_map_fetch_fn)(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len);
+
+typedef struct BvMapBuilder BvMapBuilder;
+
+int bv_map_builder_new(bv_map_store_fn store, void *userdata, BvMapBuilder **ret);
+void bv_map_builder_free(BvMapBuilder *b);
+
+/* Appends the next extent (in image order; neighbouring ZERO or HOLE extents are merged). */
+int bv_map_builder_add(BvMapBuilder *b, BvExtentKind kind, uint64_t length, const uint8_t id[BV_ID_SIZE]);
+
+/* Flushes every level; an empty image gets an empty leaf as root. */
+int bv_map_builder_finish(BvMapBuilder *b, uint8_t ret_root[BV_ID_SIZE], uint32_t *ret_height,
+                          uint64_t *ret_size);
+
+/* Reading: thread-safe, with a bounded cache of decoded nodes. */
+typedef struct BvMapReader BvMapReader;
+
+int bv_map_reader_new(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
+                      void *userdata, size_t cache_nodes, BvMapReader **ret);
+void bv_map_reader_free(BvMapReader *r);
+
+/* The extent containing offset (< size). -EBADMSG if the tree is inconsistent (lengths do
+ * not add up, wrong height), -ERANGE if offset >= size. */
+int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret);
+
+/* Parses one node (exposed for the fuzzer and verify). level receives the node's level. */
+int bv_map_node_parse(const void *node, size_t len, unsigned *ret_level, size_t *ret_count, uint64_t *ret_length);

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Sources: a block device (size from BLKGETSIZE64), a regular file (raw VM image) or a
+ * stream ("-" is stdin). Reads go through io_uring with a bounded queue of large reads,
+ * O_DIRECT where the source allows it, and posix_fadvise(DONTNEED) behind the reader so a
+ * backup does not evict the page cache. Holes of regular files are found with SEEK_DATA /
+ * SEEK_HOLE and never read. Without io_uring the reader falls back to pread.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extent.h"
+
+struct json_object;
+
+typedef enum {
+        BV_SOURCE_FILE = 1,
+        BV_SOURCE_BLOCKDEV = 2,
+        BV_SOURCE_STREAM = 3,
+} BvSourceKind;
+
+typedef struct BvSourceOptions {
+        size_t read_size;     /* bytes per read; default 1 MiB */
+        unsigned queue_depth; /* reads in flight; default 8 */
+        bool no_direct;       /* never O_DIRECT */
+        bool no_uring;        /* force the pread path */
+} BvSourceOptions;
+
+typedef struct BvSource BvSource;
+
+int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
+void bv_source_free(BvSource *s);
+
+BvSourceKind bv_source_kind(const BvSource *s);
+const char *bv_source_kind_name(BvSourceKind k); /* "file", "blockdev", "stream" */
+const char *bv_source_path(const BvSource *s);
+/* Size in bytes; for a stream, UINT64_MAX until the end was reached. */
+uint64_t bv_source_size(const BvSource *s);
+bool bv_source_uses_uring(const BvSource *s);
+bool bv_source_uses_direct(const BvSource *s);
+
+/* Next extent in image order: DATA (data valid until the next call) or HOLE.
+ * Returns 1 with *ret filled, 0 at the end, or -errno. */
+int bv_source_next(BvSource *s, BvExtent *ret);
+
+/* What libblkid finds on a device or image: {"pttype","ptuuid","partitions":[{"number",
+ * "start","size","type","uuid","fstype","label","fsuuid"}], "fstype","label","uuid"} (keys
+ * absent when unknown). Never fails on unrecognised content (an empty object). */
+int bv_source_probe(const char *path, struct json_object **ret);

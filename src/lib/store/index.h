@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The chunk index (docs/FORMAT.md, "Index"): where each object id is stored. It is a set of
+ * immutable segment files index/<16 hex>.idx, each a sorted table of entries with a fan-out
+ * table and a Bloom filter, memory-mapped on demand: opening reads only headers, a lookup
+ * costs a few Bloom probes per segment and, for ids that are present, an interpolation
+ * search touching one or two pages. Memory stays bounded: the kernel pages segments in and
+ * out; the writer keeps only the entries of its current batch in RAM.
+ *
+ * Writers: bv_index_claim() decides, once per id and thread-safely, which caller stores a new
+ * object; bv_index_add_pack() records where a committed pack put them; bv_index_flush()
+ * writes the recorded entries as a new durable segment (done every ~1M entries and at the
+ * end of a backup, always after the packs it names are durable).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyring.h"
+#include "pack.h"
+
+typedef struct BvLocation {
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+        uint32_t offset;
+        uint32_t length;
+        uint8_t type; /* BvObjectType */
+} BvLocation;
+
+typedef struct BvIndexStats {
+        uint64_t entries;  /* in segments (duplicates across segments counted once each) */
+        uint64_t segments;
+        uint64_t bytes;    /* on disk */
+        uint64_t filter_bytes;
+} BvIndexStats;
+
+typedef struct BvIndex BvIndex;
+
+int bv_index_open(int index_dirfd, BvIndex **ret);
+void bv_index_free(BvIndex *x);
+
+/* Picks up segments written since open (readers that live long, e.g. after a backup). */
+int bv_index_refresh(BvIndex *x);
+
+/* 0 and *ret filled, or -ENOENT. Thread-safe. Also finds entries added but not yet flushed. */
+int bv_index_lookup(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocation *ret);
+
+/* 1: the id is neither stored nor claimed, and now is claimed by the caller, who must store
+ * it (or bv_index_unclaim it); 0: already stored or claimed. Thread-safe. */
+int bv_index_claim(BvIndex *x, const uint8_t id[BV_ID_SIZE]);
+void bv_index_unclaim(BvIndex *x, const uint8_t id[BV_ID_SIZE]);
+
+/* Records the locations of a committed pack's objects. */
+int bv_index_add_pack(BvIndex *x, const uint8_t pack_id[BV_PACK_ID_SIZE], const BvPackEntry *entries, size_t n);
+
+/* Entries recorded but not flushed yet. */
+size_t bv_index_pending(const BvIndex *x);
+
+/* Writes recorded entries as a new segment (durably); no-op if there are none. */
+int bv_index_flush(BvIndex *x);
+
+/* Merges segments into one when there are more than max_segments (writer lock held). */
+int bv_index_compact(BvIndex *x, unsigned max_segments);
+
+int bv_index_stats(BvIndex *x, BvIndexStats *ret);
+
+/* Checks every segment's checksum and ordering; calls cb for each entry (for verify). */
+int bv_index_check(BvIndex *x, int (*cb)(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, void *ud),
+                   void *userdata);

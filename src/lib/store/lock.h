@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Repository locks: flock(2) on files in locks/, so a killed process never leaves one stuck.
+ *   BV_LOCK_WRITE   exclusive on locks/write: one writer (backup, key change, compaction)
+ *   BV_LOCK_READ    shared on locks/gc: readers (restore, verify, NBD export); garbage
+ *                   collection takes it exclusively, so it never removes what is being read
+ *   BV_LOCK_GC      exclusive on locks/gc
+ * Readers never block on the writer.
+ */
+
+#include <stdbool.h>
+
+typedef enum {
+        BV_LOCK_WRITE = 1,
+        BV_LOCK_READ = 2,
+        BV_LOCK_GC = 3,
+} BvLockKind;
+
+/* Returns an fd holding the lock (close it to release), -EBUSY if !wait and it is taken. */
+int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Stored objects (docs/FORMAT.md, "Objects"): every chunk, map node, snapshot record and
+ * pack index is sealed the same way:
+ *
+ *   nonce[12] || AEAD(plaintext = header[8] || payload || padding) || tag[16]
+ *   header   = type u8, codec u8 (0 raw, 1 zstd), reserved u16 (0), raw_length u32 LE
+ *   AAD      = "BVO1" || type u8 || id[32]
+ *   padding  = zero bytes up to Padmé(8 + payload length) in encrypted repositories
+ *
+ * For CHUNK and MAP objects the id is the keyed hash of the raw (uncompressed) bytes and
+ * decoding re-hashes and compares; for SNAPSHOT and PACKINDEX objects the id is the
+ * object's name (snapshot id, pack id zero-padded) and binds the object to its file.
+ * A codec holds per-thread contexts (zstd, AEAD): one per worker thread.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyring.h"
+
+typedef enum {
+        BV_OBJ_CHUNK = 1,
+        BV_OBJ_MAP = 2,
+        BV_OBJ_SNAPSHOT = 3,
+        BV_OBJ_PACKINDEX = 4,
+} BvObjectType;
+
+#define BV_OBJECT_HEADER_SIZE 8
+#define BV_OBJECT_MAX_RAW (16u * 1024 * 1024)
+
+typedef struct BvObjectCodec BvObjectCodec;
+
+/* zstd_level 0 means "store raw" (compression none). */
+int bv_object_codec_new(const BvKeyring *k, int zstd_level, BvObjectCodec **ret);
+void bv_object_codec_free(BvObjectCodec *c);
+
+/* Largest encoded size of an object of raw length len. */
+size_t bv_object_bound(size_t len);
+
+/* Padmé: the padded length for a length; leaks O(log log len) bits of it. */
+uint64_t bv_padme(uint64_t len);
+
+/* Encodes into out (capacity bv_object_bound(len)). */
+int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data,
+                     size_t len, void *out, size_t *ret_len);
+
+/* Authenticates, decompresses and (CHUNK, MAP) re-hashes. out has room for out_cap bytes;
+ * ret_len gets the raw length. -EBADMSG on any mismatch, -EPROTONOSUPPORT on an unknown codec. */
+int bv_object_decode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
+                     size_t in_len, void *out, size_t out_cap, size_t *ret_len);
+
+/* Raw length recorded in an encoded object, after authentication (no decompression). */
+int bv_object_peek_length(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
+                          size_t in_len, size_t *ret_raw_len);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Pack files (docs/FORMAT.md, "Packs"): immutable files of tens of MiB holding encoded
+ * objects back to back, closed by an encrypted pack index (a PACKINDEX object listing every
+ * object) and a fixed footer. Stored at packs/<first two hex digits>/<32 hex digits>.pack,
+ * written with the durability recipe and never overwritten.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyring.h"
+#include "object.h"
+
+#define BV_PACK_ID_SIZE 16
+#define BV_PACK_TARGET_DEFAULT (32u * 1024 * 1024)
+#define BV_PACK_HEADER_SIZE 32
+#define BV_PACK_FOOTER_SIZE 32
+
+typedef struct BvPackEntry {
+        uint8_t id[BV_ID_SIZE];
+        uint8_t type;        /* BvObjectType */
+        uint32_t offset;     /* of the encoded object in the pack */
+        uint32_t length;     /* encoded length */
+        uint32_t raw_length; /* plaintext length */
+} BvPackEntry;
+
+/* Writing: one writer thread owns a BvPackWriter. */
+typedef struct BvPackWriter BvPackWriter;
+
+/* packs_dirfd is the repository's packs/ directory; the codec seals the pack index. */
+int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret);
+void bv_pack_writer_free(BvPackWriter *w); /* discards an uncommitted pack */
+
+int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[BV_ID_SIZE], uint32_t raw_length,
+                          const void *encoded, size_t len);
+uint64_t bv_pack_writer_size(const BvPackWriter *w);
+size_t bv_pack_writer_count(const BvPackWriter *w);
+
+/* Writes the pack index and footer, fsyncs, links the file into place and fsyncs the
+ * directory. ret_entries (malloc'd) lists what the pack holds. The writer is then empty and
+ * may start the next pack. */
+int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE], BvPackEntry **ret_entries,
+                          size_t *ret_count);
+
+/* Reading: a thread-safe cache of open pack fds. */
+typedef struct BvPackSet BvPackSet;
+
+int bv_packset_new(int packs_dirfd, BvPackSet **ret);
+void bv_packset_free(BvPackSet *p);
+
+/* Reads len bytes at offset of a pack. -EUCLEAN if the pack does not exist, -EBADMSG if it
+ * ends before offset+len (truncated). */
+int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t offset, void *buf, size_t len);
+
+/* Reads and authenticates a pack's own index (for verify and index rebuilds). */
+int bv_packset_read_index(BvPackSet *p, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
+                          BvPackEntry **ret_entries, size_t *ret_count);
+
+/* Lists every pack id in the repository (callback per pack). */
+int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
+                    void *userdata);
+
+void bv_pack_path(const uint8_t pack_id[BV_PACK_ID_SIZE], char out[64]); /* "ab/ab12....pack" */

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+ssize_t bv_pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+        size_t done = 0;
+        while (done < len) {
+                ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(offset + done));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                done += (size_t)n;
+        }
+        return (ssize_t)done;
+}
+
+int bv_pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
+{
+        size_t done = 0;
+        while (done < len) {
+                ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done, (off_t)(offset + done));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        return -EIO;
+                done += (size_t)n;
+        }
+        return 0;
+}
+
+ssize_t bv_read_all(int fd, void *buf, size_t len)
+{
+        size_t done = 0;
+        while (done < len) {
+                ssize_t n = read(fd, (uint8_t *)buf + done, len - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                done += (size_t)n;
+        }
+        return (ssize_t)done;
+}
+
+int bv_write_all(int fd, const void *buf, size_t len)
+{
+        size_t done = 0;
+        while (done < len) {
+                ssize_t n = write(fd, (const uint8_t *)buf + done, len - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                done += (size_t)n;
+        }
+        return 0;
+}
+
+int bv_fsync_dir(int dirfd)
+{
+        if (fsync(dirfd) < 0 && errno != EINVAL)
+                return negative_errno();
+        return 0;
+}
+
+int bv_mkdir_p(int dirfd, const char *path)
+{
+        char buf[4096];
+        size_t len = strlen(path);
+        if (len == 0 || len >= sizeof(buf))
+                return -EINVAL;
+        memcpy(buf, path, len + 1);
+        for (char *p = buf + 1;; p++) {
+                if (*p == '/' || *p == '\0') {
+                        char saved = *p;
+                        *p = '\0';
+                        if (mkdirat(dirfd, buf, 0700) < 0 && errno != EEXIST)
+                                return negative_errno();
+                        *p = saved;
+                        if (saved == '\0')
+                                break;
+                }
+        }
+        return 0;
+}
+
+int bv_tmpfile_open(int dirfd, int *ret_fd, char ret_tmpname[64])
+{
+        int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+                ret_tmpname[0] = '\0';
+                *ret_fd = fd;
+                return 0;
+        }
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+                return negative_errno();
+
+        for (int attempt = 0; attempt < 16; attempt++) {
+                uint64_t r;
+                if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+                        return -EIO;
+                snprintf(ret_tmpname, 64, ".tmp-%016llx", (unsigned long long)r);
+                fd = openat(dirfd, ret_tmpname, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+                if (fd >= 0) {
+                        *ret_fd = fd;
+                        return 0;
+                }
+                if (errno != EEXIST)
+                        return negative_errno();
+        }
+        return -EEXIST;
+}
+
+void bv_tmpfile_discard(int dirfd, const char *tmpname)
+{
+        if (tmpname && tmpname[0])
+                (void)unlinkat(dirfd, tmpname, 0);
+}
+
+int bv_tmpfile_link(int dirfd, int fd, const char *tmpname, const char *name, bool replace)
+{
+        int r;
+
+        if (fsync(fd) < 0) {
+                r = negative_errno();
+                goto fail_discard;
+        }
+
+        if (tmpname[0] == '\0') {
+                char proc[64];
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+                if (replace) {
+                        /* linkat cannot replace: link under a unique name, then rename over. */
+                        char tmp[64];
+                        uint64_t rnd;
+                        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                                return -EIO;
+                        snprintf(tmp, sizeof(tmp), ".tmp-%016llx", (unsigned long long)rnd);
+                        if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+                                return negative_errno();
+                        if (renameat(dirfd, tmp, dirfd, name) < 0) {
+                                r = negative_errno();
+                                (void)unlinkat(dirfd, tmp, 0);
+                                return r;
+                        }
+                } else if (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0)
+                        return negative_errno();
+        } else if (replace) {
+                if (renameat(dirfd, tmpname, dirfd, name) < 0) {
+                        r = negative_errno();
+                        goto fail_discard;
+                }
+        } else if (renameat2(dirfd, tmpname, dirfd, name, RENAME_NOREPLACE) < 0) {
+                r = negative_errno();
+                if (r == -EINVAL || r == -ENOSYS) {
+                        /* Filesystem without RENAME_NOREPLACE: link() fails on an existing name. */
+                        if (linkat(dirfd, tmpname, dirfd, name, 0) < 0) {
+                                r = negative_errno();
+                                goto fail_discard;
+                        }
+                        (void)unlinkat(dirfd, tmpname, 0);
+                } else
+                        goto fail_discard;
+        }
+        return bv_fsync_dir(dirfd);
+
+fail_discard:
+        bv_tmpfile_discard(dirfd, tmpname);
+        return r;
+}
+
+int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t len, bool replace)
+{
+        _cleanup_close_ int fd = -EBADF;
+        char tmpname[64];
+        int r;
+
+        r = bv_tmpfile_open(dirfd, &fd, tmpname);
+        if (r < 0)
+                return r;
+        r = bv_write_all(fd, data, len);
+        if (r < 0) {
+                bv_tmpfile_discard(dirfd, tmpname);
+                return r;
+        }
+        return bv_tmpfile_link(dirfd, fd, tmpname, name, replace);
+}
+
+int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
+{
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        struct stat st;
+        ssize_t n;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t)st.st_size > max)
+                return -EFBIG;
+        buf = malloc((size_t)st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        n = bv_read_all(fd, buf, (size_t)st.st_size);
+        if (n < 0)
+                return (int)n;
+        buf[n] = '\0';
+        *ret_len = (size_t)n;
+        *ret_data = TAKE_PTR(buf);
+        return 0;
+}
+
+int bv_fd_size(int fd, uint64_t *ret_size)
+{
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (S_ISBLK(st.st_mode)) {
+                uint64_t size;
+                if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+                        return negative_errno();
+                *ret_size = size;
+                return 0;
+        }
+        if (!S_ISREG(st.st_mode))
+                return -ESPIPE;
+        *ret_size = (uint64_t)st.st_size;
+        return 0;
+}

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Shared helpers for shell tests. Source it first: `. "$SOURCE_ROOT/tests/lib.sh"`.
+# Exit codes: 0 pass, 1 fail, 77 skip (always with a reason on stderr).
+set -euo pipefail
+
+: "${SOURCE_ROOT:?run through meson test}"
+: "${BUILD_ROOT:?run through meson test}"
+: "${BLKVAULT:=$BUILD_ROOT/src/cli/blkvault}"
+
+skip() { echo "SKIP: $*" >&2; exit 77; }
+die() { echo "FAIL: $*" >&2; exit 1; }
+need_cmd() { for c in "$@"; do command -v "$c" >/dev/null 2>&1 || skip "$c is not installed"; done; }
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root (loop devices, mounts)"; }
+
+# A scratch directory removed at exit (also on failure); cleanup hooks run first, last-in first-out.
+T=$(mktemp -d "${TMPDIR:-/var/tmp}/bvtest.XXXXXX")
+_cleanups=()
+on_exit() { _cleanups=("$*" "${_cleanups[@]}"); }
+_run_cleanups() {
+    local rc=$?
+    for c in "${_cleanups[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
+    rm -rf "$T"
+    exit $rc
+}
+trap _run_cleanups EXIT
+
+# Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.
+bv() { "$BLKVAULT" "$@"; }
+
+# expect_fail EXIT_CODE PATTERN CMD...: CMD must exit with EXIT_CODE and print PATTERN on stderr.
+expect_fail() {
+    local want=$1 pattern=$2; shift 2
+    local rc=0
+    "$@" >"$T/.out" 2>"$T/.err" || rc=$?
+    [ "$rc" = "$want" ] || { cat "$T/.err" >&2; die "'$*' exited $rc, expected $want"; }
+    grep -q -- "$pattern" "$T/.err" || { cat "$T/.err" >&2; die "'$*' did not say '$pattern'"; }
+}
+
+assert_same() { cmp "$1" "$2" || die "$1 and $2 differ"; }
+assert_eq() { [ "$1" = "$2" ] || die "${3:-values differ}: '$1' != '$2'"; }
+
+# Allocated (not apparent) size of a file in bytes.
+allocated() { echo $(( $(stat -c %b "$1") * $(stat -c %B "$1") )); }
+
+# Deterministic random data: randfile PATH MIB SEED
+randfile() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 -in /dev/zero 2>/dev/null | head -c "$(( $2 * 1048576 ))" > "$1"; }
