@@ -50,8 +50,14 @@ int bv_chunker_params_check(const BvChunkerParams *p);
 typedef struct BvSplitter BvSplitter;
 
 /* Called for every extent in image order. DATA extents are single chunks (<= max bytes);
- * ZERO and HOLE extents are coalesced runs of any length. A negative return aborts the feed
- * and is passed back to the caller. */
+ * ZERO and HOLE extents are coalesced runs of any length. Returns:
+ *   0      the extent is taken whole;
+ *   L > 0  (DATA only, 0 < L < length, a multiple of 4 KiB for hybrid) only the first L bytes
+ *          are taken as a chunk: the splitter restarts content-defined cutting at offset+L as
+ *          if a new stream began there, and re-scans the rest. The backup uses this when a
+ *          prefix of a new chunk is a chunk already stored that ended at a forced cut (end of
+ *          an earlier image, a zero run): cuts then fall where they fell in that image;
+ *   < 0    an error: the feed stops and returns it. */
 typedef int (*bv_extent_cb)(const BvExtent *e, void *userdata);
 
 int bv_splitter_new(const BvChunkerParams *p, BvSplitter **ret);

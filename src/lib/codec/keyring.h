@@ -44,3 +44,7 @@ const uint8_t *bv_keyring_config_key(const BvKeyring *k);  /* 32 bytes */
 
 /* The id of an object of the given kind: HMAC-SHA-256 under that kind's key. Thread-safe. */
 void bv_keyring_id(const BvKeyring *k, BvIdKind kind, const void *data, size_t len, uint8_t out[BV_ID_SIZE]);
+
+/* The ids of every step-sized prefix and of the whole (see bv_hmac_key_mac_prefixes). */
+void bv_keyring_id_prefixes(const BvKeyring *k, BvIdKind kind, const void *data, size_t len, size_t step,
+                            uint8_t (*out)[BV_ID_SIZE]);
