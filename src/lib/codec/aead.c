@@ -1,2 +1,208 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+#include <limits.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "aead.h"
+#include "hash.h"
+#include "macro.h"
+#include "secmem.h"
+
+/* EVP lengths are ints: feed large buffers in pieces of this size. */
+#define AEAD_PIECE ((size_t)1 << 30)
+
+static pthread_once_t aead_once = PTHREAD_ONCE_INIT;
+static EVP_CIPHER *gcm_cipher;
+static EVP_MD *none_md;
+
+struct BvAead {
+        BvCipher cipher;
+        EVP_CIPHER_CTX *enc; /* keyed once; each call only sets the nonce */
+        EVP_CIPHER_CTX *dec;
+        EVP_MD_CTX *md;      /* BV_CIPHER_NONE: SHA-256 of aad || plaintext */
+};
+
+static void aead_init_once(void)
+{
+        gcm_cipher = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+        none_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+}
+
+const char *bv_cipher_name(BvCipher c)
+{
+        switch (c) {
+        case BV_CIPHER_NONE:
+                return "none";
+        case BV_CIPHER_AES256GCM:
+                return "aes-256-gcm";
+        }
+        return NULL;
+}
+
+int bv_cipher_from_name(const char *s, BvCipher *ret)
+{
+        static const BvCipher all[] = { BV_CIPHER_NONE, BV_CIPHER_AES256GCM };
+
+        if (!s || !ret)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                if (strcmp(s, bv_cipher_name(all[i])) == 0) {
+                        *ret = all[i];
+                        return 0;
+                }
+        return -EPROTONOSUPPORT;
+}
+
+void bv_aead_free(BvAead *a)
+{
+        if (!a)
+                return;
+        EVP_CIPHER_CTX_free(a->enc);
+        EVP_CIPHER_CTX_free(a->dec);
+        EVP_MD_CTX_free(a->md);
+        free(a);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvAead, bv_aead_free);
+
+int bv_aead_new(BvCipher cipher, const uint8_t key[BV_KEY_SIZE], BvAead **ret)
+{
+        _cleanup_(bv_aead_freep) BvAead *a = NULL;
+
+        if (!ret)
+                return -EINVAL;
+        if (!bv_cipher_name(cipher))
+                return -EPROTONOSUPPORT;
+        if (cipher == BV_CIPHER_AES256GCM && !key)
+                return -EINVAL;
+        (void)pthread_once(&aead_once, aead_init_once);
+
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->cipher = cipher;
+        if (cipher == BV_CIPHER_NONE) {
+                if (!none_md)
+                        return -EIO;
+                a->md = EVP_MD_CTX_new();
+                if (!a->md)
+                        return -ENOMEM;
+        } else {
+                if (!gcm_cipher)
+                        return -EIO;
+                a->enc = EVP_CIPHER_CTX_new();
+                a->dec = EVP_CIPHER_CTX_new();
+                if (!a->enc || !a->dec)
+                        return -ENOMEM;
+                /* The default GCM IV length is 12 bytes, BV_NONCE_SIZE. */
+                if (EVP_EncryptInit_ex2(a->enc, gcm_cipher, key, NULL, NULL) != 1 ||
+                    EVP_DecryptInit_ex2(a->dec, gcm_cipher, key, NULL, NULL) != 1)
+                        return -EIO;
+        }
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+/* The BV_CIPHER_NONE "tag": the first 16 bytes of SHA-256(aad || data). */
+static int none_tag(BvAead *a, const void *aad, size_t aad_len, const void *data, size_t len,
+                    uint8_t tag[BV_TAG_SIZE])
+{
+        uint8_t h[BV_HASH_SIZE];
+
+        if (EVP_DigestInit_ex2(a->md, none_md, NULL) != 1 || EVP_DigestUpdate(a->md, aad, aad_len) != 1 ||
+            EVP_DigestUpdate(a->md, data, len) != 1 || EVP_DigestFinal_ex(a->md, h, NULL) != 1)
+                return -EIO;
+        memcpy(tag, h, BV_TAG_SIZE);
+        return 0;
+}
+
+/* Runs aad and data through an initialized GCM context, in int-sized pieces. */
+static int gcm_update(EVP_CIPHER_CTX *ctx, const void *aad, size_t aad_len, const void *in, size_t len,
+                      void *out)
+{
+        const uint8_t *pa = aad, *pi = in;
+        uint8_t *po = out;
+        int outl;
+
+        for (size_t off = 0; off < aad_len; off += AEAD_PIECE)
+                if (EVP_CipherUpdate(ctx, NULL, &outl, pa + off, (int)MIN(aad_len - off, AEAD_PIECE)) != 1)
+                        return -EIO;
+        for (size_t off = 0; off < len; off += AEAD_PIECE)
+                if (EVP_CipherUpdate(ctx, po + off, &outl, pi + off, (int)MIN(len - off, AEAD_PIECE)) != 1)
+                        return -EIO;
+        return 0;
+}
+
+int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
+                 const void *in, size_t len, void *out, uint8_t tag[BV_TAG_SIZE])
+{
+        uint8_t t[BV_TAG_SIZE];
+        int outl, r;
+
+        if (!a || !nonce || !tag || (!aad && aad_len > 0) || ((!in || !out) && len > 0))
+                return -EINVAL;
+
+        if (a->cipher == BV_CIPHER_NONE) {
+                r = none_tag(a, aad, aad_len, in, len, t);
+                if (r < 0)
+                        return r;
+                if (len > 0)
+                        memmove(out, in, len);
+                memcpy(tag, t, BV_TAG_SIZE);
+                return 0;
+        }
+
+        if (EVP_EncryptInit_ex2(a->enc, NULL, NULL, nonce, NULL) != 1)
+                return -EIO;
+        r = gcm_update(a->enc, aad, aad_len, in, len, out);
+        if (r < 0)
+                return r;
+        if (EVP_EncryptFinal_ex(a->enc, t, &outl) != 1 ||
+            EVP_CIPHER_CTX_ctrl(a->enc, EVP_CTRL_AEAD_GET_TAG, BV_TAG_SIZE, t) != 1)
+                return -EIO;
+        memcpy(tag, t, BV_TAG_SIZE);
+        return 0;
+}
+
+int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
+                 const void *in, size_t len, void *out, const uint8_t tag[BV_TAG_SIZE])
+{
+        uint8_t t[BV_TAG_SIZE];
+        int outl, r;
+
+        if (!a || !nonce || !tag || (!aad && aad_len > 0) || ((!in || !out) && len > 0))
+                return -EINVAL;
+
+        if (a->cipher == BV_CIPHER_NONE) {
+                r = none_tag(a, aad, aad_len, in, len, t);
+                if (r < 0)
+                        return r;
+                if (CRYPTO_memcmp(t, tag, BV_TAG_SIZE) != 0) {
+                        bv_wipe(out, len);
+                        return -EBADMSG;
+                }
+                if (len > 0)
+                        memmove(out, in, len);
+                return 0;
+        }
+
+        memcpy(t, tag, BV_TAG_SIZE);
+        if (EVP_DecryptInit_ex2(a->dec, NULL, NULL, nonce, NULL) != 1)
+                return -EIO;
+        r = gcm_update(a->dec, aad, aad_len, in, len, out);
+        if (r < 0) {
+                bv_wipe(out, len);
+                return r;
+        }
+        if (EVP_CIPHER_CTX_ctrl(a->dec, EVP_CTRL_AEAD_SET_TAG, BV_TAG_SIZE, t) != 1) {
+                bv_wipe(out, len);
+                return -EIO;
+        }
+        if (EVP_DecryptFinal_ex(a->dec, t, &outl) != 1) {
+                bv_wipe(out, len);
+                return -EBADMSG;
+        }
+        return 0;
+}
