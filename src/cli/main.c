@@ -1,8 +1,51 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+
+static const struct {
+        const char *name;
+        int (*run)(int argc, char **argv);
+        const char *summary;
+} commands[] = {
+        { "init", cmd_init, "create a repository" },
+        { "backup", cmd_backup, "back up a block device, image file or stdin as a new snapshot" },
+        { "list", cmd_list, "list snapshots" },
+        { "restore", cmd_restore, "restore a snapshot to a new file or a block device" },
+        { "verify", cmd_verify, "check a repository, optionally reading every chunk" },
+        { "info", cmd_info, "sizes, deduplication and compression of a repository" },
+        { "key", cmd_key, "change the passphrase or key file" },
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f, "Usage: blkvault COMMAND [OPTIONS] ...\n\n"
+                   "Block-level backups into a deduplicated, compressed, encrypted repository.\n\n"
+                   "Commands:\n");
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "\nRun 'blkvault COMMAND --help' for a command's options. See blkvault(1).\n");
+}
 
 int main(int argc, char **argv)
 {
-        fprintf(stderr, "blkvault: not implemented yet\n");
-        return 1;
+        if (argc < 2) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+                usage(stdout);
+                return EXIT_OK;
+        }
+        if (strcmp(argv[1], "--version") == 0) {
+                printf("blkvault %s\n", PACKAGE_VERSION);
+                return EXIT_OK;
+        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return commands[i].run(argc - 1, argv + 1);
+        log_error("unknown command '%s' (see 'blkvault --help')", argv[1]);
+        return EXIT_USAGE;
 }

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Shared by the subcommands: messages, exit codes, secrets, progress, JSON output.
+ * Each subcommand lives in cmd-<name>.c and exposes `int cmd_<name>(int argc, char **argv)`
+ * returning an exit code.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backup.h"
+#include "repo.h"
+
+struct json_object;
+
+/* Exit codes (documented in blkvault(1)). */
+enum {
+        EXIT_OK = 0,
+        EXIT_ERROR = 1,      /* any other failure */
+        EXIT_USAGE = 2,      /* bad command line */
+        EXIT_KEY = 3,        /* wrong or missing passphrase / key */
+        EXIT_DAMAGE = 4,     /* corrupt data found (verify, restore, read) */
+        EXIT_BUSY = 5,       /* another writer holds the repository */
+        EXIT_FULL = 6,       /* the target is full */
+};
+
+/* "error: <formatted>: <strerror(-r)>" on stderr; returns the exit code for r. */
+int log_error_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int exit_code_for(int r);
+
+/* Parsed secret options shared by every command that opens a repository. */
+typedef struct SecretArgs {
+        const char *passphrase_file;
+        const char *key_file;
+} SecretArgs;
+
+/* The long options every repository command accepts (append to a command's table). */
+#define SECRET_OPTIONS                                                                                     \
+        { "passphrase-file", required_argument, NULL, 'P' }, { "key-file", required_argument, NULL, 'K' }
+
+/* Handles 'P' and 'K'; returns true if the option was one of them. */
+bool secret_args_parse(SecretArgs *s, int opt, const char *arg);
+
+/* Builds a BvSecret for a repository: none for unencrypted ones, otherwise --key-file,
+ * --passphrase-file, $BLKVAULT_PASSPHRASE or (on a terminal) a prompt. confirm: ask twice
+ * (for init). The passphrase buffer is wiped by secret_done. */
+int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret);
+void secret_done(BvSecret *s);
+
+/* Opens a repository for a command, reporting errors; returns an exit code. */
+int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
+
+/* Resolves a snapshot spec, reporting failures; returns an exit code. */
+int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret);
+
+/* Progress line on stderr when it is a terminal: bytes, rate, ETA. */
+typedef struct Progress {
+        bool enabled;
+        const char *verb;
+} Progress;
+void progress_init(Progress *p, const char *verb, bool quiet);
+void progress_update(const BvProgress *bp, void *userdata);
+void progress_done(Progress *p);
+
+/* "1.5 GiB" */
+const char *format_bytes(uint64_t n, char buf[32]);
+
+/* Prints a JSON value to stdout, pretty when stdout is a terminal. */
+void json_print(struct json_object *o);
+
+/* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
+int print_usage(const char *text);
+
+int cmd_init(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_key(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
+int cmd_umount(int argc, char **argv);

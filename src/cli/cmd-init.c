@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+        "Usage: blkvault init REPO [OPTIONS]\n\n"
+        "Create a repository in REPO (a missing or empty directory).\n\n"
+        "  --encryption=aes-256-gcm|none   default aes-256-gcm\n"
+        "  --chunker=hybrid|cdc|fixed      default hybrid\n"
+        "  --chunk-size=MIN:AVG:MAX        bytes, K/M suffixes allowed; default 16K:64K:256K\n"
+        "  --compression=zstd[:LEVEL]|none default zstd:3\n"
+        "  --passphrase-file=FILE          read the new passphrase from FILE\n"
+        "  --key-file=FILE                 seal the repository key with the contents of FILE\n"
+        "  -h, --help\n\n"
+        "Without --passphrase-file or --key-file the passphrase comes from $BLKVAULT_PASSPHRASE\n"
+        "or, on a terminal, a prompt.\n";
+
+static int parse_size(const char *s, uint32_t *ret)
+{
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s)
+                return -EINVAL;
+        if (*end == 'K' || *end == 'k')
+                v <<= 10, end++;
+        else if (*end == 'M' || *end == 'm')
+                v <<= 20, end++;
+        if (*end == 'i' && end[1] == 'B')
+                end += 2;
+        if (*end != '\0' || v == 0 || v > UINT32_MAX)
+                return -EINVAL;
+        *ret = (uint32_t)v;
+        return 0;
+}
+
+static int parse_chunk_sizes(char *arg, BvRepoConfig *cfg)
+{
+        char *min = strtok(arg, ":"), *avg = strtok(NULL, ":"), *max = strtok(NULL, ":");
+        if (!min || !avg || !max || strtok(NULL, ":"))
+                return -EINVAL;
+        if (parse_size(min, &cfg->chunk_min) < 0 || parse_size(avg, &cfg->chunk_avg) < 0 ||
+            parse_size(max, &cfg->chunk_max) < 0)
+                return -EINVAL;
+        return 0;
+}
+
+static int parse_compression(const char *arg, BvRepoConfig *cfg)
+{
+        if (strcmp(arg, "none") == 0) {
+                cfg->zstd_level = 0;
+                return 0;
+        }
+        if (strcmp(arg, "zstd") == 0) {
+                cfg->zstd_level = 3;
+                return 0;
+        }
+        if (strncmp(arg, "zstd:", 5) == 0) {
+                char *end;
+                long level = strtol(arg + 5, &end, 10);
+                if (*end || end == arg + 5 || level < 1 || level > 19)
+                        return -EINVAL;
+                cfg->zstd_level = (int)level;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int cmd_init(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "encryption", required_argument, NULL, 'e' },
+                { "chunker", required_argument, NULL, 'c' },
+                { "chunk-size", required_argument, NULL, 's' },
+                { "compression", required_argument, NULL, 'z' },
+                SECRET_OPTIONS,
+                {},
+        };
+        SecretArgs sargs = {};
+        BvRepoConfig cfg;
+        BvSecret secret;
+        int c, r;
+
+        bv_repo_config_default(&cfg);
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (secret_args_parse(&sargs, c, optarg))
+                        continue;
+                switch (c) {
+                case 'h':
+                        return print_usage(usage_text);
+                case 'e':
+                        if (bv_cipher_from_name(optarg, &cfg.cipher) < 0) {
+                                log_error("unknown encryption '%s' (aes-256-gcm or none)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'c':
+                        if (bv_chunker_kind_from_name(optarg, &cfg.chunker) < 0) {
+                                log_error("unknown chunker '%s' (hybrid, cdc or fixed)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 's':
+                        if (parse_chunk_sizes(optarg, &cfg) < 0) {
+                                log_error("invalid --chunk-size '%s' (expected MIN:AVG:MAX)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'z':
+                        if (parse_compression(optarg, &cfg) < 0) {
+                                log_error("invalid --compression '%s' (zstd, zstd:LEVEL 1-19, or none)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind + 1 != argc) {
+                log_error("expected exactly one argument: REPO (see 'blkvault init --help')");
+                return EXIT_USAGE;
+        }
+        const char *path = argv[optind];
+
+        BvChunkerParams params = { .kind = cfg.chunker, .min = cfg.chunk_min, .avg = cfg.chunk_avg,
+                                   .max = cfg.chunk_max };
+        if (bv_chunker_params_check(&params) < 0) {
+                log_error("invalid chunk sizes %u:%u:%u for the %s chunker (need min < avg < max, "
+                          "multiples of 4 KiB for hybrid and fixed, at most 4 MiB)",
+                          cfg.chunk_min, cfg.chunk_avg, cfg.chunk_max, bv_chunker_kind_name(cfg.chunker));
+                return EXIT_USAGE;
+        }
+
+        r = secret_get(&sargs, cfg.cipher != BV_CIPHER_NONE, true, &secret);
+        if (r < 0)
+                return EXIT_KEY;
+        r = bv_repo_init(path, &cfg, &secret);
+        secret_done(&secret);
+        if (r < 0)
+                return log_error_errno(r, "cannot create repository '%s'", path);
+        log_info("created %s repository '%s' (%s chunker, %s)", bv_cipher_name(cfg.cipher), path,
+                 bv_chunker_kind_name(cfg.chunker), cfg.zstd_level ? "zstd" : "no compression");
+        return EXIT_OK;
+}

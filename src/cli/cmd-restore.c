@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "restore.h"
+
+static const char usage_text[] =
+        "Usage: blkvault restore REPO SNAPSHOT DEST [OPTIONS]\n\n"
+        "Restore SNAPSHOT (an id, a unique id prefix, a name for its newest snapshot, or 'latest')\n"
+        "to DEST: a new file, written sparse, or a block device at least as large as the image.\n\n"
+        "  --json                   print the result as JSON\n"
+        "  --threads=N              decoding threads (default: one per CPU)\n"
+        "  -q, --quiet              no progress line\n"
+        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  -h, --help\n";
+
+int cmd_restore(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, 'j' },
+                { "threads", required_argument, NULL, 't' },
+                { "quiet", no_argument, NULL, 'q' },
+                SECRET_OPTIONS,
+                {},
+        };
+        SecretArgs sargs = {};
+        BvRestoreOptions opts = {};
+        bool json = false, quiet = false;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
+                if (secret_args_parse(&sargs, c, optarg))
+                        continue;
+                switch (c) {
+                case 'h':
+                        return print_usage(usage_text);
+                case 'j':
+                        json = true;
+                        break;
+                case 't':
+                        opts.threads = (unsigned)strtoul(optarg, NULL, 10);
+                        if (opts.threads == 0 || opts.threads > 256) {
+                                log_error("invalid --threads '%s'", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'q':
+                        quiet = true;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind + 3 != argc) {
+                log_error("expected three arguments: REPO SNAPSHOT DEST (see 'blkvault restore --help')");
+                return EXIT_USAGE;
+        }
+        const char *path = argv[optind], *spec = argv[optind + 1], *dest = argv[optind + 2];
+
+        BvRepo *repo;
+        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
+        if (r != EXIT_OK)
+                return r;
+        const BvSnapshot *snap;
+        r = find_snapshot(repo, spec, &snap);
+        if (r != EXIT_OK) {
+                bv_repo_close(repo);
+                return r;
+        }
+
+        Progress progress;
+        progress_init(&progress, "restore", quiet || json);
+        opts.progress = progress_update;
+        opts.progress_userdata = &progress;
+        BvRestoreStats stats = {};
+        r = bv_restore(repo, snap, dest, &opts, &stats);
+        progress_done(&progress);
+        if (r == -EBADMSG || r == -EUCLEAN) {
+                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
+                          "left behind as a file", snap->id,
+                          r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
+                          (unsigned long long)stats.bad_offset, (unsigned long long)stats.bad_offset, dest);
+                bv_repo_close(repo);
+                return EXIT_DAMAGE;
+        }
+        if (r < 0) {
+                bv_repo_close(repo);
+                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
+        }
+        if (json) {
+                struct json_object *o = json_object_new_object();
+                json_object_object_add(o, "snapshot", json_object_new_string(snap->id));
+                json_object_object_add(o, "size", json_object_new_uint64(stats.size));
+                json_object_object_add(o, "bytes_written", json_object_new_uint64(stats.bytes_written));
+                json_object_object_add(o, "bytes_zero", json_object_new_uint64(stats.bytes_zero));
+                json_object_object_add(o, "seconds", json_object_new_double(stats.seconds));
+                json_print(o);
+                json_object_put(o);
+        } else {
+                char a[32], b[32];
+                log_info("restored snapshot %.8s to '%s': %s image, %s written, in %.1f s", snap->id, dest,
+                         format_bytes(stats.size, a), format_bytes(stats.bytes_written, b), stats.seconds);
+        }
+        bv_repo_close(repo);
+        return EXIT_OK;
+}

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fileio.h"
+#include "macro.h"
+#include "secmem.h"
+#include "timeutil.h"
+
+#define PASSPHRASE_MAX 1024
+
+static void vlog(const char *prefix, const char *fmt, va_list ap, int r)
+{
+        fputs(prefix, stderr);
+        vfprintf(stderr, fmt, ap);
+        if (r < 0)
+                fprintf(stderr, ": %s", strerror(-r));
+        fputc('\n', stderr);
+}
+
+void log_error(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vlog("error: ", fmt, ap, 0);
+        va_end(ap);
+}
+
+void log_info(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vlog("", fmt, ap, 0);
+        va_end(ap);
+}
+
+int exit_code_for(int r)
+{
+        switch (r) {
+        case 0:
+                return EXIT_OK;
+        case -ENOKEY:
+                return EXIT_KEY;
+        case -EBADMSG:
+        case -EUCLEAN:
+                return EXIT_DAMAGE;
+        case -EBUSY:
+                return EXIT_BUSY;
+        case -ENOSPC:
+        case -EDQUOT:
+                return EXIT_FULL;
+        default:
+                return EXIT_ERROR;
+        }
+}
+
+int log_error_errno(int r, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vlog("error: ", fmt, ap, r);
+        va_end(ap);
+        return exit_code_for(r);
+}
+
+bool secret_args_parse(SecretArgs *s, int opt, const char *arg)
+{
+        switch (opt) {
+        case 'P':
+                s->passphrase_file = arg;
+                return true;
+        case 'K':
+                s->key_file = arg;
+                return true;
+        default:
+                return false;
+        }
+}
+
+static int read_passphrase_file(const char *path, char **ret)
+{
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        int r = bv_read_file(AT_FDCWD, path, PASSPHRASE_MAX, (void **)&data, &len);
+        if (r < 0)
+                return r;
+        /* one trailing newline is not part of the passphrase */
+        if (len > 0 && data[len - 1] == '\n')
+                data[--len] = '\0';
+        char *p = bv_secure_alloc(PASSPHRASE_MAX + 1);
+        if (!p) {
+                bv_wipe(data, len);
+                return -ENOMEM;
+        }
+        memcpy(p, data, len + 1);
+        bv_wipe(data, len);
+        *ret = p;
+        return 0;
+}
+
+static int prompt(const char *question, char *buf, size_t size)
+{
+        struct termios old, noecho;
+        FILE *tty = fopen("/dev/tty", "r+e");
+        if (!tty)
+                return -ENOTTY;
+        fprintf(tty, "%s", question);
+        fflush(tty);
+        bool restore = tcgetattr(fileno(tty), &old) == 0;
+        if (restore) {
+                noecho = old;
+                noecho.c_lflag &= ~(tcflag_t)ECHO;
+                tcsetattr(fileno(tty), TCSAFLUSH, &noecho);
+        }
+        char *ok = fgets(buf, (int)size, tty);
+        if (restore)
+                tcsetattr(fileno(tty), TCSAFLUSH, &old);
+        fprintf(tty, "\n");
+        fclose(tty);
+        if (!ok)
+                return -EIO;
+        buf[strcspn(buf, "\n")] = '\0';
+        return 0;
+}
+
+int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
+{
+        *ret = (BvSecret){};
+        if (!encrypted)
+                return 0;
+        if (s->key_file && s->passphrase_file) {
+                log_error("--key-file and --passphrase-file exclude each other");
+                return -EINVAL;
+        }
+        if (s->key_file) {
+                ret->key_file = s->key_file;
+                return 0;
+        }
+        char *pass = NULL;
+        int r;
+        if (s->passphrase_file) {
+                r = read_passphrase_file(s->passphrase_file, &pass);
+                if (r < 0) {
+                        log_error_errno(r, "cannot read passphrase file '%s'", s->passphrase_file);
+                        return r;
+                }
+        } else if (getenv("BLKVAULT_PASSPHRASE")) {
+                const char *env = getenv("BLKVAULT_PASSPHRASE");
+                if (strlen(env) > PASSPHRASE_MAX)
+                        return -E2BIG;
+                pass = bv_secure_alloc(PASSPHRASE_MAX + 1);
+                if (!pass)
+                        return -ENOMEM;
+                strcpy(pass, env);
+        } else if (isatty(STDIN_FILENO)) {
+                pass = bv_secure_alloc(2 * (PASSPHRASE_MAX + 2));
+                if (!pass)
+                        return -ENOMEM;
+                char *again = pass + PASSPHRASE_MAX + 2;
+                r = prompt("Passphrase: ", pass, PASSPHRASE_MAX + 2);
+                if (r >= 0 && confirm) {
+                        r = prompt("Repeat passphrase: ", again, PASSPHRASE_MAX + 2);
+                        if (r >= 0 && strcmp(pass, again) != 0) {
+                                log_error("the passphrases differ");
+                                r = -ENOKEY;
+                        }
+                }
+                if (r < 0) {
+                        bv_secure_free(pass, 2 * (PASSPHRASE_MAX + 2));
+                        return r == -ENOKEY ? r : -ENOKEY;
+                }
+        } else {
+                log_error("the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file or "
+                          "--key-file");
+                return -ENOKEY;
+        }
+        if (pass[0] == '\0') {
+                log_error("the passphrase is empty");
+                bv_secure_free(pass, 2 * (PASSPHRASE_MAX + 2));
+                return -ENOKEY;
+        }
+        ret->passphrase = pass;
+        return 0;
+}
+
+void secret_done(BvSecret *s)
+{
+        if (s->passphrase)
+                bv_secure_free((void *)s->passphrase, 2 * (PASSPHRASE_MAX + 2));
+        *s = (BvSecret){};
+}
+
+int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret)
+{
+        BvRepoConfig cfg;
+        BvSecret secret;
+        int r;
+
+        r = bv_repo_peek_config(path, &cfg);
+        if (r < 0)
+                return log_error_errno(r, "cannot open repository '%s'", path);
+        r = secret_get(s, cfg.cipher != BV_CIPHER_NONE, false, &secret);
+        if (r < 0)
+                return exit_code_for(r == -ENOKEY ? r : -ENOKEY);
+        r = bv_repo_open(path, &secret, flags, ret);
+        secret_done(&secret);
+        if (r == -ENOKEY) {
+                log_error("cannot open repository '%s': wrong passphrase or key", path);
+                return EXIT_KEY;
+        }
+        if (r == -EBUSY) {
+                log_error("repository '%s' is locked by another writer (a backup or key change is running)",
+                          path);
+                return EXIT_BUSY;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot open repository '%s'", path);
+        return EXIT_OK;
+}
+
+const char *format_bytes(uint64_t n, char buf[32])
+{
+        static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+        double v = (double)n;
+        unsigned u = 0;
+        while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+                v /= 1024;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, 32, "%llu B", (unsigned long long)n);
+        else
+                snprintf(buf, 32, "%.1f %s", v, units[u]);
+        return buf;
+}
+
+void progress_init(Progress *p, const char *verb, bool quiet)
+{
+        p->enabled = !quiet && isatty(STDERR_FILENO);
+        p->verb = verb;
+}
+
+void progress_update(const BvProgress *bp, void *userdata)
+{
+        Progress *p = userdata;
+        char a[32], b[32], rate[32];
+        if (!p->enabled)
+                return;
+        double secs = (double)bp->elapsed_ns / 1e9;
+        double bps = secs > 0 ? (double)bp->done / secs : 0;
+        format_bytes((uint64_t)bps, rate);
+        if (bp->total != UINT64_MAX && bp->total > 0) {
+                double left = bps > 0 ? (double)(bp->total - MIN(bp->done, bp->total)) / bps : 0;
+                fprintf(stderr, "\r\033[K%s %s / %s (%.0f%%), %s/s, ETA %u:%02u", p->verb,
+                        format_bytes(bp->done, a), format_bytes(bp->total, b),
+                        100.0 * (double)bp->done / (double)bp->total, rate, (unsigned)left / 60,
+                        (unsigned)left % 60);
+        } else
+                fprintf(stderr, "\r\033[K%s %s, %s/s", p->verb, format_bytes(bp->done, a), rate);
+        fflush(stderr);
+}
+
+void progress_done(Progress *p)
+{
+        if (p->enabled) {
+                fprintf(stderr, "\r\033[K");
+                fflush(stderr);
+        }
+}
+
+void json_print(struct json_object *o)
+{
+        int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
+                    (isatty(STDOUT_FILENO) ? JSON_C_TO_STRING_PRETTY : JSON_C_TO_STRING_PLAIN);
+        puts(json_object_to_json_string_ext(o, flags));
+}
+
+int print_usage(const char *text)
+{
+        fputs(text, stdout);
+        return EXIT_OK;
+}
+
+int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
+{
+        int r = bv_repo_find_snapshot(repo, spec, ret);
+        if (r == -ENOENT)
+                log_error("no snapshot matches '%s' (see 'blkvault list')", spec);
+        else if (r == -ENOTUNIQ)
+                log_error("'%s' matches more than one snapshot: give more of the id", spec);
+        else if (r < 0)
+                return log_error_errno(r, "cannot look up snapshot '%s'", spec);
+        return r < 0 ? EXIT_ERROR : EXIT_OK;
+}
