@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Every command's --help runs, exits 0 and names the command; bad usage exits 2.
+. "$SOURCE_ROOT/tests/lib.sh"
+
+bv --help | grep -q '^Usage: blkvault COMMAND' || die "top-level --help"
+bv --version | grep -q '^blkvault ' || die "--version"
+for cmd in init backup list restore verify info key serve mount umount; do
+    out=$(bv "$cmd" --help) || die "$cmd --help exited non-zero"
+    echo "$out" | grep -q "^Usage: blkvault $cmd" || die "$cmd --help does not show its usage"
+done
+expect_fail 2 "unknown command 'frobnicate'" bv frobnicate
+expect_fail 2 "expected exactly one argument" bv init
+expect_fail 2 "unknown encryption 'rot13'" bv init "$T/r" --encryption=rot13
+expect_fail 2 "invalid --chunk-size" bv init "$T/r" --chunk-size=1:2
+expect_fail 2 "invalid chunk sizes" bv init "$T/r" --encryption=none --chunk-size=64K:16K:256K
+expect_fail 2 "invalid --compression" bv init "$T/r" --compression=lz4
+echo "ok"
