@@ -135,13 +135,19 @@ static int gcm_update(EVP_CIPHER_CTX *ctx, const void *aad, size_t aad_len, cons
         return 0;
 }
 
+static bool args_ok(const BvAead *a, const uint8_t *nonce, const uint8_t *tag, const void *aad, size_t aad_len,
+                    const void *in, size_t len, const void *out)
+{
+        return a && nonce && tag && (aad || aad_len == 0) && ((in && out) || len == 0);
+}
+
 int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
                  const void *in, size_t len, void *out, uint8_t tag[BV_TAG_SIZE])
 {
         uint8_t t[BV_TAG_SIZE];
         int outl, r;
 
-        if (!a || !nonce || !tag || (!aad && aad_len > 0) || ((!in || !out) && len > 0))
+        if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
                 return -EINVAL;
 
         if (a->cipher == BV_CIPHER_NONE) {
@@ -172,7 +178,7 @@ int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad,
         uint8_t t[BV_TAG_SIZE];
         int outl, r;
 
-        if (!a || !nonce || !tag || (!aad && aad_len > 0) || ((!in || !out) && len > 0))
+        if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
                 return -EINVAL;
 
         if (a->cipher == BV_CIPHER_NONE) {
