@@ -1,2 +1,770 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * The backup pipeline.
+ *
+ * The caller's thread reads the source, splits it into extents, hashes every chunk, decides
+ * with the index which chunks are new and builds the snapshot's map in image order. New
+ * chunks (and new map nodes) are copied into jobs from a bounded pool and queued to worker
+ * threads, which compress and encrypt them and append them to the one pack writer (under a
+ * mutex). A full pack is committed durably and its entries are recorded in the index; the
+ * index is flushed every ~1M entries. Only when every pack and index segment is durable is the
+ * snapshot record written: it is the commit point.
+ *
+ * Boundary resync: when a new chunk has a proper 4 KiB-multiple prefix that is a chunk already
+ * stored (an earlier image had a forced cut there: its end, a zero run), the prefix is taken
+ * as that chunk and the splitter restarts cutting after it, so that cuts fall where they fell
+ * in that image (concatenations, appended data).
+ */
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backup.h"
+#include "chunker.h"
+#include "hex.h"
+#include "index.h"
+#include "macro.h"
+#include "maptree.h"
+#include "object.h"
+#include "pack.h"
+#include "random.h"
+#include "snapshot.h"
+#include "timeutil.h"
+
+#define JOBS_PER_THREAD 4
+#define MAX_THREADS 64
+#define INDEX_FLUSH_ENTRIES (1u << 20)
+#define INDEX_MAX_SEGMENTS 16
+#define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
+
+typedef struct Job {
+        struct Job *next;
+        BvObjectType type;
+        uint8_t id[BV_ID_SIZE];
+        size_t len, cap;
+        uint8_t *data;
+} Job;
+
+typedef struct Backup {
+        BvRepo *repo;
+        BvIndex *index;
+        const BvKeyring *keyring;
+        BvChunkerParams chunker;
+        int zstd_level;
+        uint64_t pack_target;
+        bool resync; /* the boundary-resync rule applies (not for fixed chunking) */
+
+        /* Reading thread only. */
+        BvMapBuilder *map;
+        uint8_t (*prefix_ids)[BV_ID_SIZE];
+        BvBackupStats stats;
+
+        /* The job pool and queue. */
+        pthread_mutex_t lock;
+        pthread_cond_t job_queued; /* workers wait for work */
+        pthread_cond_t job_freed;  /* the reader waits for a free job */
+        Job *jobs;                 /* the pool's storage */
+        size_t n_jobs;
+        Job *free_jobs;
+        Job *queue_head, *queue_tail;
+        bool closing; /* no more jobs will be queued */
+        int error;    /* first error (sticky) */
+
+        /* The pack writer, shared by the workers. */
+        pthread_mutex_t pack_lock;
+        BvObjectCodec *pack_codec; /* seals pack indexes (and later the snapshot record) */
+        BvPackWriter *writer;
+        uint8_t (*pending_ids)[BV_ID_SIZE]; /* claimed ids in the uncommitted pack */
+        size_t n_pending_ids, cap_pending_ids;
+        uint64_t bytes_stored, packs;
+        bool pack_failed; /* the writer is unusable: the error is recorded */
+
+        pthread_t threads[MAX_THREADS];
+        unsigned n_threads;
+} Backup;
+
+static void backup_set_error(Backup *b, int r)
+{
+        BV_LOCK_GUARD(&b->lock);
+        if (b->error == 0)
+                b->error = r;
+        pthread_cond_broadcast(&b->job_queued);
+        pthread_cond_broadcast(&b->job_freed);
+}
+
+static int backup_get_error(Backup *b)
+{
+        BV_LOCK_GUARD(&b->lock);
+        return b->error;
+}
+
+/* Takes a free job, waiting while the pool is empty; NULL once the pipeline has failed. */
+static Job *job_take(Backup *b)
+{
+        Job *j;
+
+        BV_LOCK_GUARD(&b->lock);
+        while (!b->free_jobs && b->error == 0)
+                pthread_cond_wait(&b->job_freed, &b->lock);
+        if (b->error != 0)
+                return NULL;
+        j = b->free_jobs;
+        b->free_jobs = j->next;
+        return j;
+}
+
+static void job_release_locked(Backup *b, Job *j)
+{
+        j->next = b->free_jobs;
+        b->free_jobs = j;
+        pthread_cond_signal(&b->job_freed);
+}
+
+static void job_release(Backup *b, Job *j)
+{
+        BV_LOCK_GUARD(&b->lock);
+        job_release_locked(b, j);
+}
+
+static void job_queue(Backup *b, Job *j)
+{
+        BV_LOCK_GUARD(&b->lock);
+        j->next = NULL;
+        if (b->queue_tail)
+                b->queue_tail->next = j;
+        else
+                b->queue_head = j;
+        b->queue_tail = j;
+        pthread_cond_signal(&b->job_queued);
+}
+
+/* Next queued job for a worker; NULL when the queue is closed and empty. */
+static Job *job_next(Backup *b)
+{
+        BV_LOCK_GUARD(&b->lock);
+        while (!b->queue_head && !b->closing)
+                pthread_cond_wait(&b->job_queued, &b->lock);
+        Job *j = b->queue_head;
+        if (j) {
+                b->queue_head = j->next;
+                if (!b->queue_head)
+                        b->queue_tail = NULL;
+        }
+        return j;
+}
+
+/* Copies an object into a job and queues it for encoding. The id is claimed by the caller;
+ * on failure it is unclaimed here. */
+static int object_submit(Backup *b, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data, size_t len)
+{
+        Job *j;
+
+        j = job_take(b);
+        if (!j) {
+                bv_index_unclaim(b->index, id);
+                return backup_get_error(b);
+        }
+        if (len > j->cap) {
+                uint8_t *p = realloc(j->data, len);
+                if (!p) {
+                        bv_index_unclaim(b->index, id);
+                        job_release(b, j);
+                        return -ENOMEM;
+                }
+                j->data = p;
+                j->cap = len;
+        }
+        j->type = type;
+        memcpy(j->id, id, BV_ID_SIZE);
+        memcpy(j->data, data, len);
+        j->len = len;
+        job_queue(b, j);
+        return 0;
+}
+
+/* Commits the current pack and records its entries. Called with pack_lock held. */
+static int pack_commit_locked(Backup *b)
+{
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+        _cleanup_free_ BvPackEntry *entries = NULL;
+        size_t n;
+        int r;
+
+        if (bv_pack_writer_count(b->writer) == 0)
+                return 0;
+        r = bv_pack_writer_commit(b->writer, pack_id, &entries, &n);
+        if (r < 0)
+                return r;
+        /* The pack is durable: the ids in it are stored from now on, even if recording fails. */
+        b->n_pending_ids = 0;
+        b->packs++;
+        r = bv_index_add_pack(b->index, pack_id, entries, n);
+        if (r < 0)
+                return r;
+        if (bv_index_pending(b->index) >= INDEX_FLUSH_ENTRIES)
+                return bv_index_flush(b->index);
+        return 0;
+}
+
+static int pending_ids_add(Backup *b, const uint8_t id[BV_ID_SIZE])
+{
+        if (b->n_pending_ids == b->cap_pending_ids) {
+                size_t cap = MAX(b->cap_pending_ids * 2, (size_t)1024);
+                void *p = reallocarray(b->pending_ids, cap, BV_ID_SIZE);
+                if (!p)
+                        return -ENOMEM;
+                b->pending_ids = p;
+                b->cap_pending_ids = cap;
+        }
+        memcpy(b->pending_ids[b->n_pending_ids++], id, BV_ID_SIZE);
+        return 0;
+}
+
+static int pack_append_locked(Backup *b, const Job *j, const void *encoded, size_t len)
+{
+        int r;
+
+        r = pending_ids_add(b, j->id);
+        if (r < 0)
+                return r;
+        r = bv_pack_writer_append(b->writer, j->type, j->id, (uint32_t)j->len, encoded, len);
+        if (r < 0) {
+                b->n_pending_ids--; /* the caller unclaims it with the job */
+                return r;
+        }
+        b->bytes_stored += len;
+        if (bv_pack_writer_size(b->writer) >= b->pack_target)
+                return pack_commit_locked(b);
+        return 0;
+}
+
+/* After a failure the writer is not touched again; the error is recorded before the lock is
+ * released, so that the first error is the one reported. */
+static int pack_append(Backup *b, const Job *j, const void *encoded, size_t len)
+{
+        int r;
+
+        BV_LOCK_GUARD(&b->pack_lock);
+        if (b->pack_failed)
+                return -ECANCELED;
+        r = pack_append_locked(b, j, encoded, len);
+        if (r < 0) {
+                backup_set_error(b, r);
+                b->pack_failed = true;
+        }
+        return r;
+}
+
+typedef struct Worker {
+        BvObjectCodec *codec;
+        uint8_t *out;
+        size_t out_cap;
+} Worker;
+
+static int worker_encode(Backup *b, Worker *w, const Job *j)
+{
+        size_t bound = bv_object_bound(j->len), len;
+        int r;
+
+        if (bound > w->out_cap) {
+                uint8_t *p = realloc(w->out, bound);
+                if (!p)
+                        return -ENOMEM;
+                w->out = p;
+                w->out_cap = bound;
+        }
+        r = bv_object_encode(w->codec, j->type, j->id, j->data, j->len, w->out, &len);
+        if (r < 0)
+                return r;
+        return pack_append(b, j, w->out, len);
+}
+
+static void *worker_main(void *userdata)
+{
+        Backup *b = userdata;
+        Worker w = {};
+        Job *j = NULL;
+        int r;
+
+        r = bv_object_codec_new(b->keyring, b->zstd_level, &w.codec);
+        if (r < 0)
+                backup_set_error(b, r);
+
+        while ((j = job_next(b))) {
+                if (backup_get_error(b) == 0) {
+                        r = worker_encode(b, &w, j);
+                        if (r < 0) {
+                                bv_index_unclaim(b->index, j->id);
+                                backup_set_error(b, r);
+                        }
+                } else
+                        bv_index_unclaim(b->index, j->id);
+                job_release(b, j);
+        }
+
+        bv_object_codec_free(w.codec);
+        free(w.out);
+        return NULL;
+}
+
+static int workers_start(Backup *b, unsigned n)
+{
+        int r;
+
+        for (b->n_threads = 0; b->n_threads < n; b->n_threads++) {
+                r = -pthread_create(&b->threads[b->n_threads], NULL, worker_main, b);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Closes the queue and waits for the workers to drain it. */
+static void workers_join(Backup *b)
+{
+        {
+                BV_LOCK_GUARD(&b->lock);
+                b->closing = true;
+                pthread_cond_broadcast(&b->job_queued);
+        }
+        for (unsigned i = 0; i < b->n_threads; i++)
+                (void)pthread_join(b->threads[i], NULL);
+        b->n_threads = 0;
+}
+
+static int pool_new(Backup *b, size_t n, size_t cap)
+{
+        b->jobs = calloc(n, sizeof(Job));
+        if (!b->jobs)
+                return -ENOMEM;
+        b->n_jobs = n;
+        for (size_t i = 0; i < n; i++) {
+                b->jobs[i].data = malloc(cap);
+                if (!b->jobs[i].data)
+                        return -ENOMEM;
+                b->jobs[i].cap = cap;
+                b->jobs[i].next = b->free_jobs;
+                b->free_jobs = &b->jobs[i];
+        }
+        return 0;
+}
+
+/* Map nodes: stored like chunks, with a MAP id. Called from the reading thread. */
+static int map_store(void *userdata, const void *node, size_t len, uint8_t ret_id[BV_ID_SIZE])
+{
+        Backup *b = userdata;
+        uint8_t id[BV_ID_SIZE];
+        int r;
+
+        bv_keyring_id(b->keyring, BV_ID_MAP, node, len, id);
+        r = bv_index_claim(b->index, id);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = object_submit(b, BV_OBJ_MAP, id, node, len);
+                if (r < 0)
+                        return r;
+        }
+        memcpy(ret_id, id, BV_ID_SIZE);
+        return 0;
+}
+
+/* The boundary-resync rule: the longest proper 4 KiB-multiple prefix already stored, or 0. */
+static size_t resync_prefix(Backup *b, size_t n_ids, size_t len)
+{
+        BvLocation loc;
+
+        if (!b->resync)
+                return 0;
+        for (size_t j = n_ids - 1; j > 0; j--) {
+                size_t l = j * BV_BLOCK_SIZE;
+                if (l >= len)
+                        continue;
+                if (bv_index_lookup(b->index, b->prefix_ids[j - 1], &loc) == 0 && loc.type == BV_OBJ_CHUNK)
+                        return l;
+        }
+        return 0;
+}
+
+static int on_data(Backup *b, const BvExtent *e)
+{
+        size_t len = (size_t)e->length, n_ids = DIV_ROUND_UP(len, BV_BLOCK_SIZE), l;
+        const uint8_t *id;
+        int r;
+
+        bv_keyring_id_prefixes(b->keyring, BV_ID_CHUNK, e->data, len, BV_BLOCK_SIZE, b->prefix_ids);
+        id = b->prefix_ids[n_ids - 1];
+
+        r = bv_index_claim(b->index, id);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                l = resync_prefix(b, n_ids, len);
+                if (l > 0) {
+                        bv_index_unclaim(b->index, id);
+                        r = bv_map_builder_add(b->map, BV_EXTENT_DATA, l, b->prefix_ids[l / BV_BLOCK_SIZE - 1]);
+                        if (r < 0)
+                                return r;
+                        b->stats.chunks++;
+                        b->stats.bytes_data += l;
+                        return (int)l;
+                }
+                r = object_submit(b, BV_OBJ_CHUNK, id, e->data, len);
+                if (r < 0)
+                        return r;
+                b->stats.chunks_new++;
+                b->stats.bytes_new += len;
+        }
+        r = bv_map_builder_add(b->map, BV_EXTENT_DATA, len, id);
+        if (r < 0)
+                return r;
+        b->stats.chunks++;
+        b->stats.bytes_data += len;
+        return 0;
+}
+
+static int on_extent(const BvExtent *e, void *userdata)
+{
+        Backup *b = userdata;
+
+        switch (e->kind) {
+        case BV_EXTENT_DATA:
+                return on_data(b, e);
+        case BV_EXTENT_ZERO:
+                b->stats.bytes_zero += e->length;
+                break;
+        case BV_EXTENT_HOLE:
+                b->stats.bytes_hole += e->length;
+                break;
+        default:
+                return -EINVAL;
+        }
+        return bv_map_builder_add(b->map, e->kind, e->length, NULL);
+}
+
+static void progress_report(const BvBackupOptions *opts, uint64_t done, uint64_t total, uint64_t start_ns,
+                            uint64_t now_ns)
+{
+        BvProgress p = { .done = done, .total = total, .elapsed_ns = now_ns - start_ns };
+
+        opts->progress(&p, opts->progress_userdata);
+}
+
+/* Reads the whole source through the splitter. */
+static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupOptions *opts, uint64_t start_ns)
+{
+        uint64_t last = start_ns;
+        BvExtent e;
+        int r;
+
+        for (;;) {
+                r = bv_source_next(src, &e);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (e.kind == BV_EXTENT_DATA) {
+                        b->stats.bytes_read += e.length;
+                        r = bv_splitter_feed(sp, e.offset, e.data, (size_t)e.length, on_extent, b);
+                } else
+                        r = bv_splitter_hole(sp, e.offset, e.length, on_extent, b);
+                if (r < 0)
+                        return r;
+                r = backup_get_error(b);
+                if (r < 0)
+                        return r;
+                if (opts->progress) {
+                        uint64_t now = bv_now_monotonic_ns();
+                        if (now - last >= PROGRESS_INTERVAL_NS) {
+                                progress_report(opts, e.offset + e.length, bv_source_size(src), start_ns, now);
+                                last = now;
+                        }
+                }
+        }
+        return bv_splitter_finish(sp, on_extent, b);
+}
+
+static int json_add(struct json_object *o, const char *key, struct json_object *v)
+{
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+typedef struct JsonField {
+        const char *key;
+        struct json_object *value; /* NULL: allocation failed */
+} JsonField;
+
+/* An object of the given fields; it takes every value (freed on failure too). */
+static struct json_object *json_build(const JsonField *f, size_t n)
+{
+        struct json_object *o = json_object_new_object();
+        int r = o ? 0 : -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                if (r == 0)
+                        r = json_add(o, f[i].key, f[i].value);
+                else
+                        json_object_put(f[i].value);
+        }
+        if (r < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+static struct json_object *source_json(BvSource *src, uint64_t size)
+{
+        BvSourceKind kind = bv_source_kind(src);
+        struct json_object *probe = NULL;
+        const char *path = bv_source_path(src);
+
+        /* Probe failures are ignored: the snapshot then has no "probe". */
+        if (kind != BV_SOURCE_STREAM && bv_source_probe(path, &probe) < 0)
+                probe = NULL;
+        JsonField f[] = {
+                { "path", json_object_new_string(path) },
+                { "kind", json_object_new_string(bv_source_kind_name(kind)) },
+                { "size", json_object_new_uint64(size) },
+                { "probe", probe },
+        };
+        return json_build(f, probe ? ELEMENTSOF(f) : ELEMENTSOF(f) - 1);
+}
+
+static struct json_object *stats_json(const BvBackupStats *s)
+{
+        JsonField f[] = {
+                { "bytes_read", json_object_new_uint64(s->bytes_read) },
+                { "bytes_zero", json_object_new_uint64(s->bytes_zero) },
+                { "bytes_hole", json_object_new_uint64(s->bytes_hole) },
+                { "bytes_new", json_object_new_uint64(s->bytes_new) },
+                { "bytes_stored", json_object_new_uint64(s->bytes_stored) },
+                { "chunks", json_object_new_uint64(s->chunks) },
+                { "chunks_new", json_object_new_uint64(s->chunks_new) },
+                { "packs", json_object_new_uint64(s->packs) },
+                { "seconds", json_object_new_double(s->seconds) },
+        };
+        return json_build(f, ELEMENTSOF(f));
+}
+
+static struct json_object *chunker_json(const BvChunkerParams *p)
+{
+        JsonField f[] = {
+                { "kind", json_object_new_string(bv_chunker_kind_name(p->kind)) },
+                { "min", json_object_new_uint64(p->min) },
+                { "avg", json_object_new_uint64(p->avg) },
+                { "max", json_object_new_uint64(p->max) },
+        };
+        return json_build(f, ELEMENTSOF(f));
+}
+
+static const char *source_name(const char *path)
+{
+        const char *slash;
+
+        if (strcmp(path, "-") == 0)
+                return "stdin";
+        slash = strrchr(path, '/');
+        if (slash && slash[1])
+                return slash + 1;
+        return path;
+}
+
+/* Writes the snapshot record: the commit point of the backup. */
+static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t start_s,
+                            const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size)
+{
+        uint8_t raw_id[BV_SNAPSHOT_ID_SIZE];
+        BvSnapshot s = {
+                .name = (char *)name,
+                .time = start_s,
+                .size = size,
+                .height = height,
+        };
+        int r;
+
+        r = bv_random_bytes(raw_id, sizeof(raw_id));
+        if (r < 0)
+                return r;
+        bv_hex_encode(raw_id, sizeof(raw_id), s.id);
+        memcpy(s.root, root, BV_ID_SIZE);
+        s.source = source_json(src, size);
+        s.stats = stats_json(&b->stats);
+        s.chunker = chunker_json(&b->chunker);
+        if (!s.source || !s.stats || !s.chunker)
+                r = -ENOMEM;
+        else
+                r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
+        json_object_put(s.source);
+        json_object_put(s.stats);
+        json_object_put(s.chunker);
+        if (r < 0)
+                return r;
+        memcpy(b->stats.snapshot_id, s.id, sizeof(s.id));
+        return 0;
+}
+
+static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
+{
+        const BvRepoConfig *cfg = bv_repo_config(r_);
+        int r;
+
+        b->repo = r_;
+        b->index = bv_repo_index(r_);
+        b->keyring = bv_repo_keyring(r_);
+        bv_repo_chunker_params(r_, &b->chunker);
+        b->zstd_level = cfg->zstd_level;
+        b->pack_target = cfg->pack_target ? cfg->pack_target : BV_PACK_TARGET_DEFAULT;
+        b->resync = b->chunker.kind != BV_CHUNKER_FIXED;
+
+        b->prefix_ids = calloc(DIV_ROUND_UP(BV_CHUNK_MAX_LIMIT, BV_BLOCK_SIZE), BV_ID_SIZE);
+        if (!b->prefix_ids)
+                return -ENOMEM;
+        r = bv_object_codec_new(b->keyring, b->zstd_level, &b->pack_codec);
+        if (r < 0)
+                return r;
+        r = bv_pack_writer_new(bv_repo_dirfd(r_, "packs"), b->pack_codec, &b->writer);
+        if (r < 0)
+                return r;
+        r = bv_map_builder_new(map_store, b, &b->map);
+        if (r < 0)
+                return r;
+        return pool_new(b, (size_t)JOBS_PER_THREAD * threads, MAX(b->chunker.max, BV_BLOCK_SIZE));
+}
+
+/* Stops the pipeline after a failure: nothing uncommitted survives, claims are released. */
+static void backup_abort(Backup *b, int error)
+{
+        backup_set_error(b, error);
+        workers_join(b);
+        for (size_t i = 0; i < b->n_pending_ids; i++)
+                bv_index_unclaim(b->index, b->pending_ids[i]);
+        b->n_pending_ids = 0;
+        bv_pack_writer_free(TAKE_PTR(b->writer));
+        /* Committed packs are durable: recording them lets the next backup reuse them. */
+        (void)bv_index_flush(b->index);
+}
+
+static void backup_done(Backup *b)
+{
+        bv_map_builder_free(b->map);
+        bv_pack_writer_free(b->writer);
+        bv_object_codec_free(b->pack_codec);
+        for (size_t i = 0; i < b->n_jobs; i++)
+                free(b->jobs[i].data);
+        free(b->jobs);
+        free(b->pending_ids);
+        free(b->prefix_ids);
+        pthread_mutex_destroy(&b->lock);
+        pthread_mutex_destroy(&b->pack_lock);
+        pthread_cond_destroy(&b->job_queued);
+        pthread_cond_destroy(&b->job_freed);
+}
+
+static unsigned threads_wanted(const BvBackupOptions *opts)
+{
+        long n = opts && opts->threads ? (long)opts->threads : sysconf(_SC_NPROCESSORS_ONLN);
+
+        if (n < 1)
+                n = 1;
+        return (unsigned)MIN(n, (long)MAX_THREADS);
+}
+
+/* After the last extent: the map root, the last pack, the index, then the snapshot. */
+static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t start_s, uint64_t start_ns)
+{
+        uint8_t root[BV_ID_SIZE];
+        uint32_t height;
+        uint64_t size;
+        int r;
+
+        r = bv_map_builder_finish(b->map, root, &height, &size);
+        if (r < 0)
+                return r;
+        workers_join(b);
+        r = backup_get_error(b);
+        if (r < 0)
+                return r;
+        r = pack_commit_locked(b); /* the workers are gone: no lock needed */
+        if (r < 0)
+                return r;
+        r = bv_index_flush(b->index);
+        if (r < 0)
+                return r;
+        r = bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
+        if (r < 0)
+                return r;
+        b->stats.size = size;
+        b->stats.bytes_stored = b->bytes_stored;
+        b->stats.packs = b->packs;
+        b->stats.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
+        return snapshot_publish(b, src, name, start_s, root, height, size);
+}
+
+static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *opts, BvSource *src,
+                      BvBackupStats *ret_stats)
+{
+        BvSplitter *sp = NULL;
+        Backup b = {
+                .lock = PTHREAD_MUTEX_INITIALIZER,
+                .pack_lock = PTHREAD_MUTEX_INITIALIZER,
+                .job_queued = PTHREAD_COND_INITIALIZER,
+                .job_freed = PTHREAD_COND_INITIALIZER,
+        };
+        uint64_t start_ns = bv_now_monotonic_ns(), start_s = bv_now_realtime_ns() / 1000000000ull;
+        unsigned threads = threads_wanted(opts);
+        int r;
+
+        r = backup_setup(&b, repo, threads);
+        if (r >= 0)
+                r = bv_splitter_new(&b.chunker, &sp);
+        if (r >= 0)
+                r = workers_start(&b, threads);
+        if (r >= 0)
+                r = backup_read(&b, src, sp, opts, start_ns);
+        bv_splitter_free(sp);
+        if (r >= 0)
+                r = backup_finish(&b, src, opts->name ?: source_name(source), start_s, start_ns);
+        if (r < 0) {
+                backup_abort(&b, r);
+                backup_done(&b);
+                return r;
+        }
+        b.stats.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
+        b.stats.used_uring = bv_source_uses_uring(src);
+        b.stats.used_direct = bv_source_uses_direct(src);
+        if (opts->progress)
+                progress_report(opts, b.stats.size, b.stats.size, start_ns, bv_now_monotonic_ns());
+        backup_done(&b);
+        if (ret_stats)
+                *ret_stats = b.stats;
+        return 0;
+}
+
+int bv_backup(BvRepo *repo, const char *source, const BvBackupOptions *opts, BvBackupStats *ret_stats)
+{
+        static const BvBackupOptions no_opts = {};
+        BvSource *src = NULL;
+        int r;
+
+        if (!repo || !source)
+                return -EINVAL;
+        if (!opts)
+                opts = &no_opts;
+        r = bv_source_open(source, &opts->source, &src);
+        if (r < 0)
+                return r;
+        r = backup_run(repo, source, opts, src, ret_stats);
+        bv_source_free(src);
+        return r;
+}
