@@ -1,1 +1,306 @@
-/* placeholder */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nbdkit-blkvault-plugin: serves one snapshot of a blkvault repository as a read-only NBD
+ * export, through the library's read path (bv_image_*). All connections share one open image
+ * and its chunk cache; the repository is opened after nbdkit forks, holding the shared reader
+ * lock so garbage collection never removes what is being served.
+ *
+ *   nbdkit blkvault repo=REPO snapshot=SNAPSHOT [passphrase-file=FILE | key-file=FILE]
+ *                   [cache=SIZE] [readahead=N]
+ *
+ * or BLKVAULT_PASSPHRASE in the environment.
+ */
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "fileio.h"
+#include "image.h"
+#include "macro.h"
+#include "repo.h"
+#include "secmem.h"
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static char *repo_path;
+static char *snapshot_spec;
+static char *passphrase_file;
+static char *key_file;
+static BvImageOptions image_options = { .cache_bytes = 256u << 20, .readahead = 8 };
+
+static BvRepo *repo;
+static BvImage *image;
+
+static void blkvault_unload(void)
+{
+        bv_image_free(image);
+        bv_repo_close(repo);
+        free(repo_path);
+        free(snapshot_spec);
+        free(passphrase_file);
+        free(key_file);
+}
+
+static int blkvault_config(const char *key, const char *value)
+{
+        char **slot = NULL;
+        if (strcmp(key, "repo") == 0)
+                slot = &repo_path;
+        else if (strcmp(key, "snapshot") == 0)
+                slot = &snapshot_spec;
+        else if (strcmp(key, "passphrase-file") == 0)
+                slot = &passphrase_file;
+        else if (strcmp(key, "key-file") == 0)
+                slot = &key_file;
+        else if (strcmp(key, "cache") == 0) {
+                int64_t size = nbdkit_parse_size(value);
+                if (size < 0)
+                        return -1;
+                image_options.cache_bytes = (size_t)size;
+                return 0;
+        } else if (strcmp(key, "readahead") == 0)
+                return nbdkit_parse_unsigned("readahead", value, &image_options.readahead);
+        else {
+                nbdkit_error("unknown parameter '%s'", key);
+                return -1;
+        }
+        /* Paths are made absolute: nbdkit changes directory when it forks into the background. */
+        free(*slot);
+        *slot = slot == &snapshot_spec ? strdup(value) : nbdkit_realpath(value);
+        return *slot ? 0 : -1;
+}
+
+static int blkvault_config_complete(void)
+{
+        if (!repo_path || !snapshot_spec) {
+                nbdkit_error("repo= and snapshot= are required");
+                return -1;
+        }
+        if (passphrase_file && key_file) {
+                nbdkit_error("passphrase-file= and key-file= exclude each other");
+                return -1;
+        }
+        return 0;
+}
+
+#define blkvault_config_help                                                                               \
+        "repo=<DIR>            (required) the repository.\n"                                               \
+        "snapshot=<SNAPSHOT>   (required) id, unique id prefix, name or 'latest'.\n"                       \
+        "passphrase-file=<FILE> the repository passphrase (or $BLKVAULT_PASSPHRASE).\n"                    \
+        "key-file=<FILE>       the repository key file.\n"                                                 \
+        "cache=<SIZE>          decoded chunk cache (default 256M).\n"                                      \
+        "readahead=<N>         chunks read ahead on sequential reads (default 8)."
+
+/* The passphrase: from the file (one trailing newline dropped) or the environment. */
+static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
+{
+        *secret = (BvSecret){ .key_file = key_file };
+        *ret_buffer = NULL;
+        if (key_file)
+                return 0;
+        const char *env = getenv("BLKVAULT_PASSPHRASE");
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        if (passphrase_file) {
+                int r = bv_read_file(AT_FDCWD, passphrase_file, 4096, (void **)&data, &len);
+                if (r < 0) {
+                        nbdkit_error("cannot read passphrase file '%s': %s", passphrase_file, strerror(-r));
+                        return -1;
+                }
+                if (len > 0 && data[len - 1] == '\n')
+                        data[--len] = '\0';
+        } else if (env)
+                len = strlen(env);
+        else
+                return 0;
+        char *buf = bv_secure_alloc(len + 1);
+        if (!buf)
+                return -1;
+        memcpy(buf, data ? data : env, len + 1);
+        if (data)
+                bv_wipe(data, len);
+        secret->passphrase = buf;
+        *ret_buffer = buf;
+        *ret_size = len + 1;
+        return 0;
+}
+
+/* Opening the repository derives keys (scrypt) and may start reader threads: after fork. */
+static int blkvault_after_fork(void)
+{
+        BvSecret secret;
+        char *buf;
+        size_t size = 0;
+        const BvSnapshot *snap;
+        int r;
+
+        if (load_secret(&secret, &buf, &size) < 0)
+                return -1;
+        r = bv_repo_open(repo_path, &secret, BV_OPEN_READ, &repo);
+        bv_secure_free(buf, size);
+        if (r == -ENOKEY) {
+                nbdkit_error("cannot open repository '%s': wrong or missing passphrase or key", repo_path);
+                return -1;
+        }
+        if (r < 0) {
+                nbdkit_error("cannot open repository '%s': %s", repo_path, strerror(-r));
+                return -1;
+        }
+        r = bv_repo_find_snapshot(repo, snapshot_spec, &snap);
+        if (r < 0) {
+                nbdkit_error("snapshot '%s' in '%s': %s", snapshot_spec, repo_path,
+                             r == -ENOENT ? "no such snapshot" : r == -ENOTUNIQ ? "ambiguous" : strerror(-r));
+                return -1;
+        }
+        r = bv_image_open(repo, snap, &image_options, &image);
+        if (r < 0) {
+                nbdkit_error("cannot open snapshot %s: %s", snap->id, strerror(-r));
+                return -1;
+        }
+        nbdkit_debug("serving snapshot %s (%s) of %s", snap->id, snap->name ? snap->name : "", repo_path);
+        return 0;
+}
+
+static void *blkvault_open(int readonly)
+{
+        /* Every connection shares the image: the handle carries nothing of its own. */
+        return image;
+}
+
+static int64_t blkvault_get_size(void *handle)
+{
+        return (int64_t)bv_image_size(image);
+}
+
+static int blkvault_can_write(void *handle)
+{
+        return 0;
+}
+
+static int blkvault_can_multi_conn(void *handle)
+{
+        return 1;
+}
+
+static int blkvault_can_extents(void *handle)
+{
+        return 1;
+}
+
+static int blkvault_can_cache(void *handle)
+{
+        return NBDKIT_CACHE_NATIVE;
+}
+
+static int blkvault_block_size(void *handle, uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
+{
+        *minimum = 1;
+        *preferred = 4096;
+        *maximum = 0xffffffff;
+        return 0;
+}
+
+static int read_range(void *buf, uint32_t count, uint64_t offset)
+{
+        uint64_t bad = 0;
+        int r = bv_image_pread(image, buf, count, offset, &bad);
+        if (r < 0) {
+                if (r == -EBADMSG || r == -EUCLEAN)
+                        nbdkit_error("%s at image offset %llu (0x%llx) of snapshot '%s' in '%s'",
+                                     r == -EBADMSG ? "damaged data" : "missing data (repository needs repair)",
+                                     (unsigned long long)bad, (unsigned long long)bad, snapshot_spec, repo_path);
+                else
+                        nbdkit_error("read of %u bytes at %llu: %s", count, (unsigned long long)offset,
+                                     strerror(-r));
+                nbdkit_set_error(r == -EBADMSG || r == -EUCLEAN ? EIO : -r);
+                return -1;
+        }
+        return 0;
+}
+
+static int blkvault_pread(void *handle, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+        return read_range(buf, count, offset);
+}
+
+/* NBD_CMD_CACHE: read into the chunk cache and drop the bytes. */
+static int blkvault_cache(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+        _cleanup_free_ void *buf = malloc(MIN(count, 4u << 20));
+        if (!buf) {
+                nbdkit_set_error(ENOMEM);
+                return -1;
+        }
+        while (count > 0) {
+                uint32_t n = MIN(count, 4u << 20);
+                if (read_range(buf, n, offset) < 0)
+                        return -1;
+                count -= n;
+                offset += n;
+        }
+        return 0;
+}
+
+typedef struct ExtentsCtx {
+        struct nbdkit_extents *extents;
+        bool only_one;
+        bool done;
+} ExtentsCtx;
+
+static int add_extent(BvExtentKind kind, uint64_t off, uint64_t len, void *userdata)
+{
+        ExtentsCtx *ctx = userdata;
+        /* Zero blocks and holes are both unallocated in the repository: report them alike. */
+        uint32_t type = kind == BV_EXTENT_DATA ? 0 : NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO;
+        if (ctx->done)
+                return 0;
+        if (nbdkit_add_extent(ctx->extents, off, len, type) < 0)
+                return -EIO;
+        if (ctx->only_one)
+                ctx->done = true;
+        return 0;
+}
+
+static int blkvault_extents(void *handle, uint32_t count, uint64_t offset, uint32_t flags,
+                            struct nbdkit_extents *extents)
+{
+        ExtentsCtx ctx = { .extents = extents, .only_one = flags & NBDKIT_FLAG_REQ_ONE };
+        int r = bv_image_extents(image, offset, count, add_extent, &ctx);
+        if (r < 0) {
+                nbdkit_error("extents at %llu: %s", (unsigned long long)offset, strerror(-r));
+                nbdkit_set_error(r == -EBADMSG || r == -EUCLEAN ? EIO : -r);
+                return -1;
+        }
+        return 0;
+}
+
+static struct nbdkit_plugin plugin = {
+        .name = "blkvault",
+        .longname = "blkvault snapshot export",
+        .version = PACKAGE_VERSION,
+        .description = "Serve a blkvault snapshot read-only over NBD",
+        .unload = blkvault_unload,
+        .config = blkvault_config,
+        .config_complete = blkvault_config_complete,
+        .config_help = blkvault_config_help,
+        .magic_config_key = "snapshot",
+        .after_fork = blkvault_after_fork,
+        .open = blkvault_open,
+        .get_size = blkvault_get_size,
+        .can_write = blkvault_can_write,
+        .can_multi_conn = blkvault_can_multi_conn,
+        .can_extents = blkvault_can_extents,
+        .can_cache = blkvault_can_cache,
+        .block_size = blkvault_block_size,
+        .pread = blkvault_pread,
+        .cache = blkvault_cache,
+        .extents = blkvault_extents,
+        .errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN(plugin)
