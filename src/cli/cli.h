@@ -66,6 +66,13 @@ void progress_init(Progress *p, const char *verb, bool quiet);
 void progress_update(const BvProgress *bp, void *userdata);
 void progress_done(Progress *p);
 
+/* The nbdkit plugin to load: $BLKVAULT_NBD_PLUGIN, the build tree's, or the installed one. */
+const char *nbd_plugin_path(void);
+
+/* Appends the plugin parameters that carry the secret (key-file=, passphrase-file=) to
+ * argv_extra, or puts a prompted passphrase into the environment for the nbdkit child. */
+int secret_export_env(const SecretArgs *s, const BvSecret *secret, char **argv_extra, size_t *n);
+
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);
 

@@ -300,3 +300,41 @@ int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
                 return log_error_errno(r, "cannot look up snapshot '%s'", spec);
         return r < 0 ? EXIT_ERROR : EXIT_OK;
 }
+
+const char *nbd_plugin_path(void)
+{
+        static char path[4096];
+        const char *env = getenv("BLKVAULT_NBD_PLUGIN");
+        if (env)
+                return env;
+        /* Running from the build tree: the plugin sits in ../../nbd-plugin/ of this binary. */
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+                self[n] = '\0';
+                char *slash = strrchr(self, '/');
+                if (slash) {
+                        *slash = '\0';
+                        snprintf(path, sizeof(path), "%s/../../nbd-plugin/nbdkit-blkvault-plugin.so", self);
+                        if (access(path, R_OK) == 0)
+                                return path;
+                }
+        }
+        return "blkvault"; /* installed in nbdkit's plugin directory */
+}
+
+int secret_export_env(const SecretArgs *s, const BvSecret *secret, char **argv_extra, size_t *n)
+{
+        /* The plugin reads the same secret: pass files by name, a passphrase through the
+         * environment of the nbdkit child (never on its command line). */
+        static char buf[2][4200];
+        if (s->key_file) {
+                snprintf(buf[0], sizeof(buf[0]), "key-file=%s", s->key_file);
+                argv_extra[(*n)++] = buf[0];
+        } else if (s->passphrase_file) {
+                snprintf(buf[1], sizeof(buf[1]), "passphrase-file=%s", s->passphrase_file);
+                argv_extra[(*n)++] = buf[1];
+        } else if (secret->passphrase && setenv("BLKVAULT_PASSPHRASE", secret->passphrase, 1) < 0)
+                return -errno;
+        return 0;
+}

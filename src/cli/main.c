@@ -17,6 +17,7 @@ static const struct {
         { "verify", cmd_verify, "check a repository, optionally reading every chunk" },
         { "info", cmd_info, "sizes, deduplication and compression of a repository" },
         { "key", cmd_key, "change the passphrase or key file" },
+        { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
 };
 
 static void usage(FILE *f)
