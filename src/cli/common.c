@@ -303,7 +303,7 @@ int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 
 const char *nbd_plugin_path(void)
 {
-        static char path[4096];
+        static char path[4200];
         const char *env = getenv("BLKVAULT_NBD_PLUGIN");
         if (env)
                 return env;
