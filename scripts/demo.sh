@@ -57,7 +57,7 @@ step "blkvault init (AES-256-GCM, hybrid chunker, zstd level 3)"
 step "blkvault backup (v1)"
 "$bv" backup "$repo" "$WORK/disk.img" --name=disk
 step "changing the image (v2) and backing it up again"
-"$src/images/mutate.sh" "$WORK/disk.img" 3
+"$src/images/mutate.sh" "$WORK/disk.img" 2
 "$bv" backup "$repo" "$WORK/disk.img" --name=disk
 "$bv" list "$repo"
 "$bv" info "$repo"
