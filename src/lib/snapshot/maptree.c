@@ -1,2 +1,613 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * The map tree (docs/FORMAT.md, "Map tree"). A node is
+ *
+ *   u8 version (1) | u8 level (0 = leaf) | u16 reserved (0) | u32 count | entries
+ *   leaf entry:     u8 kind | varint length | id[32] (DATA only)
+ *   internal entry: varint length | child id[32]
+ *
+ * The builder keeps one open node per level. A node is closed after an entry whose id (chunk
+ * id or child id) has get_le32(id) % 64 == 0, and always at 1024 entries; closing stores it
+ * and appends (covered length, id) to the level above. The reader descends from the root and
+ * keeps a bounded LRU cache of decoded nodes (entry ends as prefix sums, for binary search).
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "endian.h"
+#include "macro.h"
+#include "maptree.h"
+
+#define NODE_VERSION 1
+#define NODE_HEADER_SIZE 8
+#define NODE_MAX_ENTRIES 1024u
+#define NODE_CUT_MODULUS 64u
+#define MAP_MAX_HEIGHT 32u
+#define LEAF_ENTRY_MAX (1 + VARINT_MAX + BV_ID_SIZE)
+#define NODE_MAX_SIZE (NODE_HEADER_SIZE + NODE_MAX_ENTRIES * LEAF_ENTRY_MAX)
+#define READER_DEFAULT_CACHE 256u
+
+static bool id_cuts(const uint8_t id[BV_ID_SIZE])
+{
+        return get_le32(id) % NODE_CUT_MODULUS == 0;
+}
+
+/* ---- building ---- */
+
+typedef struct OpenNode {
+        uint8_t *buf; /* NODE_MAX_SIZE bytes; the header is written when the node closes */
+        size_t len;
+        uint32_t count;
+        uint64_t total;  /* bytes covered by the entries so far */
+        uint64_t closed; /* nodes of this level already stored */
+} OpenNode;
+
+struct BvMapBuilder {
+        bv_map_store_fn store;
+        void *userdata;
+        OpenNode levels[MAP_MAX_HEIGHT];
+        BvExtentKind pending_kind; /* a ZERO or HOLE run not yet written (0: none) */
+        uint64_t pending_length;
+        uint64_t size;
+        int error; /* sticky: after a failure or finish() the builder only accepts free() */
+};
+
+int bv_map_builder_new(bv_map_store_fn store, void *userdata, BvMapBuilder **ret)
+{
+        BvMapBuilder *b;
+
+        if (!store || !ret)
+                return -EINVAL;
+        b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->store = store;
+        b->userdata = userdata;
+        *ret = b;
+        return 0;
+}
+
+void bv_map_builder_free(BvMapBuilder *b)
+{
+        if (!b)
+                return;
+        for (size_t i = 0; i < MAP_MAX_HEIGHT; i++)
+                free(b->levels[i].buf);
+        free(b);
+}
+
+static int level_get(BvMapBuilder *b, unsigned level, OpenNode **ret)
+{
+        OpenNode *n;
+
+        if (level >= MAP_MAX_HEIGHT)
+                return -EOVERFLOW;
+        n = &b->levels[level];
+        if (!n->buf) {
+                n->buf = malloc(NODE_MAX_SIZE);
+                if (!n->buf)
+                        return -ENOMEM;
+                n->len = NODE_HEADER_SIZE;
+        }
+        *ret = n;
+        return 0;
+}
+
+/* Writes the header of level's open node, stores it and resets the level. */
+static int level_store(BvMapBuilder *b, unsigned level, uint64_t *ret_total, uint8_t ret_id[BV_ID_SIZE])
+{
+        OpenNode *n = &b->levels[level];
+        int r;
+
+        n->buf[0] = NODE_VERSION;
+        n->buf[1] = (uint8_t)level;
+        put_le16(n->buf + 2, 0);
+        put_le32(n->buf + 4, n->count);
+        r = b->store(b->userdata, n->buf, n->len, ret_id);
+        if (r < 0)
+                return r;
+        *ret_total = n->total;
+        n->closed++;
+        n->len = NODE_HEADER_SIZE;
+        n->count = 0;
+        n->total = 0;
+        return 0;
+}
+
+static int level_append(BvMapBuilder *b, unsigned level, const void *entry, size_t entry_len, uint64_t length,
+                        const uint8_t *cut_id);
+
+/* Closes level's open node and appends it to the level above. */
+static int level_close(BvMapBuilder *b, unsigned level)
+{
+        uint8_t entry[VARINT_MAX + BV_ID_SIZE], id[BV_ID_SIZE];
+        uint64_t total;
+        size_t n;
+        int r;
+
+        r = level_store(b, level, &total, id);
+        if (r < 0)
+                return r;
+        n = varint_put(entry, total);
+        memcpy(entry + n, id, BV_ID_SIZE);
+        return level_append(b, level + 1, entry, n + BV_ID_SIZE, total, id);
+}
+
+static int level_append(BvMapBuilder *b, unsigned level, const void *entry, size_t entry_len, uint64_t length,
+                        const uint8_t *cut_id)
+{
+        OpenNode *n;
+        int r;
+
+        r = level_get(b, level, &n);
+        if (r < 0)
+                return r;
+        memcpy(n->buf + n->len, entry, entry_len);
+        n->len += entry_len;
+        n->count++;
+        n->total += length;
+        if ((cut_id && id_cuts(cut_id)) || n->count >= NODE_MAX_ENTRIES)
+                return level_close(b, level);
+        return 0;
+}
+
+static int leaf_append(BvMapBuilder *b, BvExtentKind kind, uint64_t length, const uint8_t *id)
+{
+        uint8_t entry[LEAF_ENTRY_MAX];
+        size_t n = 0;
+
+        entry[n++] = (uint8_t)kind;
+        n += varint_put(entry + n, length);
+        if (kind == BV_EXTENT_DATA) {
+                memcpy(entry + n, id, BV_ID_SIZE);
+                n += BV_ID_SIZE;
+        }
+        return level_append(b, 0, entry, n, length, kind == BV_EXTENT_DATA ? id : NULL);
+}
+
+static int flush_pending(BvMapBuilder *b)
+{
+        int r;
+
+        if (b->pending_kind == 0)
+                return 0;
+        r = leaf_append(b, b->pending_kind, b->pending_length, NULL);
+        if (r < 0)
+                return r;
+        b->pending_kind = 0;
+        b->pending_length = 0;
+        return 0;
+}
+
+int bv_map_builder_add(BvMapBuilder *b, BvExtentKind kind, uint64_t length, const uint8_t id[BV_ID_SIZE])
+{
+        int r;
+
+        if (!b || length == 0)
+                return -EINVAL;
+        if (kind != BV_EXTENT_DATA && kind != BV_EXTENT_ZERO && kind != BV_EXTENT_HOLE)
+                return -EINVAL;
+        if (kind == BV_EXTENT_DATA && !id)
+                return -EINVAL;
+        if (b->error < 0)
+                return b->error;
+        if (length > UINT64_MAX - b->size)
+                return -EOVERFLOW;
+
+        if (kind != BV_EXTENT_DATA && b->pending_kind == kind) {
+                b->pending_length += length;
+                b->size += length;
+                return 0;
+        }
+        r = flush_pending(b);
+        if (r >= 0) {
+                if (kind == BV_EXTENT_DATA)
+                        r = leaf_append(b, kind, length, id);
+                else {
+                        b->pending_kind = kind;
+                        b->pending_length = length;
+                }
+        }
+        if (r < 0)
+                return (b->error = r);
+        b->size += length;
+        return 0;
+}
+
+static int builder_finish(BvMapBuilder *b, uint8_t root[BV_ID_SIZE], uint32_t *height)
+{
+        uint64_t total;
+        int r;
+
+        r = flush_pending(b);
+        if (r < 0)
+                return r;
+        for (unsigned level = 0;; level++) {
+                OpenNode *n;
+
+                r = level_get(b, level, &n);
+                if (r < 0)
+                        return r;
+                if (n->closed == 0) {
+                        /* Nothing was ever stored at this level: its open node is the root. */
+                        r = level_store(b, level, &total, root);
+                        if (r < 0)
+                                return r;
+                        *height = level + 1;
+                        return 0;
+                }
+                if (n->count > 0) {
+                        r = level_close(b, level);
+                        if (r < 0)
+                                return r;
+                }
+        }
+}
+
+int bv_map_builder_finish(BvMapBuilder *b, uint8_t ret_root[BV_ID_SIZE], uint32_t *ret_height,
+                          uint64_t *ret_size)
+{
+        uint8_t root[BV_ID_SIZE];
+        uint32_t height = 0;
+        int r;
+
+        if (!b)
+                return -EINVAL;
+        if (b->error < 0)
+                return b->error;
+        r = builder_finish(b, root, &height);
+        if (r < 0)
+                return (b->error = r);
+        b->error = -ESTALE;
+        if (ret_root)
+                memcpy(ret_root, root, BV_ID_SIZE);
+        if (ret_height)
+                *ret_height = height;
+        if (ret_size)
+                *ret_size = b->size;
+        return 0;
+}
+
+/* ---- parsing ---- */
+
+typedef struct MapNode {
+        uint8_t id[BV_ID_SIZE];
+        unsigned level;
+        size_t count;
+        uint64_t *ends;             /* ends[i]: bytes covered by entries 0..i */
+        uint8_t *kinds;             /* leaf: entry kinds */
+        uint8_t (*ids)[BV_ID_SIZE]; /* chunk id or child id (zeros for ZERO and HOLE) */
+        struct MapNode *hash_next, *lru_prev, *lru_next;
+} MapNode;
+
+static uint64_t node_total(const MapNode *n)
+{
+        return n->count > 0 ? n->ends[n->count - 1] : 0;
+}
+
+static MapNode *node_alloc(size_t count)
+{
+        /* One allocation: struct, ends (8-aligned), ids, kinds. */
+        size_t size = sizeof(MapNode) + count * (sizeof(uint64_t) + BV_ID_SIZE + 1);
+        MapNode *n = calloc(1, size);
+
+        if (!n)
+                return NULL;
+        n->count = count;
+        n->ends = (uint64_t *)(n + 1);
+        n->ids = (uint8_t(*)[BV_ID_SIZE])(n->ends + count);
+        n->kinds = (uint8_t *)(n->ids + count);
+        return n;
+}
+
+/* Parses entry i at *pos; returns its length through ret_length. */
+static int entry_parse(const uint8_t *p, size_t len, size_t *pos, MapNode *n, size_t i, uint64_t *ret_length)
+{
+        uint64_t length;
+        size_t k, at = *pos;
+        bool has_id = true;
+
+        if (n->level == 0) {
+                if (at >= len)
+                        return -EBADMSG;
+                n->kinds[i] = p[at++];
+                if (n->kinds[i] < BV_EXTENT_DATA || n->kinds[i] > BV_EXTENT_HOLE)
+                        return -EBADMSG;
+                has_id = n->kinds[i] == BV_EXTENT_DATA;
+        }
+        k = varint_get(p + at, len - at, &length);
+        if (k == 0 || length == 0)
+                return -EBADMSG;
+        at += k;
+        if (has_id) {
+                if (len - at < BV_ID_SIZE)
+                        return -EBADMSG;
+                memcpy(n->ids[i], p + at, BV_ID_SIZE);
+                at += BV_ID_SIZE;
+        }
+        *pos = at;
+        *ret_length = length;
+        return 0;
+}
+
+static int node_decode(const void *data, size_t len, MapNode **ret)
+{
+        const uint8_t *p = data;
+        MapNode *n;
+        uint64_t total = 0, length;
+        uint32_t count;
+        size_t pos = NODE_HEADER_SIZE;
+        int r;
+
+        if (!data || len < NODE_HEADER_SIZE)
+                return -EBADMSG;
+        if (p[0] != NODE_VERSION)
+                return -EPROTONOSUPPORT;
+        count = get_le32(p + 4);
+        if (p[1] >= MAP_MAX_HEIGHT || get_le16(p + 2) != 0 || count > NODE_MAX_ENTRIES)
+                return -EBADMSG;
+        if (p[1] > 0 && count == 0)
+                return -EBADMSG;
+        /* Every entry takes at least two bytes: refuse counts the bytes cannot hold. */
+        if ((size_t)count * 2 > len - NODE_HEADER_SIZE)
+                return -EBADMSG;
+
+        n = node_alloc(count);
+        if (!n)
+                return -ENOMEM;
+        n->level = p[1];
+        for (size_t i = 0; i < count; i++) {
+                r = entry_parse(p, len, &pos, n, i, &length);
+                if (r >= 0 && length > UINT64_MAX - total)
+                        r = -EBADMSG;
+                if (r < 0) {
+                        free(n);
+                        return r;
+                }
+                total += length;
+                n->ends[i] = total;
+        }
+        if (pos != len) {
+                free(n);
+                return -EBADMSG;
+        }
+        *ret = n;
+        return 0;
+}
+
+int bv_map_node_parse(const void *node, size_t len, unsigned *ret_level, size_t *ret_count, uint64_t *ret_length)
+{
+        MapNode *n = NULL;
+        int r;
+
+        r = node_decode(node, len, &n);
+        if (r < 0)
+                return r;
+        if (ret_level)
+                *ret_level = n->level;
+        if (ret_count)
+                *ret_count = n->count;
+        if (ret_length)
+                *ret_length = node_total(n);
+        free(n);
+        return 0;
+}
+
+/* ---- reading ---- */
+
+struct BvMapReader {
+        uint8_t root[BV_ID_SIZE];
+        uint32_t height;
+        uint64_t size;
+        bv_map_fetch_fn fetch;
+        void *userdata;
+
+        pthread_mutex_t lock;
+        size_t cache_max, cache_count;
+        size_t nbuckets; /* a power of two */
+        MapNode **buckets;
+        MapNode *lru_head, *lru_tail; /* most recently used first */
+};
+
+/* The entry of a node that covers a relative offset, copied out of the cache. */
+typedef struct MapEntry {
+        uint64_t start, length;
+        uint8_t kind;
+        uint8_t id[BV_ID_SIZE];
+} MapEntry;
+
+int bv_map_reader_new(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
+                      void *userdata, size_t cache_nodes, BvMapReader **ret)
+{
+        _cleanup_free_ BvMapReader *r = NULL;
+        size_t nbuckets = 16;
+
+        if (!root || !fetch || !ret)
+                return -EINVAL;
+        if (height == 0 || height > MAP_MAX_HEIGHT)
+                return -EBADMSG;
+        if (cache_nodes == 0)
+                cache_nodes = READER_DEFAULT_CACHE;
+        if (cache_nodes > SIZE_MAX / 4)
+                return -EINVAL;
+        while (nbuckets < cache_nodes * 2)
+                nbuckets *= 2;
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->buckets = calloc(nbuckets, sizeof(MapNode *));
+        if (!r->buckets)
+                return -ENOMEM;
+        memcpy(r->root, root, BV_ID_SIZE);
+        r->height = height;
+        r->size = size;
+        r->fetch = fetch;
+        r->userdata = userdata;
+        r->cache_max = cache_nodes;
+        r->nbuckets = nbuckets;
+        pthread_mutex_init(&r->lock, NULL);
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+void bv_map_reader_free(BvMapReader *r)
+{
+        if (!r)
+                return;
+        for (MapNode *n = r->lru_head, *next; n; n = next) {
+                next = n->lru_next;
+                free(n);
+        }
+        free(r->buckets);
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+}
+
+static MapNode **cache_slot(BvMapReader *r, const uint8_t id[BV_ID_SIZE])
+{
+        MapNode **slot = &r->buckets[get_le64(id) & (r->nbuckets - 1)];
+
+        while (*slot && memcmp((*slot)->id, id, BV_ID_SIZE) != 0)
+                slot = &(*slot)->hash_next;
+        return slot;
+}
+
+static void lru_unlink(BvMapReader *r, MapNode *n)
+{
+        if (n->lru_prev)
+                n->lru_prev->lru_next = n->lru_next;
+        else
+                r->lru_head = n->lru_next;
+        if (n->lru_next)
+                n->lru_next->lru_prev = n->lru_prev;
+        else
+                r->lru_tail = n->lru_prev;
+        n->lru_prev = n->lru_next = NULL;
+}
+
+static void lru_push_front(BvMapReader *r, MapNode *n)
+{
+        n->lru_prev = NULL;
+        n->lru_next = r->lru_head;
+        if (r->lru_head)
+                r->lru_head->lru_prev = n;
+        r->lru_head = n;
+        if (!r->lru_tail)
+                r->lru_tail = n;
+}
+
+/* Called with the lock held; takes ownership of n. */
+static void cache_insert(BvMapReader *r, MapNode *n)
+{
+        MapNode **slot = cache_slot(r, n->id);
+
+        if (*slot) {
+                free(n); /* another thread got there first */
+                return;
+        }
+        if (r->cache_count >= r->cache_max) {
+                MapNode *victim = r->lru_tail;
+                lru_unlink(r, victim);
+                *cache_slot(r, victim->id) = victim->hash_next;
+                free(victim);
+                r->cache_count--;
+                slot = cache_slot(r, n->id); /* the chain may have changed */
+        }
+        n->hash_next = NULL;
+        *slot = n;
+        lru_push_front(r, n);
+        r->cache_count++;
+}
+
+/* Checks the node against where it hangs in the tree and finds the entry covering rel. */
+static int node_find(const MapNode *n, unsigned level, uint64_t total, uint64_t rel, MapEntry *ret)
+{
+        size_t lo = 0, hi = n->count;
+
+        if (n->level != level || node_total(n) != total || rel >= total)
+                return -EBADMSG;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (n->ends[mid] > rel)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        ret->start = lo > 0 ? n->ends[lo - 1] : 0;
+        ret->length = n->ends[lo] - ret->start;
+        ret->kind = level == 0 ? n->kinds[lo] : 0;
+        memcpy(ret->id, n->ids[lo], BV_ID_SIZE);
+        return 0;
+}
+
+static int reader_step(BvMapReader *r, const uint8_t id[BV_ID_SIZE], unsigned level, uint64_t total, uint64_t rel,
+                       MapEntry *ret)
+{
+        _cleanup_free_ void *data = NULL;
+        MapNode *n = NULL;
+        size_t len = 0;
+        int k;
+
+        {
+                BV_LOCK_GUARD(&r->lock);
+                n = *cache_slot(r, id);
+                if (n) {
+                        lru_unlink(r, n);
+                        lru_push_front(r, n);
+                        return node_find(n, level, total, rel, ret);
+                }
+        }
+
+        /* Fetch and parse outside the lock. */
+        k = r->fetch(r->userdata, id, &data, &len);
+        if (k < 0)
+                return k;
+        k = node_decode(data, len, &n);
+        if (k < 0)
+                return k;
+        memcpy(n->id, id, BV_ID_SIZE);
+        k = node_find(n, level, total, rel, ret);
+        if (k < 0) {
+                free(n);
+                return k;
+        }
+        BV_LOCK_GUARD(&r->lock);
+        cache_insert(r, n);
+        return 0;
+}
+
+int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret)
+{
+        uint8_t id[BV_ID_SIZE];
+        uint64_t total, base = 0, rel = offset;
+        MapEntry e;
+        int k;
+
+        if (!r || !ret)
+                return -EINVAL;
+        if (offset >= r->size)
+                return -ERANGE;
+        memcpy(id, r->root, BV_ID_SIZE);
+        total = r->size;
+        for (unsigned level = r->height - 1;; level--) {
+                k = reader_step(r, id, level, total, rel, &e);
+                if (k < 0)
+                        return k;
+                if (level == 0)
+                        break;
+                base += e.start;
+                rel -= e.start;
+                total = e.length;
+                memcpy(id, e.id, BV_ID_SIZE);
+        }
+        ret->kind = (BvExtentKind)e.kind;
+        ret->offset = base + e.start;
+        ret->length = e.length;
+        memcpy(ret->id, e.id, BV_ID_SIZE);
+        return 0;
+}
