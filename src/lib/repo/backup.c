@@ -36,7 +36,7 @@
 #include "timeutil.h"
 
 #define JOBS_PER_THREAD 4
-#define MAX_THREADS 64
+#define MAX_THREADS 256
 #define INDEX_FLUSH_ENTRIES (1u << 20)
 #define INDEX_MAX_SEGMENTS 16
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
@@ -228,14 +228,19 @@ static int pack_append_locked(Backup *b, const Job *j, const void *encoded, size
 {
         int r;
 
+        r = bv_pack_writer_append(b->writer, j->type, j->id, (uint32_t)j->len, encoded, len);
+        if (r == -EFBIG && bv_pack_writer_count(b->writer) > 0) {
+                /* The pack is full before its target (index or offset limits). */
+                r = pack_commit_locked(b);
+                if (r < 0)
+                        return r;
+                r = bv_pack_writer_append(b->writer, j->type, j->id, (uint32_t)j->len, encoded, len);
+        }
+        if (r < 0)
+                return r; /* the caller unclaims the id with the job */
         r = pending_ids_add(b, j->id);
         if (r < 0)
-                return r;
-        r = bv_pack_writer_append(b->writer, j->type, j->id, (uint32_t)j->len, encoded, len);
-        if (r < 0) {
-                b->n_pending_ids--; /* the caller unclaims it with the job */
-                return r;
-        }
+                return r; /* the same: the pack is discarded */
         b->bytes_stored += len;
         if (bv_pack_writer_size(b->writer) >= b->pack_target)
                 return pack_commit_locked(b);
