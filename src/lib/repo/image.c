@@ -1,2 +1,514 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * Random access to a snapshot's image. Opening builds a map reader over the snapshot's root
+ * (no node is loaded until a read needs it). Reads split at extent boundaries: zero and hole
+ * extents read as zeros, data extents come from a sharded LRU cache of decoded chunks in
+ * which each chunk is decoded once even when several threads ask for it at the same time.
+ * Sequential reads start a small pool of threads that decode the next chunks ahead.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "image.h"
+#include "macro.h"
+#include "maptree.h"
+
+#define CACHE_DEFAULT (64u * 1024 * 1024)
+#define READAHEAD_DEFAULT 4u
+#define READAHEAD_MAX 64u
+#define SHARDS 16u
+#define BUCKETS 256u
+#define MAP_CACHE_NODES 1024u
+#define RA_THREADS 2u
+#define RA_QUEUE 16u
+
+typedef struct Entry {
+        uint8_t id[BV_ID_SIZE];
+        uint8_t *data; /* NULL while loading */
+        size_t len;
+        struct Entry *hnext;              /* hash chain */
+        struct Entry *lru_prev, *lru_next; /* only when loaded */
+} Entry;
+
+typedef struct Shard {
+        pthread_mutex_t lock;
+        pthread_cond_t loaded;
+        Entry *buckets[BUCKETS];
+        Entry *lru_head, *lru_tail; /* head: most recently used */
+        size_t bytes, cap;
+} Shard;
+
+/* Codecs are per thread: a pool lends one to each caller. */
+typedef struct CodecPool {
+        pthread_mutex_t lock;
+        BvObjectCodec **free;
+        size_t n_free, cap;
+} CodecPool;
+
+struct BvImage {
+        BvRepo *repo;
+        uint64_t size;
+        BvMapReader *map;
+        CodecPool codecs;
+        Shard shards[SHARDS];
+
+        unsigned readahead;
+        _Atomic uint64_t last_end;      /* where the previous read ended */
+        _Atomic uint64_t ra_last_queued; /* extent offset readahead was last queued after */
+        pthread_mutex_t ra_lock;
+        pthread_cond_t ra_cond;
+        uint64_t ra_queue[RA_QUEUE];
+        size_t ra_head, ra_count;
+        bool ra_stop;
+        pthread_t ra_threads[RA_THREADS];
+        size_t n_ra_threads;
+};
+
+/* ---- codec pool ---- */
+
+static int codec_get(BvImage *img, BvObjectCodec **ret)
+{
+        CodecPool *p = &img->codecs;
+
+        pthread_mutex_lock(&p->lock);
+        if (p->n_free > 0) {
+                *ret = p->free[--p->n_free];
+                pthread_mutex_unlock(&p->lock);
+                return 0;
+        }
+        pthread_mutex_unlock(&p->lock);
+        return bv_object_codec_new(bv_repo_keyring(img->repo), bv_repo_config(img->repo)->zstd_level, ret);
+}
+
+static void codec_put(BvImage *img, BvObjectCodec *c)
+{
+        CodecPool *p = &img->codecs;
+
+        pthread_mutex_lock(&p->lock);
+        if (p->n_free == p->cap) {
+                size_t cap = p->cap ? 2 * p->cap : 8;
+                BvObjectCodec **n = realloc(p->free, cap * sizeof(*n));
+                if (!n) {
+                        pthread_mutex_unlock(&p->lock);
+                        bv_object_codec_free(c);
+                        return;
+                }
+                p->free = n;
+                p->cap = cap;
+        }
+        p->free[p->n_free++] = c;
+        pthread_mutex_unlock(&p->lock);
+}
+
+static void codec_pool_done(CodecPool *p)
+{
+        for (size_t i = 0; i < p->n_free; i++)
+                bv_object_codec_free(p->free[i]);
+        free(p->free);
+        pthread_mutex_destroy(&p->lock);
+}
+
+/* ---- map node fetch ---- */
+
+static int map_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
+{
+        BvImage *img = userdata;
+        BvObjectCodec *c;
+        int r;
+
+        r = codec_get(img, &c);
+        if (r < 0)
+                return r;
+        r = bv_repo_read_object_alloc(img->repo, c, BV_OBJ_MAP, id, ret_node, ret_len);
+        codec_put(img, c);
+        return r;
+}
+
+/* ---- chunk cache ---- */
+
+static Shard *shard_of(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t *ret_bucket)
+{
+        /* ids are keyed hashes: their bytes are uniform */
+        *ret_bucket = (size_t)(id[1] | (id[2] << 8)) % BUCKETS;
+        return &img->shards[id[0] % SHARDS];
+}
+
+static Entry *shard_find(Shard *s, size_t bucket, const uint8_t id[BV_ID_SIZE])
+{
+        for (Entry *e = s->buckets[bucket]; e; e = e->hnext)
+                if (memcmp(e->id, id, BV_ID_SIZE) == 0)
+                        return e;
+        return NULL;
+}
+
+static void shard_unhash(Shard *s, Entry *e)
+{
+        size_t bucket = (size_t)(e->id[1] | (e->id[2] << 8)) % BUCKETS;
+        for (Entry **p = &s->buckets[bucket]; *p; p = &(*p)->hnext)
+                if (*p == e) {
+                        *p = e->hnext;
+                        return;
+                }
+}
+
+static void lru_unlink(Shard *s, Entry *e)
+{
+        if (e->lru_prev)
+                e->lru_prev->lru_next = e->lru_next;
+        else
+                s->lru_head = e->lru_next;
+        if (e->lru_next)
+                e->lru_next->lru_prev = e->lru_prev;
+        else
+                s->lru_tail = e->lru_prev;
+        e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_push_front(Shard *s, Entry *e)
+{
+        e->lru_prev = NULL;
+        e->lru_next = s->lru_head;
+        if (s->lru_head)
+                s->lru_head->lru_prev = e;
+        s->lru_head = e;
+        if (!s->lru_tail)
+                s->lru_tail = e;
+}
+
+static void shard_evict(Shard *s)
+{
+        while (s->bytes > s->cap && s->lru_tail) {
+                Entry *e = s->lru_tail;
+                lru_unlink(s, e);
+                shard_unhash(s, e);
+                s->bytes -= e->len;
+                free(e->data);
+                free(e);
+        }
+}
+
+/* Decodes one chunk of the expected length (malloc'd). */
+static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expected, uint8_t **ret)
+{
+        _cleanup_free_ uint8_t *buf = NULL;
+        BvObjectCodec *c;
+        size_t got;
+        int r;
+
+        buf = malloc(expected ? expected : 1);
+        if (!buf)
+                return -ENOMEM;
+        r = codec_get(img, &c);
+        if (r < 0)
+                return r;
+        r = bv_repo_read_object(img->repo, c, BV_OBJ_CHUNK, id, buf, expected, &got);
+        codec_put(img, c);
+        if (r == -ENOBUFS)
+                return -EBADMSG; /* larger than its extent: the map and the chunk disagree */
+        if (r < 0)
+                return r;
+        if (got != expected)
+                return -EBADMSG;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* Copies [off, off+n) of the chunk into dst (dst NULL: only make sure it is cached). With
+ * wait false, a chunk that another thread is loading is left to it. */
+static int cache_read(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t len, void *dst, size_t off, size_t n,
+                      bool wait)
+{
+        size_t bucket;
+        Shard *s = shard_of(img, id, &bucket);
+        uint8_t *data = NULL;
+        Entry *e;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                e = shard_find(s, bucket, id);
+                if (!e)
+                        break;
+                if (e->data) {
+                        if (e->len != len) {
+                                pthread_mutex_unlock(&s->lock);
+                                return -EBADMSG;
+                        }
+                        lru_unlink(s, e);
+                        lru_push_front(s, e);
+                        if (dst)
+                                memcpy(dst, e->data + off, n);
+                        pthread_mutex_unlock(&s->lock);
+                        return 0;
+                }
+                if (!wait) {
+                        pthread_mutex_unlock(&s->lock);
+                        return 0;
+                }
+                pthread_cond_wait(&s->loaded, &s->lock);
+        }
+
+        /* Not cached: a placeholder tells others that this thread decodes it. */
+        e = calloc(1, sizeof(*e));
+        if (!e) {
+                pthread_mutex_unlock(&s->lock);
+                return -ENOMEM;
+        }
+        memcpy(e->id, id, BV_ID_SIZE);
+        e->hnext = s->buckets[bucket];
+        s->buckets[bucket] = e;
+        pthread_mutex_unlock(&s->lock);
+
+        r = chunk_decode(img, id, len, &data);
+
+        pthread_mutex_lock(&s->lock);
+        if (r < 0) {
+                shard_unhash(s, e);
+                free(e);
+        } else {
+                if (dst)
+                        memcpy(dst, data + off, n);
+                e->data = data;
+                e->len = len;
+                lru_push_front(s, e);
+                s->bytes += len;
+                shard_evict(s);
+        }
+        pthread_cond_broadcast(&s->loaded);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+static void cache_done(BvImage *img)
+{
+        for (size_t i = 0; i < SHARDS; i++) {
+                Shard *s = &img->shards[i];
+                for (size_t b = 0; b < BUCKETS; b++)
+                        while (s->buckets[b]) {
+                                Entry *e = s->buckets[b];
+                                s->buckets[b] = e->hnext;
+                                free(e->data);
+                                free(e);
+                        }
+                pthread_mutex_destroy(&s->lock);
+                pthread_cond_destroy(&s->loaded);
+        }
+}
+
+/* ---- readahead ---- */
+
+/* Decodes the next readahead data chunks from offset into the cache. Errors are left for
+ * the read that needs the chunk to report. */
+static void readahead_run(BvImage *img, uint64_t offset)
+{
+        unsigned done = 0;
+
+        while (done < img->readahead && offset < img->size) {
+                BvMapExtent ext;
+                if (bv_map_reader_lookup(img->map, offset, &ext) < 0 || ext.length == 0)
+                        return;
+                if (ext.kind == BV_EXTENT_DATA) {
+                        if (cache_read(img, ext.id, ext.length, NULL, 0, 0, false) < 0)
+                                return;
+                        done++;
+                }
+                offset = ext.offset + ext.length;
+        }
+}
+
+static void *readahead_thread(void *userdata)
+{
+        BvImage *img = userdata;
+
+        pthread_mutex_lock(&img->ra_lock);
+        for (;;) {
+                uint64_t offset;
+
+                while (!img->ra_stop && img->ra_count == 0)
+                        pthread_cond_wait(&img->ra_cond, &img->ra_lock);
+                if (img->ra_stop)
+                        break;
+                offset = img->ra_queue[img->ra_head];
+                img->ra_head = (img->ra_head + 1) % RA_QUEUE;
+                img->ra_count--;
+                pthread_mutex_unlock(&img->ra_lock);
+                readahead_run(img, offset);
+                pthread_mutex_lock(&img->ra_lock);
+        }
+        pthread_mutex_unlock(&img->ra_lock);
+        return NULL;
+}
+
+/* Best effort: a full queue drops the request. Threads start with the first request. */
+static void readahead_queue(BvImage *img, uint64_t offset)
+{
+        BV_LOCK_GUARD(&img->ra_lock);
+
+        while (img->n_ra_threads < RA_THREADS) {
+                if (pthread_create(&img->ra_threads[img->n_ra_threads], NULL, readahead_thread, img) != 0)
+                        break;
+                img->n_ra_threads++;
+        }
+        if (img->n_ra_threads == 0 || img->ra_count == RA_QUEUE)
+                return;
+        img->ra_queue[(img->ra_head + img->ra_count) % RA_QUEUE] = offset;
+        img->ra_count++;
+        pthread_cond_signal(&img->ra_cond);
+}
+
+static void readahead_stop(BvImage *img)
+{
+        pthread_mutex_lock(&img->ra_lock);
+        img->ra_stop = true;
+        pthread_cond_broadcast(&img->ra_cond);
+        pthread_mutex_unlock(&img->ra_lock);
+        for (size_t i = 0; i < img->n_ra_threads; i++)
+                pthread_join(img->ra_threads[i], NULL);
+        img->n_ra_threads = 0;
+}
+
+/* ---- the image ---- */
+
+void bv_image_free(BvImage *img)
+{
+        if (!img)
+                return;
+        readahead_stop(img);
+        bv_map_reader_free(img->map);
+        cache_done(img);
+        codec_pool_done(&img->codecs);
+        pthread_mutex_destroy(&img->ra_lock);
+        pthread_cond_destroy(&img->ra_cond);
+        free(img);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvImage, bv_image_free);
+
+int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts, BvImage **ret)
+{
+        _cleanup_(bv_image_freep) BvImage *img = NULL;
+        size_t cache = opts && opts->cache_bytes ? opts->cache_bytes : CACHE_DEFAULT;
+        int rr;
+
+        if (!r || !snap || !ret)
+                return -EINVAL;
+        img = calloc(1, sizeof(*img));
+        if (!img)
+                return -ENOMEM;
+        img->repo = r;
+        img->size = snap->size;
+        img->readahead = opts ? MIN(opts->readahead, READAHEAD_MAX) : READAHEAD_DEFAULT;
+        atomic_init(&img->last_end, UINT64_MAX);
+        atomic_init(&img->ra_last_queued, UINT64_MAX);
+        pthread_mutex_init(&img->codecs.lock, NULL);
+        pthread_mutex_init(&img->ra_lock, NULL);
+        pthread_cond_init(&img->ra_cond, NULL);
+        for (size_t i = 0; i < SHARDS; i++) {
+                pthread_mutex_init(&img->shards[i].lock, NULL);
+                pthread_cond_init(&img->shards[i].loaded, NULL);
+                img->shards[i].cap = cache / SHARDS;
+        }
+        rr = bv_map_reader_new(snap->root, snap->height, snap->size, map_fetch, img, MAP_CACHE_NODES, &img->map);
+        if (rr < 0)
+                return rr;
+        *ret = TAKE_PTR(img);
+        return 0;
+}
+
+uint64_t bv_image_size(const BvImage *img)
+{
+        return img->size;
+}
+
+/* Reads within one extent. */
+static int read_extent(BvImage *img, const BvMapExtent *ext, uint8_t *dst, uint64_t offset, size_t n)
+{
+        switch (ext->kind) {
+        case BV_EXTENT_ZERO:
+        case BV_EXTENT_HOLE:
+                memset(dst, 0, n);
+                return 0;
+        case BV_EXTENT_DATA:
+                if (ext->length > BV_CHUNK_MAX_LIMIT)
+                        return -EBADMSG;
+                return cache_read(img, ext->id, (size_t)ext->length, dst, (size_t)(offset - ext->offset), n, true);
+        }
+        return -EBADMSG;
+}
+
+int bv_image_pread(BvImage *img, void *buf, size_t count, uint64_t offset, uint64_t *ret_bad_offset)
+{
+        uint8_t *p = buf;
+        uint64_t pos = offset, end, last_ext = UINT64_MAX, last_ext_end = 0;
+        bool sequential;
+        int r;
+
+        if (!img || (!buf && count > 0))
+                return -EINVAL;
+        if (offset > img->size || count > img->size - offset)
+                return -ERANGE;
+        end = offset + count;
+        sequential = atomic_load(&img->last_end) == offset;
+
+        while (pos < end) {
+                BvMapExtent ext;
+                size_t n;
+
+                r = bv_map_reader_lookup(img->map, pos, &ext);
+                if (r >= 0 && (ext.offset > pos || ext.length == 0 || pos - ext.offset >= ext.length))
+                        r = -EBADMSG; /* the reader answered with an extent not holding pos */
+                if (r < 0) {
+                        if (ret_bad_offset && (r == -EBADMSG || r == -EUCLEAN))
+                                *ret_bad_offset = pos;
+                        return r;
+                }
+                n = (size_t)MIN(ext.offset + ext.length - pos, end - pos);
+                r = read_extent(img, &ext, p, pos, n);
+                if (r < 0) {
+                        if (ret_bad_offset && (r == -EBADMSG || r == -EUCLEAN))
+                                *ret_bad_offset = ext.offset;
+                        return r;
+                }
+                if (ext.kind == BV_EXTENT_DATA) {
+                        last_ext = ext.offset;
+                        last_ext_end = ext.offset + ext.length;
+                }
+                p += n;
+                pos += n;
+        }
+        atomic_store(&img->last_end, end);
+
+        /* Sequential: queue readahead once per chunk, after the last chunk this read touched. */
+        if (img->readahead > 0 && sequential && last_ext != UINT64_MAX &&
+            atomic_exchange(&img->ra_last_queued, last_ext) != last_ext)
+                readahead_queue(img, last_ext_end);
+        return 0;
+}
+
+int bv_image_extents(BvImage *img, uint64_t offset, uint64_t count,
+                     int (*cb)(BvExtentKind kind, uint64_t off, uint64_t len, void *ud), void *userdata)
+{
+        uint64_t pos = offset, end;
+        int r;
+
+        if (!img || !cb)
+                return -EINVAL;
+        if (offset > img->size || count > img->size - offset)
+                return -ERANGE;
+        end = offset + count;
+        while (pos < end) {
+                BvMapExtent ext;
+                uint64_t ext_end;
+
+                r = bv_map_reader_lookup(img->map, pos, &ext);
+                if (r < 0)
+                        return r;
+                if (ext.offset > pos || ext.length == 0 || pos - ext.offset >= ext.length)
+                        return -EBADMSG;
+                ext_end = MIN(ext.offset + ext.length, end);
+                r = cb(ext.kind, pos, ext_end - pos, userdata);
+                if (r < 0)
+                        return r;
+                pos = ext_end;
+        }
+        return 0;
+}

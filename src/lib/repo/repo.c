@@ -1,2 +1,750 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * The repository: creation, opening (config, key, keyring, index, packs, lock), key changes,
+ * the snapshot list and the authenticated object read every other module goes through.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "hex.h"
+#include "kdf.h"
+#include "lock.h"
+#include "macro.h"
+#include "random.h"
+#include "repo.h"
+#include "secmem.h"
+#include "timeutil.h"
+
+#define CONFIG_MAX (64u * 1024)
+#define KEYFILE_MAX (64u * 1024)
+#define SECRET_FILE_MAX (64u * 1024)
+#define SECRET_FILE_MIN 16u
+#define KEY_AAD_PREFIX "blkvault-key-v1"
+#define KEY_FILE_INFO "blkvault v1 key-file"
+
+static const char *const repo_subdirs[] = { "keys", "packs", "index", "snapshots", "locks", "tmp" };
+
+enum { DIR_PACKS, DIR_INDEX, DIR_SNAPSHOTS, DIR_TMP, DIR_COUNT };
+static const char *const fd_names[DIR_COUNT] = {
+        [DIR_PACKS] = "packs", [DIR_INDEX] = "index", [DIR_SNAPSHOTS] = "snapshots", [DIR_TMP] = "tmp",
+};
+
+struct BvRepo {
+        char *path;
+        int dirfd;
+        int fds[DIR_COUNT];
+        int lock_fd;
+        BvOpenFlags flags;
+        BvRepoConfigFile cf;
+        char id_hex[2 * BV_REPO_ID_SIZE + 1];
+        uint8_t *master; /* bv_secure_alloc(BV_MASTER_SIZE): kept for bv_repo_change_key */
+        BvKeyring *keyring;
+        BvIndex *index;
+        BvPackSet *packs;
+
+        pthread_mutex_t snap_lock; /* guards the list and the codec below */
+        BvObjectCodec *snap_codec;
+        BvSnapshot **snaps;
+        size_t n_snaps;
+        bool snaps_loaded;
+};
+
+void bv_repo_config_default(BvRepoConfig *c)
+{
+        *c = (BvRepoConfig){
+                .cipher = BV_CIPHER_AES256GCM,
+                .chunker = BV_CHUNKER_HYBRID,
+                .chunk_min = BV_CHUNK_MIN_DEFAULT,
+                .chunk_avg = BV_CHUNK_AVG_DEFAULT,
+                .chunk_max = BV_CHUNK_MAX_DEFAULT,
+                .zstd_level = 3,
+                .pack_target = BV_PACK_TARGET_DEFAULT,
+        };
+}
+
+/* The secret material of a key file, in locked memory. */
+typedef struct SecretFile {
+        uint8_t *data;
+        size_t len, cap;
+} SecretFile;
+
+static void secret_file_done(SecretFile *s)
+{
+        bv_secure_free(s->data, s->cap);
+        *s = (SecretFile){};
+}
+
+static int secret_file_read(const char *path, SecretFile *ret)
+{
+        _cleanup_close_ int fd = -EBADF;
+        SecretFile s = {};
+        struct stat st;
+        ssize_t n;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t)st.st_size > SECRET_FILE_MAX)
+                return -EFBIG;
+        s.cap = (size_t)st.st_size + 1;
+        s.data = bv_secure_alloc(s.cap);
+        if (!s.data)
+                return -ENOMEM;
+        n = bv_read_all(fd, s.data, s.cap);
+        if (n < 0) {
+                secret_file_done(&s);
+                return (int)n;
+        }
+        s.len = (size_t)n;
+        if (s.len > SECRET_FILE_MAX) { /* grew since fstat */
+                secret_file_done(&s);
+                return -EFBIG;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* The key-encryption key of a key file from the secret that matches its kdf. */
+static int derive_kek(const BvKeyFile *kf, const BvSecret *secret, uint8_t kek[BV_KEY_SIZE])
+{
+        SecretFile sf = {};
+        int r;
+
+        if (kf->scrypt) {
+                if (!secret || !secret->passphrase)
+                        return -ENOKEY;
+                return bv_scrypt(secret->passphrase, strlen(secret->passphrase), kf->salt, sizeof(kf->salt),
+                                 kf->log2_n, kf->r, kf->p, kek, BV_KEY_SIZE);
+        }
+        if (!secret || !secret->key_file)
+                return -ENOKEY;
+        r = secret_file_read(secret->key_file, &sf);
+        if (r < 0)
+                return r;
+        if (sf.len < SECRET_FILE_MIN)
+                r = -ENOKEY;
+        else
+                r = bv_hkdf_sha256(sf.data, sf.len, kf->salt, sizeof(kf->salt), KEY_FILE_INFO, kek,
+                                   BV_KEY_SIZE);
+        secret_file_done(&sf);
+        return r;
+}
+
+static void key_aad(const uint8_t repo_id[BV_REPO_ID_SIZE], uint8_t aad[sizeof(KEY_AAD_PREFIX) - 1 + BV_REPO_ID_SIZE])
+{
+        memcpy(aad, KEY_AAD_PREFIX, sizeof(KEY_AAD_PREFIX) - 1);
+        memcpy(aad + sizeof(KEY_AAD_PREFIX) - 1, repo_id, BV_REPO_ID_SIZE);
+}
+
+/* AES-256-GCM under kek, in either direction. */
+static int key_crypt(bool seal, const uint8_t kek[BV_KEY_SIZE], const uint8_t repo_id[BV_REPO_ID_SIZE],
+                     const uint8_t nonce[BV_NONCE_SIZE], const uint8_t *in, uint8_t *out, uint8_t *tag)
+{
+        uint8_t aad[sizeof(KEY_AAD_PREFIX) - 1 + BV_REPO_ID_SIZE];
+        BvAead *a = NULL;
+        int r;
+
+        key_aad(repo_id, aad);
+        r = bv_aead_new(BV_CIPHER_AES256GCM, kek, &a);
+        if (r < 0)
+                return r;
+        if (seal)
+                r = bv_aead_seal(a, nonce, aad, sizeof(aad), in, BV_MASTER_SIZE, out, tag);
+        else
+                r = bv_aead_open(a, nonce, aad, sizeof(aad), in, BV_MASTER_SIZE, out, tag);
+        bv_aead_free(a);
+        return r;
+}
+
+/* Seals master under a fresh salt and nonce into kf. */
+static int keyfile_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
+                        const uint8_t *master, BvKeyFile *ret)
+{
+        BvKeyFile kf = {};
+        uint8_t *kek;
+        int r;
+
+        if (!secret || (!secret->passphrase && !secret->key_file))
+                return -ENOKEY;
+        if (secret->passphrase && secret->key_file)
+                return -EINVAL;
+        memcpy(kf.repository, repo_id, BV_REPO_ID_SIZE);
+        if (secret->passphrase) {
+                kf.scrypt = true;
+                kf.log2_n = BV_SCRYPT_DEFAULT_LOG2_N;
+                kf.r = BV_SCRYPT_DEFAULT_R;
+                kf.p = BV_SCRYPT_DEFAULT_P;
+        }
+        r = bv_random_bytes(kf.salt, sizeof(kf.salt));
+        if (r < 0)
+                return r;
+        r = bv_random_bytes(kf.nonce, sizeof(kf.nonce));
+        if (r < 0)
+                return r;
+
+        kek = bv_secure_alloc(BV_KEY_SIZE);
+        if (!kek)
+                return -ENOMEM;
+        r = derive_kek(&kf, secret, kek);
+        if (r == -ENOKEY && !kf.scrypt)
+                r = -EINVAL; /* a key file too short to be a key */
+        if (r >= 0)
+                r = key_crypt(true, kek, repo_id, kf.nonce, master, kf.sealed, kf.sealed + BV_MASTER_SIZE);
+        bv_secure_free(kek, BV_KEY_SIZE);
+        if (r < 0)
+                return r;
+        *ret = kf;
+        return 0;
+}
+
+/* Opens keys/default with the secret into master (secure memory of BV_MASTER_SIZE). */
+static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
+                          uint8_t *master)
+{
+        _cleanup_free_ char *json = NULL;
+        BvKeyFile kf;
+        uint8_t *kek;
+        size_t len;
+        int r;
+
+        if (!secret || (!secret->passphrase && !secret->key_file))
+                return -ENOKEY;
+        r = bv_read_file(dirfd, "keys/default", KEYFILE_MAX, (void **)&json, &len);
+        if (r == -ENOENT)
+                return -ENOKEY;
+        if (r < 0)
+                return r;
+        r = bv_repo_keyfile_parse(json, len, &kf);
+        if (r < 0)
+                return r;
+        if (memcmp(kf.repository, repo_id, BV_REPO_ID_SIZE) != 0)
+                return -ENOKEY; /* the key of another repository */
+
+        kek = bv_secure_alloc(BV_KEY_SIZE);
+        if (!kek)
+                return -ENOMEM;
+        r = derive_kek(&kf, secret, kek);
+        if (r >= 0)
+                r = key_crypt(false, kek, repo_id, kf.nonce, kf.sealed, master, kf.sealed + BV_MASTER_SIZE);
+        bv_secure_free(kek, BV_KEY_SIZE);
+        return r == -EBADMSG ? -ENOKEY : r;
+}
+
+static int config_mac(const BvRepoConfigFile *f, const BvKeyring *k, uint8_t out[BV_HASH_SIZE])
+{
+        _cleanup_free_ char *text = NULL;
+        int r = bv_repo_config_canonical(f, &text);
+        if (r < 0)
+                return r;
+        return bv_hmac_sha256(bv_keyring_config_key(k), BV_KEY_SIZE, text, strlen(text), out);
+}
+
+static int check_config(const BvRepoConfig *c)
+{
+        BvChunkerParams p = { .kind = c->chunker, .min = c->chunk_min, .avg = c->chunk_avg, .max = c->chunk_max };
+
+        if (!bv_cipher_name(c->cipher) || !bv_chunker_kind_name(c->chunker))
+                return -EINVAL;
+        if (bv_chunker_params_check(&p) < 0)
+                return -EINVAL;
+        if (c->zstd_level < -7 || c->zstd_level > 19)
+                return -EINVAL;
+        if (c->pack_target < 64u * 1024 || c->pack_target > 1024u * 1024 * 1024)
+                return -EINVAL;
+        return 0;
+}
+
+/* Opens path as a directory, creating it if missing; fails unless it is empty. */
+static int open_empty_dir(const char *path, int *ret_fd)
+{
+        _cleanup_close_ int fd = -EBADF;
+        struct dirent *de;
+        DIR *d;
+        int dup_fd;
+
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (dup_fd < 0)
+                return negative_errno();
+        d = fdopendir(dup_fd);
+        if (!d) {
+                safe_close(dup_fd);
+                return -ENOMEM;
+        }
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+                        bool is_repo = strcmp(de->d_name, "config") == 0;
+                        closedir(d);
+                        return is_repo ? -EEXIST : -ENOTEMPTY;
+                }
+        closedir(d);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int write_keyfile(int dirfd, const BvKeyFile *kf, bool replace)
+{
+        _cleanup_free_ char *json = NULL;
+        _cleanup_close_ int kfd = -EBADF;
+        int r = bv_repo_keyfile_format(kf, &json);
+        if (r < 0)
+                return r;
+        kfd = openat(dirfd, "keys", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (kfd < 0)
+                return negative_errno();
+        return bv_write_file_durable(kfd, "default", json, strlen(json), replace);
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvKeyring, bv_keyring_free);
+
+/* Prepares everything in memory first (so that a bad secret leaves nothing behind), then
+ * writes keys/ and the config into the empty directory dirfd. The config goes last: a
+ * directory without it is not a repository. */
+static int init_files(int dirfd, const BvRepoConfig *cfg, const BvSecret *secret)
+{
+        _cleanup_(bv_keyring_freep) BvKeyring *k = NULL;
+        _cleanup_free_ char *json = NULL;
+        BvRepoConfigFile f = { .config = *cfg, .created = bv_now_realtime_ns() / 1000000000u };
+        BvKeyFile kf;
+        uint8_t *master;
+        int r;
+
+        r = bv_random_bytes(f.id, sizeof(f.id));
+        if (r < 0)
+                return r;
+        master = bv_secure_alloc(BV_MASTER_SIZE);
+        if (!master)
+                return -ENOMEM;
+        r = 0;
+        if (cfg->cipher != BV_CIPHER_NONE) {
+                r = bv_random_bytes(master, BV_MASTER_SIZE);
+                if (r >= 0)
+                        r = keyfile_seal(f.id, secret, master, &kf);
+        }
+        if (r >= 0)
+                r = bv_keyring_new(cfg->cipher, master, f.id, &k);
+        bv_secure_free(master, BV_MASTER_SIZE);
+        if (r < 0)
+                return r;
+        r = config_mac(&f, k, f.mac);
+        if (r < 0)
+                return r;
+        r = bv_repo_config_format(&f, &json);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < ELEMENTSOF(repo_subdirs); i++) {
+                r = bv_mkdir_p(dirfd, repo_subdirs[i]);
+                if (r < 0)
+                        return r;
+        }
+        r = bv_fsync_dir(dirfd);
+        if (r < 0)
+                return r;
+        if (cfg->cipher != BV_CIPHER_NONE) {
+                r = write_keyfile(dirfd, &kf, false);
+                if (r < 0)
+                        return r;
+        }
+        return bv_write_file_durable(dirfd, "config", json, strlen(json), false);
+}
+
+int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secret)
+{
+        _cleanup_close_ int fd = -EBADF;
+        BvRepoConfig def;
+        int r;
+
+        if (!path)
+                return -EINVAL;
+        if (!cfg) {
+                bv_repo_config_default(&def);
+                cfg = &def;
+        }
+        r = check_config(cfg);
+        if (r < 0)
+                return r;
+        if (cfg->cipher == BV_CIPHER_NONE && secret && (secret->passphrase || secret->key_file))
+                return -EINVAL; /* a secret would protect nothing */
+        if (cfg->cipher != BV_CIPHER_NONE) {
+                if (!secret || (!secret->passphrase && !secret->key_file))
+                        return -ENOKEY;
+                if (secret->passphrase && secret->key_file)
+                        return -EINVAL;
+        }
+        r = open_empty_dir(path, &fd);
+        if (r < 0)
+                return r;
+        return init_files(fd, cfg, secret);
+}
+
+static int read_config(int dirfd, BvRepoConfigFile *ret)
+{
+        _cleanup_free_ char *json = NULL;
+        size_t len;
+        int r;
+
+        r = bv_read_file(dirfd, "config", CONFIG_MAX, (void **)&json, &len);
+        if (r == -EFBIG)
+                return -EBADMSG;
+        if (r < 0)
+                return r;
+        return bv_repo_config_parse(json, len, ret);
+}
+
+int bv_repo_peek_config(const char *path, BvRepoConfig *ret)
+{
+        _cleanup_close_ int fd = -EBADF;
+        BvRepoConfigFile f;
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        r = read_config(fd, &f);
+        if (r < 0)
+                return r;
+        *ret = f.config;
+        return 0;
+}
+
+static void free_snapshots(BvRepo *r)
+{
+        bv_snapshot_list_free(r->snaps, r->n_snaps);
+        r->snaps = NULL;
+        r->n_snaps = 0;
+        r->snaps_loaded = false;
+}
+
+void bv_repo_close(BvRepo *r)
+{
+        if (!r)
+                return;
+        free_snapshots(r);
+        bv_object_codec_free(r->snap_codec);
+        bv_packset_free(r->packs);
+        bv_index_free(r->index);
+        bv_keyring_free(r->keyring);
+        bv_secure_free(r->master, BV_MASTER_SIZE);
+        for (size_t i = 0; i < DIR_COUNT; i++)
+                safe_close(r->fds[i]);
+        safe_close(r->lock_fd);
+        safe_close(r->dirfd);
+        pthread_mutex_destroy(&r->snap_lock);
+        free(r->path);
+        free(r);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close);
+
+/* Removes what an earlier writer left in tmp/ (nothing there is durable). */
+static void empty_tmp(int tmp_fd)
+{
+        struct dirent *de;
+        int fd = fcntl(tmp_fd, F_DUPFD_CLOEXEC, 3);
+        DIR *d;
+
+        if (fd < 0)
+                return;
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return;
+        }
+        rewinddir(d);
+        while ((de = readdir(d)))
+                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                        (void)unlinkat(tmp_fd, de->d_name, 0);
+        closedir(d);
+}
+
+/* The master secret (secure memory) and keyring; then the config's MAC is checked. */
+static int open_keys(BvRepo *r, const BvSecret *secret)
+{
+        uint8_t mac[BV_HASH_SIZE];
+        int ret;
+
+        r->master = bv_secure_alloc(BV_MASTER_SIZE);
+        if (!r->master)
+                return -ENOMEM;
+        memset(r->master, 0, BV_MASTER_SIZE);
+        if (r->cf.config.cipher != BV_CIPHER_NONE) {
+                ret = keyfile_unseal(r->dirfd, r->cf.id, secret, r->master);
+                if (ret < 0)
+                        return ret;
+        }
+        ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
+        if (ret < 0)
+                return ret;
+        ret = config_mac(&r->cf, r->keyring, mac);
+        if (ret < 0)
+                return ret;
+        if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
+                return -EBADMSG;
+        return 0;
+}
+
+static int open_stores(BvRepo *r)
+{
+        int ret;
+
+        for (size_t i = 0; i < DIR_COUNT; i++) {
+                r->fds[i] = openat(r->dirfd, fd_names[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (r->fds[i] < 0)
+                        return errno == ENOENT ? -EUCLEAN : negative_errno();
+        }
+        ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
+        if (ret < 0)
+                return ret;
+        ret = bv_packset_new(r->fds[DIR_PACKS], &r->packs);
+        if (ret < 0)
+                return ret;
+        return bv_object_codec_new(r->keyring, r->cf.config.zstd_level, &r->snap_codec);
+}
+
+int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret)
+{
+        _cleanup_(bv_repo_closep) BvRepo *r = NULL;
+        int rr;
+
+        if (!path || !ret)
+                return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->dirfd = r->lock_fd = -EBADF;
+        for (size_t i = 0; i < DIR_COUNT; i++)
+                r->fds[i] = -EBADF;
+        pthread_mutex_init(&r->snap_lock, NULL);
+        r->flags = flags;
+        r->path = strdup(path);
+        if (!r->path)
+                return -ENOMEM;
+
+        r->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (r->dirfd < 0)
+                return negative_errno();
+        rr = read_config(r->dirfd, &r->cf);
+        if (rr < 0)
+                return rr;
+        bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
+
+        /* Lock before the (slow) key derivation, so a busy repository fails fast. */
+        rr = bv_lock_take(r->dirfd, (flags & BV_OPEN_WRITE) ? BV_LOCK_WRITE : BV_LOCK_READ,
+                          !!(flags & BV_OPEN_WAIT));
+        if (rr < 0)
+                return rr;
+        r->lock_fd = rr;
+
+        rr = open_keys(r, secret);
+        if (rr < 0)
+                return rr;
+        rr = open_stores(r);
+        if (rr < 0)
+                return rr;
+        if (flags & BV_OPEN_WRITE)
+                empty_tmp(r->fds[DIR_TMP]);
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+const BvRepoConfig *bv_repo_config(const BvRepo *r)
+{
+        return &r->cf.config;
+}
+
+const char *bv_repo_path(const BvRepo *r)
+{
+        return r->path;
+}
+
+const char *bv_repo_id_hex(const BvRepo *r)
+{
+        return r->id_hex;
+}
+
+BvIndex *bv_repo_index(BvRepo *r)
+{
+        return r->index;
+}
+
+BvPackSet *bv_repo_packs(BvRepo *r)
+{
+        return r->packs;
+}
+
+const BvKeyring *bv_repo_keyring(BvRepo *r)
+{
+        return r->keyring;
+}
+
+int bv_repo_dirfd(BvRepo *r, const char *sub)
+{
+        if (!sub || !*sub)
+                return r->dirfd;
+        for (size_t i = 0; i < DIR_COUNT; i++)
+                if (strcmp(sub, fd_names[i]) == 0)
+                        return r->fds[i];
+        return -ENOENT;
+}
+
+void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret)
+{
+        const BvRepoConfig *c = &r->cf.config;
+
+        *ret = (BvChunkerParams){ .kind = c->chunker, .min = c->chunk_min, .avg = c->chunk_avg, .max = c->chunk_max };
+        memcpy(ret->key, bv_keyring_chunker_key(r->keyring), sizeof(ret->key));
+}
+
+int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
+{
+        BvKeyFile kf;
+        int ret;
+
+        if (!r)
+                return -EINVAL;
+        if (!(r->flags & BV_OPEN_WRITE))
+                return -EPERM;
+        if (r->cf.config.cipher == BV_CIPHER_NONE)
+                return -EOPNOTSUPP;
+        if (!new_secret || (!new_secret->passphrase && !new_secret->key_file))
+                return -ENOKEY;
+        if (new_secret->passphrase && new_secret->key_file)
+                return -EINVAL;
+
+        ret = keyfile_seal(r->cf.id, new_secret, r->master, &kf);
+        if (ret < 0)
+                return ret;
+        return write_keyfile(r->dirfd, &kf, true);
+}
+
+static int load_snapshots(BvRepo *r)
+{
+        BvSnapshot **list = NULL;
+        size_t n = 0;
+        int ret;
+
+        if (r->snaps_loaded)
+                return 0;
+        ret = bv_snapshot_list(r->fds[DIR_SNAPSHOTS], r->snap_codec, &list, &n);
+        if (ret < 0)
+                return ret;
+        r->snaps = list;
+        r->n_snaps = n;
+        r->snaps_loaded = true;
+        return 0;
+}
+
+int bv_repo_snapshots(BvRepo *r, BvSnapshot *const **ret_list, size_t *ret_count)
+{
+        BV_LOCK_GUARD(&r->snap_lock);
+        int ret = load_snapshots(r);
+        if (ret < 0)
+                return ret;
+        *ret_list = r->snaps;
+        *ret_count = r->n_snaps;
+        return 0;
+}
+
+int bv_repo_find_snapshot(BvRepo *r, const char *spec, const BvSnapshot **ret)
+{
+        BV_LOCK_GUARD(&r->snap_lock);
+        int rr;
+
+        if (!spec)
+                return -EINVAL;
+        rr = load_snapshots(r);
+        if (rr < 0)
+                return rr;
+        return bv_snapshot_resolve(r->snaps, r->n_snaps, spec, ret);
+}
+
+int bv_repo_reload(BvRepo *r)
+{
+        BV_LOCK_GUARD(&r->snap_lock);
+        free_snapshots(r);
+        return bv_index_refresh(r->index);
+}
+
+/* Where an object is, and its encoded bytes (malloc'd). */
+static int read_encoded(BvRepo *r, BvObjectType type, const uint8_t id[BV_ID_SIZE], void **ret, size_t *ret_len)
+{
+        _cleanup_free_ void *enc = NULL;
+        BvLocation loc;
+        int rr;
+
+        rr = bv_index_lookup(r->index, id, &loc);
+        if (rr == -ENOENT)
+                return -EUCLEAN; /* referenced but not indexed: the repository needs repair */
+        if (rr < 0)
+                return rr;
+        if (loc.type != type || loc.length == 0)
+                return -EBADMSG;
+        enc = malloc(loc.length);
+        if (!enc)
+                return -ENOMEM;
+        rr = bv_packset_read(r->packs, loc.pack_id, loc.offset, enc, loc.length);
+        if (rr < 0)
+                return rr;
+        *ret = TAKE_PTR(enc);
+        *ret_len = loc.length;
+        return 0;
+}
+
+int bv_repo_read_object(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
+                        void *buf, size_t out_cap, size_t *ret_len)
+{
+        _cleanup_free_ void *enc = NULL;
+        size_t len;
+        int rr;
+
+        if (!r || !codec || !id || !buf)
+                return -EINVAL;
+        rr = read_encoded(r, type, id, &enc, &len);
+        if (rr < 0)
+                return rr;
+        return bv_object_decode(codec, type, id, enc, len, buf, out_cap, ret_len);
+}
+
+int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
+                              void **ret, size_t *ret_len)
+{
+        _cleanup_free_ void *enc = NULL, *out = NULL;
+        size_t len, raw, got;
+        int rr;
+
+        if (!r || !codec || !id || !ret || !ret_len)
+                return -EINVAL;
+        rr = read_encoded(r, type, id, &enc, &len);
+        if (rr < 0)
+                return rr;
+        rr = bv_object_peek_length(codec, type, id, enc, len, &raw);
+        if (rr < 0)
+                return rr;
+        if (raw > BV_OBJECT_MAX_RAW)
+                return -EBADMSG;
+        out = malloc(raw ? raw : 1);
+        if (!out)
+                return -ENOMEM;
+        rr = bv_object_decode(codec, type, id, enc, len, out, raw, &got);
+        if (rr < 0)
+                return rr;
+        if (got != raw)
+                return -EBADMSG;
+        *ret = TAKE_PTR(out);
+        *ret_len = got;
+        return 0;
+}

@@ -5,9 +5,9 @@
  * A repository (docs/FORMAT.md): a directory with
  *   config              plain JSON: format, version, id, algorithms, chunker; authenticated
  *   keys/default        the master secret sealed by a passphrase (scrypt) or key file (HKDF)
- *   packs/xx/*.pack     immutable pack files
- *   index/*.idx         index segments
- *   snapshots/*.snap    snapshot records (the commit points)
+ *   packs/xx/<id>.pack   immutable pack files
+ *   index/<id>.idx        index segments
+ *   snapshots/<id>.snap  snapshot records (the commit points)
  *   locks/              flock files
  * This is the library's front door: the CLI, the nbdkit plugin and the integration tests
  * use these functions.
@@ -76,10 +76,51 @@ int bv_repo_find_snapshot(BvRepo *r, const char *spec, const BvSnapshot **ret);
 BvIndex *bv_repo_index(BvRepo *r);
 BvPackSet *bv_repo_packs(BvRepo *r);
 const BvKeyring *bv_repo_keyring(BvRepo *r);
-int bv_repo_dirfd(BvRepo *r, const char *sub); /* "packs", "index", "snapshots", "tmp" */
+/* A directory fd of the repository: "packs", "index", "snapshots", "tmp", or "" (the top).
+ * The fd belongs to the repository (do not close it); -ENOENT for another name. */
+int bv_repo_dirfd(BvRepo *r, const char *sub);
 void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret);
 
 /* Reads and authenticates one object by id (index lookup, pack read, decode). buf has
  * room for out_cap bytes. Thread-safe given a per-thread codec. */
 int bv_repo_read_object(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
                         void *buf, size_t out_cap, size_t *ret_len);
+/* The same into a malloc'd buffer of the object's size. -EUCLEAN if the id is not indexed. */
+int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
+                              void **ret, size_t *ret_len);
+
+/* Drops the snapshot list (pointers from bv_repo_snapshots/find become invalid) and picks up
+ * index segments written since open; the next bv_repo_snapshots loads the list again. */
+int bv_repo_reload(BvRepo *r);
+
+/* The config and key files as parsed (docs/FORMAT.md, "Config and key files"); exposed for
+ * the fuzzers and tests. */
+typedef struct BvRepoConfigFile {
+        BvRepoConfig config;
+        uint8_t id[BV_REPO_ID_SIZE];
+        uint64_t created;
+        uint8_t mac[BV_HASH_SIZE];
+} BvRepoConfigFile;
+
+/* -EBADMSG: malformed, missing or invalid fields; -EPROTONOSUPPORT: unknown version or
+ * algorithm. The MAC is not checked here. */
+int bv_repo_config_parse(const char *json, size_t len, BvRepoConfigFile *ret);
+/* The canonical text the config MAC is computed over (malloc'd, NUL-terminated). */
+int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret);
+/* The config file's JSON (malloc'd). */
+int bv_repo_config_format(const BvRepoConfigFile *f, char **ret);
+
+#define BV_KEYFILE_SALT_SIZE 32
+
+typedef struct BvKeyFile {
+        uint8_t repository[BV_REPO_ID_SIZE];
+        bool scrypt;              /* kdf: scrypt of a passphrase, or hkdf-sha256 of a key file */
+        uint32_t log2_n, r, p;    /* scrypt only */
+        uint8_t salt[BV_KEYFILE_SALT_SIZE];
+        uint8_t nonce[BV_NONCE_SIZE];
+        uint8_t sealed[BV_MASTER_SIZE + BV_TAG_SIZE]; /* ciphertext || tag */
+} BvKeyFile;
+
+/* -EBADMSG: malformed or invalid fields; -EPROTONOSUPPORT: unknown version, kdf or cipher. */
+int bv_repo_keyfile_parse(const char *json, size_t len, BvKeyFile *ret);
+int bv_repo_keyfile_format(const BvKeyFile *kf, char **ret);
