@@ -1,2 +1,66 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * Repository locks with flock(2): the kernel drops a lock when the last fd of its open file
+ * description closes, so a crashed or killed process never leaves one behind. The lock
+ * files are opened read-only (flock needs no write access), so a reader can lock a
+ * repository on a read-only mount once the files exist.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "lock.h"
+#include "macro.h"
+
+static int lock_open(int repo_dirfd, const char *path)
+{
+        int fd;
+
+        if (mkdirat(repo_dirfd, "locks", 0700) < 0 && errno != EEXIST && errno != EROFS)
+                return negative_errno();
+        fd = openat(repo_dirfd, path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+        if (fd < 0 && (errno == EROFS || errno == EACCES))
+                fd = openat(repo_dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0)
+                return negative_errno();
+        return fd;
+}
+
+int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
+{
+        _cleanup_close_ int fd = -EBADF;
+        const char *path;
+        int op;
+
+        switch (kind) {
+        case BV_LOCK_WRITE:
+                path = "locks/write";
+                op = LOCK_EX;
+                break;
+        case BV_LOCK_READ:
+                path = "locks/gc";
+                op = LOCK_SH;
+                break;
+        case BV_LOCK_GC:
+                path = "locks/gc";
+                op = LOCK_EX;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (repo_dirfd < 0)
+                return -EBADF;
+
+        fd = lock_open(repo_dirfd, path);
+        if (fd < 0)
+                return fd;
+        if (!wait)
+                op |= LOCK_NB;
+        while (flock(fd, op) < 0) {
+                if (errno == EINTR)
+                        continue;
+                return errno == EWOULDBLOCK ? -EBUSY : negative_errno();
+        }
+        return TAKE_FD(fd);
+}

@@ -1,2 +1,318 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * The object envelope (docs/FORMAT.md, "Objects"):
+ *
+ *   nonce[12] || AEAD(header[8] || payload || padding) || tag[16]
+ *
+ * The payload is the raw bytes (codec 0) or one zstd frame (codec 1, only when it is
+ * smaller). Encrypted repositories pad header + payload with zero bytes up to Padmé; the
+ * encoding is canonical, so a decoder accepts exactly what an encoder produces.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "compress.h"
+#include "endian.h"
+#include "macro.h"
+#include "object.h"
+#include "random.h"
+#include "secmem.h"
+
+#define OBJ_AAD_MAGIC "BVO1"
+#define OBJ_AAD_SIZE (4 + 1 + BV_ID_SIZE)
+#define OBJ_OVERHEAD (BV_NONCE_SIZE + BV_TAG_SIZE)
+#define OBJ_CODEC_RAW 0
+#define OBJ_CODEC_ZSTD 1
+
+struct BvObjectCodec {
+        const BvKeyring *keyring;
+        BvAead *aead;
+        BvZstd *zstd;
+        bool compress; /* zstd_level != 0 */
+        bool pad;      /* encrypted repository: Padmé padding */
+        uint8_t *scratch; /* decrypted plaintext of the object being decoded */
+        size_t scratch_size;
+};
+
+/* The parsed plaintext of an authenticated object. */
+typedef struct ObjPlain {
+        uint8_t codec;
+        uint32_t raw_length;
+        const uint8_t *payload;
+        size_t payload_length;
+} ObjPlain;
+
+int bv_object_codec_new(const BvKeyring *k, int zstd_level, BvObjectCodec **ret)
+{
+        BvObjectCodec *c;
+        BvCipher cipher;
+        int r;
+
+        if (!k || !ret)
+                return -EINVAL;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        cipher = bv_keyring_cipher(k);
+        c->keyring = k;
+        c->compress = zstd_level != 0;
+        c->pad = cipher != BV_CIPHER_NONE;
+        r = bv_aead_new(cipher, bv_keyring_data_key(k), &c->aead);
+        if (r < 0)
+                goto fail;
+        /* Decoding needs a zstd context even where new objects are stored raw. */
+        r = bv_zstd_new(zstd_level != 0 ? zstd_level : 1, &c->zstd);
+        if (r < 0)
+                goto fail;
+        *ret = c;
+        return 0;
+
+fail:
+        bv_object_codec_free(c);
+        return r;
+}
+
+void bv_object_codec_free(BvObjectCodec *c)
+{
+        if (!c)
+                return;
+        bv_aead_free(c->aead);
+        bv_zstd_free(c->zstd);
+        if (c->scratch)
+                bv_wipe(c->scratch, c->scratch_size);
+        free(c->scratch);
+        free(c);
+}
+
+uint64_t bv_padme(uint64_t len)
+{
+        unsigned e, s;
+        uint64_t mask;
+
+        if (len < 2)
+                return len;
+        e = 63 - (unsigned)__builtin_clzll(len);   /* floor(log2 len) */
+        s = 32 - (unsigned)__builtin_clz(e);       /* floor(log2 e) + 1 */
+        mask = (UINT64_C(1) << (e - s)) - 1;
+        if (len > UINT64_MAX - mask)
+                return UINT64_MAX;
+        return (len + mask) & ~mask;
+}
+
+size_t bv_object_bound(size_t len)
+{
+        return OBJ_OVERHEAD + (size_t)bv_padme((uint64_t)BV_OBJECT_HEADER_SIZE + len);
+}
+
+static void obj_aad(uint8_t aad[OBJ_AAD_SIZE], BvObjectType type, const uint8_t id[BV_ID_SIZE])
+{
+        memcpy(aad, OBJ_AAD_MAGIC, 4);
+        aad[4] = (uint8_t)type;
+        memcpy(aad + 5, id, BV_ID_SIZE);
+}
+
+static bool obj_type_valid(BvObjectType type)
+{
+        return type >= BV_OBJ_CHUNK && type <= BV_OBJ_PACKINDEX;
+}
+
+/* Writes the payload after the header at pt: a zstd frame if it is smaller, else the raw
+ * bytes. Returns the payload length, or a negative errno. */
+static ssize_t obj_put_payload(BvObjectCodec *c, uint8_t *pt, const void *data, size_t len)
+{
+        size_t clen;
+        int r;
+
+        if (c->compress && len > 0) {
+                r = bv_zstd_compress(c->zstd, data, len, pt + BV_OBJECT_HEADER_SIZE, len, &clen);
+                if (r >= 0) {
+                        pt[1] = OBJ_CODEC_ZSTD;
+                        return (ssize_t)clen;
+                }
+                if (r != -E2BIG)
+                        return r;
+        }
+        pt[1] = OBJ_CODEC_RAW;
+        if (len > 0)
+                memcpy(pt + BV_OBJECT_HEADER_SIZE, data, len);
+        return (ssize_t)len;
+}
+
+int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data,
+                     size_t len, void *out, size_t *ret_len)
+{
+        uint8_t aad[OBJ_AAD_SIZE];
+        uint8_t *nonce = out, *pt = (uint8_t *)out + BV_NONCE_SIZE;
+        size_t plain_len, total;
+        ssize_t payload;
+        int r;
+
+        if (!c || !id || !out || !ret_len || (len > 0 && !data) || !obj_type_valid(type))
+                return -EINVAL;
+        if (len > BV_OBJECT_MAX_RAW)
+                return -EFBIG;
+
+        pt[0] = (uint8_t)type;
+        put_le16(pt + 2, 0);
+        put_le32(pt + 4, (uint32_t)len);
+        payload = obj_put_payload(c, pt, data, len);
+        if (payload < 0)
+                return (int)payload;
+
+        plain_len = BV_OBJECT_HEADER_SIZE + (size_t)payload;
+        total = c->pad ? (size_t)bv_padme(plain_len) : plain_len;
+        memset(pt + plain_len, 0, total - plain_len);
+
+        if (c->pad) {
+                r = bv_random_bytes(nonce, BV_NONCE_SIZE);
+                if (r < 0)
+                        return r;
+        } else
+                memset(nonce, 0, BV_NONCE_SIZE);
+
+        obj_aad(aad, type, id);
+        r = bv_aead_seal(c->aead, nonce, aad, sizeof(aad), pt, total, pt, pt + total);
+        if (r < 0)
+                return r;
+        *ret_len = OBJ_OVERHEAD + total;
+        return 0;
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+        for (size_t i = 0; i < len; i++)
+                if (p[i] != 0)
+                        return false;
+        return true;
+}
+
+/* Checks the header, payload length and padding of a decrypted plaintext. */
+static int obj_parse_plain(const BvObjectCodec *c, BvObjectType type, const uint8_t *pt, size_t total,
+                           ObjPlain *ret)
+{
+        ObjPlain p = { .payload = pt + BV_OBJECT_HEADER_SIZE };
+        size_t plain_len, expected;
+
+        if (total < BV_OBJECT_HEADER_SIZE)
+                return -EBADMSG;
+        if (pt[0] != (uint8_t)type || get_le16(pt + 2) != 0)
+                return -EBADMSG;
+        p.codec = pt[1];
+        p.raw_length = get_le32(pt + 4);
+        if (p.codec != OBJ_CODEC_RAW && p.codec != OBJ_CODEC_ZSTD)
+                return -EPROTONOSUPPORT;
+        if (p.raw_length > BV_OBJECT_MAX_RAW)
+                return -EBADMSG;
+
+        if (p.codec == OBJ_CODEC_RAW) {
+                p.payload_length = p.raw_length;
+                if (p.payload_length > total - BV_OBJECT_HEADER_SIZE)
+                        return -EBADMSG;
+        } else {
+                size_t n = ZSTD_findFrameCompressedSize(p.payload, total - BV_OBJECT_HEADER_SIZE);
+                /* An encoder stores a frame only when it is smaller than the raw bytes. */
+                if (ZSTD_isError(n) || n >= p.raw_length)
+                        return -EBADMSG;
+                p.payload_length = n;
+        }
+
+        plain_len = BV_OBJECT_HEADER_SIZE + p.payload_length;
+        expected = c->pad ? (size_t)bv_padme(plain_len) : plain_len;
+        if (expected != total || !all_zero(pt + plain_len, total - plain_len))
+                return -EBADMSG;
+        *ret = p;
+        return 0;
+}
+
+static int obj_scratch_reserve(BvObjectCodec *c, size_t size)
+{
+        uint8_t *p;
+
+        if (size <= c->scratch_size)
+                return 0;
+        p = malloc(size);
+        if (!p)
+                return -ENOMEM;
+        if (c->scratch)
+                bv_wipe(c->scratch, c->scratch_size);
+        free(c->scratch);
+        c->scratch = p;
+        c->scratch_size = size;
+        return 0;
+}
+
+/* Authenticates and decrypts an encoded object into the codec's scratch buffer, and parses it. */
+static int obj_open(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
+                    size_t in_len, ObjPlain *ret)
+{
+        uint8_t aad[OBJ_AAD_SIZE];
+        const uint8_t *nonce = in, *ct = (const uint8_t *)in + BV_NONCE_SIZE;
+        size_t total;
+        int r;
+
+        if (!c || !id || !in || !obj_type_valid(type))
+                return -EINVAL;
+        if (in_len < OBJ_OVERHEAD + BV_OBJECT_HEADER_SIZE || in_len > bv_object_bound(BV_OBJECT_MAX_RAW))
+                return -EBADMSG;
+        total = in_len - OBJ_OVERHEAD;
+        r = obj_scratch_reserve(c, total);
+        if (r < 0)
+                return r;
+
+        obj_aad(aad, type, id);
+        r = bv_aead_open(c->aead, nonce, aad, sizeof(aad), ct, total, c->scratch, ct + total);
+        if (r < 0)
+                return r;
+        return obj_parse_plain(c, type, c->scratch, total, ret);
+}
+
+int bv_object_decode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
+                     size_t in_len, void *out, size_t out_cap, size_t *ret_len)
+{
+        ObjPlain p;
+        int r;
+
+        if (!out && out_cap > 0)
+                return -EINVAL;
+        r = obj_open(c, type, id, in, in_len, &p);
+        if (r < 0)
+                return r;
+        if (p.raw_length > out_cap)
+                return -ENOBUFS;
+
+        if (p.codec == OBJ_CODEC_ZSTD) {
+                r = bv_zstd_decompress(c->zstd, p.payload, p.payload_length, out, p.raw_length);
+                if (r < 0)
+                        return r;
+        } else if (p.raw_length > 0)
+                memcpy(out, p.payload, p.raw_length);
+
+        if (type == BV_OBJ_CHUNK || type == BV_OBJ_MAP) {
+                uint8_t check[BV_ID_SIZE];
+
+                bv_keyring_id(c->keyring, type == BV_OBJ_CHUNK ? BV_ID_CHUNK : BV_ID_MAP, out, p.raw_length,
+                              check);
+                if (memcmp(check, id, BV_ID_SIZE) != 0)
+                        return -EBADMSG;
+        }
+        if (ret_len)
+                *ret_len = p.raw_length;
+        return 0;
+}
+
+int bv_object_peek_length(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
+                          size_t in_len, size_t *ret_raw_len)
+{
+        ObjPlain p;
+        int r;
+
+        r = obj_open(c, type, id, in, in_len, &p);
+        if (r < 0)
+                return r;
+        if (ret_raw_len)
+                *ret_raw_len = p.raw_length;
+        return 0;
+}

@@ -43,12 +43,14 @@ size_t bv_object_bound(size_t len);
 /* Padmé: the padded length for a length; leaks O(log log len) bits of it. */
 uint64_t bv_padme(uint64_t len);
 
-/* Encodes into out (capacity bv_object_bound(len)). */
+/* Encodes into out (capacity bv_object_bound(len)). -EFBIG if len > BV_OBJECT_MAX_RAW. */
 int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data,
                      size_t len, void *out, size_t *ret_len);
 
 /* Authenticates, decompresses and (CHUNK, MAP) re-hashes. out has room for out_cap bytes;
- * ret_len gets the raw length. -EBADMSG on any mismatch, -EPROTONOSUPPORT on an unknown codec. */
+ * ret_len gets the raw length. -EBADMSG on any mismatch, -EPROTONOSUPPORT on an unknown codec,
+ * -ENOBUFS if the (authentic) object's raw length exceeds out_cap. The codec keeps a pointer
+ * to the keyring, which must outlive it. */
 int bv_object_decode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
                      size_t in_len, void *out, size_t out_cap, size_t *ret_len);
 

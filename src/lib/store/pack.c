@@ -1,2 +1,760 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * Pack files (docs/FORMAT.md, "Packs"):
+ *
+ *   header[32]   "BLKVPACK" | version u32 (1) | flags u32 (0) | pack id[16]
+ *   objects      encoded objects back to back, the first at offset 32
+ *   pack index   a PACKINDEX object (id = pack id || 16 zero bytes) whose payload is
+ *                count u32 | reserved u32 (0) | count * entry[48]
+ *                entry = id[32] | offset u32 | length u32 | raw_length u32 | type u8 | 3 zero bytes
+ *   footer[32]   index offset u64 | index length u32 | count u32 | version u32 (1) |
+ *                check u32 (first 4 bytes of SHA-256 of the 20 bytes before) | "BLKVPEND"
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "endian.h"
+#include "fileio.h"
+#include "hash.h"
+#include "hex.h"
+#include "macro.h"
+#include "pack.h"
+#include "random.h"
+
+#define PACK_MAGIC "BLKVPACK"
+#define PACK_END_MAGIC "BLKVPEND"
+#define PACK_VERSION 1
+#define PACK_ENTRY_SIZE 48
+#define PACK_INDEX_HEAD 8
+#define PACK_MAX_ENTRIES ((BV_OBJECT_MAX_RAW - PACK_INDEX_HEAD) / PACK_ENTRY_SIZE)
+#define PACK_MIN_OBJECT (BV_NONCE_SIZE + BV_OBJECT_HEADER_SIZE + BV_TAG_SIZE)
+#define PACK_WRITE_BUFFER (1024u * 1024)
+#define PACKSET_SLOTS 64
+
+typedef struct PackFooter {
+        uint64_t index_offset;
+        uint32_t index_length;
+        uint32_t count;
+} PackFooter;
+
+void bv_pack_path(const uint8_t pack_id[BV_PACK_ID_SIZE], char out[64])
+{
+        char hex[2 * BV_PACK_ID_SIZE + 1];
+
+        bv_hex_encode(pack_id, BV_PACK_ID_SIZE, hex);
+        snprintf(out, 64, "%.2s/%s.pack", hex, hex);
+}
+
+static void pack_index_id(const uint8_t pack_id[BV_PACK_ID_SIZE], uint8_t id[BV_ID_SIZE])
+{
+        memset(id, 0, BV_ID_SIZE);
+        memcpy(id, pack_id, BV_PACK_ID_SIZE);
+}
+
+static void pack_header_build(uint8_t h[BV_PACK_HEADER_SIZE], const uint8_t pack_id[BV_PACK_ID_SIZE])
+{
+        memcpy(h, PACK_MAGIC, 8);
+        put_le32(h + 8, PACK_VERSION);
+        put_le32(h + 12, 0);
+        memcpy(h + 16, pack_id, BV_PACK_ID_SIZE);
+}
+
+static int pack_header_check(const uint8_t h[BV_PACK_HEADER_SIZE], const uint8_t pack_id[BV_PACK_ID_SIZE])
+{
+        if (memcmp(h, PACK_MAGIC, 8) != 0)
+                return -EBADMSG;
+        if (get_le32(h + 8) != PACK_VERSION || get_le32(h + 12) != 0)
+                return -EPROTONOSUPPORT;
+        if (memcmp(h + 16, pack_id, BV_PACK_ID_SIZE) != 0)
+                return -EBADMSG;
+        return 0;
+}
+
+static uint32_t pack_footer_check(const uint8_t f[BV_PACK_FOOTER_SIZE])
+{
+        uint8_t digest[BV_HASH_SIZE];
+
+        bv_sha256(f, 20, digest);
+        return get_le32(digest);
+}
+
+static void pack_footer_build(uint8_t f[BV_PACK_FOOTER_SIZE], const PackFooter *pf)
+{
+        put_le64(f, pf->index_offset);
+        put_le32(f + 8, pf->index_length);
+        put_le32(f + 12, pf->count);
+        put_le32(f + 16, PACK_VERSION);
+        put_le32(f + 20, pack_footer_check(f));
+        memcpy(f + 24, PACK_END_MAGIC, 8);
+}
+
+/* Validates a footer against the size of its file; the index object lies between the
+ * objects and the footer. */
+static int pack_footer_parse(const uint8_t f[BV_PACK_FOOTER_SIZE], uint64_t file_size, PackFooter *ret)
+{
+        PackFooter pf;
+
+        if (memcmp(f + 24, PACK_END_MAGIC, 8) != 0)
+                return -EBADMSG;
+        if (get_le32(f + 16) != PACK_VERSION)
+                return -EPROTONOSUPPORT;
+        if (get_le32(f + 20) != pack_footer_check(f))
+                return -EBADMSG;
+        pf.index_offset = get_le64(f);
+        pf.index_length = get_le32(f + 8);
+        pf.count = get_le32(f + 12);
+        if (pf.count == 0 || pf.count > PACK_MAX_ENTRIES)
+                return -EBADMSG;
+        if (pf.index_offset < BV_PACK_HEADER_SIZE || pf.index_offset > UINT32_MAX ||
+            file_size < BV_PACK_HEADER_SIZE + BV_PACK_FOOTER_SIZE ||
+            pf.index_offset + pf.index_length != file_size - BV_PACK_FOOTER_SIZE)
+                return -EBADMSG;
+        *ret = pf;
+        return 0;
+}
+
+static void pack_entry_put(uint8_t *p, const BvPackEntry *e)
+{
+        memcpy(p, e->id, BV_ID_SIZE);
+        put_le32(p + 32, e->offset);
+        put_le32(p + 36, e->length);
+        put_le32(p + 40, e->raw_length);
+        p[44] = e->type;
+        memset(p + 45, 0, 3);
+}
+
+/* Parses and checks the entries of a decoded pack index: they must tile the object area
+ * [header, index offset) exactly, in order. */
+static int pack_entries_parse(const uint8_t *payload, size_t len, const PackFooter *pf, BvPackEntry **ret,
+                              size_t *ret_count)
+{
+        _cleanup_free_ BvPackEntry *entries = NULL;
+        uint64_t next = BV_PACK_HEADER_SIZE;
+
+        if (len != PACK_INDEX_HEAD + (size_t)pf->count * PACK_ENTRY_SIZE || get_le32(payload) != pf->count ||
+            get_le32(payload + 4) != 0)
+                return -EBADMSG;
+        entries = calloc(pf->count, sizeof(BvPackEntry));
+        if (!entries)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < pf->count; i++) {
+                const uint8_t *p = payload + PACK_INDEX_HEAD + (size_t)i * PACK_ENTRY_SIZE;
+                BvPackEntry *e = &entries[i];
+
+                memcpy(e->id, p, BV_ID_SIZE);
+                e->offset = get_le32(p + 32);
+                e->length = get_le32(p + 36);
+                e->raw_length = get_le32(p + 40);
+                e->type = p[44];
+                if (e->offset != next || e->length < PACK_MIN_OBJECT || e->raw_length > BV_OBJECT_MAX_RAW ||
+                    e->type < BV_OBJ_CHUNK || e->type > BV_OBJ_PACKINDEX || p[45] || p[46] || p[47])
+                        return -EBADMSG;
+                next += e->length;
+        }
+        if (next != pf->index_offset)
+                return -EBADMSG;
+        *ret = TAKE_PTR(entries);
+        *ret_count = pf->count;
+        return 0;
+}
+
+static int pack_index_decode(BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE], const PackFooter *pf,
+                             const void *obj, BvPackEntry **ret, size_t *ret_count)
+{
+        _cleanup_free_ uint8_t *payload = NULL;
+        uint8_t id[BV_ID_SIZE];
+        size_t cap = PACK_INDEX_HEAD + (size_t)pf->count * PACK_ENTRY_SIZE, len;
+        int r;
+
+        payload = malloc(cap);
+        if (!payload)
+                return -ENOMEM;
+        pack_index_id(pack_id, id);
+        r = bv_object_decode(codec, BV_OBJ_PACKINDEX, id, obj, pf->index_length, payload, cap, &len);
+        if (r == -ENOBUFS)
+                return -EBADMSG; /* authentic, but longer than the footer's count allows */
+        if (r < 0)
+                return r;
+        return pack_entries_parse(payload, len, pf, ret, ret_count);
+}
+
+int bv_pack_parse_index(BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE], const void *pack,
+                        size_t size, BvPackEntry **ret_entries, size_t *ret_count)
+{
+        const uint8_t *p = pack;
+        PackFooter pf;
+        int r;
+
+        if (!codec || !pack_id || (!pack && size > 0) || !ret_entries || !ret_count)
+                return -EINVAL;
+        if (size < BV_PACK_HEADER_SIZE + BV_PACK_FOOTER_SIZE)
+                return -EBADMSG;
+        r = pack_header_check(p, pack_id);
+        if (r < 0)
+                return r;
+        r = pack_footer_parse(p + size - BV_PACK_FOOTER_SIZE, size, &pf);
+        if (r < 0)
+                return r;
+        return pack_index_decode(codec, pack_id, &pf, p + pf.index_offset, ret_entries, ret_count);
+}
+
+/* ---- writer ---- */
+
+struct BvPackWriter {
+        int packs_dirfd; /* borrowed */
+        BvObjectCodec *codec;
+        int fd; /* the temporary file of the pack being written, or -EBADF */
+        char tmpname[64];
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+        uint64_t size; /* bytes of the pack so far, buffered or written */
+        uint8_t *buf;
+        size_t buf_len;
+        BvPackEntry *entries;
+        size_t count, cap;
+};
+
+int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret)
+{
+        BvPackWriter *w;
+
+        if (packs_dirfd < 0 || !codec || !ret)
+                return -EINVAL;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->buf = malloc(PACK_WRITE_BUFFER);
+        if (!w->buf) {
+                free(w);
+                return -ENOMEM;
+        }
+        w->packs_dirfd = packs_dirfd;
+        w->codec = codec;
+        w->fd = -EBADF;
+        *ret = w;
+        return 0;
+}
+
+/* Drops the pack being written: its temporary file and its entries. */
+static void pack_writer_reset(BvPackWriter *w)
+{
+        if (w->fd >= 0)
+                bv_tmpfile_discard(w->packs_dirfd, w->tmpname);
+        w->fd = safe_close(w->fd);
+        w->tmpname[0] = '\0';
+        w->size = 0;
+        w->buf_len = 0;
+        w->count = 0;
+}
+
+void bv_pack_writer_free(BvPackWriter *w)
+{
+        if (!w)
+                return;
+        pack_writer_reset(w);
+        free(w->entries);
+        free(w->buf);
+        free(w);
+}
+
+uint64_t bv_pack_writer_size(const BvPackWriter *w)
+{
+        return w ? w->size : 0;
+}
+
+size_t bv_pack_writer_count(const BvPackWriter *w)
+{
+        return w ? w->count : 0;
+}
+
+static int pack_writer_flush(BvPackWriter *w)
+{
+        int r;
+
+        if (w->buf_len == 0)
+                return 0;
+        r = bv_write_all(w->fd, w->buf, w->buf_len);
+        if (r < 0)
+                return r;
+        w->buf_len = 0;
+        return 0;
+}
+
+/* Appends bytes to the pack through the write buffer. */
+static int pack_writer_put(BvPackWriter *w, const void *data, size_t len)
+{
+        int r;
+
+        if (w->buf_len + len > PACK_WRITE_BUFFER) {
+                r = pack_writer_flush(w);
+                if (r < 0)
+                        return r;
+        }
+        if (len >= PACK_WRITE_BUFFER)
+                r = bv_write_all(w->fd, data, len);
+        else {
+                memcpy(w->buf + w->buf_len, data, len);
+                w->buf_len += len;
+                r = 0;
+        }
+        if (r < 0)
+                return r;
+        w->size += len;
+        return 0;
+}
+
+/* Opens the temporary file of a new pack and writes its header. */
+static int pack_writer_start(BvPackWriter *w)
+{
+        uint8_t header[BV_PACK_HEADER_SIZE];
+        int r;
+
+        r = bv_random_bytes(w->pack_id, BV_PACK_ID_SIZE);
+        if (r < 0)
+                return r;
+        r = bv_tmpfile_open(w->packs_dirfd, &w->fd, w->tmpname);
+        if (r < 0)
+                return r;
+        pack_header_build(header, w->pack_id);
+        return pack_writer_put(w, header, sizeof(header));
+}
+
+int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[BV_ID_SIZE], uint32_t raw_length,
+                          const void *encoded, size_t len)
+{
+        uint64_t start;
+        int r;
+
+        if (!w || !id || !encoded || len < PACK_MIN_OBJECT || type < BV_OBJ_CHUNK || type > BV_OBJ_PACKINDEX ||
+            raw_length > BV_OBJECT_MAX_RAW)
+                return -EINVAL;
+        start = w->fd >= 0 ? w->size : BV_PACK_HEADER_SIZE;
+        if (len > UINT32_MAX - start || w->count >= PACK_MAX_ENTRIES)
+                return -EFBIG;
+        if (w->count == w->cap) {
+                size_t cap = w->cap ? w->cap * 2 : 1024;
+                BvPackEntry *e = realloc(w->entries, cap * sizeof(*e));
+                if (!e)
+                        return -ENOMEM;
+                w->entries = e;
+                w->cap = cap;
+        }
+        if (w->fd < 0) {
+                r = pack_writer_start(w);
+                if (r < 0)
+                        goto fail_reset;
+        }
+        r = pack_writer_put(w, encoded, len);
+        if (r < 0)
+                goto fail_reset;
+
+        w->entries[w->count++] = (BvPackEntry){
+                .type = (uint8_t)type,
+                .offset = (uint32_t)start,
+                .length = (uint32_t)len,
+                .raw_length = raw_length,
+        };
+        memcpy(w->entries[w->count - 1].id, id, BV_ID_SIZE);
+        return 0;
+
+fail_reset:
+        pack_writer_reset(w);
+        return r;
+}
+
+/* Writes the pack index object and the footer. */
+static int pack_writer_finish(BvPackWriter *w)
+{
+        _cleanup_free_ uint8_t *payload = NULL, *obj = NULL;
+        size_t plen = PACK_INDEX_HEAD + w->count * PACK_ENTRY_SIZE, olen;
+        uint8_t id[BV_ID_SIZE], footer[BV_PACK_FOOTER_SIZE];
+        PackFooter pf;
+        int r;
+
+        payload = malloc(plen);
+        obj = malloc(bv_object_bound(plen));
+        if (!payload || !obj)
+                return -ENOMEM;
+        put_le32(payload, (uint32_t)w->count);
+        put_le32(payload + 4, 0);
+        for (size_t i = 0; i < w->count; i++)
+                pack_entry_put(payload + PACK_INDEX_HEAD + i * PACK_ENTRY_SIZE, &w->entries[i]);
+        pack_index_id(w->pack_id, id);
+        r = bv_object_encode(w->codec, BV_OBJ_PACKINDEX, id, payload, plen, obj, &olen);
+        if (r < 0)
+                return r;
+
+        pf = (PackFooter){ .index_offset = w->size, .index_length = (uint32_t)olen, .count = (uint32_t)w->count };
+        r = pack_writer_put(w, obj, olen);
+        if (r < 0)
+                return r;
+        pack_footer_build(footer, &pf);
+        r = pack_writer_put(w, footer, sizeof(footer));
+        if (r < 0)
+                return r;
+        return pack_writer_flush(w);
+}
+
+/* Gives the finished temporary file its name packs/xx/<hex>.pack, durably. */
+static int pack_writer_link(BvPackWriter *w)
+{
+        _cleanup_close_ int subfd = -EBADF;
+        char path[64], sub[3];
+        int r;
+
+        bv_pack_path(w->pack_id, path);
+        memcpy(sub, path, 2);
+        sub[2] = '\0';
+        if (mkdirat(w->packs_dirfd, sub, 0700) >= 0) {
+                r = bv_fsync_dir(w->packs_dirfd);
+                if (r < 0)
+                        return r;
+        } else if (errno != EEXIST)
+                return negative_errno();
+        subfd = openat(w->packs_dirfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (subfd < 0)
+                return negative_errno();
+
+        r = bv_tmpfile_link(w->packs_dirfd, w->fd, w->tmpname, path, false);
+        if (r < 0)
+                return r;
+        w->tmpname[0] = '\0'; /* linked: nothing to discard any more */
+        return bv_fsync_dir(subfd);
+}
+
+int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE], BvPackEntry **ret_entries,
+                          size_t *ret_count)
+{
+        int r;
+
+        if (!w || !ret_pack_id || !ret_entries || !ret_count)
+                return -EINVAL;
+        if (w->count == 0)
+                return -ENODATA;
+
+        r = pack_writer_finish(w);
+        if (r >= 0)
+                r = pack_writer_link(w);
+        if (r < 0) {
+                pack_writer_reset(w);
+                return r;
+        }
+
+        memcpy(ret_pack_id, w->pack_id, BV_PACK_ID_SIZE);
+        *ret_entries = TAKE_PTR(w->entries);
+        *ret_count = w->count;
+        w->cap = 0;
+        w->fd = safe_close(w->fd);
+        pack_writer_reset(w);
+        return 0;
+}
+
+/* ---- reading ---- */
+
+typedef struct PackSlot {
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+        int fd;            /* -EBADF when the slot is free */
+        unsigned users;    /* reads in progress: the slot is not evicted while > 0 */
+        bool referenced;   /* clock bit */
+} PackSlot;
+
+struct BvPackSet {
+        int packs_dirfd; /* borrowed */
+        pthread_mutex_t mutex;
+        PackSlot slots[PACKSET_SLOTS];
+        unsigned hand;
+};
+
+int bv_packset_new(int packs_dirfd, BvPackSet **ret)
+{
+        BvPackSet *p;
+
+        if (packs_dirfd < 0 || !ret)
+                return -EINVAL;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->packs_dirfd = packs_dirfd;
+        pthread_mutex_init(&p->mutex, NULL);
+        for (size_t i = 0; i < PACKSET_SLOTS; i++)
+                p->slots[i].fd = -EBADF;
+        *ret = p;
+        return 0;
+}
+
+void bv_packset_free(BvPackSet *p)
+{
+        if (!p)
+                return;
+        for (size_t i = 0; i < PACKSET_SLOTS; i++)
+                safe_close(p->slots[i].fd);
+        pthread_mutex_destroy(&p->mutex);
+        free(p);
+}
+
+static int pack_open(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE])
+{
+        char path[64];
+        int fd;
+
+        bv_pack_path(pack_id, path);
+        fd = openat(p->packs_dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -EUCLEAN : negative_errno();
+        return fd;
+}
+
+/* Picks a slot to reuse with the clock algorithm; NULL if every slot is in use. */
+static PackSlot *packset_victim(BvPackSet *p)
+{
+        for (unsigned n = 0; n < 2 * PACKSET_SLOTS; n++) {
+                PackSlot *s = &p->slots[p->hand];
+
+                p->hand = (p->hand + 1) % PACKSET_SLOTS;
+                if (s->users > 0)
+                        continue;
+                if (s->fd >= 0 && s->referenced) {
+                        s->referenced = false;
+                        continue;
+                }
+                return s;
+        }
+        return NULL;
+}
+
+/* Returns a slot holding the pack open, with one more user; or, when the cache is full of
+ * busy slots, *ret_fd gets an uncached fd the caller closes. */
+static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], PackSlot **ret_slot, int *ret_fd)
+{
+        BV_LOCK_GUARD(&p->mutex);
+        PackSlot *s;
+        int fd;
+
+        for (size_t i = 0; i < PACKSET_SLOTS; i++) {
+                s = &p->slots[i];
+                if (s->fd >= 0 && memcmp(s->pack_id, pack_id, BV_PACK_ID_SIZE) == 0) {
+                        s->users++;
+                        s->referenced = true;
+                        *ret_slot = s;
+                        return 0;
+                }
+        }
+        fd = pack_open(p, pack_id);
+        if (fd < 0)
+                return fd;
+        s = packset_victim(p);
+        if (!s) {
+                *ret_slot = NULL;
+                *ret_fd = fd;
+                return 0;
+        }
+        safe_close(s->fd);
+        memcpy(s->pack_id, pack_id, BV_PACK_ID_SIZE);
+        s->fd = fd;
+        s->users = 1;
+        s->referenced = true;
+        *ret_slot = s;
+        return 0;
+}
+
+static void packset_put(BvPackSet *p, PackSlot *s, int fd)
+{
+        if (!s) {
+                safe_close(fd);
+                return;
+        }
+        BV_LOCK_GUARD(&p->mutex);
+        s->users--;
+}
+
+static int packset_pread(int fd, void *buf, size_t len, uint64_t offset)
+{
+        ssize_t n;
+
+        if (offset > UINT64_MAX - len)
+                return -EBADMSG;
+        n = bv_pread_all(fd, buf, len, offset);
+        if (n < 0)
+                return (int)n;
+        if ((size_t)n != len)
+                return -EBADMSG;
+        return 0;
+}
+
+int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t offset, void *buf, size_t len)
+{
+        PackSlot *s;
+        int fd = -EBADF, r;
+
+        if (!p || !pack_id || (!buf && len > 0))
+                return -EINVAL;
+        r = packset_get(p, pack_id, &s, &fd);
+        if (r < 0)
+                return r;
+        r = packset_pread(s ? s->fd : fd, buf, len, offset);
+        packset_put(p, s, fd);
+        return r;
+}
+
+static int packset_read_index_fd(int fd, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
+                                 BvPackEntry **ret_entries, size_t *ret_count)
+{
+        _cleanup_free_ uint8_t *obj = NULL;
+        uint8_t header[BV_PACK_HEADER_SIZE], footer[BV_PACK_FOOTER_SIZE];
+        PackFooter pf;
+        uint64_t size;
+        int r;
+
+        r = bv_fd_size(fd, &size);
+        if (r < 0)
+                return r;
+        if (size < BV_PACK_HEADER_SIZE + BV_PACK_FOOTER_SIZE)
+                return -EBADMSG;
+        r = packset_pread(fd, header, sizeof(header), 0);
+        if (r < 0)
+                return r;
+        r = pack_header_check(header, pack_id);
+        if (r < 0)
+                return r;
+        r = packset_pread(fd, footer, sizeof(footer), size - BV_PACK_FOOTER_SIZE);
+        if (r < 0)
+                return r;
+        r = pack_footer_parse(footer, size, &pf);
+        if (r < 0)
+                return r;
+        if (pf.index_length > bv_object_bound(BV_OBJECT_MAX_RAW))
+                return -EBADMSG;
+        obj = malloc(pf.index_length ? pf.index_length : 1);
+        if (!obj)
+                return -ENOMEM;
+        r = packset_pread(fd, obj, pf.index_length, pf.index_offset);
+        if (r < 0)
+                return r;
+        return pack_index_decode(codec, pack_id, &pf, obj, ret_entries, ret_count);
+}
+
+int bv_packset_read_index(BvPackSet *p, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
+                          BvPackEntry **ret_entries, size_t *ret_count)
+{
+        PackSlot *s;
+        int fd = -EBADF, r;
+
+        if (!p || !codec || !pack_id || !ret_entries || !ret_count)
+                return -EINVAL;
+        r = packset_get(p, pack_id, &s, &fd);
+        if (r < 0)
+                return r;
+        r = packset_read_index_fd(s ? s->fd : fd, codec, pack_id, ret_entries, ret_count);
+        packset_put(p, s, fd);
+        return r;
+}
+
+/* Parses "<32 lowercase hex>.pack" whose first two digits are sub: exactly the names
+ * bv_pack_path gives. */
+static bool pack_name_parse(const char *name, const char *sub, uint8_t pack_id[BV_PACK_ID_SIZE])
+{
+        char hex[2 * BV_PACK_ID_SIZE + 1], check[2 * BV_PACK_ID_SIZE + 1];
+
+        if (strlen(name) != 2 * BV_PACK_ID_SIZE + 5 || strcmp(name + 2 * BV_PACK_ID_SIZE, ".pack") != 0 ||
+            strncmp(name, sub, 2) != 0)
+                return false;
+        memcpy(hex, name, 2 * BV_PACK_ID_SIZE);
+        hex[2 * BV_PACK_ID_SIZE] = '\0';
+        if (bv_hex_decode(hex, pack_id, BV_PACK_ID_SIZE) < 0)
+                return false;
+        bv_hex_encode(pack_id, BV_PACK_ID_SIZE, check);
+        return strcmp(check, hex) == 0;
+}
+
+static int opendir_at(int at_fd, const char *path, DIR **ret)
+{
+        DIR *d;
+        int fd;
+
+        fd = openat(at_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
+static int packset_list_sub(int packs_fd, const char *sub,
+                            int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
+                            void *userdata)
+{
+        DIR *d;
+        struct dirent *de;
+        int n = 0, r;
+
+        r = opendir_at(packs_fd, sub, &d);
+        if (r == -ENOTDIR)
+                return 0;
+        if (r < 0)
+                return r;
+        while ((errno = 0, de = readdir(d))) {
+                uint8_t id[BV_PACK_ID_SIZE];
+                struct stat st;
+
+                if (!pack_name_parse(de->d_name, sub, id))
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT)
+                                continue;
+                        r = negative_errno();
+                        break;
+                }
+                if (!S_ISREG(st.st_mode))
+                        continue;
+                r = cb(id, (uint64_t)st.st_size, userdata);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r >= 0 && errno != 0)
+                r = negative_errno();
+        closedir(d);
+        return r < 0 ? r : n;
+}
+
+int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
+                    void *userdata)
+{
+        DIR *d;
+        struct dirent *de;
+        int n = 0, r;
+
+        if (!p || !cb)
+                return -EINVAL;
+        r = opendir_at(p->packs_dirfd, ".", &d);
+        if (r < 0)
+                return r;
+        while ((errno = 0, de = readdir(d))) {
+                uint8_t b;
+                char check[3];
+
+                if (bv_hex_decode(de->d_name, &b, 1) < 0)
+                        continue;
+                bv_hex_encode(&b, 1, check);
+                if (strcmp(check, de->d_name) != 0)
+                        continue;
+                r = packset_list_sub(p->packs_dirfd, de->d_name, cb, userdata);
+                if (r < 0)
+                        break;
+                n += r;
+        }
+        if (r >= 0 && errno != 0)
+                r = negative_errno();
+        closedir(d);
+        return r < 0 ? r : n;
+}

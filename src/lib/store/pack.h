@@ -34,6 +34,8 @@ typedef struct BvPackWriter BvPackWriter;
 int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret);
 void bv_pack_writer_free(BvPackWriter *w); /* discards an uncommitted pack */
 
+/* -EFBIG when the object would end past 4 GiB or the pack index is full: commit, then append
+ * again. A write error (-ENOSPC, -EIO) discards the pack being written. */
 int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[BV_ID_SIZE], uint32_t raw_length,
                           const void *encoded, size_t len);
 uint64_t bv_pack_writer_size(const BvPackWriter *w);
@@ -41,7 +43,7 @@ size_t bv_pack_writer_count(const BvPackWriter *w);
 
 /* Writes the pack index and footer, fsyncs, links the file into place and fsyncs the
  * directory. ret_entries (malloc'd) lists what the pack holds. The writer is then empty and
- * may start the next pack. */
+ * may start the next pack. -ENODATA if nothing was appended. On failure the pack is discarded. */
 int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE], BvPackEntry **ret_entries,
                           size_t *ret_count);
 
@@ -59,7 +61,13 @@ int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64
 int bv_packset_read_index(BvPackSet *p, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
                           BvPackEntry **ret_entries, size_t *ret_count);
 
-/* Lists every pack id in the repository (callback per pack). */
+/* Parses and authenticates the index of a whole pack image held in memory (fuzzing, tools):
+ * the same checks as bv_packset_read_index. */
+int bv_pack_parse_index(BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE], const void *pack,
+                        size_t size, BvPackEntry **ret_entries, size_t *ret_count);
+
+/* Lists every pack id in the repository (callback per pack; a negative return stops the walk
+ * and is returned). Returns the number of packs listed. */
 int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
                     void *userdata);
 

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bvtest.h"
+#include "endian.h"
+#include "fileio.h"
+#include "hash.h"
+#include "keyring.h"
+#include "macro.h"
+#include "object.h"
+#include "pack.h"
+
+#define MAX_ENTRIES ((BV_OBJECT_MAX_RAW - 8) / 48)
+
+typedef struct Repo {
+        char *dir;
+        int packs;
+        BvKeyring *k;
+        BvObjectCodec *c;
+} Repo;
+
+static void repo_open(Repo *r, const char *dir)
+{
+        uint8_t master[BV_MASTER_SIZE], repo_id[BV_REPO_ID_SIZE];
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_TRUE(mkdirat(dfd, "packs", 0700) == 0);
+        r->packs = openat(dfd, "packs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(r->packs >= 0);
+        bvtest_fill_random(master, sizeof(master), 1);
+        bvtest_fill_random(repo_id, sizeof(repo_id), 2);
+        ASSERT_OK(bv_keyring_new(BV_CIPHER_AES256GCM, master, repo_id, &r->k));
+        ASSERT_OK(bv_object_codec_new(r->k, 3, &r->c));
+}
+
+static void repo_init(Repo *r)
+{
+        r->dir = bvtest_tmpdir();
+        repo_open(r, r->dir);
+}
+
+static void repo_done(Repo *r)
+{
+        bv_object_codec_free(r->c);
+        bv_keyring_free(r->k);
+        safe_close(r->packs);
+        bvtest_rm_rf(r->dir);
+        free(r->dir);
+}
+
+/* The content of test object number i: sizes from 1 byte to 1.5 MiB, text and noise. */
+static size_t gen(uint64_t i, uint8_t *buf)
+{
+        size_t len = i % 7 == 3 ? 1536 * 1024 : i % 5 == 0 ? 200000 : (i * 37) % 5000 + 1;
+
+        if (i % 2)
+                bvtest_fill_random(buf, len, 100 + i);
+        else
+                for (size_t j = 0; j < len; j++)
+                        buf[j] = (uint8_t)("pack test data "[j % 15] + i);
+        return len;
+}
+
+#define GEN_MAX (1536 * 1024)
+
+static void append_obj(Repo *r, BvPackWriter *w, uint64_t i)
+{
+        _cleanup_free_ uint8_t *data = malloc(GEN_MAX), *enc = malloc(bv_object_bound(GEN_MAX));
+        uint8_t id[BV_ID_SIZE];
+        size_t len, enc_len;
+
+        ASSERT_TRUE(data && enc);
+        len = gen(i, data);
+        bv_keyring_id(r->k, BV_ID_CHUNK, data, len, id);
+        ASSERT_OK(bv_object_encode(r->c, BV_OBJ_CHUNK, id, data, len, enc, &enc_len));
+        ASSERT_OK(bv_pack_writer_append(w, BV_OBJ_CHUNK, id, (uint32_t)len, enc, enc_len));
+}
+
+/* Reads object i back through the pack set and checks it. */
+static void check_obj(Repo *r, BvPackSet *ps, const uint8_t pack_id[BV_PACK_ID_SIZE], const BvPackEntry *e,
+                      uint64_t i)
+{
+        _cleanup_free_ uint8_t *want = malloc(GEN_MAX), *got = malloc(GEN_MAX), *enc = malloc(e->length);
+        size_t len, got_len;
+
+        ASSERT_TRUE(want && got && enc);
+        len = gen(i, want);
+        ASSERT_EQ(e->raw_length, len);
+        ASSERT_EQ(e->type, BV_OBJ_CHUNK);
+        ASSERT_OK(bv_packset_read(ps, pack_id, e->offset, enc, e->length));
+        ASSERT_OK(bv_object_decode(r->c, BV_OBJ_CHUNK, e->id, enc, e->length, got, GEN_MAX, &got_len));
+        ASSERT_EQ(got_len, len);
+        ASSERT_MEMEQ(got, want, len);
+}
+
+static void write_pack(Repo *r, uint64_t first, size_t n, uint8_t pack_id[BV_PACK_ID_SIZE],
+                       BvPackEntry **entries)
+{
+        BvPackWriter *w;
+        size_t count;
+
+        ASSERT_OK(bv_pack_writer_new(r->packs, r->c, &w));
+        for (size_t i = 0; i < n; i++)
+                append_obj(r, w, first + i);
+        ASSERT_EQ(bv_pack_writer_count(w), n);
+        ASSERT_OK(bv_pack_writer_commit(w, pack_id, entries, &count));
+        ASSERT_EQ(count, n);
+        ASSERT_EQ(bv_pack_writer_count(w), 0);
+        bv_pack_writer_free(w);
+}
+
+static void assert_entries_equal(const BvPackEntry *a, const BvPackEntry *b, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                ASSERT_MEMEQ(a[i].id, b[i].id, BV_ID_SIZE);
+                ASSERT_EQ(a[i].type, b[i].type);
+                ASSERT_EQ(a[i].offset, b[i].offset);
+                ASSERT_EQ(a[i].length, b[i].length);
+                ASSERT_EQ(a[i].raw_length, b[i].raw_length);
+        }
+}
+
+static int list_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud)
+{
+        uint64_t *total = ud;
+        *total += size;
+        return 0;
+}
+
+static int list_stop_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud)
+{
+        return -ECANCELED;
+}
+
+static uint64_t pack_file_size(Repo *r, const uint8_t pack_id[BV_PACK_ID_SIZE])
+{
+        char path[64];
+        struct stat st;
+
+        bv_pack_path(pack_id, path);
+        ASSERT_TRUE(fstatat(r->packs, path, &st, 0) == 0);
+        return (uint64_t)st.st_size;
+}
+
+TEST(write_and_read_back)
+{
+        Repo r;
+        BvPackWriter *w;
+        BvPackSet *ps;
+        BvPackEntry *entries, *again, *mem;
+        uint8_t pack_id[BV_PACK_ID_SIZE], pack2[BV_PACK_ID_SIZE];
+        size_t n = 40, count;
+        uint64_t size, total = 0;
+        _cleanup_free_ void *image = NULL;
+        size_t image_len;
+        char path[64];
+
+        repo_init(&r);
+        ASSERT_OK(bv_pack_writer_new(r.packs, r.c, &w));
+        ASSERT_ERROR(bv_pack_writer_commit(w, pack_id, &entries, &count), ENODATA);
+        for (size_t i = 0; i < n; i++)
+                append_obj(&r, w, i);
+        ASSERT_TRUE(bv_pack_writer_size(w) > 3 * 1536 * 1024);
+        ASSERT_OK(bv_pack_writer_commit(w, pack_id, &entries, &count));
+        ASSERT_EQ(count, n);
+
+        size = pack_file_size(&r, pack_id);
+        ASSERT_EQ(entries[0].offset, BV_PACK_HEADER_SIZE);
+        ASSERT_TRUE(entries[n - 1].offset + entries[n - 1].length < size - BV_PACK_FOOTER_SIZE);
+
+        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        for (size_t i = 0; i < n; i++)
+                check_obj(&r, ps, pack_id, &entries[i], i);
+        ASSERT_OK(bv_packset_read_index(ps, r.c, pack_id, &again, &count));
+        ASSERT_EQ(count, n);
+        assert_entries_equal(entries, again, n);
+        free(again);
+
+        bv_pack_path(pack_id, path);
+        ASSERT_OK(bv_read_file(r.packs, path, 64 << 20, &image, &image_len));
+        ASSERT_OK(bv_pack_parse_index(r.c, pack_id, image, image_len, &mem, &count));
+        ASSERT_EQ(count, n);
+        assert_entries_equal(entries, mem, n);
+        free(mem);
+        ASSERT_ERROR(bv_pack_parse_index(r.c, pack_id, image, 63, &mem, &count), EBADMSG);
+        free(entries);
+
+        /* the same writer starts a second pack */
+        append_obj(&r, w, 1000);
+        ASSERT_OK(bv_pack_writer_commit(w, pack2, &entries, &count));
+        ASSERT_EQ(count, 1);
+        ASSERT_TRUE(memcmp(pack_id, pack2, BV_PACK_ID_SIZE) != 0);
+        check_obj(&r, ps, pack2, &entries[0], 1000);
+        free(entries);
+        bv_pack_writer_free(w);
+
+        ASSERT_EQ(bv_packset_list(ps, list_cb, &total), 2);
+        ASSERT_EQ(total, size + pack_file_size(&r, pack2));
+        ASSERT_ERROR(bv_packset_list(ps, list_stop_cb, NULL), ECANCELED);
+        bv_packset_free(ps);
+        repo_done(&r);
+}
+
+static int files_seen;
+
+static int count_file(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        if (flag == FTW_F)
+                files_seen++;
+        return 0;
+}
+
+/* Regular files below dir (directories do not count). */
+static int count_files(const char *dir)
+{
+        files_seen = 0;
+        ASSERT_TRUE(nftw(dir, count_file, 16, FTW_PHYS) == 0);
+        return files_seen;
+}
+
+TEST(uncommitted_pack_leaves_nothing)
+{
+        Repo r;
+        BvPackWriter *w;
+        BvPackEntry *entries;
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+
+        repo_init(&r);
+        ASSERT_OK(bv_pack_writer_new(r.packs, r.c, &w));
+        for (size_t i = 0; i < 5; i++)
+                append_obj(&r, w, i);
+        bv_pack_writer_free(w);
+        ASSERT_EQ(count_files(r.dir), 0);
+
+        write_pack(&r, 0, 2, pack_id, &entries);
+        free(entries);
+        ASSERT_EQ(count_files(r.dir), 1);
+        repo_done(&r);
+}
+
+TEST(bad_arguments)
+{
+        Repo r;
+        BvPackWriter *w;
+        uint8_t id[BV_ID_SIZE] = { 0 }, enc[64] = { 0 };
+
+        repo_init(&r);
+        ASSERT_OK(bv_pack_writer_new(r.packs, r.c, &w));
+        ASSERT_ERROR(bv_pack_writer_append(w, BV_OBJ_CHUNK, id, 0, enc, 35), EINVAL);
+        ASSERT_ERROR(bv_pack_writer_append(w, 9, id, 0, enc, 40), EINVAL);
+        ASSERT_ERROR(bv_pack_writer_append(w, BV_OBJ_CHUNK, id, BV_OBJECT_MAX_RAW + 1, enc, 40), EINVAL);
+        ASSERT_EQ(bv_pack_writer_count(w), 0);
+        bv_pack_writer_free(w);
+        ASSERT_ERROR(bv_pack_writer_new(-1, r.c, &w), EINVAL);
+        repo_done(&r);
+}
+
+static int pack_fd(Repo *r, const uint8_t pack_id[BV_PACK_ID_SIZE])
+{
+        char path[64];
+        int fd;
+
+        bv_pack_path(pack_id, path);
+        fd = openat(r->packs, path, O_RDWR | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        return fd;
+}
+
+/* Writes a fresh pack, applies one corruption at offset (from the end if negative) and
+ * checks that reading its index fails with err. */
+static void corrupt_case(Repo *r, BvPackSet *ps, int64_t where, uint8_t xor, bool fix_footer, int err)
+{
+        BvPackEntry *entries, *got;
+        uint8_t pack_id[BV_PACK_ID_SIZE], b;
+        size_t count;
+        uint64_t size, off;
+        _cleanup_close_ int fd = -EBADF;
+
+        write_pack(r, 7, 3, pack_id, &entries);
+        size = pack_file_size(r, pack_id);
+        off = where < 0 ? size + (uint64_t)where : (uint64_t)where;
+        fd = pack_fd(r, pack_id);
+        ASSERT_EQ(pread(fd, &b, 1, (off_t)off), 1);
+        b ^= xor;
+        ASSERT_EQ(pwrite(fd, &b, 1, (off_t)off), 1);
+        if (fix_footer) {
+                uint8_t footer[BV_PACK_FOOTER_SIZE], digest[BV_HASH_SIZE];
+                ASSERT_EQ(pread(fd, footer, sizeof(footer), (off_t)(size - sizeof(footer))), sizeof(footer));
+                bv_sha256(footer, 20, digest);
+                memcpy(footer + 20, digest, 4);
+                ASSERT_EQ(pwrite(fd, footer, sizeof(footer), (off_t)(size - sizeof(footer))), sizeof(footer));
+        }
+        count = 999;
+        ASSERT_ERROR(bv_packset_read_index(ps, r->c, pack_id, &got, &count), err);
+        ASSERT_EQ(count, 999);
+        free(entries);
+}
+
+TEST(corrupt_packs)
+{
+        Repo r;
+        BvPackSet *ps;
+
+        repo_init(&r);
+        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        corrupt_case(&r, ps, 0, 0x20, false, EBADMSG);                /* header magic */
+        corrupt_case(&r, ps, 8, 0x02, false, EPROTONOSUPPORT);        /* header version */
+        corrupt_case(&r, ps, 12, 0x01, false, EPROTONOSUPPORT);       /* header flags */
+        corrupt_case(&r, ps, 20, 0x01, false, EBADMSG);               /* header pack id */
+        corrupt_case(&r, ps, -32 + 16, 0x02, false, EPROTONOSUPPORT); /* footer version */
+        corrupt_case(&r, ps, -32 + 20, 0x01, false, EBADMSG);         /* footer check */
+        corrupt_case(&r, ps, -1, 0x01, false, EBADMSG);               /* footer magic */
+        corrupt_case(&r, ps, -32, 0x01, true, EBADMSG);               /* index offset */
+        corrupt_case(&r, ps, -32 + 8, 0x01, true, EBADMSG);           /* index length */
+        corrupt_case(&r, ps, -32 + 12, 0x01, true, EBADMSG);          /* entry count */
+        corrupt_case(&r, ps, -32 - 20, 0x01, false, EBADMSG);         /* pack index object */
+        corrupt_case(&r, ps, -32 - 1, 0x80, false, EBADMSG);          /* its tag */
+        bv_packset_free(ps);
+        repo_done(&r);
+}
+
+TEST(truncated_and_missing)
+{
+        Repo r;
+        BvPackSet *ps;
+        BvPackEntry *entries, *got;
+        uint8_t pack_id[BV_PACK_ID_SIZE], missing[BV_PACK_ID_SIZE] = { 0xab }, buf[64];
+        _cleanup_free_ uint8_t *big = NULL;
+        size_t count;
+        _cleanup_close_ int fd = -EBADF;
+
+        repo_init(&r);
+        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        ASSERT_ERROR(bv_packset_read(ps, missing, 0, buf, sizeof(buf)), EUCLEAN);
+        ASSERT_ERROR(bv_packset_read_index(ps, r.c, missing, &got, &count), EUCLEAN);
+
+        write_pack(&r, 20, 4, pack_id, &entries);
+        check_obj(&r, ps, pack_id, &entries[3], 23); /* cached open before the truncation */
+        fd = pack_fd(&r, pack_id);
+        ASSERT_TRUE(ftruncate(fd, entries[3].offset + entries[3].length / 2) == 0);
+        ASSERT_ERROR(bv_packset_read_index(ps, r.c, pack_id, &got, &count), EBADMSG);
+        big = malloc(entries[3].length);
+        ASSERT_TRUE(big != NULL);
+        ASSERT_ERROR(bv_packset_read(ps, pack_id, entries[3].offset, big, entries[3].length), EBADMSG);
+        check_obj(&r, ps, pack_id, &entries[0], 20);
+        ASSERT_ERROR(bv_packset_read(ps, pack_id, UINT64_MAX - 2, buf, sizeof(buf)), EBADMSG);
+        ASSERT_TRUE(ftruncate(fd, 40) == 0);
+        ASSERT_ERROR(bv_packset_read_index(ps, r.c, pack_id, &got, &count), EBADMSG);
+        free(entries);
+        bv_packset_free(ps);
+        repo_done(&r);
+}
+
+/* The pack index holds at most MAX_ENTRIES: one more is -EFBIG, and a full pack reads back. */
+TEST(entry_limit)
+{
+        Repo r;
+        BvPackWriter *w;
+        BvPackSet *ps;
+        BvPackEntry *entries, *got;
+        uint8_t id[BV_ID_SIZE] = { 0 }, enc[64], pack_id[BV_PACK_ID_SIZE];
+        size_t enc_len, count;
+
+        repo_init(&r);
+        ASSERT_OK(bv_object_encode(r.c, BV_OBJ_SNAPSHOT, id, NULL, 0, enc, &enc_len));
+        ASSERT_OK(bv_pack_writer_new(r.packs, r.c, &w));
+        for (size_t i = 0; i < MAX_ENTRIES; i++) {
+                put_le32(id, (uint32_t)i);
+                ASSERT_OK(bv_pack_writer_append(w, BV_OBJ_SNAPSHOT, id, 0, enc, enc_len));
+        }
+        ASSERT_ERROR(bv_pack_writer_append(w, BV_OBJ_SNAPSHOT, id, 0, enc, enc_len), EFBIG);
+        ASSERT_OK(bv_pack_writer_commit(w, pack_id, &entries, &count));
+        ASSERT_EQ(count, MAX_ENTRIES);
+        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        ASSERT_OK(bv_packset_read_index(ps, r.c, pack_id, &got, &count));
+        ASSERT_EQ(count, MAX_ENTRIES);
+        assert_entries_equal(entries, got, count);
+        free(got);
+        free(entries);
+        bv_packset_free(ps);
+        bv_pack_writer_free(w);
+        repo_done(&r);
+}
+
+#define MANY_PACKS 70
+
+typedef struct Many {
+        Repo *r;
+        BvPackSet *ps;
+        uint8_t ids[MANY_PACKS][BV_PACK_ID_SIZE];
+        BvPackEntry *entries[MANY_PACKS];
+} Many;
+
+static void *reader_thread(void *arg)
+{
+        Many *m = arg;
+        for (int round = 0; round < 3; round++)
+                for (size_t p = 0; p < MANY_PACKS; p++)
+                        check_obj(m->r, m->ps, m->ids[p], &m->entries[p][0], 2000 + 2 * p);
+        return NULL;
+}
+
+/* More packs than the fd cache holds, read from several threads at once. */
+TEST(cache_eviction_threads)
+{
+        Repo r, own[3];
+        Many m = { .r = &r }, mi[3];
+        pthread_t t[3];
+        uint64_t total = 0;
+
+        repo_init(&r);
+        for (size_t p = 0; p < MANY_PACKS; p++)
+                write_pack(&r, 2000 + 2 * p, 1, m.ids[p], &m.entries[p]);
+        ASSERT_OK(bv_packset_new(r.packs, &m.ps));
+        /* one codec per thread: the codec is not shared */
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                own[i] = r;
+                ASSERT_OK(bv_object_codec_new(r.k, 3, &own[i].c));
+                mi[i] = m;
+                mi[i].r = &own[i];
+                ASSERT_TRUE(pthread_create(&t[i], NULL, reader_thread, &mi[i]) == 0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                ASSERT_TRUE(pthread_join(t[i], NULL) == 0);
+                bv_object_codec_free(own[i].c);
+        }
+        ASSERT_EQ(bv_packset_list(m.ps, list_cb, &total), MANY_PACKS);
+        for (size_t p = 0; p < MANY_PACKS; p++)
+                free(m.entries[p]);
+        bv_packset_free(m.ps);
+        repo_done(&r);
+}
+
+/* A pack that does not fit: -ENOSPC and nothing left behind. Returns false if tmpfs cannot
+ * be mounted here. */
+static bool test_enospc(void)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        Repo r = { .dir = dir };
+        BvPackWriter *w;
+        BvPackEntry *entries;
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+        size_t count;
+        int res = 0;
+
+        if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=2m,mode=0700") < 0) {
+                printf("# cannot mount tmpfs on %s: %s\n", dir, strerror(errno));
+                rmdir(dir);
+                return false;
+        }
+        repo_open(&r, dir);
+        ASSERT_OK(bv_pack_writer_new(r.packs, r.c, &w));
+        for (uint64_t i = 3; i < 60; i += 7) { /* 1.5 MiB objects */
+                _cleanup_free_ uint8_t *data = malloc(GEN_MAX), *enc = malloc(bv_object_bound(GEN_MAX));
+                uint8_t id[BV_ID_SIZE];
+                size_t len = gen(i, data), enc_len;
+                bv_keyring_id(r.k, BV_ID_CHUNK, data, len, id);
+                ASSERT_OK(bv_object_encode(r.c, BV_OBJ_CHUNK, id, data, len, enc, &enc_len));
+                res = bv_pack_writer_append(w, BV_OBJ_CHUNK, id, (uint32_t)len, enc, enc_len);
+                if (res < 0)
+                        break;
+        }
+        if (res >= 0)
+                res = bv_pack_writer_commit(w, pack_id, &entries, &count);
+        ASSERT_ERROR(res, ENOSPC);
+        ASSERT_EQ(bv_pack_writer_count(w), 0);
+        bv_pack_writer_free(w);
+        ASSERT_EQ(count_files(dir), 0);
+
+        bv_object_codec_free(r.c);
+        bv_keyring_free(r.k);
+        safe_close(r.packs);
+        ASSERT_TRUE(umount(dir) == 0);
+        rmdir(dir);
+        return true;
+}
+
+int main(void)
+{
+        RUN(write_and_read_back);
+        RUN(uncommitted_pack_leaves_nothing);
+        RUN(bad_arguments);
+        RUN(corrupt_packs);
+        RUN(truncated_and_missing);
+        RUN(entry_limit);
+        RUN(cache_eviction_threads);
+        if (!test_enospc()) {
+                printf("skip - enospc: needs root to mount a tmpfs\n");
+                return 77;
+        }
+        printf("ok - enospc\n");
+        return 0;
+}
