@@ -1,2 +1,501 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+
+/*
+ * The splitter. Input is cut into "pieces": the intersection of a 4 KiB cell of the image
+ * (offsets [4096n, 4096(n+1))) with a run of fed data. A piece is complete when its cell is
+ * full or when a hole or the end cuts it short; only complete pieces are judged. An all-zero
+ * piece extends a ZERO run; any other piece is appended to buf, where the kind's scanner
+ * looks for cuts. buf holds
+ *
+ *   [start, scan)  the pending chunk, scanned, no cut inside
+ *   [scan, fill)   bytes not scanned yet (only after a restart: the callback took a prefix)
+ *
+ * so that a restart only moves scan back; nothing is copied twice. docs/FORMAT.md,
+ * "Chunking", is the normative description of the cut rules implemented here.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockscan.h"
+#include "chunker.h"
+#include "endian.h"
+#include "hash.h"
+#include "macro.h"
+
+struct BvSplitter {
+        BvChunkerKind kind;
+        uint32_t min, avg, max; /* max == avg for fixed */
+        uint8_t key[32];
+
+        /* hybrid: cut after a hit with no hit among the `window` cells before it */
+        uint64_t window;
+        uint64_t hit_below; /* a full block is a hit iff print < hit_below (or hit_all) */
+        bool hit_all;
+        bool have_hit;
+        uint64_t last_hit; /* cell number of the last hit, valid if have_hit */
+
+        /* cdc: gear hash of the pending chunk, normalized masks */
+        uint64_t gear[256];
+        uint64_t mask_small, mask_large;
+        uint32_t normal; /* where the looser mask takes over */
+        uint64_t hash;
+
+        uint64_t pos; /* where the next feed or hole must start */
+        bool finished;
+        int error; /* sticky: a failed callback leaves the splitter unusable */
+
+        /* an incomplete piece carried between feeds: image bytes [pos - cell_len, pos) */
+        uint8_t cell[BV_BLOCK_SIZE];
+        size_t cell_len;
+
+        uint8_t *buf;
+        size_t cap, start, scan, fill;
+        uint64_t chunk_off; /* image offset of buf[start] */
+
+        /* a pending ZERO or HOLE run (run_kind 0: none) */
+        BvExtentKind run_kind;
+        uint64_t run_off, run_len;
+};
+
+const char *bv_chunker_kind_name(BvChunkerKind k)
+{
+        switch (k) {
+        case BV_CHUNKER_HYBRID:
+                return "hybrid";
+        case BV_CHUNKER_CDC:
+                return "cdc";
+        case BV_CHUNKER_FIXED:
+                return "fixed";
+        }
+        return NULL;
+}
+
+int bv_chunker_kind_from_name(const char *s, BvChunkerKind *ret)
+{
+        static const BvChunkerKind kinds[] = { BV_CHUNKER_HYBRID, BV_CHUNKER_CDC, BV_CHUNKER_FIXED };
+
+        if (!s || !ret)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
+                if (strcmp(s, bv_chunker_kind_name(kinds[i])) == 0) {
+                        *ret = kinds[i];
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+int bv_chunker_params_check(const BvChunkerParams *p)
+{
+        if (!p)
+                return -EINVAL;
+        switch (p->kind) {
+        case BV_CHUNKER_FIXED:
+                if (p->avg < BV_BLOCK_SIZE || p->avg > BV_CHUNK_MAX_LIMIT || p->avg % BV_BLOCK_SIZE != 0)
+                        return -EINVAL;
+                return 0;
+        case BV_CHUNKER_HYBRID:
+                if (p->min % BV_BLOCK_SIZE != 0 || p->avg % BV_BLOCK_SIZE != 0 || p->max % BV_BLOCK_SIZE != 0)
+                        return -EINVAL;
+                /* the hit probability is 1 / (avg/4K - min/4K - 1): at least one block apart */
+                if (p->avg < p->min + 2 * BV_BLOCK_SIZE)
+                        return -EINVAL;
+                __attribute__((__fallthrough__));
+        case BV_CHUNKER_CDC:
+                if (p->min < BV_BLOCK_SIZE || p->min >= p->avg || p->avg >= p->max ||
+                    p->max > BV_CHUNK_MAX_LIMIT)
+                        return -EINVAL;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static int gear_init(BvSplitter *s)
+{
+        for (unsigned i = 0; i < 256; i++) {
+                uint8_t msg[5] = { 'g', 'e', 'a', 'r', (uint8_t)i }, mac[BV_HASH_SIZE];
+                int r = bv_hmac_sha256(s->key, sizeof(s->key), msg, sizeof(msg), mac);
+                if (r < 0)
+                        return r;
+                s->gear[i] = get_le64(mac);
+        }
+
+        /* normalized chunking, level 2: log2(avg) + 2 bits before the normal point, log2(avg) - 2
+         * after it. With the normal point at avg the mean would be ~14% above avg (FastCDC's
+         * known bias); three quarters of the way from min to avg centres it (see FORMAT.md). */
+        unsigned bits = 63u - (unsigned)__builtin_clzll(s->avg);
+        s->normal = s->min + (s->avg - s->min) / 4 * 3;
+        s->mask_small = ~0ull << (64 - (bits + 2));
+        s->mask_large = ~0ull << (64 - (bits - 2));
+        return 0;
+}
+
+int bv_splitter_new(const BvChunkerParams *p, BvSplitter **ret)
+{
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = bv_chunker_params_check(p);
+        if (r < 0)
+                return r;
+
+        _cleanup_free_ BvSplitter *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->kind = p->kind;
+        s->min = p->min;
+        s->avg = p->avg;
+        s->max = p->kind == BV_CHUNKER_FIXED ? p->avg : p->max;
+        memcpy(s->key, p->key, sizeof(s->key));
+
+        if (s->kind == BV_CHUNKER_HYBRID) {
+                uint64_t d = s->avg / BV_BLOCK_SIZE - s->min / BV_BLOCK_SIZE - 1;
+                s->window = s->min / BV_BLOCK_SIZE;
+                s->hit_all = d == 1;
+                s->hit_below = s->hit_all ? 0 : (uint64_t)(((unsigned __int128)1 << 64) / d);
+        } else if (s->kind == BV_CHUNKER_CDC) {
+                r = gear_init(s);
+                if (r < 0) {
+                        explicit_bzero(s->key, sizeof(s->key));
+                        return r;
+                }
+        }
+
+        /* room for a full pending chunk plus one piece; twice that so compaction is rare */
+        s->cap = 2 * (size_t)s->max + BV_BLOCK_SIZE;
+        s->buf = malloc(s->cap);
+        if (!s->buf) {
+                explicit_bzero(s->key, sizeof(s->key));
+                return -ENOMEM;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+void bv_splitter_free(BvSplitter *s)
+{
+        if (!s)
+                return;
+        free(s->buf);
+        explicit_bzero(s, sizeof(*s));
+        free(s);
+}
+
+/* A restart: the window is empty and the gear hash starts over, as at a stream start. Fixed
+ * cuts stay on the image's grid: they never depended on content. */
+static void cutter_reset(BvSplitter *s)
+{
+        s->have_hit = false;
+        s->hash = 0;
+}
+
+/* Scanners: advance s->scan over [scan, fill); return true if a cut falls at s->scan. */
+
+static bool hybrid_scan(BvSplitter *s)
+{
+        while (s->scan < s->fill) {
+                size_t used = s->scan - s->start;
+                uint64_t off = s->chunk_off + used;
+                size_t n = MIN((size_t)(BV_BLOCK_SIZE - off % BV_BLOCK_SIZE), s->fill - s->scan);
+                bool cut = false;
+
+                if (used + n > s->max)
+                        return true; /* only with a partial piece at the chunk start */
+                if (n == BV_BLOCK_SIZE &&
+                    (s->hit_all || bv_block_print(s->key, s->buf + s->scan) < s->hit_below)) {
+                        uint64_t cell = off / BV_BLOCK_SIZE;
+                        cut = !s->have_hit || cell - s->last_hit > s->window;
+                        s->have_hit = true;
+                        s->last_hit = cell;
+                }
+                s->scan += n;
+                if (cut || s->scan - s->start == s->max)
+                        return true;
+        }
+        return false;
+}
+
+static bool cdc_scan(BvSplitter *s)
+{
+        size_t used = s->scan - s->start;
+
+        if (used < s->min) { /* cut-point skipping: no hashing below min */
+                size_t skip = MIN(s->min - used, s->fill - s->scan);
+                s->scan += skip;
+                if (used + skip < s->min)
+                        return false;
+        }
+
+        const uint8_t *b = s->buf;
+        size_t i = s->scan, end = MIN(s->fill, s->start + (size_t)s->max);
+        size_t normal = MIN(end, s->start + (size_t)s->normal);
+        uint64_t h = s->hash;
+        bool cut = false;
+
+        for (; i < normal; i++) {
+                h = (h << 1) + s->gear[b[i]];
+                if (!(h & s->mask_small)) {
+                        cut = true;
+                        i++;
+                        goto done;
+                }
+        }
+        for (; i < end; i++) {
+                h = (h << 1) + s->gear[b[i]];
+                if (!(h & s->mask_large)) {
+                        cut = true;
+                        i++;
+                        goto done;
+                }
+        }
+done:
+        s->scan = i;
+        s->hash = h;
+        return cut || s->scan - s->start == s->max;
+}
+
+static bool fixed_scan(BvSplitter *s)
+{
+        uint64_t next = (s->chunk_off / s->avg + 1) * s->avg;
+        size_t limit = (size_t)(next - s->chunk_off);
+
+        if (s->fill - s->start >= limit) {
+                s->scan = s->start + limit;
+                return true;
+        }
+        s->scan = s->fill;
+        return false;
+}
+
+/* Emits buf[start, start + n) as a DATA extent and applies the callback's answer. */
+static int splitter_emit(BvSplitter *s, size_t n, bv_extent_cb cb, void *userdata)
+{
+        BvExtent e = {
+                .kind = BV_EXTENT_DATA,
+                .offset = s->chunk_off,
+                .length = n,
+                .data = s->buf + s->start,
+        };
+        int r = cb(&e, userdata);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                if ((size_t)r >= n || (s->kind == BV_CHUNKER_HYBRID && r % BV_BLOCK_SIZE != 0))
+                        return -EINVAL;
+                s->start += (size_t)r;
+                s->chunk_off += (uint64_t)r;
+                s->scan = s->start;
+                cutter_reset(s);
+                return 0;
+        }
+
+        s->start += n;
+        s->chunk_off += n;
+        s->hash = 0;
+        if (s->start == s->fill)
+                s->start = s->scan = s->fill = 0;
+        return 0;
+}
+
+static int splitter_scan(BvSplitter *s, bv_extent_cb cb, void *userdata)
+{
+        while (s->scan < s->fill) {
+                bool cut;
+                switch (s->kind) {
+                case BV_CHUNKER_HYBRID:
+                        cut = hybrid_scan(s);
+                        break;
+                case BV_CHUNKER_CDC:
+                        cut = cdc_scan(s);
+                        break;
+                default:
+                        cut = fixed_scan(s);
+                        break;
+                }
+                if (!cut)
+                        break;
+                int r = splitter_emit(s, s->scan - s->start, cb, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* A forced cut: everything pending is emitted (re-scanning what restarts hand back). */
+static int splitter_flush_data(BvSplitter *s, bv_extent_cb cb, void *userdata)
+{
+        for (;;) {
+                int r = splitter_scan(s, cb, userdata);
+                if (r < 0)
+                        return r;
+                if (s->fill == s->start)
+                        return 0;
+                r = splitter_emit(s, s->fill - s->start, cb, userdata);
+                if (r < 0)
+                        return r;
+        }
+}
+
+static int splitter_flush_run(BvSplitter *s, bv_extent_cb cb, void *userdata)
+{
+        if (s->run_kind == 0)
+                return 0;
+
+        BvExtent e = { .kind = s->run_kind, .offset = s->run_off, .length = s->run_len };
+        s->run_kind = 0;
+        int r = cb(&e, userdata);
+        if (r < 0)
+                return r;
+        return r > 0 ? -EINVAL : 0; /* a prefix can only be taken of DATA */
+}
+
+static int splitter_run(BvSplitter *s, BvExtentKind kind, uint64_t off, uint64_t len, bv_extent_cb cb,
+                        void *userdata)
+{
+        int r = splitter_flush_data(s, cb, userdata);
+        if (r < 0)
+                return r;
+        if (s->run_kind == kind) {
+                s->run_len += len; /* pending runs always end where the next one starts */
+                return 0;
+        }
+        r = splitter_flush_run(s, cb, userdata);
+        if (r < 0)
+                return r;
+        s->run_kind = kind;
+        s->run_off = off;
+        s->run_len = len;
+        return 0;
+}
+
+/* A complete piece (a full cell, or the part of one bordering a hole or the end). */
+static int splitter_piece(BvSplitter *s, uint64_t off, const uint8_t *p, size_t n, bv_extent_cb cb,
+                          void *userdata)
+{
+        if (bv_is_zero(p, n))
+                return splitter_run(s, BV_EXTENT_ZERO, off, n, cb, userdata);
+
+        int r = splitter_flush_run(s, cb, userdata);
+        if (r < 0)
+                return r;
+        if (s->fill == s->start) {
+                s->start = s->scan = s->fill = 0;
+                s->chunk_off = off;
+        } else if (s->fill + n > s->cap) {
+                memmove(s->buf, s->buf + s->start, s->fill - s->start);
+                s->scan -= s->start;
+                s->fill -= s->start;
+                s->start = 0;
+        }
+        memcpy(s->buf + s->fill, p, n);
+        s->fill += n;
+        return splitter_scan(s, cb, userdata);
+}
+
+/* Judges the carried incomplete piece as complete: a hole or the end follows it. */
+static int splitter_end_cell(BvSplitter *s, bv_extent_cb cb, void *userdata)
+{
+        size_t n = s->cell_len;
+
+        if (n == 0)
+                return 0;
+        s->cell_len = 0;
+        return splitter_piece(s, s->pos - n, s->cell, n, cb, userdata);
+}
+
+static int splitter_check(const BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb)
+{
+        if (!s || !cb)
+                return -EINVAL;
+        if (s->error < 0)
+                return s->error;
+        if (s->finished || offset != s->pos || len > UINT64_MAX - offset)
+                return -EINVAL;
+        return 0;
+}
+
+static int splitter_feed_pieces(BvSplitter *s, const uint8_t *p, size_t len, bv_extent_cb cb,
+                                void *userdata)
+{
+        uint64_t off = s->pos;
+        int r;
+
+        if (s->cell_len > 0 || off % BV_BLOCK_SIZE != 0) {
+                size_t n = MIN((size_t)(BV_BLOCK_SIZE - off % BV_BLOCK_SIZE), len);
+                memcpy(s->cell + s->cell_len, p, n);
+                s->cell_len += n;
+                p += n;
+                len -= n;
+                off += n;
+                s->pos = off;
+                if (off % BV_BLOCK_SIZE != 0)
+                        return 0;
+                r = splitter_end_cell(s, cb, userdata);
+                if (r < 0)
+                        return r;
+        }
+        for (; len >= BV_BLOCK_SIZE; p += BV_BLOCK_SIZE, len -= BV_BLOCK_SIZE, off += BV_BLOCK_SIZE) {
+                s->pos = off + BV_BLOCK_SIZE;
+                r = splitter_piece(s, off, p, BV_BLOCK_SIZE, cb, userdata);
+                if (r < 0)
+                        return r;
+        }
+        memcpy(s->cell, p, len);
+        s->cell_len = len;
+        s->pos = off + len;
+        return 0;
+}
+
+int bv_splitter_feed(BvSplitter *s, uint64_t offset, const void *data, size_t len, bv_extent_cb cb,
+                     void *userdata)
+{
+        int r = splitter_check(s, offset, len, cb);
+        if (r < 0)
+                return r;
+        if (len == 0)
+                return 0;
+        if (!data)
+                return -EINVAL;
+        r = splitter_feed_pieces(s, data, len, cb, userdata);
+        if (r < 0)
+                s->error = r;
+        return r;
+}
+
+int bv_splitter_hole(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb, void *userdata)
+{
+        int r = splitter_check(s, offset, len, cb);
+        if (r < 0)
+                return r;
+        if (len == 0)
+                return 0;
+        r = splitter_end_cell(s, cb, userdata);
+        if (r >= 0)
+                r = splitter_run(s, BV_EXTENT_HOLE, offset, len, cb, userdata);
+        if (r < 0) {
+                s->error = r;
+                return r;
+        }
+        s->pos = offset + len;
+        return 0;
+}
+
+int bv_splitter_finish(BvSplitter *s, bv_extent_cb cb, void *userdata)
+{
+        int r = splitter_check(s, s ? s->pos : 0, 0, cb);
+        if (r < 0)
+                return r;
+        r = splitter_end_cell(s, cb, userdata);
+        if (r >= 0)
+                r = splitter_flush_data(s, cb, userdata);
+        if (r >= 0)
+                r = splitter_flush_run(s, cb, userdata);
+        if (r < 0) {
+                s->error = r;
+                return r;
+        }
+        s->finished = true;
+        return 0;
+}

@@ -1,0 +1,896 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockscan.h"
+#include "bvtest.h"
+#include "chunker.h"
+#include "hash.h"
+#include "macro.h"
+
+#define KiB (1024u)
+#define MiB (1024u * 1024u)
+
+typedef struct Ext {
+        BvExtentKind kind;
+        uint64_t off, len;
+        uint8_t id[BV_HASH_SIZE]; /* SHA-256 of DATA */
+} Ext;
+
+/* A forced-end chunk the dedup simulation may take as a prefix of a later chunk. */
+typedef struct Forced {
+        const uint8_t *data;
+        size_t len;
+} Forced;
+
+typedef struct Run {
+        Ext *v;
+        size_t n, cap;
+        size_t n_data;
+        /* control: restart the data chunk with index restart_at (restart_count times in a row) */
+        size_t restart_at, restart_count;
+        uint64_t restart_len;
+        size_t fail_at; /* extent index at which to return fail_ret */
+        int fail_ret;
+        int zero_ret; /* returned for ZERO/HOLE extents */
+        const Forced *forced;
+        size_t n_forced;
+        uint64_t restarts;
+} Run;
+
+static void run_init(Run *r)
+{
+        *r = (Run){ .restart_at = SIZE_MAX, .fail_at = SIZE_MAX };
+}
+
+static void run_done(Run *r)
+{
+        free(r->v);
+        r->v = NULL;
+        r->n = r->cap = 0;
+}
+
+static int forced_prefix(Run *r, const BvExtent *e)
+{
+        for (size_t i = 0; i < r->n_forced; i++)
+                if (r->forced[i].len < e->length &&
+                    memcmp(r->forced[i].data, e->data, r->forced[i].len) == 0)
+                        return (int)r->forced[i].len;
+        return 0;
+}
+
+static int collect_cb(const BvExtent *e, void *userdata)
+{
+        Run *r = userdata;
+        uint64_t len = e->length;
+        int ret = 0;
+
+        if (r->n == r->fail_at)
+                return r->fail_ret;
+        if (e->kind == BV_EXTENT_DATA) {
+                ASSERT_TRUE(e->data && len > 0);
+                if (r->n_data >= r->restart_at && r->n_data < r->restart_at + r->restart_count) {
+                        ASSERT_TRUE(r->restart_len < len);
+                        ret = (int)r->restart_len;
+                } else if (r->forced)
+                        ret = forced_prefix(r, e);
+                if (ret > 0) {
+                        len = (uint64_t)ret;
+                        r->restarts++;
+                }
+        } else {
+                ASSERT_TRUE(!e->data);
+                if (r->zero_ret)
+                        return r->zero_ret;
+        }
+        if (r->n == r->cap) {
+                r->cap = r->cap ? 2 * r->cap : 256;
+                r->v = realloc(r->v, r->cap * sizeof(Ext));
+                ASSERT_TRUE(r->v);
+        }
+        Ext *x = &r->v[r->n++];
+        *x = (Ext){ .kind = e->kind, .off = e->offset, .len = len };
+        if (e->kind == BV_EXTENT_DATA) {
+                bv_sha256(e->data, len, x->id);
+                r->n_data++;
+        }
+        return ret;
+}
+
+static BvChunkerParams params(BvChunkerKind kind, uint32_t min, uint32_t avg, uint32_t max)
+{
+        BvChunkerParams p = { .kind = kind, .min = min, .avg = avg, .max = max };
+        for (unsigned i = 0; i < 32; i++)
+                p.key[i] = (uint8_t)i;
+        return p;
+}
+
+static BvChunkerParams defaults(BvChunkerKind kind)
+{
+        return params(kind, BV_CHUNK_MIN_DEFAULT, BV_CHUNK_AVG_DEFAULT, BV_CHUNK_MAX_DEFAULT);
+}
+
+/* Splits data as one stream; feed sizes are `step` bytes, or random in [1, -step] if negative. */
+static void split(const BvChunkerParams *p, const uint8_t *data, size_t len, long step, Run *r)
+{
+        BvSplitter *s = NULL;
+        uint64_t x = 12345;
+
+        ASSERT_OK(bv_splitter_new(p, &s));
+        for (size_t off = 0; off < len;) {
+                size_t n = (size_t)step;
+                if (step < 0) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        n = 1 + (size_t)(x % (uint64_t)-step);
+                }
+                n = MIN(n, len - off);
+                ASSERT_OK(bv_splitter_feed(s, off, data + off, n, collect_cb, r));
+                off += n;
+        }
+        ASSERT_OK(bv_splitter_finish(s, collect_cb, r));
+        bv_splitter_free(s);
+}
+
+/* Extents tile the image in order; DATA extents hold the image's bytes. */
+static void check_tiling(const Run *r, const uint8_t *data, size_t len)
+{
+        uint64_t off = 0;
+        for (size_t i = 0; i < r->n; i++) {
+                const Ext *e = &r->v[i];
+                ASSERT_EQ(e->off, off);
+                ASSERT_TRUE(e->len > 0);
+                if (e->kind == BV_EXTENT_DATA) {
+                        uint8_t id[BV_HASH_SIZE];
+                        bv_sha256(data + off, e->len, id);
+                        ASSERT_MEMEQ(id, e->id, sizeof(id));
+                } else if (e->kind == BV_EXTENT_ZERO)
+                        ASSERT_TRUE(bv_is_zero(data + off, e->len));
+                if (i > 0) /* runs are coalesced */
+                        ASSERT_TRUE(e->kind == BV_EXTENT_DATA || e->kind != r->v[i - 1].kind);
+                off += e->len;
+        }
+        ASSERT_EQ(off, len);
+}
+
+static void assert_same(const Run *a, const Run *b)
+{
+        ASSERT_EQ(a->n, b->n);
+        for (size_t i = 0; i < a->n; i++) {
+                ASSERT_EQ(a->v[i].kind, b->v[i].kind);
+                ASSERT_EQ(a->v[i].off, b->v[i].off);
+                ASSERT_EQ(a->v[i].len, b->v[i].len);
+                ASSERT_MEMEQ(a->v[i].id, b->v[i].id, BV_HASH_SIZE);
+        }
+}
+
+static uint8_t *random_image(size_t len, uint64_t seed)
+{
+        uint8_t *d = malloc(len);
+        ASSERT_TRUE(d);
+        bvtest_fill_random(d, len, seed);
+        return d;
+}
+
+TEST(kind_names)
+{
+        BvChunkerKind k = 0;
+
+        ASSERT_STREQ(bv_chunker_kind_name(BV_CHUNKER_HYBRID), "hybrid");
+        ASSERT_STREQ(bv_chunker_kind_name(BV_CHUNKER_CDC), "cdc");
+        ASSERT_STREQ(bv_chunker_kind_name(BV_CHUNKER_FIXED), "fixed");
+        ASSERT_TRUE(bv_chunker_kind_name((BvChunkerKind)0) == NULL);
+        ASSERT_TRUE(bv_chunker_kind_name((BvChunkerKind)4) == NULL);
+        for (BvChunkerKind i = BV_CHUNKER_HYBRID; i <= BV_CHUNKER_FIXED; i++) {
+                ASSERT_OK(bv_chunker_kind_from_name(bv_chunker_kind_name(i), &k));
+                ASSERT_EQ(k, i);
+        }
+        k = BV_CHUNKER_CDC;
+        ASSERT_ERROR(bv_chunker_kind_from_name("Hybrid", &k), EINVAL);
+        ASSERT_ERROR(bv_chunker_kind_from_name("", &k), EINVAL);
+        ASSERT_ERROR(bv_chunker_kind_from_name(NULL, &k), EINVAL);
+        ASSERT_ERROR(bv_chunker_kind_from_name("cdc", NULL), EINVAL);
+        ASSERT_EQ(k, BV_CHUNKER_CDC);
+}
+
+TEST(params_check)
+{
+        const uint32_t M = BV_CHUNK_MAX_LIMIT;
+        static const struct {
+                BvChunkerKind kind;
+                uint32_t min, avg, max;
+                int ret;
+        } cases[] = {
+                { BV_CHUNKER_HYBRID, 16 * KiB, 64 * KiB, 256 * KiB, 0 },
+                { BV_CHUNKER_HYBRID, 4 * KiB, 12 * KiB, 16 * KiB, 0 },
+                { BV_CHUNKER_HYBRID, 16 * KiB, 24 * KiB, 28 * KiB, 0 }, /* every full block a hit */
+                { BV_CHUNKER_HYBRID, 16 * KiB, 20 * KiB, 256 * KiB, -EINVAL }, /* B - k - 1 = 0 */
+                { BV_CHUNKER_HYBRID, 16 * KiB + 1, 64 * KiB, 256 * KiB, -EINVAL },
+                { BV_CHUNKER_HYBRID, 16 * KiB, 64 * KiB + 512, 256 * KiB, -EINVAL },
+                { BV_CHUNKER_HYBRID, 16 * KiB, 64 * KiB, 256 * KiB - 1, -EINVAL },
+                { BV_CHUNKER_HYBRID, 0, 64 * KiB, 256 * KiB, -EINVAL },
+                { BV_CHUNKER_HYBRID, 16 * KiB, 64 * KiB, 64 * KiB, -EINVAL },
+                { BV_CHUNKER_HYBRID, 16 * KiB, 64 * KiB, M + 4 * KiB, -EINVAL },
+                { BV_CHUNKER_HYBRID, 1 * MiB, 2 * MiB, M, 0 },
+                { BV_CHUNKER_CDC, 16 * KiB, 64 * KiB, 256 * KiB, 0 },
+                { BV_CHUNKER_CDC, 5000, 20000, 70001, 0 },
+                { BV_CHUNKER_CDC, 4095, 20000, 70000, -EINVAL },
+                { BV_CHUNKER_CDC, 20000, 20000, 70000, -EINVAL },
+                { BV_CHUNKER_CDC, 5000, 70000, 70000, -EINVAL },
+                { BV_CHUNKER_CDC, 5000, 70000, M + 1, -EINVAL },
+                { BV_CHUNKER_FIXED, 0, 64 * KiB, 0, 0 },
+                { BV_CHUNKER_FIXED, 0, 4 * KiB, 0, 0 },
+                { BV_CHUNKER_FIXED, 0, M, 0, 0 },
+                { BV_CHUNKER_FIXED, 0, 0, 0, -EINVAL },
+                { BV_CHUNKER_FIXED, 0, 6000, 0, -EINVAL },
+                { BV_CHUNKER_FIXED, 0, M + 4 * KiB, 0, -EINVAL },
+                { (BvChunkerKind)0, 16 * KiB, 64 * KiB, 256 * KiB, -EINVAL },
+                { (BvChunkerKind)4, 16 * KiB, 64 * KiB, 256 * KiB, -EINVAL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                BvChunkerParams p = params(cases[i].kind, cases[i].min, cases[i].avg, cases[i].max);
+                BvSplitter *s = (BvSplitter *)&p; /* must stay untouched on failure */
+                ASSERT_EQ(bv_chunker_params_check(&p), cases[i].ret);
+                ASSERT_EQ(bv_splitter_new(&p, &s), cases[i].ret);
+                if (cases[i].ret < 0)
+                        ASSERT_TRUE(s == (BvSplitter *)&p);
+                else
+                        bv_splitter_free(s);
+        }
+        ASSERT_ERROR(bv_chunker_params_check(NULL), EINVAL);
+        BvChunkerParams p = defaults(BV_CHUNKER_HYBRID);
+        ASSERT_ERROR(bv_splitter_new(NULL, NULL), EINVAL);
+        ASSERT_ERROR(bv_splitter_new(&p, NULL), EINVAL);
+        bv_splitter_free(NULL);
+}
+
+/* Known answers: the first 20 chunk lengths of 4 MiB of bvtest_fill_random(seed 42) with the
+ * key 00 01 .. 1f and default sizes. docs/FORMAT.md's rules must reproduce these. */
+static const uint32_t kat_hybrid[20] = {
+        45056, 45056, 28672, 65536, 65536, 53248, 40960, 20480, 49152, 57344,
+        53248, 81920, 118784, 49152, 106496, 90112, 53248, 69632, 45056, 90112,
+};
+static const uint32_t kat_cdc[20] = {
+        117355, 74418, 55773, 103531, 63606, 59517, 54110, 55494, 59027, 35813,
+        22854, 61564, 58192, 55014, 54459, 60313, 79924, 83302, 78505, 117330,
+};
+
+TEST(known_answers)
+{
+        static const struct {
+                BvChunkerKind kind;
+                const uint32_t *lens;
+        } kinds[] = { { BV_CHUNKER_HYBRID, kat_hybrid }, { BV_CHUNKER_CDC, kat_cdc } };
+        uint8_t *d = random_image(4 * MiB, 42);
+
+        for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+                BvChunkerParams p = defaults(kinds[k].kind);
+                Run r;
+                run_init(&r);
+                split(&p, d, 4 * MiB, 1 * MiB, &r);
+                check_tiling(&r, d, 4 * MiB);
+                ASSERT_TRUE(r.n >= 20);
+                for (size_t i = 0; i < 20; i++) {
+                        if (getenv("BV_PRINT_KAT"))
+                                printf("%s %zu: %llu\n", bv_chunker_kind_name(kinds[k].kind), i,
+                                       (unsigned long long)r.v[i].len);
+                        else
+                                ASSERT_EQ(r.v[i].len, kinds[k].lens[i]);
+                }
+                run_done(&r);
+        }
+
+        /* fixed: every chunk avg bytes, the last one the rest */
+        BvChunkerParams p = defaults(BV_CHUNKER_FIXED);
+        p.avg = 96 * KiB;
+        Run r;
+        run_init(&r);
+        split(&p, d, 1 * MiB + 100, 70000, &r);
+        check_tiling(&r, d, 1 * MiB + 100);
+        ASSERT_EQ(r.n, 11);
+        for (size_t i = 0; i < 10; i++)
+                ASSERT_EQ(r.v[i].len, 96 * KiB);
+        ASSERT_EQ(r.v[10].len, 1 * MiB + 100 - 10 * 96 * KiB);
+        run_done(&r);
+        free(d);
+}
+
+static void size_stats(BvChunkerKind kind, const uint8_t *d, size_t len)
+{
+        BvChunkerParams p = defaults(kind);
+        Run r;
+        run_init(&r);
+        split(&p, d, len, 4 * MiB + 3, &r);
+        check_tiling(&r, d, len);
+
+        for (size_t i = 0; i < r.n; i++) {
+                ASSERT_EQ(r.v[i].kind, BV_EXTENT_DATA);
+                ASSERT_TRUE(r.v[i].len <= p.max);
+                if (i + 1 == r.n)
+                        continue;
+                if (kind == BV_CHUNKER_HYBRID) {
+                        ASSERT_EQ(r.v[i].len % BV_BLOCK_SIZE, 0);
+                        /* a chunk after a content cut spans the window and its hit */
+                        if (i > 0 && r.v[i - 1].len < p.max)
+                                ASSERT_TRUE(r.v[i].len >= p.min + BV_BLOCK_SIZE);
+                } else
+                        ASSERT_TRUE(r.v[i].len >= p.min);
+        }
+        double mean = (double)len / (double)r.n;
+        printf("# %s: %zu chunks over %zu MiB, mean %.1f KiB\n", bv_chunker_kind_name(kind), r.n,
+               len / MiB, mean / 1024);
+        ASSERT_TRUE(mean > 0.85 * p.avg && mean < 1.15 * p.avg);
+        run_done(&r);
+}
+
+TEST(sizes_and_averages)
+{
+        size_t len = 64 * MiB;
+        uint8_t *d = random_image(len, 5);
+        size_stats(BV_CHUNKER_HYBRID, d, len);
+        size_stats(BV_CHUNKER_CDC, d, len);
+        free(d);
+}
+
+TEST(empty_input)
+{
+        for (BvChunkerKind k = BV_CHUNKER_HYBRID; k <= BV_CHUNKER_FIXED; k++) {
+                BvChunkerParams p = defaults(k);
+                Run r;
+                run_init(&r);
+                split(&p, NULL, 0, 1, &r);
+                ASSERT_EQ(r.n, 0);
+                run_done(&r);
+        }
+}
+
+static void expect(const Run *r, size_t i, BvExtentKind kind, uint64_t off, uint64_t len)
+{
+        ASSERT_TRUE(i < r->n);
+        ASSERT_EQ(r->v[i].kind, kind);
+        ASSERT_EQ(r->v[i].off, off);
+        ASSERT_EQ(r->v[i].len, len);
+}
+
+TEST(zero_blocks)
+{
+        /* data [0, 10000), zeros [10000, 30000), data [30000, 40000), zeros to 60000 */
+        size_t len = 60000;
+        uint8_t *d = random_image(len, 3);
+        memset(d + 10000, 0, 20000);
+        memset(d + 40000, 0, 20000);
+
+        for (BvChunkerKind k = BV_CHUNKER_HYBRID; k <= BV_CHUNKER_FIXED; k++) {
+                BvChunkerParams p = defaults(k);
+                Run r;
+                run_init(&r);
+                split(&p, d, len, -5000, &r);
+                check_tiling(&r, d, len);
+                ASSERT_EQ(r.n, 4);
+                expect(&r, 0, BV_EXTENT_DATA, 0, 12288);           /* cell 2 holds data bytes */
+                expect(&r, 1, BV_EXTENT_ZERO, 12288, 28672 - 12288); /* cells 3..6 */
+                expect(&r, 2, BV_EXTENT_DATA, 28672, 40960 - 28672);
+                expect(&r, 3, BV_EXTENT_ZERO, 40960, len - 40960); /* the partial last cell too */
+                run_done(&r);
+        }
+        free(d);
+}
+
+TEST(zero_run_forces_cut_and_never_hits)
+{
+        /* hybrid: whatever precedes a zero run is cut there, and zero blocks are no hits, so the
+         * chunk after a long run may cut at its first hit (the window is all non-hits) */
+        size_t len = 8 * MiB;
+        uint8_t *d = random_image(len, 11);
+        for (size_t off = 1 * MiB; off < len; off += 1 * MiB)
+                memset(d + off - 64 * KiB, 0, 64 * KiB);
+
+        BvChunkerParams p = defaults(BV_CHUNKER_HYBRID);
+        Run r;
+        run_init(&r);
+        split(&p, d, len, -300000, &r);
+        check_tiling(&r, d, len);
+        size_t zeros = 0;
+        for (size_t i = 0; i < r.n; i++)
+                if (r.v[i].kind == BV_EXTENT_ZERO) {
+                        zeros++;
+                        ASSERT_EQ(r.v[i].len, 64 * KiB);
+                        ASSERT_EQ((r.v[i].off + r.v[i].len) % MiB, 0);
+                        ASSERT_EQ(r.v[i - 1].kind, BV_EXTENT_DATA);
+                }
+        ASSERT_EQ(zeros, 7);
+        run_done(&r);
+        free(d);
+}
+
+TEST(partial_last_block)
+{
+        uint8_t *d = random_image(20000, 4);
+        for (BvChunkerKind k = BV_CHUNKER_HYBRID; k <= BV_CHUNKER_FIXED; k++) {
+                BvChunkerParams p = defaults(k);
+                Run r;
+
+                run_init(&r);
+                split(&p, d, 10000, 777, &r);
+                check_tiling(&r, d, 10000); /* hybrid may cut after a hit in block 0 or 1 */
+                ASSERT_EQ(r.v[r.n - 1].kind, BV_EXTENT_DATA);
+                ASSERT_EQ(r.v[r.n - 1].off % BV_BLOCK_SIZE, 0);
+                ASSERT_TRUE(r.v[r.n - 1].len > 10000 % BV_BLOCK_SIZE);
+                if (k != BV_CHUNKER_HYBRID)
+                        ASSERT_EQ(r.n, 1);
+                run_done(&r);
+
+                memset(d + 8192, 0, 1000); /* a zero partial block at the end is a ZERO extent */
+                run_init(&r);
+                split(&p, d, 9192, 9192, &r);
+                check_tiling(&r, d, 9192);
+                ASSERT_TRUE(r.n >= 2);
+                ASSERT_EQ(r.v[r.n - 2].kind, BV_EXTENT_DATA);
+                expect(&r, r.n - 1, BV_EXTENT_ZERO, 8192, 1000);
+                run_done(&r);
+                bvtest_fill_random(d, 20000, 4);
+        }
+        free(d);
+}
+
+TEST(holes)
+{
+        uint8_t *d = random_image(64 * KiB, 8);
+        BvChunkerParams p = defaults(BV_CHUNKER_HYBRID);
+        BvSplitter *s = NULL;
+        Run r;
+
+        memset(d + 12 * KiB, 0, 8 * KiB);
+        run_init(&r);
+        ASSERT_OK(bv_splitter_new(&p, &s));
+        ASSERT_OK(bv_splitter_feed(s, 0, d, 8 * KiB, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 8 * KiB, 3 * KiB, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 11 * KiB, 0, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 11 * KiB, 1 * KiB, collect_cb, &r)); /* coalesced */
+        ASSERT_OK(bv_splitter_feed(s, 12 * KiB, d + 12 * KiB, 8 * KiB, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 20 * KiB, 4 * KiB, collect_cb, &r)); /* not merged into zeros */
+        /* unaligned: data 5000 bytes, hole 3000, then data again ending mid-cell before a hole */
+        ASSERT_OK(bv_splitter_feed(s, 24 * KiB, d, 5000, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 24 * KiB + 5000, 3000, collect_cb, &r));
+        ASSERT_OK(bv_splitter_feed(s, 24 * KiB + 8000, d + 100, 5000, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 24 * KiB + 13000, 40 * KiB - 37576, collect_cb, &r));
+        /* a zero piece cut short by a hole */
+        ASSERT_OK(bv_splitter_feed(s, 40 * KiB, d + 12 * KiB, 100, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 40 * KiB + 100, 10, collect_cb, &r));
+        ASSERT_OK(bv_splitter_finish(s, collect_cb, &r));
+        bv_splitter_free(s);
+
+        ASSERT_EQ(r.n, 10);
+        expect(&r, 0, BV_EXTENT_DATA, 0, 8 * KiB);
+        expect(&r, 1, BV_EXTENT_HOLE, 8 * KiB, 4 * KiB);
+        expect(&r, 2, BV_EXTENT_ZERO, 12 * KiB, 8 * KiB);
+        expect(&r, 3, BV_EXTENT_HOLE, 20 * KiB, 4 * KiB);
+        expect(&r, 4, BV_EXTENT_DATA, 24 * KiB, 5000);
+        expect(&r, 5, BV_EXTENT_HOLE, 24 * KiB + 5000, 3000);
+        expect(&r, 6, BV_EXTENT_DATA, 24 * KiB + 8000, 5000);
+        expect(&r, 7, BV_EXTENT_HOLE, 37576, 40 * KiB - 37576);
+        expect(&r, 8, BV_EXTENT_ZERO, 40 * KiB, 100);
+        expect(&r, 9, BV_EXTENT_HOLE, 40 * KiB + 100, 10);
+        run_done(&r);
+        free(d);
+}
+
+/* An image with every feature: data, zero runs (aligned and not), a partial last block. */
+static uint8_t *mixed_image(size_t len, uint64_t seed)
+{
+        uint8_t *d = random_image(len, seed);
+        uint64_t x = seed;
+        for (int i = 0; i < 40; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                size_t at = (size_t)(x >> 20) % len, n = (size_t)(x >> 40) % (300 * KiB);
+                memset(d + at, 0, MIN(n, len - at));
+        }
+        return d;
+}
+
+TEST(feed_sizes_do_not_matter)
+{
+        size_t len = 6 * MiB + 1234;
+        uint8_t *d = mixed_image(len, 21);
+
+        for (BvChunkerKind k = BV_CHUNKER_HYBRID; k <= BV_CHUNKER_FIXED; k++) {
+                BvChunkerParams p = defaults(k);
+                Run whole, rnd, small;
+                run_init(&whole);
+                run_init(&rnd);
+                run_init(&small);
+                split(&p, d, len, (long)len, &whole);
+                check_tiling(&whole, d, len);
+                split(&p, d, len, -200000, &rnd);
+                assert_same(&whole, &rnd);
+                split(&p, d, 1 * MiB + 17, -9000, &small); /* against a prefix: ends differ */
+                for (size_t i = 0; i + 1 < small.n; i++) {
+                        ASSERT_EQ(small.v[i].len, whole.v[i].len);
+                        ASSERT_EQ(small.v[i].kind, whole.v[i].kind);
+                }
+                run_done(&small);
+                run_init(&small);
+                split(&p, d, 512 * KiB + 5, -17, &small);
+                check_tiling(&small, d, 512 * KiB + 5);
+                run_done(&whole);
+                run_init(&whole);
+                split(&p, d, 512 * KiB + 5, 512 * KiB + 5, &whole);
+                assert_same(&whole, &small);
+                run_done(&whole);
+                run_done(&rnd);
+                run_done(&small);
+        }
+        free(d);
+}
+
+/* Restarting at offset+L equals chunking the rest as a fresh stream that begins there (after a
+ * hole, so that zero blocks stay aligned to image offsets). */
+static void check_restart(BvChunkerKind kind, const uint8_t *d, size_t len, size_t at, uint64_t l,
+                          size_t count)
+{
+        BvChunkerParams p = defaults(kind);
+        Run plain, re, fresh;
+
+        run_init(&plain);
+        split(&p, d, len, -100000, &plain);
+        run_init(&re);
+        re.restart_at = at;
+        re.restart_len = l;
+        re.restart_count = count;
+        split(&p, d, len, -100000, &re);
+        check_tiling(&re, d, len);
+        ASSERT_EQ(re.restarts, count);
+
+        /* the extents before the restart are unchanged */
+        size_t i = 0, data = 0;
+        for (; data < at || re.v[i].kind != BV_EXTENT_DATA; i++) {
+                ASSERT_EQ(re.v[i].len, plain.v[i].len);
+                data += re.v[i].kind == BV_EXTENT_DATA;
+        }
+        for (size_t c = 0; c < count; c++) {
+                ASSERT_EQ(re.v[i].kind, BV_EXTENT_DATA);
+                ASSERT_EQ(re.v[i++].len, l);
+        }
+        uint64_t base = re.v[i].off;
+        BvSplitter *s = NULL;
+        run_init(&fresh);
+        ASSERT_OK(bv_splitter_new(&p, &s));
+        ASSERT_OK(bv_splitter_hole(s, 0, base, collect_cb, &fresh));
+        ASSERT_OK(bv_splitter_feed(s, base, d + base, len - base, collect_cb, &fresh));
+        ASSERT_OK(bv_splitter_finish(s, collect_cb, &fresh));
+        bv_splitter_free(s);
+        expect(&fresh, 0, BV_EXTENT_HOLE, 0, base);
+        ASSERT_EQ(fresh.n - 1, re.n - i);
+        for (size_t j = 1; j < fresh.n; j++) {
+                ASSERT_EQ(fresh.v[j].kind, re.v[i + j - 1].kind);
+                ASSERT_EQ(fresh.v[j].off, re.v[i + j - 1].off);
+                ASSERT_EQ(fresh.v[j].len, re.v[i + j - 1].len);
+        }
+        run_done(&plain);
+        run_done(&re);
+        run_done(&fresh);
+}
+
+TEST(restart)
+{
+        size_t len = 4 * MiB;
+        uint8_t *d = random_image(len, 31);
+
+        check_restart(BV_CHUNKER_HYBRID, d, len, 3, 8 * KiB, 1);
+        check_restart(BV_CHUNKER_HYBRID, d, len, 0, 4 * KiB, 3); /* restarts in a row */
+        check_restart(BV_CHUNKER_CDC, d, len, 2, 1000, 1);
+        check_restart(BV_CHUNKER_CDC, d, len, 5, 4096, 2);
+        check_restart(BV_CHUNKER_FIXED, d, len, 1, 12 * KiB, 1);
+
+        /* a restart in a chunk cut short by a zero run and in the last chunk */
+        memset(d + 1 * MiB, 0, 64 * KiB);
+        for (BvChunkerKind k = BV_CHUNKER_HYBRID; k <= BV_CHUNKER_FIXED; k++) {
+                BvChunkerParams p = defaults(k);
+                Run r;
+                run_init(&r);
+                split(&p, d, len, 1 * MiB, &r);
+                size_t before_zero = 0, last = r.n_data - 1, n = 0;
+                for (size_t i = 0; i < r.n; i++) {
+                        if (r.v[i].kind == BV_EXTENT_ZERO)
+                                before_zero = n - 1; /* the data chunk the zero run cut short */
+                        n += r.v[i].kind == BV_EXTENT_DATA;
+                }
+                run_done(&r);
+                check_restart(k, d, len, before_zero, 4 * KiB, 1);
+                check_restart(k, d, len, last, 4 * KiB, 1);
+        }
+        free(d);
+}
+
+static int feed_all(BvSplitter *s, const uint8_t *d, size_t len, Run *r)
+{
+        int ret = bv_splitter_feed(s, 0, d, len, collect_cb, r);
+        if (ret < 0)
+                return ret;
+        return bv_splitter_finish(s, collect_cb, r);
+}
+
+TEST(callback_errors)
+{
+        size_t len = 1 * MiB;
+        uint8_t *d = random_image(len, 77);
+        memset(d + 512 * KiB, 0, 8 * KiB);
+        BvChunkerParams p = defaults(BV_CHUNKER_HYBRID);
+        BvSplitter *s = NULL;
+        Run r;
+
+        /* an error stops the feed, is returned, and sticks */
+        run_init(&r);
+        r.fail_at = 2;
+        r.fail_ret = -EIO;
+        ASSERT_OK(bv_splitter_new(&p, &s));
+        ASSERT_ERROR(bv_splitter_feed(s, 0, d, len, collect_cb, &r), EIO);
+        ASSERT_EQ(r.n, 2);
+        ASSERT_ERROR(bv_splitter_feed(s, len, d, 1, collect_cb, &r), EIO);
+        ASSERT_ERROR(bv_splitter_hole(s, len, 1, collect_cb, &r), EIO);
+        ASSERT_ERROR(bv_splitter_finish(s, collect_cb, &r), EIO);
+        bv_splitter_free(s);
+        run_done(&r);
+
+        /* from finish (the last chunk), and from a hole's flush */
+        run_init(&r);
+        ASSERT_OK(bv_splitter_new(&p, &s));
+        ASSERT_OK(bv_splitter_feed(s, 0, d, 100 * KiB, collect_cb, &r));
+        r.fail_at = r.n; /* the pending last chunk */
+        r.fail_ret = -ENOSPC;
+        ASSERT_ERROR(bv_splitter_finish(s, collect_cb, &r), ENOSPC);
+        bv_splitter_free(s);
+        run_done(&r);
+        run_init(&r);
+        ASSERT_OK(bv_splitter_new(&p, &s));
+        ASSERT_OK(bv_splitter_feed(s, 0, d, 100, collect_cb, &r));
+        r.fail_at = 0;
+        r.fail_ret = -EBADMSG;
+        ASSERT_ERROR(bv_splitter_hole(s, 100, 4096, collect_cb, &r), EBADMSG);
+        bv_splitter_free(s);
+        run_done(&r);
+
+        /* protocol violations by the callback: L >= length, hybrid L not a block multiple,
+         * a prefix of a ZERO extent */
+        static const struct {
+                size_t fail_at;
+                int fail_ret;
+                size_t restart_at;
+                int zero_ret;
+        } bad[] = { { 0, 256 * KiB + 1, SIZE_MAX, 0 }, { SIZE_MAX, 0, 1, 0 }, { SIZE_MAX, 0, SIZE_MAX, 4096 } };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                run_init(&r);
+                r.fail_at = bad[i].fail_at;
+                r.fail_ret = bad[i].fail_ret;
+                r.restart_at = bad[i].restart_at;
+                r.restart_count = 1;
+                r.restart_len = 5000;
+                r.zero_ret = bad[i].zero_ret;
+                ASSERT_OK(bv_splitter_new(&p, &s));
+                ASSERT_ERROR(feed_all(s, d, len, &r), EINVAL);
+                bv_splitter_free(s);
+                run_done(&r);
+        }
+        free(d);
+}
+
+TEST(usage_errors)
+{
+        uint8_t d[8192] = { 1 };
+        BvChunkerParams p = defaults(BV_CHUNKER_CDC);
+        BvSplitter *s = NULL;
+        Run r;
+
+        run_init(&r);
+        ASSERT_OK(bv_splitter_new(&p, &s));
+        ASSERT_ERROR(bv_splitter_feed(s, 1, d, 10, collect_cb, &r), EINVAL); /* must start at 0 */
+        ASSERT_ERROR(bv_splitter_feed(s, 0, NULL, 10, collect_cb, &r), EINVAL);
+        ASSERT_ERROR(bv_splitter_feed(s, 0, d, 10, NULL, &r), EINVAL);
+        ASSERT_ERROR(bv_splitter_feed(NULL, 0, d, 10, collect_cb, &r), EINVAL);
+        ASSERT_OK(bv_splitter_feed(s, 0, d, 100, collect_cb, &r));
+        ASSERT_ERROR(bv_splitter_hole(s, 99, 10, collect_cb, &r), EINVAL);
+        ASSERT_ERROR(bv_splitter_hole(s, 100, UINT64_MAX, collect_cb, &r), EINVAL);
+        ASSERT_ERROR(bv_splitter_hole(NULL, 100, 1, collect_cb, &r), EINVAL);
+        ASSERT_OK(bv_splitter_feed(s, 100, d, 0, collect_cb, &r));
+        ASSERT_OK(bv_splitter_hole(s, 100, 10, collect_cb, &r));
+        ASSERT_ERROR(bv_splitter_feed(s, 100, d, 1, collect_cb, &r), EINVAL);
+        ASSERT_ERROR(bv_splitter_finish(NULL, collect_cb, &r), EINVAL);
+        ASSERT_ERROR(bv_splitter_finish(s, NULL, &r), EINVAL);
+        ASSERT_OK(bv_splitter_finish(s, collect_cb, &r));
+        ASSERT_EQ(r.n, 2);
+        ASSERT_ERROR(bv_splitter_feed(s, 110, d, 1, collect_cb, &r), EINVAL); /* finished */
+        ASSERT_ERROR(bv_splitter_finish(s, collect_cb, &r), EINVAL);
+        bv_splitter_free(s);
+        run_done(&r);
+}
+
+/* A set of chunk ids (SHA-256), open addressing. */
+typedef struct IdSet {
+        uint8_t (*ids)[BV_HASH_SIZE];
+        size_t cap, n;
+} IdSet;
+
+static bool idset_has(const IdSet *s, const uint8_t id[BV_HASH_SIZE])
+{
+        static const uint8_t empty[BV_HASH_SIZE];
+        uint64_t h;
+        memcpy(&h, id, sizeof(h));
+        for (size_t i = h % s->cap;; i = (i + 1) % s->cap) {
+                if (memcmp(s->ids[i], id, BV_HASH_SIZE) == 0)
+                        return true;
+                if (memcmp(s->ids[i], empty, BV_HASH_SIZE) == 0)
+                        return false;
+        }
+}
+
+static void idset_add_run(IdSet *s, const Run *r)
+{
+        for (size_t j = 0; j < r->n; j++) {
+                if (r->v[j].kind != BV_EXTENT_DATA || idset_has(s, r->v[j].id))
+                        continue;
+                ASSERT_TRUE(2 * ++s->n < s->cap);
+                uint64_t h;
+                memcpy(&h, r->v[j].id, sizeof(h));
+                size_t i = h % s->cap;
+                while (!bv_is_zero(s->ids[i], BV_HASH_SIZE))
+                        i = (i + 1) % s->cap;
+                memcpy(s->ids[i], r->v[j].id, BV_HASH_SIZE);
+        }
+}
+
+/* Bytes of a run's DATA extents whose chunk is in the set; all of them in *all. */
+static uint64_t seen_bytes(const IdSet *s, const Run *r, uint64_t *all_out)
+{
+        uint64_t seen = 0, all = 0;
+        for (size_t j = 0; j < r->n; j++) {
+                if (r->v[j].kind != BV_EXTENT_DATA)
+                        continue;
+                all += r->v[j].len;
+                if (idset_has(s, r->v[j].id))
+                        seen += r->v[j].len;
+        }
+        *all_out += all;
+        return seen;
+}
+
+static double seen_fraction(const IdSet *s, const Run *r)
+{
+        uint64_t all = 0, seen = seen_bytes(s, r, &all);
+        return all ? (double)seen / (double)all : 0;
+}
+
+/* 16 files of 8 MiB one by one, then their concatenation; with the restart trick when
+ * `restart`: a chunk whose prefix is a chunk that ended at an end of stream is restarted. */
+static double dedup_concat_after_files(const BvChunkerParams *p, bool restart)
+{
+        const size_t nfiles = 16, flen = 8 * MiB;
+        uint8_t *d = random_image(nfiles * flen, 1001);
+        IdSet set = { .cap = 1 << 16 };
+        Forced forced[16];
+        Run r;
+
+        set.ids = calloc(set.cap, BV_HASH_SIZE);
+        ASSERT_TRUE(set.ids);
+        for (size_t f = 0; f < nfiles; f++) {
+                run_init(&r);
+                split(p, d + f * flen, flen, 1 * MiB, &r);
+                idset_add_run(&set, &r);
+                const Ext *last = &r.v[r.n - 1];
+                forced[f] = (Forced){ .data = d + f * flen + last->off, .len = last->len };
+                run_done(&r);
+        }
+        run_init(&r);
+        if (restart) {
+                r.forced = forced;
+                r.n_forced = nfiles;
+        }
+        split(p, d, nfiles * flen, 1 * MiB, &r);
+        check_tiling(&r, d, nfiles * flen);
+        double frac = seen_fraction(&set, &r);
+        run_done(&r);
+        free(set.ids);
+        free(d);
+        return frac;
+}
+
+/* 101 files of 1 MiB: the concatenation first, then each file. */
+static double dedup_files_after_concat(const BvChunkerParams *p)
+{
+        const size_t nfiles = 101, flen = 1 * MiB;
+        uint8_t *d = random_image(nfiles * flen, 2002);
+        IdSet set = { .cap = 1 << 16 };
+        uint64_t seen = 0, all = 0;
+        Run r;
+
+        set.ids = calloc(set.cap, BV_HASH_SIZE);
+        ASSERT_TRUE(set.ids);
+        run_init(&r);
+        split(p, d, nfiles * flen, 4 * MiB, &r);
+        idset_add_run(&set, &r);
+        run_done(&r);
+        for (size_t f = 0; f < nfiles; f++) {
+                run_init(&r);
+                split(p, d + f * flen, flen, 1 * MiB, &r);
+                seen += seen_bytes(&set, &r, &all);
+                run_done(&r);
+        }
+        free(set.ids);
+        free(d);
+        return (double)seen / (double)all;
+}
+
+/* 64 MiB image, one random 4 KiB block per MiB rewritten: the fraction of new bytes. */
+static double inplace_new_fraction(const BvChunkerParams *p)
+{
+        const size_t len = 64 * MiB;
+        uint8_t *d = random_image(len, 3003);
+        IdSet set = { .cap = 1 << 16 };
+        uint64_t x = 99;
+        Run r;
+
+        set.ids = calloc(set.cap, BV_HASH_SIZE);
+        ASSERT_TRUE(set.ids);
+        run_init(&r);
+        split(p, d, len, 4 * MiB, &r);
+        idset_add_run(&set, &r);
+        run_done(&r);
+        for (size_t m = 0; m < len / MiB; m++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                size_t blk = (size_t)(x >> 33) % (MiB / BV_BLOCK_SIZE);
+                bvtest_fill_random(d + m * MiB + blk * BV_BLOCK_SIZE, BV_BLOCK_SIZE, x | 1);
+        }
+        run_init(&r);
+        split(p, d, len, 4 * MiB, &r);
+        double frac = 1.0 - seen_fraction(&set, &r);
+        run_done(&r);
+        free(set.ids);
+        free(d);
+        return frac;
+}
+
+TEST(dedup_properties)
+{
+        BvChunkerParams h = defaults(BV_CHUNKER_HYBRID), c = defaults(BV_CHUNKER_CDC);
+        BvChunkerParams f = defaults(BV_CHUNKER_FIXED);
+
+        double h1 = dedup_concat_after_files(&h, false), h1r = dedup_concat_after_files(&h, true);
+        double c1 = dedup_concat_after_files(&c, false), c1r = dedup_concat_after_files(&c, true);
+        double h2 = dedup_files_after_concat(&h), c2 = dedup_files_after_concat(&c);
+        double hi = inplace_new_fraction(&h), fi = inplace_new_fraction(&f);
+
+        printf("# concat after 16 x 8 MiB files: hybrid %.2f%% (restart %.2f%%), cdc %.2f%% (restart %.2f%%)\n",
+               100 * h1, 100 * h1r, 100 * c1, 100 * c1r);
+        printf("# 101 x 1 MiB files after their concat: hybrid %.2f%%, cdc %.2f%%\n", 100 * h2, 100 * c2);
+        printf("# 1 block per MiB rewritten, new bytes: hybrid %.2f%%, fixed-64K %.2f%%\n", 100 * hi,
+               100 * fi);
+        ASSERT_TRUE(h1 > 0.975);
+        ASSERT_TRUE(h1r >= 0.995);
+        ASSERT_TRUE(c1 > 0.975);
+        ASSERT_TRUE(c1r >= 0.995);
+        ASSERT_TRUE(h2 >= 0.90);
+        ASSERT_TRUE(c2 >= 0.80);
+        ASSERT_TRUE(hi < 0.15);
+        ASSERT_TRUE(fi < 0.07);
+}
+
+int main(void)
+{
+        RUN(kind_names);
+        RUN(params_check);
+        RUN(known_answers);
+        RUN(sizes_and_averages);
+        RUN(empty_input);
+        RUN(zero_blocks);
+        RUN(zero_run_forces_cut_and_never_hits);
+        RUN(partial_last_block);
+        RUN(holes);
+        RUN(feed_sizes_do_not_matter);
+        RUN(restart);
+        RUN(callback_errors);
+        RUN(usage_errors);
+        RUN(dedup_properties);
+        return 0;
+}
