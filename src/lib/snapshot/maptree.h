@@ -15,6 +15,9 @@
 #include "extent.h"
 #include "keyring.h"
 
+/* Trees are never taller than this (a reader refuses a taller height as -EBADMSG). */
+#define BV_MAP_MAX_HEIGHT 32u
+
 typedef struct BvMapExtent {
         BvExtentKind kind;
         uint64_t offset;
@@ -41,7 +44,8 @@ int bv_map_builder_add(BvMapBuilder *b, BvExtentKind kind, uint64_t length, cons
 int bv_map_builder_finish(BvMapBuilder *b, uint8_t ret_root[BV_ID_SIZE], uint32_t *ret_height,
                           uint64_t *ret_size);
 
-/* Reading: thread-safe, with a bounded cache of decoded nodes. */
+/* Reading: thread-safe, with a bounded cache of decoded nodes (cache_nodes 0: a default of
+ * 256). -EBADMSG for a height of 0 or above BV_MAP_MAX_HEIGHT. */
 typedef struct BvMapReader BvMapReader;
 
 int bv_map_reader_new(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,

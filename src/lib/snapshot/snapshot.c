@@ -1,2 +1,528 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* placeholder: being written */
+/*
+ * Snapshot records (docs/FORMAT.md, "Snapshots"): snapshots/<32 hex id>.snap is
+ *
+ *   "BLKVSNAP" | u32 format version (1) | u32 reserved (0) | SNAPSHOT object
+ *
+ * where the object's id is the 16 snapshot id bytes followed by 16 zero bytes (so a record
+ * renamed to another id fails authentication) and its payload is the JSON document.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "endian.h"
+#include "fileio.h"
+#include "hex.h"
+#include "macro.h"
+#include "maptree.h"
+#include "snapshot.h"
+#include "timeutil.h"
+
+#define SNAP_MAGIC "BLKVSNAP"
+#define SNAP_MAGIC_SIZE 8
+#define SNAP_HEADER_SIZE 16
+#define SNAP_VERSION 1
+#define SNAP_SUFFIX ".snap"
+#define SNAP_JSON_VERSION 1
+#define SNAP_JSON_MAX_DEPTH 32
+#define SNAP_HEX_SIZE (2 * BV_SNAPSHOT_ID_SIZE)
+
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvSnapshot, bv_snapshot_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener, json_tokener_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR, closedir);
+
+void bv_snapshot_free(BvSnapshot *s)
+{
+        if (!s)
+                return;
+        free(s->name);
+        if (s->source)
+                json_object_put(s->source);
+        if (s->stats)
+                json_object_put(s->stats);
+        if (s->chunker)
+                json_object_put(s->chunker);
+        free(s);
+}
+
+static bool is_lower_hex(const char *s, size_t len)
+{
+        if (!s || strlen(s) != len)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+/* The SNAPSHOT object id of a snapshot id (hex): 16 id bytes, 16 zero bytes. */
+static int object_id(const char *id, uint8_t ret[BV_ID_SIZE])
+{
+        uint8_t oid[BV_ID_SIZE] = {0};
+
+        if (!is_lower_hex(id, SNAP_HEX_SIZE) || bv_hex_decode(id, oid, BV_SNAPSHOT_ID_SIZE) < 0)
+                return -EINVAL;
+        memcpy(ret, oid, BV_ID_SIZE);
+        return 0;
+}
+
+/* ---- JSON ---- */
+
+/* Adds val to o under key; takes val (NULL: out of memory). */
+static int json_add(struct json_object *o, const char *key, struct json_object *val)
+{
+        if (!val)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, val) < 0) {
+                json_object_put(val);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* A reference to an object member, or a fresh empty object when absent. */
+static struct json_object *json_ref_or_empty(struct json_object *o)
+{
+        return o ? json_object_get(o) : json_object_new_object();
+}
+
+int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
+{
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        char root[2 * BV_ID_SIZE + 1], utc[32];
+        const char *text;
+        char *copy;
+        int r = 0;
+
+        if (!s || !ret)
+                return -EINVAL;
+        if (!is_lower_hex(s->id, SNAP_HEX_SIZE) || s->height == 0 || s->height > BV_MAP_MAX_HEIGHT)
+                return -EINVAL;
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        bv_hex_encode(s->root, BV_ID_SIZE, root);
+        bv_format_time_utc(s->time, utc);
+
+        if (r >= 0)
+                r = json_add(o, "version", json_object_new_int(SNAP_JSON_VERSION));
+        if (r >= 0)
+                r = json_add(o, "id", json_object_new_string(s->id));
+        if (r >= 0)
+                r = json_add(o, "name", json_object_new_string(s->name ? s->name : ""));
+        if (r >= 0)
+                r = json_add(o, "time", json_object_new_uint64(s->time));
+        if (r >= 0)
+                r = json_add(o, "time_utc", json_object_new_string(utc));
+        if (r >= 0)
+                r = json_add(o, "size", json_object_new_uint64(s->size));
+        if (r >= 0)
+                r = json_add(o, "root", json_object_new_string(root));
+        if (r >= 0)
+                r = json_add(o, "height", json_object_new_int((int32_t)s->height));
+        if (r >= 0)
+                r = json_add(o, "source", json_ref_or_empty(s->source));
+        if (r >= 0)
+                r = json_add(o, "stats", json_ref_or_empty(s->stats));
+        if (r >= 0)
+                r = json_add(o, "chunker", json_ref_or_empty(s->chunker));
+        if (r < 0)
+                return r;
+
+        text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        if (!text)
+                return -ENOMEM;
+        copy = strdup(text);
+        if (!copy)
+                return -ENOMEM;
+        *ret = copy;
+        return 0;
+}
+
+static struct json_object *json_member(struct json_object *o, const char *key, json_type type)
+{
+        struct json_object *v = NULL;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
+                return NULL;
+        return v;
+}
+
+static int json_get_u64(struct json_object *o, const char *key, uint64_t *ret)
+{
+        struct json_object *v = json_member(o, key, json_type_int);
+
+        if (!v || json_object_get_int64(v) < 0)
+                return -EBADMSG;
+        *ret = json_object_get_uint64(v);
+        return 0;
+}
+
+static int json_get_hex(struct json_object *o, const char *key, size_t len, const char **ret)
+{
+        struct json_object *v = json_member(o, key, json_type_string);
+        const char *s = v ? json_object_get_string(v) : NULL;
+
+        if (!s || !is_lower_hex(s, 2 * len))
+                return -EBADMSG;
+        *ret = s;
+        return 0;
+}
+
+/* Parses exactly len bytes as one JSON object. */
+static int json_parse_object(const char *json, size_t len, struct json_object **ret)
+{
+        _cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
+        struct json_object *o;
+
+        if (!json || len > INT_MAX || memchr(json, '\0', len))
+                return -EBADMSG;
+        tok = json_tokener_new_ex(SNAP_JSON_MAX_DEPTH);
+        if (!tok)
+                return -ENOMEM;
+        o = json_tokener_parse_ex(tok, json, (int)len);
+        if (!o)
+                return -EBADMSG;
+        if (json_tokener_get_error(tok) != json_tokener_success || json_tokener_get_parse_end(tok) != len ||
+            !json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                return -EBADMSG;
+        }
+        *ret = o;
+        return 0;
+}
+
+/* Fills s from the members of o (version already checked). */
+static int snapshot_fill(BvSnapshot *s, struct json_object *o)
+{
+        struct json_object *name, *utc, *height, *source, *stats, *chunker;
+        const char *id, *root;
+        int64_t h;
+
+        name = json_member(o, "name", json_type_string);
+        utc = json_member(o, "time_utc", json_type_string);
+        height = json_member(o, "height", json_type_int);
+        source = json_member(o, "source", json_type_object);
+        stats = json_member(o, "stats", json_type_object);
+        chunker = json_member(o, "chunker", json_type_object);
+        if (!name || !utc || !height || !source || !stats || !chunker)
+                return -EBADMSG;
+        if (json_get_hex(o, "id", BV_SNAPSHOT_ID_SIZE, &id) < 0 || json_get_hex(o, "root", BV_ID_SIZE, &root) < 0)
+                return -EBADMSG;
+        if (json_get_u64(o, "time", &s->time) < 0 || json_get_u64(o, "size", &s->size) < 0)
+                return -EBADMSG;
+        h = json_object_get_int64(height);
+        if (h < 1 || h > BV_MAP_MAX_HEIGHT)
+                return -EBADMSG;
+
+        s->height = (uint32_t)h;
+        memcpy(s->id, id, SNAP_HEX_SIZE + 1);
+        if (bv_hex_decode(root, s->root, BV_ID_SIZE) < 0)
+                return -EBADMSG;
+        s->name = strdup(json_object_get_string(name));
+        if (!s->name)
+                return -ENOMEM;
+        s->source = json_object_get(source);
+        s->stats = json_object_get(stats);
+        s->chunker = json_object_get(chunker);
+        return 0;
+}
+
+int bv_snapshot_from_json(const char *json, size_t len, BvSnapshot **ret)
+{
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        _cleanup_(bv_snapshot_freep) BvSnapshot *s = NULL;
+        struct json_object *version;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = json_parse_object(json, len, &o);
+        if (r < 0)
+                return r;
+        version = json_member(o, "version", json_type_int);
+        if (!version)
+                return -EBADMSG;
+        if (json_object_get_int64(version) != SNAP_JSON_VERSION)
+                return -EPROTONOSUPPORT;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        r = snapshot_fill(s, o);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+/* ---- files ---- */
+
+static void snapshot_file_name(const char *id, char out[BV_SNAPSHOT_FILE_MAX])
+{
+        memcpy(out, id, SNAP_HEX_SIZE);
+        memcpy(out + SNAP_HEX_SIZE, SNAP_SUFFIX, sizeof(SNAP_SUFFIX));
+}
+
+int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot *s)
+{
+        _cleanup_free_ char *json = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint8_t oid[BV_ID_SIZE];
+        char name[BV_SNAPSHOT_FILE_MAX];
+        size_t len, olen = 0;
+        int r;
+
+        if (!codec || !s || object_id(s->id, oid) < 0)
+                return -EINVAL;
+        r = bv_snapshot_to_json(s, &json);
+        if (r < 0)
+                return r;
+        len = strlen(json);
+        if (len > BV_OBJECT_MAX_RAW)
+                return -EFBIG;
+        buf = malloc(SNAP_HEADER_SIZE + bv_object_bound(len));
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, SNAP_MAGIC, SNAP_MAGIC_SIZE);
+        put_le32(buf + 8, SNAP_VERSION);
+        put_le32(buf + 12, 0);
+        r = bv_object_encode(codec, BV_OBJ_SNAPSHOT, oid, json, len, buf + SNAP_HEADER_SIZE, &olen);
+        if (r < 0)
+                return r;
+        snapshot_file_name(s->id, name);
+        return bv_write_file_durable(snapshots_dirfd, name, buf, SNAP_HEADER_SIZE + olen, false);
+}
+
+/* Decodes the bytes of snapshots/<id>.snap. */
+static int snapshot_decode(BvObjectCodec *codec, const char *id, const uint8_t *data, size_t len,
+                           BvSnapshot **ret)
+{
+        _cleanup_(bv_snapshot_freep) BvSnapshot *s = NULL;
+        _cleanup_free_ char *json = NULL;
+        uint8_t oid[BV_ID_SIZE];
+        size_t raw = 0, jlen = 0;
+        int r;
+
+        r = object_id(id, oid);
+        if (r < 0)
+                return r;
+        if (len < SNAP_HEADER_SIZE || memcmp(data, SNAP_MAGIC, SNAP_MAGIC_SIZE) != 0)
+                return -EBADMSG;
+        if (get_le32(data + 8) != SNAP_VERSION)
+                return -EPROTONOSUPPORT;
+        if (get_le32(data + 12) != 0)
+                return -EBADMSG;
+        data += SNAP_HEADER_SIZE;
+        len -= SNAP_HEADER_SIZE;
+
+        r = bv_object_peek_length(codec, BV_OBJ_SNAPSHOT, oid, data, len, &raw);
+        if (r < 0)
+                return r;
+        if (raw > BV_OBJECT_MAX_RAW)
+                return -EBADMSG;
+        json = malloc(raw + 1);
+        if (!json)
+                return -ENOMEM;
+        r = bv_object_decode(codec, BV_OBJ_SNAPSHOT, oid, data, len, json, raw, &jlen);
+        if (r < 0)
+                return r;
+        r = bv_snapshot_from_json(json, jlen, &s);
+        if (r < 0)
+                return r;
+        if (strcmp(s->id, id) != 0)
+                return -EBADMSG; /* a record that names another snapshot */
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, BvSnapshot **ret)
+{
+        _cleanup_free_ void *data = NULL;
+        char name[BV_SNAPSHOT_FILE_MAX];
+        size_t len = 0;
+        int r;
+
+        if (!codec || !ret || !is_lower_hex(id, SNAP_HEX_SIZE))
+                return -EINVAL;
+        snapshot_file_name(id, name);
+        r = bv_read_file(snapshots_dirfd, name, SNAP_HEADER_SIZE + bv_object_bound(BV_OBJECT_MAX_RAW), &data,
+                         &len);
+        if (r == -EFBIG)
+                return -EBADMSG;
+        if (r < 0)
+                return r;
+        return snapshot_decode(codec, id, data, len, ret);
+}
+
+/* ---- listing and resolving ---- */
+
+/* Whether a is older than b: by time, then id. */
+static int snapshot_cmp(const BvSnapshot *a, const BvSnapshot *b)
+{
+        if (a->time != b->time)
+                return a->time < b->time ? -1 : 1;
+        return strcmp(a->id, b->id);
+}
+
+static int snapshot_cmp_qsort(const void *a, const void *b)
+{
+        return snapshot_cmp(*(BvSnapshot *const *)a, *(BvSnapshot *const *)b);
+}
+
+/* "<32 lowercase hex>.snap" → the id; anything else (temporary files, strays) is not ours. */
+static bool snapshot_file_id(const char *name, char id[SNAP_HEX_SIZE + 1])
+{
+        if (strlen(name) != SNAP_HEX_SIZE + strlen(SNAP_SUFFIX) || strcmp(name + SNAP_HEX_SIZE, SNAP_SUFFIX) != 0)
+                return false;
+        memcpy(id, name, SNAP_HEX_SIZE);
+        id[SNAP_HEX_SIZE] = '\0';
+        return is_lower_hex(id, SNAP_HEX_SIZE);
+}
+
+static int list_append(BvSnapshot ***list, size_t *n, size_t *cap, BvSnapshot *s)
+{
+        if (*n == *cap) {
+                size_t ncap = *cap ? *cap * 2 : 16;
+                BvSnapshot **p = reallocarray(*list, ncap, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                *list = p;
+                *cap = ncap;
+        }
+        (*list)[(*n)++] = s;
+        return 0;
+}
+
+int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
+                            char bad_file[BV_SNAPSHOT_FILE_MAX])
+{
+        _cleanup_(closedirp) DIR *d = NULL;
+        BvSnapshot **list = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        int fd, r = 0;
+
+        if (bad_file)
+                bad_file[0] = '\0';
+        if (!codec || !ret || !ret_count)
+                return -EINVAL;
+        fd = openat(snapshots_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while ((errno = 0, de = readdir(d))) {
+                char id[SNAP_HEX_SIZE + 1];
+                BvSnapshot *s = NULL;
+
+                if (!snapshot_file_id(de->d_name, id))
+                        continue;
+                r = bv_snapshot_load(snapshots_dirfd, codec, id, &s);
+                if (r < 0) {
+                        if (bad_file)
+                                snapshot_file_name(id, bad_file);
+                        break;
+                }
+                r = list_append(&list, &n, &cap, s);
+                if (r < 0) {
+                        bv_snapshot_free(s);
+                        break;
+                }
+        }
+        if (r >= 0 && errno > 0)
+                r = -errno;
+        if (r < 0) {
+                bv_snapshot_list_free(list, n);
+                return r;
+        }
+        if (n > 0)
+                qsort(list, n, sizeof(*list), snapshot_cmp_qsort);
+        *ret = list;
+        *ret_count = n;
+        return 0;
+}
+
+int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count)
+{
+        return bv_snapshot_list_report(snapshots_dirfd, codec, ret, ret_count, NULL);
+}
+
+void bv_snapshot_list_free(BvSnapshot **list, size_t n)
+{
+        if (!list)
+                return;
+        for (size_t i = 0; i < n; i++)
+                bv_snapshot_free(list[i]);
+        free(list);
+}
+
+static bool is_hex_prefix(const char *spec, size_t len)
+{
+        for (size_t i = 0; i < len; i++)
+                if (!((spec[i] >= '0' && spec[i] <= '9') || (spec[i] >= 'a' && spec[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+/* The newest snapshot of the list, or the newest with that name. */
+static const BvSnapshot *newest(BvSnapshot *const *list, size_t n, const char *name)
+{
+        const BvSnapshot *best = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                if (name && (!list[i]->name || !streq(list[i]->name, name)))
+                        continue;
+                if (!best || snapshot_cmp(list[i], best) > 0)
+                        best = list[i];
+        }
+        return best;
+}
+
+int bv_snapshot_resolve(BvSnapshot *const *list, size_t n, const char *spec, const BvSnapshot **ret)
+{
+        const BvSnapshot *best = NULL;
+        size_t len, matches = 0;
+
+        if ((!list && n > 0) || !spec || !ret)
+                return -EINVAL;
+        len = strlen(spec);
+
+        /* "latest", then a full id, then a name (its newest snapshot), then a unique prefix. */
+        if (streq(spec, "latest"))
+                best = newest(list, n, NULL);
+        else {
+                for (size_t i = 0; i < n; i++)
+                        if (streq(spec, list[i]->id)) {
+                                *ret = list[i];
+                                return 0;
+                        }
+                best = newest(list, n, spec);
+        }
+        if (!best && len > 0 && len < SNAP_HEX_SIZE && is_hex_prefix(spec, len))
+                for (size_t i = 0; i < n; i++)
+                        if (strncmp(list[i]->id, spec, len) == 0) {
+                                best = list[i];
+                                matches++;
+                        }
+        if (matches > 1)
+                return -ENOTUNIQ;
+        if (!best)
+                return -ENOENT;
+        *ret = best;
+        return 0;
+}

@@ -15,6 +15,8 @@
 struct json_object;
 
 #define BV_SNAPSHOT_ID_SIZE 16
+/* "<32 hex>.snap" and its NUL */
+#define BV_SNAPSHOT_FILE_MAX (2 * BV_SNAPSHOT_ID_SIZE + 5 + 1)
 
 typedef struct BvSnapshot {
         char id[2 * BV_SNAPSHOT_ID_SIZE + 1]; /* hex */
@@ -39,10 +41,17 @@ int bv_snapshot_from_json(const char *json, size_t len, BvSnapshot **ret);
 int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot *s);
 int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, BvSnapshot **ret);
 
-/* Every snapshot, oldest first (by time, then id). */
+/* Every snapshot, oldest first (by time, then id). Only files named <32 lowercase hex>.snap
+ * are read (temporary files are ignored); one that does not load fails the whole list with
+ * its error (-EBADMSG when damaged). */
 int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count);
+/* The same; on failure, if bad_file is not NULL it names the file that failed to load (empty
+ * when the failure was not one file's, e.g. the directory could not be read). */
+int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
+                            char bad_file[BV_SNAPSHOT_FILE_MAX]);
 void bv_snapshot_list_free(BvSnapshot **list, size_t n);
 
 /* Resolves a user's spec against a list: a full id, a unique id prefix, a name (its newest
- * snapshot) or "latest". -ENOENT if none matches, -ENOTUNIQ for an ambiguous prefix. */
+ * snapshot) or "latest". -ENOENT if none matches, -ENOTUNIQ for an ambiguous prefix.
+ * Precedence: "latest", a full id, a name, an id prefix (lowercase hex). */
 int bv_snapshot_resolve(BvSnapshot *const *list, size_t n, const char *spec, const BvSnapshot **ret);

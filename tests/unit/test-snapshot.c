@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Snapshot records: JSON, .snap files with a real object codec, listing and resolving. */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <sys/stat.h>
+
+#include "bvtest.h"
+#include "endian.h"
+#include "fileio.h"
+#include "hex.h"
+#include "keyring.h"
+#include "macro.h"
+#include "object.h"
+#include "snapshot.h"
+
+typedef struct Env {
+        char *dir;
+        int dirfd;
+        BvKeyring *keyring;
+        BvObjectCodec *codec;
+} Env;
+
+static void env_codec(BvCipher cipher, uint8_t master_byte, BvKeyring **ret_k, BvObjectCodec **ret_c)
+{
+        uint8_t master[BV_MASTER_SIZE], repo_id[BV_REPO_ID_SIZE];
+        memset(master, master_byte, sizeof(master));
+        memset(repo_id, 0x42, sizeof(repo_id));
+        ASSERT_OK(bv_keyring_new(cipher, master, repo_id, ret_k));
+        ASSERT_OK(bv_object_codec_new(*ret_k, 3, ret_c));
+}
+
+static void env_init(Env *e)
+{
+        e->dir = bvtest_tmpdir();
+        e->dirfd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(e->dirfd >= 0);
+        env_codec(BV_CIPHER_AES256GCM, 7, &e->keyring, &e->codec);
+}
+
+static void env_done(Env *e)
+{
+        bv_object_codec_free(e->codec);
+        bv_keyring_free(e->keyring);
+        close(e->dirfd);
+        bvtest_rm_rf(e->dir);
+        free(e->dir);
+}
+
+/* A snapshot with every field set; id from seed. */
+static BvSnapshot *make_snapshot(uint64_t seed, const char *name, uint64_t time)
+{
+        BvSnapshot *s = calloc(1, sizeof(*s));
+        uint8_t raw[BV_SNAPSHOT_ID_SIZE];
+        ASSERT_TRUE(s);
+        bvtest_fill_random(raw, sizeof(raw), seed);
+        for (size_t i = 0; i < sizeof(raw); i++)
+                snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+        s->name = strdup(name);
+        s->time = time;
+        s->size = (seed << 20) + 12345;
+        bvtest_fill_random(s->root, sizeof(s->root), seed + 1);
+        s->height = 3;
+        s->source = json_object_new_object();
+        json_object_object_add(s->source, "path", json_object_new_string("/dev/vdb"));
+        json_object_object_add(s->source, "kind", json_object_new_string("block"));
+        s->stats = json_object_new_object();
+        json_object_object_add(s->stats, "chunks_new", json_object_new_int64(42));
+        s->chunker = json_object_new_object();
+        json_object_object_add(s->chunker, "kind", json_object_new_string("hybrid"));
+        return s;
+}
+
+static void assert_same(const BvSnapshot *a, const BvSnapshot *b)
+{
+        ASSERT_STREQ(a->id, b->id);
+        ASSERT_STREQ(a->name, b->name);
+        ASSERT_TRUE(a->time == b->time);
+        ASSERT_TRUE(a->size == b->size);
+        ASSERT_MEMEQ(a->root, b->root, BV_ID_SIZE);
+        ASSERT_EQ(a->height, b->height);
+        ASSERT_TRUE(json_object_equal(a->source, b->source));
+        ASSERT_TRUE(json_object_equal(a->stats, b->stats));
+        ASSERT_TRUE(json_object_equal(a->chunker, b->chunker));
+}
+
+static int from_string(const char *json)
+{
+        BvSnapshot *s = NULL;
+        int r = bv_snapshot_from_json(json, strlen(json), &s);
+        bv_snapshot_free(s);
+        return r;
+}
+
+TEST(json_roundtrip)
+{
+        BvSnapshot *s = make_snapshot(1, "host \"db\" \xc3\xa9", 1763750000);
+        BvSnapshot *t = NULL;
+        char *json = NULL;
+
+        s->size = UINT64_MAX;
+        s->time = (uint64_t)INT64_MAX + 5;
+        ASSERT_OK(bv_snapshot_to_json(s, &json));
+        ASSERT_OK(bv_snapshot_from_json(json, strlen(json), &t));
+        assert_same(s, t);
+        ASSERT_TRUE(strstr(json, "\"version\":1"));
+        ASSERT_TRUE(strstr(json, "\"time_utc\":\""));
+        bv_snapshot_free(t);
+        free(json);
+
+        /* the human time field */
+        s->time = 1763751000;
+        ASSERT_OK(bv_snapshot_to_json(s, &json));
+        ASSERT_TRUE(strstr(json, "\"time_utc\":\"2025-11-21T18:50:00Z\""));
+        free(json);
+
+        /* absent JSON members become empty objects; a NULL name an empty one */
+        json_object_put(s->stats);
+        s->stats = NULL;
+        free(s->name);
+        s->name = NULL;
+        ASSERT_OK(bv_snapshot_to_json(s, &json));
+        ASSERT_OK(bv_snapshot_from_json(json, strlen(json), &t));
+        ASSERT_STREQ(t->name, "");
+        ASSERT_EQ(json_object_object_length(t->stats), 0);
+        bv_snapshot_free(t);
+        free(json);
+
+        /* what cannot be written */
+        strcpy(s->id, "0123456789ABCDEF0123456789abcdef");
+        ASSERT_ERROR(bv_snapshot_to_json(s, &json), EINVAL);
+        strcpy(s->id, "0123456789abcdef");
+        ASSERT_ERROR(bv_snapshot_to_json(s, &json), EINVAL);
+        strcpy(s->id, "0123456789abcdef0123456789abcdef");
+        s->height = 0;
+        ASSERT_ERROR(bv_snapshot_to_json(s, &json), EINVAL);
+        s->height = 33;
+        ASSERT_ERROR(bv_snapshot_to_json(s, &json), EINVAL);
+        bv_snapshot_free(s);
+}
+
+#define GOOD_ID "00112233445566778899aabbccddeeff"
+#define GOOD_ROOT "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+
+/* A document with one member replaced (or removed, value NULL). */
+static char *doc_with(const char *key, const char *value)
+{
+        static const char *keys[] = {"version", "id", "name", "time", "time_utc", "size",
+                                     "root", "height", "source", "stats", "chunker"};
+        static const char *values[] = {"1", "\"" GOOD_ID "\"", "\"daily\"", "1700000000",
+                                       "\"2023-11-14T22:13:20Z\"", "1048576", "\"" GOOD_ROOT "\"",
+                                       "2", "{\"path\":\"/x\"}", "{}", "{\"kind\":\"hybrid\"}"};
+        char *out = strdup("{"), *next;
+        bool first = true;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                const char *v = strcmp(keys[i], key) == 0 ? value : values[i];
+                if (!v)
+                        continue;
+                ASSERT_TRUE(asprintf(&next, "%s%s\"%s\":%s", out, first ? "" : ",", keys[i], v) > 0);
+                free(out);
+                out = next;
+                first = false;
+        }
+        ASSERT_TRUE(asprintf(&next, "%s}", out) > 0);
+        free(out);
+        return next;
+}
+
+static int from_doc(const char *key, const char *value)
+{
+        char *doc = doc_with(key, value);
+        int r = from_string(doc);
+        free(doc);
+        return r;
+}
+
+TEST(json_errors)
+{
+        static const char *required[] = {"id", "name", "time", "time_utc", "size",
+                                         "root", "height", "source", "stats", "chunker"};
+        BvSnapshot *s = NULL;
+
+        ASSERT_OK(from_doc("", NULL));
+        /* members a later writer may add are ignored */
+        char *doc0 = doc_with("", NULL), *extra = NULL;
+        ASSERT_TRUE(asprintf(&extra, "{\"future\":[1,2],%s", doc0 + 1) > 0);
+        ASSERT_OK(from_string(extra));
+        free(extra);
+        free(doc0);
+
+        /* version: missing or mistyped is corrupt, another number is unknown */
+        ASSERT_ERROR(from_doc("version", NULL), EBADMSG);
+        ASSERT_ERROR(from_doc("version", "\"1\""), EBADMSG);
+        ASSERT_ERROR(from_doc("version", "1.0"), EBADMSG);
+        ASSERT_ERROR(from_doc("version", "2"), EPROTONOSUPPORT);
+        ASSERT_ERROR(from_doc("version", "0"), EPROTONOSUPPORT);
+
+        /* every member is required */
+        for (size_t i = 0; i < ELEMENTSOF(required); i++)
+                ASSERT_ERROR(from_doc(required[i], NULL), EBADMSG);
+        /* and typed */
+        for (size_t i = 0; i < ELEMENTSOF(required); i++)
+                ASSERT_ERROR(from_doc(required[i], "[]"), EBADMSG);
+        ASSERT_ERROR(from_doc("id", "\"00112233445566778899AABBCCDDEEFF\""), EBADMSG);
+        ASSERT_ERROR(from_doc("id", "\"0011\""), EBADMSG);
+        ASSERT_ERROR(from_doc("id", "\"00112233445566778899aabbccddeefg\""), EBADMSG);
+        ASSERT_ERROR(from_doc("root", "\"" GOOD_ID "\""), EBADMSG);
+        ASSERT_ERROR(from_doc("time", "-1"), EBADMSG);
+        ASSERT_ERROR(from_doc("time", "\"1700000000\""), EBADMSG);
+        ASSERT_ERROR(from_doc("size", "-5"), EBADMSG);
+        ASSERT_ERROR(from_doc("size", "1.5"), EBADMSG);
+        ASSERT_ERROR(from_doc("height", "0"), EBADMSG);
+        ASSERT_ERROR(from_doc("height", "33"), EBADMSG);
+        ASSERT_ERROR(from_doc("height", "-1"), EBADMSG);
+        ASSERT_ERROR(from_doc("name", "null"), EBADMSG);
+        ASSERT_ERROR(from_doc("source", "\"x\""), EBADMSG);
+        ASSERT_OK(from_doc("height", "32"));
+        ASSERT_OK(from_doc("size", "18446744073709551615"));
+
+        /* not one JSON object */
+        ASSERT_ERROR(from_string(""), EBADMSG);
+        ASSERT_ERROR(from_string("{"), EBADMSG);
+        ASSERT_ERROR(from_string("[1]"), EBADMSG);
+        ASSERT_ERROR(from_string("1"), EBADMSG);
+        ASSERT_ERROR(from_string("not json"), EBADMSG);
+        char *doc = doc_with("", NULL);
+        size_t len = strlen(doc);
+        ASSERT_ERROR(bv_snapshot_from_json(doc, len - 1, &s), EBADMSG);
+        char *trailing = NULL;
+        ASSERT_TRUE(asprintf(&trailing, "%s{}", doc) > 0);
+        ASSERT_ERROR(from_string(trailing), EBADMSG);
+        free(trailing);
+        doc[3] = '\0'; /* an embedded NUL */
+        ASSERT_ERROR(bv_snapshot_from_json(doc, len, &s), EBADMSG);
+        free(doc);
+        /* nesting deeper than the parser allows */
+        char deep[200];
+        memset(deep, '[', sizeof(deep) - 1);
+        deep[sizeof(deep) - 1] = '\0';
+        ASSERT_ERROR(from_doc("stats", deep), EBADMSG);
+        ASSERT_ERROR(bv_snapshot_from_json(NULL, 0, &s), EBADMSG);
+        ASSERT_TRUE(s == NULL);
+}
+
+TEST(save_load)
+{
+        Env e;
+        BvSnapshot *s = make_snapshot(2, "nightly", 1700000000), *t = NULL;
+
+        env_init(&e);
+        ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, s));
+        ASSERT_ERROR(bv_snapshot_save(e.dirfd, e.codec, s), EEXIST);
+        ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, s->id, &t));
+        assert_same(s, t);
+        bv_snapshot_free(t);
+        t = NULL;
+
+        /* the file starts with the magic and version */
+        char name[BV_SNAPSHOT_FILE_MAX];
+        snprintf(name, sizeof(name), "%s.snap", s->id);
+        void *data = NULL;
+        size_t len = 0;
+        ASSERT_OK(bv_read_file(e.dirfd, name, 1 << 20, &data, &len));
+        ASSERT_MEMEQ(data, "BLKVSNAP", 8);
+        ASSERT_EQ(get_le32((uint8_t *)data + 8), 1);
+        ASSERT_EQ(get_le32((uint8_t *)data + 12), 0);
+        free(data);
+
+        /* bad arguments and absent files */
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, "0123", &t), EINVAL);
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, "00112233445566778899AABBCCDDEEFF", &t), EINVAL);
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t), ENOENT);
+        ASSERT_TRUE(t == NULL);
+        strcpy(s->id, "nothex");
+        ASSERT_ERROR(bv_snapshot_save(e.dirfd, e.codec, s), EINVAL);
+        bv_snapshot_free(s);
+
+        /* a wrong key does not read it (authentication fails) */
+        BvKeyring *k2 = NULL;
+        BvObjectCodec *c2 = NULL;
+        env_codec(BV_CIPHER_AES256GCM, 8, &k2, &c2);
+        char id[33];
+        memcpy(id, name, 32);
+        id[32] = '\0';
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, c2, id, &t), EBADMSG);
+        bv_object_codec_free(c2);
+        bv_keyring_free(k2);
+
+        /* an unencrypted repository's codec round-trips too */
+        env_codec(BV_CIPHER_NONE, 0, &k2, &c2);
+        s = make_snapshot(3, "plain", 5);
+        ASSERT_OK(bv_snapshot_save(e.dirfd, c2, s));
+        ASSERT_OK(bv_snapshot_load(e.dirfd, c2, s->id, &t));
+        assert_same(s, t);
+        bv_snapshot_free(t);
+        bv_snapshot_free(s);
+        bv_object_codec_free(c2);
+        bv_keyring_free(k2);
+        env_done(&e);
+}
+
+/* Rewrites a file through a function of its bytes. */
+static void rewrite(int dirfd, const char *name, void (*edit)(uint8_t *data, size_t *len, size_t arg), size_t arg)
+{
+        void *data = NULL;
+        size_t len = 0;
+        ASSERT_OK(bv_read_file(dirfd, name, 1 << 20, &data, &len));
+        edit(data, &len, arg);
+        ASSERT_TRUE(unlinkat(dirfd, name, 0) == 0);
+        ASSERT_OK(bv_write_file_durable(dirfd, name, data, len, false));
+        free(data);
+}
+
+static void flip(uint8_t *data, size_t *len, size_t pos)
+{
+        data[pos] ^= 0x10;
+}
+static void truncate_to(uint8_t *data, size_t *len, size_t n)
+{
+        *len = n;
+}
+static void set_version(uint8_t *data, size_t *len, size_t v)
+{
+        put_le32(data + 8, (uint32_t)v);
+}
+static void set_reserved(uint8_t *data, size_t *len, size_t v)
+{
+        put_le32(data + 12, (uint32_t)v);
+}
+
+TEST(damaged_files)
+{
+        Env e;
+        BvSnapshot *s = make_snapshot(4, "x", 100), *t = NULL;
+        char name[BV_SNAPSHOT_FILE_MAX], id[33];
+        struct stat st;
+
+        env_init(&e);
+        ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, s));
+        snprintf(name, sizeof(name), "%s.snap", s->id);
+        strcpy(id, s->id);
+        ASSERT_TRUE(fstatat(e.dirfd, name, &st, 0) == 0);
+        size_t size = (size_t)st.st_size;
+
+        /* a flipped byte anywhere: magic, reserved, nonce, ciphertext, tag */
+        const size_t positions[] = {0, 7, 13, 16, 20, 30, size / 2, size - 17, size - 1};
+        for (size_t i = 0; i < ELEMENTSOF(positions); i++) {
+                rewrite(e.dirfd, name, flip, positions[i]);
+                ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EBADMSG);
+                rewrite(e.dirfd, name, flip, positions[i]);
+                ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, id, &t));
+                bv_snapshot_free(t);
+                t = NULL;
+        }
+        /* unknown versions, reserved bits */
+        rewrite(e.dirfd, name, set_version, 2);
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EPROTONOSUPPORT);
+        rewrite(e.dirfd, name, set_version, 0);
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EPROTONOSUPPORT);
+        rewrite(e.dirfd, name, set_version, 1);
+        rewrite(e.dirfd, name, set_reserved, 1);
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EBADMSG);
+        rewrite(e.dirfd, name, set_reserved, 0);
+        ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, id, &t));
+        bv_snapshot_free(t);
+        t = NULL;
+
+        /* truncations */
+        const size_t lengths[] = {size - 1, size / 2, 17, 16, 15, 8, 0};
+        for (size_t i = 0; i < ELEMENTSOF(lengths); i++) {
+                rewrite(e.dirfd, name, truncate_to, lengths[i]);
+                ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EBADMSG);
+        }
+
+        /* a record renamed to another id fails authentication (the id is in the AAD) */
+        bv_snapshot_free(s);
+        s = make_snapshot(5, "y", 200);
+        ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, s));
+        char other[BV_SNAPSHOT_FILE_MAX];
+        snprintf(other, sizeof(other), "%s.snap", GOOD_ID);
+        snprintf(name, sizeof(name), "%s.snap", s->id);
+        ASSERT_TRUE(renameat(e.dirfd, name, e.dirfd, other) == 0);
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t), EBADMSG);
+
+        /* a well-sealed record whose JSON names another snapshot */
+        char *json = NULL;
+        uint8_t oid[BV_ID_SIZE] = {0}, buf[4096];
+        size_t olen = 0;
+        ASSERT_OK(bv_snapshot_to_json(s, &json));
+        ASSERT_OK(bv_hex_decode(GOOD_ID, oid, BV_SNAPSHOT_ID_SIZE));
+        memcpy(buf, "BLKVSNAP\1\0\0\0\0\0\0\0", 16);
+        ASSERT_TRUE(bv_object_bound(strlen(json)) + 16 <= sizeof(buf));
+        ASSERT_OK(bv_object_encode(e.codec, BV_OBJ_SNAPSHOT, oid, json, strlen(json), buf + 16, &olen));
+        ASSERT_TRUE(unlinkat(e.dirfd, other, 0) == 0);
+        ASSERT_OK(bv_write_file_durable(e.dirfd, other, buf, 16 + olen, false));
+        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t), EBADMSG);
+        /* the same object with the matching id loads */
+        strcpy(s->id, GOOD_ID);
+        free(json);
+        ASSERT_OK(bv_snapshot_to_json(s, &json));
+        ASSERT_OK(bv_object_encode(e.codec, BV_OBJ_SNAPSHOT, oid, json, strlen(json), buf + 16, &olen));
+        ASSERT_TRUE(unlinkat(e.dirfd, other, 0) == 0);
+        ASSERT_OK(bv_write_file_durable(e.dirfd, other, buf, 16 + olen, false));
+        ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t));
+        bv_snapshot_free(t);
+        free(json);
+        bv_snapshot_free(s);
+        env_done(&e);
+}
+
+TEST(list_and_resolve)
+{
+        Env e;
+        BvSnapshot **list = NULL;
+        const BvSnapshot *got = NULL;
+        size_t n = 99;
+        char bad[BV_SNAPSHOT_FILE_MAX];
+
+        env_init(&e);
+        ASSERT_OK(bv_snapshot_list(e.dirfd, e.codec, &list, &n));
+        ASSERT_EQ(n, 0);
+        ASSERT_ERROR(bv_snapshot_resolve(list, n, "latest", &got), ENOENT);
+        bv_snapshot_list_free(list, n);
+
+        /* saved out of order; two share a time (then the id decides) and two share a name */
+        static const struct {
+                uint64_t seed, time;
+                const char *name;
+        } def[] = {{10, 300, "web"}, {11, 100, "db"}, {12, 200, "web"}, {13, 200, "db"}, {14, 50, "old"}};
+        BvSnapshot *made[ELEMENTSOF(def)];
+        for (size_t i = 0; i < ELEMENTSOF(def); i++) {
+                made[i] = make_snapshot(def[i].seed, def[i].name, def[i].time);
+                ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, made[i]));
+        }
+        /* strays the list must ignore: a temporary file, a stray, a directory, wrong case */
+        ASSERT_OK(bv_write_file_durable(e.dirfd, ".tmp-123456", "junk", 4, false));
+        ASSERT_OK(bv_write_file_durable(e.dirfd, "README", "junk", 4, false));
+        ASSERT_OK(bv_write_file_durable(e.dirfd, "00112233445566778899AABBCCDDEEFF.snap", "junk", 4, false));
+        ASSERT_OK(bv_write_file_durable(e.dirfd, GOOD_ID ".snap.tmp", "junk", 4, false));
+        ASSERT_TRUE(mkdirat(e.dirfd, "sub", 0700) == 0);
+
+        ASSERT_OK(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, bad));
+        ASSERT_EQ(n, ELEMENTSOF(def));
+        for (size_t i = 1; i < n; i++) {
+                ASSERT_TRUE(list[i - 1]->time <= list[i]->time);
+                if (list[i - 1]->time == list[i]->time)
+                        ASSERT_TRUE(strcmp(list[i - 1]->id, list[i]->id) < 0);
+        }
+        ASSERT_STREQ(list[0]->name, "old");
+        ASSERT_STREQ(list[n - 1]->name, "web");
+
+        /* resolve */
+        ASSERT_OK(bv_snapshot_resolve(list, n, "latest", &got));
+        ASSERT_STREQ(got->id, made[0]->id);
+        ASSERT_OK(bv_snapshot_resolve(list, n, made[3]->id, &got));
+        ASSERT_STREQ(got->id, made[3]->id);
+        ASSERT_OK(bv_snapshot_resolve(list, n, "db", &got));
+        ASSERT_STREQ(got->id, made[3]->id);
+        ASSERT_OK(bv_snapshot_resolve(list, n, "web", &got));
+        ASSERT_STREQ(got->id, made[0]->id);
+        ASSERT_OK(bv_snapshot_resolve(list, n, "old", &got));
+        ASSERT_STREQ(got->id, made[4]->id);
+        /* the shortest unique prefix of made[1] and an ambiguous one */
+        char prefix[33];
+        size_t plen = 1;
+        for (;; plen++) {
+                size_t hits = 0;
+                for (size_t i = 0; i < n; i++)
+                        hits += strncmp(list[i]->id, made[1]->id, plen) == 0;
+                if (hits == 1)
+                        break;
+        }
+        memcpy(prefix, made[1]->id, plen);
+        prefix[plen] = '\0';
+        ASSERT_OK(bv_snapshot_resolve(list, n, prefix, &got));
+        ASSERT_STREQ(got->id, made[1]->id);
+        /* a prefix shared by two: a fake list of two snapshots that share their first digit */
+        BvSnapshot *pair[2] = {made[0], made[1]};
+        char saved = made[1]->id[0];
+        made[1]->id[0] = made[0]->id[0];
+        memcpy(prefix, made[0]->id, 1);
+        prefix[1] = '\0';
+        ASSERT_ERROR(bv_snapshot_resolve(pair, 2, prefix, &got), ENOTUNIQ);
+        made[1]->id[0] = saved;
+        ASSERT_ERROR(bv_snapshot_resolve(list, n, "nosuch", &got), ENOENT);
+        ASSERT_ERROR(bv_snapshot_resolve(list, n, "", &got), ENOENT);
+        ASSERT_ERROR(bv_snapshot_resolve(list, n, "zz", &got), ENOENT);
+        ASSERT_ERROR(bv_snapshot_resolve(list, n, NULL, &got), EINVAL);
+        bv_snapshot_list_free(list, n);
+
+        /* a damaged record fails the list, and is named */
+        char name[BV_SNAPSHOT_FILE_MAX];
+        snprintf(name, sizeof(name), "%s.snap", made[2]->id);
+        rewrite(e.dirfd, name, flip, 40);
+        list = NULL;
+        n = 99;
+        ASSERT_ERROR(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, bad), EBADMSG);
+        ASSERT_STREQ(bad, name);
+        ASSERT_TRUE(list == NULL);
+        ASSERT_EQ(n, 99);
+        ASSERT_ERROR(bv_snapshot_list(e.dirfd, e.codec, &list, &n), EBADMSG);
+        rewrite(e.dirfd, name, set_version, 9);
+        ASSERT_ERROR(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, bad), EPROTONOSUPPORT);
+        ASSERT_STREQ(bad, name);
+        /* not a directory */
+        int fd = openat(e.dirfd, name, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_ERROR(bv_snapshot_list_report(fd, e.codec, &list, &n, bad), ENOTDIR);
+        ASSERT_STREQ(bad, "");
+        close(fd);
+
+        for (size_t i = 0; i < ELEMENTSOF(def); i++)
+                bv_snapshot_free(made[i]);
+        env_done(&e);
+}
+
+int main(void)
+{
+        RUN(json_roundtrip);
+        RUN(json_errors);
+        RUN(save_load);
+        RUN(damaged_files);
+        RUN(list_and_resolve);
+        return 0;
+}
