@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <sys/stat.h>
+
+#include "bvtest.h"
+#include "fileio.h"
+#include "macro.h"
+#include "repo.h"
+
+/* A repository directory inside a fresh temporary directory, plus a key file. */
+typedef struct Fixture {
+        char *dir, *repo, *key, *key2;
+} Fixture;
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(bv_write_all(fd, data, len));
+}
+
+static void write_key(const char *path, uint64_t seed)
+{
+        uint8_t key[32];
+
+        bvtest_fill_random(key, sizeof(key), seed);
+        write_file(path, key, sizeof(key));
+}
+
+static Fixture fixture_new(void)
+{
+        Fixture f = { .dir = bvtest_tmpdir() };
+
+        ASSERT_TRUE(asprintf(&f.repo, "%s/repo", f.dir) > 0);
+        ASSERT_TRUE(asprintf(&f.key, "%s/key", f.dir) > 0);
+        ASSERT_TRUE(asprintf(&f.key2, "%s/key2", f.dir) > 0);
+        write_key(f.key, 1);
+        write_key(f.key2, 2);
+        return f;
+}
+
+static void fixture_done(Fixture *f)
+{
+        bvtest_rm_rf(f->dir);
+        free(f->dir);
+        free(f->repo);
+        free(f->key);
+        free(f->key2);
+}
+
+static BvRepoConfig small_config(BvCipher cipher)
+{
+        BvRepoConfig c;
+        bv_repo_config_default(&c);
+        c.cipher = cipher;
+        return c;
+}
+
+/* Rewrites repo/config through fn (a json-c edit) without fixing the MAC. */
+static void edit_config(const char *repo, void (*fn)(json_object *o))
+{
+        _cleanup_close_ int dfd = open(repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *text = NULL;
+        json_object *o;
+        size_t len;
+
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(bv_read_file(dfd, "config", 65536, (void **)&text, &len));
+        o = json_tokener_parse(text);
+        ASSERT_TRUE(o != NULL);
+        fn(o);
+        const char *s = json_object_to_json_string(o);
+        ASSERT_OK(bv_write_file_durable(dfd, "config", s, strlen(s), true));
+        json_object_put(o);
+}
+
+TEST(init_open_key_file)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM), peek;
+        BvSecret s = { .key_file = f.key };
+        BvRepo *r = NULL;
+
+        ASSERT_OK(bv_repo_init(f.repo, &c, &s));
+        ASSERT_OK(bv_repo_peek_config(f.repo, &peek));
+        ASSERT_MEMEQ(&peek, &c, sizeof(c));
+
+        ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r));
+        ASSERT_MEMEQ(bv_repo_config(r), &c, sizeof(c));
+        ASSERT_EQ(strlen(bv_repo_id_hex(r)), 32);
+        ASSERT_STREQ(bv_repo_path(r), f.repo);
+        ASSERT_TRUE(bv_repo_dirfd(r, "packs") >= 0);
+        ASSERT_TRUE(bv_repo_dirfd(r, "snapshots") >= 0);
+        ASSERT_ERROR(bv_repo_dirfd(r, "nope"), ENOENT);
+
+        BvChunkerParams p;
+        bv_repo_chunker_params(r, &p);
+        ASSERT_EQ(p.avg, c.chunk_avg);
+
+        /* an id nobody stored: referenced but not indexed means repair */
+        uint8_t id[BV_ID_SIZE] = { 1 }, buf[16];
+        size_t len;
+        BvObjectCodec *codec;
+        ASSERT_OK(bv_object_codec_new(bv_repo_keyring(r), 3, &codec));
+        ASSERT_ERROR(bv_repo_read_object(r, codec, BV_OBJ_CHUNK, id, buf, sizeof(buf), &len), EUCLEAN);
+        bv_object_codec_free(codec);
+
+        BvSnapshot *const *list;
+        size_t n = 99;
+        ASSERT_OK(bv_repo_snapshots(r, &list, &n));
+        ASSERT_EQ(n, 0);
+        const BvSnapshot *snap;
+        ASSERT_ERROR(bv_repo_find_snapshot(r, "latest", &snap), ENOENT);
+        bv_repo_close(r);
+
+        /* wrong, missing, or the wrong kind of secret */
+        ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){ .key_file = f.key2 }, BV_OPEN_READ, &r), ENOKEY);
+        ASSERT_ERROR(bv_repo_open(f.repo, NULL, BV_OPEN_READ, &r), ENOKEY);
+        ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){}, BV_OPEN_READ, &r), ENOKEY);
+        ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){ .passphrase = "x" }, BV_OPEN_READ, &r), ENOKEY);
+        fixture_done(&f);
+}
+
+TEST(init_refuses)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM), bad;
+        BvSecret s = { .key_file = f.key };
+        char *other;
+
+        ASSERT_ERROR(bv_repo_init(f.repo, &c, NULL), ENOKEY);
+        ASSERT_ERROR(bv_repo_init(f.repo, &c, &(BvSecret){ .passphrase = "a", .key_file = f.key }), EINVAL);
+        BvRepoConfig none = small_config(BV_CIPHER_NONE);
+        ASSERT_ERROR(bv_repo_init(f.repo, &none, &s), EINVAL);
+        bad = c;
+        bad.chunk_avg = 5000; /* not a multiple of 4 KiB */
+        ASSERT_ERROR(bv_repo_init(f.repo, &bad, &s), EINVAL);
+        bad = c;
+        bad.pack_target = 1;
+        ASSERT_ERROR(bv_repo_init(f.repo, &bad, &s), EINVAL);
+        /* a key file too short to be a key */
+        char *tiny;
+        ASSERT_TRUE(asprintf(&tiny, "%s/tiny", f.dir) > 0);
+        write_file(tiny, "short", 5);
+        ASSERT_ERROR(bv_repo_init(f.repo, &c, &(BvSecret){ .key_file = tiny }), EINVAL);
+        free(tiny);
+        /* failed attempts left nothing behind */
+        ASSERT_OK(bv_repo_init(f.repo, &c, &s));
+        ASSERT_ERROR(bv_repo_init(f.repo, &c, &s), EEXIST);
+
+        /* a directory holding something else */
+        ASSERT_TRUE(asprintf(&other, "%s/other", f.dir) > 0);
+        ASSERT_TRUE(mkdir(other, 0700) == 0);
+        _cleanup_close_ int dfd = open(other, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_OK(bv_write_file_durable(dfd, "stuff", "x", 1, false));
+        ASSERT_ERROR(bv_repo_init(other, &c, &s), ENOTEMPTY);
+        free(other);
+
+        BvRepoConfig peek;
+        ASSERT_ERROR(bv_repo_peek_config(f.dir, &peek), ENOENT);
+        fixture_done(&f);
+}
+
+TEST(unencrypted)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_NONE);
+        BvRepo *r = NULL;
+        struct stat st;
+        char *keypath;
+
+        c.zstd_level = 0;
+        ASSERT_OK(bv_repo_init(f.repo, &c, NULL));
+        ASSERT_TRUE(asprintf(&keypath, "%s/keys/default", f.repo) > 0);
+        ASSERT_TRUE(stat(keypath, &st) < 0 && errno == ENOENT);
+        free(keypath);
+        ASSERT_OK(bv_repo_open(f.repo, NULL, BV_OPEN_WRITE, &r));
+        ASSERT_EQ(bv_repo_config(r)->zstd_level, 0);
+        ASSERT_ERROR(bv_repo_change_key(r, &(BvSecret){ .key_file = f.key }), EOPNOTSUPP);
+        bv_repo_close(r);
+        fixture_done(&f);
+}
+
+TEST(passphrase_and_change_key)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM);
+        BvSecret pass = { .passphrase = "correct horse battery staple" };
+        BvSecret kf = { .key_file = f.key }, kf2 = { .key_file = f.key2 };
+        BvRepo *r = NULL;
+
+        ASSERT_OK(bv_repo_init(f.repo, &c, &pass));
+        ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){ .passphrase = "wrong" }, BV_OPEN_READ, &r), ENOKEY);
+        ASSERT_ERROR(bv_repo_open(f.repo, &kf, BV_OPEN_READ, &r), ENOKEY);
+
+        ASSERT_OK(bv_repo_open(f.repo, &pass, BV_OPEN_READ, &r));
+        ASSERT_ERROR(bv_repo_change_key(r, &kf), EPERM); /* needs the writer lock */
+        bv_repo_close(r);
+
+        ASSERT_OK(bv_repo_open(f.repo, &pass, BV_OPEN_WRITE, &r));
+        ASSERT_ERROR(bv_repo_change_key(r, NULL), ENOKEY);
+        ASSERT_ERROR(bv_repo_change_key(r, &(BvSecret){ .passphrase = "a", .key_file = f.key }), EINVAL);
+        ASSERT_OK(bv_repo_change_key(r, &kf));
+        bv_repo_close(r);
+
+        ASSERT_ERROR(bv_repo_open(f.repo, &pass, BV_OPEN_READ, &r), ENOKEY);
+        ASSERT_OK(bv_repo_open(f.repo, &kf, BV_OPEN_WRITE, &r));
+        ASSERT_OK(bv_repo_change_key(r, &kf2));
+        bv_repo_close(r);
+        ASSERT_ERROR(bv_repo_open(f.repo, &kf, BV_OPEN_READ, &r), ENOKEY);
+        ASSERT_OK(bv_repo_open(f.repo, &kf2, BV_OPEN_READ, &r));
+        bv_repo_close(r);
+        fixture_done(&f);
+}
+
+static void halve_avg(json_object *o)
+{
+        json_object *ch;
+        ASSERT_TRUE(json_object_object_get_ex(o, "chunker", &ch));
+        json_object_object_add(ch, "avg", json_object_new_int(32768));
+}
+
+static void version_2(json_object *o)
+{
+        json_object_object_add(o, "version", json_object_new_int(2));
+}
+
+static void drop_mac(json_object *o)
+{
+        json_object_object_del(o, "mac");
+}
+
+static void drop_to_none(json_object *o)
+{
+        json_object_object_add(o, "encryption", json_object_new_string("none"));
+}
+
+TEST(config_tampering)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM), peek;
+        BvSecret s = { .key_file = f.key };
+        BvRepo *r = NULL;
+
+        ASSERT_OK(bv_repo_init(f.repo, &c, &s));
+        edit_config(f.repo, halve_avg);
+        ASSERT_OK(bv_repo_peek_config(f.repo, &peek)); /* peeking does not authenticate */
+        ASSERT_EQ(peek.chunk_avg, 32768);
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), EBADMSG);
+
+        /* downgrading to "none" does not get past the MAC either */
+        edit_config(f.repo, drop_to_none);
+        ASSERT_ERROR(bv_repo_open(f.repo, NULL, BV_OPEN_READ, &r), EBADMSG);
+
+        edit_config(f.repo, drop_mac);
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), EBADMSG);
+
+        edit_config(f.repo, version_2);
+        ASSERT_ERROR(bv_repo_peek_config(f.repo, &peek), EPROTONOSUPPORT);
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), EPROTONOSUPPORT);
+
+        _cleanup_close_ int dfd = open(f.repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_OK(bv_write_file_durable(dfd, "config", "not json", 8, true));
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), EBADMSG);
+        fixture_done(&f);
+}
+
+TEST(locks)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM);
+        BvSecret s = { .key_file = f.key };
+        BvRepo *w = NULL, *w2 = NULL, *rd = NULL;
+        char *junk;
+        struct stat st;
+
+        ASSERT_OK(bv_repo_init(f.repo, &c, &s));
+        ASSERT_TRUE(asprintf(&junk, "%s/tmp/junk", f.repo) > 0);
+        write_file(junk, "x", 1);
+
+        ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_WRITE, &w));
+        ASSERT_TRUE(stat(junk, &st) < 0 && errno == ENOENT); /* the writer emptied tmp/ */
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_WRITE, &w2), EBUSY);
+        ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_READ, &rd)); /* readers do not wait */
+        bv_repo_close(w);
+        ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_WRITE, &w2));
+        bv_repo_close(w2);
+        bv_repo_close(rd);
+        free(junk);
+        fixture_done(&f);
+}
+
+TEST(file_parsers_round_trip)
+{
+        BvRepoConfigFile cf = { .created = 1700000000, .config = small_config(BV_CIPHER_AES256GCM) }, cf2;
+        BvKeyFile kf = { .scrypt = true, .log2_n = 15, .r = 8, .p = 1 }, kf2;
+        _cleanup_free_ char *json = NULL, *json2 = NULL, *canon = NULL;
+
+        bvtest_fill_random(cf.id, sizeof(cf.id), 3);
+        bvtest_fill_random(cf.mac, sizeof(cf.mac), 4);
+        ASSERT_OK(bv_repo_config_format(&cf, &json));
+        ASSERT_OK(bv_repo_config_parse(json, strlen(json), &cf2));
+        ASSERT_MEMEQ(&cf.config, &cf2.config, sizeof(cf.config));
+        ASSERT_MEMEQ(cf.id, cf2.id, sizeof(cf.id));
+        ASSERT_MEMEQ(cf.mac, cf2.mac, sizeof(cf.mac));
+        ASSERT_EQ(cf.created, cf2.created);
+        ASSERT_OK(bv_repo_config_canonical(&cf, &canon));
+        ASSERT_TRUE(strncmp(canon, "blkvault-config-v1\nformat=blkvault-repository\nversion=1\nid=", 58) == 0);
+        ASSERT_TRUE(strstr(canon, "\nchunker.avg=65536\nchunker.max=262144\ncompression.codec=zstd\ncompression.level=3\n"));
+        ASSERT_ERROR(bv_repo_config_parse(json, strlen(json) - 3, &cf2), EBADMSG);
+        ASSERT_ERROR(bv_repo_config_parse("[]", 2, &cf2), EBADMSG);
+        const char *v7 = "{\"format\":\"blkvault-repository\",\"version\":7}";
+        ASSERT_ERROR(bv_repo_config_parse(v7, strlen(v7), &cf2), EPROTONOSUPPORT);
+
+        bvtest_fill_random(kf.repository, sizeof(kf.repository), 5);
+        bvtest_fill_random(kf.salt, sizeof(kf.salt), 6);
+        bvtest_fill_random(kf.nonce, sizeof(kf.nonce), 7);
+        bvtest_fill_random(kf.sealed, sizeof(kf.sealed), 8);
+        ASSERT_OK(bv_repo_keyfile_format(&kf, &json2));
+        ASSERT_OK(bv_repo_keyfile_parse(json2, strlen(json2), &kf2));
+        ASSERT_TRUE(kf2.scrypt && kf2.log2_n == 15 && kf2.r == 8 && kf2.p == 1);
+        ASSERT_MEMEQ(kf.repository, kf2.repository, sizeof(kf.repository));
+        ASSERT_MEMEQ(kf.salt, kf2.salt, sizeof(kf.salt));
+        ASSERT_MEMEQ(kf.nonce, kf2.nonce, sizeof(kf.nonce));
+        ASSERT_MEMEQ(kf.sealed, kf2.sealed, sizeof(kf.sealed));
+        const char *k2 = "{\"format\":\"blkvault-key\",\"version\":2}";
+        const char *k1 = "{\"format\":\"blkvault-key\",\"version\":1}";
+        ASSERT_ERROR(bv_repo_keyfile_parse(k2, strlen(k2), &kf2), EPROTONOSUPPORT);
+        ASSERT_ERROR(bv_repo_keyfile_parse(k1, strlen(k1), &kf2), EBADMSG);
+}
+
+int main(void)
+{
+        RUN(file_parsers_round_trip);
+        RUN(init_open_key_file);
+        RUN(init_refuses);
+        RUN(unencrypted);
+        RUN(passphrase_and_change_key);
+        RUN(config_tampering);
+        RUN(locks);
+        return 0;
+}

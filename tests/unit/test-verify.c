@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "info.h"
+#include "repo-fixture.h"
+#include "verify.h"
+
+#define MAX_PROBLEMS 64
+#define REGION (64 * 1024)
+/* 27 regions: 17 random, 2 the same, 8 zeros or holes */
+#define LAYOUT "rrrrzzhhzdzrrrrrrrrzdzrrrrr"
+
+typedef struct Seen {
+        size_t n;
+        struct {
+                char snapshot[64];
+                uint64_t offset;
+                int error;
+                char what[32];
+                char detail[80];
+        } p[MAX_PROBLEMS];
+} Seen;
+
+static void on_problem(const BvVerifyProblem *p, void *ud)
+{
+        Seen *s = ud;
+        if (s->n == MAX_PROBLEMS)
+                return;
+        snprintf(s->p[s->n].snapshot, sizeof(s->p[0].snapshot), "%s", p->snapshot_id ? p->snapshot_id : "");
+        s->p[s->n].offset = p->offset;
+        s->p[s->n].error = p->error;
+        snprintf(s->p[s->n].what, sizeof(s->p[0].what), "%s", p->what);
+        snprintf(s->p[s->n].detail, sizeof(s->p[0].detail), "%s", p->detail ? p->detail : "");
+        s->n++;
+}
+
+/* Index of a problem of this kind and error, or -1. */
+static int find_problem(const Seen *s, const char *what, int error, const char *snapshot)
+{
+        for (size_t i = 0; i < s->n; i++)
+                if (strcmp(s->p[i].what, what) == 0 && s->p[i].error == error &&
+                    (!snapshot || strcmp(s->p[i].snapshot, snapshot) == 0))
+                        return (int)i;
+        return -1;
+}
+
+TEST(clean_repository_and_info)
+{
+        RepoFixture f = fixture_repo();
+        _cleanup_free_ char *src = fixture_image(&f, "src.img", LAYOUT, 31);
+        _cleanup_free_ char *id1 = fixture_backup(&f, src);
+        _cleanup_free_ char *id2 = fixture_backup(&f, src);
+        BvVerifyStats st;
+        BvRepoInfo info;
+        BvRepo *r = NULL;
+        Seen seen = {};
+
+        ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
+        ASSERT_OK(bv_verify(r, NULL, true, on_problem, &seen, &st));
+        ASSERT_EQ(seen.n, 0);
+        ASSERT_EQ(st.snapshots, 2);
+        ASSERT_EQ(st.problems, 0);
+        ASSERT_TRUE(st.chunks_checked > 0 && st.map_nodes >= 2 && st.packs >= 1);
+        uint64_t checked = st.bytes_checked;
+        ASSERT_OK(bv_verify(r, id1, false, on_problem, &seen, &st));
+        ASSERT_EQ(st.snapshots, 1);
+        ASSERT_ERROR(bv_verify(r, "nope", false, on_problem, &seen, &st), ENOENT);
+
+        ASSERT_OK(bv_repo_info(r, &info));
+        ASSERT_EQ(info.snapshots, 2);
+        ASSERT_EQ(info.logical_bytes, 2 * 27 * REGION);
+        ASSERT_EQ(info.data_bytes, 2 * 19 * REGION);
+        ASSERT_TRUE(info.unique_raw >= 18 * REGION && info.unique_raw <= 19 * REGION);
+        ASSERT_EQ(checked, info.unique_raw); /* each distinct chunk read once */
+        ASSERT_TRUE(info.packs >= 1 && info.stored_bytes > info.unique_raw / 2);
+        ASSERT_TRUE(info.chunks > 0 && info.index_segments >= 1);
+        ASSERT_TRUE(info.dedup_ratio > 1.9);
+        bv_repo_close(r);
+        fixture_free(&f);
+}
+
+TEST(damaged_chunk_in_two_snapshots)
+{
+        RepoFixture f = fixture_repo();
+        _cleanup_free_ char *src = fixture_image(&f, "src.img", "rrrrrrrrrrrrrrrrrrrr", 32);
+        _cleanup_free_ char *id1 = fixture_backup(&f, src);
+        _cleanup_free_ char *id2 = fixture_backup(&f, src);
+        _cleanup_free_ char *pack = NULL;
+        const BvSnapshot *snap;
+        BvVerifyStats st;
+        BvPackEntry e;
+        BvRepo *r = NULL;
+        Seen seen = {};
+        uint64_t at;
+        int i;
+
+        ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
+        ASSERT_OK(bv_repo_find_snapshot(r, id1, &snap));
+        pack = fixture_chunk_pack(&f, r, &e);
+        at = fixture_offset_of(r, snap, e.id);
+        fixture_flip_byte(pack, e.offset + 20);
+
+        /* structure alone does not read chunk data */
+        ASSERT_OK(bv_verify(r, NULL, false, on_problem, &seen, &st));
+        ASSERT_EQ(seen.n, 0);
+
+        ASSERT_ERROR(bv_verify(r, NULL, true, on_problem, &seen, &st), EBADMSG);
+        ASSERT_EQ(st.problems, 2);
+        ASSERT_EQ(seen.n, 2);
+        i = find_problem(&seen, "chunk", -EBADMSG, id1);
+        ASSERT_TRUE(i >= 0);
+        ASSERT_EQ(seen.p[i].offset, at);
+        i = find_problem(&seen, "chunk", -EBADMSG, id2);
+        ASSERT_TRUE(i >= 0);
+        ASSERT_EQ(seen.p[i].offset, at);
+        bv_repo_close(r);
+        fixture_free(&f);
+}
+
+TEST(truncated_and_missing_packs)
+{
+        RepoFixture f = fixture_repo();
+        _cleanup_free_ char *src = fixture_image(&f, "src.img", "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr", 33);
+        _cleanup_free_ char *id = fixture_backup(&f, src);
+        _cleanup_free_ char *pack = NULL;
+        BvVerifyStats st;
+        BvPackEntry e;
+        BvRepo *r = NULL;
+        Seen seen = {};
+        int i;
+
+        ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
+        pack = fixture_chunk_pack(&f, r, &e);
+        ASSERT_TRUE(truncate(pack, (off_t)(e.offset + e.length / 2)) == 0);
+        ASSERT_ERROR(bv_verify(r, NULL, false, on_problem, &seen, &st), EBADMSG);
+        i = find_problem(&seen, "pack", -EBADMSG, "");
+        ASSERT_TRUE(i >= 0);
+        ASSERT_TRUE(strstr(pack, seen.p[i].detail) != NULL); /* names the pack */
+
+        ASSERT_TRUE(unlink(pack) == 0);
+        bv_repo_close(r);
+        ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
+        seen.n = 0;
+        ASSERT_ERROR(bv_verify(r, NULL, true, on_problem, &seen, &st), EBADMSG);
+        i = find_problem(&seen, "pack", -EUCLEAN, "");
+        ASSERT_TRUE(i >= 0);
+        ASSERT_TRUE(strstr(pack, seen.p[i].detail) != NULL);
+        /* and the data it held is reported where the snapshot uses it */
+        ASSERT_TRUE(find_problem(&seen, "chunk", -EUCLEAN, id) >= 0 || find_problem(&seen, "map node", -EUCLEAN, id) >= 0);
+        bv_repo_close(r);
+        fixture_free(&f);
+}
+
+int main(void)
+{
+        RUN(clean_repository_and_info);
+        RUN(damaged_chunk_in_two_snapshots);
+        RUN(truncated_and_missing_packs);
+        return 0;
+}
