@@ -478,6 +478,48 @@ TEST(holes)
         free(d);
 }
 
+/* Content cuts (ends of chunks shorter than max, but the last) of a run, as image offsets. */
+static size_t content_cuts(const Run *r, uint32_t max, uint64_t *cuts)
+{
+        size_t n = 0;
+        for (size_t i = 0; i + 1 < r->n; i++)
+                if (r->v[i].len < max)
+                        cuts[n++] = r->v[i].off + r->v[i].len;
+        return n;
+}
+
+/* Hybrid resynchronises k cells after an insertion: content cuts do not depend on earlier cuts. */
+TEST(hybrid_resynchronises_after_insert)
+{
+        const size_t len = 4 * MiB, ins = 3 * BV_BLOCK_SIZE;
+        uint8_t *e = random_image(len + ins, 61);
+        BvChunkerParams p = defaults(BV_CHUNKER_HYBRID);
+        uint64_t *a = calloc(len / BV_BLOCK_SIZE, sizeof(uint64_t));
+        uint64_t *b = calloc(len / BV_BLOCK_SIZE + 3, sizeof(uint64_t));
+        Run rd, re;
+
+        ASSERT_TRUE(a && b);
+        run_init(&rd);
+        run_init(&re);
+        split(&p, e + ins, len, -150000, &rd); /* the original image */
+        split(&p, e, len + ins, -150000, &re); /* the same with 3 blocks inserted at the start */
+        size_t na = content_cuts(&rd, p.max, a), nb = content_cuts(&re, p.max, b), i = 0, j = 0;
+        uint64_t sync = ins + p.min + BV_BLOCK_SIZE; /* windows clear of the inserted blocks */
+        while (i < na && a[i] + ins < sync)
+                i++;
+        while (j < nb && b[j] < sync)
+                j++;
+        ASSERT_TRUE(na - i > 40);
+        ASSERT_EQ(na - i, nb - j);
+        for (; i < na; i++, j++)
+                ASSERT_EQ(a[i] + ins, b[j]);
+        run_done(&rd);
+        run_done(&re);
+        free(a);
+        free(b);
+        free(e);
+}
+
 /* An image with every feature: data, zero runs (aligned and not), a partial last block. */
 static uint8_t *mixed_image(size_t len, uint64_t seed)
 {
@@ -660,7 +702,11 @@ TEST(callback_errors)
                 int fail_ret;
                 size_t restart_at;
                 int zero_ret;
-        } bad[] = { { 0, 256 * KiB + 1, SIZE_MAX, 0 }, { SIZE_MAX, 0, 1, 0 }, { SIZE_MAX, 0, SIZE_MAX, 4096 } };
+        } bad[] = {
+                { 0, 256 * KiB + 1, SIZE_MAX, 0 },   /* L >= length */
+                { SIZE_MAX, 0, 1, 0 },               /* 5000: not a block multiple */
+                { SIZE_MAX, 0, SIZE_MAX, 4096 },     /* a prefix of a ZERO extent */
+        };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 run_init(&r);
                 r.fail_at = bad[i].fail_at;
@@ -861,7 +907,8 @@ TEST(dedup_properties)
         double h2 = dedup_files_after_concat(&h), c2 = dedup_files_after_concat(&c);
         double hi = inplace_new_fraction(&h), fi = inplace_new_fraction(&f);
 
-        printf("# concat after 16 x 8 MiB files: hybrid %.2f%% (restart %.2f%%), cdc %.2f%% (restart %.2f%%)\n",
+        printf("# concat after 16 x 8 MiB files: hybrid %.2f%% (restart %.2f%%), "
+               "cdc %.2f%% (restart %.2f%%)\n",
                100 * h1, 100 * h1r, 100 * c1, 100 * c1r);
         printf("# 101 x 1 MiB files after their concat: hybrid %.2f%%, cdc %.2f%%\n", 100 * h2, 100 * c2);
         printf("# 1 block per MiB rewritten, new bytes: hybrid %.2f%%, fixed-64K %.2f%%\n", 100 * hi,
@@ -887,6 +934,7 @@ int main(void)
         RUN(zero_run_forces_cut_and_never_hits);
         RUN(partial_last_block);
         RUN(holes);
+        RUN(hybrid_resynchronises_after_insert);
         RUN(feed_sizes_do_not_matter);
         RUN(restart);
         RUN(callback_errors);

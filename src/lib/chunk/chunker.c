@@ -96,7 +96,8 @@ int bv_chunker_params_check(const BvChunkerParams *p)
                         return -EINVAL;
                 return 0;
         case BV_CHUNKER_HYBRID:
-                if (p->min % BV_BLOCK_SIZE != 0 || p->avg % BV_BLOCK_SIZE != 0 || p->max % BV_BLOCK_SIZE != 0)
+                if (p->min % BV_BLOCK_SIZE != 0 || p->avg % BV_BLOCK_SIZE != 0 ||
+                    p->max % BV_BLOCK_SIZE != 0)
                         return -EINVAL;
                 /* the hit probability is 1 / (avg/4K - min/4K - 1): at least one block apart */
                 if (p->avg < p->min + 2 * BV_BLOCK_SIZE)
