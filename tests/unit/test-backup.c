@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The backup pipeline against real repositories: round trips through bv_restore, dedup of a
+ * second run and of a small change, zero and sparse images, odd sizes, streams, the
+ * boundary-resync rule on a concatenation, a full target (tmpfs) and SIGKILL at random times.
+ */
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "backup.h"
+#include "bvtest.h"
+#include "chunker.h"
+#include "keyring.h"
+#include "macro.h"
+#include "repo.h"
+#include "restore.h"
+#include "verify.h"
+
+#define MiB (1024u * 1024)
+
+static char *base;
+static unsigned seq;
+
+static char *tpath(const char *name)
+{
+        char *p;
+        if (asprintf(&p, "%s/%s-%u", base, name, seq++) < 0)
+                abort();
+        return p;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0);
+        for (size_t done = 0; done < len;) {
+                ssize_t n = write(fd, (const uint8_t *)data + done, len - done);
+                ASSERT_TRUE(n > 0);
+                done += (size_t)n;
+        }
+        ASSERT_EQ(close(fd), 0);
+}
+
+static uint8_t *read_file(const char *path, size_t *ret_len)
+{
+        struct stat st;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(fstat(fd, &st), 0);
+        uint8_t *buf = malloc((size_t)st.st_size + 1);
+        ASSERT_TRUE(buf);
+        for (size_t done = 0; done < (size_t)st.st_size;) {
+                ssize_t n = read(fd, buf + done, (size_t)st.st_size - done);
+                ASSERT_TRUE(n > 0);
+                done += (size_t)n;
+        }
+        close(fd);
+        *ret_len = (size_t)st.st_size;
+        return buf;
+}
+
+static uint8_t *random_data(size_t len, uint64_t seed)
+{
+        uint8_t *p = malloc(len + 1);
+        ASSERT_TRUE(p);
+        bvtest_fill_random(p, len, seed);
+        return p;
+}
+
+static BvSecret secret_for(bool encrypted)
+{
+        static char *key_file;
+        if (!encrypted)
+                return (BvSecret){};
+        if (!key_file) {
+                uint8_t key[64];
+                bvtest_fill_random(key, sizeof(key), 4242);
+                key_file = tpath("keyfile");
+                write_file(key_file, key, sizeof(key));
+        }
+        return (BvSecret){ .key_file = key_file };
+}
+
+static BvRepo *repo_new(const char *path, bool encrypted, uint32_t pack_target)
+{
+        BvRepoConfig cfg;
+        BvSecret sec = secret_for(encrypted);
+        BvRepo *r;
+
+        bv_repo_config_default(&cfg);
+        cfg.cipher = encrypted ? BV_CIPHER_AES256GCM : BV_CIPHER_NONE;
+        if (pack_target)
+                cfg.pack_target = pack_target;
+        ASSERT_OK(bv_repo_init(path, &cfg, &sec));
+        ASSERT_OK(bv_repo_open(path, &sec, BV_OPEN_WRITE, &r));
+        return r;
+}
+
+static BvRepo *repo_reopen(BvRepo *r, bool encrypted)
+{
+        char *path = strdup(bv_repo_path(r));
+        BvSecret sec = secret_for(encrypted);
+        BvRepo *n;
+
+        ASSERT_TRUE(path);
+        bv_repo_close(r);
+        ASSERT_OK(bv_repo_open(path, &sec, BV_OPEN_WRITE, &n));
+        free(path);
+        return n;
+}
+
+/* The repository caches its snapshot list: reload it to see the backups made since. */
+static const BvSnapshot *find_snapshot(BvRepo *r, const char *spec)
+{
+        const BvSnapshot *snap;
+
+        ASSERT_OK(bv_repo_reload(r));
+        ASSERT_OK(bv_repo_find_snapshot(r, spec, &snap));
+        return snap;
+}
+
+static void repo_done(BvRepo *r, const char *path)
+{
+        bv_repo_close(r);
+        bvtest_rm_rf(path);
+}
+
+static void backup(BvRepo *r, const char *src, BvBackupStats *st)
+{
+        BvBackupOptions o = { .threads = 2 };
+        ASSERT_OK(bv_backup(r, src, &o, st));
+        ASSERT_EQ(strlen(st->snapshot_id), 2 * BV_SNAPSHOT_ID_SIZE);
+}
+
+/* Restores a snapshot and compares it with the expected bytes. */
+static void restore_check(BvRepo *r, const char *snapshot_id, const void *expect, size_t len)
+{
+        const BvSnapshot *snap;
+        BvRestoreStats rs;
+        _cleanup_free_ char *dest = tpath("restore");
+        size_t got_len;
+
+        snap = find_snapshot(r, snapshot_id);
+        ASSERT_EQ(snap->size, len);
+        ASSERT_OK(bv_restore(r, snap, dest, NULL, &rs));
+        ASSERT_EQ(rs.size, len);
+        _cleanup_free_ uint8_t *got = read_file(dest, &got_len);
+        ASSERT_EQ(got_len, len);
+        ASSERT_MEMEQ(got, expect, len);
+        unlink(dest);
+}
+
+static uint64_t snapshot_stat(BvRepo *r, const char *snapshot_id, const char *key)
+{
+        const BvSnapshot *snap;
+        struct json_object *v;
+
+        snap = find_snapshot(r, snapshot_id);
+        ASSERT_TRUE(json_object_object_get_ex(snap->stats, key, &v));
+        return json_object_get_uint64(v);
+}
+
+static void progress_cb(const BvProgress *p, void *ud)
+{
+        BvProgress *last = ud;
+        ASSERT_TRUE(p->done <= p->total);
+        *last = *p;
+}
+
+/* 40 MiB of random data: round trip, a second run stores nothing, one changed 4 KiB block
+ * stores about one chunk. */
+static void random_roundtrip(bool encrypted)
+{
+        const size_t size = 40 * MiB;
+        _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("random");
+        _cleanup_free_ uint8_t *data = random_data(size, encrypted ? 11 : 12);
+        BvRepo *r = repo_new(rpath, encrypted, 0);
+        BvBackupStats st, st2, st3;
+        BvProgress last = {};
+        BvBackupOptions o = { .progress = progress_cb, .progress_userdata = &last, .name = "disk" };
+
+        write_file(src, data, size);
+        ASSERT_OK(bv_backup(r, src, &o, &st));
+        ASSERT_EQ(st.size, size);
+        ASSERT_EQ(st.bytes_read, size);
+        ASSERT_EQ(st.bytes_zero, 0);
+        ASSERT_EQ(st.bytes_hole, 0);
+        ASSERT_EQ(st.bytes_data, size);
+        ASSERT_EQ(st.bytes_new, size);
+        ASSERT_EQ(st.chunks, st.chunks_new);
+        ASSERT_TRUE(st.chunks >= size / BV_CHUNK_MAX_DEFAULT);
+        ASSERT_TRUE(st.bytes_stored >= size); /* random data does not compress */
+        ASSERT_TRUE(st.packs >= 1);
+        ASSERT_EQ(last.done, size);
+        ASSERT_EQ(last.total, size);
+        ASSERT_EQ(snapshot_stat(r, st.snapshot_id, "bytes_new"), size);
+        ASSERT_STREQ(find_snapshot(r, st.snapshot_id)->name, "disk");
+
+        r = repo_reopen(r, encrypted);
+        restore_check(r, st.snapshot_id, data, size);
+
+        backup(r, src, &st2);
+        ASSERT_EQ(st2.bytes_new, 0);
+        ASSERT_EQ(st2.chunks_new, 0);
+        ASSERT_EQ(st2.chunks, st.chunks);
+        ASSERT_TRUE(st2.bytes_stored < 64 * 1024); /* at most a new root node */
+        restore_check(r, st2.snapshot_id, data, size);
+
+        bvtest_fill_random(data + 20 * MiB + 8 * 4096, 4096, 99);
+        write_file(src, data, size);
+        backup(r, src, &st3);
+        printf("# one changed block in 40 MiB: %" PRIu64 " new bytes, %" PRIu64 " new chunks\n",
+               st3.bytes_new, st3.chunks_new);
+        ASSERT_TRUE(st3.bytes_new > 0);
+        ASSERT_TRUE(st3.bytes_new < 512 * 1024);
+        restore_check(r, st3.snapshot_id, data, size);
+        ASSERT_TRUE(strncmp(find_snapshot(r, st3.snapshot_id)->name, "random-", 7) == 0);
+
+        ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, NULL));
+        repo_done(r, rpath);
+        unlink(src);
+}
+
+TEST(random_plain)
+{
+        random_roundtrip(false);
+}
+
+TEST(random_encrypted)
+{
+        random_roundtrip(true);
+}
+
+TEST(zeros)
+{
+        const size_t size = 16 * MiB;
+        _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("zeros");
+        _cleanup_free_ uint8_t *data = calloc(1, size);
+        BvRepo *r = repo_new(rpath, false, 0);
+        BvBackupStats st;
+
+        ASSERT_TRUE(data);
+        write_file(src, data, size); /* written zeros: read, not holes */
+        backup(r, src, &st);
+        ASSERT_EQ(st.size, size);
+        ASSERT_EQ(st.bytes_zero + st.bytes_hole, size);
+        ASSERT_EQ(st.bytes_new, 0);
+        ASSERT_EQ(st.chunks, 0);
+        ASSERT_TRUE(st.bytes_stored < 64 * 1024);
+        restore_check(r, st.snapshot_id, data, size);
+        repo_done(r, rpath);
+        unlink(src);
+}
+
+/* Holes as the filesystem reports them: what the backup must never read. */
+static uint64_t hole_bytes(const char *path, uint64_t size)
+{
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        uint64_t holes = 0;
+        off_t pos = 0;
+
+        ASSERT_TRUE(fd >= 0);
+        while ((uint64_t)pos < size) {
+                off_t data = lseek(fd, pos, SEEK_DATA);
+                if (data < 0) {
+                        holes += size - (uint64_t)pos;
+                        break;
+                }
+                holes += (uint64_t)(data - pos);
+                pos = lseek(fd, data, SEEK_HOLE);
+                ASSERT_TRUE(pos >= 0);
+        }
+        close(fd);
+        return holes;
+}
+
+TEST(sparse)
+{
+        const size_t size = 64 * MiB;
+        _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("sparse");
+        _cleanup_free_ uint8_t *data = calloc(1, size);
+        BvRepo *r = repo_new(rpath, true, 0);
+        BvBackupStats st;
+        int fd;
+
+        ASSERT_TRUE(data);
+        bvtest_fill_random(data, MiB, 1);
+        bvtest_fill_random(data + 20 * MiB, 4 * MiB, 2);
+        bvtest_fill_random(data + size - 4096, 4096, 3);
+        fd = open(src, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(ftruncate(fd, (off_t)size), 0);
+        ASSERT_EQ(pwrite(fd, data, MiB, 0), (ssize_t)MiB);
+        ASSERT_EQ(pwrite(fd, data + 20 * MiB, 4 * MiB, 20 * MiB), (ssize_t)(4 * MiB));
+        ASSERT_EQ(pwrite(fd, data + size - 4096, 4096, (off_t)(size - 4096)), 4096);
+        ASSERT_EQ(close(fd), 0);
+
+        uint64_t holes = hole_bytes(src, size);
+        ASSERT_TRUE(holes > 0);
+        backup(r, src, &st);
+        ASSERT_EQ(st.size, size);
+        ASSERT_EQ(st.bytes_hole, holes);
+        ASSERT_EQ(st.bytes_read, size - holes);
+        ASSERT_EQ(st.bytes_data, 5 * MiB + 4096);
+        ASSERT_EQ(st.bytes_new, 5 * MiB + 4096);
+        restore_check(r, st.snapshot_id, data, size);
+        repo_done(r, rpath);
+        unlink(src);
+}
+
+TEST(odd_size_and_empty)
+{
+        const size_t size = 3 * MiB + 1234;
+        _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("odd"), *empty = tpath("empty");
+        _cleanup_free_ uint8_t *data = random_data(size, 5);
+        BvRepo *r = repo_new(rpath, true, 0);
+        BvBackupStats st, st2;
+
+        write_file(src, data, size);
+        backup(r, src, &st);
+        ASSERT_EQ(st.size, size);
+        ASSERT_EQ(st.bytes_new, size);
+        restore_check(r, st.snapshot_id, data, size);
+        backup(r, src, &st2);
+        ASSERT_EQ(st2.bytes_new, 0);
+        restore_check(r, st2.snapshot_id, data, size);
+
+        write_file(empty, "", 0);
+        backup(r, empty, &st);
+        ASSERT_EQ(st.size, 0);
+        ASSERT_EQ(st.chunks, 0);
+        ASSERT_EQ(st.bytes_read, 0);
+        restore_check(r, st.snapshot_id, "", 0);
+
+        ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, NULL));
+        repo_done(r, rpath);
+        unlink(src);
+        unlink(empty);
+}
+
+TEST(stdin_stream)
+{
+        const size_t size = 5 * MiB + 17;
+        _cleanup_free_ char *rpath = tpath("repo");
+        _cleanup_free_ uint8_t *data = random_data(size, 6);
+        BvRepo *r = repo_new(rpath, true, 0);
+        BvBackupStats st;
+        int pipefd[2], saved_stdin;
+        pid_t pid;
+
+        ASSERT_EQ(pipe2(pipefd, O_CLOEXEC), 0);
+        pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                close(pipefd[0]);
+                for (size_t done = 0; done < size;) {
+                        ssize_t n = write(pipefd[1], data + done, size - done < 65536 ? size - done : 65536);
+                        if (n <= 0)
+                                _exit(1);
+                        done += (size_t)n;
+                }
+                _exit(0);
+        }
+        close(pipefd[1]);
+        saved_stdin = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        ASSERT_TRUE(saved_stdin >= 0);
+        ASSERT_EQ(dup2(pipefd[0], STDIN_FILENO), STDIN_FILENO);
+        close(pipefd[0]);
+
+        backup(r, "-", &st);
+
+        ASSERT_EQ(dup2(saved_stdin, STDIN_FILENO), STDIN_FILENO);
+        close(saved_stdin);
+        int status;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+        ASSERT_EQ(st.size, size);
+        ASSERT_EQ(st.bytes_read, size);
+        ASSERT_EQ(st.bytes_new, size);
+        ASSERT_STREQ(find_snapshot(r, st.snapshot_id)->name, "stdin");
+        restore_check(r, st.snapshot_id, data, size);
+        repo_done(r, rpath);
+}
+
+/* Chunk ids of a splitting without the resync rule, to measure what the rule saves. */
+typedef struct IdSet {
+        uint8_t (*ids)[BV_ID_SIZE];
+        size_t n, cap;
+        const BvKeyring *keyring;
+        bool collect;
+        uint64_t missing_bytes;
+} IdSet;
+
+static int idset_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_ID_SIZE);
+}
+
+static int idset_cb(const BvExtent *e, void *userdata)
+{
+        IdSet *s = userdata;
+        uint8_t id[BV_ID_SIZE];
+
+        if (e->kind != BV_EXTENT_DATA)
+                return 0;
+        bv_keyring_id(s->keyring, BV_ID_CHUNK, e->data, (size_t)e->length, id);
+        if (s->collect) {
+                if (s->n == s->cap) {
+                        s->cap = s->cap ? 2 * s->cap : 1024;
+                        s->ids = reallocarray(s->ids, s->cap, BV_ID_SIZE);
+                        ASSERT_TRUE(s->ids);
+                }
+                memcpy(s->ids[s->n++], id, BV_ID_SIZE);
+        } else if (!bsearch(id, s->ids, s->n, BV_ID_SIZE, idset_cmp))
+                s->missing_bytes += e->length;
+        return 0;
+}
+
+static void idset_split(BvRepo *r, IdSet *s, const uint8_t *data, size_t len)
+{
+        BvChunkerParams p;
+        BvSplitter *sp;
+
+        bv_repo_chunker_params(r, &p);
+        ASSERT_OK(bv_splitter_new(&p, &sp));
+        ASSERT_OK(bv_splitter_feed(sp, 0, data, len, idset_cb, s));
+        ASSERT_OK(bv_splitter_finish(sp, idset_cb, s));
+        bv_splitter_free(sp);
+}
+
+/* Four files backed up one by one, then their concatenation: the resync rule makes the cuts
+ * after each file boundary fall where they fell in the file's own backup. */
+TEST(concatenation)
+{
+        const size_t part = 8 * MiB, size = 4 * part;
+        _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("part"), *cat = tpath("cat");
+        _cleanup_free_ uint8_t *data = malloc(size);
+        BvRepo *r = repo_new(rpath, true, 0);
+        BvBackupStats st;
+        IdSet set = { .keyring = bv_repo_keyring(r), .collect = true };
+
+        ASSERT_TRUE(data);
+        for (unsigned i = 0; i < 4; i++) {
+                bvtest_fill_random(data + i * part, part, 100 + i);
+                write_file(src, data + i * part, part);
+                backup(r, src, &st);
+                ASSERT_EQ(st.bytes_new, part);
+                idset_split(r, &set, data + i * part, part);
+        }
+        write_file(cat, data, size);
+        backup(r, cat, &st);
+        restore_check(r, st.snapshot_id, data, size);
+
+        qsort(set.ids, set.n, BV_ID_SIZE, idset_cmp);
+        set.collect = false;
+        idset_split(r, &set, data, size);
+        printf("# concatenation of 4 x 8 MiB: new bytes %" PRIu64 " (%.2f%%) with resync, %" PRIu64
+               " (%.2f%%) without\n",
+               st.bytes_new, 100.0 * (double)st.bytes_new / (double)size, set.missing_bytes,
+               100.0 * (double)set.missing_bytes / (double)size);
+        ASSERT_TRUE(st.bytes_new < size / 100);
+        ASSERT_TRUE(st.bytes_new <= set.missing_bytes);
+
+        repo_done(r, rpath);
+        free(set.ids);
+        unlink(src);
+        unlink(cat);
+}
+
+/* A full target: a tmpfs of 24 MiB holds the repository. */
+TEST(enospc)
+{
+        _cleanup_free_ char *mnt = tpath("mnt"), *rpath = NULL, *ballast = NULL;
+        _cleanup_free_ char *small = tpath("small"), *big = tpath("big");
+        _cleanup_free_ uint8_t *small_data = random_data(MiB, 7), *big_data = random_data(64 * MiB, 8);
+        BvBackupStats st_small, st_big, st2;
+        BvRepo *r;
+        BvSnapshot *const *list;
+        size_t n;
+
+        ASSERT_EQ(mkdir(mnt, 0700), 0);
+        if (mount("tmpfs", mnt, "tmpfs", 0, "size=24m,mode=0700") < 0) {
+                printf("# skip enospc: cannot mount a tmpfs: %s\n", strerror(errno));
+                rmdir(mnt);
+                return;
+        }
+        ASSERT_TRUE(asprintf(&rpath, "%s/repo", mnt) > 0);
+        ASSERT_TRUE(asprintf(&ballast, "%s/ballast", mnt) > 0);
+        r = repo_new(rpath, true, 4 * MiB); /* small packs: some are committed before the end */
+
+        write_file(small, small_data, MiB);
+        backup(r, small, &st_small);
+        uint8_t *zeros = calloc(1, 4 * MiB);
+        ASSERT_TRUE(zeros);
+        write_file(ballast, zeros, 4 * MiB);
+        free(zeros);
+
+        write_file(big, big_data, 64 * MiB);
+        BvBackupOptions o = { .threads = 2 };
+        ASSERT_ERROR(bv_backup(r, big, &o, &st_big), ENOSPC);
+        ASSERT_OK(bv_repo_reload(r));
+        ASSERT_OK(bv_repo_snapshots(r, &list, &n));
+        ASSERT_EQ(n, 1);
+        bv_repo_close(r);
+
+        /* The repository opens, verifies, and the earlier snapshot restores. */
+        BvSecret sec = secret_for(true);
+        ASSERT_OK(bv_repo_open(rpath, &sec, BV_OPEN_WRITE, &r));
+        ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, NULL));
+        restore_check(r, st_small.snapshot_id, small_data, MiB);
+
+        /* After freeing space a new backup succeeds. */
+        ASSERT_EQ(unlink(ballast), 0);
+        bvtest_fill_random(small_data, MiB, 77);
+        write_file(small, small_data, MiB);
+        backup(r, small, &st2);
+        restore_check(r, st2.snapshot_id, small_data, MiB);
+        ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, NULL));
+        bv_repo_close(r);
+
+        ASSERT_EQ(umount2(mnt, MNT_DETACH), 0);
+        rmdir(mnt);
+        unlink(small);
+        unlink(big);
+}
+
+/* SIGKILL during a backup: the repository still opens, verifies and takes a new backup. */
+TEST(sigkill)
+{
+        const size_t size = 48 * MiB;
+        _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("kill");
+        _cleanup_free_ uint8_t *data = random_data(size, 9);
+        BvRepo *r = repo_new(rpath, false, 2 * MiB);
+        BvBackupStats st;
+        BvSecret sec = {};
+
+        write_file(src, data, size / 8);
+        backup(r, src, &st); /* an earlier snapshot that must survive */
+        bv_repo_close(r);
+        write_file(src, data, size);
+
+        unsigned killed = 0;
+        for (unsigned i = 0; i < 4; i++) {
+                pid_t pid = fork();
+                ASSERT_TRUE(pid >= 0);
+                if (pid == 0) {
+                        BvRepo *cr;
+                        BvBackupStats cst;
+                        if (bv_repo_open(rpath, &sec, BV_OPEN_WRITE | BV_OPEN_WAIT, &cr) < 0)
+                                _exit(2);
+                        _exit(bv_backup(cr, src, NULL, &cst) < 0 ? 1 : 0);
+                }
+                struct timespec ts = { .tv_nsec = (long)(50 + 150 * i) * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+                kill(pid, SIGKILL);
+                int status;
+                ASSERT_EQ(waitpid(pid, &status, 0), pid);
+                if (WIFSIGNALED(status))
+                        killed++;
+                else
+                        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+                ASSERT_OK(bv_repo_open(rpath, &sec, BV_OPEN_WRITE, &r));
+                ASSERT_OK(bv_verify(r, NULL, false, NULL, NULL, NULL));
+                restore_check(r, st.snapshot_id, data, size / 8);
+                bv_repo_close(r);
+        }
+
+        printf("# SIGKILL: %u of 4 backups killed mid-way\n", killed);
+        ASSERT_TRUE(killed > 0);
+        ASSERT_OK(bv_repo_open(rpath, &sec, BV_OPEN_WRITE, &r));
+        BvBackupStats st2;
+        backup(r, src, &st2);
+        restore_check(r, st2.snapshot_id, data, size);
+        ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, NULL));
+        repo_done(r, rpath);
+        unlink(src);
+}
+
+TEST(errors)
+{
+        _cleanup_free_ char *rpath = tpath("repo");
+        BvRepo *r = repo_new(rpath, false, 0);
+        BvBackupStats st = { .chunks = 12345 };
+
+        ASSERT_ERROR(bv_backup(r, "/nonexistent/image", NULL, &st), ENOENT);
+        ASSERT_EQ(st.chunks, 12345); /* untouched on failure */
+        ASSERT_ERROR(bv_backup(NULL, "-", NULL, &st), EINVAL);
+        repo_done(r, rpath);
+}
+
+int main(void)
+{
+        base = bvtest_tmpdir();
+        RUN(errors);
+        RUN(random_plain);
+        RUN(random_encrypted);
+        RUN(zeros);
+        RUN(sparse);
+        RUN(odd_size_and_empty);
+        RUN(stdin_stream);
+        RUN(concatenation);
+        RUN(enospc);
+        RUN(sigkill);
+        bvtest_rm_rf(base);
+        free(base);
+        return 0;
+}
