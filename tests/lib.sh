@@ -43,4 +43,4 @@ assert_eq() { [ "$1" = "$2" ] || die "${3:-values differ}: '$1' != '$2'"; }
 allocated() { echo $(( $(stat -c %b "$1") * $(stat -c %B "$1") )); }
 
 # Deterministic random data: randfile PATH MIB SEED
-randfile() { openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 -in /dev/zero 2>/dev/null | head -c "$(( $2 * 1048576 ))" > "$1"; }
+randfile() { head -c "$(( $2 * 1048576 ))" /dev/zero | openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 > "$1" 2>/dev/null; }
