@@ -167,6 +167,89 @@ TEST(missing_pack)
         damage_free(&d);
 }
 
+/* Attaches a loop device over a new file of size bytes filled with 0xff; NULL if this machine
+ * cannot (not root, no loop driver): the caller then skips visibly. */
+static char *loop_attach(const char *backing, uint64_t size)
+{
+        _cleanup_free_ uint8_t *ff = malloc(64 * 1024);
+        _cleanup_close_ int fd = open(backing, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        char *cmd, line[256] = "";
+        FILE *p;
+
+        ASSERT_TRUE(ff && fd >= 0);
+        memset(ff, 0xff, 64 * 1024);
+        for (uint64_t off = 0; off < size; off += 64 * 1024)
+                ASSERT_OK(bv_pwrite_all(fd, ff, 64 * 1024, off));
+        if (geteuid() != 0)
+                return NULL;
+        ASSERT_TRUE(asprintf(&cmd, "losetup --find --show '%s' 2>/dev/null", backing) > 0);
+        p = popen(cmd, "r");
+        free(cmd);
+        if (!p)
+                return NULL;
+        if (!fgets(line, sizeof(line), p))
+                line[0] = '\0';
+        if (pclose(p) != 0 || line[0] != '/')
+                return NULL;
+        line[strcspn(line, "\n")] = '\0';
+        return strdup(line);
+}
+
+static void loop_detach(char *dev)
+{
+        char *cmd;
+        ASSERT_TRUE(asprintf(&cmd, "losetup -d '%s'", dev) > 0);
+        if (system(cmd) != 0)
+                fprintf(stderr, "warning: could not detach %s, ignoring\n", dev);
+        free(cmd);
+        free(dev);
+}
+
+TEST(block_device)
+{
+        RepoFixture f = fixture_repo();
+        _cleanup_free_ char *src = fixture_image(&f, "src.img", "rrzzhhrrrzzzzhhhhdrr", 14);
+        _cleanup_free_ char *id = fixture_backup(&f, src);
+        _cleanup_free_ char *big = fixture_path(&f, "big.img"), *small = fixture_path(&f, "small.img");
+        _cleanup_free_ void *a = NULL, *b = NULL;
+        const uint64_t size = 20 * 64 * 1024;
+        BvRestoreStats st;
+        const BvSnapshot *snap;
+        BvRepo *r = NULL;
+        char *dev, *dev_small;
+        size_t la;
+
+        dev = loop_attach(big, size + 128 * 1024);
+        if (!dev) {
+                printf("skip - block_device: cannot attach a loop device (needs root and /dev/loop*)\n");
+                fixture_free(&f);
+                return;
+        }
+        ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
+        ASSERT_OK(bv_repo_find_snapshot(r, id, &snap));
+        ASSERT_OK(bv_restore(r, snap, dev, NULL, &st));
+        ASSERT_EQ(st.bytes_zero, 12 * 64 * 1024);
+        loop_detach(dev);
+
+        /* the zero and hole ranges were zeroed, the rest of the device left alone */
+        a = fixture_read_file(src, &la);
+        _cleanup_close_ int fd = open(big, O_RDONLY | O_CLOEXEC);
+        b = malloc(size + 128 * 1024);
+        ASSERT_TRUE(fd >= 0 && b);
+        ASSERT_EQ(bv_pread_all(fd, b, size + 128 * 1024, 0), (ssize_t)(size + 128 * 1024));
+        ASSERT_EQ(la, size);
+        ASSERT_MEMEQ(a, b, size);
+        ASSERT_EQ(((uint8_t *)b)[size], 0xff);
+
+        /* a device smaller than the image */
+        dev_small = loop_attach(small, size - 64 * 1024);
+        ASSERT_TRUE(dev_small != NULL);
+        ASSERT_ERROR(bv_restore(r, snap, dev_small, NULL, &st), ENOSPC);
+        loop_detach(dev_small);
+        bv_repo_close(r);
+        fixture_free(&f);
+}
+
 int main(void)
 {
         RUN(round_trip_random);
@@ -176,5 +259,6 @@ int main(void)
         RUN(damaged_chunk);
         RUN(truncated_pack);
         RUN(missing_pack);
+        RUN(block_device);
         return 0;
 }

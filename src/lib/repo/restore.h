@@ -20,7 +20,9 @@ typedef struct BvRestoreStats {
         uint64_t bad_offset;     /* on -EBADMSG / -EUCLEAN: where the damage is */
 } BvRestoreStats;
 
-/* Restores a snapshot to dest: a new file (created exclusively, written sparse; removed again
- * on failure) or a block device at least as large (zero extents are zeroed with BLKZEROOUT). */
+/* Restores a snapshot to dest: a new file (created exclusively with mode 0600, written sparse;
+ * removed again on failure) or a block device at least as large (-ENOSPC otherwise; zero
+ * extents are zeroed with BLKZEROOUT; opened with O_EXCL, so a mounted device fails with
+ * -EBUSY). ret_stats is filled on success and, with bad_offset, on -EBADMSG / -EUCLEAN. */
 int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRestoreOptions *opts,
                BvRestoreStats *ret_stats);
