@@ -267,6 +267,18 @@ TEST(config_tampering)
         fixture_done(&f);
 }
 
+typedef struct Release {
+        BvRepo *r;
+} Release;
+
+static void *close_later(void *ud)
+{
+        Release *rel = ud;
+        usleep(200 * 1000);
+        bv_repo_close(rel->r);
+        return NULL;
+}
+
 TEST(locks)
 {
         Fixture f = fixture_new();
@@ -286,7 +298,14 @@ TEST(locks)
         ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_READ, &rd)); /* readers do not wait */
         bv_repo_close(w);
         ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_WRITE, &w2));
-        bv_repo_close(w2);
+
+        /* BV_OPEN_WAIT waits for the writer to go instead of failing */
+        pthread_t t;
+        Release rel = { .r = w2 };
+        ASSERT_TRUE(pthread_create(&t, NULL, close_later, &rel) == 0);
+        ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_WRITE | BV_OPEN_WAIT, &w));
+        pthread_join(t, NULL);
+        bv_repo_close(w);
         bv_repo_close(rd);
         free(junk);
         fixture_done(&f);

@@ -149,10 +149,40 @@ TEST(truncated_and_missing_packs)
         fixture_free(&f);
 }
 
+TEST(reload_sees_new_snapshots)
+{
+        RepoFixture f = fixture_repo();
+        _cleanup_free_ char *a = fixture_image(&f, "a.img", "rrzr", 34), *b = fixture_image(&f, "b.img", "rhrr", 35);
+        _cleanup_free_ char *id1 = fixture_backup(&f, a), *id2 = NULL;
+        BvSnapshot *const *list;
+        const BvSnapshot *snap;
+        BvVerifyStats st;
+        BvRepo *r = NULL;
+        size_t n;
+
+        ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
+        ASSERT_OK(bv_repo_snapshots(r, &list, &n));
+        ASSERT_EQ(n, 1);
+        id2 = fixture_backup(&f, b);
+        ASSERT_OK(bv_repo_snapshots(r, &list, &n));
+        ASSERT_EQ(n, 1); /* the list is kept until reloaded */
+        ASSERT_OK(bv_repo_reload(r));
+        ASSERT_OK(bv_repo_snapshots(r, &list, &n));
+        ASSERT_EQ(n, 2);
+        ASSERT_OK(bv_repo_find_snapshot(r, id2, &snap));
+        ASSERT_STREQ(snap->id, id2);
+        /* and the new snapshot's objects are found through the refreshed index */
+        ASSERT_OK(bv_verify(r, id2, true, NULL, NULL, &st));
+        ASSERT_TRUE(st.chunks_checked > 0);
+        bv_repo_close(r);
+        fixture_free(&f);
+}
+
 int main(void)
 {
         RUN(clean_repository_and_info);
         RUN(damaged_chunk_in_two_snapshots);
         RUN(truncated_and_missing_packs);
+        RUN(reload_sees_new_snapshots);
         return 0;
 }
