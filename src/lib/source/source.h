@@ -24,14 +24,17 @@ typedef enum {
 } BvSourceKind;
 
 typedef struct BvSourceOptions {
-        size_t read_size;     /* bytes per read; default 1 MiB */
-        unsigned queue_depth; /* reads in flight; default 8 */
+        size_t read_size;     /* bytes per read; default 1 MiB; a multiple of 4096, at most 64 MiB */
+        unsigned queue_depth; /* reads in flight; default 8, at most 256 */
         bool no_direct;       /* never O_DIRECT */
         bool no_uring;        /* force the pread path */
 } BvSourceOptions;
 
 typedef struct BvSource BvSource;
 
+/* path "-" is stdin (a stream), as is a named pipe. opts may be NULL for the defaults.
+ * Errors: -ENOENT etc. from stat/open, -EISDIR for a directory, -ENODEV for a character device
+ * or socket, -EINVAL for bad options. */
 int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
 void bv_source_free(BvSource *s);
 
@@ -43,8 +46,11 @@ uint64_t bv_source_size(const BvSource *s);
 bool bv_source_uses_uring(const BvSource *s);
 bool bv_source_uses_direct(const BvSource *s);
 
-/* Next extent in image order: DATA (data valid until the next call) or HOLE.
- * Returns 1 with *ret filled, 0 at the end, or -errno. */
+/* Next extent in image order: DATA (data valid until the next call) or HOLE. Extents are
+ * contiguous from 0 to the size; DATA extents hold at most read_size bytes; HOLE extents (regular
+ * files only) are coalesced and never read. Returns 1 with *ret filled, 0 at the end, or -errno:
+ * the read's errno (-EIO ...), or -ENODATA when the source ends before the size it had at open
+ * (it shrank under us). Errors are sticky. */
 int bv_source_next(BvSource *s, BvExtent *ret);
 
 /* What libblkid finds on a device or image: {"pttype","ptuuid","partitions":[{"number",
