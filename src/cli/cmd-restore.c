@@ -88,8 +88,9 @@ int cmd_restore(int argc, char **argv)
                 return EXIT_DAMAGE;
         }
         if (r < 0) {
+                r = log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
                 bv_repo_close(repo);
-                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
+                return r;
         }
         if (json) {
                 struct json_object *o = json_object_new_object();
