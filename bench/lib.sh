@@ -89,8 +89,11 @@ mib() { calc "$1/1048576" "${2:-1}"; }
 # pct PART WHOLE: 100*PART/WHOLE
 pct() { calc "100*($1)/($2)" "${3:-1}"; }
 
-# json_get FIELD: read one numeric or string field of a flat JSON object on stdin.
-json_get() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d[sys.argv[1]])' "$1"; }
+# json_get FIELD: the first value of "FIELD" (number or string) in the JSON on stdin.
+# Plain sed, no python: interpreter start-up dominates loops of small backups.
+json_get() {
+    { tr -d '\n'; echo; } | sed -n -E "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"?([^\",}]*).*/\1/p" | head -1
+}
 
 # Median of numbers given as arguments.
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END{if(NR%2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}'; }
