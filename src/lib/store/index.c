@@ -45,6 +45,7 @@
 #define IDX_MERGE_BATCH 1024
 #define IDX_WRITE_BATCH 21845 /* entries: just under 1 MiB */
 #define IDX_HASH_BLOCK (1024 * 1024)
+#define IDX_PREAD_BUCKET 128 /* entries; buckets average 16-32 */
 
 /* Header fields (byte offsets). */
 enum {
@@ -329,12 +330,35 @@ static void entry_location(const Segment *s, const uint8_t *e, BvLocation *ret)
         ret->type = e[E_TYPE];
 }
 
-/* Fan-out bucket, one interpolation probe (ids are uniform), then binary search. */
-static int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
+/* Position of id among the n sorted entries at base, probing position first first, or -1. */
+static int64_t entries_search(const uint8_t *base, uint64_t n, uint64_t first, const uint8_t id[BV_ID_SIZE])
 {
-        uint64_t b, lo, hi, frac, mid;
-        const uint8_t *e;
-        int c;
+        uint64_t lo = 0, hi = n, mid = first;
+
+        while (lo < hi) {
+                int c = id_cmp(base + mid * IDX_ENTRY_SIZE, id);
+
+                if (c == 0)
+                        return (int64_t)mid;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+                mid = lo + (hi - lo) / 2;
+        }
+        return -1;
+}
+
+/* The filter, the fan-out bucket, one interpolation probe (ids are uniform), then binary
+ * search. With via_pread the bucket is read with pread instead of through the mapping: a
+ * writer probing millions of new ids then maps only filters and fan-out tables, instead of
+ * every entry page a false positive's fault (and the kernel's fault-around) touches. */
+static int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret)
+{
+        uint8_t buf[IDX_PREAD_BUCKET * IDX_ENTRY_SIZE];
+        const uint8_t *base, *e;
+        uint64_t b, lo, hi, frac;
+        int64_t i;
 
         if (s->count == 0 || !bloom_test(s->bloom, s->bloom_len, s->probes, id))
                 return -ENOENT;
@@ -344,25 +368,27 @@ static int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], BvLocati
         hi = get_le32(s->fanout + 4 * b);
         if (lo > hi || hi > s->count)
                 return -EBADMSG;
-
         frac = (get_be64(id) << s->fanout_bits) >> 32;
-        mid = lo + (((hi - lo) * frac) >> 32);
-        while (lo < hi) {
-                e = s->entries + mid * IDX_ENTRY_SIZE;
-                c = id_cmp(e, id);
-                if (c == 0) {
-                        if (get_le32(e + E_PACK) >= s->npacks)
-                                return -EBADMSG;
-                        entry_location(s, e, ret);
-                        return 0;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-                mid = lo + (hi - lo) / 2;
+
+        base = s->entries + lo * IDX_ENTRY_SIZE;
+        if (via_pread && hi - lo <= IDX_PREAD_BUCKET) {
+                size_t len = (size_t)(hi - lo) * IDX_ENTRY_SIZE;
+                ssize_t k = bv_pread_all(s->fd, buf, len, s->entries_off + lo * IDX_ENTRY_SIZE);
+
+                if (k < 0)
+                        return (int)k;
+                if ((size_t)k != len)
+                        return -EBADMSG;
+                base = buf;
         }
-        return -ENOENT;
+        i = entries_search(base, hi - lo, ((hi - lo) * frac) >> 32, id);
+        if (i < 0)
+                return -ENOENT;
+        e = base + i * IDX_ENTRY_SIZE;
+        if (get_le32(e + E_PACK) >= s->npacks)
+                return -EBADMSG;
+        entry_location(s, e, ret);
+        return 0;
 }
 
 static void segarray_sort(SegArray *a);
@@ -423,13 +449,13 @@ static void index_publish(BvIndex *x, SegArray *next)
         segarray_release(old, next);
 }
 
-static int segs_find(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
+static int segs_find(BvIndex *x, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret)
 {
         int r = -ENOENT;
 
         pthread_rwlock_rdlock(&x->seg_lock);
         for (size_t i = 0; i < x->segs->n && r == -ENOENT; i++)
-                r = segment_find(x->segs->s[i], id, ret);
+                r = segment_find(x->segs->s[i], id, via_pread, ret);
         pthread_rwlock_unlock(&x->seg_lock);
         return r;
 }
@@ -744,7 +770,7 @@ int bv_index_lookup(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
                         return 0;
                 }
         }
-        r = segs_find(x, id, &loc);
+        r = segs_find(x, id, false, &loc);
         if (r < 0)
                 return r;
         *ret = loc;
@@ -759,7 +785,7 @@ int bv_index_claim(BvIndex *x, const uint8_t id[BV_ID_SIZE])
         BV_LOCK_GUARD(&x->pending_mutex);
         if (pending_find(&x->pending, id))
                 return 0;
-        r = segs_find(x, id, &loc);
+        r = segs_find(x, id, true, &loc);
         if (r == 0)
                 return 0;
         if (r != -ENOENT)
