@@ -21,7 +21,7 @@ TOOLS=("$@")
 BORG_CHUNKER=${BORG_CHUNKER:-buzhash,14,18,16,4095}   # 16K min, 256K max, 64K average
 
 bench_build
-need borg restic python3
+need borg restic
 bench_secrets
 W=$BENCH_WORK/concat
 mkdir -p "$W"
@@ -75,7 +75,7 @@ tool_backup() {
         out=$(borg create --json --compression zstd,3 --chunker-params "$BORG_CHUNKER" "$r::$n" "$f")
         after=$(du_bytes "$r")
         printf '%s %s\n' $((after - before)) \
-            "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["archive"]["stats"]["deduplicated_size"])' <<<"$out")"
+            "$(json_get deduplicated_size <<<"$out")"
         ;;
     restic)
         before=$(du_bytes "$r")
