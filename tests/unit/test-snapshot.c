@@ -407,6 +407,22 @@ TEST(damaged_files)
         env_done(&e);
 }
 
+static void set_mtime(Env *e, const BvSnapshot *s, time_t seconds)
+{
+        char name[BV_SNAPSHOT_FILE_MAX];
+        struct timespec ts[2] = {{.tv_sec = seconds}, {.tv_sec = seconds}};
+        snprintf(name, sizeof(name), "%s.snap", s->id);
+        ASSERT_TRUE(utimensat(e->dirfd, name, ts, 0) == 0);
+}
+
+static size_t list_index(BvSnapshot **list, size_t n, const BvSnapshot *s)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(list[i]->id, s->id) == 0)
+                        return i;
+        abort();
+}
+
 TEST(list_and_resolve)
 {
         Env e;
@@ -438,13 +454,17 @@ TEST(list_and_resolve)
         ASSERT_OK(bv_write_file_durable(e.dirfd, GOOD_ID ".snap.tmp", "junk", 4, false));
         ASSERT_TRUE(mkdirat(e.dirfd, "sub", 0700) == 0);
 
+        /* file times in the order written, one second apart */
+        for (size_t i = 0; i < ELEMENTSOF(def); i++)
+                set_mtime(&e, made[i], 1000 + i);
+
         ASSERT_OK(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, bad));
         ASSERT_EQ(n, ELEMENTSOF(def));
-        for (size_t i = 1; i < n; i++) {
+        ASSERT_STREQ(bad, "");
+        for (size_t i = 1; i < n; i++)
                 ASSERT_TRUE(list[i - 1]->time <= list[i]->time);
-                if (list[i - 1]->time == list[i]->time)
-                        ASSERT_TRUE(strcmp(list[i - 1]->id, list[i]->id) < 0);
-        }
+        /* the same second: the order written (made[2] before made[3]) */
+        ASSERT_EQ(list_index(list, n, made[2]) + 1, list_index(list, n, made[3]));
         ASSERT_STREQ(list[0]->name, "old");
         ASSERT_STREQ(list[n - 1]->name, "web");
 
@@ -485,6 +505,26 @@ TEST(list_and_resolve)
         ASSERT_ERROR(bv_snapshot_resolve(list, n, "", &got), ENOENT);
         ASSERT_ERROR(bv_snapshot_resolve(list, n, "zz", &got), ENOENT);
         ASSERT_ERROR(bv_snapshot_resolve(list, n, NULL, &got), EINVAL);
+        /* of two with the same time, the later in the list is the newer */
+        BvSnapshot *same[2] = {made[2], made[3]};
+        ASSERT_OK(bv_snapshot_resolve(same, 2, "latest", &got));
+        ASSERT_TRUE(got == made[3]);
+        same[0] = made[3];
+        same[1] = made[2];
+        ASSERT_OK(bv_snapshot_resolve(same, 2, "latest", &got));
+        ASSERT_TRUE(got == made[2]);
+        bv_snapshot_list_free(list, n);
+
+        /* written the other way round, the order follows; with equal file times the id decides */
+        set_mtime(&e, made[3], 1002);
+        set_mtime(&e, made[2], 1003);
+        ASSERT_OK(bv_snapshot_list(e.dirfd, e.codec, &list, &n));
+        ASSERT_EQ(list_index(list, n, made[3]) + 1, list_index(list, n, made[2]));
+        bv_snapshot_list_free(list, n);
+        set_mtime(&e, made[2], 1002);
+        ASSERT_OK(bv_snapshot_list(e.dirfd, e.codec, &list, &n));
+        size_t lo = strcmp(made[2]->id, made[3]->id) < 0 ? 2 : 3;
+        ASSERT_EQ(list_index(list, n, made[lo]) + 1, list_index(list, n, made[5 - lo]));
         bv_snapshot_list_free(list, n);
 
         /* a damaged record fails the list, and is named */

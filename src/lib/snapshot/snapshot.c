@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "endian.h"
 #include "fileio.h"
@@ -367,17 +368,22 @@ int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, 
 
 /* ---- listing and resolving ---- */
 
-/* Whether a is older than b: by time, then id. */
-static int snapshot_cmp(const BvSnapshot *a, const BvSnapshot *b)
-{
-        if (a->time != b->time)
-                return a->time < b->time ? -1 : 1;
-        return strcmp(a->id, b->id);
-}
+/* A listed snapshot and the modification time of its file (ns), which orders snapshots
+ * taken within the same second in the order they were written. */
+typedef struct ListItem {
+        BvSnapshot *snapshot;
+        uint64_t mtime_ns;
+} ListItem;
 
-static int snapshot_cmp_qsort(const void *a, const void *b)
+static int list_item_cmp(const void *x, const void *y)
 {
-        return snapshot_cmp(*(BvSnapshot *const *)a, *(BvSnapshot *const *)b);
+        const ListItem *a = x, *b = y;
+
+        if (a->snapshot->time != b->snapshot->time)
+                return a->snapshot->time < b->snapshot->time ? -1 : 1;
+        if (a->mtime_ns != b->mtime_ns)
+                return a->mtime_ns < b->mtime_ns ? -1 : 1;
+        return strcmp(a->snapshot->id, b->snapshot->id);
 }
 
 /* "<32 lowercase hex>.snap" → the id; anything else (temporary files, strays) is not ours. */
@@ -390,17 +396,75 @@ static bool snapshot_file_id(const char *name, char id[SNAP_HEX_SIZE + 1])
         return is_lower_hex(id, SNAP_HEX_SIZE);
 }
 
-static int list_append(BvSnapshot ***list, size_t *n, size_t *cap, BvSnapshot *s)
+/* Loads snapshots/<id>.snap and the time its file was written. */
+static int list_load(int dirfd, BvObjectCodec *codec, const char *id, ListItem *ret)
 {
-        if (*n == *cap) {
-                size_t ncap = *cap ? *cap * 2 : 16;
-                BvSnapshot **p = reallocarray(*list, ncap, sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                *list = p;
-                *cap = ncap;
+        char name[BV_SNAPSHOT_FILE_MAX];
+        BvSnapshot *s = NULL;
+        struct stat st;
+        int r;
+
+        r = bv_snapshot_load(dirfd, codec, id, &s);
+        if (r < 0)
+                return r;
+        snapshot_file_name(id, name);
+        if (fstatat(dirfd, name, &st, 0) < 0) {
+                r = negative_errno();
+                bv_snapshot_free(s);
+                return r;
         }
-        (*list)[(*n)++] = s;
+        ret->snapshot = s;
+        ret->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+        return 0;
+}
+
+static void list_items_free(ListItem *items, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                bv_snapshot_free(items[i].snapshot);
+        free(items);
+}
+
+/* Reads every record of the directory; on failure names the file that failed. */
+static int list_read(DIR *d, int dirfd, BvObjectCodec *codec, ListItem **ret, size_t *ret_count,
+                     char bad_file[BV_SNAPSHOT_FILE_MAX])
+{
+        ListItem *items = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        int r = 0;
+
+        while ((errno = 0, de = readdir(d))) {
+                char id[SNAP_HEX_SIZE + 1];
+
+                if (!snapshot_file_id(de->d_name, id))
+                        continue;
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 16;
+                        ListItem *p = reallocarray(items, ncap, sizeof(*p));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        items = p;
+                        cap = ncap;
+                }
+                r = list_load(dirfd, codec, id, &items[n]);
+                if (r < 0) {
+                        if (bad_file)
+                                snapshot_file_name(id, bad_file);
+                        break;
+                }
+                n++;
+        }
+        if (r >= 0 && errno > 0)
+                r = -errno;
+        if (r < 0) {
+                list_items_free(items, n);
+                return r;
+        }
+        *ret = items;
+        *ret_count = n;
         return 0;
 }
 
@@ -408,10 +472,10 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
                             char bad_file[BV_SNAPSHOT_FILE_MAX])
 {
         _cleanup_(closedirp) DIR *d = NULL;
-        BvSnapshot **list = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        int fd, r = 0;
+        _cleanup_free_ ListItem *items = NULL;
+        BvSnapshot **list;
+        size_t n = 0;
+        int fd, r;
 
         if (bad_file)
                 bad_file[0] = '\0';
@@ -426,32 +490,18 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
                 safe_close(fd);
                 return r;
         }
-        while ((errno = 0, de = readdir(d))) {
-                char id[SNAP_HEX_SIZE + 1];
-                BvSnapshot *s = NULL;
-
-                if (!snapshot_file_id(de->d_name, id))
-                        continue;
-                r = bv_snapshot_load(snapshots_dirfd, codec, id, &s);
-                if (r < 0) {
-                        if (bad_file)
-                                snapshot_file_name(id, bad_file);
-                        break;
-                }
-                r = list_append(&list, &n, &cap, s);
-                if (r < 0) {
-                        bv_snapshot_free(s);
-                        break;
-                }
-        }
-        if (r >= 0 && errno > 0)
-                r = -errno;
-        if (r < 0) {
-                bv_snapshot_list_free(list, n);
+        r = list_read(d, snapshots_dirfd, codec, &items, &n, bad_file);
+        if (r < 0)
                 return r;
+        list = calloc(n ? n : 1, sizeof(*list));
+        if (!list) {
+                list_items_free(TAKE_PTR(items), n);
+                return -ENOMEM;
         }
         if (n > 0)
-                qsort(list, n, sizeof(*list), snapshot_cmp_qsort);
+                qsort(items, n, sizeof(*items), list_item_cmp);
+        for (size_t i = 0; i < n; i++)
+                list[i] = items[i].snapshot;
         *ret = list;
         *ret_count = n;
         return 0;
@@ -479,7 +529,8 @@ static bool is_hex_prefix(const char *spec, size_t len)
         return true;
 }
 
-/* The newest snapshot of the list, or the newest with that name. */
+/* The newest snapshot of the list, or the newest with that name. Of snapshots with the same
+ * time the later in the list wins (bv_snapshot_list puts them in the order written). */
 static const BvSnapshot *newest(BvSnapshot *const *list, size_t n, const char *name)
 {
         const BvSnapshot *best = NULL;
@@ -487,7 +538,7 @@ static const BvSnapshot *newest(BvSnapshot *const *list, size_t n, const char *n
         for (size_t i = 0; i < n; i++) {
                 if (name && (!list[i]->name || !streq(list[i]->name, name)))
                         continue;
-                if (!best || snapshot_cmp(list[i], best) > 0)
+                if (!best || list[i]->time >= best->time)
                         best = list[i];
         }
         return best;

@@ -41,7 +41,8 @@ int bv_snapshot_from_json(const char *json, size_t len, BvSnapshot **ret);
 int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot *s);
 int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, BvSnapshot **ret);
 
-/* Every snapshot, oldest first (by time, then id). Only files named <32 lowercase hex>.snap
+/* Every snapshot, oldest first: by time, then by the modification time of its file (so that
+ * backups of the same second keep the order they were written in), then by id. Only files named <32 lowercase hex>.snap
  * are read (temporary files are ignored); one that does not load fails the whole list with
  * its error (-EBADMSG when damaged). */
 int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count);
