@@ -39,14 +39,29 @@ make_inputs() {
     cat "$d"/part-* >"$d/concat.tmp" && mv "$d/concat.tmp" "$d/concat"
 }
 
-# Inputs: images/make-concat-tests.sh when it has landed, else generated here.
+# Inputs: the aligned ones from images/make-concat-tests.sh (t1, t2) when it has landed,
+# else generated here; the unaligned ones (not in images/) are generated here.
+ALIGNED=own
 inputs() {
+    local i f d
     if [ -x "$IMAGES_DIR/make-concat-tests.sh" ] && [ "${CONCAT_OWN_INPUTS:-0}" != 1 ]; then
-        log "inputs from images/make-concat-tests.sh"
-        "$IMAGES_DIR/make-concat-tests.sh" "$W/images" >&2
+        ALIGNED=images
+        if [ ! -f "$W/images/t2/concat" ]; then
+            log "aligned inputs from images/make-concat-tests.sh"
+            rm -rf "$W/images"
+            "$IMAGES_DIR/make-concat-tests.sh" "$W/images" >&2
+        fi
+        for i in a:t1 b:t2; do
+            d=$W/${i%%:*}-aligned-images
+            [ -f "$d/concat" ] && continue
+            rm -rf "$d"; mkdir -p "$d"
+            for f in "$W/images/${i#*:}"/file-*; do ln "$f" "$d/part-${f##*-}"; done
+            ln "$W/images/${i#*:}/concat" "$d/concat"
+        done
+    else
+        make_inputs "$W/a-aligned-own" 16 $((8 << 20)) 0
+        make_inputs "$W/b-aligned-own" 101 $((1 << 20)) 0
     fi
-    make_inputs "$W/a-aligned" 16 $((8 << 20)) 0
-    make_inputs "$W/b-aligned" 101 $((1 << 20)) 0
     make_inputs "$W/a-unaligned" 16 $((8 << 20)) 1
     make_inputs "$W/b-unaligned" 101 $((1 << 20)) 1
 }
@@ -114,7 +129,7 @@ inputs
 OUT=$(results_file dedup-concat)
 cat >>"$OUT" <<EOF
 Inputs: (a) 16 x 8 MiB random files then their concatenation; (b) 101 x 1 MiB random files,
-the concatenation first. "unaligned": each part is 1..4095 bytes longer than 8 MiB / 1 MiB.
+the concatenation first. Aligned inputs: $( [ $ALIGNED = images ] && echo 'images/make-concat-tests.sh (t1, t2)' || echo 'generated from /dev/urandom' ). "unaligned": each part is 1..4095 bytes longer than 8 MiB / 1 MiB.
 blkvault: default settings (16K:64K:256K, zstd 3, AES-256-GCM with a key file), chunker as named;
 dedup % from \`backup --json\` bytes_new (and, in brackets, from bytes_stored, which includes
 encryption/padding overhead). borg $(borg --version | cut -d' ' -f2): repokey, zstd,3,
@@ -130,7 +145,8 @@ for t in "${TOOLS[@]}"; do
     for tc in a-aligned b-aligned a-unaligned b-unaligned; do
         log "$t $tc"
         t0=$(date +%s)
-        read -r x y <<<"$("test_${tc%%-*}" "$t" "$W/$tc")"
+        d=$W/$tc; [ "${tc#*-}" = aligned ] && d=$W/$tc-$ALIGNED
+        read -r x y <<<"$("test_${tc%%-*}" "$t" "$d")"
         log "$t $tc: $x% ($y%) in $(($(date +%s) - t0)) s"
         RES[$t,$tc]=$x
         row="$row|$x % ($y %)"

@@ -5,11 +5,11 @@
 # each run), their ratio (goal: sparse <= 2 x dense), then a restore of the sparse image,
 # checked bit-exact (cmp) and sparse (allocated size close to the data size).
 #
-# Usage: bench/sparse.sh        env: SPARSE_SIZE (16G), SPARSE_DATA (256M), RUNS (3)
+# Usage: bench/sparse.sh        env: SPARSE_SIZE (16G), SPARSE_DATA (MiB, 256), RUNS (3)
 source "$(dirname "$0")/lib.sh"
 
 SPARSE_SIZE=${SPARSE_SIZE:-16G}
-SPARSE_DATA=${SPARSE_DATA:-256M}
+SPARSE_DATA=${SPARSE_DATA:-256}   # MiB
 RUNS=${RUNS:-3}
 
 bench_build
@@ -17,9 +17,7 @@ bench_secrets
 W=$BENCH_WORK/sparse
 mkdir -p "$W"
 SPARSE=$W/sparse-$SPARSE_SIZE.img
-DENSE=$W/dense-$SPARSE_DATA.img
-
-to_bytes() { numfmt --from=iec "$1"; }
+DENSE=$W/dense-${SPARSE_DATA}M.img
 
 if [ ! -f "$SPARSE" ]; then
     [ -x "$IMAGES_DIR/make-sparse.sh" ] || die "images/make-sparse.sh has not landed yet"
@@ -28,7 +26,7 @@ if [ ! -f "$SPARSE" ]; then
     mv "$SPARSE.tmp" "$SPARSE"
 fi
 if [ ! -f "$DENSE" ]; then
-    head -c "$(to_bytes "$SPARSE_DATA")" /dev/urandom >"$DENSE.tmp" && mv "$DENSE.tmp" "$DENSE"
+    head -c $((SPARSE_DATA << 20)) /dev/urandom >"$DENSE.tmp" && mv "$DENSE.tmp" "$DENSE"
 fi
 
 OUT=$(results_file sparse)

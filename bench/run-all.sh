@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Runs every benchmark script in turn and writes bench/results/summary.md: each script's
+# result file followed by the list of goals, met or missed. A script that fails is reported
+# as such and the others still run.
+#
+# Usage: bench/run-all.sh [SCRIPT...]   (default: dedup-concat hybrid-vs-fixed sparse peers)
+source "$(dirname "$0")/lib.sh"
+
+SCRIPTS=("$@")
+[ ${#SCRIPTS[@]} -gt 0 ] || SCRIPTS=(dedup-concat hybrid-vs-fixed sparse peers)
+
+bench_build
+SUMMARY=$BENCH_OUT/summary.md
+{
+    printf '# blkvault benchmark summary (%s)\n\n' "$(date -u +%FT%TZ)"
+    printf -- '- host: %s, %s cores, %s, git %s\n' "$(hostname)" "$(nproc)" "$(uname -r)" \
+        "$(git -C "$SRC_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    printf -- '- %s at start\n\n' "$(load_note)"
+} >"$SUMMARY"
+
+declare -A STATUS
+for s in "${SCRIPTS[@]}"; do
+    log "=== $s"
+    t0=$(date +%s)
+    if BENCH_BUILD=0 "$BENCH_DIR/$s.sh" >"$BENCH_OUT/$s.log" 2>&1; then
+        STATUS[$s]="ok in $(($(date +%s) - t0)) s"
+    else
+        STATUS[$s]="FAILED (exit $?) after $(($(date +%s) - t0)) s, see bench/results/$s.log"
+    fi
+    log "$s: ${STATUS[$s]}"
+done
+
+{
+    printf '## Goals\n\n'
+    for s in "${SCRIPTS[@]}"; do
+        printf -- '- **%s**: %s\n' "$s" "${STATUS[$s]}"
+        [ -f "$BENCH_OUT/$s.md" ] && grep -- '^- goal' "$BENCH_OUT/$s.md" | sed 's/^/  /'
+    done
+    printf '\n'
+    for s in "${SCRIPTS[@]}"; do
+        [ -f "$BENCH_OUT/$s.md" ] || continue
+        printf '\n---\n\n'
+        sed 's/^# /## /' "$BENCH_OUT/$s.md"
+    done
+    printf '\n- %s at end\n' "$(load_note)"
+} >>"$SUMMARY"
+cat "$SUMMARY"
