@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Map tree nodes: bv_map_node_parse on the input, then a reader over a one-node tree whose
- * root is the input, looking up the first, last and some middle offsets. Children of an
+ * root is the input, looking up the first, last and some middle offsets, and a walk of it. Children of an
  * internal root are absent (the fetch fails), which the reader must report, not trip over.
  */
 #include <errno.h>
@@ -34,6 +34,15 @@ static int one_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_no
         return 0;
 }
 
+static int count_extent(void *userdata, const BvMapExtent *e)
+{
+        size_t *n = userdata;
+        if (e->length == 0)
+                abort();
+        (*n)++;
+        return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -62,5 +71,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort();
         }
         bv_map_reader_free(r);
+
+        /* the walk agrees: a leaf yields its count of extents, an internal root a missing child */
+        size_t extents = 0;
+        int k = bv_map_walk(o.id, level + 1, length, one_fetch, &o, NULL, count_extent, &extents);
+        if (level == 0 && (k < 0 || extents != count))
+                abort();
+        if (level > 0 && k >= 0)
+                abort();
         return 0;
 }

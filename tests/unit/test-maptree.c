@@ -635,6 +635,97 @@ TEST(builder_errors)
         mem_done(&m);
 }
 
+/* ---- walking ---- */
+
+typedef struct WalkState {
+        MemStore *seen; /* if set: skip subtrees already in it, and add the others */
+        size_t nodes, extents, max_extents;
+        BvMapExtent *got;
+        int fail_at; /* if > 0: the extent callback fails with -ECANCELED at this extent */
+} WalkState;
+
+static int walk_node_cb(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
+{
+        WalkState *w = userdata;
+        if (w->seen) {
+                if (*mem_slot(w->seen, id))
+                        return 1;
+                mem_put(w->seen, id, "", 0);
+        }
+        w->nodes++;
+        return 0;
+}
+
+static int walk_extent_cb(void *userdata, const BvMapExtent *e)
+{
+        WalkState *w = userdata;
+        if (w->fail_at > 0 && (size_t)w->fail_at == w->extents + 1)
+                return -ECANCELED;
+        ASSERT_TRUE(w->extents < w->max_extents);
+        w->got[w->extents++] = *e;
+        return 0;
+}
+
+TEST(walk)
+{
+        const size_t count = 30000;
+        MemStore m, seen;
+        BvMapExtent *e = make_extents(count, 61), *b = make_extents(count, 61);
+        uint8_t root[BV_ID_SIZE], root_b[BV_ID_SIZE];
+        uint32_t height, height_b;
+        uint64_t size, size_b;
+        WalkState w = {0};
+
+        mem_init(&m);
+        build(&m, e, count, root, &height, &size);
+        size_t nodes = m.nodes;
+        size_t n = merge_extents(e, count);
+        w.got = calloc(count, sizeof(*w.got));
+        w.max_extents = count;
+        ASSERT_TRUE(w.got);
+        ASSERT_OK(bv_map_walk(root, height, size, mem_fetch, &m, walk_node_cb, walk_extent_cb, &w));
+        ASSERT_EQ(w.nodes, nodes);
+        ASSERT_EQ(w.extents, n);
+        for (size_t i = 0; i < n; i++) {
+                ASSERT_EQ(w.got[i].kind, e[i].kind);
+                ASSERT_TRUE(w.got[i].offset == e[i].offset && w.got[i].length == e[i].length);
+                if (e[i].kind == BV_EXTENT_DATA)
+                        ASSERT_MEMEQ(w.got[i].id, e[i].id, BV_ID_SIZE);
+        }
+
+        free(w.got);
+
+        /* skipping what was seen: a second tree costs only its new nodes */
+        b[count / 3].kind = BV_EXTENT_DATA;
+        data_id(98, 98, b[count / 3].id);
+        m.new_ids = 0;
+        build(&m, b, count, root_b, &height_b, &size_b);
+        size_t added = m.new_ids;
+        mem_init(&seen);
+        w = (WalkState){.seen = &seen};
+        ASSERT_OK(bv_map_walk(root, height, size, mem_fetch, &m, walk_node_cb, NULL, &w));
+        ASSERT_EQ(w.nodes, nodes);
+        w.nodes = 0;
+        ASSERT_OK(bv_map_walk(root_b, height_b, size_b, mem_fetch, &m, walk_node_cb, NULL, &w));
+        ASSERT_EQ(w.nodes, added);
+        mem_done(&seen);
+
+        /* errors: a callback's, a wrong height or size, a missing node, bad arguments */
+        w = (WalkState){.got = calloc(count, sizeof(BvMapExtent)), .max_extents = count, .fail_at = 5};
+        ASSERT_ERROR(bv_map_walk(root, height, size, mem_fetch, &m, NULL, walk_extent_cb, &w), ECANCELED);
+        ASSERT_EQ(w.extents, 4);
+        free(w.got);
+        ASSERT_ERROR(bv_map_walk(root, height + 1, size, mem_fetch, &m, NULL, NULL, NULL), EBADMSG);
+        ASSERT_ERROR(bv_map_walk(root, height, size - 1, mem_fetch, &m, NULL, NULL, NULL), EBADMSG);
+        ASSERT_ERROR(bv_map_walk(root, 0, size, mem_fetch, &m, NULL, NULL, NULL), EBADMSG);
+        ASSERT_ERROR(bv_map_walk(root, height, size, NULL, &m, NULL, NULL, NULL), EINVAL);
+        uint8_t missing[BV_ID_SIZE] = {1};
+        ASSERT_ERROR(bv_map_walk(missing, 1, 0, mem_fetch, &m, NULL, NULL, NULL), ENOENT);
+        mem_done(&m);
+        free(e);
+        free(b);
+}
+
 /* ---- concurrent readers over a small cache ---- */
 
 typedef struct ThreadArgs {
@@ -694,6 +785,7 @@ int main(void)
         RUN(node_parse_errors);
         RUN(reader_errors);
         RUN(builder_errors);
+        RUN(walk);
         RUN(threads);
         return 0;
 }

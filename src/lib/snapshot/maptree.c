@@ -611,3 +611,68 @@ int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret)
         memcpy(ret->id, e.id, BV_ID_SIZE);
         return 0;
 }
+
+/* ---- walking ---- */
+
+typedef struct MapWalk {
+        bv_map_fetch_fn fetch;
+        void *fetch_userdata;
+        bv_map_node_fn node_fn;
+        bv_map_extent_fn extent_fn;
+        void *userdata;
+} MapWalk;
+
+static int walk_node(const MapWalk *w, const uint8_t id[BV_ID_SIZE], unsigned level, uint64_t offset,
+                     uint64_t total)
+{
+        _cleanup_free_ void *data = NULL;
+        _cleanup_free_ MapNode *n = NULL;
+        size_t len = 0;
+        int r;
+
+        if (w->node_fn) {
+                r = w->node_fn(w->userdata, id, level);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        r = w->fetch(w->fetch_userdata, id, &data, &len);
+        if (r < 0)
+                return r;
+        r = node_decode(data, len, &n);
+        if (r < 0)
+                return r;
+        if (n->level != level || node_total(n) != total)
+                return -EBADMSG;
+        for (size_t i = 0; i < n->count; i++) {
+                uint64_t start = i > 0 ? n->ends[i - 1] : 0, length = n->ends[i] - start;
+
+                if (level > 0)
+                        r = walk_node(w, n->ids[i], level - 1, offset + start, length);
+                else if (w->extent_fn) {
+                        BvMapExtent e = {.kind = n->kinds[i], .offset = offset + start, .length = length};
+                        memcpy(e.id, n->ids[i], BV_ID_SIZE);
+                        r = w->extent_fn(w->userdata, &e);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int bv_map_walk(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
+                void *fetch_userdata, bv_map_node_fn node_fn, bv_map_extent_fn extent_fn, void *userdata)
+{
+        const MapWalk w = {
+                .fetch = fetch,
+                .fetch_userdata = fetch_userdata,
+                .node_fn = node_fn,
+                .extent_fn = extent_fn,
+                .userdata = userdata,
+        };
+
+        if (!root || !fetch)
+                return -EINVAL;
+        if (height == 0 || height > MAP_MAX_HEIGHT)
+                return -EBADMSG;
+        return walk_node(&w, root, height - 1, 0, size);
+}

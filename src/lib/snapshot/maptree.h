@@ -56,5 +56,15 @@ void bv_map_reader_free(BvMapReader *r);
  * not add up, wrong height), -ERANGE if offset >= size. */
 int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret);
 
+/* Walks the whole tree depth first, in image order, checking what the reader checks
+ * (-EBADMSG). node_fn sees every node before its entries; if it returns > 0 the node's
+ * subtree is skipped (e.g. already seen by garbage collection: identical subtrees recur
+ * across snapshots). extent_fn sees every leaf extent, merged as stored. Either may be NULL;
+ * a negative return of either stops the walk and is returned. */
+typedef int (*bv_map_node_fn)(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level);
+typedef int (*bv_map_extent_fn)(void *userdata, const BvMapExtent *e);
+int bv_map_walk(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
+                void *fetch_userdata, bv_map_node_fn node_fn, bv_map_extent_fn extent_fn, void *userdata);
+
 /* Parses one node (exposed for the fuzzer and verify). level receives the node's level. */
 int bv_map_node_parse(const void *node, size_t len, unsigned *ret_level, size_t *ret_count, uint64_t *ret_length);
