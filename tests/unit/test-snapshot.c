@@ -299,7 +299,8 @@ TEST(save_load)
 }
 
 /* Rewrites a file through a function of its bytes. */
-static void rewrite(int dirfd, const char *name, void (*edit)(uint8_t *data, size_t *len, size_t arg), size_t arg)
+static void rewrite(int dirfd, const char *name, void (*edit)(uint8_t *data, size_t *len, size_t arg),
+                    size_t arg)
 {
         void *data = NULL;
         size_t len = 0;

@@ -118,8 +118,8 @@ static int level_store(BvMapBuilder *b, unsigned level, uint64_t *ret_total, uin
         return 0;
 }
 
-static int level_append(BvMapBuilder *b, unsigned level, const void *entry, size_t entry_len, uint64_t length,
-                        const uint8_t *cut_id);
+static int level_append(BvMapBuilder *b, unsigned level, const void *entry, size_t entry_len,
+                        uint64_t length, const uint8_t *cut_id);
 
 /* Closes level's open node and appends it to the level above. */
 static int level_close(BvMapBuilder *b, unsigned level)
@@ -137,8 +137,8 @@ static int level_close(BvMapBuilder *b, unsigned level)
         return level_append(b, level + 1, entry, n + BV_ID_SIZE, total, id);
 }
 
-static int level_append(BvMapBuilder *b, unsigned level, const void *entry, size_t entry_len, uint64_t length,
-                        const uint8_t *cut_id)
+static int level_append(BvMapBuilder *b, unsigned level, const void *entry, size_t entry_len,
+                        uint64_t length, const uint8_t *cut_id)
 {
         OpenNode *n;
         int r;
@@ -379,7 +379,8 @@ static int node_decode(const void *data, size_t len, MapNode **ret)
         return 0;
 }
 
-int bv_map_node_parse(const void *node, size_t len, unsigned *ret_level, size_t *ret_count, uint64_t *ret_length)
+int bv_map_node_parse(const void *node, size_t len, unsigned *ret_level, size_t *ret_count,
+                      uint64_t *ret_length)
 {
         MapNode *n = NULL;
         int r;
@@ -545,8 +546,8 @@ static int node_find(const MapNode *n, unsigned level, uint64_t total, uint64_t 
         return 0;
 }
 
-static int reader_step(BvMapReader *r, const uint8_t id[BV_ID_SIZE], unsigned level, uint64_t total, uint64_t rel,
-                       MapEntry *ret)
+static int reader_step(BvMapReader *r, const uint8_t id[BV_ID_SIZE], unsigned level, uint64_t total,
+                       uint64_t rel, MapEntry *ret)
 {
         _cleanup_free_ void *data = NULL;
         MapNode *n = NULL;

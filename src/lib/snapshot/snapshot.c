@@ -218,7 +218,9 @@ static int snapshot_fill(BvSnapshot *s, struct json_object *o)
         chunker = json_member(o, "chunker", json_type_object);
         if (!name || !utc || !height || !source || !stats || !chunker)
                 return -EBADMSG;
-        if (json_get_hex(o, "id", BV_SNAPSHOT_ID_SIZE, &id) < 0 || json_get_hex(o, "root", BV_ID_SIZE, &root) < 0)
+        if (json_get_hex(o, "id", BV_SNAPSHOT_ID_SIZE, &id) < 0)
+                return -EBADMSG;
+        if (json_get_hex(o, "root", BV_ID_SIZE, &root) < 0)
                 return -EBADMSG;
         if (json_get_u64(o, "time", &s->time) < 0 || json_get_u64(o, "size", &s->size) < 0)
                 return -EBADMSG;
@@ -389,7 +391,9 @@ static int list_item_cmp(const void *x, const void *y)
 /* "<32 lowercase hex>.snap" → the id; anything else (temporary files, strays) is not ours. */
 static bool snapshot_file_id(const char *name, char id[SNAP_HEX_SIZE + 1])
 {
-        if (strlen(name) != SNAP_HEX_SIZE + strlen(SNAP_SUFFIX) || strcmp(name + SNAP_HEX_SIZE, SNAP_SUFFIX) != 0)
+        if (strlen(name) != SNAP_HEX_SIZE + strlen(SNAP_SUFFIX))
+                return false;
+        if (strcmp(name + SNAP_HEX_SIZE, SNAP_SUFFIX) != 0)
                 return false;
         memcpy(id, name, SNAP_HEX_SIZE);
         id[SNAP_HEX_SIZE] = '\0';

@@ -42,9 +42,9 @@ int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot
 int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, BvSnapshot **ret);
 
 /* Every snapshot, oldest first: by time, then by the modification time of its file (so that
- * backups of the same second keep the order they were written in), then by id. Only files named <32 lowercase hex>.snap
- * are read (temporary files are ignored); one that does not load fails the whole list with
- * its error (-EBADMSG when damaged). */
+ * backups of the same second keep the order they were written in), then by id. Only files
+ * named <32 lowercase hex>.snap are read (temporary files are ignored); one that does not
+ * load fails the whole list with its error (-EBADMSG when damaged). */
 int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count);
 /* The same; on failure, if bad_file is not NULL it names the file that failed to load (empty
  * when the failure was not one file's, e.g. the directory could not be read). */
