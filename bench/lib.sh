@@ -51,7 +51,9 @@ bench_secrets() {
     [ -s "$BENCH_KEY" ] || head -c 32 /dev/urandom >"$BENCH_KEY"
     export BORG_PASSPHRASE=bench-passphrase RESTIC_PASSWORD=bench-passphrase
     export BORG_RELOCATED_REPO_ACCESS_IS_OK=yes BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes
-    export BORG_BASE_DIR=$BENCH_WORK/borg-home RESTIC_CACHE_DIR=$BENCH_WORK/restic-cache
+    # Per script: scripts running at once must not share (or wipe) each other's borg/restic state.
+    local me; me=$(basename "$0" .sh)
+    export BORG_BASE_DIR=$BENCH_WORK/borg-home-$me RESTIC_CACHE_DIR=$BENCH_WORK/restic-cache-$me
     export RESTIC_COMPRESSION=auto
 }
 
