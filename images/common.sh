@@ -53,17 +53,21 @@ mount_part() {
 unmount_part() { umount "$1"; rmdir "$1"; }
 
 # copy_budget DEST MIB DIR...: copies regular files of DIRs (sorted by path) into DEST, keeping
-# their paths, until about MIB MiB are copied. Prints the bytes copied.
+# their paths, until about MIB MiB are copied. Hard links of a file already taken are skipped
+# (tar would store them once), so MIB counts distinct data. Prints the bytes copied.
 copy_budget() {
-    local dest=$1 budget=$(( $2 * 1048576 )) total=0 size path list
+    local dest=$1 budget=$(( $2 * 1048576 )) total=0 ino size path list
+    local -A seen=()
     shift 2
     list=$(mktemp)
-    while IFS=$'\t' read -r -d '' size path; do
+    while IFS=$'\t' read -r -d '' ino size path; do
+        [ -z "${seen[$ino]:-}" ] || continue
         [ $(( total + size )) -le "$budget" ] || continue
+        seen[$ino]=1
         printf '%s\0' "${path#/}" >>"$list"
         total=$(( total + size ))
         [ $(( budget - total )) -lt 4096 ] && break
-    done < <(find "$@" -xdev -type f -readable -printf '%s\t%p\0' 2>/dev/null | sort -z -t $'\t' -k2)
+    done < <(find "$@" -xdev -type f -readable -printf '%D:%i\t%s\t%p\0' 2>/dev/null | sort -z -t $'\t' -k3)
     # tar exits 1 when a file changed while read (a live system): still a usable copy
     { tar -C / --null --no-recursion -T "$list" -cf - 2>/dev/null || [ $? = 1 ]; } | tar -C "$dest" -xf -
     rm -f "$list"

@@ -62,6 +62,7 @@ for n in 1 2 3; do
     done
     echo 1 >"$MNT/.bv-version"
     total=$(( total + copied ))
+    echo "partition $n: $(( copied / 1048576 )) MiB of files from ${trees[n - 1]}"
     unmount_part "$MNT"
 done
 sync
