@@ -590,7 +590,6 @@ static void pending_drop_located(Pending *t)
         if (t->cap > want)
                 (void)pending_rebuild(t, want); /* only shrinks: keeping the big table is fine */
         t->npacks = 0;
-        t->located = 0;
         pending_set_located(t, 0);
 }
 
@@ -808,6 +807,7 @@ void bv_index_unclaim(BvIndex *x, const uint8_t id[BV_ID_SIZE])
 int bv_index_add_pack(BvIndex *x, const uint8_t pack_id[BV_PACK_ID_SIZE], const BvPackEntry *entries, size_t n)
 {
         Pending *t = &x->pending;
+        size_t located;
         uint32_t pos;
 
         if (n == 0)
@@ -833,19 +833,21 @@ int bv_index_add_pack(BvIndex *x, const uint8_t pack_id[BV_PACK_ID_SIZE], const 
 
         pos = (uint32_t)t->npacks;
         memcpy(t->packs[t->npacks++], pack_id, IDX_PACK_SIZE);
+        located = t->located;
         for (size_t i = 0; i < n; i++) {
                 PendingSlot *sl = pending_find(t, entries[i].id);
 
                 if (!sl)
                         sl = pending_insert(t, entries[i].id); /* cannot fail: room reserved */
                 if (sl->pack == PENDING_CLAIMED)
-                        t->located++;
+                        located++;
                 sl->pack = pos;
                 sl->offset = entries[i].offset;
                 sl->length = entries[i].length;
                 sl->type = entries[i].type;
         }
-        pending_set_located(t, t->located);
+        /* Written atomically: lookups read it without the lock. */
+        pending_set_located(t, located);
         return 0;
 }
 
