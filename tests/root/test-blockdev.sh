@@ -11,7 +11,8 @@ need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk python3
 loops=()
 detach_all() { for l in "${loops[@]}"; do losetup -d "$l"; done; }
 on_exit detach_all
-attach() { local l; l=$(losetup -f --show "$@") || skip "no loop devices"; loops+=("$l"); echo "$l"; }
+# attach VAR LOSETUP-ARGS...: attaches a loop device, records it for cleanup, sets VAR
+attach() { local _l; _l=$(losetup -f --show "${@:2}") || skip "no loop devices"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
 
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
@@ -23,7 +24,7 @@ fill() { # fill MOUNTPOINT: real files from this system
 
 for fs in ext4 xfs btrfs; do
     truncate -s 320M "$T/$fs.img"
-    dev=$(attach "$T/$fs.img")
+    attach dev "$T/$fs.img"
     case $fs in
         ext4) mkfs.ext4 -q -L bv-$fs "$dev" ;;
         xfs) mkfs.xfs -q -L bv-$fs "$dev" ;;
@@ -47,7 +48,7 @@ PY
     # onto another block device of the same size (zero extents written as zeroes)
     truncate -s 320M "$T/$fs.target"
     head -c 8M /dev/urandom | dd of="$T/$fs.target" conv=notrunc status=none  # garbage to be zeroed
-    tdev=$(attach "$T/$fs.target")
+    attach tdev "$T/$fs.target"
     bv restore "$repo" "$fs" "$tdev" >/dev/null
     cmp "$dev" "$tdev" || die "$fs: restored device differs from the source device"
     blkid -o value -s LABEL "$tdev" | grep -qx "bv-$fs" || die "$fs: restored device has no filesystem label"
@@ -69,20 +70,20 @@ truncate -s 900M "$T/disk.img"
 printf 'label: gpt\n,280M\n,300M\n,\n' | sfdisk -q "$T/disk.img"
 # Partition devices need udev or devtmpfs here; a loop device over each partition's range
 # works everywhere.
-part() { # part N: a loop device over partition N of disk.img
+part() { # part VAR N: a loop device over partition N of disk.img
     local start size
     read -r start size < <(sfdisk -J "$T/disk.img" | python3 -c "
 import json, sys
-p = json.load(sys.stdin)['partitiontable']['partitions'][$1 - 1]
+p = json.load(sys.stdin)['partitiontable']['partitions'][$2 - 1]
 print(p['start'] * 512, p['size'] * 512)")
-    attach -o "$start" --sizelimit "$size" "$T/disk.img"
+    attach "$1" -o "$start" --sizelimit "$size" "$T/disk.img"
 }
-p1=$(part 1); p2=$(part 2); p3=$(part 3)
+part p1 1; part p2 2; part p3 3
 mkfs.ext4 -q -L p-ext4 "$p1"
 mkfs.xfs -q -L p-xfs "$p2"
 mkfs.btrfs -q -L p-btrfs "$p3" >/dev/null
 mount "$p1" "$T/mnt" && fill "$T/mnt" && umount "$T/mnt"
-dev=$(attach "$T/disk.img")
+attach dev "$T/disk.img"
 bv backup "$repo" "$dev" --name=disk >/dev/null
 bv restore "$repo" disk "$T/disk.out" >/dev/null
 cmp "$dev" "$T/disk.out" || die "partitioned disk differs after restore"
