@@ -9,7 +9,12 @@ need_root
 need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk python3
 
 loops=()
-detach_all() { for l in "${loops[@]}"; do losetup -d "$l"; done; }
+# A device just released by a filesystem can be busy for a moment: retry the detach.
+detach_all() {
+    for l in "${loops[@]}"; do
+        for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done
+    done
+}
 on_exit detach_all
 # attach VAR LOSETUP-ARGS...: attaches a loop device, records it for cleanup, sets VAR
 attach() { local _l; _l=$(losetup -f --show "${@:2}") || skip "no loop devices"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
