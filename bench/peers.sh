@@ -110,17 +110,23 @@ OUT=$(results_file peers)
         "$(borg --version)" "$(restic version | cut -d' ' -f2)"
 } >>"$OUT"
 
+# Phase by phase (every tool's v1 backup, then every restore, then every v2 backup), so that
+# the tools of one phase run close together in time under similar load from the machine.
 declare -A R
+loadnow() { cut -d' ' -f1 /proc/loadavg; }
+ln -f "$V1" "$STAGE/disk.img"
 for t in "${TOOLS[@]}"; do
-    log "$t: init"
     tool_init "$t"
-    ln -f "$V1" "$STAGE/disk.img"
     log "$t: backup v1"
+    R[$t,bload]=$(loadnow)
     tool_backup "$t" "peers-$t-backup-v1" v1
     R[$t,bw]=$T_WALL R[$t,bu]=$T_USER R[$t,bs]=$T_SYS R[$t,brss]=$T_RSS
     R[$t,repo1]=$(du_bytes "$(repo_of "$t")")
     log "$t: backup v1 $T_WALL s, repo $(mib "${R[$t,repo1]}") MiB"
+done
+for t in "${TOOLS[@]}"; do
     log "$t: restore v1"
+    R[$t,rload]=$(loadnow)
     tool_restore "$t" "peers-$t-restore-v1"
     R[$t,rw]=$T_WALL R[$t,ru]=$T_USER R[$t,rs]=$T_SYS R[$t,rrss]=$T_RSS
     R[$t,ralloc]=$(du_alloc "$RESTORED")
@@ -128,8 +134,11 @@ for t in "${TOOLS[@]}"; do
     cmp "$V1" "$RESTORED" && R[$t,rok]=yes
     log "$t: restore $T_WALL s, bit-exact ${R[$t,rok]}"
     rm -rf "$W/out-$t"
-    ln -f "$V2" "$STAGE/disk.img"
+done
+ln -f "$V2" "$STAGE/disk.img"
+for t in "${TOOLS[@]}"; do
     log "$t: backup v2 (incremental)"
+    R[$t,iload]=$(loadnow)
     tool_backup "$t" "peers-$t-backup-v2" v2
     R[$t,iw]=$T_WALL R[$t,iu]=$T_USER R[$t,is]=$T_SYS R[$t,irss]=$T_RSS
     R[$t,repo2]=$(du_bytes "$(repo_of "$t")")
@@ -159,6 +168,7 @@ f_ic() { printf '%s + %s' "${R[$1,iu]}" "${R[$1,is]}"; }
 f_irss() { calc "${R[$1,irss]}/1024" 0; }
 f_grow() { mib $((R[$1,repo2] - R[$1,repo1])); }
 f_repo2() { mib "${R[$1,repo2]}"; }
+f_load() { printf '%s / %s / %s' "${R[$1,bload]}" "${R[$1,rload]}" "${R[$1,iload]}"; }
 
 hdr="measure"; for t in "${TOOLS[@]}"; do hdr="$hdr|$t"; done
 table_start "$OUT" "$hdr"
@@ -178,6 +188,7 @@ row "backup v2 CPU user + sys s" f_ic
 row "backup v2 peak RSS MiB" f_irss
 row "repository growth by v2 MiB" f_grow
 row "repository after v2 MiB" f_repo2
+row "1-min load before backup v1 / restore / backup v2" f_load
 printf '\n' >>"$OUT"
 
 if [ -n "${R[blkvault,bw]:-}" ]; then
