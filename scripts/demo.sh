@@ -57,7 +57,7 @@ step "blkvault init (AES-256-GCM, hybrid chunker, zstd level 3)"
 step "blkvault backup (v1)"
 "$bv" backup "$repo" "$WORK/disk.img" --name=disk
 step "changing the image (v2) and backing it up again"
-"$src/images/mutate.sh" "$WORK/disk.img" 2
+"$src/images/mutate.sh" "$WORK/disk.img" v2
 "$bv" backup "$repo" "$WORK/disk.img" --name=disk
 "$bv" list "$repo"
 "$bv" info "$repo"
@@ -74,7 +74,7 @@ nbdkit_pid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 nbdinfo "nbd+unix:///?socket=$sock" | grep -E 'export-size|can_multi_conn|block_size_preferred' || true
 nbdinfo --map --totals "nbd+unix:///?socket=$sock"
-nbdcopy "nbd+unix:///?socket=$sock" "$WORK/nbd.img" --progress=false
+nbdcopy "nbd+unix:///?socket=$sock" "$WORK/nbd.img"
 cmp "$WORK/disk.img" "$WORK/nbd.img"
 echo "NBD read-back is identical"
 "$bv" verify "$repo" --read-data
