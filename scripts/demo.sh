@@ -28,7 +28,7 @@ mkdir -p "$WORK"
 target_mnt=$WORK/usb
 nbdkit_pid=
 cleanup() {
-    [ -n "$nbdkit_pid" ] && kill "$nbdkit_pid" 2>/dev/null
+    if [ -n "$nbdkit_pid" ]; then kill "$nbdkit_pid" 2>/dev/null; wait "$nbdkit_pid" 2>/dev/null; fi
     mountpoint -q "$target_mnt" && umount "$target_mnt"
     [ -n "${loopdev:-}" ] && losetup -d "$loopdev" 2>/dev/null
     rm -rf "$WORK"
