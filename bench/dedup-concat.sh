@@ -129,7 +129,7 @@ test_b() {
 }
 
 inputs
-OUT=$(results_file dedup-concat)
+OUT=$(results_file "dedup-concat${DEDUP_TAG:+-$DEDUP_TAG}")   # DEDUP_TAG: a separate result file
 cat >>"$OUT" <<EOF
 Inputs: (a) 16 x 8 MiB random files then their concatenation; (b) 101 x 1 MiB random files,
 the concatenation first. Aligned inputs: $( [ $ALIGNED = images ] && echo 'images/make-concat-tests.sh (t1, t2)' || echo 'generated from /dev/urandom' ). "unaligned": each part is 1..4095 bytes longer than 8 MiB / 1 MiB.
