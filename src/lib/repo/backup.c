@@ -34,6 +34,7 @@
 #include "random.h"
 #include "snapshot.h"
 #include "timeutil.h"
+#include "json-util.h"
 
 #define JOBS_PER_THREAD 4
 #define MAX_THREADS 256
@@ -493,17 +494,6 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
         return bv_splitter_finish(sp, on_extent, b);
 }
 
-static int json_add(struct json_object *o, const char *key, struct json_object *v)
-{
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 typedef struct JsonField {
         const char *key;
         struct json_object *value; /* NULL: allocation failed */
@@ -517,7 +507,7 @@ static struct json_object *json_build(const JsonField *f, size_t n)
 
         for (size_t i = 0; i < n; i++) {
                 if (r == 0)
-                        r = json_add(o, f[i].key, f[i].value);
+                        r = bv_json_add(o, f[i].key, f[i].value);
                 else
                         json_object_put(f[i].value);
         }

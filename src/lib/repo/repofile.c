@@ -12,6 +12,7 @@
 #include "hex.h"
 #include "macro.h"
 #include "repo.h"
+#include "json-util.h"
 
 #define CONFIG_FORMAT "blkvault-repository"
 #define CONFIG_VERSION 1
@@ -262,24 +263,13 @@ int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret)
         return 0;
 }
 
-static int add(json_object *o, const char *key, json_object *v)
-{
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static int add_hex(json_object *o, const char *key, const void *data, size_t len)
 {
         _cleanup_free_ char *h = malloc(2 * len + 1);
         if (!h)
                 return -ENOMEM;
         bv_hex_encode(data, len, h);
-        return add(o, key, json_object_new_string(h));
+        return bv_json_add(o, key, json_object_new_string(h));
 }
 
 /* Serializes o (pretty, trailing newline) into a malloc'd string. */
@@ -308,21 +298,21 @@ int bv_repo_config_format(const BvRepoConfigFile *f, char **ret)
                 return -ENOMEM;
         if (!cipher || !kind)
                 return -EINVAL;
-        if ((r = add(ch, "kind", json_object_new_string(kind))) < 0 ||
-            (r = add(ch, "min", json_object_new_int64(c->chunk_min))) < 0 ||
-            (r = add(ch, "avg", json_object_new_int64(c->chunk_avg))) < 0 ||
-            (r = add(ch, "max", json_object_new_int64(c->chunk_max))) < 0 ||
-            (r = add(co, "codec", json_object_new_string(c->zstd_level != 0 ? "zstd" : "none"))) < 0 ||
-            (r = add(co, "level", json_object_new_int(c->zstd_level))) < 0)
+        if ((r = bv_json_add(ch, "kind", json_object_new_string(kind))) < 0 ||
+            (r = bv_json_add(ch, "min", json_object_new_int64(c->chunk_min))) < 0 ||
+            (r = bv_json_add(ch, "avg", json_object_new_int64(c->chunk_avg))) < 0 ||
+            (r = bv_json_add(ch, "max", json_object_new_int64(c->chunk_max))) < 0 ||
+            (r = bv_json_add(co, "codec", json_object_new_string(c->zstd_level != 0 ? "zstd" : "none"))) < 0 ||
+            (r = bv_json_add(co, "level", json_object_new_int(c->zstd_level))) < 0)
                 return r;
-        if ((r = add(o, "format", json_object_new_string(CONFIG_FORMAT))) < 0 ||
-            (r = add(o, "version", json_object_new_int(CONFIG_VERSION))) < 0 ||
+        if ((r = bv_json_add(o, "format", json_object_new_string(CONFIG_FORMAT))) < 0 ||
+            (r = bv_json_add(o, "version", json_object_new_int(CONFIG_VERSION))) < 0 ||
             (r = add_hex(o, "id", f->id, sizeof(f->id))) < 0 ||
-            (r = add(o, "created", json_object_new_int64((int64_t)f->created))) < 0 ||
-            (r = add(o, "encryption", json_object_new_string(cipher))) < 0 ||
-            (r = add(o, "chunker", TAKE_PTR(ch))) < 0 ||
-            (r = add(o, "compression", TAKE_PTR(co))) < 0 ||
-            (r = add(o, "pack_target", json_object_new_int64(c->pack_target))) < 0 ||
+            (r = bv_json_add(o, "created", json_object_new_int64((int64_t)f->created))) < 0 ||
+            (r = bv_json_add(o, "encryption", json_object_new_string(cipher))) < 0 ||
+            (r = bv_json_add(o, "chunker", TAKE_PTR(ch))) < 0 ||
+            (r = bv_json_add(o, "compression", TAKE_PTR(co))) < 0 ||
+            (r = bv_json_add(o, "pack_target", json_object_new_int64(c->pack_target))) < 0 ||
             (r = add_hex(o, "mac", f->mac, sizeof(f->mac))) < 0)
                 return r;
         return to_text(o, ret);
@@ -397,20 +387,20 @@ int bv_repo_keyfile_format(const BvKeyFile *kf, char **ret)
 
         if (!o || !kdf)
                 return -ENOMEM;
-        if ((r = add(kdf, "algorithm", json_object_new_string(kf->scrypt ? "scrypt" : "hkdf-sha256"))) < 0)
+        if ((r = bv_json_add(kdf, "algorithm", json_object_new_string(kf->scrypt ? "scrypt" : "hkdf-sha256"))) < 0)
                 return r;
         if (kf->scrypt &&
-            ((r = add(kdf, "log2_n", json_object_new_int64(kf->log2_n))) < 0 ||
-             (r = add(kdf, "r", json_object_new_int64(kf->r))) < 0 ||
-             (r = add(kdf, "p", json_object_new_int64(kf->p))) < 0))
+            ((r = bv_json_add(kdf, "log2_n", json_object_new_int64(kf->log2_n))) < 0 ||
+             (r = bv_json_add(kdf, "r", json_object_new_int64(kf->r))) < 0 ||
+             (r = bv_json_add(kdf, "p", json_object_new_int64(kf->p))) < 0))
                 return r;
         if ((r = add_hex(kdf, "salt", kf->salt, sizeof(kf->salt))) < 0)
                 return r;
-        if ((r = add(o, "format", json_object_new_string(KEYFILE_FORMAT))) < 0 ||
-            (r = add(o, "version", json_object_new_int(KEYFILE_VERSION))) < 0 ||
+        if ((r = bv_json_add(o, "format", json_object_new_string(KEYFILE_FORMAT))) < 0 ||
+            (r = bv_json_add(o, "version", json_object_new_int(KEYFILE_VERSION))) < 0 ||
             (r = add_hex(o, "repository", kf->repository, sizeof(kf->repository))) < 0 ||
-            (r = add(o, "kdf", TAKE_PTR(kdf))) < 0 ||
-            (r = add(o, "cipher", json_object_new_string("aes-256-gcm"))) < 0 ||
+            (r = bv_json_add(o, "kdf", TAKE_PTR(kdf))) < 0 ||
+            (r = bv_json_add(o, "cipher", json_object_new_string("aes-256-gcm"))) < 0 ||
             (r = add_hex(o, "nonce", kf->nonce, sizeof(kf->nonce))) < 0 ||
             (r = add_hex(o, "sealed", kf->sealed, sizeof(kf->sealed))) < 0)
                 return r;

@@ -25,6 +25,7 @@
 #include "maptree.h"
 #include "snapshot.h"
 #include "timeutil.h"
+#include "json-util.h"
 
 #define SNAP_MAGIC "BLKVSNAP"
 #define SNAP_MAGIC_SIZE 8
@@ -79,18 +80,6 @@ static int object_id(const char *id, uint8_t ret[BV_ID_SIZE])
 
 /* ---- JSON ---- */
 
-/* Adds val to o under key; takes val (NULL: out of memory). */
-static int json_add(struct json_object *o, const char *key, struct json_object *val)
-{
-        if (!val)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, val) < 0) {
-                json_object_put(val);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 /* A reference to an object member, or a fresh empty object when absent. */
 static struct json_object *json_ref_or_empty(struct json_object *o)
 {
@@ -116,27 +105,27 @@ int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
         bv_format_time_utc(s->time, utc);
 
         if (r >= 0)
-                r = json_add(o, "version", json_object_new_int(SNAP_JSON_VERSION));
+                r = bv_json_add(o, "version", json_object_new_int(SNAP_JSON_VERSION));
         if (r >= 0)
-                r = json_add(o, "id", json_object_new_string(s->id));
+                r = bv_json_add(o, "id", json_object_new_string(s->id));
         if (r >= 0)
-                r = json_add(o, "name", json_object_new_string(s->name ? s->name : ""));
+                r = bv_json_add(o, "name", json_object_new_string(s->name ? s->name : ""));
         if (r >= 0)
-                r = json_add(o, "time", json_object_new_uint64(s->time));
+                r = bv_json_add(o, "time", json_object_new_uint64(s->time));
         if (r >= 0)
-                r = json_add(o, "time_utc", json_object_new_string(utc));
+                r = bv_json_add(o, "time_utc", json_object_new_string(utc));
         if (r >= 0)
-                r = json_add(o, "size", json_object_new_uint64(s->size));
+                r = bv_json_add(o, "size", json_object_new_uint64(s->size));
         if (r >= 0)
-                r = json_add(o, "root", json_object_new_string(root));
+                r = bv_json_add(o, "root", json_object_new_string(root));
         if (r >= 0)
-                r = json_add(o, "height", json_object_new_int((int32_t)s->height));
+                r = bv_json_add(o, "height", json_object_new_int((int32_t)s->height));
         if (r >= 0)
-                r = json_add(o, "source", json_ref_or_empty(s->source));
+                r = bv_json_add(o, "source", json_ref_or_empty(s->source));
         if (r >= 0)
-                r = json_add(o, "stats", json_ref_or_empty(s->stats));
+                r = bv_json_add(o, "stats", json_ref_or_empty(s->stats));
         if (r >= 0)
-                r = json_add(o, "chunker", json_ref_or_empty(s->chunker));
+                r = bv_json_add(o, "chunker", json_ref_or_empty(s->chunker));
         if (r < 0)
                 return r;
 

@@ -12,6 +12,7 @@
 
 #include "macro.h"
 #include "source.h"
+#include "json-util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct blkid_struct_probe, blkid_free_probe);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put);
@@ -22,28 +23,16 @@ static int blkid_errno(void)
         return errno > 0 ? -errno : -EIO;
 }
 
-/* Adds v (NULL when its allocation failed) to o under key, taking ownership. */
-static int add_value(struct json_object *o, const char *key, struct json_object *v)
-{
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static int add_string(struct json_object *o, const char *key, const char *value)
 {
         if (!value || !*value)
                 return 0;
-        return add_value(o, key, json_object_new_string(value));
+        return bv_json_add(o, key, json_object_new_string(value));
 }
 
 static int add_int(struct json_object *o, const char *key, int64_t value)
 {
-        return add_value(o, key, json_object_new_int64(value));
+        return bv_json_add(o, key, json_object_new_int64(value));
 }
 
 /* Copies probe values into o under new names: pairs of (blkid name, json key). */
