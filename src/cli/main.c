@@ -18,6 +18,8 @@ static const struct {
         { "info", cmd_info, "sizes, deduplication and compression of a repository" },
         { "key", cmd_key, "change the passphrase or key file" },
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
+        { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
+        { "umount", cmd_umount, "undo 'blkvault mount'" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * blkvault mount / umount: a snapshot's filesystem mounted read-only, without restoring it.
+ *
+ *   nbdkit (the plugin, read-only, on a unix socket in the state directory)
+ *     └ nbd-client → /dev/nbdN        when the kernel has the nbd driver and nbd-client exists
+ *     └ nbdfuse → DIR/fuse/image      otherwise (a FUSE file backed by the export)
+ *         └ losetup -r -P → /dev/loopN[pM] → mount -o ro (+ noload / norecovery)
+ *
+ * Everything set up is recorded in /run/blkvault/mounts/<name>/state.json as it happens, so
+ * umount (and a failed mount) can undo it step by step, each step tolerant of its resource
+ * already being gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <linux/loop.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fileio.h"
+#include "macro.h"
+#include "source.h"
+
+#define STATE_ROOT "/run/blkvault/mounts"
+#define WAIT_READY_MS 60000
+#define WAIT_GONE_MS 10000
+
+typedef struct MountState {
+        char dir[PATH_MAX];        /* the private state directory */
+        char mountpoint[PATH_MAX];
+        char repo[PATH_MAX];
+        char snapshot[80];
+        char socket[PATH_MAX];
+        pid_t nbdkit_pid;
+        char fuse_dir[PATH_MAX];   /* nbdfuse's mountpoint; the export is fuse_dir/image */
+        pid_t fuse_pid;
+        char nbd_device[64];
+        char loop_device[64];
+        char fs_device[80];
+        char fstype[32];
+        bool mounted;
+} MountState;
+
+static const char *const state_files[] = { "state.json", "nbd.sock",   "nbdkit.pid",
+                                           "nbdkit.log", "nbdfuse.pid", "nbdfuse.log" };
+
+static void sleep_ms(unsigned ms)
+{
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+/* Copies src into dst, cut to size (the fields hold paths the kernel limits anyway). */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+        size_t n = src ? MIN(strlen(src), size - 1) : 0;
+        memcpy(dst, src ? src : "", n);
+        dst[n] = '\0';
+}
+
+/* The state directory of a mountpoint: its absolute path escaped like systemd does ("/mnt/a b"
+ * becomes "mnt-a\x20b"), so one mountpoint has exactly one directory. */
+static void state_dir_for(const char *mountpoint, char *buf, size_t size)
+{
+        size_t n = (size_t)snprintf(buf, size, "%s/", STATE_ROOT);
+        const char *p = mountpoint;
+        while (*p == '/')
+                p++;
+        if (!*p)
+                p = "-";
+        for (; *p && n + 5 < size; p++) {
+                unsigned char ch = (unsigned char)*p;
+                if (ch == '/')
+                        buf[n++] = '-';
+                else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                         ch == '_' || (ch == '.' && p[-1] != '/' && p != mountpoint))
+                        buf[n++] = (char)ch;
+                else
+                        n += (size_t)snprintf(buf + n, size - n, "\\x%02x", ch);
+        }
+        buf[n] = '\0';
+}
+
+static int state_path(const MountState *s, const char *name, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "%s/%s", s->dir, name);
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int json_add_string(struct json_object *o, const char *key, const char *value)
+{
+        if (!value[0])
+                return 0;
+        struct json_object *v = json_object_new_string(value);
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int json_add_int(struct json_object *o, const char *key, int64_t value)
+{
+        struct json_object *v = json_object_new_int64(value);
+        if (!v || json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put)
+
+static int state_save(const MountState *s)
+{
+        _cleanup_(json_object_putp) struct json_object *o = json_object_new_object();
+        int r;
+        if (!o)
+                return -ENOMEM;
+        if ((r = json_add_string(o, "mountpoint", s->mountpoint)) < 0 ||
+            (r = json_add_string(o, "repository", s->repo)) < 0 ||
+            (r = json_add_string(o, "snapshot", s->snapshot)) < 0 ||
+            (r = json_add_string(o, "socket", s->socket)) < 0 ||
+            (r = json_add_int(o, "nbdkit_pid", s->nbdkit_pid)) < 0 ||
+            (r = json_add_string(o, "fuse_dir", s->fuse_dir)) < 0 ||
+            (r = json_add_int(o, "nbdfuse_pid", s->fuse_pid)) < 0 ||
+            (r = json_add_string(o, "nbd_device", s->nbd_device)) < 0 ||
+            (r = json_add_string(o, "loop_device", s->loop_device)) < 0 ||
+            (r = json_add_string(o, "fs_device", s->fs_device)) < 0 ||
+            (r = json_add_string(o, "fstype", s->fstype)) < 0)
+                return r;
+        struct json_object *m = json_object_new_boolean(s->mounted);
+        if (!m || json_object_object_add(o, "mounted", m) < 0) {
+                json_object_put(m);
+                return -ENOMEM;
+        }
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY);
+        _cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        return bv_write_file_durable(dfd, "state.json", text, strlen(text), true);
+}
+
+static void json_get_string(struct json_object *o, const char *key, char *dst, size_t size)
+{
+        struct json_object *v;
+        if (json_object_object_get_ex(o, key, &v))
+                copy_str(dst, size, json_object_get_string(v));
+}
+
+static pid_t json_get_pid(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+        return json_object_object_get_ex(o, key, &v) ? (pid_t)json_object_get_int64(v) : 0;
+}
+
+static int state_load(MountState *s)
+{
+        char path[PATH_MAX];
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r = state_path(s, "state.json", path, sizeof(path));
+        if (r < 0)
+                return r;
+        r = bv_read_file(AT_FDCWD, path, 1 << 20, (void **)&text, &len);
+        if (r < 0)
+                return r;
+        _cleanup_(json_object_putp) struct json_object *o = json_tokener_parse(text);
+        if (!o || !json_object_is_type(o, json_type_object))
+                return -EBADMSG;
+        json_get_string(o, "mountpoint", s->mountpoint, sizeof(s->mountpoint));
+        json_get_string(o, "repository", s->repo, sizeof(s->repo));
+        json_get_string(o, "snapshot", s->snapshot, sizeof(s->snapshot));
+        json_get_string(o, "socket", s->socket, sizeof(s->socket));
+        json_get_string(o, "fuse_dir", s->fuse_dir, sizeof(s->fuse_dir));
+        json_get_string(o, "nbd_device", s->nbd_device, sizeof(s->nbd_device));
+        json_get_string(o, "loop_device", s->loop_device, sizeof(s->loop_device));
+        json_get_string(o, "fs_device", s->fs_device, sizeof(s->fs_device));
+        json_get_string(o, "fstype", s->fstype, sizeof(s->fstype));
+        s->nbdkit_pid = json_get_pid(o, "nbdkit_pid");
+        s->fuse_pid = json_get_pid(o, "nbdfuse_pid");
+        struct json_object *m;
+        s->mounted = json_object_object_get_ex(o, "mounted", &m) && json_object_get_boolean(m);
+        return 0;
+}
+
+/* Processes: spawned with stdin and stdout on /dev/null and stderr into log (or ours). */
+static pid_t spawn(char *const argv[], const char *log, bool detach)
+{
+        int logfd = -EBADF;
+        if (log) {
+                logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+                if (logfd < 0)
+                        return -errno;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                safe_close(logfd);
+                return r;
+        }
+        if (pid == 0) {
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null >= 0) {
+                        dup2(null, STDIN_FILENO);
+                        if (detach)
+                                dup2(null, STDOUT_FILENO);
+                }
+                if (logfd >= 0)
+                        dup2(logfd, STDERR_FILENO);
+                if (detach)
+                        setsid();
+                execvp(argv[0], argv);
+                fprintf(stderr, "error: cannot run %s: %s\n", argv[0], strerror(errno));
+                _exit(127);
+        }
+        safe_close(logfd);
+        return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs argv to completion; its stdout goes into out (NUL-terminated, trailing newline cut) if
+ * given. Returns the exit status, or -errno when it could not run. */
+static int run(char *const argv[], char *out, size_t out_size)
+{
+        int pipefd[2] = { -EBADF, -EBADF };
+        if (out && pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                safe_close(pipefd[0]);
+                safe_close(pipefd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                if (out)
+                        dup2(pipefd[1], STDOUT_FILENO);
+                execvp(argv[0], argv);
+                fprintf(stderr, "error: cannot run %s: %s\n", argv[0], strerror(errno));
+                _exit(127);
+        }
+        if (out) {
+                safe_close(pipefd[1]);
+                ssize_t n = bv_read_all(pipefd[0], out, out_size - 1);
+                safe_close(pipefd[0]);
+                out[n > 0 ? n : 0] = '\0';
+                out[strcspn(out, "\n")] = '\0';
+        }
+        return wait_exit(pid);
+}
+
+static bool have_command(const char *name)
+{
+        const char *path = getenv("PATH");
+        char buf[PATH_MAX];
+        if (!path)
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        for (const char *p = path; *p;) {
+                size_t n = strcspn(p, ":");
+                snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, name);
+                if (n > 0 && access(buf, X_OK) == 0)
+                        return true;
+                p += n + (p[n] == ':');
+        }
+        return false;
+}
+
+/* Is pid alive and running the program comm (so a recycled pid is never signalled)? */
+static bool process_is(pid_t pid, const char *comm)
+{
+        char path[64], buf[64] = "";
+        if (pid <= 0)
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || bv_read_all(fd, buf, sizeof(buf) - 1) <= 0)
+                return false;
+        if (strncmp(buf, comm, strlen(comm)) != 0)
+                return false;
+        /* a zombie child of ours counts as gone */
+        (void)waitpid(pid, NULL, WNOHANG);
+        return kill(pid, 0) == 0 && access(path, F_OK) == 0;
+}
+
+static bool wait_process_gone(pid_t pid, const char *comm, unsigned ms)
+{
+        for (unsigned t = 0; t < ms; t += 20) {
+                if (!process_is(pid, comm))
+                        return true;
+                sleep_ms(20);
+        }
+        return !process_is(pid, comm);
+}
+
+/* Stops pid if it still runs comm: SIGTERM, then SIGKILL. */
+static void stop_process(pid_t pid, const char *comm)
+{
+        if (!process_is(pid, comm))
+                return;
+        (void)kill(pid, SIGTERM);
+        if (!wait_process_gone(pid, comm, WAIT_GONE_MS)) {
+                (void)kill(pid, SIGKILL);
+                (void)wait_process_gone(pid, comm, WAIT_GONE_MS);
+        }
+}
+
+/* Is path a mountpoint (listed in /proc/self/mountinfo)? Works on a FUSE mount whose daemon
+ * died, where stat() fails with ENOTCONN. */
+static bool is_mountpoint(const char *path)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        char line[8192], mp[PATH_MAX];
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                /* id parent major:minor root mountpoint ... */
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+                        continue;
+                /* unescape \040 and friends */
+                char *w = mp;
+                for (const char *r = mp; *r; r++) {
+                        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] && r[3]) {
+                                *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+                                r += 3;
+                        } else
+                                *w++ = *r;
+                }
+                *w = '\0';
+                if (strcmp(mp, path) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Does the NBD server on the socket answer with its greeting? */
+static bool export_answers(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char magic[8];
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return false;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return false;
+        return bv_read_all(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+               memcmp(magic, "NBDMAGIC", 8) == 0;
+}
+
+static pid_t read_pidfile(const char *path)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        if (bv_read_file(AT_FDCWD, path, 64, (void **)&text, &len) < 0 || len == 0)
+                return 0;
+        return (pid_t)atoi(text);
+}
+
+/* Copies a helper's log to our stderr, so its own words explain a failure. */
+static void show_log(const MountState *s, const char *name)
+{
+        char path[PATH_MAX];
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        if (state_path(s, name, path, sizeof(path)) < 0 || bv_read_file(AT_FDCWD, path, 1 << 16, (void **)&text, &len) < 0)
+                return;
+        if (len > 0)
+                fprintf(stderr, "%s", text);
+}
+
+/* The loop device still backed by our export (not detached, nor reused by someone else)? */
+static bool loop_is_ours(const MountState *s)
+{
+        const char *name = strrchr(s->loop_device, '/');
+        char path[128], backing[PATH_MAX] = "", want[PATH_MAX + 16];
+        if (!name)
+                return false;
+        snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", name + 1);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || bv_read_all(fd, backing, sizeof(backing) - 1) <= 0)
+                return false;
+        backing[strcspn(backing, "\n")] = '\0';
+        if (s->nbd_device[0])
+                copy_str(want, sizeof(want), s->nbd_device);
+        else
+                snprintf(want, sizeof(want), "%s/image", s->fuse_dir);
+        return strcmp(backing, want) == 0;
+}
+
+/* Undoes whatever s records, newest first. Resources already gone are fine; returns the first
+ * real failure (the state is then kept, so umount can be run again). */
+static int teardown(MountState *s, bool verbose)
+{
+        int r;
+
+        if (s->mountpoint[0] && s->mounted && is_mountpoint(s->mountpoint)) {
+                if (umount2(s->mountpoint, 0) < 0 && errno != EINVAL && errno != ENOENT) {
+                        r = -errno;
+                        if (r == -EBUSY)
+                                log_error("cannot unmount '%s': it is busy (a process has a file open or its "
+                                          "working directory there)", s->mountpoint);
+                        else
+                                log_error_errno(r, "cannot unmount '%s'", s->mountpoint);
+                        return r;
+                }
+                if (verbose)
+                        log_info("unmounted %s from '%s'", s->fs_device, s->mountpoint);
+        }
+        s->mounted = false;
+
+        if (s->loop_device[0] && loop_is_ours(s)) {
+                _cleanup_close_ int fd = open(s->loop_device, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0 && ioctl(fd, LOOP_CLR_FD, 0) < 0 && errno != ENXIO) {
+                        r = -errno;
+                        log_error_errno(r, "cannot detach loop device %s", s->loop_device);
+                        return r;
+                }
+                /* detaching is asynchronous while the device is still open somewhere */
+                for (unsigned t = 0; t < WAIT_GONE_MS && loop_is_ours(s); t += 20)
+                        sleep_ms(20);
+                if (loop_is_ours(s)) {
+                        log_error("loop device %s is still in use, cannot detach it", s->loop_device);
+                        return -EBUSY;
+                }
+                if (verbose)
+                        log_info("detached loop device %s", s->loop_device);
+        }
+        s->loop_device[0] = '\0';
+
+        if (s->fuse_dir[0] && is_mountpoint(s->fuse_dir)) {
+                char *argv[] = { "fusermount3", "-u", "-q", s->fuse_dir, NULL };
+                r = run(argv, NULL, 0);
+                if (r != 0 && is_mountpoint(s->fuse_dir)) {
+                        log_error("cannot unmount the nbdfuse mount '%s' (fusermount3 exited %d)", s->fuse_dir, r);
+                        return -EBUSY;
+                }
+        }
+        if (s->fuse_pid > 0 && !wait_process_gone(s->fuse_pid, "nbdfuse", WAIT_GONE_MS))
+                stop_process(s->fuse_pid, "nbdfuse");
+        s->fuse_pid = 0;
+
+        if (s->nbd_device[0]) {
+                char *argv[] = { "nbd-client", "-d", s->nbd_device, NULL };
+                (void)run(argv, NULL, 0);
+                s->nbd_device[0] = '\0';
+        }
+
+        stop_process(s->nbdkit_pid, "nbdkit");
+        s->nbdkit_pid = 0;
+
+        char path[PATH_MAX];
+        for (size_t i = 0; i < ELEMENTSOF(state_files); i++)
+                if (state_path(s, state_files[i], path, sizeof(path)) == 0)
+                        (void)unlink(path);
+        if (s->fuse_dir[0])
+                (void)rmdir(s->fuse_dir);
+        if (rmdir(s->dir) < 0 && errno != ENOENT) {
+                r = -errno;
+                log_error_errno(r, "cannot remove the state directory '%s'", s->dir);
+                return r;
+        }
+        return 0;
+}
+
+/* Starts nbdkit detached on the state directory's socket and waits until the export answers. */
+static int start_nbdkit(MountState *s, const SecretArgs *sargs, const BvSecret *secret, const char *cache)
+{
+        char pidfile[PATH_MAX], log[PATH_MAX], repo_arg[PATH_MAX + 8], snap_arg[128], cache_arg[64];
+        char *args[32];
+        size_t n = 0;
+        int r;
+
+        if ((r = state_path(s, "nbd.sock", s->socket, sizeof(s->socket))) < 0 ||
+            (r = state_path(s, "nbdkit.pid", pidfile, sizeof(pidfile))) < 0 ||
+            (r = state_path(s, "nbdkit.log", log, sizeof(log))) < 0)
+                return log_error_errno(r, "state directory path too long");
+        args[n++] = "nbdkit";
+        args[n++] = "--log=stderr";
+        args[n++] = "--pidfile";
+        args[n++] = pidfile;
+        args[n++] = "--unix";
+        args[n++] = s->socket;
+        args[n++] = "--readonly";
+        args[n++] = (char *)nbd_plugin_path();
+        snprintf(repo_arg, sizeof(repo_arg), "repo=%s", s->repo);
+        snprintf(snap_arg, sizeof(snap_arg), "snapshot=%s", s->snapshot);
+        args[n++] = repo_arg;
+        args[n++] = snap_arg;
+        if (cache) {
+                snprintf(cache_arg, sizeof(cache_arg), "cache=%s", cache);
+                args[n++] = cache_arg;
+        }
+        r = secret_export_env(sargs, secret, args, &n);
+        if (r < 0)
+                return log_error_errno(r, "cannot pass the secret to nbdkit");
+        args[n] = NULL;
+
+        /* nbdkit forks into the background once its socket is bound; the first process exits. */
+        pid_t pid = spawn(args, log, true);
+        if (pid < 0)
+                return log_error_errno(pid, "cannot run nbdkit");
+        r = wait_exit(pid);
+        if (r != 0) {
+                show_log(s, "nbdkit.log");
+                log_error("nbdkit failed to start (exit status %d)", r);
+                return EXIT_ERROR;
+        }
+        for (unsigned t = 0; t < WAIT_READY_MS; t += 20) {
+                if (s->nbdkit_pid <= 0)
+                        s->nbdkit_pid = read_pidfile(pidfile);
+                if (s->nbdkit_pid > 0) {
+                        if (!process_is(s->nbdkit_pid, "nbdkit"))
+                                break;
+                        if (export_answers(s->socket))
+                                return state_save(s) < 0 ? EXIT_ERROR : EXIT_OK;
+                }
+                sleep_ms(20);
+        }
+        show_log(s, "nbdkit.log");
+        log_error("nbdkit did not start serving on '%s'", s->socket);
+        return EXIT_ERROR;
+}
+
+/* A free /dev/nbdN: one without a connected client (no pid file in sysfs). */
+static int find_free_nbd(char *buf, size_t size)
+{
+        char path[64];
+        for (int i = 0; i < 256; i++) {
+                snprintf(path, sizeof(path), "/sys/block/nbd%d", i);
+                if (access(path, F_OK) < 0)
+                        break;
+                snprintf(path, sizeof(path), "/sys/block/nbd%d/pid", i);
+                if (access(path, F_OK) < 0) {
+                        snprintf(buf, size, "/dev/nbd%d", i);
+                        return 0;
+                }
+        }
+        return -ENODEV;
+}
+
+static bool kernel_has_nbd(void)
+{
+        if (access("/sys/module/nbd", F_OK) == 0)
+                return true;
+        char *argv[] = { "modprobe", "-q", "nbd", NULL };
+        return have_command("modprobe") && run(argv, NULL, 0) == 0 && access("/sys/module/nbd", F_OK) == 0;
+}
+
+/* The export as a local block device (nbd-client) or file (nbdfuse); returns its path in dev. */
+static int attach_export(MountState *s, char *dev, size_t size)
+{
+        int r;
+        if (kernel_has_nbd() && have_command("nbd-client")) {
+                r = find_free_nbd(s->nbd_device, sizeof(s->nbd_device));
+                if (r < 0)
+                        return log_error_errno(r, "no free /dev/nbdN device");
+                char *argv[] = { "nbd-client", "-unix", s->socket, s->nbd_device, "-readonly", NULL };
+                r = run(argv, NULL, 0);
+                if (r != 0) {
+                        log_error("nbd-client could not attach '%s' to %s (exit status %d)", s->socket,
+                                  s->nbd_device, r);
+                        s->nbd_device[0] = '\0';
+                        return EXIT_ERROR;
+                }
+                log_info("attached the export to %s (nbd-client)", s->nbd_device);
+                copy_str(dev, size, s->nbd_device);
+                return state_save(s) < 0 ? EXIT_ERROR : EXIT_OK;
+        }
+
+        char image[PATH_MAX + 16], pidfile[PATH_MAX], log[PATH_MAX];
+        if ((r = state_path(s, "fuse", s->fuse_dir, sizeof(s->fuse_dir))) < 0 ||
+            (r = state_path(s, "nbdfuse.pid", pidfile, sizeof(pidfile))) < 0 ||
+            (r = state_path(s, "nbdfuse.log", log, sizeof(log))) < 0)
+                return log_error_errno(r, "state directory path too long");
+        if (mkdir(s->fuse_dir, 0700) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "cannot create '%s'", s->fuse_dir);
+        snprintf(image, sizeof(image), "%s/image", s->fuse_dir);
+        /* nbdfuse stays in the foreground: run it detached, in its own session. */
+        char *argv[] = { "nbdfuse", "-r", "-P", pidfile, image, "--unix", s->socket, NULL };
+        pid_t pid = spawn(argv, log, true);
+        if (pid < 0)
+                return log_error_errno(pid, "cannot run nbdfuse");
+        s->fuse_pid = pid;
+        if (state_save(s) < 0)
+                return EXIT_ERROR;
+        for (unsigned t = 0; t < WAIT_READY_MS; t += 20) {
+                if (waitpid(pid, NULL, WNOHANG) == pid) {
+                        s->fuse_pid = 0;
+                        break;
+                }
+                if (access(pidfile, F_OK) == 0 && access(image, R_OK) == 0) {
+                        log_info("attached the export as %s (nbdfuse)", image);
+                        copy_str(dev, size, image);
+                        return EXIT_OK;
+                }
+                sleep_ms(20);
+        }
+        show_log(s, "nbdfuse.log");
+        log_error("nbdfuse did not make the export appear as '%s'", image);
+        return EXIT_ERROR;
+}
+
+/* Waits for a partition's device node (the kernel adds it after losetup -P). */
+static bool wait_for_node(const char *path)
+{
+        struct stat st;
+        for (unsigned t = 0; t < 5000; t += 20) {
+                if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+                        return true;
+                sleep_ms(20);
+        }
+        return false;
+}
+
+/* Picks the filesystem: --partition=N, else the whole device's, else the first partition with a
+ * filesystem libblkid knows. Sets fs_device and fstype. */
+static int pick_filesystem(MountState *s, int partition)
+{
+        _cleanup_(json_object_putp) struct json_object *probe = NULL;
+        struct json_object *parts = NULL, *v;
+        int r = bv_source_probe(s->loop_device, &probe);
+        if (r < 0)
+                return log_error_errno(r, "cannot probe %s", s->loop_device);
+        (void)json_object_object_get_ex(probe, "partitions", &parts);
+        size_t count = parts ? json_object_array_length(parts) : 0;
+
+        if (partition <= 0 && json_object_object_get_ex(probe, "fstype", &v)) {
+                copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(v));
+                copy_str(s->fs_device, sizeof(s->fs_device), s->loop_device);
+                return EXIT_OK;
+        }
+        for (size_t i = 0; i < count; i++) {
+                struct json_object *p = json_object_array_get_idx(parts, i), *num, *fs;
+                if (!json_object_object_get_ex(p, "number", &num))
+                        continue;
+                int number = json_object_get_int(num);
+                bool has_fs = json_object_object_get_ex(p, "fstype", &fs);
+                if (partition > 0 ? number != partition : !has_fs)
+                        continue;
+                if (!has_fs) {
+                        log_error("partition %d of snapshot %.8s holds no filesystem libblkid recognises",
+                                  number, s->snapshot);
+                        return EXIT_ERROR;
+                }
+                copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(fs));
+                snprintf(s->fs_device, sizeof(s->fs_device), "%sp%d", s->loop_device, number);
+                if (!wait_for_node(s->fs_device)) {
+                        log_error("the partition device %s did not appear", s->fs_device);
+                        return EXIT_ERROR;
+                }
+                return EXIT_OK;
+        }
+        if (partition > 0)
+                log_error("snapshot %.8s has no partition %d (it has %zu partition%s)", s->snapshot, partition,
+                          count, count == 1 ? "" : "s");
+        else
+                log_error("snapshot %.8s holds no filesystem libblkid recognises%s", s->snapshot,
+                          count ? " on the whole disk or any partition" : "");
+        return EXIT_ERROR;
+}
+
+static int mount_filesystem(MountState *s)
+{
+        /* The device is read-only: a dirty journal must not be replayed. */
+        const char *data = NULL;
+        if (strcmp(s->fstype, "ext4") == 0 || strcmp(s->fstype, "ext3") == 0)
+                data = "noload";
+        else if (strcmp(s->fstype, "xfs") == 0)
+                data = "norecovery";
+        if (mount(s->fs_device, s->mountpoint, s->fstype, MS_RDONLY | MS_NODEV | MS_NOSUID, data) < 0)
+                return log_error_errno(-errno, "cannot mount %s (%s) read-only on '%s'", s->fs_device, s->fstype,
+                                       s->mountpoint);
+        s->mounted = true;
+        return state_save(s) < 0 ? EXIT_ERROR : EXIT_OK;
+}
+
+/* Checks the repository, the secret and the snapshot with our own messages; fills s->snapshot. */
+static int check_snapshot(MountState *s, const SecretArgs *sargs, const char *spec, BvSecret *ret_secret)
+{
+        BvRepoConfig cfg;
+        BvRepo *repo;
+        const BvSnapshot *snap;
+        int r = bv_repo_peek_config(s->repo, &cfg);
+        if (r < 0)
+                return log_error_errno(r, "cannot open repository '%s'", s->repo);
+        r = secret_get(sargs, cfg.cipher != BV_CIPHER_NONE, false, ret_secret);
+        if (r < 0)
+                return EXIT_KEY;
+        r = bv_repo_open(s->repo, ret_secret, BV_OPEN_READ, &repo);
+        if (r == -ENOKEY) {
+                log_error("cannot open repository '%s': wrong passphrase or key", s->repo);
+                return EXIT_KEY;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot open repository '%s'", s->repo);
+        r = find_snapshot(repo, spec, &snap);
+        if (r == EXIT_OK)
+                copy_str(s->snapshot, sizeof(s->snapshot), snap->id);
+        bv_repo_close(repo);
+        return r;
+}
+
+/* Sets up everything after the state directory exists; on failure the caller tears down. */
+static int mount_steps(MountState *s, const SecretArgs *sargs, const BvSecret *secret, const char *cache,
+                       int partition)
+{
+        char dev[PATH_MAX + 16], out[256];
+        int r = start_nbdkit(s, sargs, secret, cache);
+        if (r != EXIT_OK)
+                return r;
+        log_info("serving snapshot %.8s of '%s' on %s (nbdkit pid %d)", s->snapshot, s->repo, s->socket,
+                 (int)s->nbdkit_pid);
+        r = attach_export(s, dev, sizeof(dev));
+        if (r != EXIT_OK)
+                return r;
+        char *argv[] = { "losetup", "-r", "-f", "--show", "-P", dev, NULL };
+        r = run(argv, out, sizeof(out));
+        if (r != 0 || strncmp(out, "/dev/", 5) != 0) {
+                log_error("losetup could not set up a loop device on '%s' (exit status %d)", dev, r);
+                return EXIT_ERROR;
+        }
+        copy_str(s->loop_device, sizeof(s->loop_device), out);
+        if (state_save(s) < 0)
+                return EXIT_ERROR;
+        log_info("loop device %s (read-only) on %s", s->loop_device, dev);
+        r = pick_filesystem(s, partition);
+        if (r != EXIT_OK)
+                return r;
+        r = mount_filesystem(s);
+        if (r != EXIT_OK)
+                return r;
+        log_info("mounted %s (%s) read-only on '%s'; undo with 'blkvault umount %s'", s->fs_device, s->fstype,
+                 s->mountpoint, s->mountpoint);
+        return EXIT_OK;
+}
+
+static const char mount_usage[] =
+        "Usage: blkvault mount REPO SNAPSHOT MOUNTPOINT [OPTIONS]\n\n"
+        "Mount the filesystem of SNAPSHOT read-only on MOUNTPOINT without restoring it: nbdkit serves\n"
+        "the snapshot, nbd-client (or nbdfuse) attaches it, a read-only loop device exposes its\n"
+        "partitions. Undo with 'blkvault umount MOUNTPOINT'. Needs root.\n\n"
+        "  --partition=N            mount partition N (default: the whole disk's filesystem, or the\n"
+        "                           first partition holding a known filesystem)\n"
+        "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
+        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  -h, --help\n";
+
+int cmd_mount(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "partition", required_argument, NULL, 'p' },
+                { "cache", required_argument, NULL, 'c' },
+                SECRET_OPTIONS,
+                {},
+        };
+        SecretArgs sargs = {};
+        const char *cache = NULL;
+        int partition = 0, c, r;
+        char *end;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (secret_args_parse(&sargs, c, optarg))
+                        continue;
+                switch (c) {
+                case 'h':
+                        return print_usage(mount_usage);
+                case 'p':
+                        errno = 0;
+                        long v = strtol(optarg, &end, 10);
+                        if (errno || *end || v < 1 || v > 4096) {
+                                log_error("invalid --partition '%s' (a partition number from 1)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        partition = (int)v;
+                        break;
+                case 'c':
+                        cache = optarg;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind + 3 != argc) {
+                log_error("expected three arguments: REPO SNAPSHOT MOUNTPOINT (see 'blkvault mount --help')");
+                return EXIT_USAGE;
+        }
+
+        MountState s = {};
+        struct stat st;
+        if (!realpath(argv[optind + 2], s.mountpoint))
+                return log_error_errno(-errno, "cannot use mountpoint '%s'", argv[optind + 2]);
+        if (stat(s.mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                log_error("mountpoint '%s' is not a directory", s.mountpoint);
+                return EXIT_USAGE;
+        }
+        if (is_mountpoint(s.mountpoint)) {
+                log_error("'%s' is already a mountpoint", s.mountpoint);
+                return EXIT_BUSY;
+        }
+        if (!realpath(argv[optind], s.repo))
+                return log_error_errno(-errno, "cannot open repository '%s'", argv[optind]);
+        state_dir_for(s.mountpoint, s.dir, sizeof(s.dir));
+
+        BvSecret secret = {};
+        r = check_snapshot(&s, &sargs, argv[optind + 1], &secret);
+        if (r != EXIT_OK) {
+                secret_done(&secret);
+                return r;
+        }
+        r = bv_mkdir_p(AT_FDCWD, STATE_ROOT);
+        if (r < 0) {
+                secret_done(&secret);
+                return log_error_errno(r, "cannot create '%s'", STATE_ROOT);
+        }
+        if (mkdir(s.dir, 0700) < 0) {
+                r = -errno;
+                secret_done(&secret);
+                if (r == -EEXIST) {
+                        log_error("'%s' has a blkvault mount already (state in '%s'); run 'blkvault umount %s' "
+                                  "first", s.mountpoint, s.dir, s.mountpoint);
+                        return EXIT_BUSY;
+                }
+                return log_error_errno(r, "cannot create the state directory '%s'", s.dir);
+        }
+        r = state_save(&s);
+        if (r < 0) {
+                secret_done(&secret);
+                (void)rmdir(s.dir);
+                return log_error_errno(r, "cannot write the state file in '%s'", s.dir);
+        }
+        r = mount_steps(&s, &sargs, &secret, cache, partition);
+        secret_done(&secret);
+        unsetenv("BLKVAULT_PASSPHRASE");
+        if (r != EXIT_OK) {
+                /* undo what was set up; teardown reports what it cannot undo */
+                (void)teardown(&s, false);
+                return r;
+        }
+        return EXIT_OK;
+}
+
+static const char umount_usage[] =
+        "Usage: blkvault umount MOUNTPOINT\n\n"
+        "Undo 'blkvault mount': unmount the filesystem, detach the loop device and the NBD\n"
+        "attachment, stop the server and remove the state. Works also when the server died.\n\n"
+        "  -h, --help\n";
+
+int cmd_umount(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int c;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        return print_usage(umount_usage);
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind + 1 != argc) {
+                log_error("expected one argument: MOUNTPOINT (see 'blkvault umount --help')");
+                return EXIT_USAGE;
+        }
+        MountState s = {};
+        const char *arg = argv[optind];
+        if (!realpath(arg, s.mountpoint)) {
+                if (arg[0] != '/')
+                        return log_error_errno(-errno, "cannot use mountpoint '%s'", arg);
+                copy_str(s.mountpoint, sizeof(s.mountpoint), arg);
+        }
+        state_dir_for(s.mountpoint, s.dir, sizeof(s.dir));
+        if (access(s.dir, F_OK) < 0) {
+                log_error("'%s' is not a blkvault mount (no state in '%s')", s.mountpoint, s.dir);
+                return EXIT_ERROR;
+        }
+        int r = state_load(&s);
+        if (r < 0 && r != -ENOENT)
+                return log_error_errno(r, "cannot read the state of '%s'", s.dir);
+        r = teardown(&s, true);
+        if (r < 0) {
+                /* keep what is left recorded, so a second umount can finish the job */
+                (void)state_save(&s);
+                return exit_code_for(r);
+        }
+        log_info("removed the blkvault mount of '%s'", s.mountpoint);
+        return EXIT_OK;
+}
