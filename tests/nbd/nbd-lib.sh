@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Helpers for the nbd tier; source after tests/lib.sh. nbdkit is not built with the sanitizers
+# but the plugin may be: then nbdkit runs with the sanitizer runtimes preloaded. libp11-kit
+# (pulled in by nbdkit's gnutls) is preloaded after them: its constructor calls newlocale(),
+# whose malloc would otherwise start ASan's lazy init inside glibc's locale lock and corrupt it
+# (the plugin's first json-c parse then deadlocks).
+: "${NBD_PLUGIN:?run through meson test (needs the nbdkit plugin)}"
+need_cmd nbdkit nbdinfo
+
+NBD_PRELOAD=$(ldd "$NBD_PLUGIN" | grep -o '/[^ ]*lib\(asan\|ubsan\)[^ ]*' | tr '\n' ' ' || true)
+if [ -n "$NBD_PRELOAD" ]; then
+    p11=$(ldd "$(command -v nbdkit)" | grep -o '/[^ ]*libp11-kit[^ ]*' || true)
+    NBD_PRELOAD="$NBD_PRELOAD $p11"
+fi
+export BLKVAULT_NBD_PLUGIN=$NBD_PLUGIN
+
+# with_nbd_env CMD...: runs CMD (nbdkit, or blkvault serve/mount which start nbdkit) with the
+# preload; ASan's leak check is off there (nbdkit is not ours).
+with_nbd_env() {
+    if [ -n "$NBD_PRELOAD" ]; then
+        LD_PRELOAD="$NBD_PRELOAD" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$@"
+    else
+        "$@"
+    fi
+}
+
+# Waits until a unix socket exists and the export answers (or the pid died).
+wait_socket() {
+    local sock=$1 pid=${2:-} i
+    for i in $(seq 1 600); do
+        if [ -S "$sock" ] && nbdinfo --size "nbd+unix:///?socket=$sock" >/dev/null 2>&1; then return 0; fi
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# start_nbdkit NAME PLUGIN-ARGS...: nbdkit -f on $T/NAME.sock with the plugin, log in $T/NAME.log,
+# killed at exit. Sets NBD_PID and NBD_URI. Fails the test if the export does not come up.
+start_nbdkit() {
+    local name=$1; shift
+    local sock=$T/$name.sock
+    rm -f "$sock"
+    with_nbd_env nbdkit -f -U "$sock" -r "$NBD_PLUGIN" "$@" 2>"$T/$name.log" &
+    NBD_PID=$!
+    on_exit "kill $NBD_PID; wait $NBD_PID"
+    NBD_URI="nbd+unix:///?socket=$sock"
+    wait_socket "$sock" "$NBD_PID" || { cat "$T/$name.log" >&2; die "nbdkit ($name) did not start"; }
+}
+
+stop_nbdkit() {
+    kill "$NBD_PID" 2>/dev/null || true
+    wait "$NBD_PID" 2>/dev/null || true
+}
+
+# The python3 that has libnbd's bindings (python3-libnbd installs them for the system python).
+nbd_python() {
+    local p
+    for p in python3 /usr/bin/python3; do
+        if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import nbd' 2>/dev/null; then echo "$p"; return 0; fi
+    done
+    return 1
+}
