@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# One damaged chunk in a pack: a client's read of that range fails with EIO, the nbdkit log
+# names the image offset, and every other range still reads correctly.
+. "$SOURCE_ROOT/tests/lib.sh"
+. "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
+need_cmd openssl
+PY=$(nbd_python) || skip "python3-libnbd is not installed"
+
+# uncompressed, unencrypted, fixed 64 KiB chunks: the stored bytes of a chunk are its plaintext
+img=$T/disk.img
+randfile "$img" 8 nbddamage
+repo=$T/repo
+bv init "$repo" --encryption=none --compression=none --chunker=fixed --chunk-size=64K:64K:64K >/dev/null 2>&1 ||
+    bv init "$repo" --encryption=none --compression=none >/dev/null
+bv backup "$repo" "$img" --name=disk >/dev/null
+
+# flip one byte of the data stored for image offset 3 MiB + 100
+target=$((3 * 1048576 + 100))
+"$PY" - "$img" "$repo" "$target" <<'PY'
+import glob, sys
+img = open(sys.argv[1], "rb").read()
+off = int(sys.argv[3])
+needle = img[off:off + 64]
+hits = []
+for p in glob.glob(sys.argv[2] + "/packs/*/*.pack"):
+    b = open(p, "rb").read()
+    i = b.find(needle)
+    if i >= 0:
+        hits.append((p, i))
+assert len(hits) == 1, hits
+p, i = hits[0]
+with open(p, "r+b") as f:
+    f.seek(i)
+    c = f.read(1)
+    f.seek(i)
+    f.write(bytes([c[0] ^ 0xff]))
+PY
+
+start_nbdkit damaged repo="$repo" snapshot=disk
+"$PY" - "$img" "$NBD_URI" "$target" <<'PY'
+import errno, nbd, sys
+img = open(sys.argv[1], "rb").read()
+target = int(sys.argv[3])
+h = nbd.NBD()
+h.connect_uri(sys.argv[2])
+try:
+    h.pread(4096, target - 100)
+    raise SystemExit("read of the damaged range succeeded")
+except nbd.Error as e:
+    assert e.errno in (errno.EIO, "EIO"), ("expected EIO", e.errno, e)
+# everything before and after the damaged chunk (at most 1 MiB either side) reads correctly
+for off in range(0, len(img), 1 << 20):
+    if off <= target < off + (1 << 20):
+        continue
+    assert h.pread(1 << 20, off) == img[off:off + (1 << 20)], off
+# the same range fails again (nothing wrong was cached)
+try:
+    h.pread(1, target)
+    raise SystemExit("second read of the damaged range succeeded")
+except nbd.Error as e:
+    assert e.errno in (errno.EIO, "EIO"), e
+h.shutdown()
+PY
+stop_nbdkit
+grep -q "damaged data at image offset [0-9]* (0x[0-9a-f]*) of snapshot 'disk'" "$T/damaged.log" ||
+    { cat "$T/damaged.log" >&2; die "the nbdkit log does not name the damaged offset"; }
+bad=$(grep -o "damaged data at image offset [0-9]*" "$T/damaged.log" | head -1 | grep -o '[0-9]*$')
+[ "$bad" -le "$target" ] && [ $((target - bad)) -lt $((1 << 20)) ] ||
+    die "the log names offset $bad, the damage is at $target"
