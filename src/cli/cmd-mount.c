@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <linux/loop.h>
@@ -432,13 +433,14 @@ static int teardown(MountState *s, bool verbose)
         s->mounted = false;
 
         if (s->loop_device[0] && loop_is_ours(s)) {
-                _cleanup_close_ int fd = open(s->loop_device, O_RDONLY | O_CLOEXEC);
-                if (fd >= 0 && ioctl(fd, LOOP_CLR_FD, 0) < 0 && errno != ENXIO) {
-                        r = -errno;
+                int fd = open(s->loop_device, O_RDONLY | O_CLOEXEC);
+                r = fd >= 0 && ioctl(fd, LOOP_CLR_FD, 0) < 0 && errno != ENXIO ? -errno : 0;
+                safe_close(fd);
+                if (r < 0) {
                         log_error_errno(r, "cannot detach loop device %s", s->loop_device);
                         return r;
                 }
-                /* detaching is asynchronous while the device is still open somewhere */
+                /* detaching completes when the last opener (also our fd) has closed it */
                 for (unsigned t = 0; t < WAIT_GONE_MS && loop_is_ours(s); t += 20)
                         sleep_ms(20);
                 if (loop_is_ours(s)) {
@@ -623,38 +625,29 @@ static int attach_export(MountState *s, char *dev, size_t size)
         return EXIT_ERROR;
 }
 
-/* Waits for a partition's device node (the kernel adds it after losetup -P). */
-static bool wait_for_node(const char *path)
+/* Picks the filesystem on the attached export: --partition=N, else the whole disk's, else the
+ * first partition with a filesystem libblkid knows. Sets fstype and the byte range to loop. */
+static int pick_filesystem(MountState *s, const char *dev, int *partition_io, uint64_t *ret_offset,
+                           uint64_t *ret_size)
 {
-        struct stat st;
-        for (unsigned t = 0; t < 5000; t += 20) {
-                if (stat(path, &st) == 0 && S_ISBLK(st.st_mode))
-                        return true;
-                sleep_ms(20);
-        }
-        return false;
-}
-
-/* Picks the filesystem: --partition=N, else the whole device's, else the first partition with a
- * filesystem libblkid knows. Sets fs_device and fstype. */
-static int pick_filesystem(MountState *s, int partition)
-{
+        int partition = *partition_io;
         _cleanup_(json_object_putp) struct json_object *probe = NULL;
         struct json_object *parts = NULL, *v;
-        int r = bv_source_probe(s->loop_device, &probe);
+        int r = bv_source_probe(dev, &probe);
         if (r < 0)
-                return log_error_errno(r, "cannot probe %s", s->loop_device);
+                return log_error_errno(r, "cannot probe '%s'", dev);
         (void)json_object_object_get_ex(probe, "partitions", &parts);
         size_t count = parts ? json_object_array_length(parts) : 0;
 
         if (partition <= 0 && json_object_object_get_ex(probe, "fstype", &v)) {
                 copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(v));
-                copy_str(s->fs_device, sizeof(s->fs_device), s->loop_device);
+                *ret_offset = *ret_size = 0;
                 return EXIT_OK;
         }
         for (size_t i = 0; i < count; i++) {
-                struct json_object *p = json_object_array_get_idx(parts, i), *num, *fs;
-                if (!json_object_object_get_ex(p, "number", &num))
+                struct json_object *p = json_object_array_get_idx(parts, i), *num, *fs, *start, *size;
+                if (!json_object_object_get_ex(p, "number", &num) ||
+                    !json_object_object_get_ex(p, "start", &start) || !json_object_object_get_ex(p, "size", &size))
                         continue;
                 int number = json_object_get_int(num);
                 bool has_fs = json_object_object_get_ex(p, "fstype", &fs);
@@ -666,11 +659,9 @@ static int pick_filesystem(MountState *s, int partition)
                         return EXIT_ERROR;
                 }
                 copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(fs));
-                snprintf(s->fs_device, sizeof(s->fs_device), "%sp%d", s->loop_device, number);
-                if (!wait_for_node(s->fs_device)) {
-                        log_error("the partition device %s did not appear", s->fs_device);
-                        return EXIT_ERROR;
-                }
+                *ret_offset = (uint64_t)json_object_get_int64(start);
+                *ret_size = (uint64_t)json_object_get_int64(size);
+                *partition_io = number;
                 return EXIT_OK;
         }
         if (partition > 0)
@@ -736,24 +727,39 @@ static int mount_steps(MountState *s, const SecretArgs *sargs, const BvSecret *s
         r = attach_export(s, dev, sizeof(dev));
         if (r != EXIT_OK)
                 return r;
-        char *argv[] = { "losetup", "-r", "-f", "--show", "-P", dev, NULL };
+        /* One read-only loop device over the filesystem's byte range: this works also where the
+         * kernel does not scan loop devices for partitions. */
+        uint64_t offset, size;
+        r = pick_filesystem(s, dev, &partition, &offset, &size);
+        if (r != EXIT_OK)
+                return r;
+        char off_arg[32], size_arg[32];
+        snprintf(off_arg, sizeof(off_arg), "%" PRIu64, offset);
+        snprintf(size_arg, sizeof(size_arg), "%" PRIu64, size);
+        char *argv[] = { "losetup", "-r", "-f", "--show", "--offset", off_arg, size ? "--sizelimit" : dev,
+                         size ? size_arg : NULL, size ? dev : NULL, NULL };
         r = run(argv, out, sizeof(out));
         if (r != 0 || strncmp(out, "/dev/", 5) != 0) {
                 log_error("losetup could not set up a loop device on '%s' (exit status %d)", dev, r);
                 return EXIT_ERROR;
         }
         copy_str(s->loop_device, sizeof(s->loop_device), out);
+        copy_str(s->fs_device, sizeof(s->fs_device), out);
         if (state_save(s) < 0)
                 return EXIT_ERROR;
-        log_info("loop device %s (read-only) on %s", s->loop_device, dev);
-        r = pick_filesystem(s, partition);
-        if (r != EXIT_OK)
-                return r;
+        if (size)
+                log_info("loop device %s (read-only) on the partition at byte %" PRIu64 " of %s", s->loop_device,
+                         offset, dev);
+        else
+                log_info("loop device %s (read-only) on %s", s->loop_device, dev);
         r = mount_filesystem(s);
         if (r != EXIT_OK)
                 return r;
-        log_info("mounted %s (%s) read-only on '%s'; undo with 'blkvault umount %s'", s->fs_device, s->fstype,
-                 s->mountpoint, s->mountpoint);
+        char what[32] = "the whole disk";
+        if (size)
+                snprintf(what, sizeof(what), "partition %d", partition);
+        log_info("mounted %s (%s) of snapshot %.8s read-only on '%s'; undo with 'blkvault umount %s'", what,
+                 s->fstype, s->snapshot, s->mountpoint, s->mountpoint);
         return EXIT_OK;
 }
 
