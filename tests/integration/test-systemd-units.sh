@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The NBD export units pass `systemd-analyze verify` without a single warning, carry the
+# hardening they promise, and the service's command line serves a snapshot on a socket passed
+# by socket activation (systemd-socket-activate stands in for PID 1).
+. "$SOURCE_ROOT/tests/lib.sh"
+need_cmd systemd-analyze
+units=$BUILD_ROOT/systemd
+service=$units/blkvault-nbd@.service
+socket=$units/blkvault-nbd@.socket
+[ -f "$service" ] && [ -f "$socket" ] || die "units not built in $units"
+
+# verify needs an instance; copy the templates so the instance resolves next to them
+mkdir -p "$T/units"
+cp "$service" "$socket" "$T/units/"
+rc=0
+(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-nbd@vm1.socket" \
+    "$T/units/blkvault-nbd@vm1.service") >"$T/verify.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify complained"; }
+
+for key in DynamicUser=yes ProtectSystem=strict PrivateNetwork=yes NoNewPrivileges=yes ProtectHome=yes \
+           RestrictAddressFamilies=AF_UNIX MemoryDenyWriteExecute=yes SystemCallFilter=@system-service \
+           EnvironmentFile=/etc/blkvault/exports/%i.conf; do
+    grep -qx "$key" "$service" || die "service lacks $key"
+done
+grep -qx "ListenStream=/run/blkvault/nbd/%i.sock" "$socket" || die "socket does not listen on /run/blkvault/nbd/%i.sock"
+grep "^ExecStart=" "$service" | grep -q -- "--unix\|--port" && die "the service must take its socket from systemd"
+
+# the ExecStart line, with the export's configuration, under socket activation
+: "${NBD_PLUGIN:-}"
+[ -n "$NBD_PLUGIN" ] || { echo "no nbdkit plugin built: activation part not run" >&2; exit 0; }
+command -v systemd-socket-activate >/dev/null && command -v nbdinfo >/dev/null || exit 0
+. "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
+randfile "$T/img" 4 units
+repo=$T/repo
+printf 'secret words\n' > "$T/pass"
+BLKVAULT_PASSPHRASE='secret words' bv init "$repo" >/dev/null
+BLKVAULT_PASSPHRASE='secret words' bv backup "$repo" "$T/img" --name=vm1 >/dev/null
+REPO=$repo SNAPSHOT=latest SECRET="passphrase-file=$T/pass" NBDKIT_OPTIONS="cache=16M"
+exec_line=$(sed -n 's/^ExecStart=//p' "$service")
+exec_line=${exec_line//\$\{REPO\}/$REPO}
+exec_line=${exec_line//\$\{SNAPSHOT\}/$SNAPSHOT}
+exec_line=${exec_line//\$SECRET/$SECRET}
+exec_line=${exec_line//\$NBDKIT_OPTIONS/$NBDKIT_OPTIONS}
+read -r -a cmd <<< "$exec_line"
+for i in "${!cmd[@]}"; do [ "${cmd[$i]}" = blkvault ] && cmd[$i]=$NBD_PLUGIN; done
+# systemd-socket-activate passes only the environment named with -E
+envs=(-E ASAN_OPTIONS=detect_leaks=0)
+[ -z "$NBD_PRELOAD" ] || envs+=(-E "LD_PRELOAD=$NBD_PRELOAD")
+systemd-socket-activate "${envs[@]}" -l "$T/vm1.sock" "${cmd[@]}" 2>"$T/activate.log" &
+pid=$!
+on_exit "kill $pid; wait $pid"
+for w in $(seq 100); do [ -S "$T/vm1.sock" ] && break; sleep 0.1; done
+nbdcopy "nbd+unix:///?socket=$T/vm1.sock" "$T/out" 2>"$T/copy.err" || { cat "$T/activate.log" "$T/copy.err" >&2; die "socket-activated export did not serve"; }
+assert_same "$T/img" "$T/out"
