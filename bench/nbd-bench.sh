@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Instant restore over NBD, on a real-content disk image (images/make-image.sh, 2 GiB):
+#   1. blkvault restore of the snapshot vs a sequential read of the whole export with nbdcopy
+#      (to a file in both cases, page cache dropped before each). Target: nbdcopy >= 80% of
+#      restore's speed.
+#   2. random 4 KiB reads inside the image's data (bench/nbd-randread.py): cold (fresh nbdkit,
+#      page cache dropped) and warm (again), p50 / p99 latency;
+#   3. the same random reads through `borg mount` and `restic mount` (FUSE) of the same image.
+# Usage: bench/nbd-bench.sh [--no-peers]   (root: images and drop_caches). Results in
+# bench/results/nbd-bench.md. NBD_READS (default 2000) sets the number of random reads.
+BUILD_DIR=${BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build-nbd-rel}
+. "$(dirname "$0")/lib.sh"
+peers=1
+[ "${1:-}" = --no-peers ] && peers=0
+need nbdkit nbdcopy python3 /usr/bin/time
+bench_build
+bench_secrets
+PLUGIN=$BUILD_DIR/nbd-plugin/nbdkit-blkvault-plugin.so
+PY=python3
+python3 -c 'import nbd' 2>/dev/null || PY=/usr/bin/python3
+RR="$PY $BENCH_DIR/nbd-randread.py"
+W=$BENCH_WORK/nbd
+mkdir -p "$W"
+out=$BENCH_OUT/nbd-bench.md
+reads=${NBD_READS:-2000}
+
+img=$W/disk.img
+if [ ! -s "$img" ]; then
+    log "building $img (make-image.sh 2G, 512 MiB of content)"
+    bash "$IMAGES_DIR/make-image.sh" "$img" 2G --content-mib 512 >/dev/null
+fi
+[ -s "$W/offsets" ] || $RR --make-offsets "$img" "$reads" nbd-bench > "$W/offsets"
+
+repo=$W/repo
+if [ ! -d "$repo" ]; then
+    bv init "$repo" --key-file="$BENCH_KEY" >/dev/null
+    bv backup "$repo" "$img" --name=v1 --key-file="$BENCH_KEY" >/dev/null
+fi
+data_mib=$(( $(du_alloc "$img") / 1048576 ))
+
+nbd_pid=
+start_export() {
+    rm -f "$W/sock"
+    nbdkit -f -U "$W/sock" -r "$PLUGIN" repo="$repo" snapshot=v1 key-file="$BENCH_KEY" "$@" 2>"$W/nbdkit.log" &
+    nbd_pid=$!
+    for i in $(seq 300); do nbdinfo --size "nbd+unix:///?socket=$W/sock" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    die "nbdkit did not start: $(cat "$W/nbdkit.log")"
+}
+stop_export() { [ -z "$nbd_pid" ] || { kill "$nbd_pid"; wait "$nbd_pid" 2>/dev/null || true; nbd_pid=; }; }
+trap 'stop_export' EXIT
+URI="nbd+unix:///?socket=$W/sock"
+
+# 1. sequential: restore vs nbdcopy (best of 2 each)
+best() { awk -v a="$1" -v b="$2" 'BEGIN{print (a < b || b == "") ? a : b}'; }
+t_restore= t_copy=
+for run in 1 2; do
+    rm -f "$W/restored.img"; drop_caches
+    timed nbd-restore "$BLKVAULT" restore "$repo" v1 "$W/restored.img" --key-file="$BENCH_KEY"
+    t_restore=$(best "$T_WALL" "$t_restore")
+    rm -f "$W/restored.img"
+    start_export; drop_caches
+    timed nbd-nbdcopy sh -c 'nbdcopy "$1" "$2" && sync' sh "$URI" "$W/copied.img"
+    t_copy=$(best "$T_WALL" "$t_copy")
+    stop_export
+done
+cmp "$img" "$W/copied.img" || die "nbdcopy copy differs from the image"
+rm -f "$W/copied.img"
+
+# 2. random reads through the export: cold, then warm
+declare -A res
+start_export; drop_caches
+res[blkvault-cold]=$($RR "$URI" "$W/offsets" --verify "$img")
+res[blkvault-warm]=$($RR "$URI" "$W/offsets")
+stop_export
+
+# 3. borg and restic mounts of the same image
+peer_reads() {
+    local name=$1 file=$2
+    drop_caches
+    res[$name-cold]=$($RR "$file" "$W/offsets" --verify "$img") || res[$name-cold]='{"error":"failed"}'
+    res[$name-warm]=$($RR "$file" "$W/offsets") || res[$name-warm]='{"error":"failed"}'
+}
+if [ $peers = 1 ] && command -v borg >/dev/null && [ -e /dev/fuse ]; then
+    b=$W/borg
+    if [ ! -d "$b" ]; then
+        borg init -e repokey "$b" >/dev/null 2>&1
+        (cd "$W" && borg create --compression zstd,3 --sparse "$b::v1" disk.img) >/dev/null 2>&1 || log "borg create failed"
+    fi
+    mkdir -p "$W/borg-mnt"
+    if borg mount "$b::v1" "$W/borg-mnt" 2>"$W/borg-mount.err"; then
+        peer_reads borg "$W/borg-mnt/disk.img"
+        borg umount "$W/borg-mnt" || fusermount3 -u "$W/borg-mnt"
+    else
+        log "borg mount failed: $(cat "$W/borg-mount.err")"
+    fi
+fi
+if [ $peers = 1 ] && command -v restic >/dev/null && [ -e /dev/fuse ]; then
+    r=$W/restic
+    if [ ! -d "$r" ]; then
+        restic -q -r "$r" init >/dev/null
+        (cd "$W" && restic -q -r "$r" backup disk.img) >/dev/null || log "restic backup failed"
+    fi
+    mkdir -p "$W/restic-mnt"
+    restic -r "$r" mount "$W/restic-mnt" >"$W/restic-mount.log" 2>&1 &
+    rpid=$!
+    f=
+    for i in $(seq 300); do
+        f=$(ls -d "$W"/restic-mnt/snapshots/latest/*/disk.img "$W"/restic-mnt/snapshots/latest/disk.img 2>/dev/null | head -1) || true
+        [ -n "$f" ] && break; sleep 0.2
+    done
+    if [ -n "$f" ]; then peer_reads restic "$f"; else log "restic mount did not show the image"; fi
+    fusermount3 -u "$W/restic-mnt" 2>/dev/null || kill "$rpid"
+    wait "$rpid" 2>/dev/null || true
+fi
+
+f() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2], "-"))' "$1" "$2"; }
+{
+    printf '# NBD export benchmark (%s)\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)"
+    printf 'Image: %s, 2 GiB, %s MiB allocated (make-image.sh, real files from /usr). Repository\n' "$img" "$data_mib"
+    printf 'encrypted (aes-256-gcm, key file), zstd 3. Release build. %s\n\n' "$(load_note)"
+    printf '| sequential, whole snapshot to a file | seconds | MiB/s of image |\n|---|---|---|\n'
+    printf '| blkvault restore | %s | %s |\n' "$t_restore" "$(awk -v t="$t_restore" 'BEGIN{printf "%.0f", 2048/t}')"
+    printf '| nbdcopy from the export | %s | %s |\n' "$t_copy" "$(awk -v t="$t_copy" 'BEGIN{printf "%.0f", 2048/t}')"
+    printf '\nnbdcopy speed / restore speed: %s (target >= 0.80)\n\n' "$(awk -v a="$t_restore" -v b="$t_copy" 'BEGIN{printf "%.2f", a/b}')"
+    printf '| random 4 KiB reads (%s, in data) | p50 us | p99 us | mean us | MiB/s |\n|---|---|---|---|---|\n' "$reads"
+    for k in blkvault-cold blkvault-warm borg-cold borg-warm restic-cold restic-warm; do
+        [ -n "${res[$k]:-}" ] || continue
+        printf '| %s | %s | %s | %s | %s |\n' "$k" "$(f "${res[$k]}" p50_us)" "$(f "${res[$k]}" p99_us)" \
+            "$(f "${res[$k]}" mean_us)" "$(f "${res[$k]}" mib_s)"
+    done
+} | tee "$out"
