@@ -119,8 +119,12 @@ static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
         else
                 return 0;
         char *buf = bv_secure_alloc(len + 1);
-        if (!buf)
+        if (!buf) {
+                if (data)
+                        bv_wipe(data, len);
+                nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
                 return -1;
+        }
         memcpy(buf, data ? data : env, len + 1);
         if (data)
                 bv_wipe(data, len);
