@@ -729,7 +729,7 @@ static int mount_steps(MountState *s, const SecretArgs *sargs, const BvSecret *s
                 return r;
         /* One read-only loop device over the filesystem's byte range: this works also where the
          * kernel does not scan loop devices for partitions. */
-        uint64_t offset, size;
+        uint64_t offset = 0, size = 0;
         r = pick_filesystem(s, dev, &partition, &offset, &size);
         if (r != EXIT_OK)
                 return r;

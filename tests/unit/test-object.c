@@ -313,6 +313,50 @@ TEST(crafted_headers)
         }
 }
 
+/* Encrypted repositories: compressed chunks are padded to 64 bytes, raw chunks and every other
+ * object to Padmé; a decoder accepts only the canonical length. */
+TEST(padding_per_kind)
+{
+        _cleanup_free_ uint8_t *text = malloc(20000), *noise = malloc(5000), *out = malloc(bv_object_bound(20000)),
+                               *back = malloc(20000);
+        BvKeyring *k = keyring_for(BV_CIPHER_AES256GCM, 9);
+        BvObjectCodec *c;
+        uint8_t id[BV_ID_SIZE];
+        size_t len, raw;
+
+        for (size_t i = 0; i < 20000; i++)
+                text[i] = (uint8_t)("blkvault pads compressed chunks lightly "[i % 40] + (i / 4000));
+        bvtest_fill_random(noise, 5000, 3);
+        ASSERT_OK(bv_object_codec_new(k, 3, &c));
+
+        id_for(k, BV_OBJ_CHUNK, text, 20000, id);
+        ASSERT_OK(bv_object_encode(c, BV_OBJ_CHUNK, id, text, 20000, out, &len));
+        ASSERT_TRUE(len < 20000 / 2);                           /* it was compressed */
+        ASSERT_EQ((len - BV_NONCE_SIZE - BV_TAG_SIZE) % 64, 0);
+        ASSERT_OK(bv_object_decode(c, BV_OBJ_CHUNK, id, out, len, back, 20000, &raw));
+        ASSERT_EQ(raw, 20000);
+
+        id_for(k, BV_OBJ_CHUNK, noise, 5000, id);
+        ASSERT_OK(bv_object_encode(c, BV_OBJ_CHUNK, id, noise, 5000, out, &len));
+        ASSERT_EQ(len, BV_NONCE_SIZE + BV_TAG_SIZE + bv_padme(BV_OBJECT_HEADER_SIZE + 5000));
+
+        id_for(k, BV_OBJ_MAP, text, 20000, id);
+        ASSERT_OK(bv_object_encode(c, BV_OBJ_MAP, id, text, 20000, out, &len));
+        size_t padded = len - BV_NONCE_SIZE - BV_TAG_SIZE;
+        ASSERT_EQ(bv_padme(padded), padded);                   /* a Padmé length */
+
+        /* a small compressible chunk: 64-byte rounding can pass Padmé of its raw length, and
+         * the bound still covers it */
+        memset(text, 'a', 100);
+        id_for(k, BV_OBJ_CHUNK, text, 100, id);
+        ASSERT_OK(bv_object_encode(c, BV_OBJ_CHUNK, id, text, 100, out, &len));
+        ASSERT_TRUE(len <= bv_object_bound(100));
+        ASSERT_OK(bv_object_decode(c, BV_OBJ_CHUNK, id, out, len, back, 100, &raw));
+
+        bv_object_codec_free(c);
+        bv_keyring_free(k);
+}
+
 TEST(random_nonces)
 {
         BvKeyring *k = keyring_for(BV_CIPHER_AES256GCM, 13);
@@ -338,6 +382,7 @@ int main(void)
         RUN(every_byte_flip_is_caught);
         RUN(wrong_id_type_or_key);
         RUN(crafted_headers);
+        RUN(padding_per_kind);
         RUN(random_nonces);
         return 0;
 }
