@@ -93,7 +93,8 @@ TEST(print_depends_on_every_word_and_the_key)
         ASSERT_TRUE(bv_block_print(key, block) != base);
 }
 
-/* The hybrid chunker relies on print < 2^64/D having probability 1/D: check it for D = 11. */
+/* Prints must be uniform (the hybrid chunker takes local minima of them): print < 2^64/D must
+ * have probability 1/D; check it for D = 11. */
 TEST(print_is_uniform_enough)
 {
         uint8_t key[32];

@@ -7,11 +7,15 @@
  * piece extends a ZERO run; any other piece is appended to buf, where the kind's scanner
  * looks for cuts. buf holds
  *
- *   [start, scan)  the pending chunk, scanned, no cut inside
- *   [scan, fill)   bytes not scanned yet (only after a restart: the callback took a prefix)
+ *   [start, scan)     the pending chunk, scanned, no cut inside
+ *   [scan, printed)   hybrid only: blocks printed whose cut decision waits for the prints of
+ *                     the blocks after them (at most `ahead` blocks: the look-ahead)
+ *   [printed, fill)   bytes not scanned yet (cdc and fixed: only after a restart, when the
+ *                     callback took a prefix; printed == scan for them)
  *
- * so that a restart only moves scan back; nothing is copied twice. docs/FORMAT.md,
- * "Chunking", is the normative description of the cut rules implemented here.
+ * so that a restart only moves scan back; nothing is copied twice. A hybrid chunk may thus end
+ * before the most recently fed bytes: buf then holds the start of the next chunk too.
+ * docs/FORMAT.md, "Chunking", is the normative description of the cut rules implemented here.
  */
 
 #include <errno.h>
@@ -24,17 +28,24 @@
 #include "hash.h"
 #include "macro.h"
 
+/* Ring of block prints: > back + ahead + 1 = 2 * floor(avg/4K / 2) for every valid avg
+ * (avg < max <= 4 MiB, so avg/4K <= 1023). A power of two keeps the index a mask. */
+#define HYBRID_RING 1024u
+_Static_assert(BV_CHUNK_MAX_LIMIT / BV_BLOCK_SIZE <= HYBRID_RING, "hybrid print ring too small");
+
 struct BvSplitter {
         BvChunkerKind kind;
         uint32_t min, avg, max; /* max == avg for fixed */
         uint8_t key[32];
 
-        /* hybrid: cut after a hit with no hit among the `window` cells before it */
-        uint64_t window;
-        uint64_t hit_below; /* a full block is a hit iff print < hit_below (or hit_all) */
-        bool hit_all;
-        bool have_hit;
-        uint64_t last_hit; /* cell number of the last hit, valid if have_hit */
+        /* hybrid: cut after a block whose print is below those of the `back` blocks before it
+         * and not above those of the `ahead` blocks after it, in the same run of full data
+         * blocks. prints[c % HYBRID_RING] is the print of cell c for c in [run_first, run_next),
+         * at least the last back + ahead + 1 of them. */
+        unsigned back, ahead;
+        bool in_run; /* false after a barrier: the next full data block starts a run */
+        uint64_t run_first, run_next;
+        uint64_t prints[HYBRID_RING];
 
         /* cdc: gear hash of the pending chunk, normalized masks */
         uint64_t gear[256];
@@ -51,7 +62,7 @@ struct BvSplitter {
         size_t cell_len;
 
         uint8_t *buf;
-        size_t cap, start, scan, fill;
+        size_t cap, start, scan, printed, fill;
         uint64_t chunk_off; /* image offset of buf[start] */
 
         /* a pending ZERO or HOLE run (run_kind 0: none) */
@@ -99,8 +110,8 @@ int bv_chunker_params_check(const BvChunkerParams *p)
                 if (p->min % BV_BLOCK_SIZE != 0 || p->avg % BV_BLOCK_SIZE != 0 ||
                     p->max % BV_BLOCK_SIZE != 0)
                         return -EINVAL;
-                /* the hit probability is 1 / (avg/4K - min/4K - 1): at least one block apart */
-                if (p->avg < p->min + 2 * BV_BLOCK_SIZE)
+                /* content cuts are at least avg/2 apart, so min is honoured for them */
+                if (p->avg < p->min + 2 * BV_BLOCK_SIZE || p->min > p->avg / 2)
                         return -EINVAL;
                 __attribute__((__fallthrough__));
         case BV_CHUNKER_CDC:
@@ -152,10 +163,9 @@ int bv_splitter_new(const BvChunkerParams *p, BvSplitter **ret)
         memcpy(s->key, p->key, sizeof(s->key));
 
         if (s->kind == BV_CHUNKER_HYBRID) {
-                uint64_t d = s->avg / BV_BLOCK_SIZE - s->min / BV_BLOCK_SIZE - 1;
-                s->window = s->min / BV_BLOCK_SIZE;
-                s->hit_all = d == 1;
-                s->hit_below = s->hit_all ? 0 : (uint64_t)(((unsigned __int128)1 << 64) / d);
+                unsigned w = s->avg / BV_BLOCK_SIZE; /* 3 .. 1023 */
+                s->back = w / 2 - 1;
+                s->ahead = w / 2;
         } else if (s->kind == BV_CHUNKER_CDC) {
                 r = gear_init(s);
                 if (r < 0) {
@@ -164,7 +174,8 @@ int bv_splitter_new(const BvChunkerParams *p, BvSplitter **ret)
                 }
         }
 
-        /* room for a full pending chunk plus one piece; twice that so compaction is rare */
+        /* room for a full pending chunk, the hybrid look-ahead (< avg) and one piece; about
+         * twice that so compaction is rare */
         s->cap = 2 * (size_t)s->max + BV_BLOCK_SIZE;
         s->buf = malloc(s->cap);
         if (!s->buf) {
@@ -184,39 +195,88 @@ void bv_splitter_free(BvSplitter *s)
         free(s);
 }
 
-/* A restart: the window is empty and the gear hash starts over, as at a stream start. Fixed
- * cuts stay on the image's grid: they never depended on content. */
+/* A restart or a barrier: the hybrid run ends and the gear hash starts over, as at a stream
+ * start. Fixed cuts stay on the image's grid: they never depended on content. */
 static void cutter_reset(BvSplitter *s)
 {
-        s->have_hit = false;
+        s->in_run = false;
         s->hash = 0;
 }
 
-/* Scanners: advance s->scan over [scan, fill); return true if a cut falls at s->scan. */
-
-static bool hybrid_scan(BvSplitter *s)
+static uint64_t buf_offset(const BvSplitter *s, size_t pos)
 {
-        while (s->scan < s->fill) {
-                size_t used = s->scan - s->start;
-                uint64_t off = s->chunk_off + used;
-                size_t n = MIN((size_t)(BV_BLOCK_SIZE - off % BV_BLOCK_SIZE), s->fill - s->scan);
-                bool cut = false;
-
-                if (used + n > s->max)
-                        return true; /* only with a partial piece at the chunk start */
-                if (n == BV_BLOCK_SIZE &&
-                    (s->hit_all || bv_block_print(s->key, s->buf + s->scan) < s->hit_below)) {
-                        uint64_t cell = off / BV_BLOCK_SIZE;
-                        cut = !s->have_hit || cell - s->last_hit > s->window;
-                        s->have_hit = true;
-                        s->last_hit = cell;
-                }
-                s->scan += n;
-                if (cut || s->scan - s->start == s->max)
-                        return true;
-        }
-        return false;
+        return s->chunk_off + (pos - s->start);
 }
+
+/* Is cell c a content cut? Its print must be below every print of the run's cells
+ * [c - back, c) and not above any of (c, last]. On random data the first compare fails half
+ * the time, so this costs about two compares per block, not back + ahead. */
+static bool hybrid_is_cut(const BvSplitter *s, uint64_t c, uint64_t last)
+{
+        const uint64_t *pr = s->prints;
+        uint64_t p = pr[c % HYBRID_RING];
+        uint64_t first = c - MIN((uint64_t)s->back, c - s->run_first);
+
+        for (uint64_t j = c + 1; j <= last; j++)
+                if (pr[j % HYBRID_RING] < p)
+                        return false;
+        for (uint64_t j = c; j > first; j--)
+                if (pr[(j - 1) % HYBRID_RING] <= p)
+                        return false;
+        return true;
+}
+
+/* Prints the pieces of [printed, fill) one by one and decides the blocks of [scan, printed) as
+ * soon as their look-ahead is printed or the run has ended: before a partial piece, or at fill
+ * when `flush` says a barrier follows. Returns the length of a chunk ending at scan, or 0. */
+static size_t hybrid_scan(BvSplitter *s, bool flush)
+{
+        for (;;) {
+                size_t n = 0;
+                if (s->printed < s->fill) {
+                        uint64_t off = buf_offset(s, s->printed);
+                        n = MIN((size_t)(BV_BLOCK_SIZE - off % BV_BLOCK_SIZE), s->fill - s->printed);
+                }
+                bool closed = n == 0 ? flush : n < BV_BLOCK_SIZE;
+
+                while (s->scan < s->printed) {
+                        uint64_t c = buf_offset(s, s->scan) / BV_BLOCK_SIZE;
+                        size_t used = s->scan - s->start;
+
+                        if (!closed && c + s->ahead >= s->run_next)
+                                break; /* the look-ahead is not printed yet */
+                        if (used + BV_BLOCK_SIZE > s->max)
+                                return used; /* only after a partial piece at the chunk start */
+                        bool cut = hybrid_is_cut(s, c, MIN(c + s->ahead, s->run_next - 1));
+                        s->scan += BV_BLOCK_SIZE;
+                        if (cut || used + BV_BLOCK_SIZE == s->max)
+                                return used + BV_BLOCK_SIZE;
+                }
+                if (n == 0)
+                        return 0;
+                if (n < BV_BLOCK_SIZE) {
+                        /* a partial piece (scan == printed): never a cut, and a barrier */
+                        size_t used = s->scan - s->start;
+                        if (used + n > s->max)
+                                return used;
+                        s->scan = s->printed += n;
+                        s->in_run = false;
+                        if (used + n == s->max)
+                                return used + n;
+                        continue;
+                }
+                uint64_t c = buf_offset(s, s->printed) / BV_BLOCK_SIZE;
+                if (!s->in_run) {
+                        s->in_run = true;
+                        s->run_first = c;
+                }
+                s->prints[c % HYBRID_RING] = bv_block_print(s->key, s->buf + s->printed);
+                s->run_next = c + 1;
+                s->printed += BV_BLOCK_SIZE;
+        }
+}
+
+/* cdc and fixed: advance s->scan over [scan, fill); return true if a cut falls at s->scan. */
 
 static bool cdc_scan(BvSplitter *s)
 {
@@ -287,7 +347,7 @@ static int splitter_emit(BvSplitter *s, size_t n, bv_extent_cb cb, void *userdat
                         return -EINVAL;
                 s->start += (size_t)r;
                 s->chunk_off += (uint64_t)r;
-                s->scan = s->start;
+                s->scan = s->printed = s->start;
                 cutter_reset(s);
                 return 0;
         }
@@ -296,43 +356,43 @@ static int splitter_emit(BvSplitter *s, size_t n, bv_extent_cb cb, void *userdat
         s->chunk_off += n;
         s->hash = 0;
         if (s->start == s->fill)
-                s->start = s->scan = s->fill = 0;
+                s->start = s->scan = s->printed = s->fill = 0;
         return 0;
 }
 
-static int splitter_scan(BvSplitter *s, bv_extent_cb cb, void *userdata)
+/* Emits the chunks that the scanner finds; `flush`: a barrier follows the pending bytes. */
+static int splitter_scan(BvSplitter *s, bool flush, bv_extent_cb cb, void *userdata)
 {
-        while (s->scan < s->fill) {
-                bool cut;
-                switch (s->kind) {
-                case BV_CHUNKER_HYBRID:
-                        cut = hybrid_scan(s);
-                        break;
-                case BV_CHUNKER_CDC:
-                        cut = cdc_scan(s);
-                        break;
-                default:
-                        cut = fixed_scan(s);
-                        break;
-                }
-                if (!cut)
-                        break;
-                int r = splitter_emit(s, s->scan - s->start, cb, userdata);
+        for (;;) {
+                size_t cut;
+                if (s->kind == BV_CHUNKER_HYBRID)
+                        cut = hybrid_scan(s, flush);
+                else if (s->scan == s->fill)
+                        cut = 0;
+                else if (s->kind == BV_CHUNKER_CDC ? cdc_scan(s) : fixed_scan(s))
+                        cut = s->scan - s->start;
+                else
+                        cut = 0;
+                if (cut == 0)
+                        return 0;
+                int r = splitter_emit(s, cut, cb, userdata);
                 if (r < 0)
                         return r;
         }
-        return 0;
 }
 
-/* A forced cut: everything pending is emitted (re-scanning what restarts hand back). */
+/* A forced cut: everything pending is emitted (re-scanning what restarts hand back), and the
+ * hybrid run ends. */
 static int splitter_flush_data(BvSplitter *s, bv_extent_cb cb, void *userdata)
 {
         for (;;) {
-                int r = splitter_scan(s, cb, userdata);
+                int r = splitter_scan(s, true, cb, userdata);
                 if (r < 0)
                         return r;
-                if (s->fill == s->start)
+                if (s->fill == s->start) {
+                        cutter_reset(s);
                         return 0;
+                }
                 r = splitter_emit(s, s->fill - s->start, cb, userdata);
                 if (r < 0)
                         return r;
@@ -382,17 +442,20 @@ static int splitter_piece(BvSplitter *s, uint64_t off, const uint8_t *p, size_t 
         if (r < 0)
                 return r;
         if (s->fill == s->start) {
-                s->start = s->scan = s->fill = 0;
+                s->start = s->scan = s->printed = s->fill = 0;
                 s->chunk_off = off;
         } else if (s->fill + n > s->cap) {
                 memmove(s->buf, s->buf + s->start, s->fill - s->start);
                 s->scan -= s->start;
+                s->printed -= s->start;
                 s->fill -= s->start;
                 s->start = 0;
         }
         memcpy(s->buf + s->fill, p, n);
         s->fill += n;
-        return splitter_scan(s, cb, userdata);
+        if (s->kind != BV_CHUNKER_HYBRID)
+                s->printed = s->fill; /* unused: keeps start <= scan <= printed <= fill */
+        return splitter_scan(s, false, cb, userdata);
 }
 
 /* Judges the carried incomplete piece as complete: a hole or the end follows it. */

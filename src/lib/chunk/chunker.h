@@ -7,14 +7,17 @@
  * extents, and cuts the remaining data into chunks with one of three rules (docs/FORMAT.md,
  * "Chunking", pins them down exactly):
  *
- *   hybrid  cuts only at 4 KiB-aligned offsets, after a block whose keyed print is a "hit"
- *           and no hit among the min/4KiB blocks before it (content-defined grouping of
- *           aligned blocks); also at max size and wherever zero runs or holes begin.
+ *   hybrid  cuts only at 4 KiB-aligned offsets, after a block whose keyed print is a local
+ *           minimum: below the prints of the avg/8KiB - 1 blocks before it and not above
+ *           those of the avg/8KiB blocks after it, within one run of full data blocks
+ *           (content-defined grouping of aligned blocks); also at max size and wherever zero
+ *           runs or holes begin.
  *   cdc     FastCDC-style gear hash at byte granularity, keyed gear table, normalized.
  *   fixed   cuts at image offsets that are multiples of avg.
  *
- * The splitter copies chunk data into its own buffer (at most max bytes), so callers may
- * feed buffers of any size.
+ * The splitter copies chunk data into its own buffer (at most max bytes, plus the hybrid
+ * look-ahead of avg/8KiB blocks), so callers may feed buffers of any size; a hybrid chunk is
+ * emitted only once the blocks after it are known, so it may end before the last bytes fed.
  */
 
 #include <stdbool.h>
@@ -44,7 +47,8 @@ const char *bv_chunker_kind_name(BvChunkerKind k); /* "hybrid", "cdc", "fixed" *
 int bv_chunker_kind_from_name(const char *s, BvChunkerKind *ret);
 
 /* Checks sizes: hybrid and fixed need multiples of 4 KiB; 4 KiB <= min < avg < max <= 4 MiB
- * (fixed uses avg only). -EINVAL with nothing written otherwise. */
+ * (fixed uses avg only); hybrid also avg >= min + 8 KiB and min <= avg/2. -EINVAL with nothing
+ * written otherwise. */
 int bv_chunker_params_check(const BvChunkerParams *p);
 
 typedef struct BvSplitter BvSplitter;
