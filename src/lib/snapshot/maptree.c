@@ -163,6 +163,8 @@ static int leaf_append(BvMapBuilder *b, BvExtentKind kind, uint64_t length, cons
         entry[n++] = (uint8_t)kind;
         n += varint_put(entry + n, length);
         if (kind == BV_EXTENT_DATA) {
+                if (!id)
+                        return -EINVAL;
                 memcpy(entry + n, id, BV_ID_SIZE);
                 n += BV_ID_SIZE;
         }
