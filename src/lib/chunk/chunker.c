@@ -40,7 +40,7 @@ struct BvSplitter {
 
         /* hybrid: cut after a block whose print is below those of the `back` blocks before it
          * and not above those of the `ahead` blocks after it, in the same run of full data
-         * blocks. prints[c % HYBRID_RING] is the print of cell c for c in [run_first, run_next),
+         * blocks, when that run holds at least back + ahead + 1 blocks. prints[c % HYBRID_RING] is the print of cell c for c in [run_first, run_next),
          * at least the last back + ahead + 1 of them. */
         unsigned back, ahead;
         bool in_run; /* false after a barrier: the next full data block starts a run */
@@ -243,11 +243,15 @@ static size_t hybrid_scan(BvSplitter *s, bool flush)
                         uint64_t c = buf_offset(s, s->scan) / BV_BLOCK_SIZE;
                         size_t used = s->scan - s->start;
 
-                        if (!closed && c + s->ahead >= s->run_next)
+                        /* A run shorter than back + ahead + 1 blocks (the window) is never cut by
+                         * content: to know, wait until the run is that long or has ended. */
+                        uint64_t run_len = s->run_next - s->run_first;
+                        if (!closed && (c + s->ahead >= s->run_next || run_len < s->back + s->ahead + 1u))
                                 break; /* the look-ahead is not printed yet */
                         if (used + BV_BLOCK_SIZE > s->max)
                                 return used; /* only after a partial piece at the chunk start */
-                        bool cut = hybrid_is_cut(s, c, MIN(c + s->ahead, s->run_next - 1));
+                        bool cut = run_len >= s->back + s->ahead + 1u &&
+                                   hybrid_is_cut(s, c, MIN(c + s->ahead, s->run_next - 1));
                         s->scan += BV_BLOCK_SIZE;
                         if (cut || used + BV_BLOCK_SIZE == s->max)
                                 return used + BV_BLOCK_SIZE;
