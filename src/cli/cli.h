@@ -51,6 +51,12 @@ bool secret_args_parse(SecretArgs *s, int opt, const char *arg);
 int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret);
 void secret_done(BvSecret *s);
 
+/* Parses "blkvault COMMAND REPO [--json] [secret options]". Returns -1 when the command
+ * should go on (*ret_repo, *ret_json and *s filled), otherwise the exit code to return (0
+ * after --help). */
+int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
+                         bool *ret_json, const char **ret_repo);
+
 /* Opens a repository for a command, reporting errors; returns an exit code. */
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
 

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
 
@@ -48,36 +47,16 @@ static void describe_probe(struct json_object *source, char *buf, size_t size)
 
 int cmd_list(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
-        bool json = false;
-        int c, r;
+        const char *path;
+        bool json;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'j':
-                        json = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected exactly one argument: REPO (see 'blkvault list --help')");
-                return EXIT_USAGE;
-        }
-
+        r = parse_repo_json_args(argc, argv, usage_text, "list", &sargs, &json, &path);
+        if (r >= 0)
+                return r;
         BvRepo *repo;
-        r = open_repo(argv[optind], &sargs, BV_OPEN_READ, &repo);
+        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         BvSnapshot *const *list;
@@ -85,7 +64,7 @@ int cmd_list(int argc, char **argv)
         r = bv_repo_snapshots(repo, &list, &n);
         if (r < 0) {
                 bv_repo_close(repo);
-                return log_error_errno(r, "cannot read the snapshots of '%s'", argv[optind]);
+                return log_error_errno(r, "cannot read the snapshots of '%s'", path);
         }
 
         if (json) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -337,4 +338,37 @@ int secret_export_env(const SecretArgs *s, const BvSecret *secret, char **argv_e
         } else if (secret->passphrase && setenv("BLKVAULT_PASSPHRASE", secret->passphrase, 1) < 0)
                 return -errno;
         return 0;
+}
+
+int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
+                         bool *ret_json, const char **ret_repo)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, 'j' },
+                SECRET_OPTIONS,
+                {},
+        };
+        int c;
+
+        *ret_json = false;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (secret_args_parse(s, c, optarg))
+                        continue;
+                switch (c) {
+                case 'h':
+                        return print_usage(usage);
+                case 'j':
+                        *ret_json = true;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind + 1 != argc) {
+                log_error("expected exactly one argument: REPO (see 'blkvault %s --help')", command);
+                return EXIT_USAGE;
+        }
+        *ret_repo = argv[optind];
+        return -1;
 }
