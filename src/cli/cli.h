@@ -57,8 +57,16 @@ void secret_done(BvSecret *s);
 int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
                          bool *ret_json, const char **ret_repo);
 
+/* --threads=N, 1..256; reports a bad value. */
+int parse_threads(const char *arg, unsigned *ret);
+
 /* Opens a repository for a command, reporting errors; returns an exit code. */
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
+
+/* Before handing a snapshot to nbdkit: opens the repository read-only, resolves spec into
+ * ret_id (2 * BV_SNAPSHOT_ID_SIZE + 1 bytes) and keeps the secret in *ret_secret for the
+ * plugin (secret_done it). Reports failures; returns an exit code. */
+int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret);
 
 /* Resolves a snapshot spec, reporting failures; returns an exit code. */
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret);

@@ -71,11 +71,8 @@ int cmd_backup(int argc, char **argv)
                         json = true;
                         break;
                 case 't':
-                        opts.threads = (unsigned)strtoul(optarg, NULL, 10);
-                        if (opts.threads == 0 || opts.threads > 256) {
-                                log_error("invalid --threads '%s'", optarg);
+                        if (parse_threads(optarg, &opts.threads) < 0)
                                 return EXIT_USAGE;
-                        }
                         break;
                 case 'D':
                         opts.source.no_direct = true;

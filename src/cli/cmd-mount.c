@@ -691,26 +691,10 @@ static int mount_filesystem(MountState *s)
 /* Checks the repository, the secret and the snapshot with our own messages; fills s->snapshot. */
 static int check_snapshot(MountState *s, const SecretArgs *sargs, const char *spec, BvSecret *ret_secret)
 {
-        BvRepoConfig cfg;
-        BvRepo *repo;
-        const BvSnapshot *snap;
-        int r = bv_repo_peek_config(s->repo, &cfg);
-        if (r < 0)
-                return log_error_errno(r, "cannot open repository '%s'", s->repo);
-        r = secret_get(sargs, cfg.cipher != BV_CIPHER_NONE, false, ret_secret);
-        if (r < 0)
-                return EXIT_KEY;
-        r = bv_repo_open(s->repo, ret_secret, BV_OPEN_READ, &repo);
-        if (r == -ENOKEY) {
-                log_error("cannot open repository '%s': wrong passphrase or key", s->repo);
-                return EXIT_KEY;
-        }
-        if (r < 0)
-                return log_error_errno(r, "cannot open repository '%s'", s->repo);
-        r = find_snapshot(repo, spec, &snap);
+        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        int r = check_export(s->repo, sargs, spec, id, ret_secret);
         if (r == EXIT_OK)
-                copy_str(s->snapshot, sizeof(s->snapshot), snap->id);
-        bv_repo_close(repo);
+                copy_str(s->snapshot, sizeof(s->snapshot), id);
         return r;
 }
 

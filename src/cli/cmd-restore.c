@@ -42,11 +42,8 @@ int cmd_restore(int argc, char **argv)
                         json = true;
                         break;
                 case 't':
-                        opts.threads = (unsigned)strtoul(optarg, NULL, 10);
-                        if (opts.threads == 0 || opts.threads > 256) {
-                                log_error("invalid --threads '%s'", optarg);
+                        if (parse_threads(optarg, &opts.threads) < 0)
                                 return EXIT_USAGE;
-                        }
                         break;
                 case 'q':
                         quiet = true;

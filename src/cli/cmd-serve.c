@@ -70,34 +70,11 @@ int cmd_serve(int argc, char **argv)
 
         /* Check the repository, the secret and the snapshot here, with our own messages, before
          * nbdkit takes over. */
-        BvRepo *repo;
-        BvRepoConfig cfg;
         BvSecret secret = {};
-        const BvSnapshot *snap;
-        r = bv_repo_peek_config(path, &cfg);
-        if (r < 0)
-                return log_error_errno(r, "cannot open repository '%s'", path);
-        r = secret_get(&sargs, cfg.cipher != BV_CIPHER_NONE, false, &secret);
-        if (r < 0)
-                return EXIT_KEY;
-        r = bv_repo_open(path, &secret, BV_OPEN_READ, &repo);
-        if (r < 0) {
-                secret_done(&secret);
-                if (r == -ENOKEY) {
-                        log_error("cannot open repository '%s': wrong passphrase or key", path);
-                        return EXIT_KEY;
-                }
-                return log_error_errno(r, "cannot open repository '%s'", path);
-        }
-        r = find_snapshot(repo, spec, &snap);
         char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
-        if (r == EXIT_OK)
-                memcpy(id, snap->id, sizeof(id));
-        bv_repo_close(repo);
-        if (r != EXIT_OK) {
-                secret_done(&secret);
+        r = check_export(path, &sargs, spec, id, &secret);
+        if (r != EXIT_OK)
                 return r;
-        }
 
         char repo_arg[4200], snap_arg[128], cache_arg[64], port_buf[16];
         char *args[32];

@@ -199,7 +199,10 @@ void secret_done(BvSecret *s)
         *s = (BvSecret){};
 }
 
-int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret)
+/* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
+ * secret_done); on failure it is wiped here. */
+static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
+                            BvSecret *ret_secret)
 {
         BvRepoConfig cfg;
         BvSecret secret;
@@ -212,7 +215,10 @@ int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo *
         if (r < 0)
                 return exit_code_for(r == -ENOKEY ? r : -ENOKEY);
         r = bv_repo_open(path, &secret, flags, ret);
-        secret_done(&secret);
+        if (r < 0 || !ret_secret)
+                secret_done(&secret);
+        else
+                *ret_secret = secret;
         if (r == -ENOKEY) {
                 log_error("cannot open repository '%s': wrong passphrase or key", path);
                 return EXIT_KEY;
@@ -225,6 +231,29 @@ int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo *
         if (r < 0)
                 return log_error_errno(r, "cannot open repository '%s'", path);
         return EXIT_OK;
+}
+
+int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret)
+{
+        return open_repo_secret(path, s, flags, ret, NULL);
+}
+
+int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret)
+{
+        const BvSnapshot *snap;
+        BvRepo *repo;
+        int r;
+
+        r = open_repo_secret(path, s, BV_OPEN_READ, &repo, ret_secret);
+        if (r != EXIT_OK)
+                return r;
+        r = find_snapshot(repo, spec, &snap);
+        if (r == EXIT_OK)
+                memcpy(ret_id, snap->id, 2 * BV_SNAPSHOT_ID_SIZE + 1);
+        bv_repo_close(repo);
+        if (r != EXIT_OK)
+                secret_done(ret_secret);
+        return r;
 }
 
 const char *format_bytes(uint64_t n, char buf[32])
@@ -371,4 +400,16 @@ int parse_repo_json_args(int argc, char **argv, const char *usage, const char *c
         }
         *ret_repo = argv[optind];
         return -1;
+}
+
+int parse_threads(const char *arg, unsigned *ret)
+{
+        char *end;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (end == arg || *end || v == 0 || v > 256) {
+                log_error("invalid --threads '%s' (1 to 256)", arg);
+                return -EINVAL;
+        }
+        *ret = (unsigned)v;
+        return 0;
 }

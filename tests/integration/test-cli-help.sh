@@ -15,4 +15,6 @@ expect_fail 2 "unknown encryption 'rot13'" bv init "$T/r" --encryption=rot13
 expect_fail 2 "invalid --chunk-size" bv init "$T/r" --chunk-size=1:2
 expect_fail 2 "invalid chunk sizes" bv init "$T/r" --encryption=none --chunk-size=64K:16K:256K
 expect_fail 2 "invalid --compression" bv init "$T/r" --compression=lz4
+expect_fail 2 "invalid --threads '0'" bv backup "$T/r" "$T/x" --threads=0
+expect_fail 2 "invalid --threads '4x'" bv restore "$T/r" latest "$T/x" --threads=4x
 echo "ok"
