@@ -59,8 +59,10 @@ assert_same "$img" "$T/copy.img"
 qemu-img convert -f raw -O qcow2 "$NBD_URI" "$T/conv.qcow2"
 qemu-img compare -q -f raw -F qcow2 "$img" "$T/conv.qcow2" || die "qemu-img convert result differs"
 
-# four concurrent connections, each reading its own quarter in odd-sized pieces
-"$PY" - "$img" "$NBD_URI" <<'PY'
+# four concurrent connections, each reading its own quarter in odd-sized pieces: with the
+# defaults, then with one worker and a 1 MiB cache (reads queue for the worker, chunks evicted)
+concurrent_readers() {
+    "$PY" - "$img" "$NBD_URI" <<'PY'
 import nbd, sys, threading
 data = open(sys.argv[1], "rb").read()
 quarter = len(data) // 4
@@ -84,6 +86,11 @@ for t in threads: t.start()
 for t in threads: t.join()
 assert not errors, errors
 PY
+}
+concurrent_readers
+stop_nbdkit
+start_nbdkit one-worker repo="$repo" snapshot=disk workers=1 cache=1M
+concurrent_readers
 stop_nbdkit
 
 # encrypted: passphrase-file= and $BLKVAULT_PASSPHRASE; a wrong passphrase is refused
@@ -99,6 +106,12 @@ BLKVAULT_PASSPHRASE='correct horse' start_nbdkit enc-env repo="$erepo" snapshot=
 nbdcopy "$NBD_URI" "$T/enc2.img"
 assert_same "$img" "$T/enc2.img"
 stop_nbdkit
+
+rc=0
+with_nbd_env timeout 60 nbdkit -f -U "$T/bad.sock" -r "$NBD_PLUGIN" repo="$repo" snapshot=disk workers=0 \
+    2>"$T/bad.log" || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || die "nbdkit accepted workers=0"
+grep -q "workers= must be between 1 and 1024" "$T/bad.log" || { cat "$T/bad.log" >&2; die "no clear message for workers=0"; }
 
 rc=0
 BLKVAULT_PASSPHRASE='wrong horse' with_nbd_env timeout 60 nbdkit -f -U "$T/wrong.sock" -r "$NBD_PLUGIN" \

@@ -104,6 +104,45 @@ TEST(sequential_with_readahead)
         ctx_free(&c);
 }
 
+/* Chunks read whole go to the cold end and only a sixteenth of the cache keeps them; chunks
+ * read in parts stay cached. */
+TEST(drop_behind)
+{
+        Ctx c = ctx_new(LAYOUT);
+        BvImageOptions o = { .cache_bytes = 4u << 20, .readahead = 0 };
+        _cleanup_free_ uint8_t *buf = malloc(c.len);
+        BvImage *img = NULL;
+        BvImageStats st;
+        uint64_t decodes;
+
+        ASSERT_TRUE(c.len < o.cache_bytes); /* everything would fit */
+        ASSERT_OK(bv_image_open(c.r, c.snap, &o, &img));
+        ASSERT_OK(bv_image_pread(img, buf, c.len, 0, NULL));
+        ASSERT_MEMEQ(buf, c.data, c.len);
+        bv_image_stats(img, &st);
+        decodes = st.decodes;
+        ASSERT_TRUE(decodes >= 10);
+        ASSERT_TRUE(st.cached_bytes <= o.cache_bytes / 16);
+
+        /* 4 KiB of the first region, twice: decoded once, and it stays */
+        ASSERT_OK(bv_image_pread(img, buf, 4096, 8192, NULL));
+        ASSERT_OK(bv_image_pread(img, buf + 4096, 4096, 8192, NULL));
+        ASSERT_MEMEQ(buf, c.data + 8192, 4096);
+        ASSERT_MEMEQ(buf + 4096, c.data + 8192, 4096);
+        bv_image_stats(img, &st);
+        ASSERT_TRUE(st.decodes <= decodes + 1);
+        decodes = st.decodes;
+        /* a part of another chunk, then the first part again: nothing decoded twice */
+        ASSERT_OK(bv_image_pread(img, buf, 4096, 20 * 65536 + 4096, NULL));
+        ASSERT_OK(bv_image_pread(img, buf, 4096, 8192, NULL));
+        ASSERT_OK(bv_image_pread(img, buf + 4096, 4096, 20 * 65536 + 4096, NULL));
+        ASSERT_MEMEQ(buf + 4096, c.data + 20 * 65536 + 4096, 4096);
+        bv_image_stats(img, &st);
+        ASSERT_TRUE(st.decodes <= decodes + 1);
+        bv_image_free(img);
+        ctx_free(&c);
+}
+
 typedef struct Walk {
         const uint8_t *data;
         uint64_t next, end;
@@ -187,6 +226,7 @@ int main(void)
 {
         RUN(random_reads_concurrent);
         RUN(sequential_with_readahead);
+        RUN(drop_behind);
         RUN(extents_clipped);
         RUN(damaged_chunk_is_reported_not_returned);
         return 0;

@@ -25,6 +25,13 @@ void bv_image_free(BvImage *img);
 
 uint64_t bv_image_size(const BvImage *img);
 
+typedef struct BvImageStats {
+        uint64_t decodes;    /* chunks read from packs and decoded since opening */
+        size_t cached_bytes; /* decoded chunks held now */
+} BvImageStats;
+
+void bv_image_stats(BvImage *img, BvImageStats *ret);
+
 /* Reads count bytes at offset (within the image). On -EBADMSG (damaged data) or -EUCLEAN
  * (missing pack) *ret_bad_offset is the image offset of the damaged chunk; nothing wrong is
  * ever returned in buf. */
