@@ -36,6 +36,9 @@
 #define PACK_MIN_OBJECT (BV_NONCE_SIZE + BV_OBJECT_HEADER_SIZE + BV_TAG_SIZE)
 #define PACK_WRITE_BUFFER (1024u * 1024)
 #define PACKSET_SLOTS 64
+#define PREFETCH_WINDOW (4u << 20) /* pack bytes asked for ahead of a stream of reads */
+#define STREAM_GAP (2u << 20)      /* a read this close to the previous one continues its stream */
+#define STREAM_MIN 3u              /* reads in a row that make a stream */
 
 typedef struct PackFooter {
         uint64_t index_offset;
@@ -456,11 +459,17 @@ int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE],
 
 /* ---- reading ---- */
 
+/* Reads that walk a pack (a restore, a sequential NBD client) come in slightly out of order
+ * from several threads, which the kernel's readahead takes for random reads. A slot notices
+ * a run of nearby reads and asks for the next PREFETCH_WINDOW bytes with WILLNEED. */
 typedef struct PackSlot {
         uint8_t pack_id[BV_PACK_ID_SIZE];
-        int fd;            /* -EBADF when the slot is free */
-        unsigned users;    /* reads in progress: the slot is not evicted while > 0 */
-        bool referenced;   /* clock bit */
+        int fd;              /* -EBADF when the slot is free */
+        unsigned users;      /* reads in progress: the slot is not evicted while > 0 */
+        bool referenced;     /* clock bit */
+        unsigned streak;     /* reads in a row within STREAM_GAP of the one before */
+        uint64_t last_end;   /* where the previous read ended */
+        uint64_t prefetched; /* asked for up to here */
 } PackSlot;
 
 struct BvPackSet {
@@ -554,12 +563,27 @@ static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], Pac
                 return 0;
         }
         safe_close(s->fd);
+        *s = (PackSlot){ .fd = fd, .users = 1, .referenced = true };
         memcpy(s->pack_id, pack_id, BV_PACK_ID_SIZE);
-        s->fd = fd;
-        s->users = 1;
-        s->referenced = true;
         *ret_slot = s;
         return 0;
+}
+
+/* Records a read of [offset, end) and returns the range to prefetch, if any (*ret_len 0). */
+static void packset_stream(BvPackSet *p, PackSlot *s, uint64_t offset, uint64_t end, uint64_t *ret_from,
+                           uint64_t *ret_len)
+{
+        BV_LOCK_GUARD(&p->mutex);
+        bool near = offset <= s->last_end + STREAM_GAP && offset + STREAM_GAP >= s->last_end;
+
+        *ret_len = 0;
+        s->streak = near ? s->streak + 1 : 0;
+        s->last_end = end;
+        if (s->streak + 1 < STREAM_MIN || s->prefetched >= end + PREFETCH_WINDOW / 2)
+                return;
+        *ret_from = MAX(s->prefetched, end);
+        *ret_len = end + PREFETCH_WINDOW - *ret_from;
+        s->prefetched = end + PREFETCH_WINDOW;
 }
 
 static void packset_put(BvPackSet *p, PackSlot *s, int fd)
@@ -596,6 +620,12 @@ int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64
         r = packset_get(p, pack_id, &s, &fd);
         if (r < 0)
                 return r;
+        if (s && offset <= UINT64_MAX - PREFETCH_WINDOW - len) {
+                uint64_t from, n;
+                packset_stream(p, s, offset, offset + len, &from, &n);
+                if (n > 0)
+                        (void)posix_fadvise(s->fd, (off_t)from, (off_t)n, POSIX_FADV_WILLNEED);
+        }
         r = packset_pread(s ? s->fd : fd, buf, len, offset);
         packset_put(p, s, fd);
         return r;
