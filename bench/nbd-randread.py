@@ -8,21 +8,12 @@ picks 4 KiB-aligned offsets inside the image's data extents, so no tool is timed
 Prints one JSON object: reads, p50/p99/mean latency in microseconds, MiB/s."""
 import json, os, random, sys, time
 
+from data_extents import data_extents
+
 BS = 4096
 
 def make_offsets(image, n, seed):
-    fd = os.open(image, os.O_RDONLY)
-    size = os.fstat(fd).st_size
-    extents, pos = [], 0
-    while pos < size:
-        try:
-            start = os.lseek(fd, pos, os.SEEK_DATA)
-        except OSError:
-            break
-        end = os.lseek(fd, start, os.SEEK_HOLE)
-        extents.append((start, end))
-        pos = end
-    os.close(fd)
+    extents = data_extents(image)
     total = sum(e - s for s, e in extents)
     rng = random.Random(seed)
     out = []
