@@ -9,19 +9,10 @@
 #include <string.h>
 
 #include "blockscan.h"
+#include "endian.h"
 
 /* Bytes checked between early exits: long enough for the OR-reduction to vectorise. */
 #define ZERO_STRIDE 256u
-
-static inline uint64_t load_le64(const uint8_t *p)
-{
-        uint64_t w;
-        memcpy(&w, p, sizeof(w));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        w = __builtin_bswap64(w);
-#endif
-        return w;
-}
 
 static inline uint64_t rotl64(uint64_t x, unsigned r)
 {
@@ -45,7 +36,7 @@ bool bv_is_zero(const void *p, size_t len)
         size_t i = 0;
 
         /* Random data almost always fails on the first word: answer that without the loop. */
-        if (len >= sizeof(uint64_t) && load_le64(b) != 0)
+        if (len >= sizeof(uint64_t) && get_le64(b) != 0)
                 return false;
         for (; i + ZERO_STRIDE <= len; i += ZERO_STRIDE)
                 if (!stride_is_zero(b + i))
@@ -63,16 +54,16 @@ bool bv_is_zero(const void *p, size_t len)
 uint64_t bv_block_print(const uint8_t key[32], const void *block)
 {
         const uint8_t *b = block;
-        uint64_t k0 = load_le64(key), k1 = load_le64(key + 8), k2 = load_le64(key + 16),
-                 k3 = load_le64(key + 24);
+        uint64_t k0 = get_le64(key), k1 = get_le64(key + 8), k2 = get_le64(key + 16),
+                 k3 = get_le64(key + 24);
         uint64_t a0 = k0, a1 = k1, a2 = k2, a3 = k3;
 
         /* Four independent lanes: word i goes to lane i mod 4. */
         for (size_t i = 0; i < BV_BLOCK_SIZE; i += 32) {
-                a0 = rotl64(a0 ^ load_le64(b + i), 29) * PRINT_MUL;
-                a1 = rotl64(a1 ^ load_le64(b + i + 8), 29) * PRINT_MUL;
-                a2 = rotl64(a2 ^ load_le64(b + i + 16), 29) * PRINT_MUL;
-                a3 = rotl64(a3 ^ load_le64(b + i + 24), 29) * PRINT_MUL;
+                a0 = rotl64(a0 ^ get_le64(b + i), 29) * PRINT_MUL;
+                a1 = rotl64(a1 ^ get_le64(b + i + 8), 29) * PRINT_MUL;
+                a2 = rotl64(a2 ^ get_le64(b + i + 16), 29) * PRINT_MUL;
+                a3 = rotl64(a3 ^ get_le64(b + i + 24), 29) * PRINT_MUL;
         }
 
         uint64_t h = a0 ^ rotl64(a1, 16) ^ rotl64(a2, 32) ^ rotl64(a3, 48);
