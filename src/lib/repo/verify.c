@@ -489,11 +489,13 @@ static int verify_run(Verify *v, const char *spec)
         }
         v->stats.snapshots = n;
         r = walk_all(v, list, n);
-        if (r >= 0 && v->read_data && v->chunks.n > 0) {
+        if (r >= 0 && v->read_data && v->chunks.n > 0)
                 r = check_data(v);
+        /* Every chunk was either checked or marked bad: walk again for the places that use the
+         * bad ones only if there are any. */
+        if (r >= 0 && v->stats.chunks_checked < v->chunks.n) {
                 v->reporting = true;
-                if (r >= 0)
-                        r = walk_all(v, list, n);
+                r = walk_all(v, list, n);
         }
         if (r >= 0)
                 r = check_store(v);
