@@ -134,6 +134,15 @@ static int map_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_no
         return r;
 }
 
+/* The extent holding pos: -EBADMSG if the reader answers with one that does not. */
+static int map_lookup(BvImage *img, uint64_t pos, BvMapExtent *ret)
+{
+        int r = bv_map_reader_lookup(img->map, pos, ret);
+        if (r >= 0 && (ret->offset > pos || ret->length == 0 || pos - ret->offset >= ret->length))
+                return -EBADMSG;
+        return r;
+}
+
 /* ---- chunk cache ---- */
 
 static Shard *shard_of(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t *ret_bucket)
@@ -355,7 +364,7 @@ static void readahead_run(BvImage *img, uint64_t offset)
 
         while (done < img->readahead && offset < img->size) {
                 BvMapExtent ext;
-                if (bv_map_reader_lookup(img->map, offset, &ext) < 0 || ext.length == 0)
+                if (map_lookup(img, offset, &ext) < 0)
                         return;
                 if (ext.kind == BV_EXTENT_DATA) {
                         if (cache_read(img, ext.id, ext.length, NULL, 0, 0, false) < 0)
@@ -502,7 +511,7 @@ static int image_pread(BvImage *img, void *buf, size_t count, uint64_t offset, u
         bool sequential;
         int r;
 
-        if (!img || (!buf && count > 0))
+        if (!buf && count > 0)
                 return -EINVAL;
         if (offset > img->size || count > img->size - offset)
                 return -ERANGE;
@@ -513,9 +522,7 @@ static int image_pread(BvImage *img, void *buf, size_t count, uint64_t offset, u
                 BvMapExtent ext;
                 size_t n;
 
-                r = bv_map_reader_lookup(img->map, pos, &ext);
-                if (r >= 0 && (ext.offset > pos || ext.length == 0 || pos - ext.offset >= ext.length))
-                        r = -EBADMSG; /* the reader answered with an extent not holding pos */
+                r = map_lookup(img, pos, &ext);
                 if (r < 0) {
                         if (ret_bad_offset && (r == -EBADMSG || r == -EUCLEAN))
                                 *ret_bad_offset = pos;
@@ -573,11 +580,9 @@ int bv_image_extents(BvImage *img, uint64_t offset, uint64_t count,
                 BvMapExtent ext;
                 uint64_t ext_end;
 
-                r = bv_map_reader_lookup(img->map, pos, &ext);
+                r = map_lookup(img, pos, &ext);
                 if (r < 0)
                         return r;
-                if (ext.offset > pos || ext.length == 0 || pos - ext.offset >= ext.length)
-                        return -EBADMSG;
                 ext_end = MIN(ext.offset + ext.length, end);
                 r = cb(ext.kind, pos, ext_end - pos, userdata);
                 if (r < 0)
