@@ -80,12 +80,20 @@ void progress_init(Progress *p, const char *verb, bool quiet);
 void progress_update(const BvProgress *bp, void *userdata);
 void progress_done(Progress *p);
 
-/* The nbdkit plugin to load: $BLKVAULT_NBD_PLUGIN, the build tree's, or the installed one. */
-const char *nbd_plugin_path(void);
+/* Storage for the plugin parameters plugin_args puts on nbdkit's command line. */
+typedef struct PluginArgs {
+        char repo[4200];
+        char snapshot[128];
+        char cache[64];
+        char secret[4200];
+} PluginArgs;
 
-/* Appends the plugin parameters that carry the secret (key-file=, passphrase-file=) to
- * argv_extra, or puts a prompted passphrase into the environment for the nbdkit child. */
-int secret_export_env(const SecretArgs *s, const BvSecret *secret, char **argv_extra, size_t *n);
+/* Appends the plugin, repo=, snapshot=id, cache= (when cache is set) and the parameter that
+ * carries the secret (key-file=, passphrase-file=) to argv; a passphrase that did not come from
+ * a file goes into the environment of the nbdkit child instead, never on its command line. The
+ * strings live in *pa. Reports a failure; returns an exit code. */
+int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *cache, const SecretArgs *s,
+                const BvSecret *secret, char **argv, size_t *n);
 
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);

@@ -490,7 +490,8 @@ static int teardown(MountState *s, bool verbose)
 /* Starts nbdkit detached on the state directory's socket and waits until the export answers. */
 static int start_nbdkit(MountState *s, const SecretArgs *sargs, const BvSecret *secret, const char *cache)
 {
-        char pidfile[PATH_MAX], log[PATH_MAX], repo_arg[PATH_MAX + 8], snap_arg[128], cache_arg[64];
+        char pidfile[PATH_MAX], log[PATH_MAX];
+        PluginArgs pa;
         char *args[32];
         size_t n = 0;
         int r;
@@ -506,18 +507,9 @@ static int start_nbdkit(MountState *s, const SecretArgs *sargs, const BvSecret *
         args[n++] = "--unix";
         args[n++] = s->socket;
         args[n++] = "--readonly";
-        args[n++] = (char *)nbd_plugin_path();
-        snprintf(repo_arg, sizeof(repo_arg), "repo=%s", s->repo);
-        snprintf(snap_arg, sizeof(snap_arg), "snapshot=%s", s->snapshot);
-        args[n++] = repo_arg;
-        args[n++] = snap_arg;
-        if (cache) {
-                snprintf(cache_arg, sizeof(cache_arg), "cache=%s", cache);
-                args[n++] = cache_arg;
-        }
-        r = secret_export_env(sargs, secret, args, &n);
-        if (r < 0)
-                return log_error_errno(r, "cannot pass the secret to nbdkit");
+        r = plugin_args(&pa, s->repo, s->snapshot, cache, sargs, secret, args, &n);
+        if (r != EXIT_OK)
+                return r;
         args[n] = NULL;
 
         /* nbdkit forks into the background once its socket is bound; the first process exits. */

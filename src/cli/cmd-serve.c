@@ -76,7 +76,8 @@ int cmd_serve(int argc, char **argv)
         if (r != EXIT_OK)
                 return r;
 
-        char repo_arg[4200], snap_arg[128], cache_arg[64], port_buf[16];
+        PluginArgs pa;
+        char port_buf[16];
         char *args[32];
         size_t n = 0;
         args[n++] = "nbdkit";
@@ -94,19 +95,10 @@ int cmd_serve(int argc, char **argv)
                 args[n++] = "--filter=cow";
         else
                 args[n++] = "--readonly";
-        args[n++] = (char *)nbd_plugin_path();
-        snprintf(repo_arg, sizeof(repo_arg), "repo=%s", path);
-        snprintf(snap_arg, sizeof(snap_arg), "snapshot=%s", id);
-        args[n++] = repo_arg;
-        args[n++] = snap_arg;
-        if (cache) {
-                snprintf(cache_arg, sizeof(cache_arg), "cache=%s", cache);
-                args[n++] = cache_arg;
-        }
-        r = secret_export_env(&sargs, &secret, args, &n);
+        r = plugin_args(&pa, path, id, cache, &sargs, &secret, args, &n);
         secret_done(&secret);
-        if (r < 0)
-                return log_error_errno(r, "cannot pass the secret to nbdkit");
+        if (r != EXIT_OK)
+                return r;
         args[n] = NULL;
 
         if (socket)

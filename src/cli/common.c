@@ -331,7 +331,8 @@ int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
         return r < 0 ? EXIT_ERROR : EXIT_OK;
 }
 
-const char *nbd_plugin_path(void)
+/* The nbdkit plugin to load: $BLKVAULT_NBD_PLUGIN, the build tree's, or the installed one. */
+static const char *nbd_plugin_path(void)
 {
         static char path[4200];
         const char *env = getenv("BLKVAULT_NBD_PLUGIN");
@@ -353,20 +354,28 @@ const char *nbd_plugin_path(void)
         return "blkvault"; /* installed in nbdkit's plugin directory */
 }
 
-int secret_export_env(const SecretArgs *s, const BvSecret *secret, char **argv_extra, size_t *n)
+int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *cache, const SecretArgs *s,
+                const BvSecret *secret, char **argv, size_t *n)
 {
-        /* The plugin reads the same secret: pass files by name, a passphrase through the
-         * environment of the nbdkit child (never on its command line). */
-        static char buf[2][4200];
+        argv[(*n)++] = (char *)nbd_plugin_path();
+        snprintf(pa->repo, sizeof(pa->repo), "repo=%s", repo);
+        argv[(*n)++] = pa->repo;
+        snprintf(pa->snapshot, sizeof(pa->snapshot), "snapshot=%s", id);
+        argv[(*n)++] = pa->snapshot;
+        if (cache) {
+                snprintf(pa->cache, sizeof(pa->cache), "cache=%s", cache);
+                argv[(*n)++] = pa->cache;
+        }
+        /* The plugin reads the same secret: files by name, a passphrase through the environment. */
         if (s->key_file) {
-                snprintf(buf[0], sizeof(buf[0]), "key-file=%s", s->key_file);
-                argv_extra[(*n)++] = buf[0];
+                snprintf(pa->secret, sizeof(pa->secret), "key-file=%s", s->key_file);
+                argv[(*n)++] = pa->secret;
         } else if (s->passphrase_file) {
-                snprintf(buf[1], sizeof(buf[1]), "passphrase-file=%s", s->passphrase_file);
-                argv_extra[(*n)++] = buf[1];
+                snprintf(pa->secret, sizeof(pa->secret), "passphrase-file=%s", s->passphrase_file);
+                argv[(*n)++] = pa->secret;
         } else if (secret->passphrase && setenv("BLKVAULT_PASSPHRASE", secret->passphrase, 1) < 0)
-                return -errno;
-        return 0;
+                return log_error_errno(-errno, "cannot pass the secret to nbdkit");
+        return EXIT_OK;
 }
 
 int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
