@@ -145,11 +145,15 @@ static int map_lookup(BvImage *img, uint64_t pos, BvMapExtent *ret)
 
 /* ---- chunk cache ---- */
 
-static Shard *shard_of(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t *ret_bucket)
+/* ids are keyed hashes: their bytes are uniform */
+static Shard *shard_of(BvImage *img, const uint8_t id[BV_ID_SIZE])
 {
-        /* ids are keyed hashes: their bytes are uniform */
-        *ret_bucket = (size_t)(id[1] | (id[2] << 8)) % BUCKETS;
         return &img->shards[id[0] % SHARDS];
+}
+
+static size_t bucket_of(const uint8_t id[BV_ID_SIZE])
+{
+        return (size_t)(id[1] | (id[2] << 8)) % BUCKETS;
 }
 
 static Entry *shard_find(Shard *s, size_t bucket, const uint8_t id[BV_ID_SIZE])
@@ -162,8 +166,7 @@ static Entry *shard_find(Shard *s, size_t bucket, const uint8_t id[BV_ID_SIZE])
 
 static void shard_unhash(Shard *s, Entry *e)
 {
-        size_t bucket = (size_t)(e->id[1] | (e->id[2] << 8)) % BUCKETS;
-        for (Entry **p = &s->buckets[bucket]; *p; p = &(*p)->hnext)
+        for (Entry **p = &s->buckets[bucket_of(e->id)]; *p; p = &(*p)->hnext)
                 if (*p == e) {
                         *p = e->hnext;
                         return;
@@ -224,12 +227,11 @@ static void lru_push_back(Shard *s, Entry *e)
                 s->lru_head = e;
 }
 
-/* Places a loaded entry after n more bytes of it were copied out: to the head while parts are
- * unread, to the tail once all of it was (a read of an already fully read entry starts its
- * count anew: it is being reused). */
-static void entry_touch(Shard *s, Entry *e, size_t n)
+/* Links a loaded entry that is not in the list after n more bytes of it were copied out: at
+ * the head while parts are unread, at the tail once all of it was (a read of an already fully
+ * read entry starts its count anew: it is being reused). */
+static void entry_link(Shard *s, Entry *e, size_t n)
 {
-        lru_unlink(s, e);
         if (entry_read_out(e)) {
                 s->read_out_bytes -= e->len;
                 e->read_out = 0;
@@ -269,13 +271,13 @@ static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expec
         return 0;
 }
 
-/* Copies [off, off+n) of the chunk into dst (dst NULL: only make sure it is cached). With
- * wait false, a chunk that another thread is loading is left to it. */
+/* Copies [off, off+n) of the chunk into dst (dst NULL and n 0: only make sure it is cached).
+ * With wait false, a chunk that another thread is loading is left to it. */
 static int cache_read(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t len, void *dst, size_t off, size_t n,
                       bool wait)
 {
-        size_t bucket;
-        Shard *s = shard_of(img, id, &bucket);
+        size_t bucket = bucket_of(id);
+        Shard *s = shard_of(img, id);
         uint8_t *data = NULL;
         Entry *e;
         int r;
@@ -290,12 +292,11 @@ static int cache_read(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t len, vo
                                 pthread_mutex_unlock(&s->lock);
                                 return -EBADMSG;
                         }
-                        if (dst) {
+                        if (dst)
                                 memcpy(dst, e->data + off, n);
-                                entry_touch(s, e, n);
-                                shard_evict(s);
-                        } else
-                                entry_touch(s, e, 0);
+                        lru_unlink(s, e);
+                        entry_link(s, e, n);
+                        shard_evict(s);
                         pthread_mutex_unlock(&s->lock);
                         return 0;
                 }
@@ -329,8 +330,7 @@ static int cache_read(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t len, vo
                 e->data = data;
                 e->len = len;
                 s->bytes += len;
-                lru_push_front(s, e); /* entry_touch unlinks it again */
-                entry_touch(s, e, dst ? n : 0);
+                entry_link(s, e, n);
                 shard_evict(s);
         }
         pthread_cond_broadcast(&s->loaded);
