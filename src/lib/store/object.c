@@ -14,6 +14,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "blockscan.h"
 #include "compress.h"
 #include "endian.h"
 #include "macro.h"
@@ -196,14 +197,6 @@ int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID
         return 0;
 }
 
-static bool all_zero(const uint8_t *p, size_t len)
-{
-        for (size_t i = 0; i < len; i++)
-                if (p[i] != 0)
-                        return false;
-        return true;
-}
-
 /* Checks the header, payload length and padding of a decrypted plaintext. */
 static int obj_parse_plain(const BvObjectCodec *c, BvObjectType type, const uint8_t *pt, size_t total,
                            ObjPlain *ret)
@@ -236,7 +229,7 @@ static int obj_parse_plain(const BvObjectCodec *c, BvObjectType type, const uint
 
         plain_len = BV_OBJECT_HEADER_SIZE + p.payload_length;
         expected = obj_padded_length(c, type, p.codec, plain_len);
-        if (expected != total || !all_zero(pt + plain_len, total - plain_len))
+        if (expected != total || !bv_is_zero(pt + plain_len, total - plain_len))
                 return -EBADMSG;
         *ret = p;
         return 0;
