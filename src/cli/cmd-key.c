@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -24,7 +23,7 @@ int cmd_key(int argc, char **argv)
                 SECRET_OPTIONS,
                 {},
         };
-        SecretArgs sargs = {}, new_args = {};
+        SecretArgs sargs = {}, new_args = { .passphrase_env = "BLKVAULT_NEW_PASSPHRASE" };
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
@@ -59,21 +58,8 @@ int cmd_key(int argc, char **argv)
                 return EXIT_USAGE;
         }
 
-        /* The new passphrase: BLKVAULT_NEW_PASSPHRASE stands in for BLKVAULT_PASSPHRASE. */
-        const char *old_env = getenv("BLKVAULT_PASSPHRASE");
-        char *saved = old_env ? strdup(old_env) : NULL;
-        const char *new_env = getenv("BLKVAULT_NEW_PASSPHRASE");
-        if (new_env)
-                setenv("BLKVAULT_PASSPHRASE", new_env, 1);
-        else
-                unsetenv("BLKVAULT_PASSPHRASE");
         BvSecret secret;
         r = secret_get(&new_args, true, true, &secret);
-        if (saved) {
-                setenv("BLKVAULT_PASSPHRASE", saved, 1);
-                memset(saved, 0, strlen(saved));
-                free(saved);
-        }
         if (r < 0) {
                 bv_repo_close(repo);
                 return EXIT_KEY;

@@ -17,6 +17,9 @@
 #include "timeutil.h"
 
 #define PASSPHRASE_MAX 1024
+/* Every passphrase buffer has this size (room for a prompt and its confirmation), so that
+ * secret_done frees what was allocated. */
+#define PASSPHRASE_BUF (2 * (PASSPHRASE_MAX + 2))
 
 static void vlog(const char *prefix, const char *fmt, va_list ap, int r)
 {
@@ -96,7 +99,7 @@ static int read_passphrase_file(const char *path, char **ret)
         /* one trailing newline is not part of the passphrase */
         if (len > 0 && data[len - 1] == '\n')
                 data[--len] = '\0';
-        char *p = bv_secure_alloc(PASSPHRASE_MAX + 1);
+        char *p = bv_secure_alloc(PASSPHRASE_BUF);
         if (!p) {
                 bv_wipe(data, len);
                 return -ENOMEM;
@@ -145,6 +148,7 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                 ret->key_file = s->key_file;
                 return 0;
         }
+        const char *env = getenv(s->passphrase_env ? s->passphrase_env : "BLKVAULT_PASSPHRASE");
         char *pass = NULL;
         int r;
         if (s->passphrase_file) {
@@ -153,16 +157,15 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                         log_error_errno(r, "cannot read passphrase file '%s'", s->passphrase_file);
                         return r;
                 }
-        } else if (getenv("BLKVAULT_PASSPHRASE")) {
-                const char *env = getenv("BLKVAULT_PASSPHRASE");
+        } else if (env) {
                 if (strlen(env) > PASSPHRASE_MAX)
                         return -E2BIG;
-                pass = bv_secure_alloc(PASSPHRASE_MAX + 1);
+                pass = bv_secure_alloc(PASSPHRASE_BUF);
                 if (!pass)
                         return -ENOMEM;
                 strcpy(pass, env);
         } else if (isatty(STDIN_FILENO)) {
-                pass = bv_secure_alloc(2 * (PASSPHRASE_MAX + 2));
+                pass = bv_secure_alloc(PASSPHRASE_BUF);
                 if (!pass)
                         return -ENOMEM;
                 char *again = pass + PASSPHRASE_MAX + 2;
@@ -175,8 +178,8 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                         }
                 }
                 if (r < 0) {
-                        bv_secure_free(pass, 2 * (PASSPHRASE_MAX + 2));
-                        return r == -ENOKEY ? r : -ENOKEY;
+                        bv_secure_free(pass, PASSPHRASE_BUF);
+                        return -ENOKEY;
                 }
         } else {
                 log_error("the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file or "
@@ -185,7 +188,7 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
         }
         if (pass[0] == '\0') {
                 log_error("the passphrase is empty");
-                bv_secure_free(pass, 2 * (PASSPHRASE_MAX + 2));
+                bv_secure_free(pass, PASSPHRASE_BUF);
                 return -ENOKEY;
         }
         ret->passphrase = pass;
@@ -195,7 +198,7 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
 void secret_done(BvSecret *s)
 {
         if (s->passphrase)
-                bv_secure_free((void *)s->passphrase, 2 * (PASSPHRASE_MAX + 2));
+                bv_secure_free((void *)s->passphrase, PASSPHRASE_BUF);
         *s = (BvSecret){};
 }
 
@@ -213,7 +216,7 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
                 return log_error_errno(r, "cannot open repository '%s'", path);
         r = secret_get(s, cfg.cipher != BV_CIPHER_NONE, false, &secret);
         if (r < 0)
-                return exit_code_for(r == -ENOKEY ? r : -ENOKEY);
+                return EXIT_KEY;
         r = bv_repo_open(path, &secret, flags, ret);
         if (r < 0 || !ret_secret)
                 secret_done(&secret);
