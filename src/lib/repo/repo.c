@@ -164,6 +164,16 @@ static int key_crypt(bool seal, const uint8_t kek[BV_KEY_SIZE], const uint8_t re
         return r;
 }
 
+/* A secret to seal the key with: exactly one of a passphrase and a key file. */
+static int secret_check(const BvSecret *secret)
+{
+        if (!secret || (!secret->passphrase && !secret->key_file))
+                return -ENOKEY;
+        if (secret->passphrase && secret->key_file)
+                return -EINVAL;
+        return 0;
+}
+
 /* Seals master under a fresh salt and nonce into kf. */
 static int keyfile_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
                         const uint8_t *master, BvKeyFile *ret)
@@ -172,10 +182,9 @@ static int keyfile_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *
         uint8_t *kek;
         int r;
 
-        if (!secret || (!secret->passphrase && !secret->key_file))
-                return -ENOKEY;
-        if (secret->passphrase && secret->key_file)
-                return -EINVAL;
+        r = secret_check(secret);
+        if (r < 0)
+                return r;
         memcpy(kf.repository, repo_id, BV_REPO_ID_SIZE);
         if (secret->passphrase) {
                 kf.scrypt = true;
@@ -379,10 +388,9 @@ int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secr
         if (cfg->cipher == BV_CIPHER_NONE && secret && (secret->passphrase || secret->key_file))
                 return -EINVAL; /* a secret would protect nothing */
         if (cfg->cipher != BV_CIPHER_NONE) {
-                if (!secret || (!secret->passphrase && !secret->key_file))
-                        return -ENOKEY;
-                if (secret->passphrase && secret->key_file)
-                        return -EINVAL;
+                r = secret_check(secret); /* before the directory is created */
+                if (r < 0)
+                        return r;
         }
         r = open_empty_dir(path, &fd);
         if (r < 0)
@@ -620,11 +628,6 @@ int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
                 return -EPERM;
         if (r->cf.config.cipher == BV_CIPHER_NONE)
                 return -EOPNOTSUPP;
-        if (!new_secret || (!new_secret->passphrase && !new_secret->key_file))
-                return -ENOKEY;
-        if (new_secret->passphrase && new_secret->key_file)
-                return -EINVAL;
-
         ret = keyfile_seal(r->cf.id, new_secret, r->master, &kf);
         if (ret < 0)
                 return ret;
