@@ -29,44 +29,35 @@ bench_secrets
 W=$BENCH_WORK/concat
 mkdir -p "$W"
 
-# make_inputs DIR COUNT SIZE UNALIGNED(0|1): DIR/part-NNN and DIR/concat.
-make_inputs() {
-    local d=$1 n=$2 size=$3 unal=$4 i s
+# unaligned_inputs DIR COUNT SIZE: DIR/part-NNN, each 1..4095 bytes longer than SIZE, and DIR/concat.
+unaligned_inputs() {
+    local d=$1 n=$2 size=$3 i
     [ -f "$d/concat" ] && return 0
     rm -rf "$d"; mkdir -p "$d"
     for ((i = 0; i < n; i++)); do
-        s=$size
-        [ "$unal" = 1 ] && s=$((size + 1 + RANDOM % 4095))
-        head -c "$s" /dev/urandom >"$d/part-$(printf %03d "$i")"
+        head -c $((size + 1 + RANDOM % 4095)) /dev/urandom >"$d/part-$(printf %03d "$i")"
     done
     cat "$d"/part-* >"$d/concat.tmp" && mv "$d/concat.tmp" "$d/concat"
 }
 
-# Inputs: the aligned ones from images/make-concat-tests.sh (t1, t2) when it has landed,
-# else generated here; the unaligned ones (not in images/) are generated here.
-ALIGNED=own
+# Inputs: the aligned ones from images/make-concat-tests.sh (t1, t2); the unaligned ones (not
+# in images/) are generated here.
 inputs() {
     local i f d
-    if [ -x "$IMAGES_DIR/make-concat-tests.sh" ] && [ "${CONCAT_OWN_INPUTS:-0}" != 1 ]; then
-        ALIGNED=images
-        if [ ! -f "$W/images/t2/concat" ]; then
-            log "aligned inputs from images/make-concat-tests.sh"
-            rm -rf "$W/images"
-            "$IMAGES_DIR/make-concat-tests.sh" "$W/images" >&2
-        fi
-        for i in a:t1 b:t2; do
-            d=$W/${i%%:*}-aligned-images
-            [ -f "$d/concat" ] && continue
-            rm -rf "$d"; mkdir -p "$d"
-            for f in "$W/images/${i#*:}"/file-*; do ln "$f" "$d/part-${f##*-}"; done
-            ln "$W/images/${i#*:}/concat" "$d/concat"
-        done
-    else
-        make_inputs "$W/a-aligned-own" 16 $((8 << 20)) 0
-        make_inputs "$W/b-aligned-own" 101 $((1 << 20)) 0
+    if [ ! -f "$W/images/t2/concat" ]; then
+        log "aligned inputs from images/make-concat-tests.sh"
+        rm -rf "$W/images"
+        "$IMAGES_DIR/make-concat-tests.sh" "$W/images" >&2
     fi
-    make_inputs "$W/a-unaligned" 16 $((8 << 20)) 1
-    make_inputs "$W/b-unaligned" 101 $((1 << 20)) 1
+    for i in a:t1 b:t2; do
+        d=$W/${i%%:*}-aligned-images
+        [ -f "$d/concat" ] && continue
+        rm -rf "$d"; mkdir -p "$d"
+        for f in "$W/images/${i#*:}"/file-*; do ln "$f" "$d/part-${f##*-}"; done
+        ln "$W/images/${i#*:}/concat" "$d/concat"
+    done
+    unaligned_inputs "$W/a-unaligned" 16 $((8 << 20))
+    unaligned_inputs "$W/b-unaligned" 101 $((1 << 20))
 }
 
 # tool_init TOOL REPO
@@ -132,7 +123,7 @@ inputs
 OUT=$(results_file "dedup-concat${DEDUP_TAG:+-$DEDUP_TAG}")   # DEDUP_TAG: a separate result file
 cat >>"$OUT" <<EOF
 Inputs: (a) 16 x 8 MiB random files then their concatenation; (b) 101 x 1 MiB random files,
-the concatenation first. Aligned inputs: $( [ $ALIGNED = images ] && echo 'images/make-concat-tests.sh (t1, t2)' || echo 'generated from /dev/urandom' ). "unaligned": each part is 1..4095 bytes longer than 8 MiB / 1 MiB.
+the concatenation first. Aligned inputs: images/make-concat-tests.sh (t1, t2). "unaligned": each part is 1..4095 bytes longer than 8 MiB / 1 MiB.
 blkvault: default settings (16K:64K:256K, zstd 3, AES-256-GCM with a key file), chunker as named;
 dedup % from \`backup --json\` bytes_new (and, in brackets, from bytes_stored, which includes
 encryption/padding overhead). borg $(borg --version | cut -d' ' -f2): repokey, zstd,3,
@@ -148,7 +139,7 @@ for t in "${TOOLS[@]}"; do
     for tc in a-aligned b-aligned a-unaligned b-unaligned; do
         log "$t $tc"
         t0=$(date +%s)
-        d=$W/$tc; [ "${tc#*-}" = aligned ] && d=$W/$tc-$ALIGNED
+        d=$W/$tc; [ "${tc#*-}" = aligned ] && d=$W/$tc-images
         n=1; case $t in hybrid | cdc | fixed) n=$KEYS ;; esac
         xs=()
         for ((k = 0; k < n; k++)); do
@@ -172,14 +163,14 @@ done
 printf '\n' >>"$OUT"
 if [ -n "${RES[hybrid,a-aligned]:-}" ]; then
     goal "$OUT" "(a) blkvault hybrid >= 99% (measured ${RES[hybrid,a-aligned]}%)" \
-        "$(awk -v v="${RES[hybrid,a-aligned]}" 'BEGIN{print (v>=99)?1:0}')"
+        "$(holds "${RES[hybrid,a-aligned]} >= 99")"
     goal "$OUT" "(b) blkvault hybrid >= 90% (measured ${RES[hybrid,b-aligned]}%)" \
-        "$(awk -v v="${RES[hybrid,b-aligned]}" 'BEGIN{print (v>=90)?1:0}')"
+        "$(holds "${RES[hybrid,b-aligned]} >= 90")"
     if [ -n "${RES[hybrid,b-aligned,min]:-}" ]; then
         goal "$OUT" "(a) with every one of $KEYS keys (worst ${RES[hybrid,a-aligned,min]}%)" \
-            "$(awk -v v="${RES[hybrid,a-aligned,min]}" 'BEGIN{print (v>=99)?1:0}')"
+            "$(holds "${RES[hybrid,a-aligned,min]} >= 99")"
         goal "$OUT" "(b) with every one of $KEYS keys (worst ${RES[hybrid,b-aligned,min]}%)" \
-            "$(awk -v v="${RES[hybrid,b-aligned,min]}" 'BEGIN{print (v>=90)?1:0}')"
+            "$(holds "${RES[hybrid,b-aligned,min]} >= 90")"
     fi
 fi
 printf -- '- %s at end\n' "$(load_note)" >>"$OUT"

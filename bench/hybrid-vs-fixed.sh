@@ -19,8 +19,6 @@ bench_secrets
 W=$BENCH_WORK/hvf
 mkdir -p "$W"
 
-[ -x "$IMAGES_DIR/make-image.sh" ] || die "images/make-image.sh has not landed yet"
-[ -x "$IMAGES_DIR/mutate.sh" ] || die "images/mutate.sh has not landed yet"
 img() { printf '%s/%s-%s.img' "$W" "$1" "$HVF_SIZE"; }
 if [ ! -f "$(img v1)" ]; then
     log "building v1"
@@ -73,7 +71,7 @@ for v in v1 v2 v3; do
     rs=$(calc "${S[hybrid,$v]}/${S[fixed,$v]}" 3)
     rd=$(calc "${D[hybrid,$v]}/${D[fixed,$v]}" 3)
     goal "$OUT" "hybrid <= 1.10 x fixed after $v (stored_bytes $rs, du $rd)" \
-        "$(awk -v a="$rs" -v b="$rd" 'BEGIN{print (a<=1.10 && b<=1.10)?1:0}')"
+        "$(holds "$rs <= 1.10 && $rd <= 1.10")"
 done
 printf -- '- %s at end\n' "$(load_note)" >>"$OUT"
 cat "$OUT"

@@ -90,6 +90,8 @@ calc() { awk "BEGIN{printf \"%.${2:-2}f\", $1}"; }
 mib() { calc "$1/1048576" "${2:-1}"; }
 # pct PART WHOLE: 100*PART/WHOLE
 pct() { calc "100*($1)/($2)" "${3:-1}"; }
+# holds EXPR: 1 if the awk comparison EXPR (e.g. "1.2 <= 2") is true, else 0; for goal.
+holds() { awk "BEGIN{print ($1) ? 1 : 0}"; }
 
 # json_get FIELD: the first value of "FIELD" (number or string) in the JSON on stdin.
 # Plain sed, no python: interpreter start-up dominates loops of small backups.

@@ -34,15 +34,12 @@ mkdir -p "$W"
 V1=$W/v1-$PEERS_SIZE.img
 V2=$W/v2-$PEERS_SIZE.img
 
-# Images from images/ (another engineer's recipes).
 if [ ! -f "$V1" ]; then
-    [ -x "$IMAGES_DIR/make-image.sh" ] || die "images/make-image.sh has not landed yet"
     log "building $V1 with images/make-image.sh"
     "$IMAGES_DIR/make-image.sh" "$V1.tmp" "$PEERS_SIZE" --content-mib "$PEERS_CONTENT" >&2
     mv "$V1.tmp" "$V1"
 fi
 if [ ! -f "$V2" ]; then
-    [ -x "$IMAGES_DIR/mutate.sh" ] || die "images/mutate.sh has not landed yet"
     log "building $V2 with images/mutate.sh"
     cp --sparse=always "$V1" "$V2.tmp"
     "$IMAGES_DIR/mutate.sh" "$V2.tmp" v2 >&2
@@ -114,16 +111,22 @@ OUT=$(results_file peers)
 # the tools of one phase run close together in time under similar load from the machine.
 declare -A R
 loadnow() { cut -d' ' -f1 /proc/loadavg; }
+# backup_phase VERSION KEY: every tool backs up stage/disk.img as VERSION (v1 into a new
+# repository); wall, CPU, RSS and load go to R[tool,KEY*], the repository size to R[tool,repoN].
+backup_phase() {
+    local v=$1 k=$2 t
+    for t in "${TOOLS[@]}"; do
+        [ "$v" = v1 ] && tool_init "$t"
+        log "$t: backup $v"
+        R[$t,${k}load]=$(loadnow)
+        tool_backup "$t" "peers-$t-backup-$v" "$v"
+        R[$t,${k}w]=$T_WALL R[$t,${k}u]=$T_USER R[$t,${k}s]=$T_SYS R[$t,${k}rss]=$T_RSS
+        R[$t,repo${v#v}]=$(du_bytes "$(repo_of "$t")")
+        log "$t: backup $v $T_WALL s, repo $(mib "${R[$t,repo${v#v}]}") MiB"
+    done
+}
 ln -f "$V1" "$STAGE/disk.img"
-for t in "${TOOLS[@]}"; do
-    tool_init "$t"
-    log "$t: backup v1"
-    R[$t,bload]=$(loadnow)
-    tool_backup "$t" "peers-$t-backup-v1" v1
-    R[$t,bw]=$T_WALL R[$t,bu]=$T_USER R[$t,bs]=$T_SYS R[$t,brss]=$T_RSS
-    R[$t,repo1]=$(du_bytes "$(repo_of "$t")")
-    log "$t: backup v1 $T_WALL s, repo $(mib "${R[$t,repo1]}") MiB"
-done
+backup_phase v1 b
 for t in "${TOOLS[@]}"; do
     log "$t: restore v1"
     R[$t,rload]=$(loadnow)
@@ -136,14 +139,7 @@ for t in "${TOOLS[@]}"; do
     rm -rf "$W/out-$t"
 done
 ln -f "$V2" "$STAGE/disk.img"
-for t in "${TOOLS[@]}"; do
-    log "$t: backup v2 (incremental)"
-    R[$t,iload]=$(loadnow)
-    tool_backup "$t" "peers-$t-backup-v2" v2
-    R[$t,iw]=$T_WALL R[$t,iu]=$T_USER R[$t,is]=$T_SYS R[$t,irss]=$T_RSS
-    R[$t,repo2]=$(du_bytes "$(repo_of "$t")")
-    log "$t: backup v2 $T_WALL s, repo $(mib "${R[$t,repo2]}") MiB"
-done
+backup_phase v2 i
 
 mibs() { calc "$SIZE/1048576/$1" 0; }
 row() { # row TITLE KEY-FORMAT...
@@ -199,14 +195,14 @@ if [ -n "${R[blkvault,bw]:-}" ]; then
         rr=$(calc "${R[$p,rw]}/${R[blkvault,rw]}" 2)
         ii=$(calc "${R[$p,iw]}/${R[blkvault,iw]}" 2)
         printf -- '- blkvault/%s throughput: backup v1 **%sx**, restore **%sx**, incremental backup %sx\n' "$p" "$b" "$rr" "$ii" >>"$OUT"
-        goal "$OUT" "backup >= ${need_x}x $p (measured ${b}x)" "$(awk -v v="$b" -v n=$need_x 'BEGIN{print (v>=n)?1:0}')"
-        goal "$OUT" "restore >= ${need_x}x $p (measured ${rr}x)" "$(awk -v v="$rr" -v n=$need_x 'BEGIN{print (v>=n)?1:0}')"
+        goal "$OUT" "backup >= ${need_x}x $p (measured ${b}x)" "$(holds "$b >= $need_x")"
+        goal "$OUT" "restore >= ${need_x}x $p (measured ${rr}x)" "$(holds "$rr >= $need_x")"
     done
     if [ -n "${R[borg,repo1]:-}" ]; then
         goal "$OUT" "repository <= borg's after v1 ($(mib "${R[blkvault,repo1]}") vs $(mib "${R[borg,repo1]}") MiB)" \
-            "$(awk -v a="${R[blkvault,repo1]}" -v b="${R[borg,repo1]}" 'BEGIN{print (a<=b)?1:0}')"
+            "$(holds "${R[blkvault,repo1]} <= ${R[borg,repo1]}")"
         goal "$OUT" "repository <= borg's after v2 ($(mib "${R[blkvault,repo2]}") vs $(mib "${R[borg,repo2]}") MiB)" \
-            "$(awk -v a="${R[blkvault,repo2]}" -v b="${R[borg,repo2]}" 'BEGIN{print (a<=b)?1:0}')"
+            "$(holds "${R[blkvault,repo2]} <= ${R[borg,repo2]}")"
     fi
     printf -- '- blkvault backup v1 counters: %s\n- blkvault backup v2 counters: %s\n' \
         "$(cat "$W/peers-blkvault-backup-v1.json")" "$(cat "$W/peers-blkvault-backup-v2.json")" >>"$OUT"

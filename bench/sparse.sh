@@ -20,7 +20,6 @@ SPARSE=$W/sparse-$SPARSE_SIZE.img
 DENSE=$W/dense-${SPARSE_DATA}M.img
 
 if [ ! -f "$SPARSE" ]; then
-    [ -x "$IMAGES_DIR/make-sparse.sh" ] || die "images/make-sparse.sh has not landed yet"
     log "building $SPARSE with images/make-sparse.sh"
     "$IMAGES_DIR/make-sparse.sh" "$SPARSE.tmp" "$SPARSE_SIZE" "$SPARSE_DATA" >&2
     mv "$SPARSE.tmp" "$SPARSE"
@@ -62,7 +61,7 @@ ratio=$(calc "$ms/$md" 2)
     printf 'Throughput over the apparent size: sparse %s MiB/s (%s over 16 GiB), dense %s MiB/s.\n\n' \
         "$(calc "$(stat -c %s "$SPARSE")/1048576/$ms" 0)" "$SPARSE_SIZE" "$(calc "$(stat -c %s "$DENSE")/1048576/$md" 0)"
 } >>"$OUT"
-goal "$OUT" "sparse backup <= 2 x dense (measured $ratio x)" "$(awk -v r="$ratio" 'BEGIN{print (r<=2)?1:0}')"
+goal "$OUT" "sparse backup <= 2 x dense (measured $ratio x)" "$(holds "$ratio <= 2")"
 
 # Restore the sparse image (from the last sparse repository).
 rest=$W/restored.img
@@ -79,7 +78,7 @@ alloc_src=$(du_alloc "$SPARSE"); alloc_rest=$(du_alloc "$rest")
 } >>"$OUT"
 goal "$OUT" "restored image bit-exact (cmp)" "$same"
 goal "$OUT" "restored image sparse (allocated $(mib "$alloc_rest") MiB <= 1.1 x source $(mib "$alloc_src") MiB)" \
-    "$(awk -v a="$alloc_rest" -v b="$alloc_src" 'BEGIN{print (a<=1.1*b)?1:0}')"
+    "$(holds "$alloc_rest <= 1.1 * $alloc_src")"
 printf -- '- %s at end\n' "$(load_note)" >>"$OUT"
 rm -f "$rest"
 cat "$OUT"
