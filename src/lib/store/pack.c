@@ -537,10 +537,10 @@ static PackSlot *packset_victim(BvPackSet *p)
 }
 
 /* Returns a slot holding the pack open, with one more user; or, when the cache is full of
- * busy slots, *ret_fd gets an uncached fd the caller closes. */
-static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], PackSlot **ret_slot, int *ret_fd)
+ * busy slots, *ret_fd gets an uncached fd the caller closes. Caller holds p->mutex. */
+static int packset_get_locked(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], PackSlot **ret_slot,
+                              int *ret_fd)
 {
-        BV_LOCK_GUARD(&p->mutex);
         PackSlot *s;
         int fd;
 
@@ -569,11 +569,16 @@ static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], Pac
         return 0;
 }
 
-/* Records a read of [offset, end) and returns the range to prefetch, if any (*ret_len 0). */
-static void packset_stream(BvPackSet *p, PackSlot *s, uint64_t offset, uint64_t end, uint64_t *ret_from,
-                           uint64_t *ret_len)
+static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], PackSlot **ret_slot, int *ret_fd)
 {
         BV_LOCK_GUARD(&p->mutex);
+        return packset_get_locked(p, pack_id, ret_slot, ret_fd);
+}
+
+/* Records a read of [offset, end) and returns the range to prefetch, if any (*ret_len 0).
+ * Caller holds p->mutex. */
+static void packset_stream(PackSlot *s, uint64_t offset, uint64_t end, uint64_t *ret_from, uint64_t *ret_len)
+{
         bool near = offset <= s->last_end + STREAM_GAP && offset + STREAM_GAP >= s->last_end;
 
         *ret_len = 0;
@@ -612,20 +617,23 @@ static int packset_pread(int fd, void *buf, size_t len, uint64_t offset)
 
 int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t offset, void *buf, size_t len)
 {
+        uint64_t from, n = 0;
         PackSlot *s;
         int fd = -EBADF, r;
 
         if (!p || !pack_id || (!buf && len > 0))
                 return -EINVAL;
-        r = packset_get(p, pack_id, &s, &fd);
-        if (r < 0)
-                return r;
-        if (s && offset <= UINT64_MAX - PREFETCH_WINDOW - len) {
-                uint64_t from, n;
-                packset_stream(p, s, offset, offset + len, &from, &n);
-                if (n > 0)
-                        (void)posix_fadvise(s->fd, (off_t)from, (off_t)n, POSIX_FADV_WILLNEED);
+        {
+                /* One lock round for the slot and the stream: every pack read comes here. */
+                BV_LOCK_GUARD(&p->mutex);
+                r = packset_get_locked(p, pack_id, &s, &fd);
+                if (r < 0)
+                        return r;
+                if (s && offset <= UINT64_MAX - PREFETCH_WINDOW - len)
+                        packset_stream(s, offset, offset + len, &from, &n);
         }
+        if (n > 0)
+                (void)posix_fadvise(s->fd, (off_t)from, (off_t)n, POSIX_FADV_WILLNEED);
         r = packset_pread(s ? s->fd : fd, buf, len, offset);
         packset_put(p, s, fd);
         return r;
