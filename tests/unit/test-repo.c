@@ -267,6 +267,62 @@ TEST(config_tampering)
         fixture_done(&f);
 }
 
+/* What opening refuses besides a wrong secret: a key file that cannot be a key, a key sealed
+ * for another repository, a config too large to be one, a missing directory. */
+TEST(open_refuses)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM), peek;
+        BvSecret s = { .key_file = f.key };
+        _cleanup_free_ char *other = NULL, *big = NULL, *key_path = NULL, *other_key = NULL;
+        _cleanup_free_ char *padded = NULL, *index_dir = NULL;
+        _cleanup_free_ void *text = NULL;
+        BvRepo *r = NULL;
+        size_t len;
+
+        ASSERT_OK(bv_repo_init(f.repo, &c, &s));
+        _cleanup_close_ int dfd = open(f.repo, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dfd >= 0);
+
+        /* key files: missing, a directory, larger than a key file may be */
+        ASSERT_TRUE(asprintf(&big, "%s/big", f.dir) > 0);
+        ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){ .key_file = big }, BV_OPEN_READ, &r), ENOENT);
+        ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){ .key_file = f.dir }, BV_OPEN_READ, &r), EBADFD);
+        padded = calloc(1, 64 * 1024 + 1);
+        ASSERT_TRUE(padded != NULL);
+        write_file(big, padded, 64 * 1024 + 1);
+        ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){ .key_file = big }, BV_OPEN_READ, &r), EFBIG);
+
+        /* keys/default of another repository, though sealed under the same key file */
+        ASSERT_TRUE(asprintf(&other, "%s/other", f.dir) > 0);
+        ASSERT_OK(bv_repo_init(other, &c, &s));
+        ASSERT_TRUE(asprintf(&key_path, "%s/keys/default", f.repo) > 0);
+        ASSERT_TRUE(asprintf(&other_key, "%s/keys/default", other) > 0);
+        ASSERT_OK(bv_read_file(AT_FDCWD, other_key, 65536, &text, &len));
+        write_file(key_path, text, len);
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), ENOKEY);
+        /* and no key at all */
+        ASSERT_TRUE(unlink(key_path) == 0);
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), ENOKEY);
+
+        /* a directory of the layout is missing: the repository needs repair */
+        ASSERT_OK(bv_repo_open(other, &s, BV_OPEN_READ, &r));
+        bv_repo_close(r);
+        ASSERT_TRUE(asprintf(&index_dir, "%s/index", other) > 0);
+        ASSERT_TRUE(rmdir(index_dir) == 0);
+        ASSERT_ERROR(bv_repo_open(other, &s, BV_OPEN_READ, &r), EUCLEAN);
+
+        /* a config larger than any config is not one, even if it would parse */
+        free(text);
+        ASSERT_OK(bv_read_file(dfd, "config", 65536, &text, &len));
+        memset(padded, ' ', 64 * 1024 + 1);
+        memcpy(padded, text, len);
+        ASSERT_OK(bv_write_file_durable(dfd, "config", padded, 64 * 1024 + 1, true));
+        ASSERT_ERROR(bv_repo_peek_config(f.repo, &peek), EBADMSG);
+        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), EBADMSG);
+        fixture_done(&f);
+}
+
 typedef struct Release {
         BvRepo *r;
 } Release;
@@ -358,6 +414,7 @@ int main(void)
         RUN(unencrypted);
         RUN(passphrase_and_change_key);
         RUN(config_tampering);
+        RUN(open_refuses);
         RUN(locks);
         return 0;
 }
