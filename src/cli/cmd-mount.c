@@ -33,6 +33,7 @@
 
 #include "cli.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
 #include "source.h"
 
@@ -102,26 +103,10 @@ static int state_path(const MountState *s, const char *name, char *buf, size_t s
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* An empty field is left out of the state file. */
 static int json_add_string(struct json_object *o, const char *key, const char *value)
 {
-        if (!value[0])
-                return 0;
-        struct json_object *v = json_object_new_string(value);
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int json_add_int(struct json_object *o, const char *key, int64_t value)
-{
-        struct json_object *v = json_object_new_int64(value);
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
+        return value[0] ? bv_json_add(o, key, json_object_new_string(value)) : 0;
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put)
@@ -136,19 +121,15 @@ static int state_save(const MountState *s)
             (r = json_add_string(o, "repository", s->repo)) < 0 ||
             (r = json_add_string(o, "snapshot", s->snapshot)) < 0 ||
             (r = json_add_string(o, "socket", s->socket)) < 0 ||
-            (r = json_add_int(o, "nbdkit_pid", s->nbdkit_pid)) < 0 ||
+            (r = bv_json_add(o, "nbdkit_pid", json_object_new_int64(s->nbdkit_pid))) < 0 ||
             (r = json_add_string(o, "fuse_dir", s->fuse_dir)) < 0 ||
-            (r = json_add_int(o, "nbdfuse_pid", s->fuse_pid)) < 0 ||
+            (r = bv_json_add(o, "nbdfuse_pid", json_object_new_int64(s->fuse_pid))) < 0 ||
             (r = json_add_string(o, "nbd_device", s->nbd_device)) < 0 ||
             (r = json_add_string(o, "loop_device", s->loop_device)) < 0 ||
             (r = json_add_string(o, "fs_device", s->fs_device)) < 0 ||
-            (r = json_add_string(o, "fstype", s->fstype)) < 0)
+            (r = json_add_string(o, "fstype", s->fstype)) < 0 ||
+            (r = bv_json_add(o, "mounted", json_object_new_boolean(s->mounted))) < 0)
                 return r;
-        struct json_object *m = json_object_new_boolean(s->mounted);
-        if (!m || json_object_object_add(o, "mounted", m) < 0) {
-                json_object_put(m);
-                return -ENOMEM;
-        }
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY);
         _cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
@@ -680,16 +661,6 @@ static int mount_filesystem(MountState *s)
         return state_save(s) < 0 ? EXIT_ERROR : EXIT_OK;
 }
 
-/* Checks the repository, the secret and the snapshot with our own messages; fills s->snapshot. */
-static int check_snapshot(MountState *s, const SecretArgs *sargs, const char *spec, BvSecret *ret_secret)
-{
-        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
-        int r = check_export(s->repo, sargs, spec, id, ret_secret);
-        if (r == EXIT_OK)
-                copy_str(s->snapshot, sizeof(s->snapshot), id);
-        return r;
-}
-
 /* Sets up everything after the state directory exists; on failure the caller tears down. */
 static int mount_steps(MountState *s, const SecretArgs *sargs, const BvSecret *secret, const char *cache,
                        int partition)
@@ -807,20 +778,16 @@ int cmd_mount(int argc, char **argv)
                 return log_error_errno(-errno, "cannot open repository '%s'", argv[optind]);
         state_dir_for(s.mountpoint, s.dir, sizeof(s.dir));
 
-        BvSecret secret = {};
-        r = check_snapshot(&s, &sargs, argv[optind + 1], &secret);
-        if (r != EXIT_OK) {
-                secret_done(&secret);
+        /* the repository, the secret and the snapshot, checked with our own messages */
+        _cleanup_(secret_done) BvSecret secret = {};
+        r = check_export(s.repo, &sargs, argv[optind + 1], s.snapshot, &secret);
+        if (r != EXIT_OK)
                 return r;
-        }
         r = bv_mkdir_p(AT_FDCWD, STATE_ROOT);
-        if (r < 0) {
-                secret_done(&secret);
+        if (r < 0)
                 return log_error_errno(r, "cannot create '%s'", STATE_ROOT);
-        }
         if (mkdir(s.dir, 0700) < 0) {
                 r = -errno;
-                secret_done(&secret);
                 if (r == -EEXIST) {
                         log_error("'%s' has a blkvault mount already (state in '%s'); run 'blkvault umount %s' "
                                   "first", s.mountpoint, s.dir, s.mountpoint);
@@ -830,12 +797,10 @@ int cmd_mount(int argc, char **argv)
         }
         r = state_save(&s);
         if (r < 0) {
-                secret_done(&secret);
                 (void)rmdir(s.dir);
                 return log_error_errno(r, "cannot write the state file in '%s'", s.dir);
         }
         r = mount_steps(&s, &sargs, &secret, cache, partition);
-        secret_done(&secret);
         unsetenv("BLKVAULT_PASSPHRASE");
         if (r != EXIT_OK) {
                 /* undo what was set up; teardown reports what it cannot undo */
