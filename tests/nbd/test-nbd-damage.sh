@@ -11,8 +11,7 @@ PY=$(nbd_python) || skip "python3-libnbd is not installed"
 img=$T/disk.img
 randfile "$img" 8 nbddamage
 repo=$T/repo
-bv init "$repo" --encryption=none --compression=none --chunker=fixed --chunk-size=64K:64K:64K >/dev/null 2>&1 ||
-    bv init "$repo" --encryption=none --compression=none >/dev/null
+bv init "$repo" --encryption=none --compression=none --chunker=fixed --chunk-size=64K:64K:64K >/dev/null
 bv backup "$repo" "$img" --name=disk >/dev/null
 
 # flip one byte of the data stored for image offset 3 MiB + 100
