@@ -42,13 +42,12 @@ static BvImageOptions image_options = { .cache_bytes = 256u << 20, .readahead = 
 static unsigned n_workers; /* 0: twice the online CPUs */
 
 static BvRepo *repo;
-static sem_t workers;
-static bool workers_ready;
 static BvImage *image;
+static sem_t workers; /* initialized once image is open */
 
 static void blkvault_unload(void)
 {
-        if (workers_ready)
+        if (image)
                 sem_destroy(&workers);
         bv_image_free(image);
         bv_repo_close(repo);
@@ -182,18 +181,18 @@ static int blkvault_after_fork(void)
                              r == -ENOENT ? "no such snapshot" : r == -ENOTUNIQ ? "ambiguous" : strerror(-r));
                 return -1;
         }
+        r = bv_image_open(repo, snap, &image_options, &image);
+        if (r < 0) {
+                nbdkit_error("cannot open snapshot %s: %s", snap->id, strerror(-r));
+                return -1;
+        }
         if (n_workers == 0) {
                 long cpus = sysconf(_SC_NPROCESSORS_ONLN);
                 n_workers = cpus < 1 ? 2 : cpus > 256 ? 512 : (unsigned)(2 * cpus);
         }
         if (sem_init(&workers, 0, n_workers) < 0) {
                 nbdkit_error("sem_init: %m");
-                return -1;
-        }
-        workers_ready = true;
-        r = bv_image_open(repo, snap, &image_options, &image);
-        if (r < 0) {
-                nbdkit_error("cannot open snapshot %s: %s", snap->id, strerror(-r));
+                bv_image_free(TAKE_PTR(image));
                 return -1;
         }
         nbdkit_debug("serving snapshot %s (%s) of %s", snap->id, snap->name ? snap->name : "", repo_path);
