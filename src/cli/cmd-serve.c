@@ -77,7 +77,6 @@ int cmd_serve(int argc, char **argv)
                 return r;
 
         PluginArgs pa;
-        char port_buf[16];
         char *args[32];
         size_t n = 0;
         args[n++] = "nbdkit";
@@ -87,9 +86,10 @@ int cmd_serve(int argc, char **argv)
                 args[n++] = "--unix";
                 args[n++] = (char *)socket;
         } else {
-                snprintf(port_buf, sizeof(port_buf), "%s", port ? port : "10809");
+                if (!port)
+                        port = "10809";
                 args[n++] = "--port";
-                args[n++] = port_buf;
+                args[n++] = (char *)port;
         }
         if (writable)
                 args[n++] = "--filter=cow";
@@ -104,7 +104,7 @@ int cmd_serve(int argc, char **argv)
         if (socket)
                 printf("nbd+unix:///?socket=%s\n", socket);
         else
-                printf("nbd://localhost:%s\n", port_buf);
+                printf("nbd://localhost:%s\n", port);
         fflush(stdout);
         log_info("serving snapshot %.8s of '%s'%s; stop with Ctrl-C", id, path,
                  writable ? " (writes go to a throw-away overlay)" : " read-only");
