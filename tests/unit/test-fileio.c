@@ -54,6 +54,32 @@ TEST(pread_short_at_eof)
         bvtest_rm_rf(dir);
 }
 
+TEST(opendir_at)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct dirent *de;
+        unsigned seen = 0;
+        DIR *d = NULL;
+
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(bv_write_file_durable(dfd, "f", "x", 1, false));
+        ASSERT_OK(bv_mkdir_p(dfd, "sub"));
+        ASSERT_OK(bv_opendir_at(dfd, ".", &d));
+        while ((de = readdir(d)))
+                seen += strcmp(de->d_name, "f") == 0 || strcmp(de->d_name, "sub") == 0;
+        ASSERT_EQ(seen, 2);
+        /* the DIR has an fd of its own: closing it leaves dfd open */
+        closedir(d);
+        ASSERT_TRUE(fcntl(dfd, F_GETFD) >= 0);
+
+        d = NULL;
+        ASSERT_ERROR(bv_opendir_at(dfd, "missing", &d), ENOENT);
+        ASSERT_ERROR(bv_opendir_at(dfd, "f", &d), ENOTDIR);
+        ASSERT_TRUE(d == NULL);
+        bvtest_rm_rf(dir);
+}
+
 TEST(secure_memory)
 {
         uint8_t *p = bv_secure_alloc(32);
@@ -67,6 +93,7 @@ int main(void)
 {
         RUN(durable_write_and_read);
         RUN(pread_short_at_eof);
+        RUN(opendir_at);
         RUN(secure_memory);
         return 0;
 }

@@ -468,21 +468,15 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
         _cleanup_free_ ListItem *items = NULL;
         BvSnapshot **list;
         size_t n = 0;
-        int fd, r;
+        int r;
 
         if (bad_file)
                 bad_file[0] = '\0';
         if (!codec || !ret || !ret_count)
                 return -EINVAL;
-        fd = openat(snapshots_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = bv_opendir_at(snapshots_dirfd, ".", &d);
+        if (r < 0)
                 return r;
-        }
         r = list_read(d, snapshots_dirfd, codec, &items, &n, bad_file);
         if (r < 0)
                 return r;

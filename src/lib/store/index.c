@@ -604,17 +604,11 @@ static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *r
         size_t cap = 16, found = 0;
         struct dirent *de;
         DIR *d;
-        int fd, r = 0;
+        int r;
 
-        fd = openat(x->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = bv_opendir_at(x->dirfd, ".", &d);
+        if (r < 0)
                 return r;
-        }
         a = segarray_new(cap);
         if (!a) {
                 closedir(d);

@@ -709,24 +709,6 @@ static bool pack_name_parse(const char *name, const char *sub, uint8_t pack_id[B
         return strcmp(check, hex) == 0;
 }
 
-static int opendir_at(int at_fd, const char *path, DIR **ret)
-{
-        DIR *d;
-        int fd;
-
-        fd = openat(at_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                int r = negative_errno();
-                safe_close(fd);
-                return r;
-        }
-        *ret = d;
-        return 0;
-}
-
 static int packset_list_sub(int packs_fd, const char *sub,
                             int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
                             void *userdata)
@@ -735,7 +717,7 @@ static int packset_list_sub(int packs_fd, const char *sub,
         struct dirent *de;
         int n = 0, r;
 
-        r = opendir_at(packs_fd, sub, &d);
+        r = bv_opendir_at(packs_fd, sub, &d);
         if (r == -ENOTDIR)
                 return 0;
         if (r < 0)
@@ -774,7 +756,7 @@ int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZ
 
         if (!p || !cb)
                 return -EINVAL;
-        r = opendir_at(p->packs_dirfd, ".", &d);
+        r = bv_opendir_at(p->packs_dirfd, ".", &d);
         if (r < 0)
                 return r;
         while ((errno = 0, de = readdir(d))) {

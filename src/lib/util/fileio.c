@@ -236,6 +236,24 @@ int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_
         return 0;
 }
 
+int bv_opendir_at(int dirfd, const char *path, DIR **ret)
+{
+        DIR *d;
+        int fd;
+
+        fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
 int bv_fd_size(int fd, uint64_t *ret_size)
 {
         struct stat st;

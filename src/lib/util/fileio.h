@@ -7,6 +7,7 @@
  * an existing file unless asked), fsync the directory. Every fd is O_CLOEXEC.
  */
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,10 @@ int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t 
 /* Reads a whole file of at most max bytes (-EFBIG if larger) into a malloc'd buffer with a
  * trailing NUL (not counted in ret_len). */
 int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len);
+
+/* Opens directory path below dirfd ("." for dirfd itself) for readdir, on an fd of its own
+ * that closedir() closes. */
+int bv_opendir_at(int dirfd, const char *path, DIR **ret);
 
 /* Size of a regular file or block device (BLKGETSIZE64). */
 int bv_fd_size(int fd, uint64_t *ret_size);
