@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "backup.h"
+#include "macro.h"
 #include "repo.h"
 
 struct json_object;
@@ -61,7 +62,9 @@ int parse_repo_json_args(int argc, char **argv, const char *usage, const char *c
 /* --threads=N, 1..256; reports a bad value. */
 int parse_threads(const char *arg, unsigned *ret);
 
-/* Opens a repository for a command, reporting errors; returns an exit code. */
+/* Opens a repository for a command, reporting errors; returns an exit code. Commands hold it
+ * in a _cleanup_(bv_repo_closep) variable. */
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close)
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
 
 /* Before handing a snapshot to nbdkit: opens the repository read-only, resolves spec into

@@ -93,7 +93,7 @@ int cmd_backup(int argc, char **argv)
         }
         const char *path = argv[optind], *source = argv[optind + 1];
 
-        BvRepo *repo;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0), &repo);
         if (r != EXIT_OK)
                 return r;
@@ -106,7 +106,6 @@ int cmd_backup(int argc, char **argv)
         BvBackupStats stats = {};
         r = bv_backup(repo, source, &opts, &stats);
         progress_done(&progress);
-        bv_repo_close(repo);
         if (r < 0) {
                 if (r == -ENOSPC)
                         return log_error_errno(r, "backup of '%s' failed: the repository's target is full "

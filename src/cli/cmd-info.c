@@ -22,17 +22,15 @@ int cmd_info(int argc, char **argv)
         r = parse_repo_json_args(argc, argv, usage_text, "info", &sargs, &json, &path);
         if (r >= 0)
                 return r;
-        BvRepo *repo;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         BvRepoInfo info = {};
         r = bv_repo_info(repo, &info);
         const BvRepoConfig *cfg = bv_repo_config(repo);
-        if (r < 0) {
-                bv_repo_close(repo);
+        if (r < 0)
                 return log_error_errno(r, "cannot collect information on '%s'", path);
-        }
         if (json) {
                 struct json_object *o = json_object_new_object();
                 json_object_object_add(o, "id", json_object_new_string(bv_repo_id_hex(repo)));
@@ -74,6 +72,5 @@ int cmd_info(int argc, char **argv)
                        format_bytes(info.index_bytes, f));
                 printf("ratios       dedup %.2fx, compression %.2fx\n", info.dedup_ratio, info.compression_ratio);
         }
-        bv_repo_close(repo);
         return EXIT_OK;
 }

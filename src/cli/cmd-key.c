@@ -48,25 +48,21 @@ int cmd_key(int argc, char **argv)
         }
         const char *path = argv[optind + 1];
 
-        BvRepo *repo;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_WRITE, &repo);
         if (r != EXIT_OK)
                 return r;
         if (bv_repo_config(repo)->cipher == BV_CIPHER_NONE) {
-                bv_repo_close(repo);
                 log_error("repository '%s' is not encrypted: it has no key to change", path);
                 return EXIT_USAGE;
         }
 
         BvSecret secret;
         r = secret_get(&new_args, true, true, &secret);
-        if (r < 0) {
-                bv_repo_close(repo);
+        if (r < 0)
                 return EXIT_KEY;
-        }
         r = bv_repo_change_key(repo, &secret);
         secret_done(&secret);
-        bv_repo_close(repo);
         if (r < 0)
                 return log_error_errno(r, "cannot change the key of '%s'", path);
         log_info("the key of '%s' is now sealed with the new %s", path,

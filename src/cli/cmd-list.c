@@ -55,17 +55,15 @@ int cmd_list(int argc, char **argv)
         r = parse_repo_json_args(argc, argv, usage_text, "list", &sargs, &json, &path);
         if (r >= 0)
                 return r;
-        BvRepo *repo;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         BvSnapshot *const *list;
         size_t n;
         r = bv_repo_snapshots(repo, &list, &n);
-        if (r < 0) {
-                bv_repo_close(repo);
+        if (r < 0)
                 return log_error_errno(r, "cannot read the snapshots of '%s'", path);
-        }
 
         if (json) {
                 struct json_object *arr = json_object_new_array();
@@ -97,6 +95,5 @@ int cmd_list(int argc, char **argv)
                                s->name ? s->name : "", content);
                 }
         }
-        bv_repo_close(repo);
         return EXIT_OK;
 }

@@ -58,16 +58,14 @@ int cmd_restore(int argc, char **argv)
         }
         const char *path = argv[optind], *spec = argv[optind + 1], *dest = argv[optind + 2];
 
-        BvRepo *repo;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         const BvSnapshot *snap;
         r = find_snapshot(repo, spec, &snap);
-        if (r != EXIT_OK) {
-                bv_repo_close(repo);
+        if (r != EXIT_OK)
                 return r;
-        }
 
         Progress progress;
         progress_init(&progress, "restore", quiet || json);
@@ -81,14 +79,10 @@ int cmd_restore(int argc, char **argv)
                           "left behind as a file", snap->id,
                           r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
                           (unsigned long long)stats.bad_offset, (unsigned long long)stats.bad_offset, dest);
-                bv_repo_close(repo);
                 return EXIT_DAMAGE;
         }
-        if (r < 0) {
-                r = log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
-                bv_repo_close(repo);
-                return r;
-        }
+        if (r < 0)
+                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
         if (json) {
                 struct json_object *o = json_object_new_object();
                 json_object_object_add(o, "snapshot", json_object_new_string(snap->id));
@@ -103,6 +97,5 @@ int cmd_restore(int argc, char **argv)
                 log_info("restored snapshot %.8s to '%s': %s image, %s written, in %.1f s", snap->id, dest,
                          format_bytes(stats.size, a), format_bytes(stats.bytes_written, b), stats.seconds);
         }
-        bv_repo_close(repo);
         return EXIT_OK;
 }

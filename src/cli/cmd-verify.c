@@ -84,23 +84,20 @@ int cmd_verify(int argc, char **argv)
         }
         const char *path = argv[optind], *spec = optind + 1 < argc ? argv[optind + 1] : NULL;
 
-        BvRepo *repo;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         if (spec) {
                 const BvSnapshot *snap;
                 r = find_snapshot(repo, spec, &snap);
-                if (r != EXIT_OK) {
-                        bv_repo_close(repo);
+                if (r != EXIT_OK)
                         return r;
-                }
         }
         if (rep.json)
                 rep.problems = json_object_new_array();
         BvVerifyStats stats = {};
         r = bv_verify(repo, spec, read_data, on_problem, &rep, &stats);
-        bv_repo_close(repo);
         if (r < 0 && r != -EBADMSG) {
                 json_object_put(rep.problems);
                 return log_error_errno(r, "cannot verify '%s'", path);
