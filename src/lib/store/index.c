@@ -1345,7 +1345,7 @@ free_cursors:
 int bv_index_compact(BvIndex *x, unsigned max_segments)
 {
         Segment *merged = NULL;
-        SegArray *old, *a;
+        SegArray *a;
         int r;
 
         BV_LOCK_GUARD(&x->update_mutex);
@@ -1361,15 +1361,12 @@ int bv_index_compact(BvIndex *x, unsigned max_segments)
         }
         a->s[0] = merged;
 
-        /* Publish, then unlink the inputs; readers that mapped them keep valid mappings. */
-        old = x->segs;
-        pthread_rwlock_wrlock(&x->seg_lock);
-        x->segs = a;
-        pthread_rwlock_unlock(&x->seg_lock);
-        for (size_t i = 0; i < old->n; i++)
-                if (unlinkat(x->dirfd, old->s[i]->name, 0) < 0 && errno != ENOENT && r == 0)
+        /* Unlink the inputs, then publish: the merged segment is durable already, and lookups
+         * that still use the inputs keep valid mappings until the publish unmaps them. */
+        for (size_t i = 0; i < x->segs->n; i++)
+                if (unlinkat(x->dirfd, x->segs->s[i]->name, 0) < 0 && errno != ENOENT && r == 0)
                         r = negative_errno();
-        segarray_release(old, a);
+        index_publish(x, a);
         if (r < 0)
                 return r;
         return bv_fsync_dir(x->dirfd);
