@@ -632,8 +632,9 @@ TEST(lookups_during_updates)
 }
 
 /* The seed corpus doubles as golden files: a segment written by the first version must keep
- * decoding (tests/fuzz/gen-index-corpus.c wrote it: ids make_id(0..n-1), pack make_pack(1)). */
-TEST(golden_segment)
+ * decoding (tests/fuzz/gen-index-corpus.c wrote it: ids make_id(0..n-1), pack make_pack(1)).
+ * Returns false if SOURCE_ROOT (set by meson test) does not say where the corpus is. */
+static bool golden_segment(void)
 {
         const char *root = getenv("SOURCE_ROOT");
         char *path = NULL;
@@ -644,9 +645,9 @@ TEST(golden_segment)
         int src;
 
         if (!root) {
-                printf("# SOURCE_ROOT unset, skipping golden_segment\n");
+                printf("skip - golden_segment: SOURCE_ROOT unset\n");
                 repo_done(&r);
-                return;
+                return false;
         }
         ASSERT_TRUE(asprintf(&path, "%s/tests/fuzz/corpus/index-segment", root) > 0);
         src = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -663,6 +664,7 @@ TEST(golden_segment)
         close(src);
         free(path);
         repo_done(&r);
+        return true;
 }
 
 int main(void)
@@ -680,6 +682,8 @@ int main(void)
         RUN(foreign_files);
         RUN(concurrent_claims);
         RUN(lookups_during_updates);
-        RUN(golden_segment);
+        if (!golden_segment())
+                return 77;
+        printf("ok - golden_segment\n");
         return 0;
 }
