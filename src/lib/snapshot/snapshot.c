@@ -57,14 +57,19 @@ void bv_snapshot_free(BvSnapshot *s)
         free(s);
 }
 
-static bool is_lower_hex(const char *s, size_t len)
+/* The first len characters of s are lowercase hex digits (s has at least len). */
+static bool is_hex_prefix(const char *s, size_t len)
 {
-        if (!s || strlen(s) != len)
-                return false;
         for (size_t i = 0; i < len; i++)
                 if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
                         return false;
         return true;
+}
+
+/* s is exactly len lowercase hex digits. */
+static bool is_lower_hex(const char *s, size_t len)
+{
+        return s && strlen(s) == len && is_hex_prefix(s, len);
 }
 
 /* The SNAPSHOT object id of a snapshot id (hex): 16 id bytes, 16 zero bytes. */
@@ -506,14 +511,6 @@ void bv_snapshot_list_free(BvSnapshot **list, size_t n)
         for (size_t i = 0; i < n; i++)
                 bv_snapshot_free(list[i]);
         free(list);
-}
-
-static bool is_hex_prefix(const char *spec, size_t len)
-{
-        for (size_t i = 0; i < len; i++)
-                if (!((spec[i] >= '0' && spec[i] <= '9') || (spec[i] >= 'a' && spec[i] <= 'f')))
-                        return false;
-        return true;
 }
 
 /* The newest snapshot of the list, or the newest with that name. Of snapshots with the same
