@@ -27,9 +27,8 @@ grep -qx "ListenStream=/run/blkvault/nbd/%i.sock" "$socket" || die "socket does 
 grep "^ExecStart=" "$service" | grep -q -- "--unix\|--port" && die "the service must take its socket from systemd"
 
 # the ExecStart line, with the export's configuration, under socket activation
-: "${NBD_PLUGIN:-}"
-[ -n "$NBD_PLUGIN" ] || { echo "no nbdkit plugin built: activation part not run" >&2; exit 0; }
-command -v systemd-socket-activate >/dev/null && command -v nbdinfo >/dev/null || exit 0
+[ -n "${NBD_PLUGIN:-}" ] || skip "no nbdkit plugin built: the activation part cannot run"
+need_cmd systemd-socket-activate nbdcopy
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
 randfile "$T/img" 4 units
 repo=$T/repo

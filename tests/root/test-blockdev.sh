@@ -7,6 +7,7 @@
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk python3
+[ -e /dev/loop-control ] || skip "no loop devices"
 
 loops=()
 # A device just released by a filesystem can be busy for a moment: retry the detach.
@@ -17,7 +18,7 @@ detach_all() {
 }
 on_exit detach_all
 # attach VAR LOSETUP-ARGS...: attaches a loop device, records it for cleanup, sets VAR
-attach() { local _l; _l=$(losetup -f --show "${@:2}") || skip "no loop devices"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
+attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device (losetup ${*:2})"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
 
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
