@@ -20,12 +20,22 @@ expect_fail 3 "wrong passphrase or key" bv list "$repo" --passphrase-file="$T/wr
 BLKVAULT_PASSPHRASE="wrong horse" expect_fail 3 "wrong passphrase or key" bv restore "$repo" latest "$T/x"
 [ ! -e "$T/x" ] || die "a failed open left a restore target behind"
 expect_fail 3 "the repository is encrypted" bv list "$repo" </dev/null
+printf '\n' > "$T/empty"
+expect_fail 3 "the passphrase is empty" bv list "$repo" --passphrase-file="$T/empty"
+expect_fail 3 "cannot read passphrase file '$T/nosuch'" bv list "$repo" --passphrase-file="$T/nosuch"
+expect_fail 3 "exclude each other" bv list "$repo" --passphrase-file="$T/pass" --key-file="$T/pass"
 # key change: the old passphrase stops working, the new one opens the same data
 printf 'battery staple\n' > "$T/pass2"
 bv key change "$repo" --passphrase-file="$T/pass" --new-passphrase-file="$T/pass2" >/dev/null
 expect_fail 3 "wrong passphrase or key" bv list "$repo" --passphrase-file="$T/pass"
 bv restore "$repo" latest "$T/a.enc" --passphrase-file="$T/pass2" >/dev/null
 assert_same "$T/a" "$T/a.enc"
+# the new passphrase comes from BLKVAULT_NEW_PASSPHRASE, never from BLKVAULT_PASSPHRASE
+BLKVAULT_PASSPHRASE="battery staple" expect_fail 3 "the repository is encrypted" bv key change "$repo" </dev/null
+BLKVAULT_PASSPHRASE="battery staple" BLKVAULT_NEW_PASSPHRASE="tr0ub4dor" bv key change "$repo" </dev/null >/dev/null 2>&1
+BLKVAULT_PASSPHRASE="tr0ub4dor" bv list "$repo" >/dev/null || die "the key change from the environment did not take"
+bv init "$T/plain" --encryption=none >/dev/null 2>&1
+expect_fail 2 "is not encrypted: it has no key to change" bv key change "$T/plain"
 
 # --- flipped byte in a pack ---------------------------------------------------------------
 repo=$T/flip

@@ -92,3 +92,8 @@ check_clean
 expect_fail 1 "has no partition 7" with_nbd_env "$BLKVAULT" mount "$repo" parts "$mp" --partition=7
 check_clean
 expect_fail 1 "is not a blkvault mount" "$BLKVAULT" umount "$mp"
+# a state directory left behind (no state file in it) blocks a mount until umount removes it
+mkdir -p "$(state_dir)"
+expect_fail 5 "has a blkvault mount already" with_nbd_env "$BLKVAULT" mount "$repo" parts "$mp"
+"$BLKVAULT" umount "$mp" 2>"$T/umount-stale.log" || { cat "$T/umount-stale.log" >&2; die "umount of a stale state directory failed"; }
+check_clean
