@@ -481,9 +481,41 @@ static bool test_enospc(void)
         return true;
 }
 
+/* Prefetch hints: nothing for scattered reads; a run of nearby reads (in any order) asks for
+ * the next window once, and again as it nears the end of it; a run that starts over elsewhere
+ * in the pack, even below what the old one asked for, gets its own hint. */
+TEST(read_stream_prefetch)
+{
+        const uint64_t M = 1u << 20, K = 1024;
+        BvReadStream s = { 0 };
+        uint64_t from = 0;
+
+        ASSERT_EQ(bv_read_stream_note(&s, 10 * M, 10 * M + 40 * K, &from), 0u);
+        ASSERT_EQ(bv_read_stream_note(&s, 20 * M, 20 * M + 40 * K, &from), 0u);
+        ASSERT_EQ(bv_read_stream_note(&s, 5 * M, 5 * M + 40 * K, &from), 0u);
+
+        /* 20 MiB, then slightly out of order: the third nearby read starts the stream */
+        ASSERT_EQ(bv_read_stream_note(&s, 20 * M, 20 * M + 40 * K, &from), 0u);
+        ASSERT_EQ(bv_read_stream_note(&s, 20 * M + 80 * K, 20 * M + 120 * K, &from), 0u);
+        ASSERT_EQ(bv_read_stream_note(&s, 20 * M + 40 * K, 20 * M + 80 * K, &from), (uint64_t)BV_READ_PREFETCH);
+        ASSERT_EQ(from, 20 * M + 80 * K);
+        /* within the first half of the window: asked for already */
+        ASSERT_EQ(bv_read_stream_note(&s, 21 * M, 21 * M + 40 * K, &from), 0u);
+        /* past it: the window moves on, from where the last one ended */
+        ASSERT_EQ(bv_read_stream_note(&s, 22 * M + 100 * K, 22 * M + 140 * K, &from), 22 * M + 140 * K - from + BV_READ_PREFETCH);
+        ASSERT_EQ(from, 20 * M + 80 * K + BV_READ_PREFETCH);
+
+        /* a second pass from the start of the pack */
+        ASSERT_EQ(bv_read_stream_note(&s, 0, 40 * K, &from), 0u);
+        ASSERT_EQ(bv_read_stream_note(&s, 40 * K, 80 * K, &from), 0u);
+        ASSERT_EQ(bv_read_stream_note(&s, 80 * K, 120 * K, &from), (uint64_t)BV_READ_PREFETCH);
+        ASSERT_EQ(from, 120 * K);
+}
+
 int main(void)
 {
         RUN(write_and_read_back);
+        RUN(read_stream_prefetch);
         RUN(uncommitted_pack_leaves_nothing);
         RUN(bad_arguments);
         RUN(corrupt_packs);

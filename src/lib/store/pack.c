@@ -36,9 +36,6 @@
 #define PACK_MIN_OBJECT (BV_NONCE_SIZE + BV_OBJECT_HEADER_SIZE + BV_TAG_SIZE)
 #define PACK_WRITE_BUFFER (1024u * 1024)
 #define PACKSET_SLOTS 64
-#define PREFETCH_WINDOW (4u << 20) /* pack bytes asked for ahead of a stream of reads */
-#define STREAM_GAP (2u << 20)      /* a read this close to the previous one continues its stream */
-#define STREAM_MIN 3u              /* reads in a row that make a stream */
 
 typedef struct PackFooter {
         uint64_t index_offset;
@@ -459,17 +456,13 @@ int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE],
 
 /* ---- reading ---- */
 
-/* Reads that walk a pack (a restore, a sequential NBD client) come in slightly out of order
- * from several threads, which the kernel's readahead takes for random reads. A slot notices
- * a run of nearby reads and asks for the next PREFETCH_WINDOW bytes with WILLNEED. */
+/* An open pack; its reads are watched for a stream to prefetch for (WILLNEED). */
 typedef struct PackSlot {
         uint8_t pack_id[BV_PACK_ID_SIZE];
         int fd;              /* -EBADF when the slot is free */
         unsigned users;      /* reads in progress: the slot is not evicted while > 0 */
         bool referenced;     /* clock bit */
-        unsigned streak;     /* reads in a row within STREAM_GAP of the one before */
-        uint64_t last_end;   /* where the previous read ended */
-        uint64_t prefetched; /* asked for up to here */
+        BvReadStream stream;
 } PackSlot;
 
 struct BvPackSet {
@@ -575,20 +568,20 @@ static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], Pac
         return packset_get_locked(p, pack_id, ret_slot, ret_fd);
 }
 
-/* Records a read of [offset, end) and returns the range to prefetch, if any (*ret_len 0).
- * Caller holds p->mutex. */
-static void packset_stream(PackSlot *s, uint64_t offset, uint64_t end, uint64_t *ret_from, uint64_t *ret_len)
+uint64_t bv_read_stream_note(BvReadStream *s, uint64_t offset, uint64_t end, uint64_t *ret_from)
 {
-        bool near = offset <= s->last_end + STREAM_GAP && offset + STREAM_GAP >= s->last_end;
+        bool near = offset <= s->last_end + BV_READ_STREAM_GAP && offset + BV_READ_STREAM_GAP >= s->last_end;
 
-        *ret_len = 0;
-        s->streak = near ? s->streak + 1 : 0;
+        if (near)
+                s->streak++;
+        else
+                *s = (BvReadStream){ 0 }; /* a new stream: what was prefetched for the old one is no guide */
         s->last_end = end;
-        if (s->streak + 1 < STREAM_MIN || s->prefetched >= end + PREFETCH_WINDOW / 2)
-                return;
+        if (s->streak + 1 < BV_READ_STREAM_MIN || s->prefetched >= end + BV_READ_PREFETCH / 2)
+                return 0;
         *ret_from = MAX(s->prefetched, end);
-        *ret_len = end + PREFETCH_WINDOW - *ret_from;
-        s->prefetched = end + PREFETCH_WINDOW;
+        s->prefetched = end + BV_READ_PREFETCH;
+        return s->prefetched - *ret_from;
 }
 
 static void packset_put(BvPackSet *p, PackSlot *s, int fd)
@@ -629,8 +622,8 @@ int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64
                 r = packset_get_locked(p, pack_id, &s, &fd);
                 if (r < 0)
                         return r;
-                if (s && offset <= UINT64_MAX - PREFETCH_WINDOW - len)
-                        packset_stream(s, offset, offset + len, &from, &n);
+                if (s && offset <= UINT64_MAX - BV_READ_PREFETCH - len)
+                        n = bv_read_stream_note(&s->stream, offset, offset + len, &from);
         }
         if (n > 0)
                 (void)posix_fadvise(s->fd, (off_t)from, (off_t)n, POSIX_FADV_WILLNEED);

@@ -47,6 +47,25 @@ size_t bv_pack_writer_count(const BvPackWriter *w);
 int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE], BvPackEntry **ret_entries,
                           size_t *ret_count);
 
+/* Prefetch for reads that walk a pack: restore workers and NBD clients read it slightly out
+ * of order from several threads, which the kernel's readahead takes for random reads.
+ * BV_READ_STREAM_MIN reads in a row, each within BV_READ_STREAM_GAP of the one before, make a
+ * stream, and a stream asks for the next BV_READ_PREFETCH bytes once it is within half of that
+ * of what it asked for before. A read farther away starts over. */
+#define BV_READ_PREFETCH (4u << 20)
+#define BV_READ_STREAM_GAP (2u << 20)
+#define BV_READ_STREAM_MIN 3u
+
+typedef struct BvReadStream {
+        unsigned streak;     /* reads in the stream after its first */
+        uint64_t last_end;   /* where the previous read ended */
+        uint64_t prefetched; /* asked for up to here */
+} BvReadStream;
+
+/* Records a read of [offset, end); returns the length of the range to prefetch (0: none) and
+ * its start in *ret_from. end + BV_READ_PREFETCH must not overflow. */
+uint64_t bv_read_stream_note(BvReadStream *s, uint64_t offset, uint64_t end, uint64_t *ret_from);
+
 /* Reading: a thread-safe cache of open pack fds. */
 typedef struct BvPackSet BvPackSet;
 
