@@ -229,6 +229,10 @@ TEST(json_errors)
         ASSERT_TRUE(asprintf(&trailing, "%s{}", doc) > 0);
         ASSERT_ERROR(from_string(trailing), EBADMSG);
         free(trailing);
+        /* whitespace after the object is part of a JSON text (RFC 8259) */
+        ASSERT_TRUE(asprintf(&trailing, "%s \n", doc) > 0);
+        ASSERT_OK(from_string(trailing));
+        free(trailing);
         doc[3] = '\0'; /* an embedded NUL */
         ASSERT_ERROR(bv_snapshot_from_json(doc, len, &s), EBADMSG);
         free(doc);

@@ -28,46 +28,10 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_object, json_object_put);
 
-/* Parses exactly [json, json+len) as one JSON object. */
-static int parse_object(const char *json, size_t len, json_object **ret)
-{
-        json_tokener *tok;
-        json_object *o;
-
-        if (!json || len == 0 || len > INT32_MAX || memchr(json, '\0', len))
-                return -EBADMSG;
-        tok = json_tokener_new_ex(JSON_MAX_DEPTH);
-        if (!tok)
-                return -ENOMEM;
-        o = json_tokener_parse_ex(tok, json, (int)len);
-        if (!o || json_tokener_get_error(tok) != json_tokener_success) {
-                json_object_put(o);
-                json_tokener_free(tok);
-                return -EBADMSG;
-        }
-        for (size_t i = json_tokener_get_parse_end(tok); i < len; i++)
-                if (!strchr(" \t\r\n", json[i])) {
-                        json_object_put(o);
-                        json_tokener_free(tok);
-                        return -EBADMSG;
-                }
-        json_tokener_free(tok);
-        if (!json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
-                return -EBADMSG;
-        }
-        *ret = o;
-        return 0;
-}
-
 static int get_field(json_object *o, const char *key, json_type type, json_object **ret)
 {
-        json_object *v;
-
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
-                return -EBADMSG;
-        *ret = v;
-        return 0;
+        *ret = bv_json_member(o, key, type);
+        return *ret ? 0 : -EBADMSG;
 }
 
 static int get_string(json_object *o, const char *key, const char **ret)
@@ -196,7 +160,7 @@ int bv_repo_config_parse(const char *json, size_t len, BvRepoConfigFile *ret)
 
         if (!ret)
                 return -EINVAL;
-        r = parse_object(json, len, &o);
+        r = bv_json_parse_object(json, len, JSON_MAX_DEPTH, &o);
         if (r < 0)
                 return r;
         r = check_header(o, CONFIG_FORMAT, CONFIG_VERSION);
@@ -352,7 +316,7 @@ int bv_repo_keyfile_parse(const char *json, size_t len, BvKeyFile *ret)
 
         if (!ret)
                 return -EINVAL;
-        r = parse_object(json, len, &o);
+        r = bv_json_parse_object(json, len, JSON_MAX_DEPTH, &o);
         if (r < 0)
                 return r;
         r = check_header(o, KEYFILE_FORMAT, KEYFILE_VERSION);

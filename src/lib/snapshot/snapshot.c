@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +39,6 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvSnapshot, bv_snapshot_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_tokener, json_tokener_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR, closedir);
 
 void bv_snapshot_free(BvSnapshot *s)
@@ -144,18 +142,9 @@ int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
         return 0;
 }
 
-static struct json_object *json_member(struct json_object *o, const char *key, json_type type)
-{
-        struct json_object *v = NULL;
-
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
-                return NULL;
-        return v;
-}
-
 static int json_get_u64(struct json_object *o, const char *key, uint64_t *ret)
 {
-        struct json_object *v = json_member(o, key, json_type_int);
+        struct json_object *v = bv_json_member(o, key, json_type_int);
 
         if (!v || json_object_get_int64(v) < 0)
                 return -EBADMSG;
@@ -165,35 +154,12 @@ static int json_get_u64(struct json_object *o, const char *key, uint64_t *ret)
 
 static int json_get_hex(struct json_object *o, const char *key, size_t len, const char **ret)
 {
-        struct json_object *v = json_member(o, key, json_type_string);
+        struct json_object *v = bv_json_member(o, key, json_type_string);
         const char *s = v ? json_object_get_string(v) : NULL;
 
         if (!s || !is_lower_hex(s, 2 * len))
                 return -EBADMSG;
         *ret = s;
-        return 0;
-}
-
-/* Parses exactly len bytes as one JSON object. */
-static int json_parse_object(const char *json, size_t len, struct json_object **ret)
-{
-        _cleanup_(json_tokener_freep) struct json_tokener *tok = NULL;
-        struct json_object *o;
-
-        if (!json || len > INT_MAX || memchr(json, '\0', len))
-                return -EBADMSG;
-        tok = json_tokener_new_ex(SNAP_JSON_MAX_DEPTH);
-        if (!tok)
-                return -ENOMEM;
-        o = json_tokener_parse_ex(tok, json, (int)len);
-        if (!o)
-                return -EBADMSG;
-        if (json_tokener_get_error(tok) != json_tokener_success || json_tokener_get_parse_end(tok) != len ||
-            !json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
-                return -EBADMSG;
-        }
-        *ret = o;
         return 0;
 }
 
@@ -204,12 +170,12 @@ static int snapshot_fill(BvSnapshot *s, struct json_object *o)
         const char *id, *root;
         int64_t h;
 
-        name = json_member(o, "name", json_type_string);
-        utc = json_member(o, "time_utc", json_type_string);
-        height = json_member(o, "height", json_type_int);
-        source = json_member(o, "source", json_type_object);
-        stats = json_member(o, "stats", json_type_object);
-        chunker = json_member(o, "chunker", json_type_object);
+        name = bv_json_member(o, "name", json_type_string);
+        utc = bv_json_member(o, "time_utc", json_type_string);
+        height = bv_json_member(o, "height", json_type_int);
+        source = bv_json_member(o, "source", json_type_object);
+        stats = bv_json_member(o, "stats", json_type_object);
+        chunker = bv_json_member(o, "chunker", json_type_object);
         if (!name || !utc || !height || !source || !stats || !chunker)
                 return -EBADMSG;
         if (json_get_hex(o, "id", BV_SNAPSHOT_ID_SIZE, &id) < 0)
@@ -244,10 +210,10 @@ int bv_snapshot_from_json(const char *json, size_t len, BvSnapshot **ret)
 
         if (!ret)
                 return -EINVAL;
-        r = json_parse_object(json, len, &o);
+        r = bv_json_parse_object(json, len, SNAP_JSON_MAX_DEPTH, &o);
         if (r < 0)
                 return r;
-        version = json_member(o, "version", json_type_int);
+        version = bv_json_member(o, "version", json_type_int);
         if (!version)
                 return -EBADMSG;
         if (json_object_get_int64(version) != SNAP_JSON_VERSION)

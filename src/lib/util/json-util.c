@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include "json-util.h"
 
@@ -12,4 +15,37 @@ int bv_json_add(struct json_object *o, const char *key, struct json_object *v)
                 return -ENOMEM;
         }
         return 0;
+}
+
+int bv_json_parse_object(const char *json, size_t len, int max_depth, struct json_object **ret)
+{
+        struct json_tokener *tok;
+        struct json_object *o;
+        bool ok;
+
+        if (!json || len == 0 || len > INT_MAX || memchr(json, '\0', len))
+                return -EBADMSG;
+        tok = json_tokener_new_ex(max_depth);
+        if (!tok)
+                return -ENOMEM;
+        o = json_tokener_parse_ex(tok, json, (int)len);
+        ok = o && json_tokener_get_error(tok) == json_tokener_success && json_object_is_type(o, json_type_object);
+        for (size_t i = ok ? json_tokener_get_parse_end(tok) : len; i < len && ok; i++)
+                ok = strchr(" \t\r\n", json[i]) != NULL;
+        json_tokener_free(tok);
+        if (!ok) {
+                json_object_put(o);
+                return -EBADMSG;
+        }
+        *ret = o;
+        return 0;
+}
+
+struct json_object *bv_json_member(struct json_object *o, const char *key, json_type type)
+{
+        struct json_object *v = NULL;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
+                return NULL;
+        return v;
 }
