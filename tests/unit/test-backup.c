@@ -478,8 +478,9 @@ TEST(concatenation)
         unlink(cat);
 }
 
-/* A full target: a tmpfs of 24 MiB holds the repository. */
-TEST(enospc)
+/* A full target: a tmpfs of 24 MiB holds the repository. False if no tmpfs can be mounted here
+ * (the caller skips visibly after running everything else). */
+static bool test_enospc(void)
 {
         _cleanup_free_ char *mnt = tpath("mnt"), *rpath = NULL, *ballast = NULL;
         _cleanup_free_ char *small = tpath("small"), *big = tpath("big");
@@ -491,9 +492,9 @@ TEST(enospc)
 
         ASSERT_EQ(mkdir(mnt, 0700), 0);
         if (mount("tmpfs", mnt, "tmpfs", 0, "size=24m,mode=0700") < 0) {
-                printf("# skip enospc: cannot mount a tmpfs: %s\n", strerror(errno));
+                printf("# cannot mount a tmpfs on %s: %s\n", mnt, strerror(errno));
                 rmdir(mnt);
-                return;
+                return false;
         }
         ASSERT_TRUE(asprintf(&rpath, "%s/repo", mnt) > 0);
         ASSERT_TRUE(asprintf(&ballast, "%s/ballast", mnt) > 0);
@@ -533,6 +534,7 @@ TEST(enospc)
         rmdir(mnt);
         unlink(small);
         unlink(big);
+        return true;
 }
 
 /* SIGKILL during a backup: the repository still opens, verifies and takes a new backup. */
@@ -611,9 +613,14 @@ int main(void)
         RUN(odd_size_and_empty);
         RUN(stdin_stream);
         RUN(concatenation);
-        RUN(enospc);
         RUN(sigkill);
+        bool enospc_ran = test_enospc();
         bvtest_rm_rf(base);
         free(base);
+        if (!enospc_ran) {
+                printf("skip - enospc: needs root to mount a tmpfs\n");
+                return 77;
+        }
+        printf("ok - enospc\n");
         return 0;
 }

@@ -205,7 +205,9 @@ static void loop_detach(char *dev)
         free(dev);
 }
 
-TEST(block_device)
+/* Restores onto loop devices; false if none can be attached here (the caller skips visibly after
+ * running everything else). */
+static bool test_block_device(void)
 {
         RepoFixture f = fixture_repo();
         _cleanup_free_ char *src = fixture_image(&f, "src.img", "rrzzhhrrrzzzzhhhhdrr", 14);
@@ -221,9 +223,9 @@ TEST(block_device)
 
         dev = loop_attach(big, size + 128 * 1024);
         if (!dev) {
-                printf("skip - block_device: cannot attach a loop device (needs root and /dev/loop*)\n");
+                printf("# cannot attach a loop device over %s\n", big);
                 fixture_free(&f);
-                return;
+                return false;
         }
         ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
         ASSERT_OK(bv_repo_find_snapshot(r, id, &snap));
@@ -248,6 +250,7 @@ TEST(block_device)
         loop_detach(dev_small);
         bv_repo_close(r);
         fixture_free(&f);
+        return true;
 }
 
 int main(void)
@@ -259,6 +262,10 @@ int main(void)
         RUN(damaged_chunk);
         RUN(truncated_pack);
         RUN(missing_pack);
-        RUN(block_device);
+        if (!test_block_device()) {
+                printf("skip - block_device: cannot attach a loop device (needs root and /dev/loop*)\n");
+                return 77;
+        }
+        printf("ok - block_device\n");
         return 0;
 }
