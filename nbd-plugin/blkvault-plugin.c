@@ -124,33 +124,32 @@ static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
         if (key_file)
                 return 0;
         const char *env = getenv("BLKVAULT_PASSPHRASE");
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
+        char *buf;
+        size_t len;
         if (passphrase_file) {
-                int r = bv_read_file(AT_FDCWD, passphrase_file, 4096, (void **)&data, &len);
+                int r = bv_read_secret_file(AT_FDCWD, passphrase_file, 4096, 0, true, (void **)&buf, &len,
+                                            ret_size);
+                if (r == -ENOMEM) {
+                        nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
+                        return -1;
+                }
                 if (r < 0) {
                         nbdkit_error("cannot read passphrase file '%s': %s", passphrase_file, strerror(-r));
                         return -1;
                 }
-                if (len > 0 && data[len - 1] == '\n')
-                        data[--len] = '\0';
-        } else if (env)
+        } else if (env) {
                 len = strlen(env);
-        else
+                buf = bv_secure_alloc(len + 1);
+                if (!buf) {
+                        nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
+                        return -1;
+                }
+                memcpy(buf, env, len + 1);
+                *ret_size = len + 1;
+        } else
                 return 0;
-        char *buf = bv_secure_alloc(len + 1);
-        if (!buf) {
-                if (data)
-                        bv_wipe(data, len);
-                nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
-                return -1;
-        }
-        memcpy(buf, data ? data : env, len + 1);
-        if (data)
-                bv_wipe(data, len);
         secret->passphrase = buf;
         *ret_buffer = buf;
-        *ret_size = len + 1;
         return 0;
 }
 

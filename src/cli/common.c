@@ -89,27 +89,6 @@ bool secret_args_parse(SecretArgs *s, int opt, const char *arg)
         }
 }
 
-static int read_passphrase_file(const char *path, char **ret)
-{
-        _cleanup_free_ char *data = NULL;
-        size_t len;
-        int r = bv_read_file(AT_FDCWD, path, PASSPHRASE_MAX, (void **)&data, &len);
-        if (r < 0)
-                return r;
-        /* one trailing newline is not part of the passphrase */
-        if (len > 0 && data[len - 1] == '\n')
-                data[--len] = '\0';
-        char *p = bv_secure_alloc(PASSPHRASE_BUF);
-        if (!p) {
-                bv_wipe(data, len);
-                return -ENOMEM;
-        }
-        memcpy(p, data, len + 1);
-        bv_wipe(data, len);
-        *ret = p;
-        return 0;
-}
-
 static int prompt(const char *question, char *buf, size_t size)
 {
         struct termios old, noecho;
@@ -152,7 +131,10 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
         char *pass = NULL;
         int r;
         if (s->passphrase_file) {
-                r = read_passphrase_file(s->passphrase_file, &pass);
+                size_t len, size;
+                /* one trailing newline is not part of the passphrase */
+                r = bv_read_secret_file(AT_FDCWD, s->passphrase_file, PASSPHRASE_MAX, PASSPHRASE_BUF, true,
+                                        (void **)&pass, &len, &size);
                 if (r < 0) {
                         log_error_errno(r, "cannot read passphrase file '%s'", s->passphrase_file);
                         return r;

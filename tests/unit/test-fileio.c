@@ -80,6 +80,52 @@ TEST(opendir_at)
         bvtest_rm_rf(dir);
 }
 
+TEST(read_secret_file)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        size_t len = 0, size = 0;
+        char *data = NULL;
+
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(bv_write_file_durable(dfd, "pass", "secret\n", 7, false));
+        ASSERT_OK(bv_read_secret_file(dfd, "pass", 7, 0, true, (void **)&data, &len, &size));
+        ASSERT_EQ(len, 6);
+        ASSERT_STREQ(data, "secret");
+        ASSERT_EQ(size, 8);
+        bv_secure_free(data, size);
+
+        /* kept as it is without strip_newline; min_size sets the least allocation */
+        ASSERT_OK(bv_read_secret_file(dfd, "pass", 100, 4000, false, (void **)&data, &len, &size));
+        ASSERT_EQ(len, 7);
+        ASSERT_MEMEQ(data, "secret\n", 8);
+        ASSERT_EQ(size, 4000);
+        bv_secure_free(data, size);
+
+        /* an empty file is an empty string */
+        ASSERT_OK(bv_write_file_durable(dfd, "empty", "", 0, false));
+        ASSERT_OK(bv_read_secret_file(dfd, "empty", 7, 0, true, (void **)&data, &len, &size));
+        ASSERT_EQ(len, 0);
+        ASSERT_STREQ(data, "");
+        bv_secure_free(data, size);
+
+        /* the limit applies to the file, newline included; outputs untouched on failure */
+        data = NULL;
+        len = size = 99;
+        ASSERT_ERROR(bv_read_secret_file(dfd, "pass", 6, 0, true, (void **)&data, &len, &size), EFBIG);
+        ASSERT_ERROR(bv_read_secret_file(dfd, "missing", 100, 0, true, (void **)&data, &len, &size), ENOENT);
+        ASSERT_OK(bv_mkdir_p(dfd, "sub"));
+        ASSERT_ERROR(bv_read_secret_file(dfd, "sub", 100, 0, true, (void **)&data, &len, &size), EBADFD);
+        /* a file that grows after fstat: /proc files say size 0 and then have content */
+        ASSERT_ERROR(bv_read_secret_file(AT_FDCWD, "/proc/self/status", 100, 0, false, (void **)&data, &len,
+                                         &size),
+                     EFBIG);
+        ASSERT_TRUE(data == NULL);
+        ASSERT_EQ(len, 99);
+        ASSERT_EQ(size, 99);
+        bvtest_rm_rf(dir);
+}
+
 TEST(secure_memory)
 {
         uint8_t *p = bv_secure_alloc(32);
@@ -94,6 +140,7 @@ int main(void)
         RUN(durable_write_and_read);
         RUN(pread_short_at_eof);
         RUN(opendir_at);
+        RUN(read_secret_file);
         RUN(secure_memory);
         return 0;
 }

@@ -80,34 +80,10 @@ static void secret_file_done(SecretFile *s)
 
 static int secret_file_read(const char *path, SecretFile *ret)
 {
-        _cleanup_close_ int fd = -EBADF;
         SecretFile s = {};
-        struct stat st;
-        ssize_t n;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if ((uint64_t)st.st_size > SECRET_FILE_MAX)
-                return -EFBIG;
-        s.cap = (size_t)st.st_size + 1;
-        s.data = bv_secure_alloc(s.cap);
-        if (!s.data)
-                return -ENOMEM;
-        n = bv_read_all(fd, s.data, s.cap);
-        if (n < 0) {
-                secret_file_done(&s);
-                return (int)n;
-        }
-        s.len = (size_t)n;
-        if (s.len > SECRET_FILE_MAX) { /* grew since fstat */
-                secret_file_done(&s);
-                return -EFBIG;
-        }
+        int r = bv_read_secret_file(AT_FDCWD, path, SECRET_FILE_MAX, 0, false, (void **)&s.data, &s.len, &s.cap);
+        if (r < 0)
+                return r;
         *ret = s;
         return 0;
 }

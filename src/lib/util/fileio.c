@@ -11,6 +11,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "secmem.h"
 
 ssize_t bv_pread_all(int fd, void *buf, size_t len, uint64_t offset)
 {
@@ -208,12 +209,11 @@ int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t 
         return bv_tmpfile_link(dirfd, fd, tmpname, name, replace);
 }
 
-int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
+/* Opens a regular file of at most max bytes for reading; *ret_size: its size from fstat. */
+static int open_small_file(int dirfd, const char *path, size_t max, int *ret_fd, size_t *ret_size)
 {
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ uint8_t *buf = NULL;
         struct stat st;
-        ssize_t n;
 
         fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -224,15 +224,63 @@ int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_
                 return -EBADFD;
         if ((uint64_t)st.st_size > max)
                 return -EFBIG;
-        buf = malloc((size_t)st.st_size + 1);
+        *ret_fd = TAKE_FD(fd);
+        *ret_size = (size_t)st.st_size;
+        return 0;
+}
+
+int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
+{
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t file_size;
+        ssize_t n;
+        int r;
+
+        r = open_small_file(dirfd, path, max, &fd, &file_size);
+        if (r < 0)
+                return r;
+        buf = malloc(file_size + 1);
         if (!buf)
                 return -ENOMEM;
-        n = bv_read_all(fd, buf, (size_t)st.st_size);
+        n = bv_read_all(fd, buf, file_size);
         if (n < 0)
                 return (int)n;
         buf[n] = '\0';
         *ret_len = (size_t)n;
         *ret_data = TAKE_PTR(buf);
+        return 0;
+}
+
+int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size, bool strip_newline,
+                        void **ret_data, size_t *ret_len, size_t *ret_size)
+{
+        _cleanup_close_ int fd = -EBADF;
+        size_t file_size, size, len;
+        uint8_t *buf;
+        ssize_t n;
+        int r;
+
+        r = open_small_file(dirfd, path, max, &fd, &file_size);
+        if (r < 0)
+                return r;
+        size = MAX(file_size + 1, min_size);
+        buf = bv_secure_alloc(size);
+        if (!buf)
+                return -ENOMEM;
+        /* one byte more than fstat said, to see a file that grew since */
+        n = bv_read_all(fd, buf, file_size + 1);
+        if (n < 0 || (size_t)n > file_size) {
+                bv_secure_free(buf, size);
+                return n < 0 ? (int)n : -EFBIG;
+        }
+        len = (size_t)n;
+        if (strip_newline && len > 0 && buf[len - 1] == '\n')
+                len--;
+        buf[len] = '\0';
+        *ret_data = buf;
+        *ret_len = len;
+        *ret_size = size;
         return 0;
 }
 

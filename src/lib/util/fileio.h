@@ -44,6 +44,14 @@ int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t 
  * trailing NUL (not counted in ret_len). */
 int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len);
 
+/* Reads a small secret file (a passphrase, a key file) straight into bv_secure_alloc memory, never
+ * through the ordinary heap. The buffer has MAX(file size + 1, min_size) bytes, *ret_size of them
+ * (what to pass to bv_secure_free), with a NUL after the *ret_len bytes of data. strip_newline
+ * drops one trailing newline; max applies to the file as it is on disk. Fails with -EFBIG if the
+ * file is larger than max or grows while it is read, -EBADFD if it is not a regular file. */
+int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size, bool strip_newline,
+                        void **ret_data, size_t *ret_len, size_t *ret_size);
+
 /* Opens directory path below dirfd ("." for dirfd itself) for readdir, on an fd of its own
  * that closedir() closes. */
 int bv_opendir_at(int dirfd, const char *path, DIR **ret);
