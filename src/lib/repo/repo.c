@@ -253,21 +253,16 @@ static int open_empty_dir(const char *path, int *ret_fd)
         _cleanup_close_ int fd = -EBADF;
         struct dirent *de;
         DIR *d;
-        int dup_fd;
+        int r;
 
         if (mkdir(path, 0700) < 0 && errno != EEXIST)
                 return negative_errno();
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (dup_fd < 0)
-                return negative_errno();
-        d = fdopendir(dup_fd);
-        if (!d) {
-                safe_close(dup_fd);
-                return -ENOMEM;
-        }
+        r = bv_opendir_at(fd, ".", &d);
+        if (r < 0)
+                return r;
         while ((de = readdir(d)))
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
                         bool is_repo = strcmp(de->d_name, "config") == 0;
@@ -438,17 +433,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close);
 static void empty_tmp(int tmp_fd)
 {
         struct dirent *de;
-        int fd = fcntl(tmp_fd, F_DUPFD_CLOEXEC, 3);
         DIR *d;
 
-        if (fd < 0)
+        if (bv_opendir_at(tmp_fd, ".", &d) < 0)
                 return;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return;
-        }
-        rewinddir(d);
         while ((de = readdir(d)))
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
                         (void)unlinkat(tmp_fd, de->d_name, 0);

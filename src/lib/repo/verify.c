@@ -8,9 +8,9 @@
  * offset.
  */
 #include <dirent.h>
-#include <fcntl.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "hex.h"
 #include "macro.h"
 #include "maptree.h"
@@ -369,20 +369,15 @@ static int name_cmp(const void *a, const void *b)
 /* Ids of every snapshots/<32 hex>.snap, sorted. */
 static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
 {
-        int fd = fcntl(bv_repo_dirfd(r, "snapshots"), F_DUPFD_CLOEXEC, 3);
         char **names = NULL;
         size_t n = 0, cap = 0;
         struct dirent *de;
         DIR *d;
+        int err;
 
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return -ENOMEM;
-        }
-        rewinddir(d);
+        err = bv_opendir_at(bv_repo_dirfd(r, "snapshots"), ".", &d);
+        if (err < 0)
+                return err;
         while ((de = readdir(d))) {
                 size_t len = strlen(de->d_name);
                 uint8_t raw[BV_SNAPSHOT_ID_SIZE];
