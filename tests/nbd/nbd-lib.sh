@@ -61,3 +61,33 @@ nbd_python() {
     done
     return 1
 }
+
+# start_serve NAME ARGS...: runs `blkvault serve ARGS...` (which must include --socket=$T/NAME.sock
+# or --port=N) in the background, log in $T/NAME.log, stopped at exit. Waits until the URI it
+# prints on its first line answers; sets SERVE_PID and SERVE_URI. Returns 1 (log on stderr) if
+# the server exits or does not answer within a minute.
+start_serve() {
+    local name=$1 i; shift
+    with_nbd_env "$BLKVAULT" serve "$@" >"$T/$name.out" 2>"$T/$name.log" &
+    SERVE_PID=$!
+    on_exit "kill $SERVE_PID; wait $SERVE_PID"
+    SERVE_URI=
+    for i in $(seq 1 600); do
+        [ -n "$SERVE_URI" ] || SERVE_URI=$(head -1 "$T/$name.out")
+        if [ -n "$SERVE_URI" ] && nbdinfo --size "$SERVE_URI" >/dev/null 2>&1; then return 0; fi
+        kill -0 "$SERVE_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$T/$name.log" >&2
+    return 1
+}
+
+stop_serve() {
+    kill "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+}
+
+# A TCP port nothing listens on at this moment (the kernel's choice on 127.0.0.1).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
