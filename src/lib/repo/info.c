@@ -25,15 +25,12 @@ static uint64_t stat_u64(struct json_object *stats, const char *key)
         return json_object_get_uint64(v);
 }
 
-/* The data (non-zero, non-hole) bytes of a snapshot: "bytes_data" if recorded, otherwise
- * what was read minus the zero blocks found in it. */
+/* The data (non-zero, non-hole) bytes of a snapshot: what was read minus the zero blocks found
+ * in it (the stored stats have no "bytes_data"; only `backup --json` prints that counter). */
 static uint64_t snapshot_data_bytes(const BvSnapshot *s)
 {
         uint64_t read = stat_u64(s->stats, "bytes_read"), zero = stat_u64(s->stats, "bytes_zero");
-        struct json_object *v;
 
-        if (s->stats && json_object_object_get_ex(s->stats, "bytes_data", &v))
-                return stat_u64(s->stats, "bytes_data");
         return read > zero ? read - zero : 0;
 }
 
