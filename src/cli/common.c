@@ -114,6 +114,12 @@ static int prompt(const char *question, char *buf, size_t size)
         return 0;
 }
 
+static int log_no_locked_memory(void)
+{
+        log_error_errno(-ENOMEM, "cannot allocate locked memory for the passphrase");
+        return -ENOMEM;
+}
+
 int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
 {
         *ret = (BvSecret){};
@@ -127,7 +133,8 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                 ret->key_file = s->key_file;
                 return 0;
         }
-        const char *env = getenv(s->passphrase_env ? s->passphrase_env : "BLKVAULT_PASSPHRASE");
+        const char *env_name = s->passphrase_env ? s->passphrase_env : "BLKVAULT_PASSPHRASE";
+        const char *env = getenv(env_name);
         char *pass = NULL;
         int r;
         if (s->passphrase_file) {
@@ -140,16 +147,18 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                         return r;
                 }
         } else if (env) {
-                if (strlen(env) > PASSPHRASE_MAX)
+                if (strlen(env) > PASSPHRASE_MAX) {
+                        log_error("the passphrase in $%s is longer than %d bytes", env_name, PASSPHRASE_MAX);
                         return -E2BIG;
+                }
                 pass = bv_secure_alloc(PASSPHRASE_BUF);
                 if (!pass)
-                        return -ENOMEM;
+                        return log_no_locked_memory();
                 strcpy(pass, env);
         } else if (isatty(STDIN_FILENO)) {
                 pass = bv_secure_alloc(PASSPHRASE_BUF);
                 if (!pass)
-                        return -ENOMEM;
+                        return log_no_locked_memory();
                 char *again = pass + PASSPHRASE_MAX + 2;
                 r = prompt("Passphrase: ", pass, PASSPHRASE_MAX + 2);
                 if (r >= 0 && confirm) {

@@ -24,6 +24,11 @@ printf '\n' > "$T/empty"
 expect_fail 3 "the passphrase is empty" bv list "$repo" --passphrase-file="$T/empty"
 expect_fail 3 "cannot read passphrase file '$T/nosuch'" bv list "$repo" --passphrase-file="$T/nosuch"
 expect_fail 3 "exclude each other" bv list "$repo" --passphrase-file="$T/pass" --key-file="$T/pass"
+# a passphrase in the environment is at most 1024 bytes
+long=$(printf '%01024d' 0)
+BLKVAULT_PASSPHRASE=$long expect_fail 3 "wrong passphrase or key" bv list "$repo"
+BLKVAULT_PASSPHRASE=${long}0 expect_fail 3 'the passphrase in \$BLKVAULT_PASSPHRASE is longer than 1024 bytes' \
+        bv list "$repo"
 # key change: the old passphrase stops working, the new one opens the same data
 printf 'battery staple\n' > "$T/pass2"
 bv key change "$repo" --passphrase-file="$T/pass" --new-passphrase-file="$T/pass2" >/dev/null
