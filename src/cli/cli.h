@@ -37,7 +37,9 @@ int exit_code_for(int r);
 typedef struct SecretArgs {
         const char *passphrase_file;
         const char *key_file;
-        const char *passphrase_env; /* the variable holding a passphrase; NULL: BLKVAULT_PASSPHRASE */
+        /* The new secret of key change: its passphrase comes from $BLKVAULT_NEW_PASSPHRASE instead of
+         * $BLKVAULT_PASSPHRASE, and its options are --new-passphrase-file and --new-key-file. */
+        bool new_secret;
 } SecretArgs;
 
 /* The long options every repository command accepts (append to a command's table). */
@@ -48,7 +50,7 @@ typedef struct SecretArgs {
 bool secret_args_parse(SecretArgs *s, int opt, const char *arg);
 
 /* Builds a BvSecret for a repository: none for unencrypted ones, otherwise --key-file,
- * --passphrase-file, $BLKVAULT_PASSPHRASE (or s->passphrase_env) or (on a terminal) a prompt. confirm: ask twice
+ * --passphrase-file, $BLKVAULT_PASSPHRASE (see new_secret) or (on a terminal) a prompt. confirm: ask twice
  * (for init). The passphrase buffer is wiped by secret_done. */
 int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret);
 void secret_done(BvSecret *s);

@@ -23,7 +23,7 @@ int cmd_key(int argc, char **argv)
                 SECRET_OPTIONS,
                 {},
         };
-        SecretArgs sargs = {}, new_args = { .passphrase_env = "BLKVAULT_NEW_PASSPHRASE" };
+        SecretArgs sargs = {}, new_args = { .new_secret = true };
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {

@@ -133,7 +133,7 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                 ret->key_file = s->key_file;
                 return 0;
         }
-        const char *env_name = s->passphrase_env ? s->passphrase_env : "BLKVAULT_PASSPHRASE";
+        const char *env_name = s->new_secret ? "BLKVAULT_NEW_PASSPHRASE" : "BLKVAULT_PASSPHRASE";
         const char *env = getenv(env_name);
         char *pass = NULL;
         int r;
@@ -173,8 +173,12 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                         return -ENOKEY;
                 }
         } else {
-                log_error("the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file or "
-                          "--key-file");
+                if (s->new_secret)
+                        log_error("no new passphrase or key: set BLKVAULT_NEW_PASSPHRASE, or use "
+                                  "--new-passphrase-file or --new-key-file");
+                else
+                        log_error("the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file "
+                                  "or --key-file");
                 return -ENOKEY;
         }
         if (pass[0] == '\0') {

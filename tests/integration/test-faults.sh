@@ -36,7 +36,9 @@ expect_fail 3 "wrong passphrase or key" bv list "$repo" --passphrase-file="$T/pa
 bv restore "$repo" latest "$T/a.enc" --passphrase-file="$T/pass2" >/dev/null
 assert_same "$T/a" "$T/a.enc"
 # the new passphrase comes from BLKVAULT_NEW_PASSPHRASE, never from BLKVAULT_PASSPHRASE
-BLKVAULT_PASSPHRASE="battery staple" expect_fail 3 "the repository is encrypted" bv key change "$repo" </dev/null
+BLKVAULT_PASSPHRASE="battery staple" expect_fail 3 \
+        "no new passphrase or key: set BLKVAULT_NEW_PASSPHRASE, or use --new-passphrase-file or --new-key-file" \
+        bv key change "$repo" </dev/null
 BLKVAULT_PASSPHRASE="battery staple" BLKVAULT_NEW_PASSPHRASE="tr0ub4dor" bv key change "$repo" </dev/null >/dev/null 2>&1
 BLKVAULT_PASSPHRASE="tr0ub4dor" bv list "$repo" >/dev/null || die "the key change from the environment did not take"
 bv init "$T/plain" --encryption=none >/dev/null 2>&1
