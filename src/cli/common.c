@@ -126,7 +126,8 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
         if (!encrypted)
                 return 0;
         if (s->key_file && s->passphrase_file) {
-                log_error("--key-file and --passphrase-file exclude each other");
+                log_error(s->new_secret ? "--new-key-file and --new-passphrase-file exclude each other"
+                                        : "--key-file and --passphrase-file exclude each other");
                 return -EINVAL;
         }
         if (s->key_file) {

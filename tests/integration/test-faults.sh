@@ -41,6 +41,8 @@ BLKVAULT_PASSPHRASE="battery staple" expect_fail 3 \
         bv key change "$repo" </dev/null
 BLKVAULT_PASSPHRASE="battery staple" BLKVAULT_NEW_PASSPHRASE="tr0ub4dor" bv key change "$repo" </dev/null >/dev/null 2>&1
 BLKVAULT_PASSPHRASE="tr0ub4dor" bv list "$repo" >/dev/null || die "the key change from the environment did not take"
+BLKVAULT_PASSPHRASE="tr0ub4dor" expect_fail 3 "--new-key-file and --new-passphrase-file exclude each other" \
+        bv key change "$repo" --new-passphrase-file="$T/pass" --new-key-file="$T/pass"
 bv init "$T/plain" --encryption=none >/dev/null 2>&1
 expect_fail 2 "is not encrypted: it has no key to change" bv key change "$T/plain"
 
