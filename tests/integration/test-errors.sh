@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Error paths of the CLI on a damaged or unusable repository, each with its exit status (see EXIT
 # STATUS in blkvault(1)) and message: restore and verify when a pack of a snapshot is missing
-# (the repository needs repair; no partial destination is left; other snapshots still restore),
+# (the repository needs repair; no partial destination is left; other snapshots still restore;
+# a repository left with no pack at all),
 # and init when the repository cannot be created (missing parent, a file, a non-empty directory,
 # an existing repository, an encrypted one without a secret), which leaves nothing behind.
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -72,6 +73,17 @@ assert v["ok"] is False, v
 assert {"what": "pack", "detail": sys.argv[2], "error": "Structure needs cleaning"} in v["problems"], v
 assert any(p.get("snapshot") == sys.argv[3] and p["offset"] == 0 for p in v["problems"]), v
 PY
+
+# a repository whose only pack is gone: verify reports it (exit 4), it does not crash
+repo1=$T/one-pack
+bv init "$repo1" --encryption=none >/dev/null
+bv backup "$repo1" "$T/b" --name=b >/dev/null
+only=$(packs "$repo1")
+rm "$repo1/packs/$only"
+for args in "" "--read-data"; do
+    # shellcheck disable=SC2086
+    expect_fail 4 "^damaged: pack $only: Structure needs cleaning$" bv verify "$repo1" $args
+done
 
 # init: cannot create repository, exit 1, and nothing created or changed
 expect_fail 1 "cannot create repository '$T/nosuch/repo': No such file or directory" \

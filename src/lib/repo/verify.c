@@ -309,7 +309,7 @@ static int on_index_entry(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, v
 {
         PackList *l = userdata;
 
-        if (bsearch(loc->pack_id, l->ids, l->n, BV_PACK_ID_SIZE, pack_id_cmp))
+        if (l->n > 0 && bsearch(loc->pack_id, l->ids, l->n, BV_PACK_ID_SIZE, pack_id_cmp))
                 return 0;
         for (size_t i = 0; i < l->n_missing; i++)
                 if (memcmp(l->missing[i], loc->pack_id, BV_PACK_ID_SIZE) == 0)
@@ -332,7 +332,8 @@ static int check_store(Verify *v)
         r = bv_packset_list(bv_repo_packs(v->repo), on_pack, &l);
         if (r < 0)
                 goto out;
-        qsort(l.ids, l.n, BV_PACK_ID_SIZE, pack_id_cmp);
+        if (l.n > 0) /* no packs at all: l.ids is NULL, which qsort and bsearch must not get */
+                qsort(l.ids, l.n, BV_PACK_ID_SIZE, pack_id_cmp);
         for (size_t i = 0; i < l.n; i++) {
                 BvPackEntry *entries = NULL;
                 size_t count = 0;
