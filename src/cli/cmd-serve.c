@@ -14,7 +14,7 @@ static const char usage_text[] =
         "The export is read-only unless --writable, which stacks nbdkit's cow filter: writes go to\n"
         "a temporary overlay that is thrown away; the repository is never written.\n\n"
         "  --socket=PATH            listen on a Unix socket (default: TCP)\n"
-        "  --port=N                 TCP port (default 10809)\n"
+        "  --port=N                 TCP port on localhost only (default 10809)\n"
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
         "  --passphrase-file=FILE, --key-file=FILE\n"
@@ -90,6 +90,9 @@ int cmd_serve(int argc, char **argv)
                         port = "10809";
                 args[n++] = "--port";
                 args[n++] = (char *)port;
+                /* the export is the decrypted backup: only this machine may reach it, as the
+                 * printed URI says (run nbdkit directly to listen elsewhere) */
+                args[n++] = "--ipaddr=localhost";
         }
         if (writable)
                 args[n++] = "--filter=cow";

@@ -63,6 +63,19 @@ for attempt in 1 2 3 4 5; do
 done
 [ -n "$started" ] || die "serve --port found no free port in 5 attempts"
 assert_eq "$SERVE_URI" "nbd://localhost:$port" "printed URI"
+# it listens on loopback addresses only (/proc/net/tcp*: state 0A is LISTEN)
+python3 - "$port" <<'PY' || die "serve --port listens beyond localhost"
+import sys
+port, found = int(sys.argv[1]), []
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for line in open(table).readlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        addr, p = local.rsplit(":", 1)
+        if state == "0A" and int(p, 16) == port:
+            found.append(addr)
+loopback = {"0100007F", "00000000000000000000000001000000"}
+assert found and set(found) <= loopback, found
+PY
 read_back tcp
 SERVE_URI=nbd://127.0.0.1:$port read_back tcp-ip
 stop_serve
