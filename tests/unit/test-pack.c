@@ -9,6 +9,7 @@
 #include "bvtest.h"
 #include "endian.h"
 #include "fileio.h"
+#include "group.h"
 #include "hash.h"
 #include "keyring.h"
 #include "macro.h"
@@ -123,6 +124,7 @@ static void assert_entries_equal(const BvPackEntry *a, const BvPackEntry *b, siz
                 ASSERT_EQ(a[i].offset, b[i].offset);
                 ASSERT_EQ(a[i].length, b[i].length);
                 ASSERT_EQ(a[i].raw_length, b[i].raw_length);
+                ASSERT_EQ(a[i].member, b[i].member);
         }
 }
 
@@ -357,6 +359,181 @@ TEST(truncated_and_missing)
         repo_done(&r);
 }
 
+static const uint64_t group_objs[3] = { 16, 18, 26 }; /* small text objects */
+
+/* Writes a pack of: a chunk, a group of three members, a chunk. Returns its image. */
+static uint8_t *write_group_pack(Repo *r, uint8_t pack_id[BV_PACK_ID_SIZE], BvPackEntry **entries, size_t *n,
+                                 size_t *size)
+{
+        _cleanup_free_ uint8_t *raw = malloc(GEN_MAX), *enc = malloc(bv_object_bound(GEN_MAX));
+        BvGroupMember m[3];
+        BvPackWriter *w;
+        uint8_t *image = NULL;
+        size_t off = 0, enc_len;
+        char path[64];
+
+        ASSERT_TRUE(raw && enc);
+        ASSERT_OK(bv_pack_writer_new(r->packs, r->c, &w));
+        append_obj(r, w, 2);
+        for (size_t i = 0; i < 3; i++) {
+                size_t len = gen(group_objs[i], raw + off); /* text: compresses */
+                bv_keyring_id(r->k, BV_ID_CHUNK, raw + off, len, m[i].id);
+                m[i].length = (uint32_t)len;
+                off += len;
+        }
+        bv_group_put_trailer(raw + off, m, 3);
+        off += bv_group_trailer_size(3);
+        ASSERT_OK(bv_object_encode(r->c, BV_OBJ_GROUP, bv_group_id, raw, off, enc, &enc_len));
+        ASSERT_ERROR(bv_pack_writer_append_group(w, m, 1, enc, enc_len), EINVAL);
+        ASSERT_ERROR(bv_pack_writer_append(w, BV_OBJ_GROUP, m[0].id, m[0].length, enc, enc_len), EINVAL);
+        ASSERT_OK(bv_pack_writer_append_group(w, m, 3, enc, enc_len));
+        append_obj(r, w, 4);
+        ASSERT_EQ(bv_pack_writer_count(w), 5);
+        ASSERT_OK(bv_pack_writer_commit(w, pack_id, entries, n));
+        bv_pack_writer_free(w);
+        bv_pack_path(pack_id, path);
+        ASSERT_OK(bv_read_file(r->packs, path, 64 << 20, (void **)&image, size));
+        return image;
+}
+
+/* Replaces the pack index of a pack image with entries (as many as before), sealed anew. */
+static void reseal_index(Repo *r, const uint8_t pack_id[BV_PACK_ID_SIZE], uint8_t *image, size_t size,
+                         const BvPackEntry *e, size_t n)
+{
+        size_t plen = 8 + 48 * n, olen;
+        _cleanup_free_ uint8_t *payload = calloc(1, plen), *obj = malloc(bv_object_bound(plen));
+        uint8_t id[BV_ID_SIZE] = { 0 };
+        uint64_t off = get_le64(image + size - BV_PACK_FOOTER_SIZE);
+
+        ASSERT_TRUE(payload && obj);
+        put_le32(payload, (uint32_t)n);
+        for (size_t i = 0; i < n; i++) {
+                uint8_t *p = payload + 8 + 48 * i;
+                memcpy(p, e[i].id, BV_ID_SIZE);
+                put_le32(p + 32, e[i].offset);
+                put_le32(p + 36, e[i].length);
+                put_le32(p + 40, e[i].raw_length);
+                p[44] = e[i].type;
+                p[45] = e[i].member;
+        }
+        memcpy(id, pack_id, BV_PACK_ID_SIZE);
+        ASSERT_OK(bv_object_encode(r->c, BV_OBJ_PACKINDEX, id, payload, plen, obj, &olen));
+        ASSERT_EQ(olen, get_le32(image + size - BV_PACK_FOOTER_SIZE + 8));
+        memcpy(image + off, obj, olen);
+}
+
+/* Groups: members share the group's location, numbered from 0; a member read out of the
+ * decoded group re-hashes to its id; the pack index rules for groups are enforced. */
+TEST(groups)
+{
+        Repo r;
+        BvPackEntry *entries, *mem, bad[5];
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+        _cleanup_free_ uint8_t *want = malloc(GEN_MAX), *image = NULL;
+        size_t n, size, count;
+        BvPackSet *ps;
+
+        repo_init(&r);
+        image = write_group_pack(&r, pack_id, &entries, &n, &size);
+        ASSERT_EQ(n, 5);
+        ASSERT_EQ(entries[0].type, BV_OBJ_CHUNK);
+        ASSERT_EQ(entries[4].type, BV_OBJ_CHUNK);
+        for (size_t i = 1; i <= 3; i++) {
+                ASSERT_EQ(entries[i].type, BV_OBJ_GROUP);
+                ASSERT_EQ(entries[i].member, i - 1);
+                ASSERT_EQ(entries[i].offset, entries[1].offset);
+                ASSERT_EQ(entries[i].length, entries[1].length);
+        }
+        ASSERT_EQ(entries[4].offset, entries[1].offset + entries[1].length);
+
+        /* read back: decode the group, take each member out */
+        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        ASSERT_OK(bv_pack_parse_index(r.c, pack_id, image, size, &mem, &count));
+        assert_entries_equal(entries, mem, n);
+        free(mem);
+        {
+                void *raw;
+                size_t raw_len, off, len;
+                uint8_t id[BV_ID_SIZE];
+
+                ASSERT_OK(bv_object_decode_alloc(r.c, BV_OBJ_GROUP, bv_group_id, image + entries[1].offset,
+                                                 entries[1].length, &raw, &raw_len));
+                for (unsigned k = 0; k < 3; k++) {
+                        ASSERT_OK(bv_group_member(raw, raw_len, k, &off, &len));
+                        ASSERT_EQ(len, gen(group_objs[k], want));
+                        ASSERT_MEMEQ((uint8_t *)raw + off, want, len);
+                        bv_keyring_id(r.k, BV_ID_CHUNK, (uint8_t *)raw + off, len, id);
+                        ASSERT_MEMEQ(id, entries[1 + k].id, BV_ID_SIZE);
+                }
+                ASSERT_ERROR(bv_group_member(raw, raw_len, 3, &off, &len), EBADMSG);
+                free(raw);
+                /* a group is not a chunk: the type is part of what is authenticated */
+                ASSERT_ERROR(bv_object_decode_alloc(r.c, BV_OBJ_CHUNK, entries[1].id, image + entries[1].offset,
+                                                    entries[1].length, &raw, &raw_len),
+                             EBADMSG);
+        }
+
+        /* pack index rules */
+        memcpy(bad, entries, sizeof(bad));
+        bad[3].member = 1; /* numbers must count up */
+        reseal_index(&r, pack_id, image, size, bad, 5);
+        ASSERT_ERROR(bv_pack_parse_index(r.c, pack_id, image, size, &mem, &count), EBADMSG);
+        memcpy(bad, entries, sizeof(bad));
+        bad[2].offset += 1; /* a member elsewhere than its group */
+        reseal_index(&r, pack_id, image, size, bad, 5);
+        ASSERT_ERROR(bv_pack_parse_index(r.c, pack_id, image, size, &mem, &count), EBADMSG);
+        memcpy(bad, entries, sizeof(bad));
+        bad[0].member = 1; /* a member number on a chunk */
+        reseal_index(&r, pack_id, image, size, bad, 5);
+        ASSERT_ERROR(bv_pack_parse_index(r.c, pack_id, image, size, &mem, &count), EBADMSG);
+        memcpy(bad, entries, sizeof(bad));
+        bad[2].type = bad[3].type = BV_OBJ_CHUNK; /* a group of one member, then objects tiling wrongly */
+        bad[2].member = bad[3].member = 0;
+        reseal_index(&r, pack_id, image, size, bad, 5);
+        ASSERT_ERROR(bv_pack_parse_index(r.c, pack_id, image, size, &mem, &count), EBADMSG);
+        memcpy(bad, entries, sizeof(bad));
+        bad[1].type = BV_OBJ_CHUNK; /* a group's second member without a first */
+        reseal_index(&r, pack_id, image, size, bad, 5);
+        ASSERT_ERROR(bv_pack_parse_index(r.c, pack_id, image, size, &mem, &count), EBADMSG);
+        reseal_index(&r, pack_id, image, size, entries, 5); /* and the original again parses */
+        ASSERT_OK(bv_pack_parse_index(r.c, pack_id, image, size, &mem, &count));
+        free(mem);
+
+        free(entries);
+        bv_packset_free(ps);
+        repo_done(&r);
+}
+
+/* The trailer of a decoded group: every malformation is EBADMSG. */
+TEST(group_trailer)
+{
+        BvGroupMember m[3] = { { .length = 5 }, { .length = 1 }, { .length = 10 } };
+        uint8_t g[16 + 4 * 3 + 4];
+        size_t off, len;
+
+        memset(g, 'x', 16);
+        bv_group_put_trailer(g + 16, m, 3);
+        ASSERT_OK(bv_group_member(g, sizeof(g), 0, &off, &len));
+        ASSERT_EQ(off, 0);
+        ASSERT_EQ(len, 5);
+        ASSERT_OK(bv_group_member(g, sizeof(g), 2, &off, &len));
+        ASSERT_EQ(off, 6);
+        ASSERT_EQ(len, 10);
+        ASSERT_ERROR(bv_group_member(g, sizeof(g), 3, &off, &len), EBADMSG);
+        ASSERT_ERROR(bv_group_member(g + 1, sizeof(g) - 1, 0, &off, &len), EBADMSG); /* lengths do not add up */
+        ASSERT_ERROR(bv_group_member(g, 3, 0, &off, &len), EBADMSG);
+        put_le32(g + sizeof(g) - 4, 1); /* one member: not a group */
+        ASSERT_ERROR(bv_group_member(g, sizeof(g), 0, &off, &len), EBADMSG);
+        put_le32(g + sizeof(g) - 4, 256);
+        ASSERT_ERROR(bv_group_member(g, sizeof(g), 0, &off, &len), EBADMSG);
+        put_le32(g + sizeof(g) - 4, 3);
+        put_le32(g + 16 + 4, 0); /* an empty member */
+        put_le32(g + 16, 6);
+        ASSERT_ERROR(bv_group_member(g, sizeof(g), 0, &off, &len), EBADMSG);
+        put_le32(g + 16, 0xffffffff); /* a length past the end */
+        ASSERT_ERROR(bv_group_member(g, sizeof(g), 0, &off, &len), EBADMSG);
+}
+
 /* The pack index holds at most MAX_ENTRIES: one more is -EFBIG, and a full pack reads back. */
 TEST(entry_limit)
 {
@@ -515,6 +692,8 @@ TEST(read_stream_prefetch)
 int main(void)
 {
         RUN(write_and_read_back);
+        RUN(groups);
+        RUN(group_trailer);
         RUN(read_stream_prefetch);
         RUN(uncommitted_pack_leaves_nothing);
         RUN(bad_arguments);

@@ -4,9 +4,11 @@
  *
  * The caller's thread reads the source, splits it into extents, hashes every chunk, decides
  * with the index which chunks are new and builds the snapshot's map in image order. New
- * chunks (and new map nodes) are copied into jobs from a bounded pool and queued to worker
- * threads, which compress and encrypt them and append them to the one pack writer (under a
- * mutex). A full pack is committed durably and its entries are recorded in the index; the
+ * chunks are gathered into compression groups (consecutive new chunks up to GROUP_MAX_BYTES,
+ * store/group.h) and, like new map nodes, copied into jobs from a bounded pool and queued to
+ * worker threads, which compress and encrypt them and append them to the one pack writer
+ * (under a mutex). A group that does not compress is stored as single chunks: grouping it
+ * would only make a random read decode more. A full pack is committed durably and its entries are recorded in the index; the
  * index is flushed every ~1M entries. Only when every pack and index segment is durable is the
  * snapshot record written: it is the commit point.
  *
@@ -25,6 +27,7 @@
 
 #include "backup.h"
 #include "chunker.h"
+#include "group.h"
 #include "hex.h"
 #include "index.h"
 #include "macro.h"
@@ -41,12 +44,16 @@
 #define INDEX_FLUSH_ENTRIES (1u << 20)
 #define INDEX_MAX_SEGMENTS 16
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
+#define GROUP_MAX_BYTES (256u * 1024) /* raw bytes of a group's members */
+#define GROUP_MAX_MEMBERS 64u
 
+/* One object to store: a chunk or map node (one member: its id and length), or a group. */
 typedef struct Job {
         struct Job *next;
         BvObjectType type;
-        uint8_t id[BV_ID_SIZE];
-        size_t len, cap;
+        BvGroupMember members[GROUP_MAX_MEMBERS];
+        size_t n_members;
+        size_t len, cap; /* data: the members' bytes back to back (a group's trailer follows) */
         uint8_t *data;
 } Job;
 
@@ -61,6 +68,8 @@ typedef struct Backup {
 
         /* Reading thread only. */
         BvMapBuilder *map;
+        Job *group;    /* the compression group being gathered */
+        bool grouping; /* only when compressing */
         uint8_t (*prefix_ids)[BV_ID_SIZE];
         BvBackupStats stats;
 
@@ -158,6 +167,26 @@ static Job *job_next(Backup *b)
         return j;
 }
 
+static void job_unclaim(Backup *b, const Job *j)
+{
+        for (size_t i = 0; i < j->n_members; i++)
+                bv_index_unclaim(b->index, j->members[i].id);
+}
+
+static int job_reserve(Job *j, size_t cap)
+{
+        uint8_t *p;
+
+        if (cap <= j->cap)
+                return 0;
+        p = realloc(j->data, cap);
+        if (!p)
+                return -ENOMEM;
+        j->data = p;
+        j->cap = cap;
+        return 0;
+}
+
 /* Copies an object into a job and queues it for encoding. The id is claimed by the caller;
  * on failure it is unclaimed here. */
 static int object_submit(Backup *b, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data, size_t len)
@@ -169,22 +198,74 @@ static int object_submit(Backup *b, BvObjectType type, const uint8_t id[BV_ID_SI
                 bv_index_unclaim(b->index, id);
                 return backup_get_error(b);
         }
-        if (len > j->cap) {
-                uint8_t *p = realloc(j->data, len);
-                if (!p) {
-                        bv_index_unclaim(b->index, id);
-                        job_release(b, j);
-                        return -ENOMEM;
-                }
-                j->data = p;
-                j->cap = len;
+        if (job_reserve(j, len) < 0) {
+                bv_index_unclaim(b->index, id);
+                job_release(b, j);
+                return -ENOMEM;
         }
         j->type = type;
-        memcpy(j->id, id, BV_ID_SIZE);
+        j->n_members = 1;
+        memcpy(j->members[0].id, id, BV_ID_SIZE);
+        j->members[0].length = (uint32_t)len;
         memcpy(j->data, data, len);
         j->len = len;
         job_queue(b, j);
         return 0;
+}
+
+/* Queues the group being gathered (a single chunk goes as a CHUNK). */
+static void group_submit(Backup *b)
+{
+        Job *j = TAKE_PTR(b->group);
+
+        if (!j)
+                return;
+        j->type = j->n_members == 1 ? BV_OBJ_CHUNK : BV_OBJ_GROUP;
+        job_queue(b, j);
+}
+
+/* Adds a new (claimed) chunk to the group being gathered; on failure it is unclaimed. */
+static int group_add(Backup *b, const uint8_t id[BV_ID_SIZE], const void *data, size_t len)
+{
+        Job *j = b->group;
+
+        if (!b->grouping)
+                return object_submit(b, BV_OBJ_CHUNK, id, data, len);
+        if (j && (j->len + len > GROUP_MAX_BYTES || j->n_members == GROUP_MAX_MEMBERS)) {
+                group_submit(b);
+                j = NULL;
+        }
+        if (!j) {
+                j = job_take(b);
+                if (!j) {
+                        bv_index_unclaim(b->index, id);
+                        return backup_get_error(b);
+                }
+                j->n_members = 0;
+                j->len = 0;
+                b->group = j;
+        }
+        if (job_reserve(j, MAX(j->len + len, (size_t)GROUP_MAX_BYTES) + bv_group_trailer_size(GROUP_MAX_MEMBERS)) < 0) {
+                bv_index_unclaim(b->index, id);
+                return -ENOMEM;
+        }
+        memcpy(j->data + j->len, data, len);
+        j->len += len;
+        memcpy(j->members[j->n_members].id, id, BV_ID_SIZE);
+        j->members[j->n_members].length = (uint32_t)len;
+        j->n_members++;
+        return 0;
+}
+
+/* Drops the group being gathered after a failure. */
+static void group_discard(Backup *b)
+{
+        Job *j = TAKE_PTR(b->group);
+
+        if (!j)
+                return;
+        job_unclaim(b, j);
+        job_release(b, j);
 }
 
 /* Commits the current pack and records its entries. Called with pack_lock held. */
@@ -225,23 +306,35 @@ static int pending_ids_add(Backup *b, const uint8_t id[BV_ID_SIZE])
         return 0;
 }
 
-static int pack_append_locked(Backup *b, const Job *j, const void *encoded, size_t len)
+static int writer_append(Backup *b, BvObjectType type, const BvGroupMember *m, size_t n, const void *encoded,
+                         size_t len)
+{
+        if (type == BV_OBJ_GROUP)
+                return bv_pack_writer_append_group(b->writer, m, n, encoded, len);
+        return bv_pack_writer_append(b->writer, type, m->id, m->length, encoded, len);
+}
+
+/* Appends one encoded object: a chunk or map node (n = 1), or a group of n members. */
+static int pack_append_locked(Backup *b, BvObjectType type, const BvGroupMember *m, size_t n, const void *encoded,
+                              size_t len)
 {
         int r;
 
-        r = bv_pack_writer_append(b->writer, j->type, j->id, (uint32_t)j->len, encoded, len);
+        r = writer_append(b, type, m, n, encoded, len);
         if (r == -EFBIG && bv_pack_writer_count(b->writer) > 0) {
                 /* The pack is full before its target (index or offset limits). */
                 r = pack_commit_locked(b);
                 if (r < 0)
                         return r;
-                r = bv_pack_writer_append(b->writer, j->type, j->id, (uint32_t)j->len, encoded, len);
+                r = writer_append(b, type, m, n, encoded, len);
         }
         if (r < 0)
-                return r; /* the caller unclaims the id with the job */
-        r = pending_ids_add(b, j->id);
-        if (r < 0)
-                return r; /* the same: the pack is discarded */
+                return r; /* the caller unclaims the ids with the job */
+        for (size_t i = 0; i < n; i++) {
+                r = pending_ids_add(b, m[i].id);
+                if (r < 0)
+                        return r; /* the same: the pack is discarded */
+        }
         b->bytes_stored += len;
         if (bv_pack_writer_size(b->writer) >= b->pack_target)
                 return pack_commit_locked(b);
@@ -250,14 +343,15 @@ static int pack_append_locked(Backup *b, const Job *j, const void *encoded, size
 
 /* After a failure the writer is not touched again; the error is recorded before the lock is
  * released, so that the first error is the one reported. */
-static int pack_append(Backup *b, const Job *j, const void *encoded, size_t len)
+static int pack_append(Backup *b, BvObjectType type, const BvGroupMember *m, size_t n, const void *encoded,
+                       size_t len)
 {
         int r;
 
         BV_LOCK_GUARD(&b->pack_lock);
         if (b->pack_failed)
                 return -ECANCELED;
-        r = pack_append_locked(b, j, encoded, len);
+        r = pack_append_locked(b, type, m, n, encoded, len);
         if (r < 0) {
                 backup_set_error(b, r);
                 b->pack_failed = true;
@@ -271,22 +365,62 @@ typedef struct Worker {
         size_t out_cap;
 } Worker;
 
-static int worker_encode(Backup *b, Worker *w, const Job *j)
+static int worker_reserve(Worker *w, size_t len)
 {
-        size_t bound = bv_object_bound(j->len), len;
+        size_t bound = bv_object_bound(len);
+        uint8_t *p;
+
+        if (bound <= w->out_cap)
+                return 0;
+        p = realloc(w->out, bound);
+        if (!p)
+                return -ENOMEM;
+        w->out = p;
+        w->out_cap = bound;
+        return 0;
+}
+
+/* A group that did not compress: its members are stored as raw chunks. */
+static int worker_encode_members(Backup *b, Worker *w, const Job *j)
+{
+        const uint8_t *data = j->data;
+        size_t len;
         int r;
 
-        if (bound > w->out_cap) {
-                uint8_t *p = realloc(w->out, bound);
-                if (!p)
-                        return -ENOMEM;
-                w->out = p;
-                w->out_cap = bound;
+        for (size_t i = 0; i < j->n_members; i++) {
+                const BvGroupMember *m = &j->members[i];
+
+                r = bv_object_encode_as(w->codec, BV_OBJ_CHUNK, m->id, data, m->length, false, w->out, &len, NULL);
+                if (r < 0)
+                        return r;
+                r = pack_append(b, BV_OBJ_CHUNK, m, 1, w->out, len);
+                if (r < 0)
+                        return r;
+                data += m->length;
         }
-        r = bv_object_encode(w->codec, j->type, j->id, j->data, j->len, w->out, &len);
+        return 0;
+}
+
+static int worker_encode(Backup *b, Worker *w, Job *j)
+{
+        size_t raw = j->len, len;
+        bool compressed = true;
+        int r;
+
+        if (j->type == BV_OBJ_GROUP) {
+                bv_group_put_trailer(j->data + j->len, j->members, j->n_members);
+                raw += bv_group_trailer_size(j->n_members);
+        }
+        r = worker_reserve(w, raw);
         if (r < 0)
                 return r;
-        return pack_append(b, j, w->out, len);
+        r = bv_object_encode_as(w->codec, j->type, j->type == BV_OBJ_GROUP ? bv_group_id : j->members[0].id,
+                                j->data, raw, true, w->out, &len, &compressed);
+        if (r < 0)
+                return r;
+        if (j->type == BV_OBJ_GROUP && !compressed)
+                return worker_encode_members(b, w, j);
+        return pack_append(b, j->type, j->members, j->n_members, w->out, len);
 }
 
 static void *worker_main(void *userdata)
@@ -304,11 +438,11 @@ static void *worker_main(void *userdata)
                 if (backup_get_error(b) == 0) {
                         r = worker_encode(b, &w, j);
                         if (r < 0) {
-                                bv_index_unclaim(b->index, j->id);
+                                job_unclaim(b, j);
                                 backup_set_error(b, r);
                         }
                 } else
-                        bv_index_unclaim(b->index, j->id);
+                        job_unclaim(b, j);
                 job_release(b, j);
         }
 
@@ -390,7 +524,8 @@ static size_t resync_prefix(Backup *b, size_t n_ids, size_t len)
                 size_t l = j * BV_BLOCK_SIZE;
                 if (l >= len)
                         continue;
-                if (bv_index_lookup(b->index, b->prefix_ids[j - 1], &loc) == 0 && loc.type == BV_OBJ_CHUNK)
+                if (bv_index_lookup(b->index, b->prefix_ids[j - 1], &loc) == 0 &&
+                    (loc.type == BV_OBJ_CHUNK || loc.type == BV_OBJ_GROUP))
                         return l;
         }
         return 0;
@@ -419,7 +554,7 @@ static int on_data(Backup *b, const BvExtent *e)
                         b->stats.bytes_data += l;
                         return (int)l;
                 }
-                r = object_submit(b, BV_OBJ_CHUNK, id, e->data, len);
+                r = group_add(b, id, e->data, len);
                 if (r < 0)
                         return r;
                 b->stats.chunks_new++;
@@ -621,6 +756,7 @@ static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
         b->zstd_level = cfg->zstd_level;
         b->pack_target = cfg->pack_target ? cfg->pack_target : BV_PACK_TARGET_DEFAULT;
         b->resync = b->chunker.kind != BV_CHUNKER_FIXED;
+        b->grouping = b->zstd_level > 0;
 
         b->prefix_ids = calloc(DIV_ROUND_UP(BV_CHUNK_MAX_LIMIT, BV_BLOCK_SIZE), BV_ID_SIZE);
         if (!b->prefix_ids)
@@ -641,6 +777,7 @@ static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
 static void backup_abort(Backup *b, int error)
 {
         backup_set_error(b, error);
+        group_discard(b);
         workers_join(b);
         for (size_t i = 0; i < b->n_pending_ids; i++)
                 bv_index_unclaim(b->index, b->pending_ids[i]);
@@ -683,6 +820,7 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         uint64_t size;
         int r;
 
+        group_submit(b);
         r = bv_map_builder_finish(b->map, root, &height, &size);
         if (r < 0)
                 return r;

@@ -14,12 +14,15 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "chunks.h"
 #include "image.h"
 #include "macro.h"
 #include "maptree.h"
 
 #define CACHE_DEFAULT (64u * 1024 * 1024)
 #define READ_OUT_SHARE 16u /* fully read chunks are kept up to 1/16 of the cache */
+#define GROUP_CACHE_SHARE 8u /* decoded groups take an eighth of the cache */
+#define GROUP_CACHE_MIN (512u * 1024)
 #define READAHEAD_DEFAULT 4u
 #define READAHEAD_MAX 64u
 #define SHARDS 16u
@@ -59,6 +62,7 @@ struct BvImage {
         BvMapReader *map;
         CodecPool codecs;
         Shard shards[SHARDS];
+        BvGroupCache *groups; /* decoded compression groups, whose members the shards then hold */
 
         unsigned readahead;
         _Atomic uint64_t last_end;      /* where the previous read ended */
@@ -258,7 +262,7 @@ static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expec
         r = codec_get(img, &c);
         if (r < 0)
                 return r;
-        r = bv_repo_read_object(img->repo, c, BV_OBJ_CHUNK, id, buf, expected, &got);
+        r = bv_repo_read_chunk(img->repo, c, img->groups, id, buf, expected, &got);
         codec_put(img, c);
         if (r == -ENOBUFS)
                 return -EBADMSG; /* larger than its extent: the map and the chunk disagree */
@@ -435,6 +439,7 @@ void bv_image_free(BvImage *img)
         readahead_stop(img);
         bv_map_reader_free(img->map);
         cache_done(img);
+        bv_group_cache_free(img->groups);
         codec_pool_done(&img->codecs);
         pthread_mutex_destroy(&img->ra_lock);
         pthread_cond_destroy(&img->ra_cond);
@@ -446,6 +451,7 @@ int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts,
 {
         _cleanup_(bv_image_freep) BvImage *img = NULL;
         size_t cache = opts && opts->cache_bytes ? opts->cache_bytes : CACHE_DEFAULT;
+        size_t group_cache = MAX(cache / GROUP_CACHE_SHARE, (size_t)GROUP_CACHE_MIN);
         int rr;
 
         if (!r || !snap || !ret)
@@ -464,9 +470,12 @@ int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts,
         for (size_t i = 0; i < SHARDS; i++) {
                 pthread_mutex_init(&img->shards[i].lock, NULL);
                 pthread_cond_init(&img->shards[i].loaded, NULL);
-                img->shards[i].cap = cache / SHARDS;
-                img->shards[i].read_out_cap = cache / SHARDS / READ_OUT_SHARE;
+                img->shards[i].cap = (cache > group_cache ? cache - group_cache : cache) / SHARDS;
+                img->shards[i].read_out_cap = img->shards[i].cap / READ_OUT_SHARE;
         }
+        rr = bv_group_cache_new(group_cache, &img->groups);
+        if (rr < 0)
+                return rr;
         rr = bv_map_reader_new(snap->root, snap->height, snap->size, map_fetch, img, MAP_CACHE_NODES, &img->map);
         if (rr < 0)
                 return rr;
@@ -481,7 +490,8 @@ uint64_t bv_image_size(const BvImage *img)
 
 void bv_image_stats(BvImage *img, BvImageStats *ret)
 {
-        *ret = (BvImageStats){ .decodes = atomic_load(&img->decodes) };
+        *ret = (BvImageStats){ .decodes = atomic_load(&img->decodes),
+                               .group_decodes = bv_group_cache_decodes(img->groups) };
         for (size_t i = 0; i < SHARDS; i++) {
                 BV_LOCK_GUARD(&img->shards[i].lock);
                 ret->cached_bytes += img->shards[i].bytes;

@@ -26,7 +26,8 @@ void bv_image_free(BvImage *img);
 uint64_t bv_image_size(const BvImage *img);
 
 typedef struct BvImageStats {
-        uint64_t decodes;    /* chunks read from packs and decoded since opening */
+        uint64_t decodes;       /* chunks read from packs and decoded since opening */
+        uint64_t group_decodes; /* compression groups decoded (each serves several chunks) */
         size_t cached_bytes; /* decoded chunks held now */
 } BvImageStats;
 

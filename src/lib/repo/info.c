@@ -47,7 +47,7 @@ static int on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++)
-                if (entries[i].type == BV_OBJ_CHUNK)
+                if (entries[i].type == BV_OBJ_CHUNK || entries[i].type == BV_OBJ_GROUP)
                         p->unique_raw += entries[i].raw_length;
         free(entries);
         return 0;

@@ -646,27 +646,43 @@ int bv_repo_reload(BvRepo *r)
         return bv_index_refresh(r->index);
 }
 
-/* Where an object is, and its encoded bytes (malloc'd). */
-static int read_encoded(BvRepo *r, BvObjectType type, const uint8_t id[BV_ID_SIZE], void **ret, size_t *ret_len)
+int bv_repo_read_encoded(BvRepo *r, const BvLocation *loc, void **ret)
 {
         _cleanup_free_ void *enc = NULL;
-        BvLocation loc;
         int rr;
 
-        rr = bv_index_lookup(r->index, id, &loc);
-        if (rr == -ENOENT)
-                return -EUCLEAN; /* referenced but not indexed: the repository needs repair */
-        if (rr < 0)
-                return rr;
-        if (loc.type != type || loc.length == 0)
+        if (loc->length == 0)
                 return -EBADMSG;
-        enc = malloc(loc.length);
+        enc = malloc(loc->length);
         if (!enc)
                 return -ENOMEM;
-        rr = bv_packset_read(r->packs, loc.pack_id, loc.offset, enc, loc.length);
+        rr = bv_packset_read(r->packs, loc->pack_id, loc->offset, enc, loc->length);
         if (rr < 0)
                 return rr;
         *ret = TAKE_PTR(enc);
+        return 0;
+}
+
+int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
+{
+        int rr = bv_index_lookup(r->index, id, ret);
+        return rr == -ENOENT ? -EUCLEAN : rr; /* referenced but not indexed: the repository needs repair */
+}
+
+/* Where an object stored whole is, and its encoded bytes (malloc'd). */
+static int read_encoded(BvRepo *r, BvObjectType type, const uint8_t id[BV_ID_SIZE], void **ret, size_t *ret_len)
+{
+        BvLocation loc;
+        int rr;
+
+        rr = bv_repo_locate(r, id, &loc);
+        if (rr < 0)
+                return rr;
+        if (loc.type != type)
+                return -EBADMSG;
+        rr = bv_repo_read_encoded(r, &loc, ret);
+        if (rr < 0)
+                return rr;
         *ret_len = loc.length;
         return 0;
 }
@@ -689,8 +705,8 @@ int bv_repo_read_object(BvRepo *r, BvObjectCodec *codec, BvObjectType type, cons
 int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
                               void **ret, size_t *ret_len)
 {
-        _cleanup_free_ void *enc = NULL, *out = NULL;
-        size_t len, raw, got;
+        _cleanup_free_ void *enc = NULL;
+        size_t len;
         int rr;
 
         if (!r || !codec || !id || !ret || !ret_len)
@@ -698,20 +714,5 @@ int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type
         rr = read_encoded(r, type, id, &enc, &len);
         if (rr < 0)
                 return rr;
-        rr = bv_object_peek_length(codec, type, id, enc, len, &raw);
-        if (rr < 0)
-                return rr;
-        if (raw > BV_OBJECT_MAX_RAW)
-                return -EBADMSG;
-        out = malloc(raw ? raw : 1);
-        if (!out)
-                return -ENOMEM;
-        rr = bv_object_decode(codec, type, id, enc, len, out, raw, &got);
-        if (rr < 0)
-                return rr;
-        if (got != raw)
-                return -EBADMSG;
-        *ret = TAKE_PTR(out);
-        *ret_len = got;
-        return 0;
+        return bv_object_decode_alloc(codec, type, id, enc, len, ret, ret_len);
 }

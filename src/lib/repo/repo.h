@@ -81,8 +81,14 @@ const BvKeyring *bv_repo_keyring(BvRepo *r);
 int bv_repo_dirfd(BvRepo *r, const char *sub);
 void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret);
 
-/* Reads and authenticates one object by id (index lookup, pack read, decode). buf has
- * room for out_cap bytes. Thread-safe given a per-thread codec. */
+/* Where an object or chunk is stored: -EUCLEAN if the id is not indexed. */
+int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret);
+/* The encoded bytes at a location (malloc'd, loc->length of them). */
+int bv_repo_read_encoded(BvRepo *r, const BvLocation *loc, void **ret);
+
+/* Reads and authenticates one object stored whole by id (index lookup, pack read, decode):
+ * not a chunk, which may be stored in a group (bv_repo_read_chunk, chunks.h). buf has room
+ * for out_cap bytes. Thread-safe given a per-thread codec. */
 int bv_repo_read_object(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
                         void *buf, size_t out_cap, size_t *ret_len);
 /* The same into a malloc'd buffer of the object's size. -EUCLEAN if the id is not indexed. */

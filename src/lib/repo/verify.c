@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <string.h>
 
+#include "chunks.h"
 #include "fileio.h"
 #include "hex.h"
 #include "macro.h"
@@ -18,6 +19,7 @@
 
 #define MAP_CACHE_NODES 256u
 #define MAX_THREADS 16u
+#define GROUP_CACHE (8u * 1024 * 1024)
 
 typedef void (*problem_fn)(const BvVerifyProblem *p, void *ud);
 
@@ -46,7 +48,9 @@ typedef struct Verify {
         bool reporting; /* second walk: report occurrences of damaged chunks */
         const char *snapshot_id;
         pthread_mutex_t lock; /* data check workers */
-        size_t next;
+        struct Read *reads;   /* the chunks to read, in storage order */
+        size_t n_reads, next;
+        BvGroupCache *groups;
 } Verify;
 
 static size_t id_hash(const uint8_t id[BV_ID_SIZE])
@@ -207,6 +211,25 @@ static int walk_snapshot(Verify *v, const BvSnapshot *snap)
 
 /* ---- reading every distinct chunk ---- */
 
+/* A chunk to read, where it is stored: reading in pack order decodes each group once and
+ * reads each pack front to back. */
+typedef struct Read {
+        Slot *slot;
+        BvLocation loc;
+} Read;
+
+static int read_cmp(const void *a, const void *b)
+{
+        const BvLocation *x = &((const Read *)a)->loc, *y = &((const Read *)b)->loc;
+        int c = memcmp(x->pack_id, y->pack_id, BV_PACK_ID_SIZE);
+
+        if (c != 0)
+                return c;
+        if (x->offset != y->offset)
+                return x->offset < y->offset ? -1 : 1;
+        return (int)x->member - (int)y->member;
+}
+
 static void *data_worker(void *userdata)
 {
         Verify *v = userdata;
@@ -224,15 +247,13 @@ static void *data_worker(void *userdata)
                 size_t got = 0;
 
                 pthread_mutex_lock(&v->lock);
-                while (v->next < v->chunks.cap && !v->chunks.slots[v->next].used)
-                        v->next++;
-                if (v->next < v->chunks.cap)
-                        s = &v->chunks.slots[v->next++];
+                if (v->next < v->n_reads)
+                        s = v->reads[v->next++].slot;
                 pthread_mutex_unlock(&v->lock);
                 if (!s)
                         break;
 
-                r = bv_repo_read_object(v->repo, codec, BV_OBJ_CHUNK, s->id, buf, s->length, &got);
+                r = bv_repo_read_chunk(v->repo, codec, v->groups, s->id, buf, s->length, &got);
                 if (r == -ENOBUFS || (r >= 0 && got != s->length))
                         r = -EBADMSG;
 
@@ -249,13 +270,40 @@ static void *data_worker(void *userdata)
         return NULL;
 }
 
+/* Lists the chunks to read in storage order. */
+static int plan_reads(Verify *v)
+{
+        v->reads = calloc(MAX(v->chunks.n, (size_t)1), sizeof(Read));
+        if (!v->reads)
+                return -ENOMEM;
+        v->n_reads = 0;
+        for (size_t i = 0; i < v->chunks.cap; i++) {
+                Read *rd = &v->reads[v->n_reads];
+
+                if (!v->chunks.slots[i].used)
+                        continue;
+                rd->slot = &v->chunks.slots[i];
+                /* an id not indexed sorts first and fails its read, as it should */
+                (void)bv_index_lookup(bv_repo_index(v->repo), rd->slot->id, &rd->loc);
+                v->n_reads++;
+        }
+        qsort(v->reads, v->n_reads, sizeof(Read), read_cmp);
+        return 0;
+}
+
 static int check_data(Verify *v)
 {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         unsigned n = (unsigned)(ncpu < 1 ? 1 : MIN(ncpu, (long)MAX_THREADS)), started = 0;
         pthread_t tids[MAX_THREADS];
-        int ret = 0;
+        int ret;
 
+        ret = plan_reads(v);
+        if (ret < 0)
+                return ret;
+        ret = bv_group_cache_new(GROUP_CACHE, &v->groups);
+        if (ret < 0)
+                return ret;
         v->next = 0;
         for (; started < n; started++)
                 if (pthread_create(&tids[started], NULL, data_worker, v) != 0)
@@ -517,6 +565,8 @@ int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
         pthread_mutex_destroy(&v.lock);
         bv_object_codec_free(v.codec);
         free(v.chunks.slots);
+        free(v.reads);
+        bv_group_cache_free(v.groups);
         if (ret < 0)
                 return ret;
         if (ret_stats)

@@ -74,6 +74,7 @@ enum {
         E_OFFSET = 36,
         E_LENGTH = 40,
         E_TYPE = 44,
+        E_MEMBER = 45,
 };
 
 typedef struct Segment {
@@ -107,6 +108,7 @@ typedef struct PendingSlot {
         uint32_t offset;
         uint32_t length;
         uint8_t type;
+        uint8_t member;
         uint8_t used;
 } PendingSlot;
 
@@ -328,6 +330,7 @@ static void entry_location(const Segment *s, const uint8_t *e, BvLocation *ret)
         ret->offset = get_le32(e + E_OFFSET);
         ret->length = get_le32(e + E_LENGTH);
         ret->type = e[E_TYPE];
+        ret->member = e[E_MEMBER];
 }
 
 /* Position of id among the n sorted entries at base, probing position first first, or -1. */
@@ -759,6 +762,7 @@ int bv_index_lookup(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
                         loc.offset = sl->offset;
                         loc.length = sl->length;
                         loc.type = sl->type;
+                        loc.member = sl->member;
                         *ret = loc;
                         return 0;
                 }
@@ -839,6 +843,7 @@ int bv_index_add_pack(BvIndex *x, const uint8_t pack_id[BV_PACK_ID_SIZE], const 
                 sl->offset = entries[i].offset;
                 sl->length = entries[i].length;
                 sl->type = entries[i].type;
+                sl->member = entries[i].member;
         }
         /* Written atomically: lookups read it without the lock. */
         pending_set_located(t, located);
@@ -946,7 +951,7 @@ static int seg_writer_drain(SegWriter *w)
 
 /* Appends one entry; ids must come in strictly increasing order. */
 static int seg_writer_add(SegWriter *w, const uint8_t id[BV_ID_SIZE], uint32_t pack, uint32_t offset,
-                          uint32_t length, uint8_t type)
+                          uint32_t length, uint8_t type, uint8_t member)
 {
         uint8_t *e = w->buf + w->nbuf * IDX_ENTRY_SIZE;
         uint8_t *f = w->map + w->fanout_off + 4 * bucket_of(id, w->fanout_bits);
@@ -957,6 +962,7 @@ static int seg_writer_add(SegWriter *w, const uint8_t id[BV_ID_SIZE], uint32_t p
         put_le32(e + E_OFFSET, offset);
         put_le32(e + E_LENGTH, length);
         e[E_TYPE] = type;
+        e[E_MEMBER] = member;
         put_le32(f, get_le32(f) + 1);
         bloom_set(w->map + w->bloom_off, w->bloom_len, IDX_BLOOM_PROBES, id);
         w->count++;
@@ -1101,7 +1107,7 @@ static int index_flush_locked(BvIndex *x)
                 return r;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 const PendingSlot *sl = &t->slots[order[i]];
-                r = seg_writer_add(&w, sl->id, sl->pack, sl->offset, sl->length, sl->type);
+                r = seg_writer_add(&w, sl->id, sl->pack, sl->offset, sl->length, sl->type, sl->member);
         }
         if (r < 0) {
                 seg_writer_abort(&w);
@@ -1281,7 +1287,7 @@ static int merge_run(Cursor *cur, size_t k, SegWriter *w)
                 /* Equal ids pop newest first: the first one is kept. */
                 if (!have_last || id_cmp(last, e) != 0) {
                         r = seg_writer_add(w, e, c->remap[get_le32(e + E_PACK)], get_le32(e + E_OFFSET),
-                                           get_le32(e + E_LENGTH), e[E_TYPE]);
+                                           get_le32(e + E_LENGTH), e[E_TYPE], e[E_MEMBER]);
                         if (r < 0)
                                 return r;
                         memcpy(last, e, BV_ID_SIZE);

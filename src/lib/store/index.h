@@ -26,7 +26,8 @@ typedef struct BvLocation {
         uint8_t pack_id[BV_PACK_ID_SIZE];
         uint32_t offset;
         uint32_t length;
-        uint8_t type; /* BvObjectType */
+        uint8_t type;   /* BvObjectType: BV_OBJ_GROUP for a chunk stored in a group */
+        uint8_t member; /* the chunk's number in its group, else 0 */
 } BvLocation;
 
 typedef struct BvIndexStats {

@@ -112,7 +112,7 @@ static size_t obj_padded_length(const BvObjectCodec *c, BvObjectType type, uint8
 {
         if (!c->pad)
                 return plain_len;
-        if (type == BV_OBJ_CHUNK && codec == OBJ_CODEC_ZSTD)
+        if ((type == BV_OBJ_CHUNK || type == BV_OBJ_GROUP) && codec == OBJ_CODEC_ZSTD)
                 return ALIGN_UP(plain_len, (size_t)OBJ_CHUNK_ZSTD_ALIGN);
         return (size_t)bv_padme(plain_len);
 }
@@ -132,17 +132,17 @@ static void obj_aad(uint8_t aad[OBJ_AAD_SIZE], BvObjectType type, const uint8_t 
 
 static bool obj_type_valid(BvObjectType type)
 {
-        return type >= BV_OBJ_CHUNK && type <= BV_OBJ_PACKINDEX;
+        return type >= BV_OBJ_TYPE_MIN && type <= BV_OBJ_TYPE_MAX;
 }
 
 /* Writes the payload after the header at pt: a zstd frame if it is smaller, else the raw
  * bytes. Returns the payload length, or a negative errno. */
-static ssize_t obj_put_payload(BvObjectCodec *c, uint8_t *pt, const void *data, size_t len)
+static ssize_t obj_put_payload(BvObjectCodec *c, uint8_t *pt, const void *data, size_t len, bool compress)
 {
         size_t clen;
         int r;
 
-        if (c->compress && len > 0) {
+        if (compress && c->compress && len > 0) {
                 r = bv_zstd_compress(c->zstd, data, len, pt + BV_OBJECT_HEADER_SIZE, len, &clen);
                 if (r >= 0) {
                         pt[1] = OBJ_CODEC_ZSTD;
@@ -160,10 +160,17 @@ static ssize_t obj_put_payload(BvObjectCodec *c, uint8_t *pt, const void *data, 
 int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data,
                      size_t len, void *out, size_t *ret_len)
 {
+        return bv_object_encode_as(c, type, id, data, len, true, out, ret_len, NULL);
+}
+
+int bv_object_encode_as(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data,
+                        size_t len, bool compress, void *out, size_t *ret_len, bool *ret_compressed)
+{
         uint8_t aad[OBJ_AAD_SIZE];
         uint8_t *nonce = out, *pt = (uint8_t *)out + BV_NONCE_SIZE;
         size_t plain_len, total;
         ssize_t payload;
+        uint8_t codec;
         int r;
 
         if (!c || !id || !out || !ret_len || (len > 0 && !data) || !obj_type_valid(type))
@@ -174,12 +181,13 @@ int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID
         pt[0] = (uint8_t)type;
         put_le16(pt + 2, 0);
         put_le32(pt + 4, (uint32_t)len);
-        payload = obj_put_payload(c, pt, data, len);
+        payload = obj_put_payload(c, pt, data, len, compress);
         if (payload < 0)
                 return (int)payload;
+        codec = pt[1]; /* the plaintext is sealed in place below */
 
         plain_len = BV_OBJECT_HEADER_SIZE + (size_t)payload;
-        total = obj_padded_length(c, type, pt[1], plain_len);
+        total = obj_padded_length(c, type, codec, plain_len);
         memset(pt + plain_len, 0, total - plain_len);
 
         if (c->pad) {
@@ -194,6 +202,8 @@ int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID
         if (r < 0)
                 return r;
         *ret_len = OBJ_OVERHEAD + total;
+        if (ret_compressed)
+                *ret_compressed = codec == OBJ_CODEC_ZSTD;
         return 0;
 }
 
@@ -277,6 +287,30 @@ static int obj_open(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_
         return obj_parse_plain(c, type, c->scratch, total, ret);
 }
 
+/* Decompresses (or copies) an opened object's payload into out and checks its id. */
+static int obj_finish(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const ObjPlain *p,
+                      void *out)
+{
+        int r;
+
+        if (p->codec == OBJ_CODEC_ZSTD) {
+                r = bv_zstd_decompress(c->zstd, p->payload, p->payload_length, out, p->raw_length);
+                if (r < 0)
+                        return r;
+        } else if (p->raw_length > 0)
+                memcpy(out, p->payload, p->raw_length);
+
+        if (type == BV_OBJ_CHUNK || type == BV_OBJ_MAP) {
+                uint8_t check[BV_ID_SIZE];
+
+                bv_keyring_id(c->keyring, type == BV_OBJ_CHUNK ? BV_ID_CHUNK : BV_ID_MAP, out, p->raw_length,
+                              check);
+                if (memcmp(check, id, BV_ID_SIZE) != 0)
+                        return -EBADMSG;
+        }
+        return 0;
+}
+
 int bv_object_decode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
                      size_t in_len, void *out, size_t out_cap, size_t *ret_len)
 {
@@ -290,24 +324,34 @@ int bv_object_decode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID
                 return r;
         if (p.raw_length > out_cap)
                 return -ENOBUFS;
-
-        if (p.codec == OBJ_CODEC_ZSTD) {
-                r = bv_zstd_decompress(c->zstd, p.payload, p.payload_length, out, p.raw_length);
-                if (r < 0)
-                        return r;
-        } else if (p.raw_length > 0)
-                memcpy(out, p.payload, p.raw_length);
-
-        if (type == BV_OBJ_CHUNK || type == BV_OBJ_MAP) {
-                uint8_t check[BV_ID_SIZE];
-
-                bv_keyring_id(c->keyring, type == BV_OBJ_CHUNK ? BV_ID_CHUNK : BV_ID_MAP, out, p.raw_length,
-                              check);
-                if (memcmp(check, id, BV_ID_SIZE) != 0)
-                        return -EBADMSG;
-        }
+        r = obj_finish(c, type, id, &p, out);
+        if (r < 0)
+                return r;
         if (ret_len)
                 *ret_len = p.raw_length;
+        return 0;
+}
+
+int bv_object_decode_alloc(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
+                           size_t in_len, void **ret, size_t *ret_len)
+{
+        _cleanup_free_ uint8_t *out = NULL;
+        ObjPlain p;
+        int r;
+
+        if (!ret || !ret_len)
+                return -EINVAL;
+        r = obj_open(c, type, id, in, in_len, &p);
+        if (r < 0)
+                return r;
+        out = malloc(p.raw_length ? p.raw_length : 1);
+        if (!out)
+                return -ENOMEM;
+        r = obj_finish(c, type, id, &p, out);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(out);
+        *ret_len = p.raw_length;
         return 0;
 }
 

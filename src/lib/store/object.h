@@ -12,10 +12,13 @@
  *
  * For CHUNK and MAP objects the id is the keyed hash of the raw (uncompressed) bytes and
  * decoding re-hashes and compares; for SNAPSHOT and PACKINDEX objects the id is the
- * object's name (snapshot id, pack id zero-padded) and binds the object to its file.
+ * object's name (snapshot id, pack id zero-padded) and binds the object to its file. A
+ * GROUP's id is all zeros: its members are chunks, each checked against its own id when it
+ * is taken out (bv_group_member).
  * A codec holds per-thread contexts (zstd, AEAD): one per worker thread.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,7 +29,11 @@ typedef enum {
         BV_OBJ_MAP = 2,
         BV_OBJ_SNAPSHOT = 3,
         BV_OBJ_PACKINDEX = 4,
+        BV_OBJ_GROUP = 5, /* consecutive new chunks compressed together (store/group.h) */
 } BvObjectType;
+
+#define BV_OBJ_TYPE_MIN BV_OBJ_CHUNK
+#define BV_OBJ_TYPE_MAX BV_OBJ_GROUP
 
 #define BV_OBJECT_HEADER_SIZE 8
 #define BV_OBJECT_MAX_RAW (16u * 1024 * 1024)
@@ -47,12 +54,21 @@ uint64_t bv_padme(uint64_t len);
 int bv_object_encode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data,
                      size_t len, void *out, size_t *ret_len);
 
+/* The same, compressing only if compress is true (and the codec compresses); ret_compressed
+ * (may be NULL) tells whether the payload is a zstd frame. */
+int bv_object_encode_as(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data,
+                        size_t len, bool compress, void *out, size_t *ret_len, bool *ret_compressed);
+
 /* Authenticates, decompresses and (CHUNK, MAP) re-hashes. out has room for out_cap bytes;
  * ret_len gets the raw length. -EBADMSG on any mismatch, -EPROTONOSUPPORT on an unknown codec,
  * -ENOBUFS if the (authentic) object's raw length exceeds out_cap. The codec keeps a pointer
  * to the keyring, which must outlive it. */
 int bv_object_decode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
                      size_t in_len, void *out, size_t out_cap, size_t *ret_len);
+
+/* The same into a malloc'd buffer of the object's raw length. */
+int bv_object_decode_alloc(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
+                           size_t in_len, void **ret, size_t *ret_len);
 
 /* Raw length recorded in an encoded object, after authentication (no decompression). */
 int bv_object_peek_length(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,

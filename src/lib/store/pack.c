@@ -126,15 +126,25 @@ static void pack_entry_put(uint8_t *p, const BvPackEntry *e)
         put_le32(p + 36, e->length);
         put_le32(p + 40, e->raw_length);
         p[44] = e->type;
-        memset(p + 45, 0, 3);
+        p[45] = e->member;
+        memset(p + 46, 0, 2);
+}
+
+/* Whether entry e continues the group of entry prev: the same object, the next number. */
+static bool entry_continues_group(const BvPackEntry *prev, const BvPackEntry *e)
+{
+        return prev && prev->type == BV_OBJ_GROUP && e->type == BV_OBJ_GROUP && e->member == prev->member + 1 &&
+               e->offset == prev->offset && e->length == prev->length;
 }
 
 /* Parses and checks the entries of a decoded pack index: they must tile the object area
- * [header, index offset) exactly, in order. */
+ * [header, index offset) exactly, in order, a group's members one after another with the
+ * group's offset and length, numbered from 0, at least two of them. */
 static int pack_entries_parse(const uint8_t *payload, size_t len, const PackFooter *pf, BvPackEntry **ret,
                               size_t *ret_count)
 {
         _cleanup_free_ BvPackEntry *entries = NULL;
+        const BvPackEntry *prev = NULL;
         uint64_t next = BV_PACK_HEADER_SIZE;
 
         if (len != PACK_INDEX_HEAD + (size_t)pf->count * PACK_ENTRY_SIZE || get_le32(payload) != pf->count ||
@@ -152,12 +162,19 @@ static int pack_entries_parse(const uint8_t *payload, size_t len, const PackFoot
                 e->length = get_le32(p + 36);
                 e->raw_length = get_le32(p + 40);
                 e->type = p[44];
-                if (e->offset != next || e->length < PACK_MIN_OBJECT || e->raw_length > BV_OBJECT_MAX_RAW ||
-                    e->type < BV_OBJ_CHUNK || e->type > BV_OBJ_PACKINDEX || p[45] || p[46] || p[47])
+                e->member = p[45];
+                if (e->length < PACK_MIN_OBJECT || e->raw_length > BV_OBJECT_MAX_RAW || e->type < BV_OBJ_TYPE_MIN ||
+                    e->type > BV_OBJ_TYPE_MAX || p[46] || p[47])
                         return -EBADMSG;
-                next += e->length;
+                if (!entry_continues_group(prev, e)) {
+                        /* a new object: the one before, if a group, has at least two members */
+                        if (e->offset != next || e->member != 0 || (prev && prev->type == BV_OBJ_GROUP && prev->member == 0))
+                                return -EBADMSG;
+                        next += e->length;
+                }
+                prev = e;
         }
-        if (next != pf->index_offset)
+        if (next != pf->index_offset || (prev && prev->type == BV_OBJ_GROUP && prev->member == 0))
                 return -EBADMSG;
         *ret = TAKE_PTR(entries);
         *ret_count = pf->count;
@@ -324,20 +341,16 @@ static int pack_writer_start(BvPackWriter *w)
         return pack_writer_put(w, header, sizeof(header));
 }
 
-int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[BV_ID_SIZE], uint32_t raw_length,
-                          const void *encoded, size_t len)
+/* Makes room for n more entries and writes the encoded object; returns its offset. */
+static int64_t pack_writer_put_object(BvPackWriter *w, size_t n, const void *encoded, size_t len)
 {
-        uint64_t start;
+        uint64_t start = w->fd >= 0 ? w->size : BV_PACK_HEADER_SIZE;
         int r;
 
-        if (!w || !id || !encoded || len < PACK_MIN_OBJECT || type < BV_OBJ_CHUNK || type > BV_OBJ_PACKINDEX ||
-            raw_length > BV_OBJECT_MAX_RAW)
-                return -EINVAL;
-        start = w->fd >= 0 ? w->size : BV_PACK_HEADER_SIZE;
-        if (len > UINT32_MAX - start || w->count >= PACK_MAX_ENTRIES)
+        if (len > UINT32_MAX - start || n > PACK_MAX_ENTRIES - w->count)
                 return -EFBIG;
-        if (w->count == w->cap) {
-                size_t cap = w->cap ? w->cap * 2 : 1024;
+        if (w->count + n > w->cap) {
+                size_t cap = MAX(w->cap ? w->cap * 2 : 1024, w->count + n);
                 BvPackEntry *e = realloc(w->entries, cap * sizeof(*e));
                 if (!e)
                         return -ENOMEM;
@@ -352,7 +365,24 @@ int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[B
         r = pack_writer_put(w, encoded, len);
         if (r < 0)
                 goto fail_reset;
+        return (int64_t)start;
 
+fail_reset:
+        pack_writer_reset(w);
+        return r;
+}
+
+int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[BV_ID_SIZE], uint32_t raw_length,
+                          const void *encoded, size_t len)
+{
+        int64_t start;
+
+        if (!w || !id || !encoded || len < PACK_MIN_OBJECT || type < BV_OBJ_TYPE_MIN || type > BV_OBJ_TYPE_MAX ||
+            type == BV_OBJ_GROUP || raw_length > BV_OBJECT_MAX_RAW)
+                return -EINVAL;
+        start = pack_writer_put_object(w, 1, encoded, len);
+        if (start < 0)
+                return (int)start;
         w->entries[w->count++] = (BvPackEntry){
                 .type = (uint8_t)type,
                 .offset = (uint32_t)start,
@@ -361,10 +391,33 @@ int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[B
         };
         memcpy(w->entries[w->count - 1].id, id, BV_ID_SIZE);
         return 0;
+}
 
-fail_reset:
-        pack_writer_reset(w);
-        return r;
+int bv_pack_writer_append_group(BvPackWriter *w, const BvGroupMember *members, size_t count, const void *encoded,
+                                size_t len)
+{
+        int64_t start;
+
+        if (!w || !members || count < 2 || count > BV_GROUP_MAX_MEMBERS || !encoded || len < PACK_MIN_OBJECT)
+                return -EINVAL;
+        for (size_t i = 0; i < count; i++)
+                if (members[i].length == 0 || members[i].length > BV_OBJECT_MAX_RAW)
+                        return -EINVAL;
+        start = pack_writer_put_object(w, count, encoded, len);
+        if (start < 0)
+                return (int)start;
+        for (size_t i = 0; i < count; i++) {
+                BvPackEntry *e = &w->entries[w->count++];
+                *e = (BvPackEntry){
+                        .type = BV_OBJ_GROUP,
+                        .member = (uint8_t)i,
+                        .offset = (uint32_t)start,
+                        .length = (uint32_t)len,
+                        .raw_length = members[i].length,
+                };
+                memcpy(e->id, members[i].id, BV_ID_SIZE);
+        }
+        return 0;
 }
 
 /* Writes the pack index object and the footer. */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "group.h"
 #include "keyring.h"
 #include "object.h"
 
@@ -19,13 +20,17 @@
 #define BV_PACK_HEADER_SIZE 32
 #define BV_PACK_FOOTER_SIZE 32
 
+/* One object, or one member of a GROUP object: members share their group's offset and length
+ * and are numbered from 0 (docs/FORMAT.md, "Packs"). */
 typedef struct BvPackEntry {
         uint8_t id[BV_ID_SIZE];
         uint8_t type;        /* BvObjectType */
+        uint8_t member;      /* the member's number in a GROUP, else 0 */
         uint32_t offset;     /* of the encoded object in the pack */
         uint32_t length;     /* encoded length */
-        uint32_t raw_length; /* plaintext length */
+        uint32_t raw_length; /* plaintext length (a member's own length) */
 } BvPackEntry;
+
 
 /* Writing: one writer thread owns a BvPackWriter. */
 typedef struct BvPackWriter BvPackWriter;
@@ -38,8 +43,12 @@ void bv_pack_writer_free(BvPackWriter *w); /* discards an uncommitted pack */
  * again. A write error (-ENOSPC, -EIO) discards the pack being written. */
 int bv_pack_writer_append(BvPackWriter *w, BvObjectType type, const uint8_t id[BV_ID_SIZE], uint32_t raw_length,
                           const void *encoded, size_t len);
+/* Appends an encoded GROUP object holding count (2..BV_GROUP_MAX_MEMBERS) chunks; the same
+ * errors as bv_pack_writer_append. */
+int bv_pack_writer_append_group(BvPackWriter *w, const BvGroupMember *members, size_t count, const void *encoded,
+                                size_t len);
 uint64_t bv_pack_writer_size(const BvPackWriter *w);
-size_t bv_pack_writer_count(const BvPackWriter *w);
+size_t bv_pack_writer_count(const BvPackWriter *w); /* entries: objects and group members */
 
 /* Writes the pack index and footer, fsyncs, links the file into place and fsyncs the
  * directory. ret_entries (malloc'd) lists what the pack holds. The writer is then empty and

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "chunks.h"
+#include "endian.h"
+#include "group.h"
+#include "macro.h"
+
+#define BUCKETS 64u
+
+typedef struct Group {
+        uint8_t pack_id[BV_PACK_ID_SIZE];
+        uint32_t offset;
+        uint8_t *data; /* NULL while a thread decodes it */
+        size_t len;
+        size_t data_len; /* the members' bytes (len without the trailer) */
+        size_t taken;    /* member bytes copied out */
+        size_t bucket;
+        unsigned refs; /* readers copying out of data */
+        struct Group *hnext, *lru_prev, *lru_next;
+} Group;
+
+struct BvGroupCache {
+        pthread_mutex_t lock;
+        pthread_cond_t loaded;
+        Group *buckets[BUCKETS];
+        Group *lru_head, *lru_tail; /* decoded groups: head most recently used */
+        size_t bytes, cap;
+        _Atomic uint64_t decodes;
+};
+
+int bv_group_cache_new(size_t cap_bytes, BvGroupCache **ret)
+{
+        BvGroupCache *gc = calloc(1, sizeof(*gc));
+
+        if (!gc)
+                return -ENOMEM;
+        pthread_mutex_init(&gc->lock, NULL);
+        pthread_cond_init(&gc->loaded, NULL);
+        gc->cap = cap_bytes;
+        atomic_init(&gc->decodes, 0);
+        *ret = gc;
+        return 0;
+}
+
+void bv_group_cache_free(BvGroupCache *gc)
+{
+        if (!gc)
+                return;
+        for (size_t b = 0; b < BUCKETS; b++)
+                while (gc->buckets[b]) {
+                        Group *g = gc->buckets[b];
+                        gc->buckets[b] = g->hnext;
+                        free(g->data);
+                        free(g);
+                }
+        pthread_mutex_destroy(&gc->lock);
+        pthread_cond_destroy(&gc->loaded);
+        free(gc);
+}
+
+uint64_t bv_group_cache_decodes(BvGroupCache *gc)
+{
+        return gc ? atomic_load(&gc->decodes) : 0;
+}
+
+static size_t bucket_of(const BvLocation *loc)
+{
+        /* pack ids are random */
+        return (loc->pack_id[0] ^ loc->pack_id[1] ^ loc->offset ^ (loc->offset >> 12)) % BUCKETS;
+}
+
+static Group *find(BvGroupCache *gc, const BvLocation *loc)
+{
+        for (Group *g = gc->buckets[bucket_of(loc)]; g; g = g->hnext)
+                if (g->offset == loc->offset && memcmp(g->pack_id, loc->pack_id, BV_PACK_ID_SIZE) == 0)
+                        return g;
+        return NULL;
+}
+
+static void unhash(BvGroupCache *gc, Group *g)
+{
+        for (Group **p = &gc->buckets[g->bucket]; *p; p = &(*p)->hnext)
+                if (*p == g) {
+                        *p = g->hnext;
+                        return;
+                }
+}
+
+static void lru_unlink(BvGroupCache *gc, Group *g)
+{
+        if (g->lru_prev)
+                g->lru_prev->lru_next = g->lru_next;
+        else
+                gc->lru_head = g->lru_next;
+        if (g->lru_next)
+                g->lru_next->lru_prev = g->lru_prev;
+        else
+                gc->lru_tail = g->lru_prev;
+        g->lru_prev = g->lru_next = NULL;
+}
+
+static void lru_push(BvGroupCache *gc, Group *g, bool front)
+{
+        if (front) {
+                g->lru_prev = NULL;
+                g->lru_next = gc->lru_head;
+                if (gc->lru_head)
+                        gc->lru_head->lru_prev = g;
+                gc->lru_head = g;
+                if (!gc->lru_tail)
+                        gc->lru_tail = g;
+        } else {
+                g->lru_next = NULL;
+                g->lru_prev = gc->lru_tail;
+                if (gc->lru_tail)
+                        gc->lru_tail->lru_next = g;
+                gc->lru_tail = g;
+                if (!gc->lru_head)
+                        gc->lru_head = g;
+        }
+}
+
+/* Frees cold groups beyond the cap; groups being read are skipped. */
+static void evict(BvGroupCache *gc)
+{
+        Group *g = gc->lru_tail;
+
+        while (gc->bytes > gc->cap && g) {
+                Group *prev = g->lru_prev;
+                if (g->refs == 0) {
+                        lru_unlink(gc, g);
+                        unhash(gc, g);
+                        gc->bytes -= g->len;
+                        free(g->data);
+                        free(g);
+                }
+                g = prev;
+        }
+}
+
+static int group_decode(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, uint8_t **ret, size_t *ret_len)
+{
+        _cleanup_free_ void *enc = NULL;
+        void *raw = NULL;
+        size_t len;
+        int rr;
+
+        rr = bv_repo_read_encoded(r, loc, &enc);
+        if (rr < 0)
+                return rr;
+        rr = bv_object_decode_alloc(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, &raw, &len);
+        if (rr < 0)
+                return rr;
+        *ret = raw;
+        *ret_len = len;
+        return 0;
+}
+
+/* The decoded group at loc, referenced (bv_group_cache_put): cached, decoded by another
+ * thread (waited for), or decoded here. */
+static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, Group **ret)
+{
+        uint8_t *data = NULL;
+        size_t len = 0;
+        Group *g;
+        int rr;
+
+        pthread_mutex_lock(&gc->lock);
+        for (;;) {
+                g = find(gc, loc);
+                if (!g)
+                        break;
+                if (g->data) {
+                        g->refs++;
+                        lru_unlink(gc, g);
+                        lru_push(gc, g, true);
+                        pthread_mutex_unlock(&gc->lock);
+                        *ret = g;
+                        return 0;
+                }
+                pthread_cond_wait(&gc->loaded, &gc->lock);
+        }
+        g = calloc(1, sizeof(*g));
+        if (!g) {
+                pthread_mutex_unlock(&gc->lock);
+                return -ENOMEM;
+        }
+        memcpy(g->pack_id, loc->pack_id, BV_PACK_ID_SIZE);
+        g->offset = loc->offset;
+        g->bucket = bucket_of(loc);
+        g->hnext = gc->buckets[g->bucket];
+        gc->buckets[g->bucket] = g;
+        pthread_mutex_unlock(&gc->lock);
+
+        rr = group_decode(r, codec, loc, &data, &len);
+
+        pthread_mutex_lock(&gc->lock);
+        if (rr < 0) {
+                unhash(gc, g);
+                free(g);
+                g = NULL;
+        } else {
+                atomic_fetch_add_explicit(&gc->decodes, 1, memory_order_relaxed);
+                g->data = data;
+                g->len = len;
+                g->data_len = len >= 4 && bv_group_trailer_size(get_le32(data + len - 4)) <= len
+                                      ? len - bv_group_trailer_size(get_le32(data + len - 4))
+                                      : len;
+                g->refs = 1;
+                gc->bytes += len;
+                lru_push(gc, g, true);
+                evict(gc);
+        }
+        pthread_cond_broadcast(&gc->loaded);
+        pthread_mutex_unlock(&gc->lock);
+        *ret = g;
+        return rr;
+}
+
+/* Drops a reference after n member bytes were taken out. */
+static void group_put(BvGroupCache *gc, Group *g, size_t n)
+{
+        BV_LOCK_GUARD(&gc->lock);
+        g->refs--;
+        g->taken += n;
+        if (g->taken >= g->data_len) {
+                /* every member was read (most likely): keep it only while there is room */
+                lru_unlink(gc, g);
+                lru_push(gc, g, false);
+        }
+        evict(gc);
+}
+
+/* Copies member loc->member of a decoded group into buf. */
+static int member_copy(const uint8_t *data, size_t len, const BvLocation *loc, void *buf, size_t cap,
+                       size_t *ret_len)
+{
+        size_t off, n;
+        int rr;
+
+        rr = bv_group_member(data, len, loc->member, &off, &n);
+        if (rr < 0)
+                return rr;
+        if (n > cap)
+                return -ENOBUFS;
+        memcpy(buf, data + off, n);
+        *ret_len = n;
+        return 0;
+}
+
+static int read_member(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const BvLocation *loc, void *buf,
+                       size_t cap, size_t *ret_len)
+{
+        size_t n = 0;
+        int rr;
+
+        if (gc) {
+                Group *g;
+
+                rr = group_get(gc, r, codec, loc, &g);
+                if (rr < 0)
+                        return rr;
+                rr = member_copy(g->data, g->len, loc, buf, cap, &n);
+                group_put(gc, g, n);
+        } else {
+                _cleanup_free_ uint8_t *data = NULL;
+                size_t len;
+
+                rr = group_decode(r, codec, loc, &data, &len);
+                if (rr < 0)
+                        return rr;
+                rr = member_copy(data, len, loc, buf, cap, &n);
+        }
+        if (rr < 0)
+                return rr;
+        *ret_len = n;
+        return 0;
+}
+
+int bv_repo_read_chunk(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const uint8_t id[BV_ID_SIZE], void *buf,
+                       size_t cap, size_t *ret_len)
+{
+        uint8_t check[BV_ID_SIZE];
+        BvLocation loc;
+        size_t n;
+        int rr;
+
+        if (!r || !codec || !id || !buf || !ret_len)
+                return -EINVAL;
+        rr = bv_repo_locate(r, id, &loc);
+        if (rr < 0)
+                return rr;
+        if (loc.type == BV_OBJ_CHUNK) {
+                _cleanup_free_ void *enc = NULL;
+
+                rr = bv_repo_read_encoded(r, &loc, &enc);
+                if (rr < 0)
+                        return rr;
+                return bv_object_decode(codec, BV_OBJ_CHUNK, id, enc, loc.length, buf, cap, ret_len);
+        }
+        if (loc.type != BV_OBJ_GROUP)
+                return -EBADMSG;
+        rr = read_member(r, codec, gc, &loc, buf, cap, &n);
+        if (rr < 0)
+                return rr;
+        /* the group is authentic; that this member is the chunk asked for, its id tells */
+        bv_keyring_id(bv_repo_keyring(r), BV_ID_CHUNK, buf, n, check);
+        if (memcmp(check, id, BV_ID_SIZE) != 0)
+                return -EBADMSG;
+        *ret_len = n;
+        return 0;
+}
