@@ -20,9 +20,30 @@
 #include "aead.h"
 #include "endian.h"
 #include "keyring.h"
+#include "group.h"
 #include "object.h"
 
 #define OUT_CAP (1024 * 1024)
+
+/* A decoded group either parses wholly (its members tile the data, then the trailer) or not at
+ * all. */
+static void check_group(const uint8_t *g, size_t len)
+{
+        size_t off, n, end = 0;
+        unsigned k = 0;
+
+        for (; k <= BV_GROUP_MAX_MEMBERS; k++) {
+                if (bv_group_member(g, len, k, &off, &n) < 0)
+                        break;
+                if (off != end || n == 0 || n > len)
+                        abort();
+                end += n;
+        }
+        if (k == 1 || k > BV_GROUP_MAX_MEMBERS)
+                abort();
+        if (k > 0 && (get_le32(g + len - 4) != k || end + bv_group_trailer_size(k) != len))
+                abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -74,6 +95,8 @@ static void decode_and_check(Ctx *x, BvObjectType type, const uint8_t id[BV_ID_S
         }
         if (p < 0 || peek != out_len)
                 abort();
+        if (type == BV_OBJ_GROUP)
+                check_group(out, out_len);
         if (bv_object_encode(x->c, type, id, out, out_len, enc, &enc_len) < 0 ||
             enc_len > bv_object_bound(out_len))
                 abort();
@@ -93,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (size < 1 || size - 1 > OUT_CAP)
                 return 0;
-        type = (BvObjectType)(1 + (data[0] & 3));
+        type = data[0] & 8 ? BV_OBJ_GROUP : (BvObjectType)(1 + (data[0] & 3));
         x = ctx_get((data[0] >> 2) & 1);
         pt = data + 1;
         pt_len = size - 1;

@@ -61,6 +61,8 @@ static void repair(uint8_t *pack, size_t size)
                 abort();
 }
 
+/* What a parsed index promises: the objects tile the object area; a group's members follow
+ * each other with its location, numbered from 0, at least two. */
 static void check_entries(const BvPackEntry *e, size_t n, const uint8_t *pack, size_t size)
 {
         uint64_t next = BV_PACK_HEADER_SIZE;
@@ -68,11 +70,22 @@ static void check_entries(const BvPackEntry *e, size_t n, const uint8_t *pack, s
         if (n == 0)
                 abort();
         for (size_t i = 0; i < n; i++) {
-                if (e[i].offset != next || e[i].type < BV_OBJ_CHUNK || e[i].type > BV_OBJ_PACKINDEX ||
-                    e[i].raw_length > BV_OBJECT_MAX_RAW)
+                if (e[i].type < BV_OBJ_TYPE_MIN || e[i].type > BV_OBJ_TYPE_MAX || e[i].raw_length > BV_OBJECT_MAX_RAW)
+                        abort();
+                if (e[i].type == BV_OBJ_GROUP && e[i].member > 0) {
+                        if (i == 0 || e[i - 1].type != BV_OBJ_GROUP || e[i - 1].member + 1 != e[i].member ||
+                            e[i - 1].offset != e[i].offset || e[i - 1].length != e[i].length)
+                                abort();
+                        continue;
+                }
+                if (e[i].offset != next || e[i].member != 0)
+                        abort();
+                if (i > 0 && e[i - 1].type == BV_OBJ_GROUP && e[i - 1].member == 0)
                         abort();
                 next += e[i].length;
         }
+        if (e[n - 1].type == BV_OBJ_GROUP && e[n - 1].member == 0)
+                abort();
         if (next != get_le64(pack + size - BV_PACK_FOOTER_SIZE) || next > size - BV_PACK_FOOTER_SIZE)
                 abort();
 }

@@ -16,6 +16,7 @@
 
 #include "bvtest.h"
 #include "fileio.h"
+#include "group.h"
 #include "keyring.h"
 #include "macro.h"
 #include "object.h"
@@ -76,6 +77,29 @@ static void object_seeds(int dfd)
                                 snprintf(name, sizeof(name), "type%u-len%zu%s", t, sizes[s], aes ? "-aes" : "");
                                 put(dfd, name, &flags, 1, pt, padded);
                         }
+        /* groups of three members (flag bit 3), raw and compressed */
+        for (uint8_t aes = 0; aes <= 1; aes++)
+                for (size_t s = 1; s < ELEMENTSOF(sizes); s++) {
+                        BvGroupMember m[3];
+                        uint8_t flags = (uint8_t)(8 | aes << 2), group[sizeof(text) + 16];
+                        size_t len, pt_len, padded, at = 0;
+                        char name[64];
+
+                        for (size_t i = 0; i < 3; i++) {
+                                m[i].length = (uint32_t)(sizes[s] / 3 + (i == 2 ? sizes[s] % 3 : 0));
+                                at += m[i].length;
+                        }
+                        memcpy(group, text, at);
+                        bv_group_put_trailer(group + at, m, 3);
+                        ASSERT_OK(bv_object_encode(c, BV_OBJ_GROUP, bv_group_id, group, at + bv_group_trailer_size(3),
+                                                   enc, &len));
+                        pt_len = len - BV_NONCE_SIZE - BV_TAG_SIZE;
+                        padded = aes ? (size_t)bv_padme(pt_len) : pt_len;
+                        memset(pt, 0, padded);
+                        memcpy(pt, enc + BV_NONCE_SIZE, pt_len);
+                        snprintf(name, sizeof(name), "group-len%zu%s", sizes[s], aes ? "-aes" : "");
+                        put(dfd, name, &flags, 1, pt, padded);
+                }
         /* sealed objects as they are stored (SNAPSHOT: the harness's id is 0xa5 bytes) */
         memset(id, 0xa5, sizeof(id));
         for (size_t s = 1; s < ELEMENTSOF(sizes); s++) {
@@ -92,7 +116,7 @@ static void object_seeds(int dfd)
 }
 
 /* fuzz-pack-index seeds: real packs of n small objects, the index raw or compressed. */
-static void pack_seed(int outfd, int level, size_t n, const char *name)
+static void pack_seed(int outfd, int level, size_t n, bool groups, const char *name)
 {
         _cleanup_free_ char *dir = bvtest_tmpdir();
         _cleanup_free_ void *image = NULL;
@@ -112,6 +136,23 @@ static void pack_seed(int outfd, int level, size_t n, const char *name)
         ASSERT_OK(bv_pack_writer_new(packs, c, &w));
         for (size_t i = 0; i < n; i++) {
                 uint8_t type = (uint8_t)(BV_OBJ_CHUNK + i % 3);
+
+                if (groups && i % 4 == 3) {
+                        BvGroupMember m[3];
+                        uint8_t g[3 * 16 + 16];
+                        size_t nm = 2 + i % 2;
+
+                        for (size_t j = 0; j < nm; j++) {
+                                bvtest_fill_random(g + 16 * j, 16, 1000 + i * 3 + j);
+                                bv_keyring_id(k, BV_ID_CHUNK, g + 16 * j, 16, m[j].id);
+                                m[j].length = 16;
+                        }
+                        bv_group_put_trailer(g + 16 * nm, m, nm);
+                        ASSERT_OK(bv_object_encode(c, BV_OBJ_GROUP, bv_group_id, g, 16 * nm + bv_group_trailer_size(nm),
+                                                   enc, &len));
+                        ASSERT_OK(bv_pack_writer_append_group(w, m, nm, enc, len));
+                        continue;
+                }
                 size_t dlen = (i * 13) % sizeof(data);
 
                 bvtest_fill_random(data, dlen, i + 1);
@@ -153,9 +194,10 @@ int main(int argc, char **argv)
         ofd = open_sub(argv[1], "object");
         object_seeds(ofd);
         pfd = open_sub(argv[1], "pack-index");
-        pack_seed(pfd, 0, 1, "one-raw");
-        pack_seed(pfd, 0, 5, "five-raw");
-        pack_seed(pfd, 3, 4, "four-zstd");
+        pack_seed(pfd, 0, 1, false, "one-raw");
+        pack_seed(pfd, 0, 5, false, "five-raw");
+        pack_seed(pfd, 3, 4, false, "four-zstd");
+        pack_seed(pfd, 3, 9, true, "nine-groups-zstd");
         safe_close(ofd);
         safe_close(pfd);
         return 0;

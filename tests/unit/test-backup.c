@@ -20,6 +20,7 @@
 #include "backup.h"
 #include "bvtest.h"
 #include "chunker.h"
+#include "image.h"
 #include "keyring.h"
 #include "macro.h"
 #include "repo.h"
@@ -538,6 +539,157 @@ static bool test_enospc(void)
 }
 
 /* SIGKILL during a backup: the repository still opens, verifies and takes a new backup. */
+/* ---- compression groups ---- */
+
+/* Text-like data: 16 letters, no repeats to dedup, about half of it compresses away. */
+static uint8_t *text_data(size_t len, uint64_t seed)
+{
+        uint8_t *p = random_data(len, seed);
+        for (size_t i = 0; i < len; i++)
+                p[i] = (uint8_t)('a' + (p[i] & 15));
+        return p;
+}
+
+typedef struct GroupCount {
+        BvRepo *r;
+        BvObjectCodec *codec;
+        size_t chunks, groups, members;
+        BvPackEntry first_group; /* member 0 of the first group seen */
+        uint8_t first_pack[BV_PACK_ID_SIZE];
+} GroupCount;
+
+static int group_count_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud)
+{
+        GroupCount *g = ud;
+        BvPackEntry *e;
+        size_t n;
+
+        ASSERT_OK(bv_packset_read_index(bv_repo_packs(g->r), g->codec, pack_id, &e, &n));
+        for (size_t i = 0; i < n; i++) {
+                if (e[i].type == BV_OBJ_CHUNK)
+                        g->chunks++;
+                if (e[i].type != BV_OBJ_GROUP)
+                        continue;
+                g->members++;
+                ASSERT_TRUE(e[i].member < 64);
+                if (e[i].member == 0 && g->groups++ == 0) {
+                        g->first_group = e[i];
+                        memcpy(g->first_pack, pack_id, BV_PACK_ID_SIZE);
+                }
+        }
+        free(e);
+        return 0;
+}
+
+static GroupCount group_count(BvRepo *r)
+{
+        GroupCount g = { .r = r };
+
+        ASSERT_OK(bv_object_codec_new(bv_repo_keyring(r), 3, &g.codec));
+        ASSERT_TRUE(bv_packset_list(bv_repo_packs(r), group_count_cb, &g) > 0);
+        bv_object_codec_free(g.codec);
+        return g;
+}
+
+static void count_problem(const BvVerifyProblem *p, void *ud)
+{
+        size_t *n = ud;
+        ASSERT_EQ(p->error, -EBADMSG);
+        ASSERT_STREQ(p->what, "chunk");
+        (*n)++;
+}
+
+/* Compressible data is stored in groups, which restore, random reads and verify take apart
+ * again, each group decoded once; incompressible data and an uncompressed repository store
+ * single chunks; a damaged group fails every chunk in it, named by image offset. */
+TEST(groups)
+{
+        const size_t len = 8 * MiB;
+        _cleanup_free_ char *path = tpath("groups"), *src = tpath("groups-src");
+        _cleanup_free_ uint8_t *data = text_data(len, 77), *noise = random_data(len, 78);
+        BvBackupStats st;
+        BvVerifyStats vs;
+        BvRepo *r = repo_new(path, true, 0);
+        GroupCount g;
+
+        write_file(src, data, len);
+        backup(r, src, &st);
+        ASSERT_TRUE(st.bytes_stored < len * 6 / 10);
+        g = group_count(r);
+        ASSERT_TRUE(g.groups > 0);
+        ASSERT_TRUE(g.members >= 2 * g.groups);
+        ASSERT_EQ(g.members + g.chunks, st.chunks_new);
+        restore_check(r, st.snapshot_id, data, len);
+
+        /* a whole pass over the image decodes each group once */
+        {
+                BvImageOptions o = { .cache_bytes = 64 * MiB, .readahead = 0 };
+                _cleanup_free_ uint8_t *buf = malloc(len);
+                const BvSnapshot *snap = find_snapshot(r, st.snapshot_id);
+                BvImageStats is;
+                BvImage *img;
+                uint64_t bad = 0;
+
+                ASSERT_TRUE(buf);
+                ASSERT_OK(bv_image_open(r, snap, &o, &img));
+                for (size_t off = 0; off < len; off += 12345)
+                        ASSERT_OK(bv_image_pread(img, buf + off, MIN((size_t)12345, len - off), off, &bad));
+                ASSERT_MEMEQ(buf, data, len);
+                bv_image_stats(img, &is);
+                ASSERT_EQ(is.decodes, st.chunks_new);
+                ASSERT_EQ(is.group_decodes, g.groups);
+                bv_image_free(img);
+        }
+        ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, &vs));
+        ASSERT_EQ(vs.chunks_checked, st.chunks_new);
+        ASSERT_EQ(vs.bytes_checked, len);
+
+        /* damage inside the first group: every member fails, restore names an offset */
+        {
+                char rel[64], *pack;
+                size_t problems = 0;
+                BvRestoreStats rs;
+                _cleanup_free_ char *dest = tpath("groups-restore");
+                const BvSnapshot *snap = find_snapshot(r, st.snapshot_id);
+                int fd;
+                uint8_t b;
+
+                bv_pack_path(g.first_pack, rel);
+                ASSERT_TRUE(asprintf(&pack, "%s/packs/%s", path, rel) > 0);
+                fd = open(pack, O_RDWR | O_CLOEXEC);
+                ASSERT_TRUE(fd >= 0);
+                ASSERT_EQ(pread(fd, &b, 1, g.first_group.offset + 40), 1);
+                b ^= 0x20;
+                ASSERT_EQ(pwrite(fd, &b, 1, g.first_group.offset + 40), 1);
+                ASSERT_EQ(close(fd), 0);
+                free(pack);
+
+                ASSERT_ERROR(bv_verify(r, NULL, true, count_problem, &problems, &vs), EBADMSG);
+                ASSERT_TRUE(problems >= 2);
+                ASSERT_EQ(vs.chunks_checked + problems, st.chunks_new);
+                ASSERT_ERROR(bv_restore(r, snap, dest, NULL, &rs), EBADMSG);
+                ASSERT_TRUE(rs.bad_offset < len);
+                ASSERT_TRUE(access(dest, F_OK) < 0);
+        }
+        repo_done(r, path);
+
+        /* incompressible data: single chunks, no group */
+        {
+                _cleanup_free_ char *p2 = tpath("groups-noise"), *src2 = tpath("groups-noise-src");
+                BvRepo *r2 = repo_new(p2, true, 0);
+
+                write_file(src2, noise, len);
+                backup(r2, src2, &st);
+                g = group_count(r2);
+                ASSERT_EQ(g.groups, 0);
+                restore_check(r2, st.snapshot_id, noise, len);
+                ASSERT_OK(bv_verify(r2, NULL, true, NULL, NULL, NULL));
+                repo_done(r2, p2);
+                unlink(src2);
+        }
+        unlink(src);
+}
+
 TEST(sigkill)
 {
         const size_t size = 48 * MiB;
@@ -613,6 +765,7 @@ int main(void)
         RUN(odd_size_and_empty);
         RUN(stdin_stream);
         RUN(concatenation);
+        RUN(groups);
         RUN(sigkill);
         bool enospc_ran = test_enospc();
         bvtest_rm_rf(base);

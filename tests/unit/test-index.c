@@ -50,6 +50,18 @@ static void make_pack(uint8_t pack[BV_PACK_ID_SIZE], uint64_t n)
         bvtest_fill_random(pack, BV_PACK_ID_SIZE, n + 0x5151);
 }
 
+/* Every fourth id is a group member, numbered from its id number: the member byte must survive
+ * the pending table, segments and compaction. */
+static uint8_t type_of(uint64_t n)
+{
+        return n % 4 == 0 ? BV_OBJ_GROUP : BV_OBJ_CHUNK;
+}
+
+static uint8_t member_of(uint64_t n)
+{
+        return n % 4 == 0 ? (uint8_t)(n / 4 % 255) : 0;
+}
+
 /* Records ids [first, first + n) as one pack, with offsets derived from the id number. */
 static void add_ids(BvIndex *x, uint64_t pack, uint64_t first, size_t n, uint32_t salt)
 {
@@ -59,7 +71,8 @@ static void add_ids(BvIndex *x, uint64_t pack, uint64_t first, size_t n, uint32_
         ASSERT_TRUE(e);
         for (size_t i = 0; i < n; i++) {
                 make_id(e[i].id, first + i);
-                e[i].type = 1;
+                e[i].type = type_of(first + i);
+                e[i].member = member_of(first + i);
                 e[i].offset = (uint32_t)(first + i) * 7 + salt;
                 e[i].length = (uint32_t)(first + i) % 1000 + 1;
                 e[i].raw_length = 65536;
@@ -80,7 +93,8 @@ static void expect_id(BvIndex *x, uint64_t pack, uint64_t n, uint32_t salt)
         ASSERT_MEMEQ(loc.pack_id, pid, BV_PACK_ID_SIZE);
         ASSERT_EQ(loc.offset, (uint32_t)n * 7 + salt);
         ASSERT_EQ(loc.length, (uint32_t)n % 1000 + 1);
-        ASSERT_EQ(loc.type, 1);
+        ASSERT_EQ(loc.type, type_of(n));
+        ASSERT_EQ(loc.member, member_of(n));
 }
 
 static void expect_absent(BvIndex *x, uint64_t n)
