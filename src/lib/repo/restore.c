@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Restore: the calling thread walks the snapshot's extents in order and hands data extents
- * to worker threads through a bounded queue; each worker reads its extent through the image
+ * Restore: the calling thread walks the snapshot's extents in order and hands runs of
+ * adjacent data extents (up to 1 MiB) to worker threads through a bounded queue; each worker reads its extent through the image
  * read path (fetch, authenticate, decompress, re-hash) and writes it at its offset. A new
  * file is created exclusively and left sparse where the image holds zeros or holes; a block
  * device gets those ranges zeroed. On failure a new file is removed again.
@@ -22,6 +22,7 @@
 #define QUEUE_LEN 64u
 #define MAX_THREADS 64u
 #define JOB_MAX (4u * 1024 * 1024)
+#define JOB_GATHER (1024u * 1024) /* adjacent data extents are gathered into jobs this large */
 #define PROGRESS_NS (250u * 1000 * 1000)
 #define RESTORE_CACHE (32u * 1024 * 1024)
 #define ZERO_BUF (1024u * 1024)
@@ -46,6 +47,7 @@ typedef struct Restore {
         uint64_t bad_offset;
         uint64_t bytes_written, bytes_zero;
         uint64_t walked; /* end of the last extent the walk delivered (walking thread only) */
+        Job gather;      /* adjacent data extents not queued yet (walking thread only) */
 } Restore;
 
 /* Keeps the first error, and for damage the lowest image offset seen. */
@@ -130,6 +132,23 @@ static int queue_push(Restore *rs, uint64_t offset, uint64_t length)
         return 0;
 }
 
+/* Queues the gathered data extents, in jobs of at most JOB_MAX. */
+static int gather_flush(Restore *rs)
+{
+        Job *g = &rs->gather;
+        int r;
+
+        while (g->length > 0) {
+                uint64_t n = MIN(g->length, (uint64_t)JOB_MAX);
+                r = queue_push(rs, g->offset, n);
+                if (r < 0)
+                        return r;
+                g->offset += n;
+                g->length -= n;
+        }
+        return 0;
+}
+
 /* Zeroes a range of a block device: BLKZEROOUT, or plain writes where the device refuses. */
 static int zero_range(int fd, uint64_t offset, uint64_t length)
 {
@@ -180,14 +199,17 @@ static int on_extent(BvExtentKind kind, uint64_t off, uint64_t len, void *userda
                 rs->bytes_zero += len;
                 return rs->error;
         }
-        while (len > 0) {
-                uint64_t n = MIN(len, (uint64_t)JOB_MAX);
-                r = queue_push(rs, off, n);
-                if (r < 0)
-                        return r;
-                off += n;
-                len -= n;
+        /* One worker takes a run of adjacent chunks: chunks stored in one compression group
+         * then go to the worker that decodes it, instead of one waiting for the other. */
+        if (rs->gather.length > 0 && rs->gather.offset + rs->gather.length == off &&
+            rs->gather.length + len <= JOB_GATHER) {
+                rs->gather.length += len;
+                return 0;
         }
+        r = gather_flush(rs);
+        if (r < 0)
+                return r;
+        rs->gather = (Job){ .offset = off, .length = len };
         return 0;
 }
 
@@ -205,6 +227,8 @@ static int restore_run(Restore *rs, unsigned threads)
                 return -EAGAIN;
 
         r = bv_image_extents(rs->img, 0, rs->size, on_extent, rs);
+        if (r >= 0)
+                r = gather_flush(rs);
         if (r < 0) /* a damaged map: the damage is where the walk stopped */
                 restore_fail(rs, r, rs->walked);
         pthread_mutex_lock(&rs->lock);
