@@ -248,17 +248,13 @@ static void entry_link(Shard *s, Entry *e, size_t n)
                 lru_push_front(s, e);
 }
 
-/* Decodes one chunk of the expected length (malloc'd). */
-static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expected, uint8_t **ret)
+/* Decodes one chunk of the expected length into buf. */
+static int chunk_decode_into(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expected, uint8_t *buf)
 {
-        _cleanup_free_ uint8_t *buf = NULL;
         BvObjectCodec *c;
         size_t got;
         int r;
 
-        buf = malloc(expected ? expected : 1);
-        if (!buf)
-                return -ENOMEM;
         r = codec_get(img, &c);
         if (r < 0)
                 return r;
@@ -271,6 +267,20 @@ static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expec
         if (got != expected)
                 return -EBADMSG;
         atomic_fetch_add_explicit(&img->decodes, 1, memory_order_relaxed);
+        return 0;
+}
+
+/* Decodes one chunk of the expected length (malloc'd). */
+static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expected, uint8_t **ret)
+{
+        _cleanup_free_ uint8_t *buf = malloc(expected ? expected : 1);
+        int r;
+
+        if (!buf)
+                return -ENOMEM;
+        r = chunk_decode_into(img, id, expected, buf);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(buf);
         return 0;
 }
@@ -309,6 +319,13 @@ static int cache_read(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t len, vo
                         return 0;
                 }
                 pthread_cond_wait(&s->loaded, &s->lock);
+        }
+        if (dst && off == 0 && n == len) {
+                /* A read of the whole chunk, not cached: decoded straight into the reader's
+                 * buffer. It would be read out at once, so drop-behind would keep it only
+                 * briefly anyway; this saves a buffer, a copy and the cache's bookkeeping. */
+                pthread_mutex_unlock(&s->lock);
+                return chunk_decode_into(img, id, len, dst);
         }
 
         /* Not cached: a placeholder tells others that this thread decodes it. */
