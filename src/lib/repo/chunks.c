@@ -9,12 +9,16 @@
 #include "macro.h"
 
 #define BUCKETS 64u
+/* Decoded groups of up to this size (all that a backup writes: 256 KiB of members and the
+ * trailer) reuse freed buffers: fresh ones would be page-faulted in and trimmed away again. */
+#define SPARE_CAP (256u * 1024 + 4096)
+#define SPARES 8u
 
 typedef struct Group {
         uint8_t pack_id[BV_PACK_ID_SIZE];
         uint32_t offset;
         uint8_t *data; /* NULL while a thread decodes it */
-        size_t len;
+        size_t len, cap;
         size_t data_len; /* the members' bytes (len without the trailer) */
         size_t taken;    /* member bytes copied out */
         size_t bucket;
@@ -28,6 +32,8 @@ struct BvGroupCache {
         Group *buckets[BUCKETS];
         Group *lru_head, *lru_tail; /* decoded groups: head most recently used */
         size_t bytes, cap;
+        uint8_t *spare[SPARES]; /* freed buffers of SPARE_CAP bytes */
+        size_t n_spare;
         _Atomic uint64_t decodes;
 };
 
@@ -56,6 +62,8 @@ void bv_group_cache_free(BvGroupCache *gc)
                         free(g->data);
                         free(g);
                 }
+        for (size_t i = 0; i < gc->n_spare; i++)
+                free(gc->spare[i]);
         pthread_mutex_destroy(&gc->lock);
         pthread_cond_destroy(&gc->loaded);
         free(gc);
@@ -134,16 +142,23 @@ static void evict(BvGroupCache *gc)
                         lru_unlink(gc, g);
                         unhash(gc, g);
                         gc->bytes -= g->len;
-                        free(g->data);
+                        if (g->cap == SPARE_CAP && gc->n_spare < SPARES)
+                                gc->spare[gc->n_spare++] = g->data;
+                        else
+                                free(g->data);
                         free(g);
                 }
                 g = prev;
         }
 }
 
-static int group_decode(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, uint8_t **ret, size_t *ret_len)
+/* Decodes the group at loc into a buffer of its own (malloc'd, *ret_cap bytes), or with gc
+ * into a spare one of SPARE_CAP bytes when it fits. */
+static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, uint8_t **ret,
+                        size_t *ret_len, size_t *ret_cap)
 {
         _cleanup_free_ void *enc = NULL;
+        uint8_t *buf = NULL;
         void *raw = NULL;
         size_t len;
         int rr;
@@ -151,11 +166,32 @@ static int group_decode(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, 
         rr = bv_repo_read_encoded(r, loc, &enc);
         if (rr < 0)
                 return rr;
+        if (gc) {
+                pthread_mutex_lock(&gc->lock);
+                if (gc->n_spare > 0)
+                        buf = gc->spare[--gc->n_spare];
+                pthread_mutex_unlock(&gc->lock);
+                if (!buf)
+                        buf = malloc(SPARE_CAP);
+                if (!buf)
+                        return -ENOMEM;
+                rr = bv_object_decode(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, buf, SPARE_CAP, &len);
+                if (rr >= 0) {
+                        *ret = buf;
+                        *ret_len = len;
+                        *ret_cap = SPARE_CAP;
+                        return 0;
+                }
+                free(buf);
+                if (rr != -ENOBUFS)
+                        return rr;
+        }
         rr = bv_object_decode_alloc(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, &raw, &len);
         if (rr < 0)
                 return rr;
         *ret = raw;
         *ret_len = len;
+        *ret_cap = len;
         return 0;
 }
 
@@ -164,7 +200,7 @@ static int group_decode(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, 
 static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, Group **ret)
 {
         uint8_t *data = NULL;
-        size_t len = 0;
+        size_t len = 0, cap = 0;
         Group *g;
         int rr;
 
@@ -195,7 +231,7 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
         gc->buckets[g->bucket] = g;
         pthread_mutex_unlock(&gc->lock);
 
-        rr = group_decode(r, codec, loc, &data, &len);
+        rr = group_decode(gc, r, codec, loc, &data, &len, &cap);
 
         pthread_mutex_lock(&gc->lock);
         if (rr < 0) {
@@ -206,6 +242,7 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
                 atomic_fetch_add_explicit(&gc->decodes, 1, memory_order_relaxed);
                 g->data = data;
                 g->len = len;
+                g->cap = cap;
                 g->data_len = len >= 4 && bv_group_trailer_size(get_le32(data + len - 4)) <= len
                                       ? len - bv_group_trailer_size(get_le32(data + len - 4))
                                       : len;
@@ -267,9 +304,9 @@ static int read_member(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const 
                 group_put(gc, g, n);
         } else {
                 _cleanup_free_ uint8_t *data = NULL;
-                size_t len;
+                size_t len, data_cap;
 
-                rr = group_decode(r, codec, loc, &data, &len);
+                rr = group_decode(NULL, r, codec, loc, &data, &len, &data_cap);
                 if (rr < 0)
                         return rr;
                 rr = member_copy(data, len, loc, buf, cap, &n);
