@@ -41,9 +41,12 @@ fi
 data_mib=$(( $(du_alloc "$img") / 1048576 ))
 
 nbd_pid=
+# The export as users get it: blkvault serve (which execs nbdkit with the plugin, read-only, and
+# its thread setting).
 start_export() {
     rm -f "$W/sock"
-    nbdkit -f -U "$W/sock" -r "$PLUGIN" repo="$repo" snapshot=v1 key-file="$BENCH_KEY" "$@" 2>"$W/nbdkit.log" &
+    BLKVAULT_NBD_PLUGIN=$PLUGIN "$BLKVAULT" serve "$repo" v1 --socket="$W/sock" --key-file="$BENCH_KEY" \
+        >/dev/null 2>"$W/nbdkit.log" &
     nbd_pid=$!
     for i in $(seq 300); do nbdinfo --size "nbd+unix:///?socket=$W/sock" >/dev/null 2>&1 && return 0; sleep 0.1; done
     die "nbdkit did not start: $(cat "$W/nbdkit.log")"

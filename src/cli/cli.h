@@ -92,7 +92,13 @@ typedef struct PluginArgs {
         char snapshot[128];
         char cache[64];
         char secret[4200];
+        char threads[32];
 } PluginArgs;
+
+/* nbdkit's --threads=N for an export: twice the online CPUs per connection. nbdkit's default of
+ * 16 threads per connection, times the 4 connections nbdcopy opens, had 64 threads contend
+ * for the cores (bench/nbd-bench.sh). */
+const char *nbdkit_threads_arg(PluginArgs *pa);
 
 /* Appends the plugin, repo=, snapshot=id, cache= (when cache is set) and the parameter that
  * carries the secret (key-file=, passphrase-file=) to argv; a passphrase that did not come from

@@ -488,6 +488,7 @@ static int start_nbdkit(MountState *s, const SecretArgs *sargs, const BvSecret *
         args[n++] = "--unix";
         args[n++] = s->socket;
         args[n++] = "--readonly";
+        args[n++] = (char *)nbdkit_threads_arg(&pa);
         r = plugin_args(&pa, s->repo, s->snapshot, cache, sargs, secret, args, &n);
         if (r != EXIT_OK)
                 return r;

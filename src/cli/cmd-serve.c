@@ -94,6 +94,7 @@ int cmd_serve(int argc, char **argv)
                  * printed URI says (run nbdkit directly to listen elsewhere) */
                 args[n++] = "--ipaddr=localhost";
         }
+        args[n++] = (char *)nbdkit_threads_arg(&pa);
         if (writable)
                 args[n++] = "--filter=cow";
         else

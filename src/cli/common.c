@@ -353,6 +353,14 @@ static const char *nbd_plugin_path(void)
         return "blkvault"; /* installed in nbdkit's plugin directory */
 }
 
+const char *nbdkit_threads_arg(PluginArgs *pa)
+{
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+        snprintf(pa->threads, sizeof(pa->threads), "--threads=%ld", cpus < 1 ? 2 : MIN(2 * cpus, 256L));
+        return pa->threads;
+}
+
 int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *cache, const SecretArgs *s,
                 const BvSecret *secret, char **argv, size_t *n)
 {
