@@ -67,3 +67,37 @@ grep -q "damaged data at image offset [0-9]* (0x[0-9a-f]*) of snapshot 'disk'" "
 bad=$(grep -o "damaged data at image offset [0-9]*" "$T/damaged.log" | head -1 | grep -o '[0-9]*$')
 [ "$bad" -le "$target" ] && [ $((target - bad)) -lt $((1 << 20)) ] ||
     die "the log names offset $bad, the damage is at $target"
+
+# --- a damaged compression group (the default: zstd, consecutive new chunks grouped) --------
+# compressible data: hex text of random bytes. One flipped byte inside a group fails every chunk
+# it holds, and only those: the failing 4 KiB blocks are one run of at most a group's 256 KiB
+# of chunks, everything else reads correctly.
+text=$T/text.img
+randfile "$T/noise" 4 nbdgroup
+od -An -tx1 -v "$T/noise" | tr -d ' \n' | head -c $((8 * 1048576)) > "$text"
+repo2=$T/repo-groups
+bv init "$repo2" --encryption=none >/dev/null
+bv backup "$repo2" "$text" --name=text >/dev/null
+pack=$(find "$repo2/packs" -name '*.pack' -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
+printf '\x55' | dd of="$pack" bs=1 seek=1048576 conv=notrunc status=none
+
+start_nbdkit groups repo="$repo2" snapshot=text
+"$PY" - "$text" "$NBD_URI" <<'PY'
+import errno, nbd, sys
+img = open(sys.argv[1], "rb").read()
+h = nbd.NBD()
+h.connect_uri(sys.argv[2])
+bad = []
+for off in range(0, len(img), 4096):
+    try:
+        assert h.pread(4096, off) == img[off:off + 4096], ("wrong data at", off)
+    except nbd.Error as e:
+        assert e.errno in (errno.EIO, "EIO"), e
+        bad.append(off)
+assert bad, "the damaged group read back without an error"
+assert bad == list(range(bad[0], bad[-1] + 4096, 4096)), "failing blocks are not one run"
+assert len(bad) * 4096 <= 256 * 1024, ("more than a group failed", len(bad))
+h.shutdown()
+PY
+stop_nbdkit
+grep -q "damaged data at image offset" "$T/groups.log" || { cat "$T/groups.log" >&2; die "no damage named in the log"; }
