@@ -5,10 +5,12 @@
  * and its chunk cache; the repository is opened after nbdkit forks, holding the shared reader
  * lock so garbage collection never removes what is being served.
  *
- * Reads are CPU work (authenticate, decompress, re-hash), so at most `workers` of them run at
+ * Decoding is CPU work (read, authenticate, decompress), so at most `workers` threads decode at
  * once, twice the CPUs by default: nbdkit starts 16 threads per connection, and a client with
  * several connections would otherwise have dozens of decodes preempting each other (on two
- * cores that made a cold whole-image nbdcopy a third slower).
+ * cores that made a cold whole-image nbdcopy a third slower). The limit holds in the library's
+ * read path around each decode, so a thread that waits for another's decode of a shared
+ * compression group does not take a slot.
  *
  *   nbdkit blkvault repo=REPO snapshot=SNAPSHOT [passphrase-file=FILE | key-file=FILE]
  *                   [cache=SIZE] [readahead=N] [workers=N]
@@ -19,7 +21,6 @@
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
-#include <semaphore.h>
 #include <unistd.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -43,12 +44,9 @@ static unsigned n_workers; /* 0: twice the online CPUs */
 
 static BvRepo *repo;
 static BvImage *image;
-static sem_t workers; /* initialized once image is open */
 
 static void blkvault_unload(void)
 {
-        if (image)
-                sem_destroy(&workers);
         bv_image_free(image);
         bv_repo_close(repo);
         free(repo_path);
@@ -114,7 +112,7 @@ static int blkvault_config_complete(void)
         "key-file=<FILE>       the repository key file.\n"                                                 \
         "cache=<SIZE>          decoded chunk cache (default 256M).\n"                                      \
         "readahead=<N>         chunks read ahead on sequential reads (default 8).\n"                      \
-        "workers=<N>           reads served at once (default twice the CPUs)."
+        "workers=<N>           threads decoding at once (default twice the CPUs)."
 
 /* The passphrase: from the file (one trailing newline dropped) or the environment. */
 static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
@@ -180,18 +178,14 @@ static int blkvault_after_fork(void)
                              r == -ENOENT ? "no such snapshot" : r == -ENOTUNIQ ? "ambiguous" : strerror(-r));
                 return -1;
         }
-        r = bv_image_open(repo, snap, &image_options, &image);
-        if (r < 0) {
-                nbdkit_error("cannot open snapshot %s: %s", snap->id, strerror(-r));
-                return -1;
-        }
         if (n_workers == 0) {
                 long cpus = sysconf(_SC_NPROCESSORS_ONLN);
                 n_workers = cpus < 1 ? 2 : cpus > 256 ? 512 : (unsigned)(2 * cpus);
         }
-        if (sem_init(&workers, 0, n_workers) < 0) {
-                nbdkit_error("sem_init: %m");
-                bv_image_free(TAKE_PTR(image));
+        image_options.max_decodes = n_workers;
+        r = bv_image_open(repo, snap, &image_options, &image);
+        if (r < 0) {
+                nbdkit_error("cannot open snapshot %s: %s", snap->id, strerror(-r));
                 return -1;
         }
         nbdkit_debug("serving snapshot %s (%s) of %s", snap->id, snap->name ? snap->name : "", repo_path);
@@ -240,10 +234,7 @@ static int blkvault_block_size(void *handle, uint32_t *minimum, uint32_t *prefer
 static int read_range(void *buf, uint32_t count, uint64_t offset)
 {
         uint64_t bad = 0;
-        while (sem_wait(&workers) < 0) /* only EINTR */
-                ;
         int r = bv_image_pread(image, buf, count, offset, &bad);
-        sem_post(&workers);
         if (r < 0) {
                 if (r == -EBADMSG || r == -EUCLEAN)
                         nbdkit_error("%s at image offset %llu (0x%llx) of snapshot '%s' in '%s'",

@@ -35,9 +35,14 @@ struct BvGroupCache {
         uint8_t *spare[SPARES]; /* freed buffers of SPARE_CAP bytes */
         size_t n_spare;
         _Atomic uint64_t decodes;
+
+        /* The decode gate: slots for threads reading and decoding (0: no limit). */
+        pthread_mutex_t gate_lock;
+        pthread_cond_t gate_free;
+        unsigned gate_slots, gate_used;
 };
 
-int bv_group_cache_new(size_t cap_bytes, BvGroupCache **ret)
+int bv_group_cache_new(size_t cap_bytes, unsigned max_decodes, BvGroupCache **ret)
 {
         BvGroupCache *gc = calloc(1, sizeof(*gc));
 
@@ -45,6 +50,9 @@ int bv_group_cache_new(size_t cap_bytes, BvGroupCache **ret)
                 return -ENOMEM;
         pthread_mutex_init(&gc->lock, NULL);
         pthread_cond_init(&gc->loaded, NULL);
+        pthread_mutex_init(&gc->gate_lock, NULL);
+        pthread_cond_init(&gc->gate_free, NULL);
+        gc->gate_slots = max_decodes;
         gc->cap = cap_bytes;
         atomic_init(&gc->decodes, 0);
         *ret = gc;
@@ -66,12 +74,33 @@ void bv_group_cache_free(BvGroupCache *gc)
                 free(gc->spare[i]);
         pthread_mutex_destroy(&gc->lock);
         pthread_cond_destroy(&gc->loaded);
+        pthread_mutex_destroy(&gc->gate_lock);
+        pthread_cond_destroy(&gc->gate_free);
         free(gc);
 }
 
 uint64_t bv_group_cache_decodes(BvGroupCache *gc)
 {
         return gc ? atomic_load(&gc->decodes) : 0;
+}
+
+static void gate_enter(BvGroupCache *gc)
+{
+        if (!gc || gc->gate_slots == 0)
+                return;
+        BV_LOCK_GUARD(&gc->gate_lock);
+        while (gc->gate_used >= gc->gate_slots)
+                pthread_cond_wait(&gc->gate_free, &gc->gate_lock);
+        gc->gate_used++;
+}
+
+static void gate_leave(BvGroupCache *gc)
+{
+        if (!gc || gc->gate_slots == 0)
+                return;
+        BV_LOCK_GUARD(&gc->gate_lock);
+        gc->gate_used--;
+        pthread_cond_signal(&gc->gate_free);
 }
 
 static size_t bucket_of(const BvLocation *loc)
@@ -231,7 +260,9 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
         gc->buckets[g->bucket] = g;
         pthread_mutex_unlock(&gc->lock);
 
+        gate_enter(gc);
         rr = group_decode(gc, r, codec, loc, &data, &len, &cap);
+        gate_leave(gc);
 
         pthread_mutex_lock(&gc->lock);
         if (rr < 0) {
@@ -333,10 +364,12 @@ int bv_repo_read_chunk(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const 
         if (loc.type == BV_OBJ_CHUNK) {
                 _cleanup_free_ void *enc = NULL;
 
+                gate_enter(gc);
                 rr = bv_repo_read_encoded(r, &loc, &enc);
-                if (rr < 0)
-                        return rr;
-                return bv_object_decode(codec, BV_OBJ_CHUNK, id, enc, loc.length, buf, cap, ret_len);
+                if (rr >= 0)
+                        rr = bv_object_decode(codec, BV_OBJ_CHUNK, id, enc, loc.length, buf, cap, ret_len);
+                gate_leave(gc);
+                return rr;
         }
         if (loc.type != BV_OBJ_GROUP)
                 return -EBADMSG;

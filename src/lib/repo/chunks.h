@@ -14,8 +14,10 @@
 
 typedef struct BvGroupCache BvGroupCache;
 
-/* A cache of decoded groups of up to cap_bytes (it always keeps the groups being read). */
-int bv_group_cache_new(size_t cap_bytes, BvGroupCache **ret);
+/* A cache of decoded groups of up to cap_bytes (it always keeps the groups being read). With
+ * max_decodes > 0, at most that many threads read and decode (a group, or a chunk stored alone)
+ * through it at once; a thread waiting for another's decode of a group holds no such slot. */
+int bv_group_cache_new(size_t cap_bytes, unsigned max_decodes, BvGroupCache **ret);
 void bv_group_cache_free(BvGroupCache *gc);
 uint64_t bv_group_cache_decodes(BvGroupCache *gc); /* groups decoded so far */
 

@@ -490,7 +490,7 @@ int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts,
                 img->shards[i].cap = (cache > group_cache ? cache - group_cache : cache) / SHARDS;
                 img->shards[i].read_out_cap = img->shards[i].cap / READ_OUT_SHARE;
         }
-        rr = bv_group_cache_new(group_cache, &img->groups);
+        rr = bv_group_cache_new(group_cache, opts ? opts->max_decodes : 0, &img->groups);
         if (rr < 0)
                 return rr;
         rr = bv_map_reader_new(snap->root, snap->height, snap->size, map_fetch, img, MAP_CACHE_NODES, &img->map);

@@ -18,6 +18,7 @@ typedef struct BvImage BvImage;
 typedef struct BvImageOptions {
         size_t cache_bytes;     /* decoded chunk cache; default 64 MiB */
         unsigned readahead;     /* chunks fetched ahead on sequential reads; default 4, 0 off */
+        unsigned max_decodes;   /* threads reading and decoding at once; 0: no limit */
 } BvImageOptions;
 
 int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts, BvImage **ret);

@@ -301,7 +301,7 @@ static int check_data(Verify *v)
         ret = plan_reads(v);
         if (ret < 0)
                 return ret;
-        ret = bv_group_cache_new(GROUP_CACHE, &v->groups);
+        ret = bv_group_cache_new(GROUP_CACHE, 0, &v->groups);
         if (ret < 0)
                 return ret;
         v->next = 0;
