@@ -58,8 +58,9 @@ URI="nbd+unix:///?socket=$W/sock"
 # 1. sequential: restore vs nbdcopy, median of $NBD_RUNS (default 5) runs each, page cache
 # dropped and a fresh nbdkit before each. Destinations: a new file on disk next to the
 # repository (what a user does), a new file in RAM (tmpfs: no disk, so CPU decides), and
-# nbdcopy to null: (the read alone). nbdcopy writes a new file with --destination-is-zero,
-# as restore knows its new file is empty.
+# nbdcopy to null: (the read alone, run in the same rounds as the restores into RAM it is
+# compared with, so that the machine's load drifts alike for both). nbdcopy writes a new file
+# with --destination-is-zero, as restore knows its new file is empty.
 runs=${NBD_RUNS:-5}
 seq_run() { # seq_run DIR: one restore and one nbdcopy into DIR; appends to R_$tag and C_$tag
     local dir=$1
@@ -71,6 +72,12 @@ seq_run() { # seq_run DIR: one restore and one nbdcopy into DIR; appends to R_$t
     timed nbd-nbdcopy sh -c 'nbdcopy --destination-is-zero "$1" "$2" && sync' sh "$URI" "$dir/copied.img"
     CT+=("$T_WALL")
     stop_export
+    if [ "$dest" = ram ]; then
+        start_export; drop_caches
+        timed nbd-nbdcopy-null nbdcopy "$URI" null:
+        NT+=("$T_WALL")
+        stop_export
+    fi
 }
 declare -A seq_restore seq_copy
 for dest in disk ram; do
@@ -79,19 +86,12 @@ for dest in disk ram; do
         ram) D=${NBD_BENCH_DEST:-/dev/shm/blkvault-nbd-bench} ;;
     esac
     mkdir -p "$D"
-    RT=() CT=()
+    RT=() CT=() NT=()
     for run in $(seq "$runs"); do seq_run "$D"; done
     cmp "$img" "$D/copied.img" || die "nbdcopy copy differs from the image"
     rm -rf "$D"
     seq_restore[$dest]=$(median "${RT[@]}")
     seq_copy[$dest]=$(median "${CT[@]}")
-done
-NT=()
-for run in $(seq "$runs"); do
-    start_export; drop_caches
-    timed nbd-nbdcopy-null nbdcopy "$URI" null:
-    NT+=("$T_WALL")
-    stop_export
 done
 t_null=$(median "${NT[@]}")
 
