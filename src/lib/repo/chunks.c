@@ -6,6 +6,7 @@
 #include "chunks.h"
 #include "endian.h"
 #include "group.h"
+#include "list.h"
 #include "macro.h"
 
 #define BUCKETS 64u
@@ -23,14 +24,15 @@ typedef struct Group {
         size_t taken;    /* member bytes copied out */
         size_t bucket;
         unsigned refs; /* readers copying out of data */
-        struct Group *hnext, *lru_prev, *lru_next;
+        struct Group *hnext;
+        BvLink lru;
 } Group;
 
 struct BvGroupCache {
         pthread_mutex_t lock;
         pthread_cond_t loaded;
         Group *buckets[BUCKETS];
-        Group *lru_head, *lru_tail; /* decoded groups: head most recently used */
+        BvList lru; /* decoded groups: head most recently used */
         size_t bytes, cap;
         uint8_t *spare[SPARES]; /* freed buffers of SPARE_CAP bytes */
         size_t n_spare;
@@ -126,49 +128,15 @@ static void unhash(BvGroupCache *gc, Group *g)
                 }
 }
 
-static void lru_unlink(BvGroupCache *gc, Group *g)
-{
-        if (g->lru_prev)
-                g->lru_prev->lru_next = g->lru_next;
-        else
-                gc->lru_head = g->lru_next;
-        if (g->lru_next)
-                g->lru_next->lru_prev = g->lru_prev;
-        else
-                gc->lru_tail = g->lru_prev;
-        g->lru_prev = g->lru_next = NULL;
-}
-
-static void lru_push(BvGroupCache *gc, Group *g, bool front)
-{
-        if (front) {
-                g->lru_prev = NULL;
-                g->lru_next = gc->lru_head;
-                if (gc->lru_head)
-                        gc->lru_head->lru_prev = g;
-                gc->lru_head = g;
-                if (!gc->lru_tail)
-                        gc->lru_tail = g;
-        } else {
-                g->lru_next = NULL;
-                g->lru_prev = gc->lru_tail;
-                if (gc->lru_tail)
-                        gc->lru_tail->lru_next = g;
-                gc->lru_tail = g;
-                if (!gc->lru_head)
-                        gc->lru_head = g;
-        }
-}
-
 /* Frees cold groups beyond the cap; groups being read are skipped. */
 static void evict(BvGroupCache *gc)
 {
-        Group *g = gc->lru_tail;
+        Group *g = bv_list_entry_or_null(gc->lru.tail, Group, lru);
 
         while (gc->bytes > gc->cap && g) {
-                Group *prev = g->lru_prev;
+                Group *prev = bv_list_entry_or_null(g->lru.prev, Group, lru);
                 if (g->refs == 0) {
-                        lru_unlink(gc, g);
+                        bv_list_unlink(&gc->lru, &g->lru);
                         unhash(gc, g);
                         gc->bytes -= g->len;
                         if (g->cap == SPARE_CAP && gc->n_spare < SPARES)
@@ -240,8 +208,8 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
                         break;
                 if (g->data) {
                         g->refs++;
-                        lru_unlink(gc, g);
-                        lru_push(gc, g, true);
+                        bv_list_unlink(&gc->lru, &g->lru);
+                        bv_list_push_front(&gc->lru, &g->lru);
                         pthread_mutex_unlock(&gc->lock);
                         *ret = g;
                         return 0;
@@ -279,7 +247,7 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
                                       : len;
                 g->refs = 1;
                 gc->bytes += len;
-                lru_push(gc, g, true);
+                bv_list_push_front(&gc->lru, &g->lru);
                 evict(gc);
         }
         pthread_cond_broadcast(&gc->loaded);
@@ -296,8 +264,8 @@ static void group_put(BvGroupCache *gc, Group *g, size_t n)
         g->taken += n;
         if (g->taken >= g->data_len) {
                 /* every member was read (most likely): keep it only while there is room */
-                lru_unlink(gc, g);
-                lru_push(gc, g, false);
+                bv_list_unlink(&gc->lru, &g->lru);
+                bv_list_push_back(&gc->lru, &g->lru);
         }
         evict(gc);
 }

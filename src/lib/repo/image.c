@@ -16,6 +16,7 @@
 
 #include "chunks.h"
 #include "image.h"
+#include "list.h"
 #include "macro.h"
 #include "maptree.h"
 
@@ -37,14 +38,14 @@ typedef struct Entry {
         size_t len;
         size_t read_out;                  /* bytes copied out since it was loaded or reused */
         struct Entry *hnext;              /* hash chain */
-        struct Entry *lru_prev, *lru_next; /* only when loaded */
+        BvLink lru;                       /* only when loaded */
 } Entry;
 
 typedef struct Shard {
         pthread_mutex_t lock;
         pthread_cond_t loaded;
         Entry *buckets[BUCKETS];
-        Entry *lru_head, *lru_tail; /* head: most recently used; fully read ones at the tail */
+        BvList lru; /* head: most recently used; fully read ones at the tail */
         size_t bytes, cap;
         size_t read_out_bytes, read_out_cap; /* entries with read_out >= len */
 } Shard;
@@ -177,30 +178,6 @@ static void shard_unhash(Shard *s, Entry *e)
                 }
 }
 
-static void lru_unlink(Shard *s, Entry *e)
-{
-        if (e->lru_prev)
-                e->lru_prev->lru_next = e->lru_next;
-        else
-                s->lru_head = e->lru_next;
-        if (e->lru_next)
-                e->lru_next->lru_prev = e->lru_prev;
-        else
-                s->lru_tail = e->lru_prev;
-        e->lru_prev = e->lru_next = NULL;
-}
-
-static void lru_push_front(Shard *s, Entry *e)
-{
-        e->lru_prev = NULL;
-        e->lru_next = s->lru_head;
-        if (s->lru_head)
-                s->lru_head->lru_prev = e;
-        s->lru_head = e;
-        if (!s->lru_tail)
-                s->lru_tail = e;
-}
-
 static bool entry_read_out(const Entry *e)
 {
         return e->read_out >= e->len;
@@ -208,9 +185,9 @@ static bool entry_read_out(const Entry *e)
 
 static void shard_evict(Shard *s)
 {
-        while ((s->bytes > s->cap || s->read_out_bytes > s->read_out_cap) && s->lru_tail) {
-                Entry *e = s->lru_tail;
-                lru_unlink(s, e);
+        while ((s->bytes > s->cap || s->read_out_bytes > s->read_out_cap) && s->lru.tail) {
+                Entry *e = bv_list_entry(s->lru.tail, Entry, lru);
+                bv_list_unlink(&s->lru, &e->lru);
                 shard_unhash(s, e);
                 s->bytes -= e->len;
                 if (entry_read_out(e))
@@ -218,17 +195,6 @@ static void shard_evict(Shard *s)
                 free(e->data);
                 free(e);
         }
-}
-
-static void lru_push_back(Shard *s, Entry *e)
-{
-        e->lru_next = NULL;
-        e->lru_prev = s->lru_tail;
-        if (s->lru_tail)
-                s->lru_tail->lru_next = e;
-        s->lru_tail = e;
-        if (!s->lru_head)
-                s->lru_head = e;
 }
 
 /* Links a loaded entry that is not in the list after n more bytes of it were copied out: at
@@ -243,9 +209,9 @@ static void entry_link(Shard *s, Entry *e, size_t n)
         e->read_out += n;
         if (entry_read_out(e)) {
                 s->read_out_bytes += e->len;
-                lru_push_back(s, e);
+                bv_list_push_back(&s->lru, &e->lru);
         } else
-                lru_push_front(s, e);
+                bv_list_push_front(&s->lru, &e->lru);
 }
 
 /* Decodes one chunk of the expected length into buf. */
@@ -308,7 +274,7 @@ static int cache_read(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t len, vo
                         }
                         if (dst)
                                 memcpy(dst, e->data + off, n);
-                        lru_unlink(s, e);
+                        bv_list_unlink(&s->lru, &e->lru);
                         entry_link(s, e, n);
                         shard_evict(s);
                         pthread_mutex_unlock(&s->lock);

@@ -20,6 +20,7 @@
 
 #include "endian.h"
 #include "macro.h"
+#include "list.h"
 #include "maptree.h"
 
 #define NODE_VERSION 1
@@ -283,7 +284,8 @@ typedef struct MapNode {
         uint64_t *ends;             /* ends[i]: bytes covered by entries 0..i */
         uint8_t *kinds;             /* leaf: entry kinds */
         uint8_t (*ids)[BV_ID_SIZE]; /* chunk id or child id (zeros for ZERO and HOLE) */
-        struct MapNode *hash_next, *lru_prev, *lru_next;
+        struct MapNode *hash_next;
+        BvLink lru;
 } MapNode;
 
 static uint64_t node_total(const MapNode *n)
@@ -413,7 +415,7 @@ struct BvMapReader {
         size_t cache_max, cache_count;
         size_t nbuckets; /* a power of two */
         MapNode **buckets;
-        MapNode *lru_head, *lru_tail; /* most recently used first */
+        BvList lru; /* most recently used first */
 };
 
 /* The entry of a node that covers a relative offset, copied out of the cache. */
@@ -462,8 +464,8 @@ void bv_map_reader_free(BvMapReader *r)
 {
         if (!r)
                 return;
-        for (MapNode *n = r->lru_head, *next; n; n = next) {
-                next = n->lru_next;
+        for (MapNode *n = bv_list_entry_or_null(r->lru.head, MapNode, lru), *next; n; n = next) {
+                next = bv_list_entry_or_null(n->lru.next, MapNode, lru);
                 free(n);
         }
         free(r->buckets);
@@ -480,30 +482,6 @@ static MapNode **cache_slot(BvMapReader *r, const uint8_t id[BV_ID_SIZE])
         return slot;
 }
 
-static void lru_unlink(BvMapReader *r, MapNode *n)
-{
-        if (n->lru_prev)
-                n->lru_prev->lru_next = n->lru_next;
-        else
-                r->lru_head = n->lru_next;
-        if (n->lru_next)
-                n->lru_next->lru_prev = n->lru_prev;
-        else
-                r->lru_tail = n->lru_prev;
-        n->lru_prev = n->lru_next = NULL;
-}
-
-static void lru_push_front(BvMapReader *r, MapNode *n)
-{
-        n->lru_prev = NULL;
-        n->lru_next = r->lru_head;
-        if (r->lru_head)
-                r->lru_head->lru_prev = n;
-        r->lru_head = n;
-        if (!r->lru_tail)
-                r->lru_tail = n;
-}
-
 /* Called with the lock held; takes ownership of n. */
 static void cache_insert(BvMapReader *r, MapNode *n)
 {
@@ -514,8 +492,8 @@ static void cache_insert(BvMapReader *r, MapNode *n)
                 return;
         }
         if (r->cache_count >= r->cache_max) {
-                MapNode *victim = r->lru_tail;
-                lru_unlink(r, victim);
+                MapNode *victim = bv_list_entry(r->lru.tail, MapNode, lru);
+                bv_list_unlink(&r->lru, &victim->lru);
                 *cache_slot(r, victim->id) = victim->hash_next;
                 free(victim);
                 r->cache_count--;
@@ -523,7 +501,7 @@ static void cache_insert(BvMapReader *r, MapNode *n)
         }
         n->hash_next = NULL;
         *slot = n;
-        lru_push_front(r, n);
+        bv_list_push_front(&r->lru, &n->lru);
         r->cache_count++;
 }
 
@@ -560,8 +538,8 @@ static int reader_step(BvMapReader *r, const uint8_t id[BV_ID_SIZE], unsigned le
                 BV_LOCK_GUARD(&r->lock);
                 n = *cache_slot(r, id);
                 if (n) {
-                        lru_unlink(r, n);
-                        lru_push_front(r, n);
+                        bv_list_unlink(&r->lru, &n->lru);
+                        bv_list_push_front(&r->lru, &n->lru);
                         return node_find(n, level, total, rel, ret);
                 }
         }
