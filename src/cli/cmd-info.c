@@ -46,6 +46,8 @@ int cmd_info(int argc, char **argv)
                 json_object_object_add(o, "unique_bytes", json_object_new_uint64(info.unique_raw));
                 json_object_object_add(o, "stored_bytes", json_object_new_uint64(info.stored_bytes));
                 json_object_object_add(o, "chunks", json_object_new_uint64(info.chunks));
+                json_object_object_add(o, "groups", json_object_new_uint64(info.groups));
+                json_object_object_add(o, "grouped_chunks", json_object_new_uint64(info.grouped_chunks));
                 json_object_object_add(o, "packs", json_object_new_uint64(info.packs));
                 json_object_object_add(o, "index_segments", json_object_new_uint64(info.index_segments));
                 json_object_object_add(o, "index_bytes", json_object_new_uint64(info.index_bytes));
@@ -68,6 +70,9 @@ int cmd_info(int argc, char **argv)
                 printf("stored       %s in %llu packs (%llu chunks, %s unique before compression)\n",
                        format_bytes(info.stored_bytes, d), (unsigned long long)info.packs,
                        (unsigned long long)info.chunks, format_bytes(info.unique_raw, e));
+                if (info.groups)
+                        printf("groups       %llu chunks compressed together in %llu groups\n",
+                               (unsigned long long)info.grouped_chunks, (unsigned long long)info.groups);
                 printf("index        %llu segments, %s\n", (unsigned long long)info.index_segments,
                        format_bytes(info.index_bytes, f));
                 printf("ratios       dedup %.2fx, compression %.2fx\n", info.dedup_ratio, info.compression_ratio);

@@ -21,6 +21,7 @@
 #include "bvtest.h"
 #include "chunker.h"
 #include "image.h"
+#include "info.h"
 #include "keyring.h"
 #include "macro.h"
 #include "repo.h"
@@ -619,6 +620,14 @@ TEST(groups)
         ASSERT_TRUE(g.groups > 0);
         ASSERT_TRUE(g.members >= 2 * g.groups);
         ASSERT_EQ(g.members + g.chunks, st.chunks_new);
+        {
+                BvRepoInfo info;
+
+                ASSERT_OK(bv_repo_info(r, &info));
+                ASSERT_EQ(info.groups, g.groups);
+                ASSERT_EQ(info.grouped_chunks, g.members);
+                ASSERT_EQ(info.unique_raw, len);
+        }
         restore_check(r, st.snapshot_id, data, len);
 
         /* a whole pass over the image decodes each group once */

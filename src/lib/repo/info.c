@@ -13,7 +13,7 @@
 typedef struct InfoPacks {
         BvRepo *repo;
         BvObjectCodec *codec;
-        uint64_t packs, stored, unique_raw;
+        uint64_t packs, stored, unique_raw, groups, grouped_chunks;
 } InfoPacks;
 
 static uint64_t stat_u64(struct json_object *stats, const char *key)
@@ -46,9 +46,15 @@ static int on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *
         r = bv_packset_read_index(bv_repo_packs(p->repo), p->codec, pack_id, &entries, &n);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 if (entries[i].type == BV_OBJ_CHUNK || entries[i].type == BV_OBJ_GROUP)
                         p->unique_raw += entries[i].raw_length;
+                if (entries[i].type == BV_OBJ_GROUP) {
+                        p->grouped_chunks++;
+                        if (entries[i].member == 0)
+                                p->groups++;
+                }
+        }
         free(entries);
         return 0;
 }
@@ -83,6 +89,8 @@ int bv_repo_info(BvRepo *r, BvRepoInfo *ret)
         info.packs = packs.packs;
         info.stored_bytes = packs.stored;
         info.unique_raw = packs.unique_raw;
+        info.groups = packs.groups;
+        info.grouped_chunks = packs.grouped_chunks;
 
         rr = bv_index_stats(bv_repo_index(r), &xs);
         if (rr < 0)

@@ -12,6 +12,8 @@ typedef struct BvRepoInfo {
         uint64_t unique_raw;      /* raw bytes of distinct chunks */
         uint64_t stored_bytes;    /* pack files on disk */
         uint64_t chunks;          /* distinct objects in the index */
+        uint64_t groups;          /* compression groups (GROUP objects) in the packs */
+        uint64_t grouped_chunks;  /* chunks stored in them */
         uint64_t packs;
         uint64_t index_segments, index_bytes;
         double dedup_ratio;       /* data_bytes / unique_raw */
