@@ -79,6 +79,15 @@ static uint8_t *random_data(size_t len, uint64_t seed)
         return p;
 }
 
+/* Text-like data: 16 letters, no repeats to dedup, about half of it compresses away. */
+static uint8_t *text_data(size_t len, uint64_t seed)
+{
+        uint8_t *p = random_data(len, seed);
+        for (size_t i = 0; i < len; i++)
+                p[i] = (uint8_t)('a' + (p[i] & 15));
+        return p;
+}
+
 static BvSecret secret_for(bool encrypted)
 {
         static char *key_file;
@@ -486,7 +495,9 @@ static bool test_enospc(void)
 {
         _cleanup_free_ char *mnt = tpath("mnt"), *rpath = NULL, *ballast = NULL;
         _cleanup_free_ char *small = tpath("small"), *big = tpath("big");
+        /* the big file compresses about half (text, stored in groups) and half not (random) */
         _cleanup_free_ uint8_t *small_data = random_data(MiB, 7), *big_data = random_data(64 * MiB, 8);
+        _cleanup_free_ uint8_t *text = text_data(32 * MiB, 9);
         BvBackupStats st_small, st_big, st2;
         BvRepo *r;
         BvSnapshot *const *list;
@@ -509,6 +520,7 @@ static bool test_enospc(void)
         write_file(ballast, zeros, 4 * MiB);
         free(zeros);
 
+        memcpy(big_data, text, 32 * MiB);
         write_file(big, big_data, 64 * MiB);
         BvBackupOptions o = { .threads = 2 };
         ASSERT_ERROR(bv_backup(r, big, &o, &st_big), ENOSPC);
@@ -539,17 +551,7 @@ static bool test_enospc(void)
         return true;
 }
 
-/* SIGKILL during a backup: the repository still opens, verifies and takes a new backup. */
 /* ---- compression groups ---- */
-
-/* Text-like data: 16 letters, no repeats to dedup, about half of it compresses away. */
-static uint8_t *text_data(size_t len, uint64_t seed)
-{
-        uint8_t *p = random_data(len, seed);
-        for (size_t i = 0; i < len; i++)
-                p[i] = (uint8_t)('a' + (p[i] & 15));
-        return p;
-}
 
 typedef struct GroupCount {
         BvRepo *r;
@@ -699,12 +701,15 @@ TEST(groups)
         unlink(src);
 }
 
+/* SIGKILL during a backup: the repository still opens, verifies and takes a new backup. */
 TEST(sigkill)
 {
         const size_t size = 48 * MiB;
         _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("kill");
-        _cleanup_free_ uint8_t *data = random_data(size, 9);
+        _cleanup_free_ uint8_t *data = random_data(size, 9), *text = text_data(size / 2, 10);
         BvRepo *r = repo_new(rpath, false, 2 * MiB);
+
+        memcpy(data + size / 2, text, size / 2); /* the second half compresses: groups */
         BvBackupStats st;
         BvSecret sec = {};
 
