@@ -9,8 +9,11 @@ need_cmd openssl
 [ -n "${POWERCUT:-}" ] && [ -f "$POWERCUT" ] || die "POWERCUT (tests/fault/powercut.so) is not built"
 
 randfile "$T/first" 8 first
-randfile "$T/second" 40 second
-# half of the second image is the first one again: dedup against durable data is exercised
+randfile "$T/second" 20 second
+# and 20 MiB that compresses (hex text): those chunks are stored in compression groups
+randfile "$T/noise" 10 text
+od -An -tx1 -v "$T/noise" | tr -d ' \n' | head -c $((20 * 1048576)) >> "$T/second"
+# a sixth of the second image is the first one again: dedup against durable data is exercised
 cat "$T/first" "$T/second" > "$T/image"
 
 run_cut() { # run_cut N CMD...: runs CMD with a power cut at fsync N; prints its exit status
