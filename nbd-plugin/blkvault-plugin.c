@@ -47,6 +47,13 @@ static BvImage *image;
 
 static void blkvault_unload(void)
 {
+        if (image) {
+                BvImageStats st;
+
+                bv_image_stats(image, &st);
+                nbdkit_debug("decoded %llu chunks and %llu compression groups", (unsigned long long)st.decodes,
+                             (unsigned long long)st.group_decodes);
+        }
         bv_image_free(image);
         bv_repo_close(repo);
         free(repo_path);
@@ -110,7 +117,7 @@ static int blkvault_config_complete(void)
         "snapshot=<SNAPSHOT>   (required) id, unique id prefix, name or 'latest'.\n"                       \
         "passphrase-file=<FILE> the repository passphrase (or $BLKVAULT_PASSPHRASE).\n"                    \
         "key-file=<FILE>       the repository key file.\n"                                                 \
-        "cache=<SIZE>          decoded chunk cache (default 256M).\n"                                      \
+        "cache=<SIZE>          decoded chunks and groups kept (default 256M).\n"                                      \
         "readahead=<N>         chunks read ahead on sequential reads (default 8).\n"                      \
         "workers=<N>           threads decoding at once (default twice the CPUs)."
 
