@@ -104,6 +104,31 @@ TEST(sequential_with_readahead)
         ctx_free(&c);
 }
 
+/* A lone sequential reader gets the next chunks decoded ahead of it: after a few small reads
+ * inside the first chunk, more chunks than that one get decoded without being asked for. */
+TEST(readahead_for_a_lone_reader)
+{
+        Ctx c = ctx_new(LAYOUT);
+        BvImageOptions o = { .readahead = 8 };
+        uint8_t buf[4096];
+        BvImageStats st = {};
+        BvImage *img = NULL;
+
+        ASSERT_OK(bv_image_open(c.r, c.snap, &o, &img));
+        for (size_t off = 0; off < 4 * sizeof(buf); off += sizeof(buf)) {
+                ASSERT_OK(bv_image_pread(img, buf, sizeof(buf), off, NULL));
+                ASSERT_MEMEQ(buf, c.data + off, sizeof(buf));
+        }
+        for (unsigned i = 0; i < 500 && st.decodes < 2; i++) {
+                bv_image_stats(img, &st);
+                if (st.decodes < 2)
+                        usleep(10 * 1000);
+        }
+        ASSERT_TRUE(st.decodes >= 2);
+        bv_image_free(img);
+        ctx_free(&c);
+}
+
 /* Chunks read whole go to the cold end and only a sixteenth of the cache keeps them; chunks
  * read in parts stay cached. */
 TEST(drop_behind)
@@ -226,6 +251,7 @@ int main(void)
 {
         RUN(random_reads_concurrent);
         RUN(sequential_with_readahead);
+        RUN(readahead_for_a_lone_reader);
         RUN(drop_behind);
         RUN(extents_clipped);
         RUN(damaged_chunk_is_reported_not_returned);
