@@ -62,6 +62,16 @@ bv() { "$BLKVAULT" "$@"; }
 # Load on the machine, for the report.
 load_note() { printf 'load average: %s (nproc %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"; }
 
+# CPU time stolen by the hypervisor: cpu_ticks prints "total steal" from /proc/stat; steal_since
+# "TOTAL STEAL" prints the stolen share (%) since then. On a shared VM this says how much of a
+# measured difference the neighbours may have made.
+cpu_ticks() { awk '/^cpu /{t=0; for (i = 2; i <= 9; i++) t += $i; print t, $9}' /proc/stat; }
+steal_since() {
+    local t0=$1 s0=$2 t1 s1
+    read -r t1 s1 < <(cpu_ticks)
+    calc "100 * ($s1 - $s0) / ($t1 - $t0 + 1)" 1
+}
+
 # timed LABEL CMD...: run CMD under /usr/bin/time -v; stdout of CMD goes to $TIMED_STDOUT
 # (default /dev/null), stderr to $BENCH_WORK/LABEL.err. Sets T_WALL (s, from clock_gettime),
 # T_USER, T_SYS, T_CPU (s), T_RSS (KiB peak RSS of the largest process) and appends a line to

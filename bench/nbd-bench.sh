@@ -79,7 +79,7 @@ seq_run() { # seq_run DIR: one restore and one nbdcopy into DIR; appends to R_$t
         stop_export
     fi
 }
-declare -A seq_restore seq_copy
+declare -A seq_restore seq_copy seq_steal
 for dest in disk ram; do
     case $dest in
         disk) D=$W/seq ;;
@@ -87,7 +87,9 @@ for dest in disk ram; do
     esac
     mkdir -p "$D"
     RT=() CT=() NT=()
+    read -r t0 s0 < <(cpu_ticks)
     for run in $(seq "$runs"); do seq_run "$D"; done
+    seq_steal[$dest]=$(steal_since "$t0" "$s0")
     cmp "$img" "$D/copied.img" || die "nbdcopy copy differs from the image"
     rm -rf "$D"
     seq_restore[$dest]=$(median "${RT[@]}")
@@ -156,6 +158,8 @@ f() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2
     done
     printf '| nbdcopy to null: (the read alone) vs restore (ram) | %s | %s | %s |\n\n' "${seq_restore[ram]}" "$t_null" \
         "${ratio[null]}"
+    printf 'CPU steal (hypervisor) during the rounds: disk %s%%, ram and null %s%%.\n\n' "${seq_steal[disk]}" \
+        "${seq_steal[ram]}"
     printf 'Target: nbdcopy >= 0.80 x the speed of restore, for the read alone and for a copy into a file on\n'
     printf 'disk. Into a file in RAM nothing waits for a disk: there nbdcopy'"'"'s own writing (pwrite,\n'
     printf 'sync_file_range and fadvise per 256 KiB request) runs on the same cores as the server.\n\n'
