@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "chunks.h"
-#include "endian.h"
 #include "group.h"
 #include "list.h"
 #include "macro.h"
@@ -149,15 +148,15 @@ static void evict(BvGroupCache *gc)
         }
 }
 
-/* Decodes the group at loc into a buffer of its own (malloc'd, *ret_cap bytes), or with gc
- * into a spare one of SPARE_CAP bytes when it fits. */
+/* Decodes the group at loc and checks its trailer: into a spare buffer of SPARE_CAP bytes
+ * when gc has one and the group fits, else into one of its own (malloc'd). ret_cap gets the
+ * buffer's size, ret_data_len the length of the members' bytes. */
 static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, uint8_t **ret,
-                        size_t *ret_len, size_t *ret_cap)
+                        size_t *ret_len, size_t *ret_cap, size_t *ret_data_len)
 {
         _cleanup_free_ void *enc = NULL;
         uint8_t *buf = NULL;
-        void *raw = NULL;
-        size_t len;
+        size_t len, cap = SPARE_CAP;
         int rr;
 
         rr = bv_repo_read_encoded(r, loc, &enc);
@@ -173,31 +172,33 @@ static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const
                 if (!buf)
                         return -ENOMEM;
                 rr = bv_object_decode(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, buf, SPARE_CAP, &len);
-                if (rr >= 0) {
-                        *ret = buf;
-                        *ret_len = len;
-                        *ret_cap = SPARE_CAP;
-                        return 0;
+                if (rr < 0) {
+                        free(buf);
+                        buf = NULL;
                 }
-                free(buf);
-                if (rr != -ENOBUFS)
-                        return rr;
         }
-        rr = bv_object_decode_alloc(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, &raw, &len);
-        if (rr < 0)
+        if (!buf && (!gc || rr == -ENOBUFS)) {
+                rr = bv_object_decode_alloc(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, (void **)&buf, &len);
+                cap = len;
+        }
+        if (rr >= 0)
+                rr = bv_group_parse(buf, len, NULL, ret_data_len);
+        if (rr < 0) {
+                free(buf);
                 return rr;
-        *ret = raw;
+        }
+        *ret = buf;
         *ret_len = len;
-        *ret_cap = len;
+        *ret_cap = cap;
         return 0;
 }
 
-/* The decoded group at loc, referenced (bv_group_cache_put): cached, decoded by another
- * thread (waited for), or decoded here. */
+/* The decoded group at loc, referenced (group_put drops the reference): cached, decoded by
+ * another thread (waited for), or decoded here. */
 static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, Group **ret)
 {
         uint8_t *data = NULL;
-        size_t len = 0, cap = 0;
+        size_t len = 0, cap = 0, data_len = 0;
         Group *g;
         int rr;
 
@@ -229,7 +230,7 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
         pthread_mutex_unlock(&gc->lock);
 
         gate_enter(gc);
-        rr = group_decode(gc, r, codec, loc, &data, &len, &cap);
+        rr = group_decode(gc, r, codec, loc, &data, &len, &cap, &data_len);
         gate_leave(gc);
 
         pthread_mutex_lock(&gc->lock);
@@ -242,9 +243,7 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
                 g->data = data;
                 g->len = len;
                 g->cap = cap;
-                g->data_len = len >= 4 && bv_group_trailer_size(get_le32(data + len - 4)) <= len
-                                      ? len - bv_group_trailer_size(get_le32(data + len - 4))
-                                      : len;
+                g->data_len = data_len;
                 g->refs = 1;
                 gc->bytes += len;
                 bv_list_push_front(&gc->lru, &g->lru);
@@ -303,9 +302,9 @@ static int read_member(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const 
                 group_put(gc, g, n);
         } else {
                 _cleanup_free_ uint8_t *data = NULL;
-                size_t len, data_cap;
+                size_t len, data_cap, data_len;
 
-                rr = group_decode(NULL, r, codec, loc, &data, &len, &data_cap);
+                rr = group_decode(NULL, r, codec, loc, &data, &len, &data_cap, &data_len);
                 if (rr < 0)
                         return rr;
                 rr = member_copy(data, len, loc, buf, cap, &n);
@@ -316,32 +315,28 @@ static int read_member(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const 
         return 0;
 }
 
-int bv_repo_read_chunk(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const uint8_t id[BV_ID_SIZE], void *buf,
-                       size_t cap, size_t *ret_len)
+int bv_repo_read_chunk_at(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const uint8_t id[BV_ID_SIZE],
+                          const BvLocation *loc, void *buf, size_t cap, size_t *ret_len)
 {
         uint8_t check[BV_ID_SIZE];
-        BvLocation loc;
         size_t n;
         int rr;
 
-        if (!r || !codec || !id || !buf || !ret_len)
+        if (!r || !codec || !id || !loc || !buf || !ret_len)
                 return -EINVAL;
-        rr = bv_repo_locate(r, id, &loc);
-        if (rr < 0)
-                return rr;
-        if (loc.type == BV_OBJ_CHUNK) {
+        if (loc->type == BV_OBJ_CHUNK) {
                 _cleanup_free_ void *enc = NULL;
 
                 gate_enter(gc);
-                rr = bv_repo_read_encoded(r, &loc, &enc);
+                rr = bv_repo_read_encoded(r, loc, &enc);
                 if (rr >= 0)
-                        rr = bv_object_decode(codec, BV_OBJ_CHUNK, id, enc, loc.length, buf, cap, ret_len);
+                        rr = bv_object_decode(codec, BV_OBJ_CHUNK, id, enc, loc->length, buf, cap, ret_len);
                 gate_leave(gc);
                 return rr;
         }
-        if (loc.type != BV_OBJ_GROUP)
+        if (loc->type != BV_OBJ_GROUP)
                 return -EBADMSG;
-        rr = read_member(r, codec, gc, &loc, buf, cap, &n);
+        rr = read_member(r, codec, gc, loc, buf, cap, &n);
         if (rr < 0)
                 return rr;
         /* the group is authentic; that this member is the chunk asked for, its id tells */
@@ -350,4 +345,18 @@ int bv_repo_read_chunk(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const 
                 return -EBADMSG;
         *ret_len = n;
         return 0;
+}
+
+int bv_repo_read_chunk(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const uint8_t id[BV_ID_SIZE], void *buf,
+                       size_t cap, size_t *ret_len)
+{
+        BvLocation loc;
+        int rr;
+
+        if (!r || !id)
+                return -EINVAL;
+        rr = bv_repo_locate(r, id, &loc);
+        if (rr < 0)
+                return rr;
+        return bv_repo_read_chunk_at(r, codec, gc, id, &loc, buf, cap, ret_len);
 }

@@ -27,3 +27,7 @@ uint64_t bv_group_cache_decodes(BvGroupCache *gc); /* groups decoded so far */
  * chunk is longer than cap. Thread-safe given a per-thread codec. */
 int bv_repo_read_chunk(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const uint8_t id[BV_ID_SIZE], void *buf,
                        size_t cap, size_t *ret_len);
+
+/* The same for a chunk whose location the caller looked up already (bv_repo_locate). */
+int bv_repo_read_chunk_at(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, const uint8_t id[BV_ID_SIZE],
+                          const BvLocation *loc, void *buf, size_t cap, size_t *ret_len);

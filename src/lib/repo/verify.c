@@ -26,6 +26,7 @@ typedef void (*problem_fn)(const BvVerifyProblem *p, void *ud);
 /* A set of chunk ids with their expected length and check result (open addressing). */
 typedef struct Slot {
         uint8_t id[BV_ID_SIZE];
+        BvLocation loc; /* where it is stored: the data check reads in this order */
         uint32_t length;
         bool used;
         bool bad;     /* set only after the data check */
@@ -48,7 +49,7 @@ typedef struct Verify {
         bool reporting; /* second walk: report occurrences of damaged chunks */
         const char *snapshot_id;
         pthread_mutex_t lock; /* data check workers */
-        struct Read *reads;   /* the chunks to read, in storage order */
+        Slot **reads;         /* the chunks to read, in storage order */
         size_t n_reads, next;
         BvGroupCache *groups;
 } Verify;
@@ -93,7 +94,7 @@ static int idset_grow(IdSet *s)
         return 0;
 }
 
-static int idset_add(IdSet *s, const uint8_t id[BV_ID_SIZE], uint32_t length)
+static int idset_add(IdSet *s, const uint8_t id[BV_ID_SIZE], const BvLocation *loc, uint32_t length)
 {
         size_t i;
 
@@ -107,6 +108,7 @@ static int idset_add(IdSet *s, const uint8_t id[BV_ID_SIZE], uint32_t length)
         for (i = id_hash(id) & (s->cap - 1); s->slots[i].used; i = (i + 1) & (s->cap - 1))
                 ;
         memcpy(s->slots[i].id, id, BV_ID_SIZE);
+        s->slots[i].loc = *loc;
         s->slots[i].length = length;
         s->slots[i].used = true;
         s->n++;
@@ -156,6 +158,8 @@ static int check_extent(Verify *v, const BvMapExtent *e)
                 report_id(v, e->offset, -EBADMSG, "map node", e->id, BV_ID_SIZE);
                 return 0;
         }
+        if (v->read_data && idset_find(&v->chunks, e->id))
+                return 0; /* seen before: indexed, and to be read once */
         r = bv_index_lookup(bv_repo_index(v->repo), e->id, &loc);
         if (r == -ENOENT) {
                 report_id(v, e->offset, -EUCLEAN, "chunk", e->id, BV_ID_SIZE);
@@ -164,7 +168,7 @@ static int check_extent(Verify *v, const BvMapExtent *e)
         if (r < 0)
                 return r;
         if (v->read_data) {
-                r = idset_add(&v->chunks, e->id, (uint32_t)e->length);
+                r = idset_add(&v->chunks, e->id, &loc, (uint32_t)e->length);
                 if (r < 0)
                         return r;
         }
@@ -211,16 +215,10 @@ static int walk_snapshot(Verify *v, const BvSnapshot *snap)
 
 /* ---- reading every distinct chunk ---- */
 
-/* A chunk to read, where it is stored: reading in pack order decodes each group once and
- * reads each pack front to back. */
-typedef struct Read {
-        Slot *slot;
-        BvLocation loc;
-} Read;
-
+/* Storage order: reading in it decodes each group once and reads each pack front to back. */
 static int read_cmp(const void *a, const void *b)
 {
-        const BvLocation *x = &((const Read *)a)->loc, *y = &((const Read *)b)->loc;
+        const BvLocation *x = &(*(Slot *const *)a)->loc, *y = &(*(Slot *const *)b)->loc;
         int c = memcmp(x->pack_id, y->pack_id, BV_PACK_ID_SIZE);
 
         if (c != 0)
@@ -248,12 +246,12 @@ static void *data_worker(void *userdata)
 
                 pthread_mutex_lock(&v->lock);
                 if (v->next < v->n_reads)
-                        s = v->reads[v->next++].slot;
+                        s = v->reads[v->next++];
                 pthread_mutex_unlock(&v->lock);
                 if (!s)
                         break;
 
-                r = bv_repo_read_chunk(v->repo, codec, v->groups, s->id, buf, s->length, &got);
+                r = bv_repo_read_chunk_at(v->repo, codec, v->groups, s->id, &s->loc, buf, s->length, &got);
                 if (r == -ENOBUFS || (r >= 0 && got != s->length))
                         r = -EBADMSG;
 
@@ -273,21 +271,14 @@ static void *data_worker(void *userdata)
 /* Lists the chunks to read in storage order. */
 static int plan_reads(Verify *v)
 {
-        v->reads = calloc(MAX(v->chunks.n, (size_t)1), sizeof(Read));
+        v->reads = calloc(MAX(v->chunks.n, (size_t)1), sizeof(Slot *));
         if (!v->reads)
                 return -ENOMEM;
         v->n_reads = 0;
-        for (size_t i = 0; i < v->chunks.cap; i++) {
-                Read *rd = &v->reads[v->n_reads];
-
-                if (!v->chunks.slots[i].used)
-                        continue;
-                rd->slot = &v->chunks.slots[i];
-                /* an id not indexed sorts first and fails its read, as it should */
-                (void)bv_index_lookup(bv_repo_index(v->repo), rd->slot->id, &rd->loc);
-                v->n_reads++;
-        }
-        qsort(v->reads, v->n_reads, sizeof(Read), read_cmp);
+        for (size_t i = 0; i < v->chunks.cap; i++)
+                if (v->chunks.slots[i].used)
+                        v->reads[v->n_reads++] = &v->chunks.slots[i];
+        qsort(v->reads, v->n_reads, sizeof(Slot *), read_cmp);
         return 0;
 }
 

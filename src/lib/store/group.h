@@ -37,6 +37,11 @@ typedef struct BvGroupMember {
 /* Writes the trailer of count members (count <= BV_GROUP_MAX_MEMBERS) at out. */
 void bv_group_put_trailer(uint8_t *out, const BvGroupMember *members, size_t count);
 
+/* Checks the trailer of a decoded group of len bytes: -EBADMSG for a count out of range, a
+ * zero length or lengths that do not add up to the group. ret_count gets the number of members,
+ * ret_data_len the length of their bytes (len without the trailer); either may be NULL. */
+int bv_group_parse(const void *raw, size_t len, size_t *ret_count, size_t *ret_data_len);
+
 /* Where member k lies in a decoded group of len bytes. -EBADMSG if the trailer is malformed
  * (a count out of range, a zero length, lengths that do not add up to the group) or k is not
  * below the count. */
