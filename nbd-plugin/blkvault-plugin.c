@@ -21,10 +21,10 @@
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
-#include <unistd.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "fileio.h"
@@ -117,7 +117,7 @@ static int blkvault_config_complete(void)
         "snapshot=<SNAPSHOT>   (required) id, unique id prefix, name or 'latest'.\n"                       \
         "passphrase-file=<FILE> the repository passphrase (or $BLKVAULT_PASSPHRASE).\n"                    \
         "key-file=<FILE>       the repository key file.\n"                                                 \
-        "cache=<SIZE>          decoded chunks and groups kept (default 256M).\n"                                      \
+        "cache=<SIZE>          decoded chunks and groups kept (default 256M).\n"                          \
         "readahead=<N>         chunks read ahead on sequential reads (default 8).\n"                      \
         "workers=<N>           threads decoding at once (default twice the CPUs)."
 

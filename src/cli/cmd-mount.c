@@ -367,7 +367,8 @@ static void show_log(const MountState *s, const char *name)
         char path[PATH_MAX];
         _cleanup_free_ char *text = NULL;
         size_t len;
-        if (state_path(s, name, path, sizeof(path)) < 0 || bv_read_file(AT_FDCWD, path, 1 << 16, (void **)&text, &len) < 0)
+        if (state_path(s, name, path, sizeof(path)) < 0 ||
+            bv_read_file(AT_FDCWD, path, 1 << 16, (void **)&text, &len) < 0)
                 return;
         if (len > 0)
                 fprintf(stderr, "%s", text);

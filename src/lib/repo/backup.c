@@ -8,9 +8,9 @@
  * store/group.h) and, like new map nodes, copied into jobs from a bounded pool and queued to
  * worker threads, which compress and encrypt them and append them to the one pack writer
  * (under a mutex). A group that does not compress is stored as single chunks: grouping it
- * would only make a random read decode more. A full pack is committed durably and its entries are recorded in the index; the
- * index is flushed every ~1M entries. Only when every pack and index segment is durable is the
- * snapshot record written: it is the commit point.
+ * would only make a random read decode more. A full pack is committed durably and its
+ * entries are recorded in the index; the index is flushed every ~1M entries. Only when every
+ * pack and index segment is durable is the snapshot record written: it is the commit point.
  *
  * Boundary resync: when a new chunk has a proper 4 KiB-multiple prefix that is a chunk already
  * stored (an earlier image had a forced cut there: its end, a zero run), the prefix is taken
@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backup.h"
+#include "buf.h"
 #include "chunker.h"
 #include "group.h"
 #include "hex.h"
@@ -173,20 +174,6 @@ static void job_unclaim(Backup *b, const Job *j)
                 bv_index_unclaim(b->index, j->members[i].id);
 }
 
-static int job_reserve(Job *j, size_t cap)
-{
-        uint8_t *p;
-
-        if (cap <= j->cap)
-                return 0;
-        p = realloc(j->data, cap);
-        if (!p)
-                return -ENOMEM;
-        j->data = p;
-        j->cap = cap;
-        return 0;
-}
-
 /* Copies an object into a job and queues it for encoding. The id is claimed by the caller;
  * on failure it is unclaimed here. */
 static int object_submit(Backup *b, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *data, size_t len)
@@ -198,7 +185,7 @@ static int object_submit(Backup *b, BvObjectType type, const uint8_t id[BV_ID_SI
                 bv_index_unclaim(b->index, id);
                 return backup_get_error(b);
         }
-        if (job_reserve(j, len) < 0) {
+        if (bv_buf_reserve(&j->data, &j->cap, len) < 0) {
                 bv_index_unclaim(b->index, id);
                 job_release(b, j);
                 return -ENOMEM;
@@ -245,7 +232,9 @@ static int group_add(Backup *b, const uint8_t id[BV_ID_SIZE], const void *data, 
                 j->len = 0;
                 b->group = j;
         }
-        if (job_reserve(j, MAX(j->len + len, (size_t)GROUP_MAX_BYTES) + bv_group_trailer_size(GROUP_MAX_MEMBERS)) < 0) {
+        /* room for the group at its largest, and its trailer, once for all its members */
+        if (bv_buf_reserve(&j->data, &j->cap,
+                           MAX(j->len + len, (size_t)GROUP_MAX_BYTES) + bv_group_trailer_size(GROUP_MAX_MEMBERS)) < 0) {
                 bv_index_unclaim(b->index, id);
                 return -ENOMEM;
         }
@@ -365,21 +354,6 @@ typedef struct Worker {
         size_t out_cap;
 } Worker;
 
-static int worker_reserve(Worker *w, size_t len)
-{
-        size_t bound = bv_object_bound(len);
-        uint8_t *p;
-
-        if (bound <= w->out_cap)
-                return 0;
-        p = realloc(w->out, bound);
-        if (!p)
-                return -ENOMEM;
-        w->out = p;
-        w->out_cap = bound;
-        return 0;
-}
-
 /* A group that did not compress: its members are stored as raw chunks. */
 static int worker_encode_members(Backup *b, Worker *w, const Job *j)
 {
@@ -411,7 +385,7 @@ static int worker_encode(Backup *b, Worker *w, Job *j)
                 bv_group_put_trailer(j->data + j->len, j->members, j->n_members);
                 raw += bv_group_trailer_size(j->n_members);
         }
-        r = worker_reserve(w, raw);
+        r = bv_buf_reserve(&w->out, &w->out_cap, bv_object_bound(raw));
         if (r < 0)
                 return r;
         r = bv_object_encode_as(w->codec, j->type, j->type == BV_OBJ_GROUP ? bv_group_id : j->members[0].id,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Restore: the calling thread walks the snapshot's extents in order and hands runs of
- * adjacent data extents (up to 1 MiB) to worker threads through a bounded queue; each worker reads its extent through the image
- * read path (fetch, authenticate, decompress, re-hash) and writes it at its offset. A new
+ * adjacent data extents (up to 1 MiB) to worker threads through a bounded queue; each worker
+ * reads its run through the image read path (fetch, authenticate, decompress, re-hash) and
+ * writes it at its offset. A new
  * file is created exclusively and left sparse where the image holds zeros or holes; a block
  * device gets those ranges zeroed. On failure a new file is removed again.
  */
@@ -13,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "image.h"
 #include "macro.h"
@@ -68,13 +70,9 @@ static int job_run(Restore *rs, const Job *j, uint8_t **buf, size_t *cap, uint64
 {
         int r;
 
-        if (j->length > *cap) {
-                uint8_t *n = realloc(*buf, j->length);
-                if (!n)
-                        return -ENOMEM;
-                *buf = n;
-                *cap = j->length;
-        }
+        r = bv_buf_reserve(buf, cap, j->length);
+        if (r < 0)
+                return r;
         r = bv_image_pread(rs->img, *buf, j->length, j->offset, ret_bad);
         if (r < 0)
                 return r;

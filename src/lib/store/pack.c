@@ -137,6 +137,12 @@ static bool entry_continues_group(const BvPackEntry *prev, const BvPackEntry *e)
                e->offset == prev->offset && e->length == prev->length;
 }
 
+/* Whether the entry that ends an object is a group's member 0: a group needs two members. */
+static bool group_of_one(const BvPackEntry *last)
+{
+        return last && last->type == BV_OBJ_GROUP && last->member == 0;
+}
+
 /* Parses and checks the entries of a decoded pack index: they must tile the object area
  * [header, index offset) exactly, in order, a group's members one after another with the
  * group's offset and length, numbered from 0, at least two of them. */
@@ -167,14 +173,14 @@ static int pack_entries_parse(const uint8_t *payload, size_t len, const PackFoot
                     e->type > BV_OBJ_TYPE_MAX || p[46] || p[47])
                         return -EBADMSG;
                 if (!entry_continues_group(prev, e)) {
-                        /* a new object: the one before, if a group, has at least two members */
-                        if (e->offset != next || e->member != 0 || (prev && prev->type == BV_OBJ_GROUP && prev->member == 0))
+                        /* a new object, which ends the one before */
+                        if (e->offset != next || e->member != 0 || group_of_one(prev))
                                 return -EBADMSG;
                         next += e->length;
                 }
                 prev = e;
         }
-        if (next != pf->index_offset || (prev && prev->type == BV_OBJ_GROUP && prev->member == 0))
+        if (next != pf->index_offset || group_of_one(prev))
                 return -EBADMSG;
         *ret = TAKE_PTR(entries);
         *ret_count = pf->count;

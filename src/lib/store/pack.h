@@ -31,7 +31,6 @@ typedef struct BvPackEntry {
         uint32_t raw_length; /* plaintext length (a member's own length) */
 } BvPackEntry;
 
-
 /* Writing: one writer thread owns a BvPackWriter. */
 typedef struct BvPackWriter BvPackWriter;
 
