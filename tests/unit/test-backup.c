@@ -20,6 +20,7 @@
 #include "backup.h"
 #include "bvtest.h"
 #include "chunker.h"
+#include "chunks.h"
 #include "image.h"
 #include "info.h"
 #include "keyring.h"
@@ -654,6 +655,36 @@ TEST(groups)
         ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, &vs));
         ASSERT_EQ(vs.chunks_checked, st.chunks_new);
         ASSERT_EQ(vs.bytes_checked, len);
+
+        /* one member read alone (no group cache) and through a cache: the same chunk; a
+         * buffer too small, a map node's id and an id not stored are refused */
+        {
+                const size_t cap = 256 * 1024;
+                _cleanup_free_ uint8_t *one = malloc(cap), *two = malloc(cap);
+                const BvSnapshot *snap = find_snapshot(r, st.snapshot_id);
+                uint8_t absent[BV_ID_SIZE] = { 0 }, id[BV_ID_SIZE];
+                BvObjectCodec *codec;
+                BvGroupCache *gc;
+                size_t got, got2;
+
+                ASSERT_TRUE(one && two);
+                ASSERT_OK(bv_object_codec_new(bv_repo_keyring(r), 3, &codec));
+                ASSERT_OK(bv_group_cache_new(1 << 20, 0, &gc));
+                ASSERT_OK(bv_repo_read_chunk(r, codec, NULL, g.first_group.id, one, cap, &got));
+                ASSERT_EQ(got, g.first_group.raw_length);
+                bv_keyring_id(bv_repo_keyring(r), BV_ID_CHUNK, one, got, id);
+                ASSERT_MEMEQ(id, g.first_group.id, BV_ID_SIZE);
+                ASSERT_OK(bv_repo_read_chunk(r, codec, gc, g.first_group.id, two, cap, &got2));
+                ASSERT_EQ(got2, got);
+                ASSERT_MEMEQ(one, two, got);
+                ASSERT_EQ(bv_group_cache_decodes(gc), 1);
+                ASSERT_ERROR(bv_repo_read_chunk(r, codec, NULL, g.first_group.id, one, got - 1, &got2), ENOBUFS);
+                ASSERT_ERROR(bv_repo_read_chunk(r, codec, gc, g.first_group.id, one, got - 1, &got2), ENOBUFS);
+                ASSERT_ERROR(bv_repo_read_chunk(r, codec, gc, snap->root, one, cap, &got2), EBADMSG);
+                ASSERT_ERROR(bv_repo_read_chunk(r, codec, gc, absent, one, cap, &got2), EUCLEAN);
+                bv_group_cache_free(gc);
+                bv_object_codec_free(codec);
+        }
 
         /* damage inside the first group: every member fails, restore names an offset */
         {

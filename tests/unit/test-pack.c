@@ -679,7 +679,8 @@ TEST(read_stream_prefetch)
         /* within the first half of the window: asked for already */
         ASSERT_EQ(bv_read_stream_note(&s, 21 * M, 21 * M + 40 * K, &from), 0u);
         /* past it: the window moves on, from where the last one ended */
-        ASSERT_EQ(bv_read_stream_note(&s, 22 * M + 100 * K, 22 * M + 140 * K, &from), 22 * M + 140 * K - from + BV_READ_PREFETCH);
+        ASSERT_EQ(bv_read_stream_note(&s, 22 * M + 100 * K, 22 * M + 140 * K, &from),
+                  22 * M + 140 * K - from + BV_READ_PREFETCH);
         ASSERT_EQ(from, 20 * M + 80 * K + BV_READ_PREFETCH);
 
         /* a second pass from the start of the pack */
