@@ -3,11 +3,11 @@
 # Every command's --help runs, exits 0 and names the command; bad usage exits 2.
 . "$SOURCE_ROOT/tests/lib.sh"
 
-bv --help | grep -q '^Usage: blkvault COMMAND' || die "top-level --help"
-bv --version | grep -q '^blkvault ' || die "--version"
+bv --help | grep '^Usage: blkvault COMMAND' >/dev/null || die "top-level --help"
+bv --version | grep '^blkvault ' >/dev/null || die "--version"
 for cmd in init backup list restore verify info key serve mount umount; do
     out=$(bv "$cmd" --help) || die "$cmd --help exited non-zero"
-    echo "$out" | grep -q "^Usage: blkvault $cmd" || die "$cmd --help does not show its usage"
+    echo "$out" | grep "^Usage: blkvault $cmd" >/dev/null || die "$cmd --help does not show its usage"
 done
 expect_fail 2 "unknown command 'frobnicate'" bv frobnicate
 expect_fail 2 "expected exactly one argument" bv init

@@ -52,7 +52,7 @@ bv init "$repo" --encryption=none --compression=none >/dev/null
 bv backup "$repo" "$T/a" --name=a >/dev/null
 pack=$(find "$repo/packs" -name '*.pack' | head -1)
 # flip a byte well inside the first object's payload (offset 4096 is past the 32-byte header)
-printf '\xff' | dd of="$pack" bs=1 seek=4096 conv=notrunc status=none
+flip_byte "$pack" 4096
 expect_fail 4 "damaged: snapshot" bv verify "$repo" --read-data
 grep -q "image offset 0 " "$T/.err" || die "verify did not name the damaged offset: $(cat "$T/.err")"
 expect_fail 4 "damaged data at image offset 0" bv restore "$repo" a "$T/flip.out"

@@ -16,9 +16,9 @@ plugindir=$(pkg-config --variable=plugindir nbdkit)
 [ -x "$dest$prefix/bin/blkvault" ] || die "blkvault is not installed in $prefix/bin"
 plugin=$dest$plugindir/nbdkit-blkvault-plugin.so
 [ -f "$plugin" ] || die "the plugin is not installed in nbdkit's plugin directory $plugindir"
-find "$dest" -name 'blkvault.1*' | grep -q . || die "the man page is not installed"
-find "$dest" -name 'blkvault-nbd@.socket' | grep -q . || die "the socket unit is not installed"
-find "$dest" -name 'blkvault-nbd@.service' | grep -q . || die "the service unit is not installed"
+find "$dest" -name 'blkvault.1*' | grep . >/dev/null || die "the man page is not installed"
+find "$dest" -name 'blkvault-nbd@.socket' | grep . >/dev/null || die "the socket unit is not installed"
+find "$dest" -name 'blkvault-nbd@.service' | grep . >/dev/null || die "the service unit is not installed"
 
 # The installed plugin loads (with the sanitizer runtimes first when the build has them).
 preload=$(ldd "$plugin" | grep -o '/[^ ]*lib\(asan\|ubsan\)[^ ]*' | tr '\n' ' ' || true)

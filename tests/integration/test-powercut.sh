@@ -38,7 +38,7 @@ for n in $(seq 1 60); do
     bv restore "$repo" first "$T/first.out" >/dev/null
     assert_same "$T/first" "$T/first.out"
     rm "$T/first.out"
-    if bv list "$repo" --json | grep -q '"name": *"second"'; then
+    if bv list "$repo" --json | grep '"name": *"second"' >/dev/null; then
         bv restore "$repo" second "$T/second.out" >/dev/null
         assert_same "$T/image" "$T/second.out"
         rm "$T/second.out"

@@ -24,7 +24,7 @@ for key in DynamicUser=yes ProtectSystem=strict PrivateNetwork=yes NoNewPrivileg
     grep -qx "$key" "$service" || die "service lacks $key"
 done
 grep -qx "ListenStream=/run/blkvault/nbd/%i.sock" "$socket" || die "socket does not listen on /run/blkvault/nbd/%i.sock"
-grep "^ExecStart=" "$service" | grep -q -- "--unix\|--port" && die "the service must take its socket from systemd"
+grep "^ExecStart=" "$service" | grep -- "--unix\|--port" >/dev/null && die "the service must take its socket from systemd"
 
 # the ExecStart line, with the export's configuration, under socket activation
 [ -n "${NBD_PLUGIN:-}" ] || skip "no nbdkit plugin built: the activation part cannot run"

@@ -79,7 +79,7 @@ repo2=$T/repo-groups
 bv init "$repo2" --encryption=none >/dev/null
 bv backup "$repo2" "$text" --name=text >/dev/null
 pack=$(find "$repo2/packs" -name '*.pack' -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
-printf '\x55' | dd of="$pack" bs=1 seek=1048576 conv=notrunc status=none
+flip_byte "$pack" 1048576
 
 start_nbdkit groups repo="$repo2" snapshot=text
 "$PY" - "$text" "$NBD_URI" <<'PY'

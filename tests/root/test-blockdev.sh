@@ -57,7 +57,7 @@ PY
     attach tdev "$T/$fs.target"
     bv restore "$repo" "$fs" "$tdev" >/dev/null
     cmp "$dev" "$tdev" || die "$fs: restored device differs from the source device"
-    blkid -o value -s LABEL "$tdev" | grep -qx "bv-$fs" || die "$fs: restored device has no filesystem label"
+    blkid -o value -s LABEL "$tdev" | grep -x "bv-$fs" >/dev/null || die "$fs: restored device has no filesystem label"
     rm "$T/$fs.out"
 done
 
@@ -102,6 +102,6 @@ parts = probe["partitions"]
 assert [p.get("fstype") for p in parts] == ["ext4", "xfs", "btrfs"], parts
 assert [p.get("label") for p in parts] == ["p-ext4", "p-xfs", "p-btrfs"], parts
 '
-bv list "$repo" | grep -q "gpt: ext4'p-ext4' xfs'p-xfs' btrfs'p-btrfs'" || { bv list "$repo"; die "list does not show the partitions"; }
+bv list "$repo" | grep "gpt: ext4'p-ext4' xfs'p-xfs' btrfs'p-btrfs'" >/dev/null || { bv list "$repo"; die "list does not show the partitions"; }
 bv verify "$repo" --read-data >/dev/null
 echo ok

@@ -89,7 +89,7 @@ changed=$(changed_between "$T/v2" "$T/v3")
 # per filesystem: 2 logs, the version marker, and up to 3 files with 16 new bytes
 [ "$changed" -ge 9 ] && [ "$changed" -le 18 ] || die "v3 changed $changed files, expected 9-18"
 expect_fail 1 "applies to v2" "$images/mutate.sh" "$img" v3
-losetup -l | grep -q "$img" && die "a loop device is left attached"
+losetup -l | grep "$img" >/dev/null && die "a loop device is left attached"
 
 # sparse: 64 MiB with 8 MiB of data in 1 MiB extents, reproducible
 "$images/make-sparse.sh" "$T/sparse.img" 64M 8 >/dev/null

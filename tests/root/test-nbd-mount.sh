@@ -52,7 +52,7 @@ state_dir() { echo "/run/blkvault/mounts/$(realpath "$mp" | sed 's|^/||; s|/|-|g
 check_clean() {
     ! mountpoint -q "$mp" || die "$mp still mounted"
     [ ! -e "$(state_dir)" ] || die "state directory $(state_dir) left behind"
-    ! losetup -a | grep -q "$(state_dir)" || die "loop device left behind: $(losetup -a)"
+    ! losetup -a | grep "$(state_dir)" >/dev/null || die "loop device left behind: $(losetup -a)"
     ! grep -q "$(state_dir)" /proc/self/mountinfo || die "fuse mount left behind"
 }
 on_exit "\"$BLKVAULT\" umount \"$mp\""
@@ -62,7 +62,7 @@ for i in 1 2 3; do
         { cat "$T/mount$i.log" >&2; die "blkvault mount --partition=$i failed"; }
     grep -q "mounted partition $i (${fstype[$i]}) of snapshot [0-9a-f]* read-only" "$T/mount$i.log" || { cat "$T/mount$i.log" >&2; die "no mount message"; }
     assert_eq "$(findmnt -n -o FSTYPE "$mp")" "${fstype[$i]}" "filesystem of partition $i"
-    findmnt -n -o OPTIONS "$mp" | grep -q '^ro' || die "partition $i not mounted read-only"
+    findmnt -n -o OPTIONS "$mp" | grep '^ro' >/dev/null || die "partition $i not mounted read-only"
     assert_eq "$(cat "$mp/which")" "partition $i" "contents of partition $i"
     for f in big.bin numbers.txt dir/sub/hello.txt; do assert_same "$T/src/$f" "$mp/$f"; done
     "$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["loop_device"].startswith("/dev/loop") and s["nbdkit_pid"] > 0, s' \
