@@ -5,12 +5,12 @@
  * and its chunk cache; the repository is opened after nbdkit forks, holding the shared reader
  * lock so garbage collection never removes what is being served.
  *
- * Decoding is CPU work (read, authenticate, decompress), so at most `workers` threads decode at
- * once, twice the CPUs by default: nbdkit starts 16 threads per connection, and a client with
+ * Decoding is CPU work (authenticate, decompress), so at most `workers` threads decode at once,
+ * twice the CPUs by default: nbdkit starts 16 threads per connection, and a client with
  * several connections would otherwise have dozens of decodes preempting each other (on two
  * cores that made a cold whole-image nbdcopy a third slower). The limit holds in the library's
- * read path around each decode, so a thread that waits for another's decode of a shared
- * compression group does not take a slot.
+ * read path around each decode only, so a thread that waits for the disk, or for another's
+ * decode of a shared compression group, does not take a slot.
  *
  *   nbdkit blkvault repo=REPO snapshot=SNAPSHOT [passphrase-file=FILE | key-file=FILE]
  *                   [cache=SIZE] [readahead=N] [workers=N]

@@ -12,7 +12,10 @@
 /* Decoded groups of up to this size (all that a backup writes: 256 KiB of members and the
  * trailer) reuse freed buffers: fresh ones would be page-faulted in and trimmed away again. */
 #define SPARE_CAP (256u * 1024 + 4096)
-#define SPARES 8u
+#define SPARES 16u
+/* Groups whose every member byte was copied out (a sequential pass) are kept only up to a
+ * sixteenth of the cache: kept longer, a whole-image copy would fault in the whole cache. */
+#define READ_OUT_SHARE 16u
 
 typedef struct Group {
         uint8_t pack_id[BV_PACK_ID_SIZE];
@@ -21,6 +24,7 @@ typedef struct Group {
         size_t len, cap;
         size_t data_len; /* the members' bytes (len without the trailer) */
         size_t taken;    /* member bytes copied out */
+        bool read_out;   /* taken >= data_len: moved to the cold end */
         size_t bucket;
         unsigned refs; /* readers copying out of data */
         struct Group *hnext;
@@ -33,6 +37,7 @@ struct BvGroupCache {
         Group *buckets[BUCKETS];
         BvList lru; /* decoded groups: head most recently used */
         size_t bytes, cap;
+        size_t read_out_bytes, read_out_cap;
         uint8_t *spare[SPARES]; /* freed buffers of SPARE_CAP bytes */
         size_t n_spare;
         _Atomic uint64_t decodes;
@@ -55,6 +60,7 @@ int bv_group_cache_new(size_t cap_bytes, unsigned max_decodes, BvGroupCache **re
         pthread_cond_init(&gc->gate_free, NULL);
         gc->gate_slots = max_decodes;
         gc->cap = cap_bytes;
+        gc->read_out_cap = cap_bytes / READ_OUT_SHARE;
         atomic_init(&gc->decodes, 0);
         *ret = gc;
         return 0;
@@ -83,6 +89,14 @@ void bv_group_cache_free(BvGroupCache *gc)
 uint64_t bv_group_cache_decodes(BvGroupCache *gc)
 {
         return gc ? atomic_load(&gc->decodes) : 0;
+}
+
+size_t bv_group_cache_bytes(BvGroupCache *gc)
+{
+        if (!gc)
+                return 0;
+        BV_LOCK_GUARD(&gc->lock);
+        return gc->bytes;
 }
 
 static void gate_enter(BvGroupCache *gc)
@@ -127,16 +141,29 @@ static void unhash(BvGroupCache *gc, Group *g)
                 }
 }
 
-/* Frees cold groups beyond the cap; groups being read are skipped. */
+static void set_read_out(BvGroupCache *gc, Group *g, bool read_out)
+{
+        if (g->read_out == read_out)
+                return;
+        g->read_out = read_out;
+        if (read_out)
+                gc->read_out_bytes += g->len;
+        else
+                gc->read_out_bytes -= g->len;
+}
+
+/* Frees cold groups beyond the cap, and read-out groups beyond theirs; groups being read are
+ * skipped. */
 static void evict(BvGroupCache *gc)
 {
         Group *g = bv_list_entry_or_null(gc->lru.tail, Group, lru);
 
-        while (gc->bytes > gc->cap && g) {
+        while ((gc->bytes > gc->cap || gc->read_out_bytes > gc->read_out_cap) && g) {
                 Group *prev = bv_list_entry_or_null(g->lru.prev, Group, lru);
-                if (g->refs == 0) {
+                if (g->refs == 0 && (gc->bytes > gc->cap || g->read_out)) {
                         bv_list_unlink(&gc->lru, &g->lru);
                         unhash(gc, g);
+                        set_read_out(gc, g, false);
                         gc->bytes -= g->len;
                         if (g->cap == SPARE_CAP && gc->n_spare < SPARES)
                                 gc->spare[gc->n_spare++] = g->data;
@@ -154,12 +181,14 @@ static void evict(BvGroupCache *gc)
 static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, uint8_t **ret,
                         size_t *ret_len, size_t *ret_cap, size_t *ret_data_len)
 {
-        _cleanup_free_ void *enc = NULL;
+        void *enc = bv_object_codec_input(codec, loc->length);
         uint8_t *buf = NULL;
         size_t len, cap = SPARE_CAP;
         int rr;
 
-        rr = bv_repo_read_encoded(r, loc, &enc);
+        if (!enc)
+                return -ENOMEM;
+        rr = bv_repo_read_encoded_into(r, loc, enc);
         if (rr < 0)
                 return rr;
         if (gc) {
@@ -171,6 +200,10 @@ static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const
                         buf = malloc(SPARE_CAP);
                 if (!buf)
                         return -ENOMEM;
+        }
+        /* only the decode is gated: a read waiting for the disk holds no slot */
+        gate_enter(gc);
+        if (buf) {
                 rr = bv_object_decode(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, buf, SPARE_CAP, &len);
                 if (rr < 0) {
                         free(buf);
@@ -181,6 +214,7 @@ static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const
                 rr = bv_object_decode_alloc(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, (void **)&buf, &len);
                 cap = len;
         }
+        gate_leave(gc);
         if (rr >= 0)
                 rr = bv_group_parse(buf, len, NULL, ret_data_len);
         if (rr < 0) {
@@ -209,6 +243,10 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
                         break;
                 if (g->data) {
                         g->refs++;
+                        if (g->read_out) { /* read again: it is being reused */
+                                set_read_out(gc, g, false);
+                                g->taken = 0;
+                        }
                         bv_list_unlink(&gc->lru, &g->lru);
                         bv_list_push_front(&gc->lru, &g->lru);
                         pthread_mutex_unlock(&gc->lock);
@@ -229,9 +267,7 @@ static int group_get(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const Bv
         gc->buckets[g->bucket] = g;
         pthread_mutex_unlock(&gc->lock);
 
-        gate_enter(gc);
         rr = group_decode(gc, r, codec, loc, &data, &len, &cap, &data_len);
-        gate_leave(gc);
 
         pthread_mutex_lock(&gc->lock);
         if (rr < 0) {
@@ -261,8 +297,9 @@ static void group_put(BvGroupCache *gc, Group *g, size_t n)
         BV_LOCK_GUARD(&gc->lock);
         g->refs--;
         g->taken += n;
-        if (g->taken >= g->data_len) {
-                /* every member was read (most likely): keep it only while there is room */
+        if (!g->read_out && g->taken >= g->data_len) {
+                /* every member was read (most likely): to the cold end, under the read-out cap */
+                set_read_out(gc, g, true);
                 bv_list_unlink(&gc->lru, &g->lru);
                 bv_list_push_back(&gc->lru, &g->lru);
         }
@@ -325,12 +362,15 @@ int bv_repo_read_chunk_at(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, con
         if (!r || !codec || !id || !loc || !buf || !ret_len)
                 return -EINVAL;
         if (loc->type == BV_OBJ_CHUNK) {
-                _cleanup_free_ void *enc = NULL;
+                void *enc = bv_object_codec_input(codec, loc->length);
 
+                if (!enc)
+                        return -ENOMEM;
+                rr = bv_repo_read_encoded_into(r, loc, enc);
+                if (rr < 0)
+                        return rr;
                 gate_enter(gc);
-                rr = bv_repo_read_encoded(r, loc, &enc);
-                if (rr >= 0)
-                        rr = bv_object_decode(codec, BV_OBJ_CHUNK, id, enc, loc->length, buf, cap, ret_len);
+                rr = bv_object_decode(codec, BV_OBJ_CHUNK, id, enc, loc->length, buf, cap, ret_len);
                 gate_leave(gc);
                 return rr;
         }

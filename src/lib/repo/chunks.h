@@ -14,12 +14,14 @@
 
 typedef struct BvGroupCache BvGroupCache;
 
-/* A cache of decoded groups of up to cap_bytes (it always keeps the groups being read). With
- * max_decodes > 0, at most that many threads read and decode (a group, or a chunk stored alone)
- * through it at once; a thread waiting for another's decode of a group holds no such slot. */
+/* A cache of decoded groups of up to cap_bytes (it always keeps the groups being read); groups
+ * whose every member was read out are kept only up to a sixteenth of that. With max_decodes > 0,
+ * at most that many threads decode (a group, or a chunk stored alone) through it at once; a
+ * thread reading from a pack, or waiting for another's decode of a group, holds no such slot. */
 int bv_group_cache_new(size_t cap_bytes, unsigned max_decodes, BvGroupCache **ret);
 void bv_group_cache_free(BvGroupCache *gc);
 uint64_t bv_group_cache_decodes(BvGroupCache *gc); /* groups decoded so far */
+size_t bv_group_cache_bytes(BvGroupCache *gc);     /* decoded groups held now */
 
 /* Reads, authenticates and re-hashes the chunk id into buf (room for cap bytes); ret_len gets
  * its length. gc may be NULL (a group is then decoded for this chunk alone). -EUCLEAN if the id

@@ -5,7 +5,7 @@
  * extents read as zeros, data extents come from a sharded LRU cache of decoded chunks in
  * which each chunk is decoded once even when several threads ask for it at the same time.
  * A chunk whose every byte has been read out (a sequential stream passing through) moves to
- * the cold end of its shard, and such chunks are kept only up to a sixteenth of the cache
+ * the cold end of its shard, and such chunks are kept only up to a sixty-fourth of the cache
  * ("drop-behind"): a whole-image copy then recycles a few MiB instead of faulting in the whole
  * cache (on a 256 MiB cache that was a third of nbdkit's system time), while chunks read in
  * parts (random reads, a filesystem's metadata) stay. A lone sequential reader starts a small
@@ -21,7 +21,7 @@
 #include "maptree.h"
 
 #define CACHE_DEFAULT (64u * 1024 * 1024)
-#define READ_OUT_SHARE 16u /* fully read chunks are kept up to 1/16 of the cache */
+#define READ_OUT_SHARE 64u /* fully read chunks are kept up to 1/64 of the cache */
 #define GROUP_CACHE_SHARE 8u /* decoded groups take an eighth of the cache */
 #define GROUP_CACHE_MIN (512u * 1024)
 #define READAHEAD_DEFAULT 4u
@@ -477,7 +477,8 @@ uint64_t bv_image_size(const BvImage *img)
 void bv_image_stats(BvImage *img, BvImageStats *ret)
 {
         *ret = (BvImageStats){ .decodes = atomic_load(&img->decodes),
-                               .group_decodes = bv_group_cache_decodes(img->groups) };
+                               .group_decodes = bv_group_cache_decodes(img->groups),
+                               .group_cached_bytes = bv_group_cache_bytes(img->groups) };
         for (size_t i = 0; i < SHARDS; i++) {
                 BV_LOCK_GUARD(&img->shards[i].lock);
                 ret->cached_bytes += img->shards[i].bytes;

@@ -18,7 +18,7 @@ typedef struct BvImage BvImage;
 typedef struct BvImageOptions {
         size_t cache_bytes;     /* decoded chunk cache; default 64 MiB */
         unsigned readahead;     /* chunks fetched ahead on sequential reads; default 4, 0 off */
-        unsigned max_decodes;   /* threads reading and decoding at once; 0: no limit */
+        unsigned max_decodes;   /* threads decoding at once (not counting pack reads); 0: no limit */
 } BvImageOptions;
 
 int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts, BvImage **ret);
@@ -30,6 +30,7 @@ typedef struct BvImageStats {
         uint64_t decodes;       /* chunks read from packs and decoded since opening */
         uint64_t group_decodes; /* compression groups decoded (each serves several chunks) */
         size_t cached_bytes; /* decoded chunks held now */
+        size_t group_cached_bytes; /* decoded groups held now */
 } BvImageStats;
 
 void bv_image_stats(BvImage *img, BvImageStats *ret);

@@ -656,11 +656,18 @@ int bv_repo_read_encoded(BvRepo *r, const BvLocation *loc, void **ret)
         enc = malloc(loc->length);
         if (!enc)
                 return -ENOMEM;
-        rr = bv_packset_read(r->packs, loc->pack_id, loc->offset, enc, loc->length);
+        rr = bv_repo_read_encoded_into(r, loc, enc);
         if (rr < 0)
                 return rr;
         *ret = TAKE_PTR(enc);
         return 0;
+}
+
+int bv_repo_read_encoded_into(BvRepo *r, const BvLocation *loc, void *buf)
+{
+        if (loc->length == 0)
+                return -EBADMSG;
+        return bv_packset_read(r->packs, loc->pack_id, loc->offset, buf, loc->length);
 }
 
 int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret)

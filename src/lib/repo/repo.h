@@ -85,6 +85,8 @@ void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret);
 int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret);
 /* The encoded bytes at a location (malloc'd, loc->length of them). */
 int bv_repo_read_encoded(BvRepo *r, const BvLocation *loc, void **ret);
+/* The same into buf, which has room for loc->length bytes. */
+int bv_repo_read_encoded_into(BvRepo *r, const BvLocation *loc, void *buf);
 
 /* Reads and authenticates one object stored whole by id (index lookup, pack read, decode):
  * not a chunk, which may be stored in a group (bv_repo_read_chunk, chunks.h). buf has room

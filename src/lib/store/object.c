@@ -36,6 +36,8 @@ struct BvObjectCodec {
         bool pad;      /* encrypted repository: Padmé padding */
         uint8_t *scratch; /* decrypted plaintext of the object being decoded */
         size_t scratch_size;
+        uint8_t *input; /* bv_object_codec_input */
+        size_t input_size;
 };
 
 /* The parsed plaintext of an authenticated object. */
@@ -85,7 +87,25 @@ void bv_object_codec_free(BvObjectCodec *c)
         if (c->scratch)
                 bv_wipe(c->scratch, c->scratch_size);
         free(c->scratch);
+        free(c->input);
         free(c);
+}
+
+void *bv_object_codec_input(BvObjectCodec *c, size_t len)
+{
+        uint8_t *p;
+
+        if (!c)
+                return NULL;
+        if (len <= c->input_size)
+                return c->input;
+        p = malloc(len);
+        if (!p)
+                return NULL;
+        free(c->input);
+        c->input = p;
+        c->input_size = len;
+        return p;
 }
 
 uint64_t bv_padme(uint64_t len)

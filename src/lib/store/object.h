@@ -44,6 +44,11 @@ typedef struct BvObjectCodec BvObjectCodec;
 int bv_object_codec_new(const BvKeyring *k, int zstd_level, BvObjectCodec **ret);
 void bv_object_codec_free(BvObjectCodec *c);
 
+/* A buffer of at least len bytes for the encoded object the caller decodes next with this codec
+ * (say, read from a pack): reused from call to call, valid until the next call; NULL when out of
+ * memory. Decoding does not use it. */
+void *bv_object_codec_input(BvObjectCodec *c, size_t len);
+
 /* Largest encoded size of an object of raw length len. */
 size_t bv_object_bound(size_t len);
 
