@@ -129,6 +129,39 @@ TEST(readahead_for_a_lone_reader)
         ctx_free(&c);
 }
 
+/* A stream gets the map loaded ahead of it: reading an image of many map leaves from start to
+ * end, leaves are loaded in the background before the reads reach them. */
+TEST(map_ahead_of_a_stream)
+{
+        char layout[1201];
+        BvImageOptions o = { .readahead = 0 };
+        BvImage *img = NULL;
+        BvImageStats st;
+        uint8_t buf[16384];
+        Ctx c;
+
+        for (size_t i = 0; i < 1200; i++)
+                layout[i] = i % 4 == 0 ? 'r' : i % 4 == 2 ? 'd' : 'z';
+        layout[1200] = '\0';
+        c = ctx_new(layout);
+        ASSERT_TRUE(c.snap->height >= 2);
+
+        ASSERT_OK(bv_image_open(c.r, c.snap, &o, &img));
+        for (size_t off = 0; off < c.len; off += sizeof(buf)) {
+                ASSERT_OK(bv_image_pread(img, buf, sizeof(buf), off, NULL));
+                ASSERT_MEMEQ(buf, c.data + off, sizeof(buf));
+        }
+        for (unsigned i = 0; i < 500; i++) { /* the pool works in the background */
+                bv_image_stats(img, &st);
+                if (st.map_leaves_ahead > 0)
+                        break;
+                usleep(10 * 1000);
+        }
+        ASSERT_TRUE(st.map_leaves_ahead > 0);
+        bv_image_free(img);
+        ctx_free(&c);
+}
+
 /* Chunks read whole go to the cold end and only a sixty-fourth of the cache keeps them; chunks
  * read in parts stay cached. */
 TEST(drop_behind)
@@ -253,6 +286,7 @@ int main(void)
         RUN(sequential_with_readahead);
         RUN(readahead_for_a_lone_reader);
         RUN(drop_behind);
+        RUN(map_ahead_of_a_stream);
         RUN(extents_clipped);
         RUN(damaged_chunk_is_reported_not_returned);
         return 0;

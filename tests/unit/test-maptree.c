@@ -735,6 +735,76 @@ typedef struct ThreadArgs {
         uint64_t size, seed;
 } ThreadArgs;
 
+static int count_leaves(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
+{
+        if (level == 0)
+                (*(size_t *)userdata)++;
+        return 0;
+}
+
+/* leaf_starts answers from cached nodes only; walking every extent in order, the leaf start it
+ * names changes exactly once per leaf, always to the start it named next before, and every
+ * start it names is where an extent starts. */
+TEST(leaf_starts)
+{
+        const size_t count = 30000;
+        MemStore m;
+        BvMapExtent *e = make_extents(count, 5);
+        uint8_t root[BV_ID_SIZE];
+        uint32_t height;
+        uint64_t size, start, next[4], prev_start = UINT64_MAX, want_next = UINT64_MAX;
+        size_t leaves = 0, seen = 0, n;
+        BvMapReader *r = NULL;
+        BvMapExtent got;
+        int k;
+
+        mem_init(&m);
+        build(&m, e, count, root, &height, &size);
+        n = merge_extents(e, count);
+        ASSERT_TRUE(height >= 2);
+        ASSERT_OK(bv_map_walk(root, height, size, mem_fetch, &m, count_leaves, NULL, &leaves));
+        ASSERT_OK(bv_map_reader_new(root, height, size, mem_fetch, &m, 0, &r));
+        ASSERT_ERROR(bv_map_reader_leaf_starts(r, 0, &start, next, 4), ENOENT); /* nothing cached */
+        ASSERT_ERROR(bv_map_reader_leaf_starts(r, size, &start, next, 4), ERANGE);
+        for (size_t i = 0; i < n; i++) {
+                ASSERT_OK(bv_map_reader_lookup(r, e[i].offset, &got));
+                k = bv_map_reader_leaf_starts(r, e[i].offset, &start, next, 4);
+                ASSERT_TRUE(k >= 0 && k <= 4);
+                ASSERT_TRUE(start <= e[i].offset);
+                if (start != prev_start) {
+                        ASSERT_TRUE(start == e[i].offset); /* a leaf starts with an extent */
+                        if (want_next != UINT64_MAX)
+                                ASSERT_TRUE(start == want_next);
+                        seen++;
+                        prev_start = start;
+                }
+                for (int j = 0; j < k; j++) {
+                        ASSERT_TRUE(next[j] > start && next[j] < size);
+                        ASSERT_TRUE(j == 0 || next[j] > next[j - 1]);
+                        ASSERT_TRUE(e[find_extent(e, n, next[j])].offset == next[j]);
+                }
+                want_next = k > 0 ? next[0] : UINT64_MAX;
+        }
+        ASSERT_EQ(seen, leaves);
+        bv_map_reader_free(r);
+        mem_done(&m);
+        free(e);
+
+        /* a tree of one leaf has no parent to tell */
+        {
+                BvMapExtent one[1] = { { .kind = BV_EXTENT_ZERO, .length = 4096 } };
+
+                mem_init(&m);
+                build(&m, one, 1, root, &height, &size);
+                ASSERT_EQ(height, 1u);
+                ASSERT_OK(bv_map_reader_new(root, height, size, mem_fetch, &m, 0, &r));
+                ASSERT_OK(bv_map_reader_lookup(r, 0, &got));
+                ASSERT_ERROR(bv_map_reader_leaf_starts(r, 0, &start, next, 4), ENOENT);
+                bv_map_reader_free(r);
+                mem_done(&m);
+        }
+}
+
 static void *reader_thread(void *p)
 {
         ThreadArgs *a = p;
@@ -786,6 +856,7 @@ int main(void)
         RUN(reader_errors);
         RUN(builder_errors);
         RUN(walk);
+        RUN(leaf_starts);
         RUN(threads);
         return 0;
 }

@@ -10,6 +10,12 @@
  * cache (on a 256 MiB cache that was a third of nbdkit's system time), while chunks read in
  * parts (random reads, a filesystem's metadata) stay. A lone sequential reader starts a small
  * pool of threads that decode the next chunks ahead.
+ *
+ * Any stream, lone or not (restore's walk, each of nbdcopy's connections), also gets the map
+ * ahead of it: when it enters a leaf of the map tree right after the one before, the pool
+ * loads the next leaves and looks their chunks up in the index. Cold, each leaf costs a pack
+ * read and each lookup an index page; in the stream's path those waits held up whole requests
+ * (most of the I/O waits of a cold nbdcopy copying to the disk the repository is on).
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -31,6 +37,7 @@
 #define MAP_CACHE_NODES 1024u
 #define RA_THREADS 2u
 #define RA_QUEUE 16u
+#define MAP_AHEAD_LEAVES 4u /* leaves loaded ahead of a stream */
 #define LONE_STREAK_MIN 3u /* sequential reads, none overlapping another, before readahead */
 
 typedef struct Entry {
@@ -71,10 +78,14 @@ struct BvImage {
         _Atomic unsigned reads_in_flight;
         _Atomic unsigned lone_streak;   /* sequential reads in a row with no other read alongside */
         _Atomic uint64_t decodes;
+        _Atomic uint64_t leaves_ahead; /* map leaves loaded ahead of a stream */
         _Atomic uint64_t ra_last_queued; /* extent offset readahead was last queued after */
         pthread_mutex_t ra_lock;
         pthread_cond_t ra_cond;
-        uint64_t ra_queue[RA_QUEUE];
+        struct {
+                uint64_t offset;
+                bool map; /* the leaf at offset and its index entries, not chunks */
+        } ra_queue[RA_QUEUE];
         size_t ra_head, ra_count;
         bool ra_stop;
         pthread_t ra_threads[RA_THREADS];
@@ -364,6 +375,29 @@ static void readahead_run(BvImage *img, uint64_t offset)
         }
 }
 
+/* Loads the map leaf starting at offset, unless cached, and looks up its data chunks in the
+ * index: the stream reading there next finds both in memory. */
+static void map_ahead_run(BvImage *img, uint64_t offset)
+{
+        uint64_t start, pos = offset;
+
+        if (bv_map_reader_leaf_starts(img->map, offset, &start, NULL, 0) >= 0)
+                return; /* cached: loaded ahead already, or read */
+        atomic_fetch_add_explicit(&img->leaves_ahead, 1, memory_order_relaxed);
+        for (unsigned i = 0; pos < img->size && i < 4096; i++) {
+                BvMapExtent ext;
+                BvLocation loc;
+
+                if (map_lookup(img, pos, &ext) < 0)
+                        return;
+                if (bv_map_reader_leaf_starts(img->map, pos, &start, NULL, 0) < 0 || start != offset)
+                        return; /* the next leaf */
+                if (ext.kind == BV_EXTENT_DATA)
+                        (void)bv_repo_locate(img->repo, ext.id, &loc);
+                pos = ext.offset + ext.length;
+        }
+}
+
 static void *readahead_thread(void *userdata)
 {
         BvImage *img = userdata;
@@ -371,16 +405,21 @@ static void *readahead_thread(void *userdata)
         pthread_mutex_lock(&img->ra_lock);
         for (;;) {
                 uint64_t offset;
+                bool map;
 
                 while (!img->ra_stop && img->ra_count == 0)
                         pthread_cond_wait(&img->ra_cond, &img->ra_lock);
                 if (img->ra_stop)
                         break;
-                offset = img->ra_queue[img->ra_head];
+                offset = img->ra_queue[img->ra_head].offset;
+                map = img->ra_queue[img->ra_head].map;
                 img->ra_head = (img->ra_head + 1) % RA_QUEUE;
                 img->ra_count--;
                 pthread_mutex_unlock(&img->ra_lock);
-                readahead_run(img, offset);
+                if (map)
+                        map_ahead_run(img, offset);
+                else
+                        readahead_run(img, offset);
                 pthread_mutex_lock(&img->ra_lock);
         }
         pthread_mutex_unlock(&img->ra_lock);
@@ -388,7 +427,7 @@ static void *readahead_thread(void *userdata)
 }
 
 /* Best effort: a full queue drops the request. Threads start with the first request. */
-static void readahead_queue(BvImage *img, uint64_t offset)
+static void readahead_queue(BvImage *img, uint64_t offset, bool map)
 {
         BV_LOCK_GUARD(&img->ra_lock);
 
@@ -399,9 +438,25 @@ static void readahead_queue(BvImage *img, uint64_t offset)
         }
         if (img->n_ra_threads == 0 || img->ra_count == RA_QUEUE)
                 return;
-        img->ra_queue[(img->ra_head + img->ra_count) % RA_QUEUE] = offset;
+        img->ra_queue[(img->ra_head + img->ra_count) % RA_QUEUE].offset = offset;
+        img->ra_queue[(img->ra_head + img->ra_count) % RA_QUEUE].map = map;
         img->ra_count++;
         pthread_cond_signal(&img->ra_cond);
+}
+
+/* After a lookup of ext: a stream that enters a leaf at its first extent, coming from the leaf
+ * before it (cached), gets the next leaves loaded ahead. A random read starts a leaf rarely and
+ * seldom right after the leaf before it was read. */
+static void map_ahead(BvImage *img, const BvMapExtent *ext)
+{
+        uint64_t start, prev, next[MAP_AHEAD_LEAVES];
+        int k = bv_map_reader_leaf_starts(img->map, ext->offset, &start, next, MAP_AHEAD_LEAVES);
+
+        if (k <= 0 || start != ext->offset || start == 0 ||
+            bv_map_reader_leaf_starts(img->map, start - 1, &prev, NULL, 0) < 0)
+                return;
+        for (int i = 0; i < k; i++)
+                readahead_queue(img, next[i], true);
 }
 
 static void readahead_stop(BvImage *img)
@@ -450,6 +505,7 @@ int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts,
         atomic_init(&img->last_end, UINT64_MAX);
         atomic_init(&img->ra_last_queued, UINT64_MAX);
         atomic_init(&img->lone_streak, 0);
+        atomic_init(&img->leaves_ahead, 0);
         pthread_mutex_init(&img->codecs.lock, NULL);
         pthread_mutex_init(&img->ra_lock, NULL);
         pthread_cond_init(&img->ra_cond, NULL);
@@ -478,7 +534,8 @@ void bv_image_stats(BvImage *img, BvImageStats *ret)
 {
         *ret = (BvImageStats){ .decodes = atomic_load(&img->decodes),
                                .group_decodes = bv_group_cache_decodes(img->groups),
-                               .group_cached_bytes = bv_group_cache_bytes(img->groups) };
+                               .group_cached_bytes = bv_group_cache_bytes(img->groups),
+                               .map_leaves_ahead = atomic_load(&img->leaves_ahead) };
         for (size_t i = 0; i < SHARDS; i++) {
                 BV_LOCK_GUARD(&img->shards[i].lock);
                 ret->cached_bytes += img->shards[i].bytes;
@@ -527,6 +584,7 @@ static int image_pread(BvImage *img, void *buf, size_t count, uint64_t offset, u
                                 *ret_bad_offset = pos;
                         return r;
                 }
+                map_ahead(img, &ext);
                 n = (size_t)MIN(ext.offset + ext.length - pos, end - pos);
                 r = read_extent(img, &ext, p, pos, n);
                 if (r < 0) {
@@ -555,7 +613,7 @@ static int image_pread(BvImage *img, void *buf, size_t count, uint64_t offset, u
                 atomic_store(&img->lone_streak, 0);
         if (img->readahead > 0 && last_ext != UINT64_MAX && atomic_load(&img->lone_streak) >= LONE_STREAK_MIN &&
             atomic_exchange(&img->ra_last_queued, last_ext) != last_ext)
-                readahead_queue(img, last_ext_end);
+                readahead_queue(img, last_ext_end, false);
         return 0;
 }
 
@@ -590,6 +648,7 @@ int bv_image_extents(BvImage *img, uint64_t offset, uint64_t count,
                 r = map_lookup(img, pos, &ext);
                 if (r < 0)
                         return r;
+                map_ahead(img, &ext);
                 ext_end = MIN(ext.offset + ext.length, end);
                 r = cb(ext.kind, pos, ext_end - pos, userdata);
                 if (r < 0)

@@ -31,6 +31,7 @@ typedef struct BvImageStats {
         uint64_t group_decodes; /* compression groups decoded (each serves several chunks) */
         size_t cached_bytes; /* decoded chunks held now */
         size_t group_cached_bytes; /* decoded groups held now */
+        uint64_t map_leaves_ahead; /* map leaves loaded ahead of a stream */
 } BvImageStats;
 
 void bv_image_stats(BvImage *img, BvImageStats *ret);

@@ -593,6 +593,42 @@ int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret)
         return 0;
 }
 
+int bv_map_reader_leaf_starts(BvMapReader *r, uint64_t offset, uint64_t *ret_leaf_start, uint64_t *next,
+                              size_t max)
+{
+        uint64_t base = 0, rel = offset, total;
+        const MapNode *n;
+        MapEntry e;
+        size_t i, k = 0;
+
+        if (!r || !ret_leaf_start || (!next && max > 0))
+                return -EINVAL;
+        if (offset >= r->size)
+                return -ERANGE;
+        if (r->height < 2)
+                return -ENOENT;
+        BV_LOCK_GUARD(&r->lock);
+        n = *cache_slot(r, r->root);
+        total = r->size;
+        for (unsigned level = r->height - 1; level > 1; level--) {
+                if (!n || node_find(n, level, total, rel, &e) < 0)
+                        return -ENOENT;
+                base += e.start;
+                rel -= e.start;
+                total = e.length;
+                n = *cache_slot(r, e.id);
+        }
+        /* n: the leaves' parent; the leaf itself must be cached too */
+        if (!n || node_find(n, 1, total, rel, &e) < 0 || !*cache_slot(r, e.id))
+                return -ENOENT;
+        *ret_leaf_start = base + e.start;
+        for (i = 0; i < n->count && n->ends[i] <= rel; i++)
+                ;
+        for (i++; i < n->count && k < max; i++)
+                next[k++] = base + n->ends[i - 1];
+        return (int)k;
+}
+
 /* ---- walking ---- */
 
 typedef struct MapWalk {

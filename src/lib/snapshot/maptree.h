@@ -56,6 +56,13 @@ void bv_map_reader_free(BvMapReader *r);
  * not add up, wrong height), -ERANGE if offset >= size. */
 int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret);
 
+/* From cached nodes only (nothing is fetched): *ret_leaf_start gets the image offset where the
+ * leaf holding offset starts, and next[] the starts of up to max leaves after it under the same
+ * parent. Returns how many it wrote to next, or -ENOENT when a node on the path, the leaf
+ * included, is not cached (also for a tree of height 1, whose only leaf is the root). */
+int bv_map_reader_leaf_starts(BvMapReader *r, uint64_t offset, uint64_t *ret_leaf_start, uint64_t *next,
+                              size_t max);
+
 /* Walks the whole tree depth first, in image order, checking what the reader checks
  * (-EBADMSG). node_fn sees every node before its entries; if it returns > 0 the node's
  * subtree is skipped (e.g. already seen by garbage collection: identical subtrees recur
