@@ -689,6 +689,11 @@ TEST(walk)
         for (size_t i = 0; i < n; i++) {
                 ASSERT_EQ(w.got[i].kind, e[i].kind);
                 ASSERT_TRUE(w.got[i].offset == e[i].offset && w.got[i].length == e[i].length);
+                /* leaves start at an extent, in order */
+                ASSERT_TRUE(w.got[i].leaf_offset <= w.got[i].offset);
+                ASSERT_TRUE(i == 0 ? w.got[i].leaf_offset == 0
+                                   : w.got[i].leaf_offset == w.got[i - 1].leaf_offset ||
+                                             w.got[i].leaf_offset == w.got[i].offset);
                 if (e[i].kind == BV_EXTENT_DATA)
                         ASSERT_MEMEQ(w.got[i].id, e[i].id, BV_ID_SIZE);
         }
@@ -766,11 +771,14 @@ TEST(leaf_starts)
         ASSERT_OK(bv_map_reader_new(root, height, size, mem_fetch, &m, 0, &r));
         ASSERT_ERROR(bv_map_reader_leaf_starts(r, 0, &start, next, 4), ENOENT); /* nothing cached */
         ASSERT_ERROR(bv_map_reader_leaf_starts(r, size, &start, next, 4), ERANGE);
+        ASSERT_ERROR(bv_map_reader_leaf_starts(r, 0, NULL, next, 4), EINVAL);
+        ASSERT_ERROR(bv_map_reader_leaf_starts(r, 0, &start, NULL, 4), EINVAL);
         for (size_t i = 0; i < n; i++) {
                 ASSERT_OK(bv_map_reader_lookup(r, e[i].offset, &got));
                 k = bv_map_reader_leaf_starts(r, e[i].offset, &start, next, 4);
                 ASSERT_TRUE(k >= 0 && k <= 4);
                 ASSERT_TRUE(start <= e[i].offset);
+                ASSERT_TRUE(got.leaf_offset == start); /* the lookup tells its leaf too */
                 if (start != prev_start) {
                         ASSERT_TRUE(start == e[i].offset); /* a leaf starts with an extent */
                         if (want_next != UINT64_MAX)

@@ -181,14 +181,12 @@ static void evict(BvGroupCache *gc)
 static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, uint8_t **ret,
                         size_t *ret_len, size_t *ret_cap, size_t *ret_data_len)
 {
-        void *enc = bv_object_codec_input(codec, loc->length);
         uint8_t *buf = NULL;
         size_t len, cap = SPARE_CAP;
+        void *enc;
         int rr;
 
-        if (!enc)
-                return -ENOMEM;
-        rr = bv_repo_read_encoded_into(r, loc, enc);
+        rr = bv_repo_read_encoded(r, codec, loc, &enc);
         if (rr < 0)
                 return rr;
         if (gc) {
@@ -362,11 +360,9 @@ int bv_repo_read_chunk_at(BvRepo *r, BvObjectCodec *codec, BvGroupCache *gc, con
         if (!r || !codec || !id || !loc || !buf || !ret_len)
                 return -EINVAL;
         if (loc->type == BV_OBJ_CHUNK) {
-                void *enc = bv_object_codec_input(codec, loc->length);
+                void *enc;
 
-                if (!enc)
-                        return -ENOMEM;
-                rr = bv_repo_read_encoded_into(r, loc, enc);
+                rr = bv_repo_read_encoded(r, codec, loc, &enc);
                 if (rr < 0)
                         return rr;
                 gate_enter(gc);

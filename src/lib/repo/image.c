@@ -58,6 +58,12 @@ typedef struct Shard {
         size_t read_out_bytes, read_out_cap; /* entries with read_out >= len */
 } Shard;
 
+/* Work for the readahead pool. */
+typedef struct RaJob {
+        uint64_t offset;
+        bool map; /* the map leaf at offset and its index entries, not chunks */
+} RaJob;
+
 /* Codecs are per thread: a pool lends one to each caller. */
 typedef struct CodecPool {
         pthread_mutex_t lock;
@@ -82,10 +88,7 @@ struct BvImage {
         _Atomic uint64_t ra_last_queued; /* extent offset readahead was last queued after */
         pthread_mutex_t ra_lock;
         pthread_cond_t ra_cond;
-        struct {
-                uint64_t offset;
-                bool map; /* the leaf at offset and its index entries, not chunks */
-        } ra_queue[RA_QUEUE];
+        RaJob ra_queue[RA_QUEUE];
         size_t ra_head, ra_count;
         bool ra_stop;
         pthread_t ra_threads[RA_THREADS];
@@ -380,18 +383,15 @@ static void readahead_run(BvImage *img, uint64_t offset)
 static void map_ahead_run(BvImage *img, uint64_t offset)
 {
         uint64_t start, pos = offset;
+        BvMapExtent ext;
 
         if (bv_map_reader_leaf_starts(img->map, offset, &start, NULL, 0) >= 0)
                 return; /* cached: loaded ahead already, or read */
         atomic_fetch_add_explicit(&img->leaves_ahead, 1, memory_order_relaxed);
-        for (unsigned i = 0; pos < img->size && i < 4096; i++) {
-                BvMapExtent ext;
+        /* map_lookup makes every extent end past where it starts: pos moves on */
+        while (pos < img->size && map_lookup(img, pos, &ext) >= 0 && ext.leaf_offset == offset) {
                 BvLocation loc;
 
-                if (map_lookup(img, pos, &ext) < 0)
-                        return;
-                if (bv_map_reader_leaf_starts(img->map, pos, &start, NULL, 0) < 0 || start != offset)
-                        return; /* the next leaf */
                 if (ext.kind == BV_EXTENT_DATA)
                         (void)bv_repo_locate(img->repo, ext.id, &loc);
                 pos = ext.offset + ext.length;
@@ -404,22 +404,20 @@ static void *readahead_thread(void *userdata)
 
         pthread_mutex_lock(&img->ra_lock);
         for (;;) {
-                uint64_t offset;
-                bool map;
+                RaJob job;
 
                 while (!img->ra_stop && img->ra_count == 0)
                         pthread_cond_wait(&img->ra_cond, &img->ra_lock);
                 if (img->ra_stop)
                         break;
-                offset = img->ra_queue[img->ra_head].offset;
-                map = img->ra_queue[img->ra_head].map;
+                job = img->ra_queue[img->ra_head];
                 img->ra_head = (img->ra_head + 1) % RA_QUEUE;
                 img->ra_count--;
                 pthread_mutex_unlock(&img->ra_lock);
-                if (map)
-                        map_ahead_run(img, offset);
+                if (job.map)
+                        map_ahead_run(img, job.offset);
                 else
-                        readahead_run(img, offset);
+                        readahead_run(img, job.offset);
                 pthread_mutex_lock(&img->ra_lock);
         }
         pthread_mutex_unlock(&img->ra_lock);
@@ -438,9 +436,7 @@ static void readahead_queue(BvImage *img, uint64_t offset, bool map)
         }
         if (img->n_ra_threads == 0 || img->ra_count == RA_QUEUE)
                 return;
-        img->ra_queue[(img->ra_head + img->ra_count) % RA_QUEUE].offset = offset;
-        img->ra_queue[(img->ra_head + img->ra_count) % RA_QUEUE].map = map;
-        img->ra_count++;
+        img->ra_queue[(img->ra_head + img->ra_count++) % RA_QUEUE] = (RaJob){ .offset = offset, .map = map };
         pthread_cond_signal(&img->ra_cond);
 }
 
@@ -450,10 +446,13 @@ static void readahead_queue(BvImage *img, uint64_t offset, bool map)
 static void map_ahead(BvImage *img, const BvMapExtent *ext)
 {
         uint64_t start, prev, next[MAP_AHEAD_LEAVES];
-        int k = bv_map_reader_leaf_starts(img->map, ext->offset, &start, next, MAP_AHEAD_LEAVES);
+        int k;
 
-        if (k <= 0 || start != ext->offset || start == 0 ||
-            bv_map_reader_leaf_starts(img->map, start - 1, &prev, NULL, 0) < 0)
+        /* every extent passes here: only a leaf's first one costs a look at the tree */
+        if (ext->offset != ext->leaf_offset || ext->offset == 0)
+                return;
+        k = bv_map_reader_leaf_starts(img->map, ext->offset, &start, next, MAP_AHEAD_LEAVES);
+        if (k <= 0 || bv_map_reader_leaf_starts(img->map, start - 1, &prev, NULL, 0) < 0)
                 return;
         for (int i = 0; i < k; i++)
                 readahead_queue(img, next[i], true);

@@ -646,28 +646,21 @@ int bv_repo_reload(BvRepo *r)
         return bv_index_refresh(r->index);
 }
 
-int bv_repo_read_encoded(BvRepo *r, const BvLocation *loc, void **ret)
+int bv_repo_read_encoded(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, void **ret)
 {
-        _cleanup_free_ void *enc = NULL;
+        void *enc;
         int rr;
 
         if (loc->length == 0)
                 return -EBADMSG;
-        enc = malloc(loc->length);
+        enc = bv_object_codec_input(codec, loc->length);
         if (!enc)
                 return -ENOMEM;
-        rr = bv_repo_read_encoded_into(r, loc, enc);
+        rr = bv_packset_read(r->packs, loc->pack_id, loc->offset, enc, loc->length);
         if (rr < 0)
                 return rr;
-        *ret = TAKE_PTR(enc);
+        *ret = enc;
         return 0;
-}
-
-int bv_repo_read_encoded_into(BvRepo *r, const BvLocation *loc, void *buf)
-{
-        if (loc->length == 0)
-                return -EBADMSG;
-        return bv_packset_read(r->packs, loc->pack_id, loc->offset, buf, loc->length);
 }
 
 int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
@@ -676,8 +669,9 @@ int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
         return rr == -ENOENT ? -EUCLEAN : rr; /* referenced but not indexed: the repository needs repair */
 }
 
-/* Where an object stored whole is, and its encoded bytes (malloc'd). */
-static int read_encoded(BvRepo *r, BvObjectType type, const uint8_t id[BV_ID_SIZE], void **ret, size_t *ret_len)
+/* Where an object stored whole is, and its encoded bytes (in the codec's input buffer). */
+static int read_encoded(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
+                        void **ret, size_t *ret_len)
 {
         BvLocation loc;
         int rr;
@@ -687,7 +681,7 @@ static int read_encoded(BvRepo *r, BvObjectType type, const uint8_t id[BV_ID_SIZ
                 return rr;
         if (loc.type != type)
                 return -EBADMSG;
-        rr = bv_repo_read_encoded(r, &loc, ret);
+        rr = bv_repo_read_encoded(r, codec, &loc, ret);
         if (rr < 0)
                 return rr;
         *ret_len = loc.length;
@@ -697,13 +691,13 @@ static int read_encoded(BvRepo *r, BvObjectType type, const uint8_t id[BV_ID_SIZ
 int bv_repo_read_object(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
                         void *buf, size_t out_cap, size_t *ret_len)
 {
-        _cleanup_free_ void *enc = NULL;
+        void *enc;
         size_t len;
         int rr;
 
         if (!r || !codec || !id || !buf)
                 return -EINVAL;
-        rr = read_encoded(r, type, id, &enc, &len);
+        rr = read_encoded(r, codec, type, id, &enc, &len);
         if (rr < 0)
                 return rr;
         return bv_object_decode(codec, type, id, enc, len, buf, out_cap, ret_len);
@@ -712,13 +706,13 @@ int bv_repo_read_object(BvRepo *r, BvObjectCodec *codec, BvObjectType type, cons
 int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type, const uint8_t id[BV_ID_SIZE],
                               void **ret, size_t *ret_len)
 {
-        _cleanup_free_ void *enc = NULL;
+        void *enc;
         size_t len;
         int rr;
 
         if (!r || !codec || !id || !ret || !ret_len)
                 return -EINVAL;
-        rr = read_encoded(r, type, id, &enc, &len);
+        rr = read_encoded(r, codec, type, id, &enc, &len);
         if (rr < 0)
                 return rr;
         return bv_object_decode_alloc(codec, type, id, enc, len, ret, ret_len);

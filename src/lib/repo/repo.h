@@ -83,10 +83,9 @@ void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret);
 
 /* Where an object or chunk is stored: -EUCLEAN if the id is not indexed. */
 int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret);
-/* The encoded bytes at a location (malloc'd, loc->length of them). */
-int bv_repo_read_encoded(BvRepo *r, const BvLocation *loc, void **ret);
-/* The same into buf, which has room for loc->length bytes. */
-int bv_repo_read_encoded_into(BvRepo *r, const BvLocation *loc, void *buf);
+/* The encoded bytes at a location (loc->length of them), read into the codec's input buffer
+ * (bv_object_codec_input): valid until the codec reads again. */
+int bv_repo_read_encoded(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, void **ret);
 
 /* Reads and authenticates one object stored whole by id (index lookup, pack read, decode):
  * not a chunk, which may be stored in a group (bv_repo_read_chunk, chunks.h). buf has room

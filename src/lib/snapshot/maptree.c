@@ -589,6 +589,7 @@ int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret)
         ret->kind = (BvExtentKind)e.kind;
         ret->offset = base + e.start;
         ret->length = e.length;
+        ret->leaf_offset = base;
         memcpy(ret->id, e.id, BV_ID_SIZE);
         return 0;
 }
@@ -666,7 +667,9 @@ static int walk_node(const MapWalk *w, const uint8_t id[BV_ID_SIZE], unsigned le
                 if (level > 0)
                         r = walk_node(w, n->ids[i], level - 1, offset + start, length);
                 else if (w->extent_fn) {
-                        BvMapExtent e = {.kind = n->kinds[i], .offset = offset + start, .length = length};
+                        BvMapExtent e = {
+                                .kind = n->kinds[i], .offset = offset + start, .length = length, .leaf_offset = offset
+                        };
                         memcpy(e.id, n->ids[i], BV_ID_SIZE);
                         r = w->extent_fn(w->userdata, &e);
                 }

@@ -23,6 +23,7 @@ typedef struct BvMapExtent {
         uint64_t offset;
         uint64_t length;
         uint8_t id[BV_ID_SIZE]; /* DATA only */
+        uint64_t leaf_offset;   /* where the leaf holding it starts (reader and walk) */
 } BvMapExtent;
 
 /* Stores a serialized node as a MAP object and returns its id (the pipeline claims, encodes
