@@ -560,6 +560,8 @@ typedef struct GroupCount {
         size_t chunks, groups, members;
         BvPackEntry first_group; /* member 0 of the first group seen */
         uint8_t first_pack[BV_PACK_ID_SIZE];
+        uint8_t first_members[64][BV_ID_SIZE]; /* the ids of all of that group's members */
+        size_t n_first_members;
 } GroupCount;
 
 static int group_count_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud)
@@ -580,6 +582,9 @@ static int group_count_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size,
                         g->first_group = e[i];
                         memcpy(g->first_pack, pack_id, BV_PACK_ID_SIZE);
                 }
+                if (g->groups == 1 && memcmp(g->first_pack, pack_id, BV_PACK_ID_SIZE) == 0 &&
+                    e[i].offset == g->first_group.offset)
+                        memcpy(g->first_members[g->n_first_members++], e[i].id, BV_ID_SIZE);
         }
         free(e);
         return 0;
@@ -686,6 +691,21 @@ TEST(groups)
                 ASSERT_ERROR(bv_repo_read_chunk(r, codec, gc, snap->root, one, cap, &got2), EBADMSG);
                 ASSERT_ERROR(bv_repo_read_chunk(r, codec, gc, absent, one, cap, &got2), EUCLEAN);
                 bv_group_cache_free(gc);
+
+                /* a group read out whole: in a cache whose read-out share it exceeds, it goes at
+                 * once (and is decoded again when read again); in a larger one it stays, and a
+                 * read of it again finds it */
+                ASSERT_TRUE(g.n_first_members >= 2);
+                for (size_t big = 0; big < 2; big++) {
+                        ASSERT_OK(bv_group_cache_new(big ? 8 << 20 : 1 << 20, 0, &gc));
+                        for (size_t m = 0; m < g.n_first_members; m++)
+                                ASSERT_OK(bv_repo_read_chunk(r, codec, gc, g.first_members[m], one, cap, &got));
+                        ASSERT_EQ(bv_group_cache_decodes(gc), 1);
+                        ASSERT_EQ(bv_group_cache_bytes(gc) > 0, big);
+                        ASSERT_OK(bv_repo_read_chunk(r, codec, gc, g.first_members[0], one, cap, &got));
+                        ASSERT_EQ(bv_group_cache_decodes(gc), big ? 1u : 2u);
+                        bv_group_cache_free(gc);
+                }
                 bv_object_codec_free(codec);
         }
 
