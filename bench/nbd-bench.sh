@@ -67,10 +67,12 @@ runs=${NBD_RUNS:-5}
 # blkvault 20 ms, whatever the size of the snapshot.
 seq_run() { # seq_run DIR: one restore and one nbdcopy into DIR; appends to R_$tag and C_$tag
     local dir=$1
-    rm -f "$dir/restored.img"; drop_caches; "$BLKVAULT" --version >/dev/null
+    rm -f "$dir/restored.img" "$dir/copied.img"; drop_caches; "$BLKVAULT" --version >/dev/null
     timed nbd-restore "$BLKVAULT" restore "$repo" v1 "$dir/restored.img" --key-file="$BENCH_KEY"
     RT+=("$T_WALL")
-    rm -f "$dir/restored.img"
+    # A new file, as restore's: nbdcopy opens an existing one and truncates it, which would
+    # put freeing the last round's 600 MiB inside its timing.
+    rm -f "$dir/restored.img" "$dir/copied.img"
     start_export; drop_caches; nbdcopy --version >/dev/null
     timed nbd-nbdcopy sh -c 'nbdcopy --destination-is-zero "$1" "$2" && sync' sh "$URI" "$dir/copied.img"
     CT+=("$T_WALL")
