@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A snapshot served by nbdkit reads back bit-exact with the real NBD clients: size, block status
 # (zero and hole extents exactly where the image has zero blocks), nbdcopy, qemu-img convert,
-# four concurrent readers; encrypted repositories with a passphrase file and from the
-# environment; a wrong passphrase fails with a clear message.
+# four concurrent readers, a shared lock on the repository while served; encrypted
+# repositories with a passphrase file and from the environment; a wrong passphrase fails with a
+# clear message.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
 need_cmd nbdcopy qemu-img python3 openssl
@@ -88,7 +89,11 @@ assert not errors, errors
 PY
 }
 concurrent_readers
+# the server holds the repository's shared lock: garbage collection's exclusive lock is refused
+# while it serves, and free once it has stopped
+flock -x -n "$repo/locks/gc" true && die "garbage collection could lock a repository being served"
 stop_nbdkit
+flock -x -n "$repo/locks/gc" true || die "the repository stayed locked after nbdkit stopped"
 start_nbdkit one-worker repo="$repo" snapshot=disk workers=1 cache=1M
 concurrent_readers
 stop_nbdkit

@@ -23,6 +23,7 @@ typedef struct MemStore {
         size_t nodes;     /* distinct ids held */
         size_t new_ids;   /* distinct ids added since the last reset */
         size_t stores;    /* store calls since the last reset */
+        size_t fetches;   /* fetch calls */
         int fail_store;   /* if < 0, store returns it */
         pthread_mutex_t lock;
 } MemStore;
@@ -85,6 +86,7 @@ static int mem_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_no
 {
         MemStore *m = userdata;
         BV_LOCK_GUARD(&m->lock);
+        m->fetches++;
         MemNode *n = *mem_slot(m, id);
         if (!n)
                 return -ENOENT;
@@ -824,6 +826,41 @@ static void *reader_thread(void *p)
         return NULL;
 }
 
+/* Opening costs nothing whatever the map's size, and a lookup reads one path from the root: an
+ * export opens in constant time and loads only the parts of the map it reads. */
+TEST(lookup_reads_one_path)
+{
+        size_t counts[] = {1000, 200000};
+        for (size_t k = 0; k < ELEMENTSOF(counts); k++) {
+                MemStore m;
+                BvMapExtent *e = make_extents(counts[k], 61 + k);
+                uint8_t root[BV_ID_SIZE];
+                uint32_t height;
+                uint64_t size;
+                BvMapReader *r = NULL;
+                BvMapExtent got;
+
+                mem_init(&m);
+                build(&m, e, counts[k], root, &height, &size);
+                ASSERT_TRUE(height >= (k == 0 ? 2u : 3u));
+                ASSERT_OK(bv_map_reader_new(root, height, size, mem_fetch, &m, 64, &r));
+                ASSERT_EQ(m.fetches, 0);
+                ASSERT_OK(bv_map_reader_lookup(r, size / 2, &got));
+                ASSERT_EQ(m.fetches, height);
+                /* the same leaf again: nothing more */
+                ASSERT_OK(bv_map_reader_lookup(r, got.offset, &got));
+                ASSERT_EQ(m.fetches, height);
+                /* the last byte: at most one path more (the root is cached) */
+                ASSERT_OK(bv_map_reader_lookup(r, size - 1, &got));
+                ASSERT_TRUE(m.fetches <= 2 * height - 1);
+                if (k == 1) /* and nothing near the whole map */
+                        ASSERT_TRUE(m.fetches < m.nodes / 100);
+                bv_map_reader_free(r);
+                mem_done(&m);
+                free(e);
+        }
+}
+
 TEST(threads)
 {
         MemStore m;
@@ -865,6 +902,7 @@ int main(void)
         RUN(builder_errors);
         RUN(walk);
         RUN(leaf_starts);
+        RUN(lookup_reads_one_path);
         RUN(threads);
         return 0;
 }
