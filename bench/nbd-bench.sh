@@ -10,7 +10,6 @@
 #   3. the same random reads through `borg mount` and `restic mount` (FUSE) of the same image.
 # Usage: bench/nbd-bench.sh [--no-peers]   (root: images and drop_caches). Results in
 # bench/results/nbd-bench.md. NBD_READS (default 2000) sets the number of random reads.
-BUILD_DIR=${BUILD_DIR:-$(cd "$(dirname "$0")/.." && pwd)/build-nbd-rel}
 . "$(dirname "$0")/lib.sh"
 peers=1
 [ "${1:-}" = --no-peers ] && peers=0

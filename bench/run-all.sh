@@ -4,12 +4,12 @@
 # result file followed by the list of goals, met or missed. A script that fails is reported
 # as such and the others still run.
 #
-# Usage: bench/run-all.sh [SCRIPT...]   (default: dedup-concat hybrid-vs-fixed sparse peers)
+# Usage: bench/run-all.sh [SCRIPT...]   (default: dedup-concat hybrid-vs-fixed sparse peers nbd-bench)
 #   SUMMARY_ONLY=1 rebuilds summary.md from the result files already in bench/results.
 source "$(dirname "$0")/lib.sh"
 
 SCRIPTS=("$@")
-[ ${#SCRIPTS[@]} -gt 0 ] || SCRIPTS=(dedup-concat hybrid-vs-fixed sparse peers)
+[ ${#SCRIPTS[@]} -gt 0 ] || SCRIPTS=(dedup-concat hybrid-vs-fixed sparse peers nbd-bench)
 
 bench_build
 SUMMARY=$BENCH_OUT/summary.md
