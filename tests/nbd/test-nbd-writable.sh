@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # blkvault serve --writable: writes land in nbdkit's throw-away cow overlay and read back; after
-# the server stops the repository verifies and restores the original, unchanged.
+# the server stops no file of the repository has changed, and it verifies and restores the
+# original.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
 need_cmd openssl
@@ -13,6 +14,10 @@ truncate -s 24M "$img"
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
 bv backup "$repo" "$img" --name=disk >/dev/null
+# every file of the repository and its bytes; locks/ holds empty files that readers create to
+# flock, never data
+repo_files() { (cd "$repo" && find . -path ./locks -prune -o -type f -exec sha256sum {} + | sort -k2); }
+repo_files > "$T/before"
 
 sock=$T/rw.sock
 with_nbd_env "$BLKVAULT" serve "$repo" disk --writable --socket="$sock" >"$T/serve.out" 2>"$T/serve.log" &
@@ -39,6 +44,9 @@ assert h.pread(1 << 20, 10 << 20) == img[10 << 20:11 << 20]
 h.shutdown()
 PY
 kill "$pid"; wait "$pid" || true
+
+repo_files > "$T/after"
+diff -u "$T/before" "$T/after" >&2 || die "serving --writable changed the repository"
 
 bv verify "$repo" --read-data >/dev/null
 bv restore "$repo" disk "$T/restored.img" >/dev/null
