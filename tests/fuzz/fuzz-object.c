@@ -19,8 +19,9 @@
 
 #include "aead.h"
 #include "endian.h"
-#include "keyring.h"
 #include "group.h"
+#include "keyring.h"
+#include "macro.h"
 #include "object.h"
 
 #define OUT_CAP (1024 * 1024)
@@ -76,24 +77,29 @@ static void check_error(int r)
                 abort();
 }
 
-/* Decodes, and for what decodes: peek agrees, and encode + decode gives the same bytes. */
+/* Decodes, and for what decodes: decoding into a buffer of its own size agrees, and encode +
+ * decode gives the same bytes. */
 static void decode_and_check(Ctx *x, BvObjectType type, const uint8_t id[BV_ID_SIZE], const uint8_t *obj,
                              size_t len)
 {
         static uint8_t out[OUT_CAP], again[OUT_CAP];
         static uint8_t enc[OUT_CAP + 4096];
-        size_t out_len, peek, enc_len, again_len;
-        int r, p;
+        _cleanup_free_ void *alloc = NULL;
+        size_t out_len, alloc_len, enc_len, again_len;
+        int r, a;
 
         r = bv_object_decode(x->c, type, id, obj, len, out, sizeof(out), &out_len);
-        p = bv_object_peek_length(x->c, type, id, obj, len, &peek);
+        a = bv_object_decode_alloc(x->c, type, id, obj, len, &alloc, &alloc_len);
         if (r < 0) {
                 check_error(r);
-                if (r == -ENOBUFS && (p < 0 || peek <= sizeof(out)))
-                        abort(); /* too large for out: peek must see that length */
+                /* too large for out (the header, authentic, says so before any decompression):
+                 * decoding into a buffer of that size gives that much, or finds the payload
+                 * damaged; any other error is the same for both */
+                if (r == -ENOBUFS ? (a < 0 ? a != -EBADMSG : alloc_len <= sizeof(out)) : a != r)
+                        abort();
                 return;
         }
-        if (p < 0 || peek != out_len)
+        if (a < 0 || alloc_len != out_len || memcmp(alloc, out, out_len) != 0)
                 abort();
         if (type == BV_OBJ_GROUP)
                 check_group(out, out_len);

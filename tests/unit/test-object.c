@@ -86,9 +86,9 @@ TEST(padme)
 static void roundtrip_one(BvObjectCodec *c, const BvKeyring *k, BvObjectType type, const uint8_t *data,
                           size_t len, bool expect_smaller)
 {
-        _cleanup_free_ uint8_t *enc = malloc(bv_object_bound(len)), *dec = malloc(len + 1);
+        _cleanup_free_ uint8_t *enc = malloc(bv_object_bound(len)), *dec = malloc(len + 1), *alloc = NULL;
         uint8_t id[BV_ID_SIZE];
-        size_t enc_len = 0, dec_len = 0, peek = 0;
+        size_t enc_len = 0, dec_len = 0, alloc_len = 0;
 
         ASSERT_TRUE(enc && dec);
         id_for(k, type, data, len, id);
@@ -100,12 +100,14 @@ static void roundtrip_one(BvObjectCodec *c, const BvKeyring *k, BvObjectType typ
                 ASSERT_TRUE(enc_len < len);
         if (bv_keyring_cipher(k) == BV_CIPHER_NONE && !expect_smaller)
                 ASSERT_EQ(enc_len, BV_NONCE_SIZE + BV_OBJECT_HEADER_SIZE + len + BV_TAG_SIZE);
-        ASSERT_OK(bv_object_peek_length(c, type, id, enc, enc_len, &peek));
-        ASSERT_EQ(peek, len);
         ASSERT_OK(bv_object_decode(c, type, id, enc, enc_len, dec, len, &dec_len));
         ASSERT_EQ(dec_len, len);
         if (len > 0)
                 ASSERT_MEMEQ(dec, data, len);
+        ASSERT_OK(bv_object_decode_alloc(c, type, id, enc, enc_len, (void **)&alloc, &alloc_len));
+        ASSERT_EQ(alloc_len, len);
+        if (len > 0)
+                ASSERT_MEMEQ(alloc, data, len);
 }
 
 TEST(roundtrip_every_type_and_cipher)
@@ -163,6 +165,7 @@ TEST(every_byte_flip_is_caught)
         uint8_t data[300], enc[512], dec[300];
         uint8_t id[BV_ID_SIZE];
         size_t enc_len, dec_len;
+        void *alloc = NULL; /* decode_alloc fails before it allocates */
 
         for (size_t i = 0; i < sizeof(data); i++)
                 data[i] = i < 150 ? 'a' : (uint8_t)(i * 7);
@@ -183,7 +186,8 @@ TEST(every_byte_flip_is_caught)
                                 ASSERT_ERROR(bv_object_decode(c, t, id, enc, enc_len, dec, sizeof(dec),
                                                               &dec_len),
                                              EBADMSG);
-                                ASSERT_ERROR(bv_object_peek_length(c, t, id, enc, enc_len, &dec_len), EBADMSG);
+                                ASSERT_ERROR(bv_object_decode_alloc(c, t, id, enc, enc_len, &alloc, &dec_len),
+                                             EBADMSG);
                                 enc[i] ^= (uint8_t)(1u << (i % 8));
                         }
                         ASSERT_EQ(dec_len, 12345); /* untouched on failure */
@@ -248,6 +252,7 @@ TEST(crafted_headers)
 {
         uint8_t pt[256], enc[512], dec[256], id[BV_ID_SIZE];
         size_t n, len, dec_len;
+        void *alloc = NULL; /* decode_alloc fails before it allocates */
 
         bvtest_fill_random(id, sizeof(id), 11);
         for (size_t ci = 0; ci < ELEMENTSOF(ciphers); ci++) {
@@ -265,7 +270,8 @@ TEST(crafted_headers)
                 len = craft(k, BV_OBJ_SNAPSHOT, id, pt, n, enc);
                 ASSERT_ERROR(bv_object_decode(c, BV_OBJ_SNAPSHOT, id, enc, len, dec, sizeof(dec), &dec_len),
                              EPROTONOSUPPORT);
-                ASSERT_ERROR(bv_object_peek_length(c, BV_OBJ_SNAPSHOT, id, enc, len, &dec_len), EPROTONOSUPPORT);
+                ASSERT_ERROR(bv_object_decode_alloc(c, BV_OBJ_SNAPSHOT, id, enc, len, &alloc, &dec_len),
+                             EPROTONOSUPPORT);
 
                 n = raw_plain(k, BV_OBJ_SNAPSHOT, 'x', 100, pt);
                 pt[3] = 1; /* reserved */
@@ -286,7 +292,7 @@ TEST(crafted_headers)
                              EBADMSG);
                 put_le32(pt + 4, BV_OBJECT_MAX_RAW + 1);
                 len = craft(k, BV_OBJ_SNAPSHOT, id, pt, n, enc);
-                ASSERT_ERROR(bv_object_peek_length(c, BV_OBJ_SNAPSHOT, id, enc, len, &dec_len), EBADMSG);
+                ASSERT_ERROR(bv_object_decode_alloc(c, BV_OBJ_SNAPSHOT, id, enc, len, &alloc, &dec_len), EBADMSG);
 
                 n = raw_plain(k, BV_OBJ_SNAPSHOT, 'x', 100, pt);
                 pt[n] = 0; /* one byte too many: not the canonical padding */

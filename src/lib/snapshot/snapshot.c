@@ -274,7 +274,7 @@ static int snapshot_decode(BvObjectCodec *codec, const char *id, const uint8_t *
         _cleanup_(bv_snapshot_freep) BvSnapshot *s = NULL;
         _cleanup_free_ char *json = NULL;
         uint8_t oid[BV_ID_SIZE];
-        size_t raw = 0, jlen = 0;
+        size_t jlen = 0;
         int r;
 
         r = object_id(id, oid);
@@ -289,15 +289,7 @@ static int snapshot_decode(BvObjectCodec *codec, const char *id, const uint8_t *
         data += SNAP_HEADER_SIZE;
         len -= SNAP_HEADER_SIZE;
 
-        r = bv_object_peek_length(codec, BV_OBJ_SNAPSHOT, oid, data, len, &raw);
-        if (r < 0)
-                return r;
-        if (raw > BV_OBJECT_MAX_RAW)
-                return -EBADMSG;
-        json = malloc(raw + 1);
-        if (!json)
-                return -ENOMEM;
-        r = bv_object_decode(codec, BV_OBJ_SNAPSHOT, oid, data, len, json, raw, &jlen);
+        r = bv_object_decode_alloc(codec, BV_OBJ_SNAPSHOT, oid, data, len, (void **)&json, &jlen);
         if (r < 0)
                 return r;
         r = bv_snapshot_from_json(json, jlen, &s);

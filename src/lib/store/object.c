@@ -375,16 +375,3 @@ int bv_object_decode_alloc(BvObjectCodec *c, BvObjectType type, const uint8_t id
         return 0;
 }
 
-int bv_object_peek_length(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
-                          size_t in_len, size_t *ret_raw_len)
-{
-        ObjPlain p;
-        int r;
-
-        r = obj_open(c, type, id, in, in_len, &p);
-        if (r < 0)
-                return r;
-        if (ret_raw_len)
-                *ret_raw_len = p.raw_length;
-        return 0;
-}

@@ -74,7 +74,3 @@ int bv_object_decode(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID
 /* The same into a malloc'd buffer of the object's raw length. */
 int bv_object_decode_alloc(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
                            size_t in_len, void **ret, size_t *ret_len);
-
-/* Raw length recorded in an encoded object, after authentication (no decompression). */
-int bv_object_peek_length(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV_ID_SIZE], const void *in,
-                          size_t in_len, size_t *ret_raw_len);
