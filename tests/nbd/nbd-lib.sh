@@ -14,15 +14,12 @@ if [ -n "$NBD_PRELOAD" ]; then
 fi
 export BLKVAULT_NBD_PLUGIN=$NBD_PLUGIN
 
-# with_nbd_env CMD...: runs CMD (nbdkit, or blkvault serve/mount which start nbdkit) with the
-# preload; ASan's leak check is off there (nbdkit is not ours).
-with_nbd_env() {
-    if [ -n "$NBD_PRELOAD" ]; then
-        LD_PRELOAD="$NBD_PRELOAD" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 "$@"
-    else
-        "$@"
-    fi
-}
+# "${NBD_ENV[@]}" CMD...: runs CMD (nbdkit, or blkvault serve/mount which start nbdkit) with the
+# preload; ASan's leak check is off there (nbdkit is not ours). A command prefix, not a shell
+# function: env execs CMD, so that `"${NBD_ENV[@]}" nbdkit ... &` sets $! to nbdkit's own pid
+# (a function run in the background is a subshell, and killing it would leave nbdkit running).
+NBD_ENV=(env)
+[ -z "$NBD_PRELOAD" ] || NBD_ENV=(env LD_PRELOAD="$NBD_PRELOAD" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 
 # Waits until a unix socket exists and the export answers (or the pid died).
 wait_socket() {
@@ -41,7 +38,7 @@ start_nbdkit() {
     local name=$1; shift
     local sock=$T/$name.sock
     rm -f "$sock"
-    with_nbd_env nbdkit -f -U "$sock" -r "$NBD_PLUGIN" "$@" 2>"$T/$name.log" &
+    "${NBD_ENV[@]}" nbdkit -f -U "$sock" -r "$NBD_PLUGIN" "$@" 2>"$T/$name.log" &
     NBD_PID=$!
     on_exit "kill $NBD_PID; wait $NBD_PID"
     NBD_URI="nbd+unix:///?socket=$sock"
@@ -68,7 +65,7 @@ nbd_python() {
 # the server exits or does not answer within a minute.
 start_serve() {
     local name=$1 i; shift
-    with_nbd_env "$BLKVAULT" serve "$@" >"$T/$name.out" 2>"$T/$name.log" &
+    "${NBD_ENV[@]}" "$BLKVAULT" serve "$@" >"$T/$name.out" 2>"$T/$name.log" &
     SERVE_PID=$!
     on_exit "kill $SERVE_PID; wait $SERVE_PID"
     SERVE_URI=

@@ -113,13 +113,13 @@ assert_same "$img" "$T/enc2.img"
 stop_nbdkit
 
 rc=0
-with_nbd_env timeout 60 nbdkit -f -U "$T/bad.sock" -r "$NBD_PLUGIN" repo="$repo" snapshot=disk workers=0 \
+"${NBD_ENV[@]}" timeout 60 nbdkit -f -U "$T/bad.sock" -r "$NBD_PLUGIN" repo="$repo" snapshot=disk workers=0 \
     2>"$T/bad.log" || rc=$?
 [ "$rc" != 0 ] && [ "$rc" != 124 ] || die "nbdkit accepted workers=0"
 grep -q "workers= must be between 1 and 1024" "$T/bad.log" || { cat "$T/bad.log" >&2; die "no clear message for workers=0"; }
 
 rc=0
-BLKVAULT_PASSPHRASE='wrong horse' with_nbd_env timeout 60 nbdkit -f -U "$T/wrong.sock" -r "$NBD_PLUGIN" \
+BLKVAULT_PASSPHRASE='wrong horse' "${NBD_ENV[@]}" timeout 60 nbdkit -f -U "$T/wrong.sock" -r "$NBD_PLUGIN" \
     repo="$erepo" snapshot=disk 2>"$T/wrong.log" || rc=$?
 [ "$rc" != 0 ] || die "nbdkit served with a wrong passphrase"
 [ "$rc" != 124 ] || die "nbdkit kept running with a wrong passphrase"

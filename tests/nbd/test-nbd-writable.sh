@@ -20,7 +20,7 @@ repo_files() { (cd "$repo" && find . -path ./locks -prune -o -type f -exec sha25
 repo_files > "$T/before"
 
 sock=$T/rw.sock
-with_nbd_env "$BLKVAULT" serve "$repo" disk --writable --socket="$sock" >"$T/serve.out" 2>"$T/serve.log" &
+"${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --writable --socket="$sock" >"$T/serve.out" 2>"$T/serve.log" &
 pid=$!
 on_exit "kill $pid; wait $pid"
 wait_socket "$sock" "$pid" || { cat "$T/serve.log" >&2; die "blkvault serve --writable did not start"; }

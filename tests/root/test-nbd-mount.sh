@@ -58,7 +58,7 @@ check_clean() {
 on_exit "\"$BLKVAULT\" umount \"$mp\""
 
 for i in 1 2 3; do
-    with_nbd_env "$BLKVAULT" mount "$repo" parts "$mp" --partition=$i 2>"$T/mount$i.log" ||
+    "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp" --partition=$i 2>"$T/mount$i.log" ||
         { cat "$T/mount$i.log" >&2; die "blkvault mount --partition=$i failed"; }
     grep -q "mounted partition $i (${fstype[$i]}) of snapshot [0-9a-f]* read-only" "$T/mount$i.log" || { cat "$T/mount$i.log" >&2; die "no mount message"; }
     assert_eq "$(findmnt -n -o FSTYPE "$mp")" "${fstype[$i]}" "filesystem of partition $i"
@@ -72,7 +72,7 @@ for i in 1 2 3; do
 done
 
 # without --partition: the first partition with a filesystem
-with_nbd_env "$BLKVAULT" mount "$repo" parts "$mp" 2>"$T/mount-auto.log" || { cat "$T/mount-auto.log" >&2; die "mount failed"; }
+"${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp" 2>"$T/mount-auto.log" || { cat "$T/mount-auto.log" >&2; die "mount failed"; }
 assert_eq "$(cat "$mp/which")" "partition 1" "default partition"
 # a busy mountpoint is refused with a clear error and stays mounted
 ( cd "$mp" && sleep 30 ) & busy=$!
@@ -89,11 +89,11 @@ for w in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 check_clean
 
 # errors: no such partition, not a blkvault mount
-expect_fail 1 "has no partition 7" with_nbd_env "$BLKVAULT" mount "$repo" parts "$mp" --partition=7
+expect_fail 1 "has no partition 7" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp" --partition=7
 check_clean
 expect_fail 1 "is not a blkvault mount" "$BLKVAULT" umount "$mp"
 # a state directory left behind (no state file in it) blocks a mount until umount removes it
 mkdir -p "$(state_dir)"
-expect_fail 5 "has a blkvault mount already" with_nbd_env "$BLKVAULT" mount "$repo" parts "$mp"
+expect_fail 5 "has a blkvault mount already" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp"
 "$BLKVAULT" umount "$mp" 2>"$T/umount-stale.log" || { cat "$T/umount-stale.log" >&2; die "umount of a stale state directory failed"; }
 check_clean
