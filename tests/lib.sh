@@ -42,7 +42,6 @@ assert_eq() { [ "$1" = "$2" ] || die "${3:-values differ}: '$1' != '$2'"; }
 # Allocated (not apparent) size of a file in bytes.
 allocated() { echo $(( $(stat -c %b "$1") * $(stat -c %B "$1") )); }
 
-# Deterministic random data: randfile PATH MIB SEED
 # flip_byte FILE OFFSET: inverts every bit of one byte in place (writing a fixed value instead
 # would leave the byte as it was 1 time in 256).
 flip_byte() {
@@ -51,4 +50,5 @@ flip_byte() {
     [ -n "$b" ] || die "flip_byte: $1 has no byte at offset $2"
     printf "\\$(printf '%03o' $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
+# Deterministic random data: randfile PATH MIB SEED
 randfile() { head -c "$(( $2 * 1048576 ))" /dev/zero | openssl enc -aes-128-ctr -pass "pass:$3" -nosalt -pbkdf2 > "$1" 2>/dev/null; }

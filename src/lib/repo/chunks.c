@@ -203,12 +203,12 @@ static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const
         gate_enter(gc);
         if (buf) {
                 rr = bv_object_decode(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, buf, SPARE_CAP, &len);
-                if (rr < 0) {
+                if (rr == -ENOBUFS) { /* larger than a backup writes: a buffer of its own */
                         free(buf);
                         buf = NULL;
                 }
         }
-        if (!buf && (!gc || rr == -ENOBUFS)) {
+        if (!buf) {
                 rr = bv_object_decode_alloc(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, (void **)&buf, &len);
                 cap = len;
         }

@@ -570,8 +570,6 @@ static int image_pread(BvImage *img, void *buf, size_t count, uint64_t offset, u
                 return -ERANGE;
         end = offset + count;
         sequential = atomic_load(&img->last_end) == offset;
-        if (!sequential)
-                atomic_store(&img->lone_streak, 0);
 
         while (pos < end) {
                 BvMapExtent ext;

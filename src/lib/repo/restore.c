@@ -3,9 +3,9 @@
  * Restore: the calling thread walks the snapshot's extents in order and hands runs of
  * adjacent data extents (up to 1 MiB) to worker threads through a bounded queue; each worker
  * reads its run through the image read path (fetch, authenticate, decompress, re-hash) and
- * writes it at its offset. A new
- * file is created exclusively and left sparse where the image holds zeros or holes; a block
- * device gets those ranges zeroed. On failure a new file is removed again.
+ * writes it at its offset. A new file is created exclusively and left sparse where the image
+ * holds zeros or holes; a block device gets those ranges zeroed. On failure a new file is
+ * removed again.
  */
 #include <fcntl.h>
 #include <linux/fs.h>
