@@ -385,6 +385,15 @@ static uint8_t *write_group_pack(Repo *r, uint8_t pack_id[BV_PACK_ID_SIZE], BvPa
         off += bv_group_trailer_size(3);
         ASSERT_OK(bv_object_encode(r->c, BV_OBJ_GROUP, bv_group_id, raw, off, enc, &enc_len));
         ASSERT_ERROR(bv_pack_writer_append_group(w, m, 1, enc, enc_len), EINVAL);
+        {
+                BvGroupMember odd[3];
+
+                memcpy(odd, m, sizeof(odd));
+                odd[1].length = 0;
+                ASSERT_ERROR(bv_pack_writer_append_group(w, odd, 3, enc, enc_len), EINVAL);
+                odd[1].length = BV_OBJECT_MAX_RAW + 1;
+                ASSERT_ERROR(bv_pack_writer_append_group(w, odd, 3, enc, enc_len), EINVAL);
+        }
         ASSERT_ERROR(bv_pack_writer_append(w, BV_OBJ_GROUP, m[0].id, m[0].length, enc, enc_len), EINVAL);
         ASSERT_OK(bv_pack_writer_append_group(w, m, 3, enc, enc_len));
         append_obj(r, w, 4);
