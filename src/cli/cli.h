@@ -93,6 +93,7 @@ typedef struct PluginArgs {
         char cache[64];
         char secret[4200];
         char threads[32];
+        int secret_fd; /* the read end of the passphrase pipe, or -EBADF */
 } PluginArgs;
 
 /* nbdkit's --threads=N for an export: twice the online CPUs per connection. nbdkit's default of
@@ -101,11 +102,20 @@ typedef struct PluginArgs {
 const char *nbdkit_threads_arg(PluginArgs *pa);
 
 /* Appends the plugin, repo=, snapshot=id, cache= (when cache is set) and the parameter that
- * carries the secret (key-file=, passphrase-file=) to argv; a passphrase that did not come from
- * a file goes into the environment of the nbdkit child instead, never on its command line. The
- * strings live in *pa. Reports a failure; returns an exit code. */
+ * carries the secret (key-file=, passphrase-file=, or passphrase-fd= for a passphrase that did
+ * not come from a file) to argv. passphrase-fd= names the read end of a pipe that holds the
+ * passphrase: it is inherited by the next child started (nbdkit, right away), and
+ * plugin_args_done closes it in the parent once nbdkit runs. The passphrase is thus never on the
+ * command line nor in the environment of nbdkit. The strings live in *pa. Reports a failure;
+ * returns an exit code. */
 int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *cache, const SecretArgs *s,
                 const BvSecret *secret, char **argv, size_t *n);
+void plugin_args_done(PluginArgs *pa);
+
+/* Wipes the passphrases in our environment ($BLKVAULT_PASSPHRASE, $BLKVAULT_NEW_PASSPHRASE) in place
+ * and removes them, so that no child inherits them and /proc/PID/environ of this long-running
+ * process does not show them. Call once the secret has been read. */
+void secret_env_scrub(void);
 
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);

@@ -75,6 +75,8 @@ int cmd_serve(int argc, char **argv)
         r = check_export(path, &sargs, spec, id, &secret);
         if (r != EXIT_OK)
                 return r;
+        /* nbdkit gets the passphrase through a pipe: it is in no environment */
+        secret_env_scrub();
 
         PluginArgs pa;
         char *args[32];
