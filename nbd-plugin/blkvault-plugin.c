@@ -12,7 +12,7 @@
  * read path around each decode only, so a thread that waits for the disk, or for another's
  * decode of a shared compression group, does not take a slot.
  *
- *   nbdkit blkvault repo=REPO snapshot=SNAPSHOT
+ *   nbdkit --threads=1 blkvault repo=REPO snapshot=SNAPSHOT
  *                   [passphrase-file=FILE | passphrase-fd=N | key-file=FILE]
  *                   [cache=SIZE] [readahead=N] [workers=N]
  *
@@ -20,6 +20,12 @@
  * over a passphrase: a pipe read once, in .after_fork, so that the passphrase is in neither the
  * command line nor the environment of the server (/proc/PID/environ keeps the environment nbdkit
  * was started with for the whole of its life, whatever unsetenv does).
+ *
+ * Run nbdkit with --threads=1 (one worker thread per connection; connections still run in
+ * parallel): nbdkit 1.32 aborts ("raw_send_socket: Assertion `sock >= 0' failed") when a client
+ * hangs up while several worker threads of its connection have replies to send, which nbdcopy
+ * does after any error reply, and that kills the export for every client. Fixed upstream in
+ * nbdkit 1.33.10 (commit 9d82aa4f, "server: Don't assert on send if client hangs up early").
  */
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>

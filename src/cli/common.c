@@ -355,10 +355,8 @@ static const char *nbd_plugin_path(void)
 
 const char *nbdkit_threads_arg(PluginArgs *pa)
 {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-        snprintf(pa->threads, sizeof(pa->threads), "--threads=%ld", cpus < 1 ? 2 : MIN(2 * cpus, 256L));
-        return pa->threads;
+        (void)pa;
+        return "--threads=1";
 }
 
 /* The passphrase for the plugin: in a pipe whose read end the nbdkit child inherits (and the
