@@ -120,6 +120,10 @@ void plugin_args_done(PluginArgs *pa);
  * process does not show them. Call once the secret has been read. */
 void secret_env_scrub(void);
 
+/* A size option (--cache=256M): digits and an optional K, M, G or T. Reports a bad one; returns
+ * an exit code. */
+int check_size_arg(const char *option, const char *arg);
+
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);
 

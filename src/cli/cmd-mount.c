@@ -754,6 +754,8 @@ int cmd_mount(int argc, char **argv)
                         partition = (int)v;
                         break;
                 case 'c':
+                        if (check_size_arg("--cache", optarg) != EXIT_OK)
+                                return EXIT_USAGE;
                         cache = optarg;
                         break;
                 default:

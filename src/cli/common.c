@@ -426,6 +426,20 @@ void secret_env_scrub(void)
         }
 }
 
+int check_size_arg(const char *option, const char *arg)
+{
+        char *end;
+        errno = 0;
+        (void)strtoull(arg, &end, 10);
+        if (end != arg && !errno && *end && strchr("kKmMgGtT", *end))
+                end++;
+        if (end == arg || errno || *end || arg[0] == '-' || arg[0] == '+') {
+                log_error("invalid %s '%s' (a size such as 256M)", option, arg);
+                return EXIT_USAGE;
+        }
+        return EXIT_OK;
+}
+
 int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
                          bool *ret_json, const char **ret_repo)
 {

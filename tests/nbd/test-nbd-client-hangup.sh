@@ -5,7 +5,8 @@
 # nbdkit still has replies to send; nbdkit 1.32 then aborted ("raw_send_socket: Assertion
 # `sock >= 0' failed") whenever one connection had several worker threads. Here nbdcopy is made
 # to fail that way again and again while a second client reads every undamaged range: its reads
-# all complete bit-exact, and the server is still serving afterwards.
+# all complete bit-exact, the server is still serving afterwards, and a server killed with -9
+# leaves a socket file that does not stop the next `serve` on the same --socket.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
 need_cmd nbdcopy openssl
@@ -75,5 +76,31 @@ grep -q "^passes [1-9]" "$T/reader.out" || die "the second client did not comple
 nbdcopy "$SERVE_URI" "$T/again.img" 2>/dev/null && die "the damaged export copied without an error"
 assert_eq "$(nbdinfo --size "$SERVE_URI")" $((32 << 20)) "export size after the hang-ups"
 
+# a server killed with -9 leaves its socket file behind: the next serve on it still starts
+nbdkit_pid=$(pgrep -x nbdkit -P "$SERVE_PID" || echo "$SERVE_PID")
+# (its private directory, holding the pid file, is left behind too: removed at the end)
+pid_dir=$(tr '\0' '\n' < "/proc/$nbdkit_pid/cmdline" | sed -n '/^--pidfile$/{n;p}' | xargs -r dirname)
+on_exit "rm -rf '$pid_dir'"
+kill -9 "$nbdkit_pid" "$SERVE_PID" 2>/dev/null || true
+wait "$SERVE_PID" 2>/dev/null || true
+for w in $(seq 100); do kill -0 "$nbdkit_pid" 2>/dev/null || break; sleep 0.1; done
+[ -S "$sock" ] || die "the killed server left no socket file (the test needs one)"
+start_serve again "$repo" disk --socket="$sock" || die "serve on the stale socket of a killed server did not start"
+assert_eq "$SERVE_URI" "nbd+unix:///?socket=$sock" "printed URI"
+"$PY" - "$img" "$SERVE_URI" <<'PY' || die "read after restart on the stale socket failed"
+import sys, nbd
+img = open(sys.argv[1], "rb").read()
+h = nbd.NBD()
+h.connect_uri(sys.argv[2])
+assert h.pread(1 << 20, 0) == img[:1 << 20]
+h.shutdown()
+PY
+# a socket a live server answers on is not taken over
+expect_fail 1 "'$sock' is in use by a running server" "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --socket="$sock"
+[ ! -s "$T/.out" ] || die "serve on a busy socket printed a URI: $(cat "$T/.out")"
+# nor is a file that is no socket removed
+echo precious > "$T/file.sock"
+expect_fail 1 "'$T/file.sock' exists and is not a socket" "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --socket="$T/file.sock"
+assert_eq "$(cat "$T/file.sock")" precious "the file given as --socket"
 stop_serve
 echo ok

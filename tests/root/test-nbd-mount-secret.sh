@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # blkvault mount of an encrypted repository with the passphrase in $BLKVAULT_PASSPHRASE: while the
 # filesystem is mounted, the passphrase is in the environment (/proc/PID/environ) and on the
-# command line of neither nbdkit nor nbdfuse; nbdkit reads it once from a pipe.
+# command line of neither nbdkit nor nbdfuse; nbdkit reads it once from a pipe. A bad --cache is
+# refused before anything is set up.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 : "${NBD_PLUGIN:?run through meson test (needs the nbdkit plugin)}"
@@ -29,6 +30,8 @@ BLKVAULT_PASSPHRASE=$pass bv backup "$repo" "$img" --name=fs >/dev/null
 
 mp=$T/view
 mkdir -p "$mp"
+expect_fail 2 "invalid --cache 'banana' (a size such as 256M)" "$BLKVAULT" mount "$repo" fs "$mp" --cache=banana
+! mountpoint -q "$mp" || die "a refused mount mounted"
 
 on_exit "\"$BLKVAULT\" umount \"$mp\""
 BLKVAULT_PASSPHRASE=$pass "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" fs "$mp" 2>"$T/mount.log" ||
@@ -48,6 +51,7 @@ done
 # nbdfuse is used where the kernel has no nbd driver (this machine): then both were checked
 [ "$fuse" = 0 ] || assert_eq "$checked" 2 "processes checked"
 tr '\0' '\n' < "/proc/$kit/cmdline" | grep -qx 'passphrase-fd=[0-9]*' || die "nbdkit did not get the passphrase through a pipe"
+tr "\\0" "\\n" < "/proc/$kit/cmdline" | grep -qx -- --threads=1 || die "nbdkit of the mount does not run with --threads=1"
 "$BLKVAULT" umount "$mp" 2>"$T/umount.log" || { cat "$T/umount.log" >&2; die "umount failed"; }
 ! mountpoint -q "$mp" || die "$mp still mounted"
 echo ok
