@@ -66,6 +66,19 @@ static bool is_localhost(const char *address)
                strcmp(address, "::1") == 0;
 }
 
+/* --address must resolve to something nbdkit can listen on. Returns -1 when it does. */
+static int check_address(const ServeOptions *o)
+{
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+        int r = getaddrinfo(o->address, o->port, &hints, &ai);
+        if (r != 0) {
+                log_error("invalid --address '%s': %s", o->address, gai_strerror(r));
+                return EXIT_USAGE;
+        }
+        freeaddrinfo(ai);
+        return -1;
+}
+
 static int parse_options(int argc, char **argv, ServeOptions *o, SecretArgs *sargs)
 {
         static const struct option options[] = {
@@ -129,6 +142,7 @@ static int parse_options(int argc, char **argv, ServeOptions *o, SecretArgs *sar
         if (o->port || o->address) {
                 o->port = o->port ? o->port : "10809";
                 o->address = o->address ? o->address : "localhost";
+                return check_address(o);
         }
         return -1;
 }

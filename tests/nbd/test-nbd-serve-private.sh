@@ -83,6 +83,7 @@ stop_serve
 expect_fail 2 "invalid --cache 'banana' (a size such as 256M)" "$BLKVAULT" serve "$repo" disk --cache=banana
 expect_fail 2 "invalid --port '0' (1 to 65535)" "$BLKVAULT" serve "$repo" disk --port=0
 expect_fail 2 "invalid --port 'http' (1 to 65535)" "$BLKVAULT" serve "$repo" disk --port=http
+expect_fail 2 "invalid --address 'no such host.invalid': " "$BLKVAULT" serve "$repo" disk --address='no such host.invalid'
 expect_fail 2 "--socket excludes --port and --address" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --address=::1
 expect_fail 1 "cannot read the TLS key file '$T/none.psk': No such file or directory" \
     "$BLKVAULT" serve "$repo" disk --port=10999 --tls-psk="$T/none.psk"
