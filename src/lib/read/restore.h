@@ -3,7 +3,6 @@
 
 #include <stdint.h>
 
-#include "backup.h"
 #include "repo.h"
 
 typedef struct BvRestoreOptions {
