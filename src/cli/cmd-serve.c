@@ -54,7 +54,9 @@ static const char usage_text[] =
 typedef struct ServeOptions {
         const char *socket, *port, *address, *tls_psk, *cache;
         bool writable;
+        bool served;        /* nbdkit answered: the socket is ours to remove */
         char psk_user[64];  /* the first user in the --tls-psk file, for the printed URI */
+        char psk_path[PATH_MAX]; /* the --tls-psk file, absolute (for the URI) */
         char dir[PATH_MAX]; /* the private directory */
         char sock[PATH_MAX + 16];
         char pidfile[PATH_MAX + 16];
@@ -155,6 +157,7 @@ static int read_psk_user(ServeOptions *o)
         int r = bv_read_file(AT_FDCWD, o->tls_psk, 1 << 20, (void **)&text, &len);
         if (r < 0)
                 return log_error_errno(r, "cannot read the TLS key file '%s'", o->tls_psk);
+
         for (char *line = text, *next; line && *line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
@@ -165,6 +168,9 @@ static int read_psk_user(ServeOptions *o)
                     strspn(colon + 1, "0123456789abcdefABCDEF") == hex) {
                         memcpy(o->psk_user, line, user);
                         o->psk_user[user] = '\0';
+                        if (!realpath(o->tls_psk, o->psk_path))
+                                return log_error_errno(-errno, "cannot resolve '%s'", o->tls_psk);
+                        o->tls_psk = o->psk_path;
                         return EXIT_OK;
                 }
         }
@@ -192,16 +198,26 @@ static int make_private_dir(ServeOptions *o)
                 return log_error_errno(n < 0 || (size_t)n >= sizeof(o->dir) ? -ENAMETOOLONG : -errno,
                                        "cannot create a private directory in '%s'", base);
         snprintf(o->pidfile, sizeof(o->pidfile), "%s/nbdkit.pid", o->dir);
-        n = snprintf(o->sock, sizeof(o->sock), "%s", o->socket ? o->socket : o->dir);
         if (!o->socket)
-                snprintf(o->sock + n, sizeof(o->sock) - (size_t)n, "/nbd.sock");
+                snprintf(o->sock, sizeof(o->sock), "%s/nbd.sock", o->dir);
+        else if (o->socket[0] == '/')
+                snprintf(o->sock, sizeof(o->sock), "%s", o->socket);
+        else {
+                /* absolute, for the printed URI */
+                char cwd[PATH_MAX];
+                if (!getcwd(cwd, sizeof(cwd)))
+                        return log_error_errno(-errno, "cannot get the current directory");
+                snprintf(o->sock, sizeof(o->sock), "%s/%s", cwd, o->socket);
+        }
         return EXIT_OK;
 }
 
+/* Removes the private directory, and the socket nbdkit served on (it leaves it behind). */
 static void remove_private_dir(const ServeOptions *o)
 {
+        struct stat st;
         (void)unlink(o->pidfile);
-        if (!o->socket)
+        if ((o->served || !o->socket) && lstat(o->sock, &st) == 0 && S_ISSOCK(st.st_mode))
                 (void)unlink(o->sock);
         (void)rmdir(o->dir);
 }
@@ -227,13 +243,17 @@ static int connect_unix(const char *path)
         return connect_to((struct sockaddr *)&sa, sizeof(sa));
 }
 
-/* Does the server on fd greet as an NBD server ("NBDMAGIC"; with TLS too, which starts after
- * it)? Closes fd. */
+/* Does the server on fd greet as an NBD server? Reads the newstyle greeting ("NBDMAGIC",
+ * "IHAVEOPT", 16 bits of flags; sent in the clear with TLS too) and says goodbye with
+ * NBD_OPT_ABORT, waiting for its reply, so that nbdkit logs no error for the probe. Closes fd. */
 static bool nbd_greets(int fd)
 {
-        char magic[8];
-        bool ok = fd >= 0 && bv_read_all(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
-                  memcmp(magic, "NBDMAGIC", 8) == 0;
+        static const char goodbye[] = { 0, 0, 0, 3, 'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T', 0, 0, 0, 2, 0, 0, 0, 0 };
+        char greeting[18], reply[20];
+        bool ok = fd >= 0 && bv_read_all(fd, greeting, sizeof(greeting)) == (ssize_t)sizeof(greeting) &&
+                  memcmp(greeting, "NBDMAGICIHAVEOPT", 16) == 0;
+        if (ok && bv_write_all(fd, goodbye, sizeof(goodbye)) == 0)
+                (void)bv_read_all(fd, reply, sizeof(reply));
         safe_close(fd);
         return ok;
 }
@@ -334,7 +354,7 @@ static pid_t start_server(char **args, const sigset_t *old_mask)
 
 /* Runs nbdkit until it exits: prints the URI once it answers, passes SIGINT, SIGTERM and SIGHUP
  * on as SIGTERM. Returns the exit code of serve. */
-static int supervise(const ServeOptions *o, const char *what, PluginArgs *pa, char **args)
+static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **args)
 {
         sigset_t mask, old;
         sigemptyset(&mask);
@@ -357,7 +377,7 @@ static int supervise(const ServeOptions *o, const char *what, PluginArgs *pa, ch
                 if (!announced && !stopping && access(o->pidfile, F_OK) == 0 && server_answers(o)) {
                         print_uri(o);
                         log_info("serving %s; stop with Ctrl-C", what);
-                        announced = true;
+                        announced = o->served = true;
                 }
                 struct timespec poll = { .tv_nsec = 20 * 1000 * 1000 };
                 int sig = announced || stopping ? sigwaitinfo(&mask, NULL) : sigtimedwait(&mask, NULL, &poll);

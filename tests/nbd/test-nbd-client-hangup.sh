@@ -103,4 +103,5 @@ echo precious > "$T/file.sock"
 expect_fail 1 "'$T/file.sock' exists and is not a socket" "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --socket="$T/file.sock"
 assert_eq "$(cat "$T/file.sock")" precious "the file given as --socket"
 stop_serve
+[ ! -e "$sock" ] || die "serve left its socket $sock behind"
 echo ok

@@ -78,6 +78,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 stop_serve
 [ ! -e "$dir" ] || die "serve left its private directory $dir behind"
+# serve's own probe of the server (is it up?) leaves no error in nbdkit's log
+! grep -q "error" "$T/def.log" || { cat "$T/def.log" >&2; die "an error was logged while serving"; }
 
 # --- options are checked before anything starts ---------------------------------------------
 expect_fail 2 "invalid --cache 'banana' (a size such as 256M)" "$BLKVAULT" serve "$repo" disk --cache=banana
