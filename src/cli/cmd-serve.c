@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <dirent.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -178,6 +179,36 @@ static int read_psk_user(ServeOptions *o)
         return EXIT_ERROR;
 }
 
+/* Removes the private directories of earlier serves that were killed (kill -9 leaves them):
+ * ours, whose pid file names a process that is gone. One without a pid file may belong to a
+ * serve that is starting, and stays. */
+static void remove_stale_dirs(const char *base)
+{
+        DIR *d;
+        struct dirent *de;
+        if (bv_opendir_at(AT_FDCWD, base, &d) < 0)
+                return;
+        while ((de = readdir(d))) {
+                char dir[PATH_MAX], file[PATH_MAX + 16];
+                _cleanup_free_ char *text = NULL;
+                size_t len;
+                struct stat st;
+                if (strncmp(de->d_name, "blkvault-serve.", 15) != 0 ||
+                    snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name) >= (int)sizeof(dir) ||
+                    lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+                        continue;
+                snprintf(file, sizeof(file), "%s/nbdkit.pid", dir);
+                if (bv_read_file(AT_FDCWD, file, 32, (void **)&text, &len) < 0 || atoi(text) <= 0 ||
+                    kill(atoi(text), 0) == 0 || errno != ESRCH)
+                        continue;
+                (void)unlink(file);
+                snprintf(file, sizeof(file), "%s/nbd.sock", dir);
+                (void)unlink(file);
+                (void)rmdir(dir);
+        }
+        closedir(d);
+}
+
 /* The private directory: a fresh 0700 one (mkdtemp) below the runtime directory. */
 static int make_private_dir(ServeOptions *o)
 {
@@ -193,6 +224,7 @@ static int make_private_dir(ServeOptions *o)
                 if (r < 0)
                         return log_error_errno(r, "cannot create '%s'", base);
         }
+        remove_stale_dirs(base);
         int n = snprintf(o->dir, sizeof(o->dir), "%s/blkvault-serve.XXXXXX", base);
         if (n < 0 || (size_t)n >= sizeof(o->dir) || !mkdtemp(o->dir))
                 return log_error_errno(n < 0 || (size_t)n >= sizeof(o->dir) ? -ENAMETOOLONG : -errno,

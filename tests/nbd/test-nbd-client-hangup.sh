@@ -78,7 +78,7 @@ assert_eq "$(nbdinfo --size "$SERVE_URI")" $((32 << 20)) "export size after the 
 
 # a server killed with -9 leaves its socket file behind: the next serve on it still starts
 nbdkit_pid=$(pgrep -x nbdkit -P "$SERVE_PID" || echo "$SERVE_PID")
-# (its private directory, holding the pid file, is left behind too: removed at the end)
+# (its private directory, holding the pid file, is left behind too: the next serve removes it)
 pid_dir=$(tr '\0' '\n' < "/proc/$nbdkit_pid/cmdline" | sed -n '/^--pidfile$/{n;p}' | xargs -r dirname)
 on_exit "rm -rf '$pid_dir'"
 kill -9 "$nbdkit_pid" "$SERVE_PID" 2>/dev/null || true
@@ -87,6 +87,7 @@ for w in $(seq 100); do kill -0 "$nbdkit_pid" 2>/dev/null || break; sleep 0.1; d
 [ -S "$sock" ] || die "the killed server left no socket file (the test needs one)"
 start_serve again "$repo" disk --socket="$sock" || die "serve on the stale socket of a killed server did not start"
 assert_eq "$SERVE_URI" "nbd+unix:///?socket=$sock" "printed URI"
+[ -n "$pid_dir" ] && [ ! -e "$pid_dir" ] || die "the killed serve's private directory '$pid_dir' was not removed"
 "$PY" - "$img" "$SERVE_URI" <<'PY' || die "read after restart on the stale socket failed"
 import sys, nbd
 img = open(sys.argv[1], "rb").read()
