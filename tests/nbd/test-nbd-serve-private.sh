@@ -144,4 +144,18 @@ nbdinfo --size "nbd://localhost:$port" >/dev/null 2>&1 && die "the TLS export an
 nbdinfo --size "nbds://bob@localhost:$port/?tls-psk-file=$T/keys.psk" >/dev/null 2>&1 && die "the TLS export answered user bob"
 no_secret_in_env "$(nbdkit_of "$SERVE_PID")" nbdkit
 stop_serve
+
+# --- the plugin's passphrase-fd=N, as serve and mount use it -------------------------------
+start_nbdkit pfd repo="$repo" snapshot=disk passphrase-fd=3 3< <(printf '%s\n' "$pass")
+read_back "$NBD_URI"
+stop_nbdkit
+expect_fail 1 "passphrase-fd=99 is not an open file descriptor above 2" \
+    "${NBD_ENV[@]}" nbdkit -f -U "$T/x.sock" -r "$NBD_PLUGIN" repo="$repo" snapshot=disk passphrase-fd=99
+head -c 5000 /dev/zero | tr '\0' x > "$T/long"
+expect_fail 1 "cannot read the passphrase from passphrase-fd=: File too large" timeout 60 \
+    "${NBD_ENV[@]}" nbdkit -f -U "$T/x.sock" -r "$NBD_PLUGIN" repo="$repo" snapshot=disk passphrase-fd=3 3<"$T/long"
+printf 'x' > "$T/pf"
+expect_fail 1 "passphrase-file=, passphrase-fd= and key-file= exclude each other" \
+    "${NBD_ENV[@]}" nbdkit -f -U "$T/x.sock" -r "$NBD_PLUGIN" repo="$repo" snapshot=disk passphrase-fd=3 \
+    passphrase-file="$T/pf" 3</dev/null
 echo ok
