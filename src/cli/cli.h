@@ -16,21 +16,31 @@
 
 struct json_object;
 
-/* Exit codes (documented in blkvault(1)). */
+/* The exit codes, each with one meaning: the one table, copied to EXIT STATUS in blkvault(1). */
 enum {
         EXIT_OK = 0,
-        EXIT_ERROR = 1,      /* any other failure */
-        EXIT_USAGE = 2,      /* bad command line */
-        EXIT_KEY = 3,        /* wrong or missing passphrase / key */
-        EXIT_DAMAGE = 4,     /* corrupt data found (verify, restore, read) */
-        EXIT_BUSY = 5,       /* another writer holds the repository */
-        EXIT_FULL = 6,       /* the target is full */
+        EXIT_ERROR = 1,      /* any failure not listed below */
+        EXIT_USAGE = 2,      /* bad command line (unknown option, bad value, missing argument) */
+        EXIT_KEY = 3,        /* wrong or missing passphrase or key */
+        EXIT_DAMAGE = 4,     /* damaged or missing data found (verify, restore, read) */
+        EXIT_BUSY = 5,       /* another writer holds the repository's lock */
+        EXIT_FULL = 6,       /* the target (the repository's filesystem) is full */
+        EXIT_IN_USE = 7,     /* a mountpoint, device or state directory is in use */
+        EXIT_TOO_SMALL = 8,  /* the restore destination is smaller than the image */
+        EXIT_PERM = 9,       /* permission denied: the command needs root or the disk group */
+        EXIT_NO_REPO = 10,   /* REPO is not a blkvault repository */
 };
 
 /* "error: <formatted>: <strerror(-r)>" on stderr; returns the exit code for r. */
 int log_error_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Whether an error was printed (main then prints nothing more for a usage error). */
+bool error_printed(void);
+/* After a command returned EXIT_USAGE without saying why (getopt_long, with opterr 0, found an
+ * unknown option or a missing value): "error: unknown option '--x' (see 'blkvault help CMD')". */
+void log_option_error(int argc, char **argv, const char *command);
 int exit_code_for(int r);
 
 /* Parsed secret options shared by every command that opens a repository. */
@@ -86,6 +96,14 @@ void progress_init(Progress *p, const char *verb, bool quiet);
 void progress_update(const BvProgress *bp, void *userdata);
 void progress_done(Progress *p);
 
+/* restore's destinations (restore-dest.c). restore_to_stdout streams the image in order (a pipe
+ * cannot seek); restore_check_dest refuses an existing file without force and a device smaller
+ * than the image, before anything is written (returns an exit code); restore_temp_name picks an
+ * unused name beside dest for a replacement written with --force. */
+int restore_to_stdout(BvRepo *repo, const BvSnapshot *snap, Progress *progress, uint64_t *ret_bad_offset);
+int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force);
+int restore_temp_name(const char *dest, char *buf, size_t size);
+
 /* Storage for the plugin parameters plugin_args puts on nbdkit's command line. */
 typedef struct PluginArgs {
         char repo[4200];
@@ -126,6 +144,11 @@ int check_size_arg(const char *option, const char *arg);
 
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);
+
+/* A string member of a JSON object, or NULL. */
+const char *json_str(struct json_object *o, const char *key);
+/* "gpt: ext4 'root', xfs 'data'" from a snapshot's source probe. */
+void describe_probe(struct json_object *source, char *buf, size_t size);
 
 /* Prints a JSON value to stdout, pretty when stdout is a terminal. */
 void json_print(struct json_object *o);

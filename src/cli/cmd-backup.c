@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,11 @@ int cmd_backup(int argc, char **argv)
         r = bv_backup(repo, source, &opts, &stats);
         progress_done(&progress);
         if (r < 0) {
+                if (r == -EACCES || r == -EPERM) {
+                        log_error("cannot read '%s': %s (reading a block device needs root or the disk group)",
+                                  source, strerror(-r));
+                        return EXIT_PERM;
+                }
                 if (r == -ENOSPC)
                         return log_error_errno(r, "backup of '%s' failed: the repository's target is full "
                                                   "(earlier snapshots are intact)", source);

@@ -1,31 +1,132 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <json-c/json.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "info.h"
 
 static const char usage_text[] =
-        "Usage: blkvault info REPO [OPTIONS]\n\n"
-        "Show the repository's configuration, sizes, deduplication and compression.\n\n"
+        "Usage: blkvault info REPO [SNAPSHOT] [OPTIONS]\n\n"
+        "Show the repository's configuration, sizes, deduplication and compression; with SNAPSHOT,\n"
+        "describe that snapshot: source, host, content, sizes, the backup's counters, and how much of\n"
+        "its data it shares with what was stored before (its parent: the previous snapshot of its name).\n\n"
         "  --json                   print as JSON\n"
         "  --passphrase-file=FILE, --key-file=FILE\n"
         "  -h, --help\n";
 
+static uint64_t json_u64(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+        return o && json_object_object_get_ex(o, key, &v) ? (uint64_t)json_object_get_uint64(v) : 0;
+}
+
+/* The previous snapshot of s's name, or NULL. */
+static const BvSnapshot *parent_of(BvRepo *repo, const BvSnapshot *s)
+{
+        BvSnapshot *const *list;
+        size_t n;
+        const BvSnapshot *parent = NULL;
+        if (bv_repo_snapshots(repo, &list, &n) < 0)
+                return NULL;
+        for (size_t i = 0; i < n && list[i] != s; i++)
+                if (list[i]->name && s->name && strcmp(list[i]->name, s->name) == 0)
+                        parent = list[i];
+        return parent;
+}
+
+static int info_snapshot(BvRepo *repo, const char *spec, bool json)
+{
+        const BvSnapshot *s, *parent;
+        int r = find_snapshot(repo, spec, &s);
+        if (r != EXIT_OK)
+                return r;
+        parent = parent_of(repo, s);
+        struct json_object *src = s->source, *st = s->stats;
+        uint64_t zero = json_u64(st, "bytes_zero") + json_u64(st, "bytes_hole");
+        uint64_t data = s->size > zero ? s->size - zero : 0, fresh = json_u64(st, "bytes_new");
+        uint64_t shared = data > fresh ? data - fresh : 0;
+        if (json) {
+                struct json_object *o = json_object_new_object();
+                json_object_object_add(o, "id", json_object_new_string(s->id));
+                json_object_object_add(o, "name", json_object_new_string(s->name ? s->name : ""));
+                json_object_object_add(o, "time", json_object_new_uint64(s->time));
+                json_object_object_add(o, "size", json_object_new_uint64(s->size));
+                json_object_object_add(o, "source", json_object_get(src));
+                json_object_object_add(o, "stats", json_object_get(st));
+                json_object_object_add(o, "parent", parent ? json_object_new_string(parent->id) : NULL);
+                json_object_object_add(o, "bytes_data", json_object_new_uint64(data));
+                json_object_object_add(o, "bytes_shared", json_object_new_uint64(shared));
+                json_print(o);
+                json_object_put(o);
+                return EXIT_OK;
+        }
+        char when[64], content[256], a[32], b[32], c[32], d[32];
+        time_t t = (time_t)s->time;
+        struct tm tm;
+        if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %z", &tm))
+                snprintf(when, sizeof(when), "%llu", (unsigned long long)s->time);
+        describe_probe(src, content, sizeof(content));
+        const char *abs = json_str(src, "abs_path"), *stable = json_str(src, "stable_name");
+        printf("snapshot     %s\n", s->id);
+        printf("name         %s\n", s->name ? s->name : "");
+        printf("time         %s\n", when);
+        printf("host         %s\n", json_str(src, "host") ? json_str(src, "host") : "(not recorded)");
+        printf("source       %s (%s)\n", abs ? abs : json_str(src, "path") ? json_str(src, "path") : "?",
+               json_str(src, "kind") ? json_str(src, "kind") : "?");
+        if (stable)
+                printf("device       %s\n", stable);
+        if (content[0])
+                printf("content      %s\n", content);
+        printf("size         %s image, %s data, %s zero or holes\n", format_bytes(s->size, a),
+               format_bytes(data, b), format_bytes(zero, c));
+        printf("backup       %s new, %s stored, %llu chunks (%llu new), %.1f s\n", format_bytes(fresh, a),
+               format_bytes(json_u64(st, "bytes_stored"), b), (unsigned long long)json_u64(st, "chunks"),
+               (unsigned long long)json_u64(st, "chunks_new"),
+               json_object_get_double(json_object_object_get(st, "seconds")));
+        if (parent)
+                printf("parent       %.8s\n", parent->id);
+        else
+                printf("parent       (none: the first snapshot of its name)\n");
+        printf("shared       %s of %s data was stored before (%.0f%%)\n", format_bytes(shared, d),
+               format_bytes(data, c), data ? 100.0 * (double)shared / (double)data : 0.0);
+        return EXIT_OK;
+}
+
 int cmd_info(int argc, char **argv)
 {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "json", no_argument, NULL, 'j' },
+                SECRET_OPTIONS,
+                {},
+        };
         SecretArgs sargs = {};
-        const char *path;
-        bool json;
-        int r;
+        bool json = false;
+        int c, r;
 
-        r = parse_repo_json_args(argc, argv, usage_text, "info", &sargs, &json, &path);
-        if (r >= 0)
-                return r;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (secret_args_parse(&sargs, c, optarg))
+                        continue;
+                if (c == 'h')
+                        return print_usage(usage_text);
+                if (c != 'j')
+                        return EXIT_USAGE;
+                json = true;
+        }
+        if (optind + 1 != argc && optind + 2 != argc) {
+                log_error("expected REPO [SNAPSHOT] (see 'blkvault help info')");
+                return EXIT_USAGE;
+        }
+        const char *path = argv[optind];
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
+        if (optind + 2 == argc)
+                return info_snapshot(repo, argv[optind + 1], json);
         BvRepoInfo info = {};
         r = bv_repo_info(repo, &info);
         const BvRepoConfig *cfg = bv_repo_config(repo);

@@ -766,6 +766,10 @@ int cmd_mount(int argc, char **argv)
                 log_error("expected three arguments: REPO SNAPSHOT MOUNTPOINT (see 'blkvault mount --help')");
                 return EXIT_USAGE;
         }
+        if (geteuid() != 0) {
+                log_error("mount needs root (it sets up a loop device and mounts a filesystem): run it with sudo");
+                return EXIT_PERM;
+        }
 
         MountState s = {};
         struct stat st;
@@ -777,7 +781,7 @@ int cmd_mount(int argc, char **argv)
         }
         if (is_mountpoint(s.mountpoint)) {
                 log_error("'%s' is already a mountpoint", s.mountpoint);
-                return EXIT_BUSY;
+                return EXIT_IN_USE;
         }
         if (!realpath(argv[optind], s.repo))
                 return log_error_errno(-errno, "cannot open repository '%s'", argv[optind]);
@@ -798,7 +802,7 @@ int cmd_mount(int argc, char **argv)
                 if (r == -EEXIST) {
                         log_error("'%s' has a blkvault mount already (state in '%s'); run 'blkvault umount %s' "
                                   "first", s.mountpoint, s.dir, s.mountpoint);
-                        return EXIT_BUSY;
+                        return EXIT_IN_USE;
                 }
                 return log_error_errno(r, "cannot create the state directory '%s'", s.dir);
         }
@@ -840,6 +844,10 @@ int cmd_umount(int argc, char **argv)
         if (optind + 1 != argc) {
                 log_error("expected one argument: MOUNTPOINT (see 'blkvault umount --help')");
                 return EXIT_USAGE;
+        }
+        if (geteuid() != 0) {
+                log_error("umount needs root (it unmounts a filesystem and detaches a loop device): run it with sudo");
+                return EXIT_PERM;
         }
         MountState s = {};
         const char *arg = argv[optind];

@@ -2,15 +2,20 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "restore.h"
 
 static const char usage_text[] =
         "Usage: blkvault restore REPO SNAPSHOT DEST [OPTIONS]\n\n"
-        "Restore SNAPSHOT (an id, a unique id prefix, a name for its newest snapshot, or 'latest')\n"
-        "to DEST: a new file, written sparse, or a block device at least as large as the image.\n\n"
+        "Restore SNAPSHOT (an id, a unique id prefix, a name for its newest snapshot, NAME@latest, or\n"
+        "'latest' when all snapshots have one name) to DEST: a new file, written sparse, a block device\n"
+        "at least as large as the image, or - for standard output.\n\n"
+        "  --force                  replace an existing file (written beside it, renamed at the end)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
         "  -q, --quiet              no progress line\n"
@@ -24,12 +29,13 @@ int cmd_restore(int argc, char **argv)
                 { "json", no_argument, NULL, 'j' },
                 { "threads", required_argument, NULL, 't' },
                 { "quiet", no_argument, NULL, 'q' },
+                { "force", no_argument, NULL, 'f' },
                 SECRET_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
         BvRestoreOptions opts = {};
-        bool json = false, quiet = false;
+        bool json = false, quiet = false, force = false;
         int c, r;
 
         while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
@@ -47,6 +53,9 @@ int cmd_restore(int argc, char **argv)
                         break;
                 case 'q':
                         quiet = true;
+                        break;
+                case 'f':
+                        force = true;
                         break;
                 default:
                         return EXIT_USAGE;
@@ -67,12 +76,35 @@ int cmd_restore(int argc, char **argv)
         if (r != EXIT_OK)
                 return r;
 
+        bool to_stdout = strcmp(dest, "-") == 0;
+        if (to_stdout && json) {
+                log_error("--json and the destination '-' would both use standard output");
+                return EXIT_USAGE;
+        }
+        if (!to_stdout) {
+                r = restore_check_dest(dest, snap, force);
+                if (r != EXIT_OK)
+                        return r;
+        }
+        char temp[4200];
+        const char *target = dest;
+        if (force && !to_stdout && access(dest, F_OK) == 0) {
+                r = restore_temp_name(dest, temp, sizeof(temp));
+                if (r < 0)
+                        return log_error_errno(r, "cannot pick a temporary name beside '%s'", dest);
+                target = temp;
+        }
+
         Progress progress;
         progress_init(&progress, "restore", quiet || json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
         BvRestoreStats stats = {};
-        r = bv_restore(repo, snap, dest, &opts, &stats);
+        if (to_stdout) {
+                r = restore_to_stdout(repo, snap, &progress, &stats.bad_offset);
+                stats.size = snap->size;
+        } else
+                r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);
         if (r == -EBADMSG || r == -EUCLEAN) {
                 log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
@@ -80,6 +112,12 @@ int cmd_restore(int argc, char **argv)
                           r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
                           (unsigned long long)stats.bad_offset, (unsigned long long)stats.bad_offset, dest);
                 return EXIT_DAMAGE;
+        }
+        if (r == -ENOTTY)
+                return EXIT_USAGE;
+        if (r >= 0 && target != dest && rename(target, dest) < 0) {
+                r = -errno;
+                (void)unlink(target);
         }
         if (r < 0)
                 return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);

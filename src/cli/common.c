@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -30,12 +31,42 @@ static void vlog(const char *prefix, const char *fmt, va_list ap, int r)
         fputc('\n', stderr);
 }
 
+static bool errors;
+
+bool error_printed(void)
+{
+        return errors;
+}
+
 void log_error(const char *fmt, ...)
 {
         va_list ap;
+        errors = true;
         va_start(ap, fmt);
         vlog("error: ", fmt, ap, 0);
         va_end(ap);
+}
+
+void log_warning(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vlog("warning: ", fmt, ap, 0);
+        va_end(ap);
+}
+
+void log_option_error(int argc, char **argv, const char *command)
+{
+        /* getopt_long has left optind past the offending word, optopt names the option it expected
+         * a value for (0 for an unknown long option) */
+        const char *word = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+        size_t len = strcspn(word, "=");
+        if (strncmp(word, "--", 2) == 0 && optopt != 0 && !word[len])
+                log_error("option '%s' needs a value (see 'blkvault help %s')", word, command);
+        else if (strncmp(word, "--", 2) == 0)
+                log_error("unknown option '%.*s' (see 'blkvault help %s')", (int)len, word, command);
+        else /* every short option is a flag */
+                log_error("unknown option '-%c' (see 'blkvault help %s')", optopt ? optopt : '?', command);
 }
 
 void log_info(const char *fmt, ...)
@@ -57,7 +88,10 @@ int exit_code_for(int r)
         case -EUCLEAN:
                 return EXIT_DAMAGE;
         case -EBUSY:
-                return EXIT_BUSY;
+                return EXIT_IN_USE;
+        case -EACCES:
+        case -EPERM:
+                return EXIT_PERM;
         case -ENOSPC:
         case -EDQUOT:
                 return EXIT_FULL;
@@ -69,6 +103,7 @@ int exit_code_for(int r)
 int log_error_errno(int r, const char *fmt, ...)
 {
         va_list ap;
+        errors = true;
         va_start(ap, fmt);
         vlog("error: ", fmt, ap, r);
         va_end(ap);
@@ -198,6 +233,26 @@ void secret_done(BvSecret *s)
         *s = (BvSecret){};
 }
 
+/* Why a repository does not open, said so that the user knows what to do. */
+static int log_open_error(const char *path, int r)
+{
+        struct stat st;
+        if (r == -ENOENT && stat(path, &st) < 0) {
+                log_error("repository '%s' does not exist (create one with 'blkvault init %s')", path, path);
+                return EXIT_NO_REPO;
+        }
+        if (r == -ENOENT || r == -ENOTDIR) {
+                log_error("'%s' is not a blkvault repository (no config file)", path);
+                return EXIT_NO_REPO;
+        }
+        if (r == -EACCES || r == -EPERM) {
+                log_error("cannot open repository '%s': %s (needs the rights of the repository's owner, or root)",
+                          path, strerror(-r));
+                return EXIT_PERM;
+        }
+        return log_error_errno(r, "cannot open repository '%s'", path);
+}
+
 /* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
  * secret_done); on failure it is wiped here. */
 static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
@@ -209,7 +264,7 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
 
         r = bv_repo_peek_config(path, &cfg);
         if (r < 0)
-                return log_error_errno(r, "cannot open repository '%s'", path);
+                return log_open_error(path, r);
         r = secret_get(s, cfg.cipher != BV_CIPHER_NONE, false, &secret);
         if (r < 0)
                 return EXIT_KEY;
@@ -228,7 +283,7 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
                 return EXIT_BUSY;
         }
         if (r < 0)
-                return log_error_errno(r, "cannot open repository '%s'", path);
+                return log_open_error(path, r);
         return EXIT_OK;
 }
 
@@ -318,9 +373,69 @@ int print_usage(const char *text)
         return EXIT_OK;
 }
 
+static const char *snap_name(const BvSnapshot *s)
+{
+        return s->name ? s->name : "";
+}
+
+/* NAME@latest: the newest snapshot named NAME. A bare "latest" only when every snapshot has the
+ * same name: after a backup of another source it would silently pick that one. Returns 1 when
+ * spec is neither (the library resolves it), otherwise an exit code. */
+static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
+{
+        static const char suffix[] = "@latest";
+        size_t len = strlen(spec), slen = strlen(suffix);
+        bool scoped = len > slen && strcmp(spec + len - slen, suffix) == 0;
+        BvSnapshot *const *list;
+        size_t n;
+
+        if (!scoped && strcmp(spec, "latest") != 0)
+                return 1;
+        int r = bv_repo_snapshots(repo, &list, &n);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the snapshots of '%s'", bv_repo_path(repo));
+        if (scoped) {
+                for (size_t i = n; i > 0; i--)
+                        if (strlen(snap_name(list[i - 1])) == len - slen &&
+                            strncmp(snap_name(list[i - 1]), spec, len - slen) == 0) {
+                                *ret = list[i - 1];
+                                return EXIT_OK;
+                        }
+                log_error("no snapshot is named '%.*s' (see 'blkvault list')", (int)(len - slen), spec);
+                return EXIT_ERROR;
+        }
+        if (n == 0) {
+                log_error("the repository has no snapshot yet");
+                return EXIT_ERROR;
+        }
+        char names[1024] = "";
+        size_t used = 0, distinct = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool seen = false;
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = strcmp(snap_name(list[j]), snap_name(list[i])) == 0;
+                if (seen)
+                        continue;
+                distinct++;
+                if (used < sizeof(names))
+                        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
+                                                 distinct > 1 ? ", " : "", snap_name(list[i]));
+        }
+        if (distinct > 1) {
+                log_error("'latest' is ambiguous: the repository holds snapshots of %zu names (%s); say which "
+                          "with NAME@latest", distinct, names);
+                return EXIT_USAGE;
+        }
+        *ret = list[n - 1];
+        return EXIT_OK;
+}
+
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
-        int r = bv_repo_find_snapshot(repo, spec, ret);
+        int r = find_latest(repo, spec, ret);
+        if (r != 1)
+                return r;
+        r = bv_repo_find_snapshot(repo, spec, ret);
         if (r == -ENOENT)
                 log_error("no snapshot matches '%s' (see 'blkvault list')", spec);
         else if (r == -ENOTUNIQ)

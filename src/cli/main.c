@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,9 +47,15 @@ int main(int argc, char **argv)
                 printf("blkvault %s\n", PACKAGE_VERSION);
                 return EXIT_OK;
         }
+        /* getopt_long's own messages lack "error:" and a hint: log_option_error says it instead */
+        opterr = 0;
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                if (strcmp(argv[1], commands[i].name) == 0)
-                        return commands[i].run(argc - 1, argv + 1);
+                if (strcmp(argv[1], commands[i].name) == 0) {
+                        int r = commands[i].run(argc - 1, argv + 1);
+                        if (r == EXIT_USAGE && !error_printed())
+                                log_option_error(argc - 1, argv + 1, argv[1]);
+                        return r;
+                }
         log_error("unknown command '%s' (see 'blkvault --help')", argv[1]);
         return EXIT_USAGE;
 }

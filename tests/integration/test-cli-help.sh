@@ -17,7 +17,7 @@ expect_fail 2 "invalid chunk sizes" bv init "$T/r" --encryption=none --chunk-siz
 expect_fail 2 "invalid --compression" bv init "$T/r" --compression=lz4
 expect_fail 2 "invalid --threads '0'" bv backup "$T/r" "$T/x" --threads=0
 expect_fail 2 "invalid --threads '4x'" bv restore "$T/r" latest "$T/x" --threads=4x
-expect_fail 2 "unrecognized option '--frob'" bv list "$T/r" --frob
+expect_fail 2 "^error: unknown option '--frob' (see 'blkvault help list')$" bv list "$T/r" --frob
 expect_fail 2 "expected exactly one argument: REPO" bv list
 expect_fail 2 "expected two arguments: REPO SOURCE" bv backup "$T/r"
 expect_fail 2 "expected three arguments: REPO SNAPSHOT DEST" bv restore "$T/r" latest
@@ -29,6 +29,6 @@ expect_fail 2 "expected three arguments: REPO SNAPSHOT MOUNTPOINT" bv mount "$T/
 expect_fail 2 "invalid --partition '0'" bv mount "$T/r" latest "$T" --partition=0
 : > "$T/file"
 expect_fail 2 "is not a directory" bv mount "$T/r" latest "$T/file"
-expect_fail 5 "'/' is already a mountpoint" bv mount "$T/r" latest /
+expect_fail 7 "'/' is already a mountpoint" bv mount "$T/r" latest /
 expect_fail 2 "expected one argument: MOUNTPOINT" bv umount
 echo "ok"

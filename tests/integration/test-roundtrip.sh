@@ -54,15 +54,16 @@ assert [s["size"] for s in snaps][:3] == [24 << 20, 32 << 20, 64 << 20]
 times = [s["time"] for s in snaps]
 assert times == sorted(times)
 PY
-# snapshot specs: latest, unique prefix, unknown
-bv restore "$repo" latest "$T/latest.out" >/dev/null
+# snapshot specs: latest (refused with several names), NAME@latest, unique prefix, unknown
+expect_fail 2 "'latest' is ambiguous" bv restore "$repo" latest "$T/latest.out"
+bv restore "$repo" random@latest "$T/latest.out" >/dev/null
 assert_same "$T/random" "$T/latest.out"
 id=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[0]['id'][:10])" "$T/list.json")
 bv restore "$repo" "$id" "$T/prefix.out" >/dev/null
 assert_same "$T/random" "$T/prefix.out"
 expect_fail 1 "no snapshot matches 'nosuch'" bv restore "$repo" nosuch "$T/x"
 # restore never overwrites an existing file
-expect_fail 1 "File exists" bv restore "$repo" latest "$T/random"
+expect_fail 1 "^error: '$T/random' exists: restore writes a new file (use --force to replace it)$" bv restore "$repo" random@latest "$T/random"
 
 bv verify "$repo" --read-data >/dev/null
 bv info "$repo" --json > "$T/info.json"

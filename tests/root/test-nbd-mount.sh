@@ -77,7 +77,7 @@ assert_eq "$(cat "$mp/which")" "partition 1" "default partition"
 # a busy mountpoint is refused with a clear error and stays mounted
 ( cd "$mp" && sleep 30 ) & busy=$!
 sleep 0.3
-expect_fail 5 "is busy" "$BLKVAULT" umount "$mp"
+expect_fail 7 "is busy" "$BLKVAULT" umount "$mp"
 kill $busy; wait $busy 2>/dev/null || true
 mountpoint -q "$mp" || die "busy umount removed the mount anyway"
 
@@ -94,6 +94,6 @@ check_clean
 expect_fail 1 "is not a blkvault mount" "$BLKVAULT" umount "$mp"
 # a state directory left behind (no state file in it) blocks a mount until umount removes it
 mkdir -p "$(state_dir)"
-expect_fail 5 "has a blkvault mount already" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp"
+expect_fail 7 "has a blkvault mount already" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp"
 "$BLKVAULT" umount "$mp" 2>"$T/umount-stale.log" || { cat "$T/umount-stale.log" >&2; die "umount of a stale state directory failed"; }
 check_clean

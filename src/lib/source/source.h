@@ -57,3 +57,8 @@ int bv_source_next(BvSource *s, BvExtent *ret);
  * "start","size","type","uuid","fstype","label","fsuuid"}], "fstype","label","uuid"} (keys
  * absent when unknown). Never fails on unrecognised content (an empty object). */
 int bv_source_probe(const char *path, struct json_object **ret);
+
+/* A block device's stable name: its first link in /dev/disk/by-id, else by-uuid, else by-partuuid
+ * (for example "/dev/disk/by-id/ata-WDC_WD40EFRX_WD-1234"). -ENOTBLK for anything but a block
+ * device, -ENOENT when udev gave it no such name. */
+int bv_source_stable_name(const char *path, char *buf, size_t size);

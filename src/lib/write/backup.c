@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -636,13 +637,25 @@ static struct json_object *source_json(BvSource *src, uint64_t size)
         /* Probe failures are ignored: the snapshot then has no "probe". */
         if (kind != BV_SOURCE_STREAM && bv_source_probe(path, &probe) < 0)
                 probe = NULL;
-        JsonField f[] = {
+        char host[256] = "", abs[PATH_MAX], stable[PATH_MAX];
+        (void)gethostname(host, sizeof(host) - 1);
+        bool have_abs = kind != BV_SOURCE_STREAM && realpath(path, abs);
+        bool have_stable = kind != BV_SOURCE_STREAM && bv_source_stable_name(path, stable, sizeof(stable)) == 0;
+        JsonField f[7] = {
                 { "path", json_object_new_string(path) },
                 { "kind", json_object_new_string(bv_source_kind_name(kind)) },
                 { "size", json_object_new_uint64(size) },
-                { "probe", probe },
+                { "host", json_object_new_string(host) },
         };
-        return json_build(f, probe ? ELEMENTSOF(f) : ELEMENTSOF(f) - 1);
+        size_t n = 4;
+        /* optional fields after the fixed ones */
+        if (have_abs)
+                f[n++] = (JsonField){ "abs_path", json_object_new_string(abs) };
+        if (have_stable)
+                f[n++] = (JsonField){ "stable_name", json_object_new_string(stable) };
+        if (probe)
+                f[n++] = (JsonField){ "probe", probe };
+        return json_build(f, n);
 }
 
 static struct json_object *stats_json(const BvBackupStats *s)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The CLI's errors (issue 12): each starts with "error:", says what to do, and exits with the one
+# code that EXIT STATUS in blkvault(1) gives its meaning.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd setpriv
+
+# not a repository: a missing directory, an empty one, a file
+expect_fail 10 "^error: repository '$T/none' does not exist (create one with 'blkvault init $T/none')$" bv list "$T/none"
+mkdir "$T/empty"
+expect_fail 10 "^error: '$T/empty' is not a blkvault repository (no config file)$" bv list "$T/empty"
+expect_fail 10 "^error: '$T/empty' is not a blkvault repository (no config file)$" bv backup "$T/empty" /dev/null
+touch "$T/file"
+expect_fail 10 "^error: '$T/file' is not a blkvault repository (no config file)$" bv info "$T/file"
+
+# option typos: "error:" and a hint, never getopt's bare message
+bv init "$T/r" --encryption=none >/dev/null
+expect_fail 2 "^error: unknown option '--nmae' (see 'blkvault help backup')$" bv backup "$T/r" /dev/null --nmae=x
+assert_eq "$(cat "$T/.err")" "error: unknown option '--nmae' (see 'blkvault help backup')" "only one line"
+expect_fail 2 "^error: option '--name' needs a value (see 'blkvault help backup')$" bv backup "$T/r" /dev/null --name
+expect_fail 2 "^error: unknown option '-x' (see 'blkvault help list')$" bv list "$T/r" -x
+expect_fail 2 "^error: unknown option '--bogus' (see 'blkvault help verify')$" bv verify "$T/r" --bogus
+expect_fail 2 "^error: unknown option '--no' (see 'blkvault help restore')$" bv restore "$T/r" latest "$T/x" --no
+expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault --help')$" bv bakup
+
+# mount and umount say they need root (exit 9), before touching anything
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+mkdir -p "$T/mp"
+chmod 755 "$T" "$T/mp"
+chmod -R a+rX "$T/r"
+expect_fail 9 "^error: mount needs root (it sets up a loop device and mounts a filesystem): run it with sudo$" \
+    "${nobody[@]}" "$BLKVAULT" mount "$T/r" latest "$T/mp"
+expect_fail 9 "^error: umount needs root (it unmounts a filesystem and detaches a loop device): run it with sudo$" \
+    "${nobody[@]}" "$BLKVAULT" umount "$T/mp"
+# a repository the user may not read
+mkdir -m 700 "$T/private"
+bv init "$T/private/r" --encryption=none >/dev/null
+expect_fail 9 "^error: cannot open repository '$T/private/r': Permission denied (needs the rights of the repository's owner, or root)$" \
+    "${nobody[@]}" "$BLKVAULT" list "$T/private/r"
+echo ok
