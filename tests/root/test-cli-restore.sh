@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# restore's destinations (issue 12): '-' writes the image to standard output (compared by hash),
+# an existing file is refused unless --force (then replaced whole), a device smaller than the
+# image is refused with both sizes before anything is written.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd losetup openssl sha256sum
+
+repo=$T/repo
+bv init "$repo" --encryption=none >/dev/null
+randfile "$T/img" 6 restore-dest
+truncate -s 8M "$T/img"   # a hole at the end
+bv backup "$repo" "$T/img" --name=img -q >/dev/null
+
+# standard output, through a pipe and into a file
+assert_eq "$(bv restore "$repo" img@latest - -q | sha256sum)" "$(sha256sum <"$T/img")" "restore to stdout"
+bv restore "$repo" img@latest - -q >"$T/out.stdout"
+assert_same "$T/img" "$T/out.stdout"
+expect_fail 2 "^error: --json and the destination '-' would both use standard output$" bv restore "$repo" img@latest - --json
+
+# an existing file: refused, untouched; --force replaces it
+echo precious >"$T/exists"
+expect_fail 1 "^error: '$T/exists' exists: restore writes a new file (use --force to replace it)$" \
+    bv restore "$repo" img@latest "$T/exists"
+assert_eq "$(cat "$T/exists")" precious "a refused restore changed the file"
+bv restore "$repo" img@latest "$T/exists" --force -q >/dev/null
+assert_same "$T/img" "$T/exists"
+assert_eq "$(ls "$T" | grep -c blkvault-)" 0 "temporary files left beside DEST"
+
+# a device smaller than the image: refused before anything is written, both sizes named
+truncate -s 4M "$T/small.img"
+printf 'untouched' | dd of="$T/small.img" conv=notrunc status=none
+dev=$(losetup --find --show "$T/small.img")
+on_exit losetup -d "$dev"
+expect_fail 8 "^error: '$dev' is too small for snapshot [0-9a-f]\{8\}: the device has 4194304 bytes (4.0 MiB), the image 8388608 bytes (8.0 MiB); nothing was written$" \
+    bv restore "$repo" img@latest "$dev"
+assert_eq "$(head -c 9 "$dev")" untouched "the small device was written"
+# a large enough device is written
+truncate -s 8M "$T/big.img"
+dev2=$(losetup --find --show "$T/big.img")
+on_exit losetup -d "$dev2"
+bv restore "$repo" img@latest "$dev2" -q >/dev/null
+cmp "$T/img" "$dev2" || die "the device restore differs"
+echo ok
