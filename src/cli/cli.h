@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backup.h"
 #include "macro.h"
@@ -103,6 +104,12 @@ void progress_done(Progress *p);
 int restore_to_stdout(BvRepo *repo, const BvSnapshot *snap, Progress *progress, uint64_t *ret_bad_offset);
 int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force);
 int restore_temp_name(const char *dest, char *buf, size_t size);
+
+/* The paper form of a key export (paper-key.c): paper_format prints it; paper_detect tells it from
+ * a plain export; paper_parse reads it back, reporting the first line whose checksum fails. */
+int paper_format(FILE *f, const char *data, size_t len);
+bool paper_detect(const char *text, size_t len);
+int paper_parse(const char *text, const char *file, char **ret, size_t *ret_len);
 
 /* Storage for the plugin parameters plugin_args puts on nbdkit's command line. */
 typedef struct PluginArgs {

@@ -144,5 +144,8 @@ int cmd_init(int argc, char **argv)
                 return log_error_errno(r, "cannot create repository '%s'", path);
         log_info("created %s repository '%s' (%s chunker, %s)", bv_cipher_name(cfg.cipher), path,
                  bv_chunker_kind_name(cfg.chunker), cfg.zstd_level ? "zstd" : "no compression");
+        if (cfg.cipher != BV_CIPHER_NONE)
+                log_info("the repository key is sealed in '%s/keys/default', its only copy: export it and keep the "
+                         "export elsewhere ('blkvault key export %s FILE', or --paper to print it)", path, path);
         return EXIT_OK;
 }

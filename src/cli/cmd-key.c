@@ -1,71 +1,264 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "fileio.h"
 
 static const char usage_text[] =
-        "Usage: blkvault key change REPO [OPTIONS]\n\n"
-        "Seal the repository key under a new passphrase or key file. No data is rewritten.\n"
-        "The current secret comes from --passphrase-file, --key-file, $BLKVAULT_PASSPHRASE or a\n"
-        "prompt; the new one from --new-passphrase-file, --new-key-file, $BLKVAULT_NEW_PASSPHRASE\n"
-        "or a prompt.\n\n"
-        "  --new-passphrase-file=FILE, --new-key-file=FILE\n"
+        "Usage: blkvault key COMMAND REPO ... [OPTIONS]\n\n"
+        "The repository's master key is sealed in one or more key slots (REPO/keys/), each under its\n"
+        "own passphrase or key file. Keep an export of a slot away from the repository: without it,\n"
+        "a damaged keys/ directory loses every snapshot.\n\n"
+        "  change REPO              seal slot 'default' (or --slot) under a new secret; no data is rewritten\n"
+        "  export REPO [FILE|-]     write a slot's sealed key to FILE or standard output (default)\n"
+        "  import REPO FILE         add a key from an export (either form) as slot 'default' (or --slot)\n"
+        "  add REPO                 add a slot sealed under a new secret\n"
+        "  list REPO                list the slots\n"
+        "  remove REPO SLOT         remove a slot (never the last one)\n\n"
+        "  --slot=NAME              the slot (export, import, change, add)\n"
+        "  --paper                  export as printable text with a checksum per line\n"
+        "  --new-passphrase-file=FILE, --new-key-file=FILE (or $BLKVAULT_NEW_PASSPHRASE, or a prompt)\n"
         "  --passphrase-file=FILE, --key-file=FILE\n"
         "  -h, --help\n";
 
-int cmd_key(int argc, char **argv)
+typedef struct KeyArgs {
+        SecretArgs cur, new;
+        const char *slot;
+        bool paper;
+} KeyArgs;
+
+static int key_change(BvRepo *repo, const char *path, KeyArgs *a)
+{
+        BvSecret secret;
+        int r = secret_get(&a->new, true, true, &secret);
+        if (r < 0)
+                return EXIT_KEY;
+        if (a->slot && strcmp(a->slot, "default") != 0) {
+                /* another slot: replace it by removing and adding */
+                r = bv_repo_key_remove(repo, a->slot);
+                if (r >= 0)
+                        r = bv_repo_key_add(repo, a->slot, &secret);
+        } else
+                r = bv_repo_change_key(repo, &secret);
+        secret_done(&secret);
+        if (r < 0)
+                return log_error_errno(r, "cannot change the key of '%s'", path);
+        log_info("the key of '%s' is now sealed with the new %s", path, a->new.key_file ? "key file" : "passphrase");
+        return EXIT_OK;
+}
+
+static int key_add(BvRepo *repo, const char *path, KeyArgs *a)
+{
+        char slot[32];
+        if (!a->slot) { /* the first free "key-N" */
+                char **names;
+                size_t n;
+                int r = bv_repo_key_slots(repo, &names, &n);
+                if (r < 0)
+                        return log_error_errno(r, "cannot list the key slots of '%s'", path);
+                for (unsigned k = 1;; k++) {
+                        bool used = false;
+                        snprintf(slot, sizeof(slot), "key-%u", k);
+                        for (size_t i = 0; i < n; i++)
+                                used = used || strcmp(names[i], slot) == 0;
+                        if (!used)
+                                break;
+                }
+                bv_key_slots_free(names, n);
+                a->slot = slot;
+        }
+        BvSecret secret;
+        int r = secret_get(&a->new, true, true, &secret);
+        if (r < 0)
+                return EXIT_KEY;
+        r = bv_repo_key_add(repo, a->slot, &secret);
+        secret_done(&secret);
+        if (r == -EEXIST) {
+                log_error("'%s' has a key slot '%s' already (see 'blkvault key list %s')", path, a->slot, path);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot add key slot '%s' to '%s'", a->slot, path);
+        log_info("added key slot '%s' to '%s'", a->slot, path);
+        return EXIT_OK;
+}
+
+static int key_list(BvRepo *repo, const char *path)
+{
+        char **names;
+        size_t n;
+        int r = bv_repo_key_slots(repo, &names, &n);
+        if (r < 0)
+                return log_error_errno(r, "cannot list the key slots of '%s'", path);
+        for (size_t i = 0; i < n; i++)
+                printf("%s\n", names[i]);
+        bv_key_slots_free(names, n);
+        return EXIT_OK;
+}
+
+static int key_remove(BvRepo *repo, const char *path, const char *slot)
+{
+        int r = bv_repo_key_remove(repo, slot);
+        if (r == -EMLINK) {
+                log_error("'%s' is the last key slot of '%s': removing it would make every snapshot unreadable "
+                          "(add another first with 'blkvault key add')", slot, path);
+                return EXIT_ERROR;
+        }
+        if (r == -ENOENT || r == -EINVAL) {
+                log_error("'%s' has no key slot '%s' (see 'blkvault key list %s')", path, slot, path);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot remove key slot '%s' of '%s'", slot, path);
+        log_info("removed key slot '%s' of '%s'", slot, path);
+        return EXIT_OK;
+}
+
+static int key_export(BvRepo *repo, const char *path, const char *file, KeyArgs *a)
+{
+        const char *slot = a->slot ? a->slot : "default";
+        _cleanup_free_ char *json = NULL;
+        size_t len;
+        int r = bv_repo_key_export(repo, slot, &json, &len);
+        if (r == -ENOENT || r == -EINVAL) {
+                log_error("'%s' has no key slot '%s' (see 'blkvault key list %s')", path, slot, path);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot read key slot '%s' of '%s'", slot, path);
+        bool out = strcmp(file, "-") == 0;
+        FILE *f = out ? stdout : fopen(file, "wxe");
+        if (!f)
+                return log_error_errno(-errno, "cannot create '%s'", file);
+        r = a->paper ? paper_format(f, json, len) : (fwrite(json, 1, len, f) == len ? 0 : -EIO);
+        if (!out && (fclose(f) != 0) && r >= 0)
+                r = -errno;
+        if (r < 0)
+                return log_error_errno(r, "cannot write '%s'", file);
+        if (!out)
+                log_info("exported key slot '%s' of '%s' to '%s': keep it away from the repository; it opens the "
+                         "repository with that slot's passphrase or key file", slot, path, file);
+        return EXIT_OK;
+}
+
+static int key_import(const char *path, const char *file, KeyArgs *a)
+{
+        const char *slot = a->slot ? a->slot : "default";
+        _cleanup_free_ char *text = NULL, *json = NULL;
+        size_t len;
+        int r = bv_read_file(AT_FDCWD, file, 1024 * 1024, (void **)&text, &len);
+        if (r < 0)
+                return log_error_errno(r, "cannot read '%s'", file);
+        if (paper_detect(text, len)) {
+                r = paper_parse(text, file, &json, &len);
+                if (r < 0)
+                        return EXIT_ERROR;
+        } else
+                json = TAKE_PTR(text);
+        r = bv_repo_key_import(path, slot, json, len);
+        if (r == -EEXIST) {
+                log_error("'%s' has a key slot '%s' already: import as another with --slot=NAME", path, slot);
+                return EXIT_ERROR;
+        }
+        if (r == -EXDEV) {
+                log_error("'%s' holds the key of another repository", file);
+                return EXIT_KEY;
+        }
+        if (r == -EBADMSG || r == -EPROTONOSUPPORT) {
+                log_error("'%s' is not a blkvault key export", file);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot import '%s' into '%s'", file, path);
+        log_info("imported '%s' into '%s' as key slot '%s'", file, path, slot);
+        return EXIT_OK;
+}
+
+static int parse_key_args(int argc, char **argv, KeyArgs *a)
 {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "new-passphrase-file", required_argument, NULL, 'p' },
                 { "new-key-file", required_argument, NULL, 'k' },
+                { "slot", required_argument, NULL, 's' },
+                { "paper", no_argument, NULL, 'a' },
                 SECRET_OPTIONS,
                 {},
         };
-        SecretArgs sargs = {}, new_args = { .new_secret = true };
-        int c, r;
-
+        int c;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
+                if (secret_args_parse(&a->cur, c, optarg))
                         continue;
                 switch (c) {
                 case 'h':
                         return print_usage(usage_text);
                 case 'p':
-                        new_args.passphrase_file = optarg;
+                        a->new.passphrase_file = optarg;
                         break;
                 case 'k':
-                        new_args.key_file = optarg;
+                        a->new.key_file = optarg;
+                        break;
+                case 's':
+                        if (!bv_key_slot_valid(optarg)) {
+                                log_error("invalid --slot '%s' (1 to 64 of a-z, 0-9, '.', '_', '-')", optarg);
+                                return EXIT_USAGE;
+                        }
+                        a->slot = optarg;
+                        break;
+                case 'a':
+                        a->paper = true;
                         break;
                 default:
                         return EXIT_USAGE;
                 }
         }
-        if (optind + 2 != argc || strcmp(argv[optind], "change") != 0) {
-                log_error("expected: blkvault key change REPO (see 'blkvault key --help')");
+        return -1;
+}
+
+int cmd_key(int argc, char **argv)
+{
+        static const struct { const char *name; int min, max; } verbs[] = {
+                { "change", 1, 1 }, { "export", 1, 2 }, { "import", 2, 2 },
+                { "add", 1, 1 }, { "list", 1, 1 }, { "remove", 2, 2 },
+        };
+        KeyArgs a = { .new = { .new_secret = true } };
+        int r = parse_key_args(argc, argv, &a);
+        if (r >= 0)
+                return r;
+        const char *verb = optind < argc ? argv[optind] : "";
+        int nargs = argc - optind - 1;
+        size_t v = 0;
+        while (v < ELEMENTSOF(verbs) && strcmp(verbs[v].name, verb) != 0)
+                v++;
+        if (v == ELEMENTSOF(verbs) || nargs < verbs[v].min || nargs > verbs[v].max) {
+                log_error("expected: blkvault key change|export|import|add|list|remove REPO ... (see 'blkvault help key')");
                 return EXIT_USAGE;
         }
         const char *path = argv[optind + 1];
+        if (strcmp(verb, "import") == 0)
+                return key_import(path, argv[optind + 2], &a);
 
+        bool writes = strcmp(verb, "export") != 0 && strcmp(verb, "list") != 0;
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_WRITE, &repo);
+        r = open_repo(path, &a.cur, writes ? BV_OPEN_WRITE : BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         if (bv_repo_config(repo)->cipher == BV_CIPHER_NONE) {
-                log_error("repository '%s' is not encrypted: it has no key to change", path);
+                log_error("repository '%s' is not encrypted: it has no key to %s", path, verb);
                 return EXIT_USAGE;
         }
-
-        BvSecret secret;
-        r = secret_get(&new_args, true, true, &secret);
-        if (r < 0)
-                return EXIT_KEY;
-        r = bv_repo_change_key(repo, &secret);
-        secret_done(&secret);
-        if (r < 0)
-                return log_error_errno(r, "cannot change the key of '%s'", path);
-        log_info("the key of '%s' is now sealed with the new %s", path,
-                 new_args.key_file ? "key file" : "passphrase");
-        return EXIT_OK;
+        if (strcmp(verb, "change") == 0)
+                return key_change(repo, path, &a);
+        if (strcmp(verb, "add") == 0)
+                return key_add(repo, path, &a);
+        if (strcmp(verb, "list") == 0)
+                return key_list(repo, path);
+        if (strcmp(verb, "remove") == 0)
+                return key_remove(repo, path, argv[optind + 2]);
+        return key_export(repo, path, nargs == 2 ? argv[optind + 2] : "-", &a);
 }

@@ -4,6 +4,8 @@
  * the snapshot list and the authenticated object read every other module goes through.
  */
 #include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <string.h>
@@ -190,10 +192,11 @@ static int keyfile_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *
         return 0;
 }
 
-/* Opens keys/default with the secret into master (secure memory of BV_MASTER_SIZE). */
-static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
-                          uint8_t *master)
+/* Opens keys/<slot> with the secret into master (secure memory of BV_MASTER_SIZE). */
+static int keyslot_unseal(int dirfd, const char *slot, const uint8_t repo_id[BV_REPO_ID_SIZE],
+                          const BvSecret *secret, uint8_t *master)
 {
+        char name[5 + BV_KEY_SLOT_MAX + 1];
         _cleanup_free_ char *json = NULL;
         BvKeyFile kf;
         uint8_t *kek;
@@ -202,7 +205,8 @@ static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], con
 
         if (!secret || (!secret->passphrase && !secret->key_file))
                 return -ENOKEY;
-        r = bv_read_file(dirfd, "keys/default", KEYFILE_MAX, (void **)&json, &len);
+        snprintf(name, sizeof(name), "keys/%s", slot);
+        r = bv_read_file(dirfd, name, KEYFILE_MAX, (void **)&json, &len);
         if (r == -ENOENT)
                 return -ENOKEY;
         if (r < 0)
@@ -221,6 +225,77 @@ static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], con
                 r = key_crypt(false, kek, repo_id, kf.nonce, kf.sealed, master, kf.sealed + BV_MASTER_SIZE);
         bv_secure_free(kek, BV_KEY_SIZE);
         return r == -EBADMSG ? -ENOKEY : r;
+}
+
+void bv_key_slots_free(char **names, size_t n)
+{
+        for (size_t i = 0; names && i < n; i++)
+                free(names[i]);
+        free(names);
+}
+
+bool bv_key_slot_valid(const char *slot)
+{
+        size_t n = strlen(slot);
+        if (n == 0 || n > BV_KEY_SLOT_MAX || slot[0] == '.' || slot[0] == '-')
+                return false;
+        return strspn(slot, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == n;
+}
+
+/* The key slots in keys/, sorted, "default" first. */
+static int keyslots_list(int dirfd, char ***ret, size_t *ret_n)
+{
+        _cleanup_free_ char **names = NULL;
+        struct dirent *de;
+        size_t n = 0;
+        DIR *d;
+        int r = bv_opendir_at(dirfd, "keys", &d);
+        if (r < 0)
+                return r;
+        while ((de = readdir(d))) {
+                if (!bv_key_slot_valid(de->d_name) || strchr(de->d_name, '~'))
+                        continue;
+                char **nn = realloc(names, (n + 2) * sizeof(*names));
+                char *dup = nn ? strdup(de->d_name) : NULL;
+                if (nn)
+                        names = nn;
+                if (!dup) {
+                        closedir(d);
+                        bv_key_slots_free(names, n);
+                        names = NULL;
+                        return -ENOMEM;
+                }
+                names[n++] = dup;
+        }
+        closedir(d);
+        for (size_t i = 1; i < n; i++) /* insertion sort, "default" first */
+                for (size_t j = i; j > 0; j--) {
+                        bool dflt = strcmp(names[j], "default") == 0 && strcmp(names[j - 1], "default") != 0;
+                        if (!dflt && (strcmp(names[j - 1], "default") == 0 || strcmp(names[j - 1], names[j]) <= 0))
+                                break;
+                        char *t = names[j];
+                        names[j] = names[j - 1];
+                        names[j - 1] = t;
+                }
+        *ret = TAKE_PTR(names);
+        *ret_n = n;
+        return 0;
+}
+
+/* Tries every key slot: the secret opens the first it fits. */
+static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
+                          uint8_t *master)
+{
+        char **names;
+        size_t n;
+        int r = keyslots_list(dirfd, &names, &n);
+        if (r < 0)
+                return r;
+        r = -ENOKEY;
+        for (size_t i = 0; i < n && r == -ENOKEY; i++)
+                r = keyslot_unseal(dirfd, names[i], repo_id, secret, master);
+        bv_key_slots_free(names, n);
+        return r;
 }
 
 static int config_mac(const BvRepoConfigFile *f, const BvKeyring *k, uint8_t out[BV_HASH_SIZE])
@@ -274,7 +349,7 @@ static int open_empty_dir(const char *path, int *ret_fd)
         return 0;
 }
 
-static int write_keyfile(int dirfd, const BvKeyFile *kf, bool replace)
+static int write_keyfile_slot(int dirfd, const char *slot, const BvKeyFile *kf, bool replace)
 {
         _cleanup_free_ char *json = NULL;
         _cleanup_close_ int kfd = -EBADF;
@@ -284,7 +359,12 @@ static int write_keyfile(int dirfd, const BvKeyFile *kf, bool replace)
         kfd = openat(dirfd, "keys", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (kfd < 0)
                 return negative_errno();
-        return bv_write_file_durable(kfd, "default", json, strlen(json), replace);
+        return bv_write_file_durable(kfd, slot, json, strlen(json), replace);
+}
+
+static int write_keyfile(int dirfd, const BvKeyFile *kf, bool replace)
+{
+        return write_keyfile_slot(dirfd, "default", kf, replace);
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvKeyring, bv_keyring_free);
@@ -716,4 +796,87 @@ int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type
         if (rr < 0)
                 return rr;
         return bv_object_decode_alloc(codec, type, id, enc, len, ret, ret_len);
+}
+
+int bv_repo_key_slots(BvRepo *r, char ***ret, size_t *ret_n)
+{
+        return keyslots_list(r->dirfd, ret, ret_n);
+}
+
+int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret)
+{
+        BvKeyFile kf;
+        int ret;
+
+        if (!bv_key_slot_valid(slot))
+                return -EINVAL;
+        if (!(r->flags & BV_OPEN_WRITE))
+                return -EPERM;
+        if (r->cf.config.cipher == BV_CIPHER_NONE)
+                return -EOPNOTSUPP;
+        ret = keyfile_seal(r->cf.id, secret, r->master, &kf);
+        if (ret < 0)
+                return ret;
+        return write_keyfile_slot(r->dirfd, slot, &kf, false);
+}
+
+int bv_repo_key_remove(BvRepo *r, const char *slot)
+{
+        char **names;
+        size_t n;
+        bool found = false;
+        int ret;
+
+        if (!bv_key_slot_valid(slot))
+                return -EINVAL;
+        if (!(r->flags & BV_OPEN_WRITE))
+                return -EPERM;
+        ret = keyslots_list(r->dirfd, &names, &n);
+        if (ret < 0)
+                return ret;
+        for (size_t i = 0; i < n; i++)
+                found = found || strcmp(names[i], slot) == 0;
+        bv_key_slots_free(names, n);
+        if (!found)
+                return -ENOENT;
+        if (n == 1)
+                return -EMLINK; /* the last slot: removing it would lose the repository */
+        _cleanup_close_ int kfd = openat(r->dirfd, "keys", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (kfd < 0)
+                return negative_errno();
+        if (unlinkat(kfd, slot, 0) < 0)
+                return negative_errno();
+        return fsync(kfd) < 0 ? negative_errno() : 0;
+}
+
+int bv_repo_key_export(BvRepo *r, const char *slot, char **ret, size_t *ret_len)
+{
+        char name[5 + BV_KEY_SLOT_MAX + 1];
+        if (!bv_key_slot_valid(slot))
+                return -EINVAL;
+        snprintf(name, sizeof(name), "keys/%s", slot);
+        return bv_read_file(r->dirfd, name, KEYFILE_MAX, (void **)ret, ret_len);
+}
+
+int bv_repo_key_import(const char *path, const char *slot, const char *json, size_t len)
+{
+        _cleanup_close_ int fd = -EBADF;
+        BvRepoConfigFile f;
+        BvKeyFile kf;
+        int r;
+
+        if (!bv_key_slot_valid(slot))
+                return -EINVAL;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        r = read_config(fd, &f);
+        if (r < 0)
+                return r;
+        r = bv_repo_keyfile_parse(json, len, &kf);
+        if (r < 0)
+                return r;
+        if (memcmp(kf.repository, f.id, BV_REPO_ID_SIZE) != 0)
+                return -EXDEV; /* another repository's key */
+        return write_keyfile_slot(fd, slot, &kf, false);
 }

@@ -77,6 +77,24 @@ const char *bv_repo_id_hex(const BvRepo *r);
 /* Re-seals the master secret under a new passphrase or key file (writer lock held). */
 int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret);
 
+/*
+ * Key slots: keys/<slot>, each the master secret sealed under its own passphrase or key file
+ * (same format as keys/default; see docs/FORMAT.md). Opening tries "default" first, then the
+ * others in name order. Slot names: 1..64 of [a-z0-9._-], not starting with '.' or '-'.
+ * add: -EEXIST if the slot exists. remove: -ENOENT if missing, -EMLINK for the last slot.
+ * export: the slot's file as it is (still sealed). import: checks that the key file parses and
+ * belongs to the repository at path (-EXDEV otherwise) and writes it as a new slot, without
+ * opening the repository (the point is to restore a lost key).
+ */
+#define BV_KEY_SLOT_MAX 64
+bool bv_key_slot_valid(const char *slot);
+int bv_repo_key_slots(BvRepo *r, char ***ret, size_t *ret_n);
+void bv_key_slots_free(char **names, size_t n);
+int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret);
+int bv_repo_key_remove(BvRepo *r, const char *slot);
+int bv_repo_key_export(BvRepo *r, const char *slot, char **ret, size_t *ret_len);
+int bv_repo_key_import(const char *path, const char *slot, const char *json, size_t len);
+
 /* Snapshots, oldest first. The list belongs to the repository until it is closed or reloaded. */
 int bv_repo_snapshots(BvRepo *r, BvSnapshot *const **ret_list, size_t *ret_count);
 int bv_repo_find_snapshot(BvRepo *r, const char *spec, const BvSnapshot **ret);
