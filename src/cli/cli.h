@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 #include "backup.h"
+#include "json-util.h"
 #include "macro.h"
 #include "repo.h"
 
-struct json_object;
 
 /* Exit codes (documented in blkvault(1)). */
 enum {
@@ -112,6 +112,13 @@ const char *format_bytes(uint64_t n, char buf[32]);
 
 /* Prints a JSON value to stdout, pretty when stdout is a terminal. */
 void json_print(struct json_object *o);
+
+/* json-out.c: a snapshot as list and backup print it (NULL: out of memory); o[old] = o[new]
+ * for each (old, new) pair of names where o has new; o[key] = from[key] for each member of
+ * from. 0 or -ENOMEM. */
+struct json_object *json_snapshot(const BvSnapshot *s);
+int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n);
+int json_add_members(struct json_object *o, struct json_object *from);
 
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);

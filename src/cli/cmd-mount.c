@@ -109,7 +109,6 @@ static int json_add_string(struct json_object *o, const char *key, const char *v
         return value[0] ? bv_json_add(o, key, json_object_new_string(value)) : 0;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put)
 
 static int state_save(const MountState *s)
 {
@@ -606,36 +605,30 @@ static int pick_filesystem(MountState *s, const char *dev, int *partition_io, ui
                            uint64_t *ret_size)
 {
         int partition = *partition_io;
-        _cleanup_(json_object_putp) struct json_object *probe = NULL;
-        struct json_object *parts = NULL, *v;
+        _cleanup_(bv_probe_done) BvProbe probe = {};
         int r = bv_source_probe(dev, &probe);
         if (r < 0)
                 return log_error_errno(r, "cannot probe '%s'", dev);
-        (void)json_object_object_get_ex(probe, "partitions", &parts);
-        size_t count = parts ? json_object_array_length(parts) : 0;
+        size_t count = probe.n_partitions;
 
-        if (partition <= 0 && json_object_object_get_ex(probe, "fstype", &v)) {
-                copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(v));
+        if (partition <= 0 && probe.fstype) {
+                copy_str(s->fstype, sizeof(s->fstype), probe.fstype);
                 *ret_offset = *ret_size = 0;
                 return EXIT_OK;
         }
         for (size_t i = 0; i < count; i++) {
-                struct json_object *p = json_object_array_get_idx(parts, i), *num, *fs, *start, *size;
-                if (!json_object_object_get_ex(p, "number", &num) ||
-                    !json_object_object_get_ex(p, "start", &start) || !json_object_object_get_ex(p, "size", &size))
+                const BvProbePartition *p = &probe.partitions[i];
+                int number = (int)p->number;
+                if (partition > 0 ? number != partition : !p->fstype)
                         continue;
-                int number = json_object_get_int(num);
-                bool has_fs = json_object_object_get_ex(p, "fstype", &fs);
-                if (partition > 0 ? number != partition : !has_fs)
-                        continue;
-                if (!has_fs) {
+                if (!p->fstype) {
                         log_error("partition %d of snapshot %.8s holds no filesystem libblkid recognises",
                                   number, s->snapshot);
                         return EXIT_ERROR;
                 }
-                copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(fs));
-                *ret_offset = (uint64_t)json_object_get_int64(start);
-                *ret_size = (uint64_t)json_object_get_int64(size);
+                copy_str(s->fstype, sizeof(s->fstype), p->fstype);
+                *ret_offset = p->start;
+                *ret_size = p->size;
                 *partition_io = number;
                 return EXIT_OK;
         }

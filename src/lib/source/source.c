@@ -72,6 +72,16 @@ const char *bv_source_kind_name(BvSourceKind k)
         return "unknown";
 }
 
+int bv_source_kind_from_name(const char *name, BvSourceKind *ret)
+{
+        for (BvSourceKind k = BV_SOURCE_FILE; k <= BV_SOURCE_STREAM; k++)
+                if (strcmp(name, bv_source_kind_name(k)) == 0) {
+                        *ret = k;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
 const char *bv_source_path(const BvSource *s)
 {
         return s->path;

@@ -15,8 +15,6 @@
 
 #include "extent.h"
 
-struct json_object;
-
 typedef enum {
         BV_SOURCE_FILE = 1,
         BV_SOURCE_BLOCKDEV = 2,
@@ -40,6 +38,7 @@ void bv_source_free(BvSource *s);
 
 BvSourceKind bv_source_kind(const BvSource *s);
 const char *bv_source_kind_name(BvSourceKind k); /* "file", "blockdev", "stream" */
+int bv_source_kind_from_name(const char *name, BvSourceKind *ret); /* -EINVAL if unknown */
 const char *bv_source_path(const BvSource *s);
 /* Size in bytes; for a stream, UINT64_MAX until the end was reached. */
 uint64_t bv_source_size(const BvSource *s);
@@ -53,7 +52,23 @@ bool bv_source_uses_direct(const BvSource *s);
  * (it shrank under us). Errors are sticky. */
 int bv_source_next(BvSource *s, BvExtent *ret);
 
-/* What libblkid finds on a device or image: {"pttype","ptuuid","partitions":[{"number",
- * "start","size","type","uuid","fstype","label","fsuuid"}], "fstype","label","uuid"} (keys
- * absent when unknown). Never fails on unrecognised content (an empty object). */
-int bv_source_probe(const char *path, struct json_object **ret);
+/* What libblkid finds on a device or image. Strings are NULL when unknown. */
+typedef struct BvProbePartition {
+        uint32_t number;
+        uint64_t start, size; /* bytes */
+        char *type;           /* GPT type GUID, or the MBR type as "0x83" */
+        char *uuid;           /* the partition's own UUID */
+        char *fstype, *label, *fsuuid; /* the filesystem inside it */
+} BvProbePartition;
+
+typedef struct BvProbe {
+        char *pttype, *ptuuid;         /* partition table */
+        char *fstype, *label, *uuid;   /* a filesystem on the whole device */
+        BvProbePartition *partitions;
+        size_t n_partitions;
+} BvProbe;
+
+/* Fills *ret (zeroed first; bv_probe_done() frees it). Never fails on unrecognised content
+ * (an empty probe). */
+int bv_source_probe(const char *path, BvProbe *ret);
+void bv_probe_done(BvProbe *p);

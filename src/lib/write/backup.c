@@ -19,7 +19,6 @@
  */
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +37,6 @@
 #include "random.h"
 #include "snapshot.h"
 #include "timeutil.h"
-#include "json-util.h"
 
 #define JOBS_PER_THREAD 4
 #define MAX_THREADS 256
@@ -524,21 +522,21 @@ static int on_data(Backup *b, const BvExtent *e)
                         r = bv_map_builder_add(b->map, BV_EXTENT_DATA, l, b->prefix_ids[l / BV_BLOCK_SIZE - 1]);
                         if (r < 0)
                                 return r;
-                        b->stats.chunks++;
-                        b->stats.bytes_data += l;
+                        b->stats.counts.chunks++;
+                        b->stats.counts.bytes_data += l;
                         return (int)l;
                 }
                 r = group_add(b, id, e->data, len);
                 if (r < 0)
                         return r;
-                b->stats.chunks_new++;
-                b->stats.bytes_new += len;
+                b->stats.counts.chunks_new++;
+                b->stats.counts.bytes_new += len;
         }
         r = bv_map_builder_add(b->map, BV_EXTENT_DATA, len, id);
         if (r < 0)
                 return r;
-        b->stats.chunks++;
-        b->stats.bytes_data += len;
+        b->stats.counts.chunks++;
+        b->stats.counts.bytes_data += len;
         return 0;
 }
 
@@ -550,10 +548,10 @@ static int on_extent(const BvExtent *e, void *userdata)
         case BV_EXTENT_DATA:
                 return on_data(b, e);
         case BV_EXTENT_ZERO:
-                b->stats.bytes_zero += e->length;
+                b->stats.counts.bytes_zero += e->length;
                 break;
         case BV_EXTENT_HOLE:
-                b->stats.bytes_hole += e->length;
+                b->stats.counts.bytes_hole += e->length;
                 break;
         default:
                 return -EINVAL;
@@ -583,7 +581,7 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                 if (r == 0)
                         break;
                 if (e.kind == BV_EXTENT_DATA) {
-                        b->stats.bytes_read += e.length;
+                        b->stats.counts.bytes_read += e.length;
                         r = bv_splitter_feed(sp, e.offset, e.data, (size_t)e.length, on_extent, b);
                 } else
                         r = bv_splitter_hole(sp, e.offset, e.length, on_extent, b);
@@ -601,75 +599,6 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                 }
         }
         return bv_splitter_finish(sp, on_extent, b);
-}
-
-typedef struct JsonField {
-        const char *key;
-        struct json_object *value; /* NULL: allocation failed */
-} JsonField;
-
-/* An object of the given fields; it takes every value (freed on failure too). */
-static struct json_object *json_build(const JsonField *f, size_t n)
-{
-        struct json_object *o = json_object_new_object();
-        int r = o ? 0 : -ENOMEM;
-
-        for (size_t i = 0; i < n; i++) {
-                if (r == 0)
-                        r = bv_json_add(o, f[i].key, f[i].value);
-                else
-                        json_object_put(f[i].value);
-        }
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
-}
-
-static struct json_object *source_json(BvSource *src, uint64_t size)
-{
-        BvSourceKind kind = bv_source_kind(src);
-        struct json_object *probe = NULL;
-        const char *path = bv_source_path(src);
-
-        /* Probe failures are ignored: the snapshot then has no "probe". */
-        if (kind != BV_SOURCE_STREAM && bv_source_probe(path, &probe) < 0)
-                probe = NULL;
-        JsonField f[] = {
-                { "path", json_object_new_string(path) },
-                { "kind", json_object_new_string(bv_source_kind_name(kind)) },
-                { "size", json_object_new_uint64(size) },
-                { "probe", probe },
-        };
-        return json_build(f, probe ? ELEMENTSOF(f) : ELEMENTSOF(f) - 1);
-}
-
-static struct json_object *stats_json(const BvBackupStats *s)
-{
-        JsonField f[] = {
-                { "bytes_read", json_object_new_uint64(s->bytes_read) },
-                { "bytes_zero", json_object_new_uint64(s->bytes_zero) },
-                { "bytes_hole", json_object_new_uint64(s->bytes_hole) },
-                { "bytes_new", json_object_new_uint64(s->bytes_new) },
-                { "bytes_stored", json_object_new_uint64(s->bytes_stored) },
-                { "chunks", json_object_new_uint64(s->chunks) },
-                { "chunks_new", json_object_new_uint64(s->chunks_new) },
-                { "packs", json_object_new_uint64(s->packs) },
-                { "seconds", json_object_new_double(s->seconds) },
-        };
-        return json_build(f, ELEMENTSOF(f));
-}
-
-static struct json_object *chunker_json(const BvChunkerParams *p)
-{
-        JsonField f[] = {
-                { "kind", json_object_new_string(bv_chunker_kind_name(p->kind)) },
-                { "min", json_object_new_uint64(p->min) },
-                { "avg", json_object_new_uint64(p->avg) },
-                { "max", json_object_new_uint64(p->max) },
-        };
-        return json_build(f, ELEMENTSOF(f));
 }
 
 static const char *source_name(const char *path)
@@ -702,16 +631,15 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
                 return r;
         bv_hex_encode(raw_id, sizeof(raw_id), s.id);
         memcpy(s.root, root, BV_ID_SIZE);
-        s.source = source_json(src, size);
-        s.stats = stats_json(&b->stats);
-        s.chunker = chunker_json(&b->chunker);
-        if (!s.source || !s.stats || !s.chunker)
-                r = -ENOMEM;
-        else
-                r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
-        json_object_put(s.source);
-        json_object_put(s.stats);
-        json_object_put(s.chunker);
+        s.source = (BvSnapshotSource){ .path = (char *)bv_source_path(src), .kind = bv_source_kind(src), .size = size };
+        /* Probe failures are ignored: the snapshot then has no probe. */
+        if (s.source.kind != BV_SOURCE_STREAM && bv_source_probe(s.source.path, &s.source.probe) >= 0)
+                s.source.probed = true;
+        s.stats = b->stats.counts;
+        s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
+                                       .max = b->chunker.max }; /* not the key */
+        r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
+        bv_probe_done(&s.source.probe);
         if (r < 0)
                 return r;
         memcpy(b->stats.snapshot_id, s.id, sizeof(s.id));
@@ -812,9 +740,9 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         if (r < 0)
                 return r;
         b->stats.size = size;
-        b->stats.bytes_stored = b->bytes_stored;
-        b->stats.packs = b->packs;
-        b->stats.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
+        b->stats.counts.bytes_stored = b->bytes_stored;
+        b->stats.counts.packs = b->packs;
+        b->stats.counts.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
         return snapshot_publish(b, src, name, start_s, root, height, size);
 }
 
@@ -847,7 +775,7 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
                 backup_done(&b);
                 return r;
         }
-        b.stats.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
+        b.stats.counts.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
         b.stats.used_uring = bv_source_uses_uring(src);
         b.stats.used_direct = bv_source_uses_direct(src);
         if (opts->progress)

@@ -16,17 +16,8 @@ typedef struct BvBackupOptions {
 
 typedef struct BvBackupStats {
         char snapshot_id[2 * BV_SNAPSHOT_ID_SIZE + 1];
-        uint64_t size;          /* image bytes */
-        uint64_t bytes_read;    /* bytes read from the source (not holes) */
-        uint64_t bytes_zero;    /* all-zero blocks found in what was read */
-        uint64_t bytes_hole;    /* holes never read */
-        uint64_t bytes_data;    /* data in chunks (read - zero) */
-        uint64_t bytes_new;     /* raw bytes of chunks not in the repository before */
-        uint64_t bytes_stored;  /* encoded bytes written to packs (chunks and map nodes) */
-        uint64_t chunks;        /* data chunks */
-        uint64_t chunks_new;
-        uint64_t packs;         /* packs written */
-        double seconds;
+        uint64_t size;            /* image bytes */
+        BvSnapshotStats counts;   /* what the snapshot records as its stats */
         bool used_uring;
         bool used_direct;
 } BvBackupStats;
