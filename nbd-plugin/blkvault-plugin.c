@@ -31,7 +31,7 @@
 #include "image.h"
 #include "macro.h"
 #include "repo.h"
-#include "secmem.h"
+#include "passphrase.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -122,39 +122,35 @@ static int blkvault_config_complete(void)
         "workers=<N>           threads decoding at once (default twice the CPUs)."
 
 /* The passphrase: from the file (one trailing newline dropped) or the environment. */
-static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
+static int load_secret(BvSecret *secret)
 {
+        char *pass = NULL;
+        int r;
+
         *secret = (BvSecret){ .key_file = key_file };
-        *ret_buffer = NULL;
         if (key_file)
                 return 0;
-        const char *env = getenv("BLKVAULT_PASSPHRASE");
-        char *buf;
-        size_t len;
         if (passphrase_file) {
-                int r = bv_read_secret_file(AT_FDCWD, passphrase_file, 4096, 0, true, (void **)&buf, &len,
-                                            ret_size);
-                if (r == -ENOMEM) {
-                        nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
-                        return -1;
-                }
-                if (r < 0) {
+                r = bv_passphrase_from_file(passphrase_file, &pass);
+                if (r < 0 && r != -ENOMEM) {
                         nbdkit_error("cannot read passphrase file '%s': %s", passphrase_file, strerror(-r));
                         return -1;
                 }
-        } else if (env) {
-                len = strlen(env);
-                buf = bv_secure_alloc(len + 1);
-                if (!buf) {
-                        nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
+        } else {
+                r = bv_passphrase_from_env("BLKVAULT_PASSPHRASE", &pass);
+                if (r == -ENOENT)
+                        return 0;
+                if (r == -E2BIG) {
+                        nbdkit_error("the passphrase in $BLKVAULT_PASSPHRASE is longer than %d bytes",
+                                     BV_PASSPHRASE_MAX);
                         return -1;
                 }
-                memcpy(buf, env, len + 1);
-                *ret_size = len + 1;
-        } else
-                return 0;
-        secret->passphrase = buf;
-        *ret_buffer = buf;
+        }
+        if (r == -ENOMEM) {
+                nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
+                return -1;
+        }
+        secret->passphrase = pass;
         return 0;
 }
 
@@ -162,15 +158,13 @@ static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
 static int blkvault_after_fork(void)
 {
         BvSecret secret;
-        char *buf;
-        size_t size = 0;
         const BvSnapshot *snap;
         int r;
 
-        if (load_secret(&secret, &buf, &size) < 0)
+        if (load_secret(&secret) < 0)
                 return -1;
         r = bv_repo_open(repo_path, &secret, BV_OPEN_READ, &repo);
-        bv_secure_free(buf, size);
+        bv_passphrase_free((char *)secret.passphrase);
         if (r == -ENOKEY) {
                 nbdkit_error("cannot open repository '%s': wrong or missing passphrase or key", repo_path);
                 return -1;

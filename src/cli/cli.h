@@ -37,6 +37,8 @@ int exit_code_for(int r);
 typedef struct SecretArgs {
         const char *passphrase_file;
         const char *key_file;
+        const char *passphrase_fd;      /* a number, parsed when the secret is read */
+        const char *passphrase_command; /* run with /bin/sh -c; its stdout is the passphrase */
         /* The new secret of key change: its passphrase comes from $BLKVAULT_NEW_PASSPHRASE instead of
          * $BLKVAULT_PASSPHRASE, and its options are --new-passphrase-file and --new-key-file. */
         bool new_secret;
@@ -44,13 +46,16 @@ typedef struct SecretArgs {
 
 /* The long options every repository command accepts (append to a command's table). */
 #define SECRET_OPTIONS                                                                                     \
-        { "passphrase-file", required_argument, NULL, 'P' }, { "key-file", required_argument, NULL, 'K' }
+        { "passphrase-file", required_argument, NULL, 'P' }, { "key-file", required_argument, NULL, 'K' },       \
+        { "passphrase-fd", required_argument, NULL, 'F' },                                                 \
+        { "passphrase-command", required_argument, NULL, 'C' }
 
-/* Handles 'P' and 'K'; returns true if the option was one of them. */
+/* Handles 'P', 'K', 'F' and 'C'; returns true if the option was one of them. */
 bool secret_args_parse(SecretArgs *s, int opt, const char *arg);
 
 /* Builds a BvSecret for a repository: none for unencrypted ones, otherwise --key-file,
- * --passphrase-file, $BLKVAULT_PASSPHRASE (see new_secret) or (on a terminal) a prompt. confirm: ask twice
+ * --passphrase-file, --passphrase-fd, --passphrase-command, $BLKVAULT_PASSPHRASE (see new_secret) or
+ * (on a terminal) a prompt. confirm: ask twice
  * (for init). The passphrase buffer is wiped by secret_done. */
 int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret);
 void secret_done(BvSecret *s);

@@ -17,7 +17,7 @@ static const char usage_text[] =
         "  --no-direct              read through the page cache instead of O_DIRECT\n"
         "  --wait                   wait for another writer instead of failing\n"
         "  -q, --quiet              no progress line\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 /* The new snapshot, its stats nested as list prints them, and how the source was read. Until

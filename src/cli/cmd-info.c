@@ -10,7 +10,7 @@ static const char usage_text[] =
         "Usage: blkvault info REPO [OPTIONS]\n\n"
         "Show the repository's configuration, sizes, deduplication and compression.\n\n"
         "  --json                   print as JSON\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 int cmd_info(int argc, char **argv)

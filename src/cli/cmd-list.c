@@ -10,7 +10,7 @@ static const char usage_text[] =
         "Usage: blkvault list REPO [OPTIONS]\n\n"
         "List the snapshots of REPO, oldest first.\n\n"
         "  --json       a JSON list: snapshot, name, time, time_utc, size, source, chunker, stats\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 /* "gpt: ext4 'root', xfs 'data'" from the probe, for the table. */

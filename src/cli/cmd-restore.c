@@ -14,7 +14,7 @@ static const char usage_text[] =
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
         "  -q, --quiet              no progress line\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 int cmd_restore(int argc, char **argv)

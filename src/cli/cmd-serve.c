@@ -17,7 +17,7 @@ static const char usage_text[] =
         "  --port=N                 TCP port on localhost only (default 10809)\n"
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 int cmd_serve(int argc, char **argv)
