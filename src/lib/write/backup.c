@@ -34,6 +34,7 @@
 #include "maptree.h"
 #include "object.h"
 #include "pack.h"
+#include "queue.h"
 #include "random.h"
 #include "snapshot.h"
 #include "timeutil.h"
@@ -48,7 +49,6 @@
 
 /* One object to store: a chunk or map node (one member: its id and length), or a group. */
 typedef struct Job {
-        struct Job *next;
         BvObjectType type;
         BvGroupMember members[GROUP_MAX_MEMBERS];
         size_t n_members;
@@ -72,16 +72,13 @@ typedef struct Backup {
         uint8_t (*prefix_ids)[BV_ID_SIZE];
         BvBackupStats stats;
 
-        /* The job pool and queue. */
-        pthread_mutex_t lock;
-        pthread_cond_t job_queued; /* workers wait for work */
-        pthread_cond_t job_freed;  /* the reader waits for a free job */
-        Job *jobs;                 /* the pool's storage */
+        /* The job pool: free jobs wait in one queue, work for the workers in the other. */
+        Job *jobs;         /* the pool's storage */
         size_t n_jobs;
-        Job *free_jobs;
-        Job *queue_head, *queue_tail;
-        bool closing; /* no more jobs will be queued */
-        int error;    /* first error (sticky) */
+        BvQueue free_jobs; /* of Job *; cancelled when the pipeline fails */
+        BvQueue work;      /* of Job *; closed when the reading is done */
+        pthread_mutex_t lock;
+        int error;         /* first error (sticky) */
 
         /* The pack writer, shared by the workers. */
         pthread_mutex_t pack_lock;
@@ -98,11 +95,12 @@ typedef struct Backup {
 
 static void backup_set_error(Backup *b, int r)
 {
-        BV_LOCK_GUARD(&b->lock);
-        if (b->error == 0)
-                b->error = r;
-        pthread_cond_broadcast(&b->job_queued);
-        pthread_cond_broadcast(&b->job_freed);
+        {
+                BV_LOCK_GUARD(&b->lock);
+                if (b->error == 0)
+                        b->error = r;
+        }
+        bv_queue_cancel(&b->free_jobs);
 }
 
 static int backup_get_error(Backup *b)
@@ -116,54 +114,25 @@ static Job *job_take(Backup *b)
 {
         Job *j;
 
-        BV_LOCK_GUARD(&b->lock);
-        while (!b->free_jobs && b->error == 0)
-                pthread_cond_wait(&b->job_freed, &b->lock);
-        if (b->error != 0)
-                return NULL;
-        j = b->free_jobs;
-        b->free_jobs = j->next;
-        return j;
-}
-
-static void job_release_locked(Backup *b, Job *j)
-{
-        j->next = b->free_jobs;
-        b->free_jobs = j;
-        pthread_cond_signal(&b->job_freed);
+        return bv_queue_pop(&b->free_jobs, &j) > 0 ? j : NULL;
 }
 
 static void job_release(Backup *b, Job *j)
 {
-        BV_LOCK_GUARD(&b->lock);
-        job_release_locked(b, j);
+        (void)bv_queue_push(&b->free_jobs, &j); /* never full; cancelled: the pool is done with */
 }
 
 static void job_queue(Backup *b, Job *j)
 {
-        BV_LOCK_GUARD(&b->lock);
-        j->next = NULL;
-        if (b->queue_tail)
-                b->queue_tail->next = j;
-        else
-                b->queue_head = j;
-        b->queue_tail = j;
-        pthread_cond_signal(&b->job_queued);
+        (void)bv_queue_push(&b->work, &j); /* never full: it holds every job at most */
 }
 
 /* Next queued job for a worker; NULL when the queue is closed and empty. */
 static Job *job_next(Backup *b)
 {
-        BV_LOCK_GUARD(&b->lock);
-        while (!b->queue_head && !b->closing)
-                pthread_cond_wait(&b->job_queued, &b->lock);
-        Job *j = b->queue_head;
-        if (j) {
-                b->queue_head = j->next;
-                if (!b->queue_head)
-                        b->queue_tail = NULL;
-        }
-        return j;
+        Job *j;
+
+        return bv_queue_pop(&b->work, &j) > 0 ? j : NULL;
 }
 
 static void job_unclaim(Backup *b, const Job *j)
@@ -438,11 +407,7 @@ static int workers_start(Backup *b, unsigned n)
 /* Closes the queue and waits for the workers to drain it. */
 static void workers_join(Backup *b)
 {
-        {
-                BV_LOCK_GUARD(&b->lock);
-                b->closing = true;
-                pthread_cond_broadcast(&b->job_queued);
-        }
+        bv_queue_close(&b->work);
         for (unsigned i = 0; i < b->n_threads; i++)
                 (void)pthread_join(b->threads[i], NULL);
         b->n_threads = 0;
@@ -450,17 +415,22 @@ static void workers_join(Backup *b)
 
 static int pool_new(Backup *b, size_t n, size_t cap)
 {
+        int r;
+
         b->jobs = calloc(n, sizeof(Job));
         if (!b->jobs)
                 return -ENOMEM;
         b->n_jobs = n;
+        if ((r = bv_queue_init(&b->free_jobs, sizeof(Job *), n)) < 0 ||
+            (r = bv_queue_init(&b->work, sizeof(Job *), n)) < 0)
+                return r;
         for (size_t i = 0; i < n; i++) {
-                b->jobs[i].data = malloc(cap);
-                if (!b->jobs[i].data)
+                Job *j = &b->jobs[i];
+                j->data = malloc(cap);
+                if (!j->data)
                         return -ENOMEM;
-                b->jobs[i].cap = cap;
-                b->jobs[i].next = b->free_jobs;
-                b->free_jobs = &b->jobs[i];
+                j->cap = cap;
+                (void)bv_queue_push(&b->free_jobs, &j);
         }
         return 0;
 }
@@ -701,8 +671,8 @@ static void backup_done(Backup *b)
         free(b->prefix_ids);
         pthread_mutex_destroy(&b->lock);
         pthread_mutex_destroy(&b->pack_lock);
-        pthread_cond_destroy(&b->job_queued);
-        pthread_cond_destroy(&b->job_freed);
+        bv_queue_done(&b->free_jobs);
+        bv_queue_done(&b->work);
 }
 
 static unsigned threads_wanted(const BvBackupOptions *opts)
@@ -753,8 +723,6 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
         Backup b = {
                 .lock = PTHREAD_MUTEX_INITIALIZER,
                 .pack_lock = PTHREAD_MUTEX_INITIALIZER,
-                .job_queued = PTHREAD_COND_INITIALIZER,
-                .job_freed = PTHREAD_COND_INITIALIZER,
         };
         uint64_t start_ns = bv_now_monotonic_ns(), start_s = bv_now_realtime_ns() / 1000000000ull;
         unsigned threads = threads_wanted(opts);
