@@ -104,7 +104,11 @@ int cmd_backup(int argc, char **argv)
         opts.progress_userdata = &progress;
 
         BvBackupStats stats = {};
-        r = bv_backup(repo, source, &opts, &stats);
+        BvSource *src = NULL;
+        r = bv_source_open(source, &opts.source, &src);
+        if (r >= 0)
+                r = bv_backup(repo, src, &opts, &stats);
+        bv_source_free(src);
         progress_done(&progress);
         if (r < 0) {
                 if (r == -ENOSPC)

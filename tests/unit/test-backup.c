@@ -150,7 +150,7 @@ static void repo_done(BvRepo *r, const char *path)
 static void backup(BvRepo *r, const char *src, BvBackupStats *st)
 {
         BvBackupOptions o = { .threads = 2 };
-        ASSERT_OK(bv_backup(r, src, &o, st));
+        ASSERT_OK(bv_backup_path(r, src, &o, st));
         ASSERT_EQ(strlen(st->snapshot_id), 2 * BV_SNAPSHOT_ID_SIZE);
 }
 
@@ -192,7 +192,7 @@ static void random_roundtrip(bool encrypted)
         BvBackupOptions o = { .progress = progress_cb, .progress_userdata = &last, .name = "disk" };
 
         write_file(src, data, size);
-        ASSERT_OK(bv_backup(r, src, &o, &st));
+        ASSERT_OK(bv_backup_path(r, src, &o, &st));
         ASSERT_EQ(st.size, size);
         ASSERT_EQ(st.counts.bytes_read, size);
         ASSERT_EQ(st.counts.bytes_zero, 0);
@@ -519,7 +519,7 @@ static bool test_enospc(void)
         memcpy(big_data, text, 32 * MiB);
         write_file(big, big_data, 64 * MiB);
         BvBackupOptions o = { .threads = 2 };
-        ASSERT_ERROR(bv_backup(r, big, &o, &st_big), ENOSPC);
+        ASSERT_ERROR(bv_backup_path(r, big, &o, &st_big), ENOSPC);
         ASSERT_OK(bv_repo_reload(r));
         ASSERT_OK(bv_repo_snapshots(r, &list, &n));
         ASSERT_EQ(n, 1);
@@ -776,7 +776,7 @@ TEST(sigkill)
                         BvBackupStats cst;
                         if (bv_repo_open(rpath, &sec, BV_OPEN_WRITE | BV_OPEN_WAIT, &cr) < 0)
                                 _exit(2);
-                        _exit(bv_backup(cr, src, NULL, &cst) < 0 ? 1 : 0);
+                        _exit(bv_backup_path(cr, src, NULL, &cst) < 0 ? 1 : 0);
                 }
                 struct timespec ts = { .tv_nsec = (long)(50 + 150 * i) * 1000 * 1000 };
                 nanosleep(&ts, NULL);
@@ -811,9 +811,9 @@ TEST(errors)
         BvRepo *r = repo_new(rpath, false, 0);
         BvBackupStats st = { .counts.chunks = 12345 };
 
-        ASSERT_ERROR(bv_backup(r, "/nonexistent/image", NULL, &st), ENOENT);
+        ASSERT_ERROR(bv_backup_path(r, "/nonexistent/image", NULL, &st), ENOENT);
         ASSERT_EQ(st.counts.chunks, 12345); /* untouched on failure */
-        ASSERT_ERROR(bv_backup(NULL, "-", NULL, &st), EINVAL);
+        ASSERT_ERROR(bv_backup_path(NULL, "-", NULL, &st), EINVAL);
         repo_done(r, rpath);
 }
 

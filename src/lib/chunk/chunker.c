@@ -550,6 +550,25 @@ int bv_splitter_hole(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb 
         return 0;
 }
 
+int bv_splitter_skip(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb, void *userdata)
+{
+        int r = splitter_check(s, offset, len, cb);
+        if (r < 0)
+                return r;
+        r = splitter_end_cell(s, cb, userdata);
+        if (r >= 0)
+                r = splitter_flush_data(s, cb, userdata);
+        if (r >= 0)
+                r = splitter_flush_run(s, cb, userdata);
+        if (r < 0) {
+                s->error = r;
+                return r;
+        }
+        cutter_reset(s);
+        s->pos = offset + len;
+        return 0;
+}
+
 int bv_splitter_finish(BvSplitter *s, bv_extent_cb cb, void *userdata)
 {
         int r = splitter_check(s, s ? s->pos : 0, 0, cb);

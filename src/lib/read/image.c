@@ -537,6 +537,8 @@ static int read_extent(BvImage *img, const BvMapExtent *ext, uint8_t *dst, uint6
                 if (ext->length > BV_CHUNK_MAX_LIMIT)
                         return -EBADMSG;
                 return cache_read(img, ext->id, (size_t)ext->length, dst, (size_t)(offset - ext->offset), n, true);
+        case BV_EXTENT_UNCHANGED: /* never in a stored map */
+                break;
         }
         return -EBADMSG;
 }

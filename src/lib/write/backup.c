@@ -34,6 +34,7 @@
 #include "maptree.h"
 #include "object.h"
 #include "pack.h"
+#include "parent-map.h"
 #include "queue.h"
 #include "random.h"
 #include "snapshot.h"
@@ -46,6 +47,7 @@
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
 #define GROUP_MAX_BYTES (256u * 1024) /* raw bytes of a group's members */
 #define GROUP_MAX_MEMBERS 64u
+#define EDGE_READ (1024u * 1024) /* reads of the parts of UNCHANGED extents not reused */
 
 /* One object to store: a chunk or map node (one member: its id and length), or a group. */
 typedef struct Job {
@@ -67,6 +69,8 @@ typedef struct Backup {
 
         /* Reading thread only. */
         BvMapBuilder *map;
+        BvParentMap *parent; /* for UNCHANGED extents of a changed-block source */
+        uint8_t *edge_buf;   /* the parts of UNCHANGED extents read from the source */
         Job *group;    /* the compression group being gathered */
         bool grouping; /* only when compressing */
         uint8_t (*prefix_ids)[BV_ID_SIZE];
@@ -537,6 +541,81 @@ static void progress_report(const BvBackupOptions *opts, uint64_t done, uint64_t
         opts->progress(&p, opts->progress_userdata);
 }
 
+/* Reads [offset, offset+len) with the source's read_at and feeds it to the splitter. */
+static int feed_read_at(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offset, uint64_t len)
+{
+        if (!b->edge_buf) {
+                b->edge_buf = malloc(EDGE_READ);
+                if (!b->edge_buf)
+                        return -ENOMEM;
+        }
+        while (len > 0) {
+                size_t n = (size_t)MIN(len, (uint64_t)EDGE_READ);
+                int r = bv_source_read_at(src, b->edge_buf, n, offset);
+                if (r >= 0)
+                        r = bv_splitter_feed(sp, offset, b->edge_buf, n, on_extent, b);
+                if (r < 0)
+                        return r;
+                b->stats.counts.bytes_read += n;
+                offset += n;
+                len -= n;
+        }
+        return 0;
+}
+
+/* [offset, offset+len) holds what the parent holds there: its zero and hole runs and the data
+ * chunks that lie wholly inside are taken from its map and never read; the rest of a data
+ * chunk that sticks out of the range is read from the source. */
+static int backup_unchanged(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offset, uint64_t len)
+{
+        uint64_t pos = offset, end = offset + len;
+        int r;
+
+        if (!b->parent)
+                return -EINVAL; /* an UNCHANGED extent without a parent snapshot */
+        while (pos < end) {
+                BvMapExtent pe;
+                r = bv_parent_map_lookup(b->parent, pos, &pe);
+                if (r < 0)
+                        return r == -ERANGE ? -EINVAL : r;
+                uint64_t n = MIN(pe.offset + pe.length, end) - pos;
+                BvLocation loc;
+                if (pe.kind == BV_EXTENT_DATA && (pe.offset != pos || pe.length != n ||
+                                                  bv_index_lookup(b->index, pe.id, &loc) < 0)) {
+                        r = feed_read_at(b, src, sp, pos, n); /* sticks out, or no longer stored */
+                } else {
+                        r = bv_splitter_skip(sp, pos, n, on_extent, b);
+                        if (r >= 0 && pe.kind == BV_EXTENT_DATA) {
+                                b->stats.counts.chunks++;
+                                b->stats.counts.bytes_data += n;
+                                r = bv_map_builder_add(b->map, BV_EXTENT_DATA, n, pe.id);
+                        } else if (r >= 0)
+                                r = on_extent(&(BvExtent){ .kind = pe.kind, .offset = pos, .length = n }, b);
+                }
+                if (r < 0)
+                        return r;
+                pos += n;
+        }
+        return 0;
+}
+
+/* One extent of the source into the splitter. */
+static int backup_extent(Backup *b, BvSource *src, BvSplitter *sp, const BvExtent *e)
+{
+        switch (e->kind) {
+        case BV_EXTENT_DATA:
+                b->stats.counts.bytes_read += e->length;
+                return bv_splitter_feed(sp, e->offset, e->data, (size_t)e->length, on_extent, b);
+        case BV_EXTENT_HOLE:
+                return bv_splitter_hole(sp, e->offset, e->length, on_extent, b);
+        case BV_EXTENT_UNCHANGED:
+                return backup_unchanged(b, src, sp, e->offset, e->length);
+        case BV_EXTENT_ZERO:
+                break;
+        }
+        return -EINVAL;
+}
+
 /* Reads the whole source through the splitter. */
 static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupOptions *opts, uint64_t start_ns)
 {
@@ -550,11 +629,7 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                         return r;
                 if (r == 0)
                         break;
-                if (e.kind == BV_EXTENT_DATA) {
-                        b->stats.counts.bytes_read += e.length;
-                        r = bv_splitter_feed(sp, e.offset, e.data, (size_t)e.length, on_extent, b);
-                } else
-                        r = bv_splitter_hole(sp, e.offset, e.length, on_extent, b);
+                r = backup_extent(b, src, sp, &e);
                 if (r < 0)
                         return r;
                 r = backup_get_error(b);
@@ -662,6 +737,8 @@ static void backup_abort(Backup *b, int error)
 static void backup_done(Backup *b)
 {
         bv_map_builder_free(b->map);
+        bv_parent_map_free(b->parent);
+        free(b->edge_buf);
         bv_pack_writer_free(b->writer);
         bv_object_codec_free(b->pack_codec);
         for (size_t i = 0; i < b->n_jobs; i++)
@@ -716,8 +793,7 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         return snapshot_publish(b, src, name, start_s, root, height, size);
 }
 
-static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *opts, BvSource *src,
-                      BvBackupStats *ret_stats)
+static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats)
 {
         BvSplitter *sp = NULL;
         Backup b = {
@@ -729,6 +805,8 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
         int r;
 
         r = backup_setup(&b, repo, threads);
+        if (r >= 0 && opts->parent)
+                r = bv_parent_map_open(repo, opts->parent, &b.parent);
         if (r >= 0)
                 r = bv_splitter_new(&b.chunker, &sp);
         if (r >= 0)
@@ -737,7 +815,7 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
                 r = backup_read(&b, src, sp, opts, start_ns);
         bv_splitter_free(sp);
         if (r >= 0)
-                r = backup_finish(&b, src, opts->name ?: source_name(source), start_s, start_ns);
+                r = backup_finish(&b, src, opts->name ?: source_name(bv_source_path(src)), start_s, start_ns);
         if (r < 0) {
                 backup_abort(&b, r);
                 backup_done(&b);
@@ -754,20 +832,26 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
         return 0;
 }
 
-int bv_backup(BvRepo *repo, const char *source, const BvBackupOptions *opts, BvBackupStats *ret_stats)
+int bv_backup(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats)
 {
         static const BvBackupOptions no_opts = {};
+
+        if (!repo || !src)
+                return -EINVAL;
+        return backup_run(repo, src, opts ?: &no_opts, ret_stats);
+}
+
+int bv_backup_path(BvRepo *repo, const char *path, const BvBackupOptions *opts, BvBackupStats *ret_stats)
+{
         BvSource *src = NULL;
         int r;
 
-        if (!repo || !source)
+        if (!repo || !path)
                 return -EINVAL;
-        if (!opts)
-                opts = &no_opts;
-        r = bv_source_open(source, &opts->source, &src);
+        r = bv_source_open(path, opts ? &opts->source : NULL, &src);
         if (r < 0)
                 return r;
-        r = backup_run(repo, source, opts, src, ret_stats);
+        r = bv_backup(repo, src, opts, ret_stats);
         bv_source_free(src);
         return r;
 }
