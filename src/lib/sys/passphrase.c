@@ -56,20 +56,21 @@ int bv_passphrase_from_env(const char *name, char **ret)
 
 int bv_passphrase_from_fd(int fd, char **ret)
 {
-        char *p = passphrase_alloc();
-        ssize_t n;
+        void *data;
+        size_t len, size;
+        char *p;
+        int r;
 
+        r = bv_read_secret_fd(fd, BV_PASSPHRASE_MAX, true, &data, &len, &size);
+        if (r < 0)
+                return r;
+        /* into a buffer of the one passphrase size, so that bv_passphrase_free fits it */
+        p = passphrase_alloc();
+        if (p)
+                memcpy(p, data, len + 1);
+        bv_secure_free(data, size);
         if (!p)
                 return -ENOMEM;
-        /* one byte more than allowed (with its newline), to see a passphrase that is too long */
-        n = bv_read_all(fd, p, BV_PASSPHRASE_MAX + 1);
-        if (n < 0 || n > BV_PASSPHRASE_MAX) {
-                bv_passphrase_free(p);
-                return n < 0 ? (int)n : -E2BIG;
-        }
-        if (n > 0 && p[n - 1] == '\n')
-                n--;
-        p[n] = '\0';
         *ret = p;
         return 0;
 }

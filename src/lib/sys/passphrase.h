@@ -21,7 +21,7 @@
 int bv_passphrase_from_file(const char *path, char **ret);
 /* -ENOENT when the variable is unset, -E2BIG when it is longer than BV_PASSPHRASE_MAX. */
 int bv_passphrase_from_env(const char *name, char **ret);
-/* Reads fd to its end (the caller closes it): -E2BIG beyond BV_PASSPHRASE_MAX bytes. */
+/* Reads fd to its end (the caller closes it): -EFBIG beyond BV_PASSPHRASE_MAX bytes. */
 int bv_passphrase_from_fd(int fd, char **ret);
 /* Runs '/bin/sh -c command' (stdin and stderr ours) and takes its standard output: -ECHILD when
  * it did not exit with status 0 (*ret_status: the exit status, or 128 + the signal). */
