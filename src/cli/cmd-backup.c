@@ -40,6 +40,28 @@ static struct json_object *backup_json(const BvBackupStats *s, const char *name)
         return TAKE_PTR(o);
 }
 
+/* The result line, or the JSON document with --json. */
+static int backup_report(const BvBackupStats *stats, const char *name, const char *source, bool json)
+{
+        const char *base = strrchr(source, '/');
+
+        if (!name)
+                name = strcmp(source, "-") == 0 ? "stdin" : base ? base + 1 : source;
+        if (json) {
+                _cleanup_(json_object_putp) struct json_object *o = backup_json(stats, name);
+                if (!o)
+                        return log_error_errno(-ENOMEM, "cannot print the result");
+                json_print(o);
+        } else {
+                char a[32], b[32], d[32], e[32];
+                log_info("snapshot %.8s: %s image, %s data, %s new, %s stored, in %.1f s", stats->snapshot_id,
+                         format_bytes(stats->size, a), format_bytes(stats->counts.bytes_data, b),
+                         format_bytes(stats->counts.bytes_new, d), format_bytes(stats->counts.bytes_stored, e),
+                         stats->counts.seconds);
+        }
+        return EXIT_OK;
+}
+
 int cmd_backup(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -119,19 +141,5 @@ int cmd_backup(int argc, char **argv)
         if (!stats.used_uring && !json)
                 log_info("note: io_uring is unavailable, read with pread");
 
-        const char *base = strrchr(source, '/');
-        const char *name = opts.name ? opts.name : strcmp(source, "-") == 0 ? "stdin" : base ? base + 1 : source;
-        if (json) {
-                _cleanup_(json_object_putp) struct json_object *o = backup_json(&stats, name);
-                if (!o)
-                        return log_error_errno(-ENOMEM, "cannot print the result");
-                json_print(o);
-        } else {
-                char a[32], b[32], d[32], e[32];
-                log_info("snapshot %.8s: %s image, %s data, %s new, %s stored, in %.1f s", stats.snapshot_id,
-                         format_bytes(stats.size, a), format_bytes(stats.counts.bytes_data, b),
-                         format_bytes(stats.counts.bytes_new, d), format_bytes(stats.counts.bytes_stored, e),
-                         stats.counts.seconds);
-        }
-        return EXIT_OK;
+        return backup_report(&stats, opts.name, source, json);
 }

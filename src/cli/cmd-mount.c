@@ -486,6 +486,27 @@ static const char mount_usage[] =
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
+/* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
+static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
+{
+        struct stat st;
+
+        if (!realpath(mountpoint, s->mountpoint))
+                return log_error_errno(-errno, "cannot use mountpoint '%s'", mountpoint);
+        if (stat(s->mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                log_error("mountpoint '%s' is not a directory", s->mountpoint);
+                return EXIT_USAGE;
+        }
+        if (bv_is_mountpoint(s->mountpoint)) {
+                log_error("'%s' is already a mountpoint", s->mountpoint);
+                return EXIT_BUSY;
+        }
+        if (!realpath(repo, s->repo))
+                return log_error_errno(-errno, "cannot open repository '%s'", repo);
+        state_dir_for(s->mountpoint, s->dir, sizeof(s->dir));
+        return EXIT_OK;
+}
+
 int cmd_mount(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -530,20 +551,9 @@ int cmd_mount(int argc, char **argv)
         }
 
         MountState s = {};
-        struct stat st;
-        if (!realpath(argv[optind + 2], s.mountpoint))
-                return log_error_errno(-errno, "cannot use mountpoint '%s'", argv[optind + 2]);
-        if (stat(s.mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                log_error("mountpoint '%s' is not a directory", s.mountpoint);
-                return EXIT_USAGE;
-        }
-        if (bv_is_mountpoint(s.mountpoint)) {
-                log_error("'%s' is already a mountpoint", s.mountpoint);
-                return EXIT_BUSY;
-        }
-        if (!realpath(argv[optind], s.repo))
-                return log_error_errno(-errno, "cannot open repository '%s'", argv[optind]);
-        state_dir_for(s.mountpoint, s.dir, sizeof(s.dir));
+        r = mount_paths(&s, argv[optind], argv[optind + 2]);
+        if (r != EXIT_OK)
+                return r;
 
         /* the repository, the secret and the snapshot, checked with our own messages */
         _cleanup_(secret_done) BvSecret secret = {};
