@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "info.h"
+#include "snapshot-json.h"
 
 static const char usage_text[] =
         "Usage: blkvault info REPO [SNAPSHOT] [OPTIONS]\n\n"
@@ -14,14 +15,8 @@ static const char usage_text[] =
         "describe that snapshot: source, host, content, sizes, the backup's counters, and how much of\n"
         "its data it shares with what was stored before (its parent: the previous snapshot of its name).\n\n"
         "  --json                   print as JSON\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
-
-static uint64_t json_u64(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-        return o && json_object_object_get_ex(o, key, &v) ? (uint64_t)json_object_get_uint64(v) : 0;
-}
 
 /* The previous snapshot of s's name, or NULL. */
 static const BvSnapshot *parent_of(BvRepo *repo, const BvSnapshot *s)
@@ -44,54 +39,44 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
         if (r != EXIT_OK)
                 return r;
         parent = parent_of(repo, s);
-        struct json_object *src = s->source, *st = s->stats;
-        uint64_t zero = json_u64(st, "bytes_zero") + json_u64(st, "bytes_hole");
-        uint64_t data = s->size > zero ? s->size - zero : 0, fresh = json_u64(st, "bytes_new");
-        uint64_t shared = data > fresh ? data - fresh : 0;
+        const BvSnapshotSource *src = &s->source;
+        const BvSnapshotStats *st = &s->stats;
+        uint64_t zero = st->bytes_zero + st->bytes_hole;
+        uint64_t data = s->size > zero ? s->size - zero : 0;
+        uint64_t shared = data > st->bytes_new ? data - st->bytes_new : 0;
         if (json) {
-                struct json_object *o = json_object_new_object();
-                json_object_object_add(o, "id", json_object_new_string(s->id));
-                json_object_object_add(o, "name", json_object_new_string(s->name ? s->name : ""));
-                json_object_object_add(o, "time", json_object_new_uint64(s->time));
-                json_object_object_add(o, "size", json_object_new_uint64(s->size));
-                json_object_object_add(o, "source", json_object_get(src));
-                json_object_object_add(o, "stats", json_object_get(st));
+                _cleanup_(json_object_putp) struct json_object *o = json_snapshot(s);
+                if (!o)
+                        return log_error_errno(-ENOMEM, "cannot describe snapshot %.8s", s->id);
                 json_object_object_add(o, "parent", parent ? json_object_new_string(parent->id) : NULL);
-                json_object_object_add(o, "bytes_data", json_object_new_uint64(data));
                 json_object_object_add(o, "bytes_shared", json_object_new_uint64(shared));
                 json_print(o);
-                json_object_put(o);
                 return EXIT_OK;
         }
-        char when[64], content[256], a[32], b[32], c[32], d[32];
-        time_t t = (time_t)s->time;
-        struct tm tm;
-        if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %z", &tm))
-                snprintf(when, sizeof(when), "%llu", (unsigned long long)s->time);
+        char when[64], content[256], a[32], b[32], c[32];
+        format_time_local(s->time, when);
         describe_probe(src, content, sizeof(content));
-        const char *abs = json_str(src, "abs_path"), *stable = json_str(src, "stable_name");
         printf("snapshot     %s\n", s->id);
         printf("name         %s\n", s->name ? s->name : "");
         printf("time         %s\n", when);
-        printf("host         %s\n", json_str(src, "host") ? json_str(src, "host") : "(not recorded)");
-        printf("source       %s (%s)\n", abs ? abs : json_str(src, "path") ? json_str(src, "path") : "?",
-               json_str(src, "kind") ? json_str(src, "kind") : "?");
-        if (stable)
-                printf("device       %s\n", stable);
+        printf("host         %s\n", src->host ? src->host : "(not recorded)");
+        printf("source       %s (%s)\n", src->abs_path ? src->abs_path : src->path ? src->path : "?",
+               src->kind ? bv_source_kind_name(src->kind) : "?");
+        if (src->stable_name)
+                printf("device       %s\n", src->stable_name);
         if (content[0])
                 printf("content      %s\n", content);
         printf("size         %s image, %s data, %s zero or holes\n", format_bytes(s->size, a),
                format_bytes(data, b), format_bytes(zero, c));
-        printf("backup       %s new, %s stored, %llu chunks (%llu new), %.1f s\n", format_bytes(fresh, a),
-               format_bytes(json_u64(st, "bytes_stored"), b), (unsigned long long)json_u64(st, "chunks"),
-               (unsigned long long)json_u64(st, "chunks_new"),
-               json_object_get_double(json_object_object_get(st, "seconds")));
+        printf("backup       %s new, %s stored, %llu chunks (%llu new), %.1f s\n", format_bytes(st->bytes_new, a),
+               format_bytes(st->bytes_stored, b), (unsigned long long)st->chunks,
+               (unsigned long long)st->chunks_new, st->seconds);
         if (parent)
                 printf("parent       %.8s\n", parent->id);
         else
                 printf("parent       (none: the first snapshot of its name)\n");
-        printf("shared       %s of %s data was stored before (%.0f%%)\n", format_bytes(shared, d),
-               format_bytes(data, c), data ? 100.0 * (double)shared / (double)data : 0.0);
+        printf("shared       %s of %s data was stored before (%.0f%%)\n", format_bytes(shared, a),
+               format_bytes(data, b), data ? 100.0 * (double)shared / (double)data : 0.0);
         return EXIT_OK;
 }
 
@@ -133,35 +118,41 @@ int cmd_info(int argc, char **argv)
         if (r < 0)
                 return log_error_errno(r, "cannot collect information on '%s'", path);
         if (json) {
-                struct json_object *o = json_object_new_object();
-                json_object_object_add(o, "id", json_object_new_string(bv_repo_id_hex(repo)));
-                json_object_object_add(o, "encryption", json_object_new_string(bv_cipher_name(cfg->cipher)));
-                json_object_object_add(o, "chunker", json_object_new_string(bv_chunker_kind_name(cfg->chunker)));
-                json_object_object_add(o, "chunk_min", json_object_new_uint64(cfg->chunk_min));
-                json_object_object_add(o, "chunk_avg", json_object_new_uint64(cfg->chunk_avg));
-                json_object_object_add(o, "chunk_max", json_object_new_uint64(cfg->chunk_max));
-                json_object_object_add(o, "compression_level", json_object_new_int(cfg->zstd_level));
-                json_object_object_add(o, "snapshots", json_object_new_uint64(info.snapshots));
-                json_object_object_add(o, "logical_bytes", json_object_new_uint64(info.logical_bytes));
-                json_object_object_add(o, "data_bytes", json_object_new_uint64(info.data_bytes));
-                json_object_object_add(o, "unique_bytes", json_object_new_uint64(info.unique_raw));
-                json_object_object_add(o, "stored_bytes", json_object_new_uint64(info.stored_bytes));
-                json_object_object_add(o, "chunks", json_object_new_uint64(info.chunks));
-                json_object_object_add(o, "groups", json_object_new_uint64(info.groups));
-                json_object_object_add(o, "grouped_chunks", json_object_new_uint64(info.grouped_chunks));
-                json_object_object_add(o, "packs", json_object_new_uint64(info.packs));
-                json_object_object_add(o, "index_segments", json_object_new_uint64(info.index_segments));
-                json_object_object_add(o, "index_bytes", json_object_new_uint64(info.index_bytes));
-                json_object_object_add(o, "dedup_ratio", json_object_new_double(info.dedup_ratio));
-                json_object_object_add(o, "compression_ratio", json_object_new_double(info.compression_ratio));
+                static const char *const aliases[] = { /* (old, new), until 0.3 */
+                        "id", "repository", "logical_bytes", "bytes_logical", "data_bytes", "bytes_data",
+                        "unique_bytes", "bytes_unique", "stored_bytes", "bytes_stored", "index_bytes", "bytes_index",
+                };
+                const BvChunkerParams *cp = &cfg->chunker;
+                _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
+                        { "repository", json_object_new_string(bv_repo_id_hex(repo)) },
+                        { "encryption", json_object_new_string(bv_cipher_name(cfg->cipher)) },
+                        { "chunker", bv_chunker_params_json(cp) },
+                        { "chunk_min", json_object_new_uint64(cp->min) }, /* aliases of chunker's, until 0.3 */
+                        { "chunk_avg", json_object_new_uint64(cp->avg) },
+                        { "chunk_max", json_object_new_uint64(cp->max) },
+                        { "compression_level", json_object_new_int(cfg->zstd_level) },
+                        { "snapshots", json_object_new_uint64(info.snapshots) },
+                        { "bytes_logical", json_object_new_uint64(info.logical_bytes) },
+                        { "bytes_data", json_object_new_uint64(info.data_bytes) },
+                        { "bytes_unique", json_object_new_uint64(info.unique_raw) },
+                        { "bytes_stored", json_object_new_uint64(info.stored_bytes) },
+                        { "chunks", json_object_new_uint64(info.chunks) },
+                        { "groups", json_object_new_uint64(info.groups) },
+                        { "grouped_chunks", json_object_new_uint64(info.grouped_chunks) },
+                        { "packs", json_object_new_uint64(info.packs) },
+                        { "index_segments", json_object_new_uint64(info.index_segments) },
+                        { "bytes_index", json_object_new_uint64(info.index_bytes) },
+                        { "dedup_ratio", json_object_new_double(info.dedup_ratio) },
+                        { "compression_ratio", json_object_new_double(info.compression_ratio) });
+                if (!o || json_add_aliases(o, aliases, ELEMENTSOF(aliases)) < 0)
+                        return log_error_errno(-ENOMEM, "cannot print the information");
                 json_print(o);
-                json_object_put(o);
         } else {
                 char a[32], b[32], d[32], e[32], f[32];
                 printf("repository   %s (%s)\n", bv_repo_path(repo), bv_repo_id_hex(repo));
                 printf("encryption   %s\n", bv_cipher_name(cfg->cipher));
-                printf("chunker      %s %u:%u:%u\n", bv_chunker_kind_name(cfg->chunker), cfg->chunk_min,
-                       cfg->chunk_avg, cfg->chunk_max);
+                printf("chunker      %s %u:%u:%u\n", bv_chunker_kind_name(cfg->chunker.kind), cfg->chunker.min,
+                       cfg->chunker.avg, cfg->chunker.max);
                 if (cfg->zstd_level)
                         printf("compression  zstd level %d\n", cfg->zstd_level);
                 else

@@ -23,7 +23,7 @@ static const char usage_text[] =
         "  --slot=NAME              the slot (export, import, change, add)\n"
         "  --paper                  export as printable text with a checksum per line\n"
         "  --new-passphrase-file=FILE, --new-key-file=FILE (or $BLKVAULT_NEW_PASSPHRASE, or a prompt)\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 typedef struct KeyArgs {

@@ -30,13 +30,23 @@ static void usage(FILE *f)
                    "Commands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-        fprintf(f, "\nRun 'blkvault COMMAND --help' for a command's options. See blkvault(1).\n");
+        fprintf(f, "\nRun 'blkvault help COMMAND' for a command's options. See blkvault(1).\n");
 }
 
 int main(int argc, char **argv)
 {
         if (argc < 2) {
                 usage(stderr);
+                return EXIT_USAGE;
+        }
+        if (strcmp(argv[1], "help") == 0 && argc == 3) {
+                /* blkvault help CMD: the command's own --help */
+                for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                        if (strcmp(argv[2], commands[i].name) == 0) {
+                                char *args[] = { argv[2], (char *)"--help", NULL };
+                                return commands[i].run(2, args);
+                        }
+                log_error("unknown command '%s' (see 'blkvault help')", argv[2]);
                 return EXIT_USAGE;
         }
         if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {

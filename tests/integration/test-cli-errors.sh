@@ -38,4 +38,10 @@ mkdir -m 700 "$T/private"
 bv init "$T/private/r" --encryption=none >/dev/null
 expect_fail 9 "^error: cannot open repository '$T/private/r': Permission denied (needs the rights of the repository's owner, or root)$" \
     "${nobody[@]}" "$BLKVAULT" list "$T/private/r"
+# blkvault help CMD is the command's --help
+for cmd in backup restore list info key verify; do
+    assert_eq "$(bv help "$cmd")" "$(bv "$cmd" --help)" "blkvault help $cmd"
+done
+bv help backup | grep -q "^Usage: blkvault backup" || die "help backup shows no backup usage"
+expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault help')$" bv help bakup
 echo ok

@@ -22,7 +22,7 @@ expect_fail 2 "expected exactly one argument: REPO" bv list
 expect_fail 2 "expected two arguments: REPO SOURCE" bv backup "$T/r"
 expect_fail 2 "expected three arguments: REPO SNAPSHOT DEST" bv restore "$T/r" latest
 expect_fail 2 "expected REPO \[SNAPSHOT\]" bv verify "$T/r" latest extra
-expect_fail 2 "expected: blkvault key change REPO" bv key rotate "$T/r"
+expect_fail 2 "^error: expected: blkvault key change|export|import|add|list|remove REPO ... (see 'blkvault help key')$" bv key rotate "$T/r"
 expect_fail 2 "expected two arguments: REPO SNAPSHOT" bv serve "$T/r"
 expect_fail 2 "--socket excludes --port and --address" bv serve "$T/r" latest --socket="$T/s" --port=10999
 expect_fail 2 "expected three arguments: REPO SNAPSHOT MOUNTPOINT" bv mount "$T/r" latest

@@ -72,7 +72,7 @@ bv info "$repo" "$id_a1" | grep -q "^parent       (none: the first snapshot of i
 bv info "$repo" a@latest --json | python3 -c "
 import json, sys
 o = json.load(sys.stdin)
-assert o['parent'] == sys.argv[1] and 0.45 < o['bytes_shared'] / (1 << 21) <= 0.5 and o['bytes_data'] == 2 << 20, o
+assert o['parent'] == sys.argv[1] and 0.45 < o['bytes_shared'] / (1 << 21) <= 0.5 and o['stats']['bytes_data'] == 2 << 20, o
 " "$id_a1"
 expect_fail 2 "^error: expected REPO \[SNAPSHOT\] (see 'blkvault help info')$" bv info "$repo" a b
 echo ok
