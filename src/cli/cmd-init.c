@@ -134,6 +134,12 @@ int cmd_init(int argc, char **argv)
                 return EXIT_USAGE;
         }
 
+        if (cfg.cipher == BV_CIPHER_NONE && (sargs.passphrase_file || sargs.key_file || sargs.passphrase_fd ||
+                                             sargs.passphrase_command)) {
+                log_error("--encryption=none stores the data unencrypted: a passphrase or key file would protect "
+                          "nothing (leave out --encryption=none to encrypt)");
+                return EXIT_USAGE;
+        }
         r = secret_get(&sargs, cfg.cipher != BV_CIPHER_NONE, true, &secret);
         if (r < 0)
                 return EXIT_KEY;

@@ -38,6 +38,14 @@ mkdir -m 700 "$T/private"
 bv init "$T/private/r" --encryption=none >/dev/null
 expect_fail 9 "^error: cannot open repository '$T/private/r': Permission denied (needs the rights of the repository's owner, or root)$" \
     "${nobody[@]}" "$BLKVAULT" list "$T/private/r"
+# --encryption=none with a secret option: refused, nothing created
+echo pass >"$T/pass"
+for opt in --passphrase-file="$T/pass" --key-file="$T/pass" --passphrase-command="echo x" --passphrase-fd=0; do
+    expect_fail 2 "^error: --encryption=none stores the data unencrypted: a passphrase or key file would protect nothing (leave out --encryption=none to encrypt)$" \
+        bv init "$T/plain" --encryption=none "$opt"
+    [ ! -e "$T/plain" ] || die "a refused init left '$T/plain'"
+done
+
 # blkvault help CMD is the command's --help
 for cmd in backup restore list info key verify; do
     assert_eq "$(bv help "$cmd")" "$(bv "$cmd" --help)" "blkvault help $cmd"
