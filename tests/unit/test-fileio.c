@@ -142,7 +142,7 @@ TEST(open_beneath)
         ASSERT_TRUE(fd >= 0);
         safe_close(fd);
         ASSERT_ERROR(bv_open_dir_beneath(dfd, "link"), ELOOP);
-        ASSERT_ERROR(bv_opendir_at(dfd, "link", &d), ELOOP);
+        ASSERT_ERROR(bv_opendir_beneath(dfd, "link", &d), ELOOP);
         ASSERT_ERROR(bv_open_file_beneath(dfd, "fifo", O_RDONLY), EBADFD);
         ASSERT_ERROR(bv_open_file_beneath(dfd, "sub", O_RDONLY), EBADFD);
         ASSERT_ERROR(bv_read_file_beneath(dfd, "fifo", 100, &data, &len), EBADFD);

@@ -452,7 +452,7 @@ static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
         DIR *d;
         int err;
 
-        err = bv_opendir_at(bv_repo_dirfd(r, "snapshots"), ".", &d);
+        err = bv_opendir_beneath(bv_repo_dirfd(r, "snapshots"), ".", &d);
         if (err < 0)
                 return err;
         while ((de = readdir(d))) {

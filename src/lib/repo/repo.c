@@ -264,7 +264,7 @@ static int open_empty_dir(const char *path, int *ret_fd)
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        r = bv_opendir_at(fd, ".", &d);
+        r = bv_opendir_beneath(fd, ".", &d);
         if (r < 0)
                 return r;
         while ((de = readdir(d)))
@@ -448,7 +448,7 @@ static void empty_tmp(int tmp_fd)
         struct dirent *de;
         DIR *d;
 
-        if (bv_opendir_at(tmp_fd, ".", &d) < 0)
+        if (bv_opendir_beneath(tmp_fd, ".", &d) < 0)
                 return;
         while ((de = readdir(d)))
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)

@@ -448,7 +448,7 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
 
         if (!codec || !ret || !ret_count)
                 return -EINVAL;
-        r = bv_opendir_at(snapshots_dirfd, ".", &d);
+        r = bv_opendir_beneath(snapshots_dirfd, ".", &d);
         if (r < 0)
                 return r;
         r = list_read(d, snapshots_dirfd, codec, &items, &n, skip, userdata);

@@ -148,7 +148,7 @@ static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *r
         DIR *d;
         int r;
 
-        r = bv_opendir_at(x->dirfd, ".", &d);
+        r = bv_opendir_beneath(x->dirfd, ".", &d);
         if (r < 0)
                 return r;
         a = segarray_new(cap);

@@ -795,7 +795,7 @@ static int packset_list_sub(int packs_fd, const char *sub,
         struct dirent *de;
         int n = 0, r;
 
-        r = bv_opendir_at(packs_fd, sub, &d);
+        r = bv_opendir_beneath(packs_fd, sub, &d);
         if (r == -ENOTDIR || r == -ELOOP) /* a symbolic link is never followed */
                 return packset_foreign(sub, NULL, r == -ELOOP ? DT_LNK : DT_REG, refused);
         if (r < 0)
@@ -839,7 +839,7 @@ int bv_packset_list_strict(BvPackSet *p,
 
         if (!p || !cb)
                 return -EINVAL;
-        r = bv_opendir_at(p->packs_dirfd, ".", &d);
+        r = bv_opendir_beneath(p->packs_dirfd, ".", &d);
         if (r < 0)
                 return r;
         while ((errno = 0, de = readdir(d))) {

@@ -329,12 +329,10 @@ int bv_read_secret_fd(int fd, size_t max, bool strip_newline, void **ret_data, s
         return 0;
 }
 
-int bv_opendir_at(int dirfd, const char *path, DIR **ret)
+static int opendir_fd(int fd, DIR **ret)
 {
         DIR *d;
-        int fd;
 
-        fd = bv_open_dir_beneath(dirfd, path);
         if (fd < 0)
                 return fd;
         d = fdopendir(fd);
@@ -345,6 +343,18 @@ int bv_opendir_at(int dirfd, const char *path, DIR **ret)
         }
         *ret = d;
         return 0;
+}
+
+int bv_opendir_at(int dirfd, const char *path, DIR **ret)
+{
+        int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        return opendir_fd(fd < 0 ? negative_errno() : fd, ret);
+}
+
+int bv_opendir_beneath(int dirfd, const char *path, DIR **ret)
+{
+        return opendir_fd(bv_open_dir_beneath(dirfd, path), ret);
 }
 
 /* openat with O_NOFOLLOW, reporting a symbolic link as -ELOOP also where O_DIRECTORY says -ENOTDIR. */

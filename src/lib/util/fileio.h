@@ -59,9 +59,11 @@ int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size
 int bv_read_secret_fd(int fd, size_t max, bool strip_newline, void **ret_data, size_t *ret_len,
                       size_t *ret_size);
 
-/* Opens directory path beneath dirfd ("." for dirfd itself) for readdir, on an fd of its own
- * that closedir() closes; resolved like bv_open_beneath. */
+/* Opens directory path below dirfd ("." for dirfd itself) for readdir, on an fd of its own
+ * that closedir() closes. For the user's own paths: symbolic links are followed. */
 int bv_opendir_at(int dirfd, const char *path, DIR **ret);
+/* The same for a path inside a repository, resolved like bv_open_beneath. */
+int bv_opendir_beneath(int dirfd, const char *path, DIR **ret);
 
 /*
  * Paths inside a repository (docs/FORMAT.md, "Paths"): resolved beneath a directory fd and never
