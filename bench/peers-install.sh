@@ -80,7 +80,9 @@ borg2_peer() {
     [ -n "$versions" ] || versions=2.0.0b25
     for v in $versions; do
         log "borg2: pip install borgbackup==$v"
-        if "$venv/bin/pip" install -q "borgbackup==$v" >>"$lg" 2>&1 && "$venv/bin/borg" --version >>"$lg" 2>&1; then
+        # its setup finds libcrypto through the pkgconfig module, which fails in pip's isolated
+        # build environment here: name the prefix
+        if BORG_OPENSSL_PREFIX=/usr "$venv/bin/pip" install -q "borgbackup==$v" >>"$lg" 2>&1 && "$venv/bin/borg" --version >>"$lg" 2>&1; then
             status borg2 "ok	$venv/bin/borg"; return
         fi
     done

@@ -143,7 +143,7 @@ class ResticDebian(Restic):
 
 class Kopia(Tool):
     name = "kopia"
-    settings = "filesystem repository, splitter DYNAMIC-1M-BUZHASH? (see version line), zstd, AES256-GCM-HMAC-SHA256"
+    settings = "filesystem repository, splitter DYNAMIC-1M-BUZHASH (its smallest content-defined one: 64 KiB is not settable), zstd (policy), AES256-GCM-HMAC-SHA256"
     splitter = "DYNAMIC-1M-BUZHASH"
 
     def base(self):

@@ -7,7 +7,7 @@
 # Also the usage errors.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd sfdisk losetup partx mkfs.ext4 mkfs.xfs mkfs.btrfs openssl borg restic casync
+need_cmd sfdisk losetup partx mkfs.ext4 mkfs.xfs mkfs.btrfs openssl borg restic
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || skip "python3-matplotlib is not installed"
 
 peers=$SOURCE_ROOT/bench/peers
@@ -20,12 +20,12 @@ expect_fail 1 "error: $T/empty lacks v1.img, v2.img, v3.img, sparse.img" "$peers
 
 out=$T/out
 "$peers" --quick --work "$T/work" --out "$out" \
-    --tools blkvault,borg,restic-debian,casync,restic,kopia >"$T/run.log" 2>&1 || { tail -30 "$T/run.log"; die "bench/peers --quick failed"; }
+    --tools blkvault,borg,restic-debian,restic,kopia >"$T/run.log" 2>&1 || { tail -30 "$T/run.log"; die "bench/peers --quick failed"; }
 
-# CSV: the header, 12 cases for each of the 6 tools; installed tools ok on every backup
+# CSV: the header, 12 cases for each of the 5 tools; installed tools ok on every backup
 csv=$out/peers.csv
 assert_eq "$(head -1 "$csv")" "tool,version,case,status,reps,wall_s,sync_s,cpu_s,user_s,sys_s,max_rss_mib,written_mib,read_mib,repo_mib,growth_mib,restored_alloc_mib,bitexact,dedup_pct" "CSV header"
-assert_eq "$(( $(wc -l <"$csv") - 1 ))" 72 "CSV rows"
+assert_eq "$(( $(wc -l <"$csv") - 1 ))" 60 "CSV rows"
 /usr/bin/python3 - "$csv" <<'PY' || die "CSV content"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -42,7 +42,7 @@ for r in rows:
         assert r["bitexact"] == "yes", r
     if r["status"] == "ok" and r["case"].startswith("dedup"):
         assert -50 < float(r["dedup_pct"]) <= 100, r
-for t in ("blkvault", "borg", "restic-debian", "casync"):
+for t in ("blkvault", "borg", "restic-debian"):
     assert [r for r in rows if r["tool"] == t and r["case"] == "backup v2 cold"][0]["repo_mib"], t
 n_a = {(r["tool"], r["case"]): r["status"] for r in rows if r["status"].startswith("n/a")}
 assert n_a == {("blkvault", "restore v3 plain"): "n/a: always sparse",
@@ -55,7 +55,7 @@ grep -q '^- machine: .*cores, .* RAM, kernel ' "$md" || die "no machine line"
 awk '/^\|/ { n = gsub(/\|/, "|"); if (!inside) { want = n; inside = 1 } else if (n != want) { print NR": "$0; bad = 1 } }
      !/^\|/ { inside = 0 } END { exit bad }' "$md" || die "a Markdown table is not rectangular"
 assert_eq "$(grep -c '^| ---|' "$md" || true)" 0 "separator rows start with |---|"
-for t in blkvault borg restic-debian casync; do
+for t in blkvault borg restic-debian; do
     grep -q "^| $t | " "$md" || die "$t missing from the tables"
 done
 assert_eq "$(grep -c '^| kopia | not installed: not in ' "$md")" 2 "kopia reported in the tool and summary tables"
