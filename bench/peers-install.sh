@@ -18,6 +18,9 @@ DESYNC_VERSION=${DESYNC_VERSION:-v0.9.6}
 BIN=$PEERS_CACHE/bin LOGS=$PEERS_CACHE/log STATUS=$PEERS_CACHE/status.tsv
 mkdir -p "$BIN" "$LOGS"
 touch "$STATUS"
+# one installer at a time (two would build into the same venv)
+exec 9>"$PEERS_CACHE/.lock"
+flock 9
 
 log() { printf '[%s] peers-install: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # status NAME TEXT: replaces NAME's line in status.tsv

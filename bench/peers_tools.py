@@ -146,6 +146,9 @@ class Kopia(Tool):
     settings = "filesystem repository, splitter DYNAMIC-1M-BUZHASH (its smallest content-defined one: 64 KiB is not settable), zstd (policy), AES256-GCM-HMAC-SHA256"
     splitter = "DYNAMIC-1M-BUZHASH"
 
+    def version(self):   # "v0.21.1 build: ..."
+        return "kopia " + first_line([self.exe, "--version"]).split()[0]
+
     def base(self):
         return [self.exe, f"--config-file={self.work}/kopia.config", "--no-progress"]
 

@@ -13,10 +13,10 @@ need_cmd sfdisk losetup partx mkfs.ext4 mkfs.xfs mkfs.btrfs openssl borg restic
 peers=$SOURCE_ROOT/bench/peers
 export PEERS_CACHE=$T/cache BLKVAULT
 
-expect_fail 2 "error: unknown tool 'nosuch' (known: blkvault,borg," "$peers" --tools blkvault,nosuch
-expect_fail 2 'error: --reps must be at least 1' "$peers" --reps 0
+expect_fail 2 "error: unknown tool 'nosuch' (known: blkvault, borg, borg2, restic, restic-debian, kopia, desync, casync)" "$peers" --work "$T/work" --tools blkvault,nosuch
+expect_fail 2 'error: --reps must be at least 1' "$peers" --work "$T/work" --reps 0
 mkdir -p "$T/empty"
-expect_fail 1 "error: $T/empty lacks v1.img, v2.img, v3.img, sparse.img" "$peers" --images "$T/empty"
+expect_fail 1 "error: $T/empty lacks v1.img, v2.img, v3.img, sparse.img" "$peers" --work "$T/work" --images "$T/empty"
 
 out=$T/out
 "$peers" --quick --work "$T/work" --out "$out" \
