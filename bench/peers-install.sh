@@ -32,7 +32,10 @@ status() {
     log "$1: $2"
 }
 # reason LOGFILE: the last meaningful line of a failed step's log, on one line
-reason() { grep -v '^\s*$' "$1" 2>/dev/null | tail -1 | tr '\t' ' ' | cut -c1-160; }
+reason() {
+    { grep -E 'fatal error|Exception:' "$1" || grep -v '^\s*$' "$1"; } 2>/dev/null | tail -1 |
+        tr '\t' ' ' | sed 's/^ *//' | cut -c1-160
+}
 
 apt_install() {
     local missing=() p
@@ -77,9 +80,10 @@ borg2_peer() {
     rm -rf "$venv"
     /usr/bin/python3 -m venv "$venv" >"$lg" 2>&1 || { status borg2 "not installed: venv: $(reason "$lg")"; return; }
     # the newest 2.0 beta first; older ones only if it does not build against this OpenSSL
+    # (2.0.0b24 and later include openssl/thread.h, which is OpenSSL 3.2: Debian 12 has 3.0)
     local versions
     versions=$("$venv/bin/pip" index versions borgbackup --pre 2>>"$lg" | sed -n 's/^Available versions: //p' |
-        tr ',' '\n' | tr -d ' ' | grep '^2\.0\.0b' | head -4)
+        tr ',' '\n' | tr -d ' ' | grep '^2\.0\.0b' | head -12)
     [ -n "$versions" ] || versions=2.0.0b25
     for v in $versions; do
         log "borg2: pip install borgbackup==$v"

@@ -63,7 +63,7 @@ def write(out, names, missing, rows, meta):
 
 def write_csv(out, names, missing, agg, meta):
     with open(os.path.join(out, "peers.csv"), "w", newline="") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(CSV_COLUMNS)
         for n in names:
             for c in CASES:
