@@ -149,7 +149,7 @@ def write_md(out, names, missing, agg, meta):
           "cache counts for every tool alike. *of which sync*: the time of that `sync`, which also "
           "writes back whatever other jobs on the machine left dirty: under load it is noise, not the tool.",
           "- *CPU s*: user + system time of the command's whole process tree (`wait4` rusage).",
-          "- *peak RSS MiB*: the largest resident set of any one process of the tree (`ru_maxrss`).",
+          "- *peak RSS MiB*: the largest resident set of any one process of the tree (GNU `time` %M).",
           "- *written MiB* / *read MiB*: the kernel's `write_bytes` / `read_bytes` of the process tree "
           "(`/proc/self/io` of the harness, which includes reaped children): what went to, or came from, "
           "storage, including caches and index files; reads served by the page cache are not counted.",
