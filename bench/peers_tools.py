@@ -101,10 +101,10 @@ class Borg(Tool):
 
 class Borg2(Borg):
     name = "borg2"
-    settings = f"repokey-aes-ocb, zstd,3, --chunker-params {BORG_CHUNKER}, one thread"
+    settings = f"-e aes256-ocb (key in the repository), zstd,3, --chunker-params {BORG_CHUNKER}, one thread"
 
     def init(self, repo):
-        return [[self.exe, "-r", repo, "repo-create", "-e", "repokey-aes-ocb"]]
+        return [[self.exe, "-r", repo, "repo-create", "-e", "aes256-ocb"]]
 
     def backup(self, repo, stage, fname, name):
         return [self.exe, "-r", repo, "create", "--compression", "zstd,3", "--chunker-params",
