@@ -10,7 +10,7 @@ build=(meson ninja-build pkg-config gcc git
 runtime=(nbdkit libnbd-bin nbdfuse fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
          kmod rsync time)
-peers=(borgbackup python3-llfuse restic)
+peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
 
 missing=()
 for p in "${build[@]}" "${runtime[@]}" "${peers[@]}"; do
