@@ -19,6 +19,7 @@ randfile "$T/src/big.bin" 4 vmblock
 seq 1 20000 >"$T/src/dir/numbers.txt"
 
 # --- LUKS2 on virtio, three filesystems on the mapper device
+vm_log "start"
 head -c 64 /dev/urandom >"$T/key"
 # pbkdf2 at its minimum: argon2's memory cost is slow under emulation and proves nothing here
 cryptsetup luksFormat --batch-mode --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
@@ -40,18 +41,20 @@ for fs in ext4 xfs btrfs; do
     assert_eq "$(findmnt -n -o FSTYPE "$T/mnt")" "$fs" "filesystem on $dev"
     for f in big.bin dir/numbers.txt; do assert_same "$T/src/$f" "$T/mnt/$f"; done
     umount "$T/mnt"
-    echo "luks2 + $fs: ok"
+    vm_log "luks2 + $fs: ok"
 done
 cryptsetup close vmblock
 [ ! -e "$dev" ] || die "$dev left after cryptsetup close"
 cryptsetup isLuks "$disk" || die "$disk is no longer LUKS"
 
 # --- a served snapshot through the kernel's nbd driver
+vm_log "nbd: backup"
 img=$T/fs.img
 truncate -s 32M "$img"
 mkfs.ext4 -q -F -d "$T/src" "$img"
 bv init "$T/repo" --encryption=none >/dev/null
 bv backup "$T/repo" "$img" --name=fs >/dev/null
+vm_log "nbd: serve"
 start_nbdkit fs repo="$T/repo" snapshot=fs
 modprobe nbd
 nbd-client -unix "$T/fs.sock" /dev/nbd0 -readonly >/dev/null
@@ -62,4 +65,4 @@ mount -o ro /dev/nbd0 "$T/mnt"
 for f in big.bin dir/numbers.txt; do assert_same "$T/src/$f" "$T/mnt/$f"; done
 umount "$T/mnt"
 nbd-client -d /dev/nbd0 >/dev/null
-echo "nbd-client + ext4: ok"
+vm_log "nbd-client + ext4: ok"

@@ -17,6 +17,7 @@
 #   vm_guest_only                   fails unless inside a guest (a guest script run by hand)
 #   vm_mark NAME                    a marker for the host (vm_wait_for NAME there)
 #   vm_await NAME [SECONDS]         waits for the host's marker NAME
+#   vm_log MESSAGE                  MESSAGE with the guest's uptime (where the time goes)
 # Markers are files in the shared results directory; the guest sees it at the host's path.
 VMRUN=$SOURCE_ROOT/tests/vm/vmrun
 VMQMP=$SOURCE_ROOT/tests/vm/vmqmp
@@ -71,6 +72,7 @@ vm_finish() {
 }
 
 vm_mark() { touch "$VM_RESULTS/$1"; }
+vm_log() { local up _; read -r up _ </proc/uptime; echo "[$up] $*"; }
 
 vm_await() {
     local name=$1 secs=${2:-600} i
