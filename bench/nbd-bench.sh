@@ -40,7 +40,7 @@ fi
 data_mib=$(( $(du_alloc "$img") / 1048576 ))
 
 nbd_pid=
-# The export as users get it: blkvault serve (which execs nbdkit with the plugin, read-only, and
+# The export as users get it: blkvault serve (which runs nbdkit with the plugin, read-only, and
 # its thread setting).
 start_export() {
     rm -f "$W/sock"

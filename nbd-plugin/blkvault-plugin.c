@@ -12,10 +12,20 @@
  * read path around each decode only, so a thread that waits for the disk, or for another's
  * decode of a shared compression group, does not take a slot.
  *
- *   nbdkit blkvault repo=REPO snapshot=SNAPSHOT [passphrase-file=FILE | key-file=FILE]
+ *   nbdkit --threads=1 blkvault repo=REPO snapshot=SNAPSHOT
+ *                   [passphrase-file=FILE | passphrase-fd=N | key-file=FILE]
  *                   [cache=SIZE] [readahead=N] [workers=N]
  *
- * or BLKVAULT_PASSPHRASE in the environment.
+ * or BLKVAULT_PASSPHRASE in the environment. passphrase-fd=N is how blkvault serve and mount hand
+ * over a passphrase: a pipe read once, in .after_fork, so that the passphrase is in neither the
+ * command line nor the environment of the server (/proc/PID/environ keeps the environment nbdkit
+ * was started with for the whole of its life, whatever unsetenv does).
+ *
+ * Run nbdkit with --threads=1 (one worker thread per connection; connections still run in
+ * parallel): nbdkit 1.32 aborts ("raw_send_socket: Assertion `sock >= 0' failed") when a client
+ * hangs up while several worker threads of its connection have replies to send, which nbdcopy
+ * does after any error reply, and that kills the export for every client. Fixed upstream in
+ * nbdkit 1.33.10 (commit 9d82aa4f, "server: Don't assert on send if client hangs up early").
  */
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -39,6 +49,7 @@ static char *repo_path;
 static char *snapshot_spec;
 static char *passphrase_file;
 static char *key_file;
+static int passphrase_fd = -EBADF;
 static BvImageOptions image_options = { .cache_bytes = 256u << 20, .readahead = 8 };
 static unsigned n_workers; /* 0: twice the online CPUs */
 
@@ -60,6 +71,7 @@ static void blkvault_unload(void)
         free(snapshot_spec);
         free(passphrase_file);
         free(key_file);
+        safe_close(passphrase_fd);
 }
 
 static int blkvault_config(const char *key, const char *value)
@@ -73,6 +85,20 @@ static int blkvault_config(const char *key, const char *value)
                 slot = &passphrase_file;
         else if (strcmp(key, "key-file") == 0)
                 slot = &key_file;
+        else if (strcmp(key, "passphrase-fd") == 0) {
+                int fd;
+                if (nbdkit_parse_int("passphrase-fd", value, &fd) < 0)
+                        return -1;
+                if (fd < 3 || fcntl(fd, F_GETFD) < 0) {
+                        nbdkit_error("passphrase-fd=%s is not an open file descriptor above 2", value);
+                        return -1;
+                }
+                /* not passed on to what nbdkit or a filter may run */
+                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+                safe_close(passphrase_fd);
+                passphrase_fd = fd;
+                return 0;
+        }
         else if (strcmp(key, "cache") == 0) {
                 int64_t size = nbdkit_parse_size(value);
                 if (size < 0)
@@ -105,8 +131,8 @@ static int blkvault_config_complete(void)
                 nbdkit_error("repo= and snapshot= are required");
                 return -1;
         }
-        if (passphrase_file && key_file) {
-                nbdkit_error("passphrase-file= and key-file= exclude each other");
+        if (!!passphrase_file + !!key_file + (passphrase_fd >= 0) > 1) {
+                nbdkit_error("passphrase-file=, passphrase-fd= and key-file= exclude each other");
                 return -1;
         }
         return 0;
@@ -116,12 +142,13 @@ static int blkvault_config_complete(void)
         "repo=<DIR>            (required) the repository.\n"                                               \
         "snapshot=<SNAPSHOT>   (required) id, unique id prefix, name or 'latest'.\n"                       \
         "passphrase-file=<FILE> the repository passphrase (or $BLKVAULT_PASSPHRASE).\n"                    \
+        "passphrase-fd=<N>     read the passphrase from file descriptor N (a pipe) once.\n"              \
         "key-file=<FILE>       the repository key file.\n"                                                 \
         "cache=<SIZE>          decoded chunks and groups kept (default 256M).\n"                          \
         "readahead=<N>         chunks read ahead on sequential reads (default 8).\n"                      \
         "workers=<N>           threads decoding at once (default twice the CPUs)."
 
-/* The passphrase: from the file (one trailing newline dropped) or the environment. */
+/* The passphrase: from the file or the pipe (one trailing newline dropped), or the environment. */
 static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
 {
         *secret = (BvSecret){ .key_file = key_file };
@@ -131,17 +158,23 @@ static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
         const char *env = getenv("BLKVAULT_PASSPHRASE");
         char *buf;
         size_t len;
-        if (passphrase_file) {
-                int r = bv_read_secret_file(AT_FDCWD, passphrase_file, 4096, 0, true, (void **)&buf, &len,
-                                            ret_size);
+        if (passphrase_file || passphrase_fd >= 0) {
+                int r = passphrase_file ? bv_read_secret_file(AT_FDCWD, passphrase_file, 4096, 0, true,
+                                                              (void **)&buf, &len, ret_size)
+                                        : bv_read_secret_fd(passphrase_fd, 4096, true, (void **)&buf, &len,
+                                                            ret_size);
+                /* read once: the pipe is empty now */
+                passphrase_fd = safe_close(passphrase_fd);
                 if (r == -ENOMEM) {
                         nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
                         return -1;
                 }
-                if (r < 0) {
+                if (r < 0 && passphrase_file)
                         nbdkit_error("cannot read passphrase file '%s': %s", passphrase_file, strerror(-r));
+                else if (r < 0)
+                        nbdkit_error("cannot read the passphrase from passphrase-fd=: %s", strerror(-r));
+                if (r < 0)
                         return -1;
-                }
         } else if (env) {
                 len = strlen(env);
                 buf = bv_secure_alloc(len + 1);

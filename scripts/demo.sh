@@ -69,7 +69,8 @@ echo "restored image is identical ($(du -h --apparent-size "$WORK/restored.img" 
 
 step "serving the snapshot over NBD and reading it back with nbdcopy"
 sock=$WORK/nbd.sock
-nbdkit --foreground --readonly --unix "$sock" "$plugin" repo="$repo" snapshot=disk &
+# --threads=1: see "SERVING OVER NBD" in blkvault(1) (nbdkit 1.32 aborts on a client hanging up)
+nbdkit --foreground --readonly --threads=1 --unix "$sock" "$plugin" repo="$repo" snapshot=disk &
 nbdkit_pid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 nbdinfo "nbd+unix:///?socket=$sock" | grep -E 'export-size|can_multi_conn|block_size_preferred' || true

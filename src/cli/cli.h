@@ -92,20 +92,37 @@ typedef struct PluginArgs {
         char snapshot[128];
         char cache[64];
         char secret[4200];
-        char threads[32];
+        int secret_fd; /* the read end of the passphrase pipe, or -EBADF */
 } PluginArgs;
 
-/* nbdkit's --threads=N for an export: twice the online CPUs per connection. nbdkit's default of
- * 16 threads per connection, times the 4 connections nbdcopy opens, had 64 threads contend
- * for the cores (bench/nbd-bench.sh). */
+/* nbdkit's --threads for an export: 1, one worker thread per connection (connections are still
+ * served in parallel, and the plugin reads ahead on sequential reads). nbdkit 1.32 aborts when a
+ * client hangs up while several workers of its connection still have replies to send (nbdcopy
+ * does so after any error reply): the export then died for every client (issue 10, finding 7).
+ * Measured on 2 cores, 192 MiB of text, cache=8M: nbdcopy (4 connections) 0.40 -> 0.47 s,
+ * nbdcopy -C 1 0.43 -> 0.68 s, one client's sequential 1 MiB reads unchanged (0.65 s). Fixed in
+ * nbdkit 1.33.10 (commit 9d82aa4f): this can go once the oldest supported nbdkit has the fix. */
 const char *nbdkit_threads_arg(PluginArgs *pa);
 
 /* Appends the plugin, repo=, snapshot=id, cache= (when cache is set) and the parameter that
- * carries the secret (key-file=, passphrase-file=) to argv; a passphrase that did not come from
- * a file goes into the environment of the nbdkit child instead, never on its command line. The
- * strings live in *pa. Reports a failure; returns an exit code. */
+ * carries the secret (key-file=, passphrase-file=, or passphrase-fd= for a passphrase that did
+ * not come from a file) to argv. passphrase-fd= names the read end of a pipe that holds the
+ * passphrase: it is inherited by the next child started (nbdkit, right away), and
+ * plugin_args_done closes it in the parent once nbdkit runs. The passphrase is thus never on the
+ * command line nor in the environment of nbdkit. The strings live in *pa. Reports a failure;
+ * returns an exit code. */
 int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *cache, const SecretArgs *s,
                 const BvSecret *secret, char **argv, size_t *n);
+void plugin_args_done(PluginArgs *pa);
+
+/* Wipes the passphrases in our environment ($BLKVAULT_PASSPHRASE, $BLKVAULT_NEW_PASSPHRASE) in place
+ * and removes them, so that no child inherits them and /proc/PID/environ of this long-running
+ * process does not show them. Call once the secret has been read. */
+void secret_env_scrub(void);
+
+/* A size option (--cache=256M): digits and an optional K, M, G or T. Reports a bad one; returns
+ * an exit code. */
+int check_size_arg(const char *option, const char *arg);
 
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);

@@ -497,6 +497,7 @@ static int start_nbdkit(MountState *s, const SecretArgs *sargs, const BvSecret *
 
         /* nbdkit forks into the background once its socket is bound; the first process exits. */
         pid_t pid = spawn(args, log, true);
+        plugin_args_done(&pa);
         if (pid < 0)
                 return log_error_errno(pid, "cannot run nbdkit");
         r = wait_exit(pid);
@@ -753,6 +754,8 @@ int cmd_mount(int argc, char **argv)
                         partition = (int)v;
                         break;
                 case 'c':
+                        if (check_size_arg("--cache", optarg) != EXIT_OK)
+                                return EXIT_USAGE;
                         cache = optarg;
                         break;
                 default:
@@ -785,6 +788,8 @@ int cmd_mount(int argc, char **argv)
         r = check_export(s.repo, &sargs, argv[optind + 1], s.snapshot, &secret);
         if (r != EXIT_OK)
                 return r;
+        /* nbdkit gets the passphrase through a pipe, nbdfuse and the rest need none */
+        secret_env_scrub();
         r = bv_mkdir_p(AT_FDCWD, STATE_ROOT);
         if (r < 0)
                 return log_error_errno(r, "cannot create '%s'", STATE_ROOT);
@@ -803,7 +808,6 @@ int cmd_mount(int argc, char **argv)
                 return log_error_errno(r, "cannot write the state file in '%s'", s.dir);
         }
         r = mount_steps(&s, &sargs, &secret, cache, partition);
-        unsetenv("BLKVAULT_PASSPHRASE");
         if (r != EXIT_OK) {
                 /* undo what was set up; teardown reports what it cannot undo */
                 (void)teardown(&s, false);

@@ -1,58 +1,134 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * blkvault serve: one snapshot over NBD, by nbdkit and the plugin, in the foreground.
+ *
+ * The export is the decrypted disk, so by default it is reachable by its user only: nbdkit
+ * listens on a Unix socket in a private 0700 directory (under $XDG_RUNTIME_DIR, /run/blkvault
+ * for root, else $TMPDIR or /tmp), which also holds nbdkit's pid file. TCP only when asked
+ * (--port, --address), with a warning unless --tls-psk makes nbdkit require TLS with a
+ * pre-shared key. nbdkit runs as our child: the URI is printed only once it listens and answers
+ * (a busy port, a bad option or a failing plugin exit non-zero with nothing on stdout), and the
+ * directory is removed when it stops. The passphrase reaches the plugin through a pipe, never
+ * through nbdkit's environment (see plugin_args).
+ *
+ * A server that dies is not restarted: the nbdkit abort that made that look necessary (a client
+ * hanging up with replies in flight) is avoided by --threads=1 (see nbdkit_threads_arg), and a
+ * restart would cut every client's connection anyway. A socket file left by a killed server is
+ * removed before listening, once a connect shows nobody serves on it.
+ */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <dirent.h>
+#include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "fileio.h"
+#include "macro.h"
 
 static const char usage_text[] =
         "Usage: blkvault serve REPO SNAPSHOT [OPTIONS]\n\n"
-        "Serve SNAPSHOT over NBD with nbdkit in the foreground (Ctrl-C stops it) and print its URI.\n"
-        "The export is read-only unless --writable, which stacks nbdkit's cow filter: writes go to\n"
-        "a temporary overlay that is thrown away; the repository is never written.\n\n"
-        "  --socket=PATH            listen on a Unix socket (default: TCP)\n"
-        "  --port=N                 TCP port on localhost only (default 10809)\n"
+        "Serve SNAPSHOT over NBD with nbdkit in the foreground (Ctrl-C stops it) and print its URI\n"
+        "once it listens. By default it listens on a Unix socket in a private directory that only\n"
+        "this user can enter. The export is read-only unless --writable, which stacks nbdkit's cow\n"
+        "filter: writes go to a temporary overlay that is thrown away; the repository is never written.\n\n"
+        "  --socket=PATH            listen on this Unix socket instead (a stale one is replaced)\n"
+        "  --port=N                 listen on TCP port N (on localhost unless --address)\n"
+        "  --address=ADDR           listen on TCP at ADDR (port 10809 unless --port)\n"
+        "  --tls-psk=FILE           require TLS with the pre-shared keys in FILE (USER:HEXKEY lines,\n"
+        "                           made by 'psktool -u USER -p FILE')\n"
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
         "  --passphrase-file=FILE, --key-file=FILE\n"
         "  -h, --help\n";
 
-int cmd_serve(int argc, char **argv)
+typedef struct ServeOptions {
+        const char *socket, *port, *address, *tls_psk, *cache;
+        bool writable;
+        bool served;        /* nbdkit answered: the socket is ours to remove */
+        char psk_user[64];  /* the first user in the --tls-psk file, for the printed URI */
+        char psk_path[PATH_MAX]; /* the --tls-psk file, absolute (for the URI) */
+        char dir[PATH_MAX]; /* the private directory */
+        char sock[PATH_MAX + 16];
+        char pidfile[PATH_MAX + 16];
+} ServeOptions;
+
+static bool is_localhost(const char *address)
+{
+        return strcmp(address, "localhost") == 0 || strncmp(address, "127.", 4) == 0 ||
+               strcmp(address, "::1") == 0;
+}
+
+/* --address must resolve to something nbdkit can listen on. Returns -1 when it does. */
+static int check_address(const ServeOptions *o)
+{
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+        int r = getaddrinfo(o->address, o->port, &hints, &ai);
+        if (r != 0) {
+                log_error("invalid --address '%s': %s", o->address, gai_strerror(r));
+                return EXIT_USAGE;
+        }
+        freeaddrinfo(ai);
+        return -1;
+}
+
+static int parse_options(int argc, char **argv, ServeOptions *o, SecretArgs *sargs)
 {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "socket", required_argument, NULL, 's' },
                 { "port", required_argument, NULL, 'p' },
+                { "address", required_argument, NULL, 'a' },
+                { "tls-psk", required_argument, NULL, 't' },
                 { "writable", no_argument, NULL, 'w' },
                 { "cache", required_argument, NULL, 'c' },
                 SECRET_OPTIONS,
                 {},
         };
-        SecretArgs sargs = {};
-        const char *socket = NULL, *port = NULL, *cache = NULL;
-        bool writable = false;
-        int c, r;
+        int c;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
+                if (secret_args_parse(sargs, c, optarg))
                         continue;
                 switch (c) {
                 case 'h':
                         return print_usage(usage_text);
                 case 's':
-                        socket = optarg;
+                        o->socket = optarg;
                         break;
-                case 'p':
-                        port = optarg;
+                case 'p': {
+                        char *end;
+                        long v = strtol(optarg, &end, 10);
+                        if (end == optarg || *end || v < 1 || v > 65535) {
+                                log_error("invalid --port '%s' (1 to 65535)", optarg);
+                                return EXIT_USAGE;
+                        }
+                        o->port = optarg;
+                        break;
+                }
+                case 'a':
+                        o->address = optarg;
+                        break;
+                case 't':
+                        o->tls_psk = optarg;
                         break;
                 case 'w':
-                        writable = true;
+                        o->writable = true;
                         break;
                 case 'c':
-                        cache = optarg;
+                        if (check_size_arg("--cache", optarg) != EXIT_OK)
+                                return EXIT_USAGE;
+                        o->cache = optarg;
                         break;
                 default:
                         return EXIT_USAGE;
@@ -62,56 +138,361 @@ int cmd_serve(int argc, char **argv)
                 log_error("expected two arguments: REPO SNAPSHOT (see 'blkvault serve --help')");
                 return EXIT_USAGE;
         }
-        if (socket && port) {
-                log_error("--socket and --port exclude each other");
+        if (o->socket && (o->port || o->address)) {
+                log_error("--socket excludes --port and --address");
                 return EXIT_USAGE;
         }
-        const char *path = argv[optind], *spec = argv[optind + 1];
+        if (o->port || o->address) {
+                o->port = o->port ? o->port : "10809";
+                o->address = o->address ? o->address : "localhost";
+                return check_address(o);
+        }
+        return -1;
+}
 
-        /* Check the repository, the secret and the snapshot here, with our own messages, before
-         * nbdkit takes over. */
-        BvSecret secret = {};
-        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
-        r = check_export(path, &sargs, spec, id, &secret);
-        if (r != EXIT_OK)
+/* The first USER of a PSK file (USER:HEXKEY lines), which also shows the file is one. */
+static int read_psk_user(ServeOptions *o)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r = bv_read_file(AT_FDCWD, o->tls_psk, 1 << 20, (void **)&text, &len);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the TLS key file '%s'", o->tls_psk);
+
+        for (char *line = text, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                char *colon = strchr(line, ':');
+                size_t user = colon ? (size_t)(colon - line) : 0, hex = colon ? strlen(colon + 1) : 0;
+                if (user > 0 && user < sizeof(o->psk_user) && hex > 0 && hex % 2 == 0 &&
+                    strspn(colon + 1, "0123456789abcdefABCDEF") == hex) {
+                        memcpy(o->psk_user, line, user);
+                        o->psk_user[user] = '\0';
+                        if (!realpath(o->tls_psk, o->psk_path))
+                                return log_error_errno(-errno, "cannot resolve '%s'", o->tls_psk);
+                        o->tls_psk = o->psk_path;
+                        return EXIT_OK;
+                }
+        }
+        log_error("'%s' holds no USER:HEXKEY line (make one with 'psktool -u USER -p FILE')", o->tls_psk);
+        return EXIT_ERROR;
+}
+
+/* Removes the private directories of earlier serves that were killed (kill -9 leaves them):
+ * ours, whose pid file names a process that is gone. One without a pid file may belong to a
+ * serve that is starting, and stays. */
+static void remove_stale_dirs(const char *base)
+{
+        DIR *d;
+        struct dirent *de;
+        if (bv_opendir_at(AT_FDCWD, base, &d) < 0)
+                return;
+        while ((de = readdir(d))) {
+                char dir[PATH_MAX], file[PATH_MAX + 16];
+                _cleanup_free_ char *text = NULL;
+                size_t len;
+                struct stat st;
+                if (strncmp(de->d_name, "blkvault-serve.", 15) != 0 ||
+                    snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name) >= (int)sizeof(dir) ||
+                    lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+                        continue;
+                snprintf(file, sizeof(file), "%s/nbdkit.pid", dir);
+                if (bv_read_file(AT_FDCWD, file, 32, (void **)&text, &len) < 0 || atoi(text) <= 0 ||
+                    kill(atoi(text), 0) == 0 || errno != ESRCH)
+                        continue;
+                (void)unlink(file);
+                snprintf(file, sizeof(file), "%s/nbd.sock", dir);
+                (void)unlink(file);
+                (void)rmdir(dir);
+        }
+        closedir(d);
+}
+
+/* The private directory: a fresh 0700 one (mkdtemp) below the runtime directory. */
+static int make_private_dir(ServeOptions *o)
+{
+        const char *base = getenv("XDG_RUNTIME_DIR");
+        struct stat st;
+        if (!base || base[0] != '/' || stat(base, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                base = geteuid() == 0 ? "/run/blkvault" : getenv("TMPDIR");
+                if (!base || base[0] != '/')
+                        base = "/tmp";
+        }
+        if (strcmp(base, "/run/blkvault") == 0) {
+                int r = bv_mkdir_p(AT_FDCWD, base);
+                if (r < 0)
+                        return log_error_errno(r, "cannot create '%s'", base);
+        }
+        remove_stale_dirs(base);
+        int n = snprintf(o->dir, sizeof(o->dir), "%s/blkvault-serve.XXXXXX", base);
+        if (n < 0 || (size_t)n >= sizeof(o->dir) || !mkdtemp(o->dir))
+                return log_error_errno(n < 0 || (size_t)n >= sizeof(o->dir) ? -ENAMETOOLONG : -errno,
+                                       "cannot create a private directory in '%s'", base);
+        snprintf(o->pidfile, sizeof(o->pidfile), "%s/nbdkit.pid", o->dir);
+        if (!o->socket)
+                snprintf(o->sock, sizeof(o->sock), "%s/nbd.sock", o->dir);
+        else if (o->socket[0] == '/')
+                snprintf(o->sock, sizeof(o->sock), "%s", o->socket);
+        else {
+                /* absolute, for the printed URI */
+                char cwd[PATH_MAX];
+                if (!getcwd(cwd, sizeof(cwd)))
+                        return log_error_errno(-errno, "cannot get the current directory");
+                snprintf(o->sock, sizeof(o->sock), "%s/%s", cwd, o->socket);
+        }
+        return EXIT_OK;
+}
+
+/* Removes the private directory, and the socket nbdkit served on (it leaves it behind). */
+static void remove_private_dir(const ServeOptions *o)
+{
+        struct stat st;
+        (void)unlink(o->pidfile);
+        if ((o->served || !o->socket) && lstat(o->sock, &st) == 0 && S_ISSOCK(st.st_mode))
+                (void)unlink(o->sock);
+        (void)rmdir(o->dir);
+}
+
+/* A connected stream socket to sa, or -errno. */
+static int connect_to(const struct sockaddr *sa, socklen_t len)
+{
+        int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, sa, len) < 0) {
+                int r = -errno;
+                safe_close(fd);
                 return r;
+        }
+        return fd;
+}
 
-        PluginArgs pa;
-        char *args[32];
+static int connect_unix(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        return connect_to((struct sockaddr *)&sa, sizeof(sa));
+}
+
+/* Does the server on fd greet as an NBD server? Reads the newstyle greeting ("NBDMAGIC",
+ * "IHAVEOPT", 16 bits of flags; sent in the clear with TLS too) and says goodbye with
+ * NBD_OPT_ABORT, waiting for its reply, so that nbdkit logs no error for the probe. Closes fd. */
+static bool nbd_greets(int fd)
+{
+        static const char goodbye[] = { 0, 0, 0, 3, 'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T', 0, 0, 0, 2, 0, 0, 0, 0 };
+        char greeting[18], reply[20];
+        bool ok = fd >= 0 && bv_read_all(fd, greeting, sizeof(greeting)) == (ssize_t)sizeof(greeting) &&
+                  memcmp(greeting, "NBDMAGICIHAVEOPT", 16) == 0;
+        if (ok && bv_write_all(fd, goodbye, sizeof(goodbye)) == 0)
+                (void)bv_read_all(fd, reply, sizeof(reply));
+        safe_close(fd);
+        return ok;
+}
+
+static bool server_answers(const ServeOptions *o)
+{
+        if (!o->port)
+                return nbd_greets(connect_unix(o->sock));
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+        if (getaddrinfo(o->address, o->port, &hints, &ai) != 0)
+                return false;
+        bool ok = false;
+        for (struct addrinfo *a = ai; a && !ok; a = a->ai_next)
+                ok = nbd_greets(connect_to(a->ai_addr, a->ai_addrlen));
+        freeaddrinfo(ai);
+        return ok;
+}
+
+/* --socket=PATH: a socket file nobody answers on (left by a killed server) is removed, so that
+ * nbdkit can bind; a live server's socket or any other file is left alone and refused. */
+static int prepare_socket_path(const char *path)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? EXIT_OK : log_error_errno(-errno, "cannot use --socket '%s'", path);
+        if (!S_ISSOCK(st.st_mode)) {
+                log_error("'%s' exists and is not a socket", path);
+                return EXIT_ERROR;
+        }
+        int fd = connect_unix(path);
+        safe_close(fd);
+        if (fd != -ECONNREFUSED) {
+                log_error("'%s' is in use by a running server", path);
+                return EXIT_ERROR;
+        }
+        if (unlink(path) < 0 && errno != ENOENT)
+                return log_error_errno(-errno, "cannot remove the stale socket '%s'", path);
+        log_info("removed the stale socket '%s' (no server answered on it)", path);
+        return EXIT_OK;
+}
+
+/* nbdkit's command line, up to the plugin's parameters. */
+static size_t server_args(ServeOptions *o, PluginArgs *pa, char **args)
+{
+        static char tls_arg[PATH_MAX + 16];
         size_t n = 0;
         args[n++] = "nbdkit";
         args[n++] = "--foreground";
         args[n++] = "--exit-with-parent";
-        if (socket) {
-                args[n++] = "--unix";
-                args[n++] = (char *)socket;
-        } else {
-                if (!port)
-                        port = "10809";
+        args[n++] = "--pidfile";
+        args[n++] = o->pidfile;
+        if (o->port) {
                 args[n++] = "--port";
-                args[n++] = (char *)port;
-                /* the export is the decrypted backup: only this machine may reach it, as the
-                 * printed URI says (run nbdkit directly to listen elsewhere) */
-                args[n++] = "--ipaddr=localhost";
+                args[n++] = (char *)o->port;
+                args[n++] = "--ipaddr";
+                args[n++] = (char *)o->address;
+        } else {
+                args[n++] = "--unix";
+                args[n++] = o->sock;
         }
-        args[n++] = (char *)nbdkit_threads_arg(&pa);
-        if (writable)
-                args[n++] = "--filter=cow";
+        if (o->tls_psk) {
+                args[n++] = "--tls=require";
+                snprintf(tls_arg, sizeof(tls_arg), "--tls-psk=%s", o->tls_psk);
+                args[n++] = tls_arg;
+        }
+        args[n++] = (char *)nbdkit_threads_arg(pa);
+        args[n++] = o->writable ? "--filter=cow" : "--readonly";
+        return n;
+}
+
+static void print_uri(const ServeOptions *o)
+{
+        char host[300];
+        if (o->port)
+                snprintf(host, sizeof(host), strchr(o->address, ':') ? "[%s]:%s" : "%s:%s", o->address, o->port);
+        if (o->tls_psk && o->port)
+                printf("nbds://%s@%s/?tls-psk-file=%s\n", o->psk_user, host, o->tls_psk);
+        else if (o->tls_psk)
+                printf("nbds+unix://%s@/?socket=%s&tls-psk-file=%s\n", o->psk_user, o->sock, o->tls_psk);
+        else if (o->port)
+                printf("nbd://%s\n", host);
         else
-                args[n++] = "--readonly";
-        r = plugin_args(&pa, path, id, cache, &sargs, &secret, args, &n);
-        secret_done(&secret);
+                printf("nbd+unix:///?socket=%s\n", o->sock);
+        fflush(stdout);
+}
+
+static pid_t start_server(char **args, const sigset_t *old_mask)
+{
+        pid_t pid = fork();
+        if (pid == 0) {
+                (void)sigprocmask(SIG_SETMASK, old_mask, NULL);
+                execvp(args[0], args);
+                fprintf(stderr, "error: cannot run nbdkit: %s\n", strerror(errno));
+                _exit(127);
+        }
+        return pid < 0 ? -errno : pid;
+}
+
+/* Runs nbdkit until it exits: prints the URI once it answers, passes SIGINT, SIGTERM and SIGHUP
+ * on as SIGTERM. Returns the exit code of serve. */
+static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **args)
+{
+        sigset_t mask, old;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        (void)sigprocmask(SIG_BLOCK, &mask, &old);
+        pid_t pid = start_server(args, &old);
+        plugin_args_done(pa);
+        if (pid < 0) {
+                (void)sigprocmask(SIG_SETMASK, &old, NULL);
+                return log_error_errno(pid, "cannot run nbdkit");
+        }
+        bool announced = false, stopping = false;
+        int status = 0;
+        for (;;) {
+                /* the pid file is written once nbdkit has bound its socket: only then can the
+                 * greeting not be another server's */
+                if (!announced && !stopping && access(o->pidfile, F_OK) == 0 && server_answers(o)) {
+                        print_uri(o);
+                        log_info("serving %s; stop with Ctrl-C", what);
+                        announced = o->served = true;
+                }
+                struct timespec poll = { .tv_nsec = 20 * 1000 * 1000 };
+                int sig = announced || stopping ? sigwaitinfo(&mask, NULL) : sigtimedwait(&mask, NULL, &poll);
+                if (sig == SIGCHLD) {
+                        if (waitpid(pid, &status, WNOHANG) == pid)
+                                break;
+                } else if (sig > 0 && !stopping) {
+                        stopping = true;
+                        (void)kill(pid, SIGTERM);
+                }
+        }
+        (void)sigprocmask(SIG_SETMASK, &old, NULL);
+        if (stopping)
+                return EXIT_OK;
+        if (!announced) {
+                log_error("nbdkit did not start serving (exit status %d)",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+                return EXIT_ERROR;
+        }
+        if (WIFSIGNALED(status)) {
+                log_error("nbdkit was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+                return EXIT_ERROR;
+        }
+        if (WEXITSTATUS(status) != 0) {
+                log_error("nbdkit exited with status %d", WEXITSTATUS(status));
+                return EXIT_ERROR;
+        }
+        return EXIT_OK;
+}
+
+static void warn_unprotected(const ServeOptions *o)
+{
+        if (!o->port || o->tls_psk)
+                return;
+        if (is_localhost(o->address))
+                fprintf(stderr,
+                        "warning: TCP port %s on %s is open to every local user, unauthenticated and "
+                        "unencrypted: use --tls-psk=FILE or the default Unix socket\n",
+                        o->port, o->address);
+        else
+                fprintf(stderr,
+                        "warning: TCP port %s on %s is open to anyone who can reach it, unauthenticated "
+                        "and unencrypted: use --tls-psk=FILE\n",
+                        o->port, o->address);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        ServeOptions o = {};
+        SecretArgs sargs = {};
+        int r = parse_options(argc, argv, &o, &sargs);
+        if (r >= 0)
+                return r;
+        const char *path = argv[optind], *spec = argv[optind + 1];
+        if (o.tls_psk && (r = read_psk_user(&o)) != EXIT_OK)
+                return r;
+
+        /* Check the repository, the secret and the snapshot here, with our own messages, before
+         * nbdkit takes over. */
+        _cleanup_(secret_done) BvSecret secret = {};
+        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        r = check_export(path, &sargs, spec, id, &secret);
         if (r != EXIT_OK)
                 return r;
-        args[n] = NULL;
+        secret_env_scrub();
+        if (o.socket && (r = prepare_socket_path(o.socket)) != EXIT_OK)
+                return r;
+        if ((r = make_private_dir(&o)) != EXIT_OK)
+                return r;
 
-        if (socket)
-                printf("nbd+unix:///?socket=%s\n", socket);
-        else
-                printf("nbd://localhost:%s\n", port);
-        fflush(stdout);
-        log_info("serving snapshot %.8s of '%s'%s; stop with Ctrl-C", id, path,
-                 writable ? " (writes go to a throw-away overlay)" : " read-only");
-        execvp("nbdkit", args);
-        return log_error_errno(-errno, "cannot run nbdkit");
+        PluginArgs pa;
+        char *args[40];
+        size_t n = server_args(&o, &pa, args);
+        r = plugin_args(&pa, path, id, o.cache, &sargs, &secret, args, &n);
+        secret_done(&secret);
+        if (r == EXIT_OK) {
+                args[n] = NULL;
+                char what[160];
+                snprintf(what, sizeof(what), "snapshot %.8s of '%s'%s", id, path,
+                         o.writable ? " (writes go to a throw-away overlay)" : " read-only");
+                warn_unprotected(&o);
+                r = supervise(&o, what, &pa, args);
+        }
+        remove_private_dir(&o);
+        return r;
 }

@@ -355,15 +355,35 @@ static const char *nbd_plugin_path(void)
 
 const char *nbdkit_threads_arg(PluginArgs *pa)
 {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        (void)pa;
+        return "--threads=1";
+}
 
-        snprintf(pa->threads, sizeof(pa->threads), "--threads=%ld", cpus < 1 ? 2 : MIN(2 * cpus, 256L));
-        return pa->threads;
+/* The passphrase for the plugin: in a pipe whose read end the nbdkit child inherits (and the
+ * plugin reads once), never in its environment or on its command line. */
+static int passphrase_pipe(PluginArgs *pa, const char *passphrase)
+{
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        /* at most PASSPHRASE_MAX bytes: far less than a pipe holds, so this does not block */
+        int r = bv_write_all(fds[1], passphrase, strlen(passphrase));
+        safe_close(fds[1]);
+        if (r >= 0 && fcntl(fds[0], F_SETFD, 0) < 0)
+                r = -errno;
+        if (r < 0) {
+                safe_close(fds[0]);
+                return r;
+        }
+        pa->secret_fd = fds[0];
+        snprintf(pa->secret, sizeof(pa->secret), "passphrase-fd=%d", fds[0]);
+        return 0;
 }
 
 int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *cache, const SecretArgs *s,
                 const BvSecret *secret, char **argv, size_t *n)
 {
+        pa->secret_fd = -EBADF;
         argv[(*n)++] = (char *)nbd_plugin_path();
         snprintf(pa->repo, sizeof(pa->repo), "repo=%s", repo);
         argv[(*n)++] = pa->repo;
@@ -373,15 +393,50 @@ int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *ca
                 snprintf(pa->cache, sizeof(pa->cache), "cache=%s", cache);
                 argv[(*n)++] = pa->cache;
         }
-        /* The plugin reads the same secret: files by name, a passphrase through the environment. */
+        /* The plugin reads the same secret: files by name, a passphrase through a pipe. */
         if (s->key_file) {
                 snprintf(pa->secret, sizeof(pa->secret), "key-file=%s", s->key_file);
                 argv[(*n)++] = pa->secret;
         } else if (s->passphrase_file) {
                 snprintf(pa->secret, sizeof(pa->secret), "passphrase-file=%s", s->passphrase_file);
                 argv[(*n)++] = pa->secret;
-        } else if (secret->passphrase && setenv("BLKVAULT_PASSPHRASE", secret->passphrase, 1) < 0)
-                return log_error_errno(-errno, "cannot pass the secret to nbdkit");
+        } else if (secret->passphrase) {
+                int r = passphrase_pipe(pa, secret->passphrase);
+                if (r < 0)
+                        return log_error_errno(r, "cannot pass the secret to nbdkit");
+                argv[(*n)++] = pa->secret;
+        }
+        return EXIT_OK;
+}
+
+void plugin_args_done(PluginArgs *pa)
+{
+        pa->secret_fd = safe_close(pa->secret_fd);
+}
+
+void secret_env_scrub(void)
+{
+        static const char *const names[] = { "BLKVAULT_PASSPHRASE", "BLKVAULT_NEW_PASSPHRASE" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char *v = getenv(names[i]);
+                /* in place: the initial environment block is what /proc/PID/environ shows */
+                if (v)
+                        explicit_bzero(v, strlen(v));
+                (void)unsetenv(names[i]);
+        }
+}
+
+int check_size_arg(const char *option, const char *arg)
+{
+        char *end;
+        errno = 0;
+        (void)strtoull(arg, &end, 10);
+        if (end != arg && !errno && *end && strchr("kKmMgGtT", *end))
+                end++;
+        if (end == arg || errno || *end || arg[0] == '-' || arg[0] == '+') {
+                log_error("invalid %s '%s' (a size such as 256M)", option, arg);
+                return EXIT_USAGE;
+        }
         return EXIT_OK;
 }
 

@@ -24,7 +24,7 @@ expect_fail 2 "expected three arguments: REPO SNAPSHOT DEST" bv restore "$T/r" l
 expect_fail 2 "expected REPO \[SNAPSHOT\]" bv verify "$T/r" latest extra
 expect_fail 2 "expected: blkvault key change REPO" bv key rotate "$T/r"
 expect_fail 2 "expected two arguments: REPO SNAPSHOT" bv serve "$T/r"
-expect_fail 2 "--socket and --port exclude each other" bv serve "$T/r" latest --socket="$T/s" --port=10999
+expect_fail 2 "--socket excludes --port and --address" bv serve "$T/r" latest --socket="$T/s" --port=10999
 expect_fail 2 "expected three arguments: REPO SNAPSHOT MOUNTPOINT" bv mount "$T/r" latest
 expect_fail 2 "invalid --partition '0'" bv mount "$T/r" latest "$T" --partition=0
 : > "$T/file"

@@ -25,6 +25,8 @@ for key in DynamicUser=yes ProtectSystem=strict PrivateNetwork=yes NoNewPrivileg
 done
 grep -qx "ListenStream=/run/blkvault/nbd/%i.sock" "$socket" || die "socket does not listen on /run/blkvault/nbd/%i.sock"
 grep "^ExecStart=" "$service" | grep -- "--unix\|--port" >/dev/null && die "the service must take its socket from systemd"
+# one worker per connection: nbdkit 1.32 aborts when a client hangs up with replies in flight
+grep "^ExecStart=" "$service" | grep -- " --threads=1 " >/dev/null || die "the service does not run nbdkit with --threads=1"
 
 # the ExecStart line, with the export's configuration, under socket activation
 [ -n "${NBD_PLUGIN:-}" ] || skip "no nbdkit plugin built: the activation part cannot run"

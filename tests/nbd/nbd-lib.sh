@@ -59,8 +59,8 @@ nbd_python() {
     return 1
 }
 
-# start_serve NAME ARGS...: runs `blkvault serve ARGS...` (which must include --socket=$T/NAME.sock
-# or --port=N) in the background, log in $T/NAME.log, stopped at exit. Waits until the URI it
+# start_serve NAME ARGS...: runs `blkvault serve ARGS...` in the background, URI in $T/NAME.out,
+# log in $T/NAME.log, stopped at exit. Waits until the URI it
 # prints on its first line answers; sets SERVE_PID and SERVE_URI. Returns 1 (log on stderr) if
 # the server exits or does not answer within a minute.
 start_serve() {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bvtest.h"
 #include "fileio.h"
@@ -126,6 +127,47 @@ TEST(read_secret_file)
         bvtest_rm_rf(dir);
 }
 
+/* a pipe's whole content, as plugin_args hands the passphrase to the nbdkit plugin */
+static void pipe_with(const char *text, int ret_fds[2])
+{
+        ASSERT_OK(pipe2(ret_fds, O_CLOEXEC));
+        ASSERT_OK(bv_write_all(ret_fds[1], text, strlen(text)));
+        safe_close(ret_fds[1]);
+}
+
+TEST(read_secret_fd)
+{
+        size_t len = 0, size = 0;
+        char *data = NULL;
+        int fds[2];
+
+        pipe_with("secret\n", fds);
+        ASSERT_OK(bv_read_secret_fd(fds[0], 7, true, (void **)&data, &len, &size));
+        safe_close(fds[0]);
+        ASSERT_EQ(len, 6);
+        ASSERT_STREQ(data, "secret");
+        ASSERT_EQ(size, 8);
+        bv_secure_free(data, size);
+
+        pipe_with("", fds);
+        ASSERT_OK(bv_read_secret_fd(fds[0], 7, false, (void **)&data, &len, &size));
+        safe_close(fds[0]);
+        ASSERT_EQ(len, 0);
+        ASSERT_STREQ(data, "");
+        bv_secure_free(data, size);
+
+        /* more than max bytes: refused, outputs untouched */
+        data = NULL;
+        len = size = 99;
+        pipe_with("secret\n", fds);
+        ASSERT_ERROR(bv_read_secret_fd(fds[0], 6, true, (void **)&data, &len, &size), EFBIG);
+        safe_close(fds[0]);
+        ASSERT_ERROR(bv_read_secret_fd(-1, 6, true, (void **)&data, &len, &size), EBADF);
+        ASSERT_TRUE(data == NULL);
+        ASSERT_EQ(len, 99);
+        ASSERT_EQ(size, 99);
+}
+
 TEST(secure_memory)
 {
         uint8_t *p = bv_secure_alloc(32);
@@ -141,6 +183,7 @@ int main(void)
         RUN(pread_short_at_eof);
         RUN(opendir_at);
         RUN(read_secret_file);
+        RUN(read_secret_fd);
         RUN(secure_memory);
         return 0;
 }

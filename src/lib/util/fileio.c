@@ -284,6 +284,31 @@ int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size
         return 0;
 }
 
+int bv_read_secret_fd(int fd, size_t max, bool strip_newline, void **ret_data, size_t *ret_len,
+                      size_t *ret_size)
+{
+        size_t size = max + 1, len;
+        uint8_t *buf = bv_secure_alloc(size);
+        ssize_t n;
+
+        if (!buf)
+                return -ENOMEM;
+        /* one byte more than allowed, to see a secret that is too long */
+        n = bv_read_all(fd, buf, max + 1);
+        if (n < 0 || (size_t)n > max) {
+                bv_secure_free(buf, size);
+                return n < 0 ? (int)n : -EFBIG;
+        }
+        len = (size_t)n;
+        if (strip_newline && len > 0 && buf[len - 1] == '\n')
+                len--;
+        buf[len] = '\0';
+        *ret_data = buf;
+        *ret_len = len;
+        *ret_size = size;
+        return 0;
+}
+
 int bv_opendir_at(int dirfd, const char *path, DIR **ret)
 {
         DIR *d;

@@ -52,6 +52,13 @@ int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_
 int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size, bool strip_newline,
                         void **ret_data, size_t *ret_len, size_t *ret_size);
 
+/* Reads a secret of at most max bytes from fd (a pipe, read to its end) straight into
+ * bv_secure_alloc memory of max + 1 bytes (*ret_size), NUL-terminated after the *ret_len bytes
+ * read; strip_newline drops one trailing newline. -EFBIG if more than max bytes come. The fd is
+ * left open. */
+int bv_read_secret_fd(int fd, size_t max, bool strip_newline, void **ret_data, size_t *ret_len,
+                      size_t *ret_size);
+
 /* Opens directory path below dirfd ("." for dirfd itself) for readdir, on an fd of its own
  * that closedir() closes. */
 int bv_opendir_at(int dirfd, const char *path, DIR **ret);
