@@ -154,6 +154,7 @@ int cmd_list(int argc, char **argv)
         BvSnapshot *const *all;
         size_t n_all, n = 0;
         r = bv_repo_snapshots(repo, &all, &n_all);
+        report_snapshot_damage(repo);
         if (r < 0)
                 return log_error_errno(r, "cannot read the snapshots of '%s'", path);
         _cleanup_free_ BvSnapshot **list = calloc(n_all + 1, sizeof(*list));

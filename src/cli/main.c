@@ -18,6 +18,8 @@ static const struct {
         { "verify", cmd_verify, "check a repository, optionally reading every chunk" },
         { "info", cmd_info, "sizes, deduplication and compression of a repository" },
         { "key", cmd_key, "change the passphrase or key file" },
+        { "delete", cmd_delete, "forget snapshots" },
+        { "protect", cmd_protect, "protect a snapshot from prune and delete" },
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
