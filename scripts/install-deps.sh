@@ -7,9 +7,11 @@ set -euo pipefail
 build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
        libcryptsetup-dev libsystemd-dev nbdkit nbdkit-plugin-dev libnbd-dev)
-runtime=(nbdkit libnbd-bin nbdfuse fuse3 qemu-utils util-linux fdisk
+# real package names only: a virtual or wrong name is never "installed", so every run would call
+# apt-get update (nbdfuse is in libnbd-bin)
+runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
-         kmod rsync time)
+         kmod time)
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
 vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat)
@@ -19,9 +21,12 @@ for p in "${build[@]}" "${runtime[@]}" "${peers[@]}" "${vm[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: every package is installed; nothing to do (no apt-get update)" >&2
     exit 0
 fi
-echo "installing: ${missing[*]}" >&2
+echo "install-deps: missing: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get -o DPkg::Lock::Timeout=900 update -qq
-apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: apt-get update" >&2
+apt-get -o DPkg::Lock::Timeout=900 update
+echo "install-deps: apt-get install ${missing[*]}" >&2
+apt-get -o DPkg::Lock::Timeout=900 install -y --no-install-recommends "${missing[@]}"
