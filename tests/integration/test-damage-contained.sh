@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Damage is contained to what is damaged (issue 10, findings 3 and 4):
 #  - one flipped bit in one snapshot record: list skips it with a warning naming its file; every
-#    other snapshot restores bit-exact, by full id and as 'latest'; verify reports it;
+#    other snapshot restores bit-exact, by full id and as 'c@latest'; verify reports it;
 #  - one flipped bit in one index segment's header: the repository opens for reading with that
 #    segment left out and named; the other snapshots restore bit-exact; verify names it (exit 4);
 #    a writer refuses, naming it;
@@ -28,7 +28,7 @@ assert_eq "$(awk 'NR > 1 { print $1 }' "$T/list.out" | tr '\n' ' ')" "${id_b:0:8
 bv restore "$repo" "$id_b" "$T/b.out" 2>"$T/restore.err" >/dev/null || { cat "$T/restore.err" >&2; die "restore of b failed"; }
 grep -q "$warn" "$T/restore.err" || die "restore did not name the damaged record"
 assert_same "$T/b" "$T/b.out"
-bv restore "$repo" latest "$T/c.out" >/dev/null 2>&1
+bv restore "$repo" c@latest "$T/c.out" >/dev/null 2>&1
 assert_same "$T/c" "$T/c.out"
 expect_fail 1 "no snapshot matches '$id_a'" bv restore "$repo" "$id_a" "$T/a.out"
 expect_fail 4 "^damaged: snapshot ${id_a:0:8}, image offset 0 (0x0): snapshot $id_a: Bad message$" bv verify "$repo"
@@ -55,7 +55,7 @@ grep -q "$warn" "$T/list.err" || { cat "$T/list.err" >&2; die "list did not name
 assert_eq "$(awk 'NR > 1' "$T/list.out" | wc -l)" 3 "snapshots listed with a damaged segment"
 bv restore "$repo" "$id_b" "$T/ib.out" >/dev/null 2>&1
 assert_same "$T/b" "$T/ib.out"
-bv restore "$repo" latest "$T/ic.out" >/dev/null 2>&1
+bv restore "$repo" c@latest "$T/ic.out" >/dev/null 2>&1
 assert_same "$T/c" "$T/ic.out"
 expect_fail 4 "stopped: missing data (the repository needs repair) at image offset 0" bv restore "$repo" a "$T/ia.out"
 grep -q "$warn" "$T/.err" || die "the failed restore did not name the damaged segment"
