@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "cli.h"
@@ -17,13 +19,59 @@ static const struct {
         { "restore", cmd_restore, "restore a snapshot to a new file or a block device" },
         { "verify", cmd_verify, "check a repository, optionally reading every chunk" },
         { "info", cmd_info, "sizes, deduplication and compression of a repository" },
-        { "key", cmd_key, "change the passphrase or key file" },
+        { "key", cmd_key, "export, import, add, list, remove or change key slots" },
         { "delete", cmd_delete, "forget snapshots" },
         { "protect", cmd_protect, "protect a snapshot from prune and delete" },
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
 };
+
+/* The commands whose first argument is REPO, with how many arguments they need at least. */
+static const struct {
+        const char *name;
+        int min;
+} repo_commands[] = {
+        { "backup", 2 }, { "list", 1 }, { "restore", 3 }, { "verify", 1 }, { "info", 1 },
+        { "delete", 2 }, { "protect", 2 }, { "serve", 2 }, { "mount", 3 },
+};
+
+/* $BLKVAULT_REPO stands for a REPO left out: it goes before the first argument when that is not a
+ * directory, or when there are fewer arguments than the command needs. Options must then give
+ * their values with '=' (--name=NAME), so that arguments can be told from option values. */
+static char **env_repo_argv(int argc, char **argv, int *ret_argc)
+{
+        const char *repo = getenv("BLKVAULT_REPO");
+        int min = -1, first = -1, n = 0;
+        struct stat st;
+        if (!repo || !*repo)
+                return NULL;
+        for (size_t i = 0; i < sizeof(repo_commands) / sizeof(repo_commands[0]); i++)
+                if (strcmp(argv[0], repo_commands[i].name) == 0)
+                        min = repo_commands[i].min;
+        if (min < 0)
+                return NULL;
+        for (int i = 1; i < argc; i++)
+                if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0) {
+                        if (first < 0)
+                                first = i;
+                        n++;
+                }
+        if (n >= min && stat(argv[first], &st) == 0 && S_ISDIR(st.st_mode))
+                return NULL;
+        char **out = calloc((size_t)argc + 2, sizeof(*out));
+        if (!out)
+                return NULL;
+        int at = first < 0 ? argc : first;
+        for (int i = 0, j = 0; i <= argc; i++) {
+                if (i == at)
+                        out[j++] = (char *)repo;
+                if (i < argc)
+                        out[j++] = argv[i];
+        }
+        *ret_argc = argc + 1;
+        return out;
+}
 
 static void usage(FILE *f)
 {
@@ -63,9 +111,12 @@ int main(int argc, char **argv)
         opterr = 0;
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[1], commands[i].name) == 0) {
-                        int r = commands[i].run(argc - 1, argv + 1);
+                        int n = argc - 1;
+                        char **args = env_repo_argv(n, argv + 1, &n);
+                        int r = commands[i].run(n, args ? args : argv + 1);
                         if (r == EXIT_USAGE && !error_printed())
-                                log_option_error(argc - 1, argv + 1, argv[1]);
+                                log_option_error(n, args ? args : argv + 1, argv[1]);
+                        free(args);
                         return r;
                 }
         log_error("unknown command '%s' (see 'blkvault --help')", argv[1]);

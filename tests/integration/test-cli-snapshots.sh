@@ -75,4 +75,15 @@ o = json.load(sys.stdin)
 assert o['parent'] == sys.argv[1] and 0.45 < o['bytes_shared'] / (1 << 21) <= 0.5 and o['stats']['bytes_data'] == 2 << 20, o
 " "$id_a1"
 expect_fail 2 "^error: expected REPO \[SNAPSHOT\] (see 'blkvault help info')$" bv info "$repo" a b
+# BLKVAULT_REPO stands for a REPO left out
+export BLKVAULT_REPO=$repo
+assert_eq "$(bv list --name=b --json | python3 -c "import json,sys; print([s['id'] for s in json.load(sys.stdin)])")" "['$id_b']" "BLKVAULT_REPO list"
+bv restore b@latest "$T/env.out" -q >/dev/null
+assert_same "$T/b" "$T/env.out"
+bv info a@latest | grep -q "^snapshot     $id_a2$" || die "BLKVAULT_REPO info SNAP"
+bv backup "$T/b" --name=b -q >/dev/null
+assert_eq "$(bv list --name=b | tail -n +2 | wc -l)" 2 "BLKVAULT_REPO backup"
+# an explicit REPO still wins
+assert_eq "$(bv list "$T/one" | tail -n +2 | wc -l)" 1 "explicit REPO with BLKVAULT_REPO set"
+unset BLKVAULT_REPO
 echo ok
