@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "backup.h"
+#include "conf.h"
 #include "macro.h"
 #include "repo.h"
 
@@ -133,6 +134,10 @@ void json_print(struct json_object *o);
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);
 
+/* Loads the appliance's configuration (path: --config, or NULL for $BLKVAULT_CONFIG or the
+ * default); with mistakes, prints each as FILE:LINE: MESSAGE and fails. Returns an exit code. */
+int load_config(const char *path, BvConfig **ret);
+
 int cmd_init(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_list(int argc, char **argv);
@@ -143,3 +148,4 @@ int cmd_key(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+int cmd_config(int argc, char **argv);

@@ -20,6 +20,7 @@ static const struct {
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
+        { "config", cmd_config, "check the appliance's configuration (config check)" },
 };
 
 static void usage(FILE *f)

@@ -215,7 +215,8 @@ static int open_small_file(int dirfd, const char *path, size_t max, int *ret_fd,
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
