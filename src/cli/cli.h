@@ -135,8 +135,9 @@ void json_print(struct json_object *o);
 int print_usage(const char *text);
 
 /* Loads the appliance's configuration (path: --config, or NULL for $BLKVAULT_CONFIG or the
- * default); with mistakes, prints each as FILE:LINE: MESSAGE and fails. Returns an exit code. */
-int load_config(const char *path, BvConfig **ret);
+ * default; may_be_missing: even when given explicitly); with mistakes, prints each as
+ * FILE:LINE: MESSAGE and fails. Returns an exit code. */
+int load_config(const char *path, bool may_be_missing, BvConfig **ret);
 
 int cmd_init(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
@@ -149,3 +150,4 @@ int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_target(int argc, char **argv);

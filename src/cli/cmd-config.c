@@ -23,13 +23,13 @@ static void print_conf_error(const BvConfError *e)
                 fprintf(stderr, "%s: %s\n", e->file, e->message);
 }
 
-int load_config(const char *path, BvConfig **ret)
+int load_config(const char *path, bool may_be_missing, BvConfig **ret)
 {
         _cleanup_(bv_conf_freep) BvConfig *c = NULL;
         bool must_exist;
         const char *main_path = bv_conf_main_path(path, &must_exist);
 
-        int r = bv_conf_load(main_path, must_exist, &c);
+        int r = bv_conf_load(main_path, must_exist && !may_be_missing, &c);
         if (r < 0)
                 return log_error_errno(r, "cannot read the configuration '%s'", main_path);
         if (c->n_errors > 0) {

@@ -20,6 +20,7 @@ static const struct {
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
+        { "target", cmd_target, "register a backup drive (target format), list them (target list)" },
         { "config", cmd_config, "check the appliance's configuration (config check)" },
 };
 

@@ -393,3 +393,36 @@ void bv_conf_format_duration(uint64_t seconds, char buf[32])
                 }
         snprintf(buf, 32, "%llus", (unsigned long long)seconds);
 }
+
+int bv_conf_write_target(const char *main_path, const BvConfTarget *t, char **ret_path)
+{
+        _cleanup_free_ char *dir = NULL, *text = NULL, *path = NULL;
+        const char *slash = strrchr(main_path, '/');
+
+        if (asprintf(&dir, "%.*s/conf.d", slash ? (int)(slash - main_path) : 1, slash ? main_path : ".") < 0)
+                return -ENOMEM;
+        int r = bv_mkdir_p(AT_FDCWD, dir);
+        if (r < 0)
+                return r;
+        if (asprintf(&text,
+                     "# Written by 'blkvault target format'.\n"
+                     "[target %s]\n"
+                     "uuid = %s\n"
+                     "key-file = %s\n"
+                     "repository = %s\n"
+                     "mode = %s\n"
+                     "luks = %s\n",
+                     t->name, t->uuid, t->key_file, t->repository,
+                     t->mode == BV_TARGET_RESTORE_ONLY ? "restore-only" : "backup", t->luks ? "yes" : "no") < 0)
+                return -ENOMEM;
+        if (asprintf(&path, "%s/50-target-%s.conf", dir, t->name) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        r = bv_write_file_durable(dfd, path + strlen(dir) + 1, text, strlen(text), false);
+        if (r < 0)
+                return r;
+        *ret_path = TAKE_PTR(path);
+        return 0;
+}

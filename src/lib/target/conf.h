@@ -140,6 +140,10 @@ const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name);
 /* Does job run on target? */
 bool bv_conf_job_wants(const BvConfJob *j, const char *target);
 
+/* Registers a target: writes its section to conf.d/50-target-NAME.conf beside main_path (durably,
+ * never over an existing file: -EEXIST); the file's path in *ret_path. */
+int bv_conf_write_target(const char *main_path, const BvConfTarget *t, char **ret_path);
+
 /* A duration: a whole number and a unit (s, min, h, d, w; "7d", "12h"), into seconds. -EINVAL. */
 int bv_conf_parse_duration(const char *s, uint64_t *ret);
 /* Formats seconds as the largest unit that divides it ("7d", "90min"). */

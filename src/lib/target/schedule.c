@@ -1,48 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "fileio.h"
+#include "drive.h"
 #include "schedule.h"
 
-extern char **environ;
-
-/* Runs systemd-analyze calendar SPEC with stdout and stderr into one buffer: its exit status,
- * or -errno. (To move onto the shared process helpers of src/lib/sys once they are in main.) */
+/* systemd-analyze calendar SPEC, stdout and stderr into out: its exit status, or -errno. */
 static int run_analyze(const char *spec, char *out, size_t size)
 {
-        int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, p[1], 2);
         char *argv[] = { (char *)"systemd-analyze", (char *)"calendar", (char *)spec, NULL };
-        pid_t pid;
-        int r = posix_spawnp(&pid, "systemd-analyze", &fa, NULL, argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        close(p[1]);
-        if (r != 0) {
-                close(p[0]);
-                return -r;
-        }
-        ssize_t n = bv_read_all(p[0], out, size - 1);
-        close(p[0]);
-        out[n > 0 ? n : 0] = '\0';
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-                return -ENOENT;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        out[0] = '\0';
+        int r = bv_target_run(argv, out, size);
+        return r == 127 ? -ENOENT : r;
 }
 
 static char *line_after(const char *text, const char *label)

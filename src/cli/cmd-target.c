@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "drive.h"
+
+static const char usage_text[] =
+        "Usage: blkvault target format DEVICE --name=NAME [--fs=ext4|xfs|btrfs] [--no-luks] [--yes]\n"
+        "       blkvault target list\n\n"
+        "format: register DEVICE as the backup drive NAME: a LUKS2 container (argon2id) opened by a\n"
+        "new random key file (KEY-DIR/NAME.key, mode 0400), a filesystem, a repository sealed with\n"
+        "the same key file, and the drive's [target NAME] section in conf.d/50-target-NAME.conf.\n"
+        "A device that is in use is refused; one that holds a filesystem, a LUKS container or a\n"
+        "partition table is refused unless --yes.\n"
+        "list: the registered drives.\n\n"
+        "  --name=NAME              the target's name (letters, digits, '.', '_', '-')\n"
+        "  --fs=TYPE                ext4 (default), xfs or btrfs\n"
+        "  --no-luks                no LUKS container (the filesystem's UUID names the drive)\n"
+        "  --yes                    destroy what is on DEVICE\n"
+        "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
+        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
+        "  -h, --help\n";
+
+typedef struct FormatArgs {
+        const char *device, *name, *fs, *key_dir, *config;
+        bool luks, yes;
+} FormatArgs;
+
+/* Refuses a device in use, or one with something on it unless --yes (then wipes it). */
+static int format_check_device(const FormatArgs *a)
+{
+        BvDriveProbe pr;
+        int fd = bv_drive_open_exclusive(a->device);
+        if (fd == -EBUSY) {
+                log_error("'%s' is in use (mounted, or held by another device); refusing to format it", a->device);
+                return EXIT_BUSY;
+        }
+        if (fd < 0)
+                return log_error_errno(fd, "cannot open '%s'", a->device);
+        close(fd);
+        int r = bv_drive_probe(a->device, &pr);
+        if (r < 0)
+                return log_error_errno(r, "cannot probe '%s'", a->device);
+        if (!pr.pttype[0] && !pr.type[0])
+                return EXIT_OK;
+        if (!a->yes) {
+                if (pr.pttype[0])
+                        log_error("'%s' holds a %s partition table; refusing to format it (--yes destroys it)",
+                                  a->device, pr.pttype);
+                else
+                        log_error("'%s' holds %s (UUID %s); refusing to format it (--yes destroys it)", a->device,
+                                  pr.type, pr.uuid[0] ? pr.uuid : "none");
+                return EXIT_ERROR;
+        }
+        r = bv_drive_wipe(a->device);
+        if (r < 0)
+                return log_error_errno(r, "cannot wipe '%s'", a->device);
+        return EXIT_OK;
+}
+
+/* The filesystem on dev (the LUKS mapper device or the drive), then the repository inside. */
+static int format_fs_and_repo(const FormatArgs *a, const char *dev, const char *key_file, const char *repo_rel,
+                              char fs_uuid[40])
+{
+        char out[4096] = "", mnt[] = "/run/blkvault/format.XXXXXX", repo[4200];
+        BvDriveProbe pr;
+        BvRepoConfig cfg;
+
+        int r = bv_drive_mkfs(dev, a->fs, a->name, out, sizeof(out));
+        if (r != 0)
+                return r < 0 ? log_error_errno(r, "cannot run mkfs.%s", a->fs) :
+                               (log_error("mkfs.%s on '%s' failed (exit status %d): %s", a->fs, dev, r, out),
+                                EXIT_ERROR);
+        r = bv_drive_probe(dev, &pr);
+        if (r < 0)
+                return log_error_errno(r, "cannot probe the new filesystem on '%s'", dev);
+        snprintf(fs_uuid, 40, "%s", pr.uuid);
+        if (mkdir("/run/blkvault", 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "cannot create '/run/blkvault'");
+        if (!mkdtemp(mnt))
+                return log_error_errno(-errno, "cannot create a mountpoint in /run/blkvault");
+        r = bv_drive_mount(dev, a->fs, mnt, NULL, false);
+        if (r < 0) {
+                rmdir(mnt);
+                return log_error_errno(r, "cannot mount the new %s filesystem of '%s'", a->fs, dev);
+        }
+        snprintf(repo, sizeof(repo), "%s/%s", mnt, repo_rel);
+        bv_repo_config_default(&cfg);
+        BvSecret secret = { .key_file = key_file };
+        r = bv_repo_init(repo, &cfg, &secret);
+        int u = umount2(mnt, 0) < 0 ? -errno : 0;
+        rmdir(mnt);
+        if (r < 0)
+                return log_error_errno(r, "cannot create the repository on '%s'", dev);
+        if (u < 0)
+                return log_error_errno(u, "cannot unmount '%s'", mnt);
+        return EXIT_OK;
+}
+
+static int format_luks(const FormatArgs *a, const char *key_file, char uuid[40], char fs_uuid[40])
+{
+        char mapper[256], name[128];
+        int r = bv_luks_format(a->device, key_file, uuid);
+        if (r < 0)
+                return log_error_errno(r, "cannot create a LUKS2 container on '%s'", a->device);
+        snprintf(name, sizeof(name), "blkvault-format-%s", a->name);
+        r = bv_luks_open(a->device, name, key_file, mapper, sizeof(mapper));
+        if (r == -ENXIO) {
+                log_error("cannot open the LUKS container on '%s': the kernel has no device-mapper "
+                          "(dm-crypt); use --no-luks or load dm_crypt",
+                          a->device);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot open the LUKS container on '%s'", a->device);
+        int ec = format_fs_and_repo(a, mapper, key_file, BV_CONF_DEFAULT_REPOSITORY, fs_uuid);
+        r = bv_luks_close(name);
+        if (r < 0 && ec == EXIT_OK)
+                return log_error_errno(r, "cannot close the LUKS container '%s'", name);
+        return ec;
+}
+
+static int target_format(const FormatArgs *a)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        _cleanup_free_ char *key_file = NULL, *conf_file = NULL;
+        char uuid[40] = "", fs_uuid[40] = "";
+        bool must_exist;
+        const char *main_path = bv_conf_main_path(a->config, &must_exist);
+
+        int ec = load_config(a->config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        const BvConfTarget *old = bv_conf_target_by_name(conf, a->name);
+        if (old) {
+                log_error("target '%s' is already registered (%s:%u)", a->name, old->where.file, old->where.line);
+                return EXIT_ERROR;
+        }
+        ec = format_check_device(a);
+        if (ec != EXIT_OK)
+                return ec;
+        int r = bv_key_file_create(a->key_dir, a->name, &key_file);
+        if (r < 0)
+                return log_error_errno(r, "cannot create the key file '%s/%s.key'", a->key_dir, a->name);
+        ec = a->luks ? format_luks(a, key_file, uuid, fs_uuid) :
+                       format_fs_and_repo(a, a->device, key_file, BV_CONF_DEFAULT_REPOSITORY, fs_uuid);
+        if (ec != EXIT_OK) {
+                unlink(key_file);
+                return ec;
+        }
+        BvConfTarget t = { .name = (char *)a->name, .uuid = a->luks ? uuid : fs_uuid, .key_file = key_file,
+                           .repository = (char *)BV_CONF_DEFAULT_REPOSITORY, .luks = a->luks };
+        r = bv_conf_write_target(main_path, &t, &conf_file);
+        if (r < 0)
+                return log_error_errno(r, "cannot register target '%s' in the configuration", a->name);
+        printf("target '%s' on %s: %s%s, UUID %s, repository '%s', registered in %s\n", a->name, a->device,
+               a->luks ? "LUKS2 with " : "", a->fs, t.uuid, t.repository, conf_file);
+        printf("Keep a copy of the key file %s somewhere other than this machine and the drive:\n"
+               "without it %s.\n",
+               key_file, a->luks ? "neither the drive's LUKS container nor the repository on it can be opened" :
+                                   "the repository on the drive cannot be opened");
+        return EXIT_OK;
+}
+
+static int target_list(const char *config)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        int ec = load_config(config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        for (size_t i = 0; i < conf->n_targets; i++) {
+                const BvConfTarget *t = &conf->targets[i];
+                _cleanup_free_ char *dev = NULL;
+                bool attached = bv_drive_find_by_uuid(t->uuid, &dev) >= 0;
+                printf("%-16s %s %-12s %-7s %s%s%s\n", t->name, t->uuid,
+                       t->mode == BV_TARGET_RESTORE_ONLY ? "restore-only" : "backup", t->luks ? "luks" : "no-luks",
+                       attached ? "attached" : "absent", attached ? " " : "", attached ? dev : "");
+        }
+        return EXIT_OK;
+}
+
+int cmd_target(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },     { "name", required_argument, NULL, 'n' },
+                { "fs", required_argument, NULL, 'f' }, { "no-luks", no_argument, NULL, 'L' },
+                { "yes", no_argument, NULL, 'y' },      { "key-dir", required_argument, NULL, 'k' },
+                { "config", required_argument, NULL, 'c' }, {},
+        };
+        FormatArgs a = { .fs = "ext4", .key_dir = BV_KEY_DIR, .luks = true };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        return print_usage(usage_text);
+                case 'n':
+                        a.name = optarg;
+                        break;
+                case 'f':
+                        a.fs = optarg;
+                        break;
+                case 'L':
+                        a.luks = false;
+                        break;
+                case 'y':
+                        a.yes = true;
+                        break;
+                case 'k':
+                        a.key_dir = optarg;
+                        break;
+                case 'c':
+                        a.config = optarg;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        const char *verb = optind < argc ? argv[optind] : "";
+        if (strcmp(verb, "list") == 0 && optind + 1 == argc)
+                return target_list(a.config);
+        if (strcmp(verb, "format") != 0 || optind + 2 != argc) {
+                log_error("expected 'blkvault target format DEVICE --name=NAME' or 'blkvault target list' "
+                          "(see 'blkvault target --help')");
+                return EXIT_USAGE;
+        }
+        a.device = argv[optind + 1];
+        if (!a.name) {
+                log_error("target format needs --name=NAME");
+                return EXIT_USAGE;
+        }
+        if (strcmp(a.fs, "ext4") != 0 && strcmp(a.fs, "xfs") != 0 && strcmp(a.fs, "btrfs") != 0) {
+                log_error("unknown filesystem '%s' (ext4, xfs or btrfs)", a.fs);
+                return EXIT_USAGE;
+        }
+        if (strspn(a.name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(a.name) ||
+            !a.name[0] || a.name[0] == '.' || a.name[0] == '-' || strlen(a.name) > BV_CONF_NAME_MAX) {
+                log_error("invalid target name '%s' (letters, digits, '.', '_' and '-', at most %d)", a.name,
+                          BV_CONF_NAME_MAX);
+                return EXIT_USAGE;
+        }
+        return target_format(&a);
+}
