@@ -10,15 +10,21 @@
 
 #include "cli.h"
 #include "drive.h"
+#include "run.h"
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
 
 static const char usage_text[] =
         "Usage: blkvault target format DEVICE --name=NAME [--fs=ext4|xfs|btrfs] [--no-luks] [--yes]\n"
+        "       blkvault target run DEVICE|NAME\n"
         "       blkvault target list\n\n"
         "format: register DEVICE as the backup drive NAME: a LUKS2 container (argon2id) opened by a\n"
         "new random key file (KEY-DIR/NAME.key, mode 0400), a filesystem, a repository sealed with\n"
         "the same key file, and the drive's [target NAME] section in conf.d/50-target-NAME.conf.\n"
         "A device that is in use is refused; one that holds a filesystem, a LUKS container or a\n"
         "partition table is refused unless --yes.\n"
+        "run: back up every job of a registered drive to it and verify what was written, then unmount\n"
+        "and lock it (a drive that is not registered is ignored, exit 0).\n"
         "list: the registered drives.\n\n"
         "  --name=NAME              the target's name (letters, digits, '.', '_', '-')\n"
         "  --fs=TYPE                ext4 (default), xfs or btrfs\n"
@@ -26,10 +32,11 @@ static const char usage_text[] =
         "  --yes                    destroy what is on DEVICE\n"
         "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
+        "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
         "  -h, --help\n";
 
 typedef struct FormatArgs {
-        const char *device, *name, *fs, *key_dir, *config;
+        const char *device, *name, *fs, *key_dir, *config, *run_dir;
         bool luks, yes;
 } FormatArgs;
 
@@ -169,6 +176,87 @@ static int target_format(const FormatArgs *a)
         return EXIT_OK;
 }
 
+/* "safe to unplug" (or what failed) to the journal with structured fields, sd_notify and stdout. */
+#define BV_MESSAGE_ID_TARGET_RUN "MESSAGE_ID=3f1c9a0e6b2d4c5e8a7f01b2c3d4e5f6"
+
+static int report_run(const BvTargetRun *run)
+{
+        const BvConfTarget *t = run->target;
+        char b[32], line[512];
+        const char *result = run->result < 0 ? "failed" : run->n_failed > 0 ? "partial" : "ok";
+
+        for (size_t i = 0; i < run->n_jobs; i++) {
+                const BvTargetRunJob *j = &run->jobs[i];
+                if (j->result < 0)
+                        fprintf(stderr, "error: target %s: job %s: %s failed: %s\n", t->name, j->job->name, j->step,
+                                strerror(-j->result));
+                else
+                        printf("job %s: snapshot %.8s, %s new, verified\n", j->job->name, j->snapshot_id,
+                               format_bytes(j->bytes_new, b));
+        }
+        if (run->prune_unavailable)
+                printf("note: retention (keep-*) is set, but pruning is not available yet: nothing was pruned\n");
+        if (run->result < 0)
+                snprintf(line, sizeof(line), "target %s: %s failed: %s", t->name, run->step, strerror(-run->result));
+        else if (t->mode == BV_TARGET_RESTORE_ONLY)
+                snprintf(line, sizeof(line), "target %s: restore-only, mounted read-only and nothing written; safe to unplug",
+                         t->name);
+        else
+                snprintf(line, sizeof(line), "target %s: %zu jobs, %zu failed, %s new; safe to unplug", t->name,
+                         run->n_jobs, run->n_failed, format_bytes(run->bytes_new, b));
+        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_TARGET_RUN, "PRIORITY=%d", run->result < 0 || run->n_failed ? 3 : 5,
+                        "TARGET=%s", t->name, "JOBS=%zu", run->n_jobs, "BYTES=%llu", (unsigned long long)run->bytes_new,
+                        "RESULT=%s", result, NULL);
+        sd_notifyf(false, "STATUS=%s", line);
+        if (run->result < 0) {
+                log_error("%s", line + 0);
+                return exit_code_for(run->result);
+        }
+        printf("%s\n", line);
+        return run->n_failed > 0 ? EXIT_ERROR : EXIT_OK;
+}
+
+static int target_run(const FormatArgs *a, const char *what)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        _cleanup_free_ char *found = NULL;
+        const BvConfTarget *t;
+        const char *dev = what;
+
+        int ec = load_config(a->config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        if (what[0] == '/') {
+                BvDriveProbe pr;
+                int r = bv_drive_probe(what, &pr);
+                if (r < 0)
+                        return log_error_errno(r, "cannot probe '%s'", what);
+                t = pr.uuid[0] ? bv_conf_target_by_uuid(conf, pr.uuid) : NULL;
+                if (!t) {
+                        printf("debug: '%s' (UUID %s) is not a registered target, ignoring\n", what,
+                               pr.uuid[0] ? pr.uuid : "none");
+                        return EXIT_OK;
+                }
+        } else {
+                t = bv_conf_target_by_name(conf, what);
+                if (!t) {
+                        log_error("no target '%s' in the configuration (see 'blkvault target list')", what);
+                        return EXIT_ERROR;
+                }
+                if (bv_drive_find_by_uuid(t->uuid, &found) < 0) {
+                        log_error("target '%s' (UUID %s) is not attached", t->name, t->uuid);
+                        return EXIT_ERROR;
+                }
+                dev = found;
+        }
+        BvTargetRun run;
+        sd_notifyf(false, "STATUS=target %s: running", t->name);
+        bv_target_run_drive(conf, t, dev, a->run_dir, &run);
+        ec = report_run(&run);
+        bv_target_run_done(&run);
+        return ec;
+}
+
 static int target_list(const char *config)
 {
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
@@ -192,7 +280,7 @@ int cmd_target(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },     { "name", required_argument, NULL, 'n' },
                 { "fs", required_argument, NULL, 'f' }, { "no-luks", no_argument, NULL, 'L' },
                 { "yes", no_argument, NULL, 'y' },      { "key-dir", required_argument, NULL, 'k' },
-                { "config", required_argument, NULL, 'c' }, {},
+                { "config", required_argument, NULL, 'c' }, { "run-dir", required_argument, NULL, 'R' }, {},
         };
         FormatArgs a = { .fs = "ext4", .key_dir = BV_KEY_DIR, .luks = true };
         int c;
@@ -219,6 +307,9 @@ int cmd_target(int argc, char **argv)
                 case 'c':
                         a.config = optarg;
                         break;
+                case 'R':
+                        a.run_dir = optarg;
+                        break;
                 default:
                         return EXIT_USAGE;
                 }
@@ -226,8 +317,11 @@ int cmd_target(int argc, char **argv)
         const char *verb = optind < argc ? argv[optind] : "";
         if (strcmp(verb, "list") == 0 && optind + 1 == argc)
                 return target_list(a.config);
+        if (strcmp(verb, "run") == 0 && optind + 2 == argc)
+                return target_run(&a, argv[optind + 1]);
         if (strcmp(verb, "format") != 0 || optind + 2 != argc) {
-                log_error("expected 'blkvault target format DEVICE --name=NAME' or 'blkvault target list' "
+                log_error("expected 'blkvault target format DEVICE --name=NAME', 'target run DEVICE|NAME' or "
+                          "'target list' "
                           "(see 'blkvault target --help')");
                 return EXIT_USAGE;
         }

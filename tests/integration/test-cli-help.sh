@@ -32,4 +32,4 @@ expect_fail 2 "is not a directory" bv mount "$T/r" latest "$T/file"
 expect_fail 5 "'/' is already a mountpoint" bv mount "$T/r" latest /
 expect_fail 2 "expected one argument: MOUNTPOINT" bv umount
 echo "ok"
-expect_fail 2 "^error: expected 'blkvault target format DEVICE --name=NAME' or 'blkvault target list' (see 'blkvault target --help')$" bv target run /dev/null
+expect_fail 2 "^error: expected 'blkvault target format DEVICE --name=NAME', 'target run DEVICE|NAME' or 'target list' (see 'blkvault target --help')$" bv target eject /dev/null

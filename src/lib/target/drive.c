@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <blkid.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libcryptsetup.h>
@@ -68,9 +69,18 @@ static void copy_value(blkid_probe pr, const char *name, char *dst, size_t size)
 
 int bv_drive_probe(const char *dev, BvDriveProbe *ret)
 {
-        blkid_probe pr = blkid_new_probe_from_filename(dev);
+        _cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        /* mkfs.xfs writes with O_DIRECT: drop cached pages of the device read before it ran */
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        blkid_probe pr = blkid_new_probe();
         if (!pr)
-                return errno > 0 ? -errno : -EIO;
+                return -ENOMEM;
+        if (blkid_probe_set_device(pr, fd, 0, 0) < 0) {
+                blkid_free_probe(pr);
+                return -EIO;
+        }
         blkid_probe_enable_superblocks(pr, 1);
         blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_UUID);
         blkid_probe_enable_partitions(pr, 1);
@@ -90,15 +100,26 @@ int bv_drive_probe(const char *dev, BvDriveProbe *ret)
 
 int bv_drive_find_by_uuid(const char *uuid, char **ret_dev)
 {
-        blkid_cache cache = NULL;
-        if (blkid_get_cache(&cache, "/dev/null") < 0)
-                return -ENOMEM;
-        char *dev = blkid_evaluate_tag("UUID", uuid, &cache);
-        blkid_put_cache(cache);
-        if (!dev)
-                return -ENODEV;
-        *ret_dev = dev;
-        return 0;
+        DIR *d = opendir("/sys/class/block");
+        if (!d)
+                return -errno;
+        int r = -ENODEV;
+        for (struct dirent *e; r == -ENODEV && (e = readdir(d));) {
+                char dev[300], size_path[300], size[32] = "";
+                BvDriveProbe pr;
+                if (e->d_name[0] == '.')
+                        continue;
+                /* a loop device with nothing attached has size 0 */
+                snprintf(size_path, sizeof(size_path), "/sys/class/block/%s/size", e->d_name);
+                _cleanup_close_ int fd = open(size_path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 || read(fd, size, sizeof(size) - 1) <= 0 || strtoull(size, NULL, 10) == 0)
+                        continue;
+                snprintf(dev, sizeof(dev), "/dev/%s", e->d_name);
+                if (bv_drive_probe(dev, &pr) >= 0 && strcasecmp(pr.uuid, uuid) == 0)
+                        r = (*ret_dev = strdup(dev)) ? 0 : -ENOMEM;
+        }
+        closedir(d);
+        return r;
 }
 
 int bv_drive_open_exclusive(const char *dev)

@@ -27,8 +27,9 @@ typedef struct BvDriveProbe {
 
 /* What libblkid finds on dev: a filesystem, a LUKS container, a partition table. */
 int bv_drive_probe(const char *dev, BvDriveProbe *ret);
-/* The device that holds a filesystem or container with this UUID (libblkid: udev's links where
- * they exist, else a probe of the block devices); -ENODEV when none is attached. */
+/* The block device that holds a filesystem or container with this UUID (each block device in
+ * /sys/class/block probed with libblkid: udev's by-uuid links may not exist); -ENODEV when none
+ * is attached. */
 int bv_drive_find_by_uuid(const char *uuid, char **ret_dev);
 /* Opens dev exclusively (O_EXCL): -EBUSY when it is mounted or held by another device. */
 int bv_drive_open_exclusive(const char *dev);
