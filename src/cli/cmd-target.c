@@ -179,7 +179,7 @@ static int target_format(const FormatArgs *a)
 /* "safe to unplug" (or what failed) to the journal with structured fields, sd_notify and stdout. */
 #define BV_MESSAGE_ID_TARGET_RUN "MESSAGE_ID=3f1c9a0e6b2d4c5e8a7f01b2c3d4e5f6"
 
-static int report_run(const BvTargetRun *run)
+int report_run(const BvTargetRun *run)
 {
         const BvConfTarget *t = run->target;
         char b[32], line[512];
@@ -251,7 +251,7 @@ static int target_run(const FormatArgs *a, const char *what)
         }
         BvTargetRun run;
         sd_notifyf(false, "STATUS=target %s: running", t->name);
-        bv_target_run_drive(conf, t, dev, a->run_dir, &run);
+        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &run);
         ec = report_run(&run);
         bv_target_run_done(&run);
         return ec;

@@ -21,6 +21,7 @@ static const struct {
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
         { "target", cmd_target, "register a backup drive (target format), list them (target list)" },
+        { "job", cmd_job, "run a configured job on every attached target it names (job run)" },
         { "config", cmd_config, "check the appliance's configuration (config check)" },
 };
 

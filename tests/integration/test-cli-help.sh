@@ -5,7 +5,7 @@
 
 bv --help | grep '^Usage: blkvault COMMAND' >/dev/null || die "top-level --help"
 bv --version | grep '^blkvault ' >/dev/null || die "--version"
-for cmd in init backup list restore verify info key serve mount umount config target; do
+for cmd in init backup list restore verify info key serve mount umount config target job; do
     out=$(bv "$cmd" --help) || die "$cmd --help exited non-zero"
     echo "$out" | grep "^Usage: blkvault $cmd" >/dev/null || die "$cmd --help does not show its usage"
 done

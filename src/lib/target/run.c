@@ -61,7 +61,8 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
                 rj->step = "verify", rj->result = r;
 }
 
-static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, BvTargetRun *run)
+static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, const char *only_job,
+                    BvTargetRun *run)
 {
         _cleanup_free_ char *repo_path = NULL;
         if (asprintf(&repo_path, "%s/%s", mnt, t->repository) < 0)
@@ -70,7 +71,7 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, B
         if (!run->jobs)
                 return -ENOMEM;
         for (size_t i = 0; i < c->n_jobs; i++) {
-                if (!bv_conf_job_wants(&c->jobs[i], t->name))
+                if (!bv_conf_job_wants(&c->jobs[i], t->name) || (only_job && strcmp(c->jobs[i].name, only_job) != 0))
                         continue;
                 BvTargetRunJob *rj = &run->jobs[run->n_jobs++];
                 rj->job = &c->jobs[i];
@@ -84,7 +85,7 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, B
 
 /* Mounted: the jobs (none for a restore-only drive), then the unmount. */
 static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsdev, const char *mnt,
-                       BvTargetRun *run)
+                       const char *only_job, BvTargetRun *run)
 {
         BvDriveProbe pr;
         bool ro = t->mode == BV_TARGET_RESTORE_ONLY;
@@ -100,15 +101,15 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
                 rmdir(mnt);
                 return run->step = "mount", r;
         }
-        r = ro ? 0 : run_jobs(c, t, mnt, run);
+        r = ro ? 0 : run_jobs(c, t, mnt, only_job, run);
         if (umount2(mnt, 0) < 0 && r >= 0)
                 r = -errno, run->step = "unmount";
         rmdir(mnt);
         return r;
 }
 
-int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *run_dir,
-                        BvTargetRun *ret)
+int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
+                        const char *run_dir, BvTargetRun *ret)
 {
         _cleanup_free_ char *lock = NULL, *mnt = NULL, *mapname = NULL;
         char mapper[256];
@@ -130,7 +131,7 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
                         return ret->step = "unlock", ret->result = r;
                 fsdev = mapper;
         }
-        int r = run_mounted(c, t, fsdev, mnt, ret);
+        int r = run_mounted(c, t, fsdev, mnt, only_job, ret);
         if (t->luks) {
                 int q = bv_luks_close(mapname);
                 if (q < 0 && r >= 0)

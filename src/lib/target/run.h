@@ -35,8 +35,9 @@ typedef struct BvTargetRun {
         bool prune_unavailable; /* a job has keep-* but this build has no prune yet */
 } BvTargetRun;
 
-/* Runs target t (attached as dev); run_dir holds the lock and the mountpoints (NULL:
- * BV_RUN_DIR). Fills *ret (free with bv_target_run_done); returns ret->result. */
-int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *run_dir,
-                        BvTargetRun *ret);
+/* Runs target t (attached as dev): every job that wants it, or only the job named only_job;
+ * run_dir holds the lock and the mountpoints (NULL: BV_RUN_DIR). Fills *ret (free with
+ * bv_target_run_done); returns ret->result. */
+int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
+                        const char *run_dir, BvTargetRun *ret);
 void bv_target_run_done(BvTargetRun *run);
