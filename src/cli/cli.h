@@ -152,6 +152,7 @@ int cmd_umount(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_target(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+int cmd_generator(int argc, char **argv);
 
 /* Reports a target run (cmd-target.c): the jobs, the summary line with "safe to unplug", the
  * journal entry and sd_notify STATUS. Returns the exit code. */

@@ -37,6 +37,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+        const char *base = strrchr(argv[0], '/');
+        if (strcmp(base ? base + 1 : argv[0], "blkvault-generator") == 0)
+                return cmd_generator(argc, argv);
         if (argc < 2) {
                 usage(stderr);
                 return EXIT_USAGE;

@@ -51,3 +51,27 @@ udevadm test --action=add "/sys/class/block/${raw#/dev/}" >"$T/raw.out" 2>&1 || 
 # the service of an unregistered drive: exit 0 at once, one line
 out=$(bv target run "$fs" --config="$T/none.conf")
 assert_eq "$out" "debug: '$fs' (UUID $uuid) is not a registered target, ignoring"
+
+# the generator: a timer per scheduled job, wanted by timers.target, that verifies with its
+# service; a configuration with mistakes makes none
+ln -s "$BLKVAULT" "$T/blkvault-generator"
+cat > "$T/gen.conf" <<'EOF'
+[job vm1]
+source = /dev/vg0/vm1
+schedule = Mon..Fri *-*-* 02:30:00
+[job adhoc]
+source = /srv/img
+EOF
+mkdir -p "$T/gen" "$T/gen-bad"
+BLKVAULT_CONFIG=$T/gen.conf "$T/blkvault-generator" "$T/gen" "$T/gen-early" "$T/gen-late"
+assert_eq "$(cd "$T/gen" && find . | sort | tr '\n' ' ')" ". ./blkvault-job@vm1.timer ./timers.target.wants ./timers.target.wants/blkvault-job@vm1.timer " "generated files"
+assert_eq "$(readlink "$T/gen/timers.target.wants/blkvault-job@vm1.timer")" "../blkvault-job@vm1.timer"
+grep -qx "OnCalendar=Mon..Fri \*-\*-\* 02:30:00" "$T/gen/blkvault-job@vm1.timer" || die "timer schedule"
+cp "$T/gen/blkvault-job@vm1.timer" "$T/units/"
+rc=0
+(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-job@vm1.timer") >"$T/verify.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify of the generated timer complained"; }
+printf '[job x]\nschedule = daily\n' > "$T/gen-bad.conf"
+BLKVAULT_CONFIG=$T/gen-bad.conf "$T/blkvault-generator" "$T/gen-bad" "$T/e" "$T/l" 2>"$T/gen.err"
+assert_eq "$(cat "$T/gen.err")" "blkvault-generator: $T/gen-bad.conf:1: [job x] has no source (set source = PATH or command = COMMAND)"
+assert_eq "$(ls -A "$T/gen-bad")" "" "timers made from a configuration with mistakes"
