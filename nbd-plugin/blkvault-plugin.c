@@ -41,7 +41,7 @@
 #include "image.h"
 #include "macro.h"
 #include "repo.h"
-#include "secmem.h"
+#include "passphrase.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -149,45 +149,36 @@ static int blkvault_config_complete(void)
         "workers=<N>           threads decoding at once (default twice the CPUs)."
 
 /* The passphrase: from the file or the pipe (one trailing newline dropped), or the environment. */
-static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
+static int load_secret(BvSecret *secret)
 {
+        char *pass = NULL;
+        int r;
+
         *secret = (BvSecret){ .key_file = key_file };
-        *ret_buffer = NULL;
         if (key_file)
                 return 0;
-        const char *env = getenv("BLKVAULT_PASSPHRASE");
-        char *buf;
-        size_t len;
-        if (passphrase_file || passphrase_fd >= 0) {
-                int r = passphrase_file ? bv_read_secret_file(AT_FDCWD, passphrase_file, 4096, 0, true,
-                                                              (void **)&buf, &len, ret_size)
-                                        : bv_read_secret_fd(passphrase_fd, 4096, true, (void **)&buf, &len,
-                                                            ret_size);
+        if (passphrase_file)
+                r = bv_passphrase_from_file(passphrase_file, &pass);
+        else if (passphrase_fd >= 0) {
+                r = bv_passphrase_from_fd(passphrase_fd, &pass);
                 /* read once: the pipe is empty now */
                 passphrase_fd = safe_close(passphrase_fd);
-                if (r == -ENOMEM) {
-                        nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
-                        return -1;
-                }
-                if (r < 0 && passphrase_file)
-                        nbdkit_error("cannot read passphrase file '%s': %s", passphrase_file, strerror(-r));
-                else if (r < 0)
-                        nbdkit_error("cannot read the passphrase from passphrase-fd=: %s", strerror(-r));
-                if (r < 0)
-                        return -1;
-        } else if (env) {
-                len = strlen(env);
-                buf = bv_secure_alloc(len + 1);
-                if (!buf) {
-                        nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
-                        return -1;
-                }
-                memcpy(buf, env, len + 1);
-                *ret_size = len + 1;
-        } else
-                return 0;
-        secret->passphrase = buf;
-        *ret_buffer = buf;
+        } else {
+                r = bv_passphrase_from_env("BLKVAULT_PASSPHRASE", &pass);
+                if (r == -ENOENT)
+                        return 0;
+        }
+        if (r == -ENOMEM)
+                nbdkit_error("cannot allocate locked memory for the passphrase: %s", strerror(ENOMEM));
+        else if (r < 0 && passphrase_file)
+                nbdkit_error("cannot read passphrase file '%s': %s", passphrase_file, strerror(-r));
+        else if (r == -E2BIG)
+                nbdkit_error("the passphrase in $BLKVAULT_PASSPHRASE is longer than %d bytes", BV_PASSPHRASE_MAX);
+        else if (r < 0)
+                nbdkit_error("cannot read the passphrase from passphrase-fd=: %s", strerror(-r));
+        if (r < 0)
+                return -1;
+        secret->passphrase = pass;
         return 0;
 }
 
@@ -195,15 +186,13 @@ static int load_secret(BvSecret *secret, char **ret_buffer, size_t *ret_size)
 static int blkvault_after_fork(void)
 {
         BvSecret secret;
-        char *buf;
-        size_t size = 0;
         const BvSnapshot *snap;
         int r;
 
-        if (load_secret(&secret, &buf, &size) < 0)
+        if (load_secret(&secret) < 0)
                 return -1;
         r = bv_repo_open(repo_path, &secret, BV_OPEN_READ, &repo);
-        bv_secure_free(buf, size);
+        bv_passphrase_free((char *)secret.passphrase);
         if (r == -ENOKEY) {
                 nbdkit_error("cannot open repository '%s': wrong or missing passphrase or key", repo_path);
                 return -1;

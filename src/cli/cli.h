@@ -12,10 +12,10 @@
 
 #include "backup.h"
 #include "conf.h"
+#include "json-util.h"
 #include "macro.h"
 #include "repo.h"
 
-struct json_object;
 
 /* Exit codes (documented in blkvault(1)). */
 enum {
@@ -38,6 +38,8 @@ int exit_code_for(int r);
 typedef struct SecretArgs {
         const char *passphrase_file;
         const char *key_file;
+        const char *passphrase_fd;      /* a number, parsed when the secret is read */
+        const char *passphrase_command; /* run with /bin/sh -c; its stdout is the passphrase */
         /* The new secret of key change: its passphrase comes from $BLKVAULT_NEW_PASSPHRASE instead of
          * $BLKVAULT_PASSPHRASE, and its options are --new-passphrase-file and --new-key-file. */
         bool new_secret;
@@ -45,13 +47,16 @@ typedef struct SecretArgs {
 
 /* The long options every repository command accepts (append to a command's table). */
 #define SECRET_OPTIONS                                                                                     \
-        { "passphrase-file", required_argument, NULL, 'P' }, { "key-file", required_argument, NULL, 'K' }
+        { "passphrase-file", required_argument, NULL, 'P' }, { "key-file", required_argument, NULL, 'K' },       \
+        { "passphrase-fd", required_argument, NULL, 'F' },                                                 \
+        { "passphrase-command", required_argument, NULL, 'C' }
 
-/* Handles 'P' and 'K'; returns true if the option was one of them. */
+/* Handles 'P', 'K', 'F' and 'C'; returns true if the option was one of them. */
 bool secret_args_parse(SecretArgs *s, int opt, const char *arg);
 
 /* Builds a BvSecret for a repository: none for unencrypted ones, otherwise --key-file,
- * --passphrase-file, $BLKVAULT_PASSPHRASE (see new_secret) or (on a terminal) a prompt. confirm: ask twice
+ * --passphrase-file, --passphrase-fd, --passphrase-command, $BLKVAULT_PASSPHRASE (see new_secret) or
+ * (on a terminal) a prompt. confirm: ask twice
  * (for init). The passphrase buffer is wiped by secret_done. */
 int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret);
 void secret_done(BvSecret *s);
@@ -130,6 +135,13 @@ const char *format_bytes(uint64_t n, char buf[32]);
 
 /* Prints a JSON value to stdout, pretty when stdout is a terminal. */
 void json_print(struct json_object *o);
+
+/* json-out.c: a snapshot as list and backup print it (NULL: out of memory); o[old] = o[new]
+ * for each (old, new) pair of names where o has new; o[key] = from[key] for each member of
+ * from. 0 or -ENOMEM. */
+struct json_object *json_snapshot(const BvSnapshot *s);
+int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n);
+int json_add_members(struct json_object *o, struct json_object *from);
 
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);

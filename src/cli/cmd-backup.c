@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "macro.h"
+#include "snapshot-json.h"
 
 static const char usage_text[] =
         "Usage: blkvault backup REPO SOURCE [OPTIONS]\n\n"
@@ -16,28 +17,49 @@ static const char usage_text[] =
         "  --no-direct              read through the page cache instead of O_DIRECT\n"
         "  --wait                   wait for another writer instead of failing\n"
         "  -q, --quiet              no progress line\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
-static struct json_object *stats_json(const BvBackupStats *s, const char *name)
+/* The new snapshot, its stats nested as list prints them, and how the source was read. Until
+ * 0.3 the stats are also repeated at the top level, where earlier releases printed them. */
+static struct json_object *backup_json(const BvBackupStats *s, const char *name)
 {
-        struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "snapshot", json_object_new_string(s->snapshot_id));
-        json_object_object_add(o, "name", json_object_new_string(name));
-        json_object_object_add(o, "size", json_object_new_uint64(s->size));
-        json_object_object_add(o, "bytes_read", json_object_new_uint64(s->bytes_read));
-        json_object_object_add(o, "bytes_zero", json_object_new_uint64(s->bytes_zero));
-        json_object_object_add(o, "bytes_hole", json_object_new_uint64(s->bytes_hole));
-        json_object_object_add(o, "bytes_data", json_object_new_uint64(s->bytes_data));
-        json_object_object_add(o, "bytes_new", json_object_new_uint64(s->bytes_new));
-        json_object_object_add(o, "bytes_stored", json_object_new_uint64(s->bytes_stored));
-        json_object_object_add(o, "chunks", json_object_new_uint64(s->chunks));
-        json_object_object_add(o, "chunks_new", json_object_new_uint64(s->chunks_new));
-        json_object_object_add(o, "packs", json_object_new_uint64(s->packs));
-        json_object_object_add(o, "seconds", json_object_new_double(s->seconds));
-        json_object_object_add(o, "io", json_object_new_string(s->used_uring ? "io_uring" : "pread"));
-        json_object_object_add(o, "direct", json_object_new_boolean(s->used_direct));
-        return o;
+        _cleanup_(json_object_putp) struct json_object *stats = bv_snapshot_stats_json(&s->counts);
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+
+        if (!stats)
+                return NULL;
+        o = BV_JSON_OBJECT({ "snapshot", json_object_new_string(s->snapshot_id) },
+                           { "name", json_object_new_string(name) },
+                           { "size", json_object_new_uint64(s->size) },
+                           { "stats", json_object_get(stats) },
+                           { "io", json_object_new_string(s->used_uring ? "io_uring" : "pread") },
+                           { "direct", json_object_new_boolean(s->used_direct) });
+        if (!o || json_add_members(o, stats) < 0)
+                return NULL;
+        return TAKE_PTR(o);
+}
+
+/* The result line, or the JSON document with --json. */
+static int backup_report(const BvBackupStats *stats, const char *name, const char *source, bool json)
+{
+        const char *base = strrchr(source, '/');
+
+        if (!name)
+                name = strcmp(source, "-") == 0 ? "stdin" : base ? base + 1 : source;
+        if (json) {
+                _cleanup_(json_object_putp) struct json_object *o = backup_json(stats, name);
+                if (!o)
+                        return log_error_errno(-ENOMEM, "cannot print the result");
+                json_print(o);
+        } else {
+                char a[32], b[32], d[32], e[32];
+                log_info("snapshot %.8s: %s image, %s data, %s new, %s stored, in %.1f s", stats->snapshot_id,
+                         format_bytes(stats->size, a), format_bytes(stats->counts.bytes_data, b),
+                         format_bytes(stats->counts.bytes_new, d), format_bytes(stats->counts.bytes_stored, e),
+                         stats->counts.seconds);
+        }
+        return EXIT_OK;
 }
 
 int cmd_backup(int argc, char **argv)
@@ -104,7 +126,11 @@ int cmd_backup(int argc, char **argv)
         opts.progress_userdata = &progress;
 
         BvBackupStats stats = {};
-        r = bv_backup(repo, source, &opts, &stats);
+        BvSource *src = NULL;
+        r = bv_source_open(source, &opts.source, &src);
+        if (r >= 0)
+                r = bv_backup(repo, src, &opts, &stats);
+        bv_source_free(src);
         progress_done(&progress);
         if (r < 0) {
                 if (r == -ENOSPC)
@@ -115,17 +141,5 @@ int cmd_backup(int argc, char **argv)
         if (!stats.used_uring && !json)
                 log_info("note: io_uring is unavailable, read with pread");
 
-        const char *base = strrchr(source, '/');
-        const char *name = opts.name ? opts.name : strcmp(source, "-") == 0 ? "stdin" : base ? base + 1 : source;
-        if (json) {
-                struct json_object *o = stats_json(&stats, name);
-                json_print(o);
-                json_object_put(o);
-        } else {
-                char a[32], b[32], d[32], e[32];
-                log_info("snapshot %.8s: %s image, %s data, %s new, %s stored, in %.1f s", stats.snapshot_id,
-                         format_bytes(stats.size, a), format_bytes(stats.bytes_data, b),
-                         format_bytes(stats.bytes_new, d), format_bytes(stats.bytes_stored, e), stats.seconds);
-        }
-        return EXIT_OK;
+        return backup_report(&stats, opts.name, source, json);
 }

@@ -4,12 +4,13 @@
 
 #include "cli.h"
 #include "info.h"
+#include "snapshot-json.h"
 
 static const char usage_text[] =
         "Usage: blkvault info REPO [OPTIONS]\n\n"
         "Show the repository's configuration, sizes, deduplication and compression.\n\n"
         "  --json                   print as JSON\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 int cmd_info(int argc, char **argv)
@@ -32,35 +33,41 @@ int cmd_info(int argc, char **argv)
         if (r < 0)
                 return log_error_errno(r, "cannot collect information on '%s'", path);
         if (json) {
-                struct json_object *o = json_object_new_object();
-                json_object_object_add(o, "id", json_object_new_string(bv_repo_id_hex(repo)));
-                json_object_object_add(o, "encryption", json_object_new_string(bv_cipher_name(cfg->cipher)));
-                json_object_object_add(o, "chunker", json_object_new_string(bv_chunker_kind_name(cfg->chunker)));
-                json_object_object_add(o, "chunk_min", json_object_new_uint64(cfg->chunk_min));
-                json_object_object_add(o, "chunk_avg", json_object_new_uint64(cfg->chunk_avg));
-                json_object_object_add(o, "chunk_max", json_object_new_uint64(cfg->chunk_max));
-                json_object_object_add(o, "compression_level", json_object_new_int(cfg->zstd_level));
-                json_object_object_add(o, "snapshots", json_object_new_uint64(info.snapshots));
-                json_object_object_add(o, "logical_bytes", json_object_new_uint64(info.logical_bytes));
-                json_object_object_add(o, "data_bytes", json_object_new_uint64(info.data_bytes));
-                json_object_object_add(o, "unique_bytes", json_object_new_uint64(info.unique_raw));
-                json_object_object_add(o, "stored_bytes", json_object_new_uint64(info.stored_bytes));
-                json_object_object_add(o, "chunks", json_object_new_uint64(info.chunks));
-                json_object_object_add(o, "groups", json_object_new_uint64(info.groups));
-                json_object_object_add(o, "grouped_chunks", json_object_new_uint64(info.grouped_chunks));
-                json_object_object_add(o, "packs", json_object_new_uint64(info.packs));
-                json_object_object_add(o, "index_segments", json_object_new_uint64(info.index_segments));
-                json_object_object_add(o, "index_bytes", json_object_new_uint64(info.index_bytes));
-                json_object_object_add(o, "dedup_ratio", json_object_new_double(info.dedup_ratio));
-                json_object_object_add(o, "compression_ratio", json_object_new_double(info.compression_ratio));
+                static const char *const aliases[] = { /* (old, new), until 0.3 */
+                        "id", "repository", "logical_bytes", "bytes_logical", "data_bytes", "bytes_data",
+                        "unique_bytes", "bytes_unique", "stored_bytes", "bytes_stored", "index_bytes", "bytes_index",
+                };
+                const BvChunkerParams *cp = &cfg->chunker;
+                _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
+                        { "repository", json_object_new_string(bv_repo_id_hex(repo)) },
+                        { "encryption", json_object_new_string(bv_cipher_name(cfg->cipher)) },
+                        { "chunker", bv_chunker_params_json(cp) },
+                        { "chunk_min", json_object_new_uint64(cp->min) }, /* aliases of chunker's, until 0.3 */
+                        { "chunk_avg", json_object_new_uint64(cp->avg) },
+                        { "chunk_max", json_object_new_uint64(cp->max) },
+                        { "compression_level", json_object_new_int(cfg->zstd_level) },
+                        { "snapshots", json_object_new_uint64(info.snapshots) },
+                        { "bytes_logical", json_object_new_uint64(info.logical_bytes) },
+                        { "bytes_data", json_object_new_uint64(info.data_bytes) },
+                        { "bytes_unique", json_object_new_uint64(info.unique_raw) },
+                        { "bytes_stored", json_object_new_uint64(info.stored_bytes) },
+                        { "chunks", json_object_new_uint64(info.chunks) },
+                        { "groups", json_object_new_uint64(info.groups) },
+                        { "grouped_chunks", json_object_new_uint64(info.grouped_chunks) },
+                        { "packs", json_object_new_uint64(info.packs) },
+                        { "index_segments", json_object_new_uint64(info.index_segments) },
+                        { "bytes_index", json_object_new_uint64(info.index_bytes) },
+                        { "dedup_ratio", json_object_new_double(info.dedup_ratio) },
+                        { "compression_ratio", json_object_new_double(info.compression_ratio) });
+                if (!o || json_add_aliases(o, aliases, ELEMENTSOF(aliases)) < 0)
+                        return log_error_errno(-ENOMEM, "cannot print the information");
                 json_print(o);
-                json_object_put(o);
         } else {
                 char a[32], b[32], d[32], e[32], f[32];
                 printf("repository   %s (%s)\n", bv_repo_path(repo), bv_repo_id_hex(repo));
                 printf("encryption   %s\n", bv_cipher_name(cfg->cipher));
-                printf("chunker      %s %u:%u:%u\n", bv_chunker_kind_name(cfg->chunker), cfg->chunk_min,
-                       cfg->chunk_avg, cfg->chunk_max);
+                printf("chunker      %s %u:%u:%u\n", bv_chunker_kind_name(cfg->chunker.kind), cfg->chunker.min,
+                       cfg->chunker.avg, cfg->chunker.max);
                 if (cfg->zstd_level)
                         printf("compression  zstd level %d\n", cfg->zstd_level);
                 else

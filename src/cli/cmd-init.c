@@ -42,8 +42,8 @@ static int parse_chunk_sizes(char *arg, BvRepoConfig *cfg)
         char *min = strtok(arg, ":"), *avg = strtok(NULL, ":"), *max = strtok(NULL, ":");
         if (!min || !avg || !max || strtok(NULL, ":"))
                 return -EINVAL;
-        if (parse_size(min, &cfg->chunk_min) < 0 || parse_size(avg, &cfg->chunk_avg) < 0 ||
-            parse_size(max, &cfg->chunk_max) < 0)
+        if (parse_size(min, &cfg->chunker.min) < 0 || parse_size(avg, &cfg->chunker.avg) < 0 ||
+            parse_size(max, &cfg->chunker.max) < 0)
                 return -EINVAL;
         return 0;
 }
@@ -99,7 +99,7 @@ int cmd_init(int argc, char **argv)
                         }
                         break;
                 case 'c':
-                        if (bv_chunker_kind_from_name(optarg, &cfg.chunker) < 0) {
+                        if (bv_chunker_kind_from_name(optarg, &cfg.chunker.kind) < 0) {
                                 log_error("unknown chunker '%s' (hybrid, cdc or fixed)", optarg);
                                 return EXIT_USAGE;
                         }
@@ -126,12 +126,11 @@ int cmd_init(int argc, char **argv)
         }
         const char *path = argv[optind];
 
-        BvChunkerParams params = { .kind = cfg.chunker, .min = cfg.chunk_min, .avg = cfg.chunk_avg,
-                                   .max = cfg.chunk_max };
+        BvChunkerParams params = cfg.chunker;
         if (bv_chunker_params_check(&params) < 0) {
                 log_error("invalid chunk sizes %u:%u:%u for the %s chunker (need min < avg < max, "
                           "multiples of 4 KiB for hybrid and fixed, at most 4 MiB)",
-                          cfg.chunk_min, cfg.chunk_avg, cfg.chunk_max, bv_chunker_kind_name(cfg.chunker));
+                          cfg.chunker.min, cfg.chunker.avg, cfg.chunker.max, bv_chunker_kind_name(cfg.chunker.kind));
                 return EXIT_USAGE;
         }
 
@@ -143,6 +142,6 @@ int cmd_init(int argc, char **argv)
         if (r < 0)
                 return log_error_errno(r, "cannot create repository '%s'", path);
         log_info("created %s repository '%s' (%s chunker, %s)", bv_cipher_name(cfg.cipher), path,
-                 bv_chunker_kind_name(cfg.chunker), cfg.zstd_level ? "zstd" : "no compression");
+                 bv_chunker_kind_name(cfg.chunker.kind), cfg.zstd_level ? "zstd" : "no compression");
         return EXIT_OK;
 }

@@ -11,7 +11,7 @@ static const char usage_text[] =
         "prompt; the new one from --new-passphrase-file, --new-key-file, $BLKVAULT_NEW_PASSPHRASE\n"
         "or a prompt.\n\n"
         "  --new-passphrase-file=FILE, --new-key-file=FILE\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 int cmd_key(int argc, char **argv)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 
@@ -8,41 +9,30 @@
 static const char usage_text[] =
         "Usage: blkvault list REPO [OPTIONS]\n\n"
         "List the snapshots of REPO, oldest first.\n\n"
-        "  --json       a JSON list: id, name, time, time_utc, size, source, stats\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --json       a JSON list: snapshot, name, time, time_utc, size, source, chunker, stats\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
-static const char *json_str(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-        if (!o || !json_object_object_get_ex(o, key, &v))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 /* "gpt: ext4 'root', xfs 'data'" from the probe, for the table. */
-static void describe_probe(struct json_object *source, char *buf, size_t size)
+static void describe_probe(const BvSnapshotSource *src, char *buf, size_t size)
 {
-        struct json_object *probe = NULL, *parts = NULL;
+        const BvProbe *p = &src->probe;
         size_t used = 0;
+
         buf[0] = '\0';
-        if (!source || !json_object_object_get_ex(source, "probe", &probe))
+        if (!src->probed)
                 return;
-        const char *pttype = json_str(probe, "pttype"), *fstype = json_str(probe, "fstype");
-        if (pttype)
-                used += (size_t)snprintf(buf + used, size - used, "%s:", pttype);
-        else if (fstype) {
-                const char *label = json_str(probe, "label");
-                snprintf(buf, size, "%s%s%s%s", fstype, label ? " '" : "", label ? label : "", label ? "'" : "");
+        if (p->pttype)
+                used += (size_t)snprintf(buf + used, size - used, "%s:", p->pttype);
+        else if (p->fstype) {
+                snprintf(buf, size, "%s%s%s%s", p->fstype, p->label ? " '" : "", p->label ?: "", p->label ? "'" : "");
                 return;
         }
-        if (json_object_object_get_ex(probe, "partitions", &parts) && json_object_is_type(parts, json_type_array))
-                for (size_t i = 0; i < json_object_array_length(parts) && used < size; i++) {
-                        struct json_object *p = json_object_array_get_idx(parts, i);
-                        const char *fs = json_str(p, "fstype"), *label = json_str(p, "label");
-                        used += (size_t)snprintf(buf + used, size - used, " %s%s%s%s", fs ? fs : "?",
-                                                 label ? "'" : "", label ? label : "", label ? "'" : "");
-                }
+        for (size_t i = 0; i < p->n_partitions && used < size; i++) {
+                const BvProbePartition *q = &p->partitions[i];
+                used += (size_t)snprintf(buf + used, size - used, " %s%s%s%s", q->fstype ?: "?", q->label ? "'" : "",
+                                         q->label ?: "", q->label ? "'" : "");
+        }
 }
 
 int cmd_list(int argc, char **argv)
@@ -66,23 +56,17 @@ int cmd_list(int argc, char **argv)
                 return log_error_errno(r, "cannot read the snapshots of '%s'", path);
 
         if (json) {
-                struct json_object *arr = json_object_new_array();
+                _cleanup_(json_object_putp) struct json_object *arr = json_object_new_array();
+                if (!arr)
+                        return log_error_errno(-ENOMEM, "cannot list '%s'", path);
                 for (size_t i = 0; i < n; i++) {
-                        const BvSnapshot *s = list[i];
-                        char when[32];
-                        struct json_object *o = json_object_new_object();
-                        bv_format_time_utc(s->time, when);
-                        json_object_object_add(o, "id", json_object_new_string(s->id));
-                        json_object_object_add(o, "name", json_object_new_string(s->name ? s->name : ""));
-                        json_object_object_add(o, "time", json_object_new_uint64(s->time));
-                        json_object_object_add(o, "time_utc", json_object_new_string(when));
-                        json_object_object_add(o, "size", json_object_new_uint64(s->size));
-                        json_object_object_add(o, "source", json_object_get(s->source));
-                        json_object_object_add(o, "stats", json_object_get(s->stats));
-                        json_object_array_add(arr, o);
+                        struct json_object *o = json_snapshot(list[i]);
+                        if (!o || json_object_array_add(arr, o) < 0) {
+                                json_object_put(o);
+                                return log_error_errno(-ENOMEM, "cannot list '%s'", path);
+                        }
                 }
                 json_print(arr);
-                json_object_put(arr);
         } else {
                 if (n > 0)
                         printf("%-8s  %-20s  %10s  %-24s %s\n", "ID", "TIME (UTC)", "SIZE", "NAME", "CONTENT");
@@ -90,7 +74,7 @@ int cmd_list(int argc, char **argv)
                         const BvSnapshot *s = list[i];
                         char when[32], size[32], content[256];
                         bv_format_time_utc(s->time, when);
-                        describe_probe(s->source, content, sizeof(content));
+                        describe_probe(&s->source, content, sizeof(content));
                         printf("%-8.8s  %-20s  %10s  %-24s %s\n", s->id, when, format_bytes(s->size, size),
                                s->name ? s->name : "", content);
                 }

@@ -17,16 +17,12 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <linux/loop.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +31,8 @@
 #include "fileio.h"
 #include "json-util.h"
 #include "macro.h"
+#include "mounts.h"
+#include "process.h"
 #include "source.h"
 
 #define STATE_ROOT "/run/blkvault/mounts"
@@ -59,12 +57,6 @@ typedef struct MountState {
 
 static const char *const state_files[] = { "state.json", "nbd.sock",   "nbdkit.pid",
                                            "nbdkit.log", "nbdfuse.pid", "nbdfuse.log" };
-
-static void sleep_ms(unsigned ms)
-{
-        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-        nanosleep(&ts, NULL);
-}
 
 /* Copies src into dst, cut to size (the fields hold paths the kernel limits anyway). */
 static void copy_str(char *dst, size_t size, const char *src)
@@ -109,7 +101,6 @@ static int json_add_string(struct json_object *o, const char *key, const char *v
         return value[0] ? bv_json_add(o, key, json_object_new_string(value)) : 0;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put)
 
 static int state_save(const MountState *s)
 {
@@ -180,187 +171,6 @@ static int state_load(MountState *s)
         return 0;
 }
 
-/* Processes: spawned with stdin and stdout on /dev/null and stderr into log (or ours). */
-static pid_t spawn(char *const argv[], const char *log, bool detach)
-{
-        int logfd = -EBADF;
-        if (log) {
-                logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-                if (logfd < 0)
-                        return -errno;
-        }
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                safe_close(logfd);
-                return r;
-        }
-        if (pid == 0) {
-                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (null >= 0) {
-                        dup2(null, STDIN_FILENO);
-                        if (detach)
-                                dup2(null, STDOUT_FILENO);
-                }
-                if (logfd >= 0)
-                        dup2(logfd, STDERR_FILENO);
-                if (detach)
-                        setsid();
-                execvp(argv[0], argv);
-                fprintf(stderr, "error: cannot run %s: %s\n", argv[0], strerror(errno));
-                _exit(127);
-        }
-        safe_close(logfd);
-        return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-/* Runs argv to completion; its stdout goes into out (NUL-terminated, trailing newline cut) if
- * given. Returns the exit status, or -errno when it could not run. */
-static int run(char *const argv[], char *out, size_t out_size)
-{
-        int pipefd[2] = { -EBADF, -EBADF };
-        if (out && pipe2(pipefd, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int r = -errno;
-                safe_close(pipefd[0]);
-                safe_close(pipefd[1]);
-                return r;
-        }
-        if (pid == 0) {
-                if (out)
-                        dup2(pipefd[1], STDOUT_FILENO);
-                execvp(argv[0], argv);
-                fprintf(stderr, "error: cannot run %s: %s\n", argv[0], strerror(errno));
-                _exit(127);
-        }
-        if (out) {
-                safe_close(pipefd[1]);
-                ssize_t n = bv_read_all(pipefd[0], out, out_size - 1);
-                safe_close(pipefd[0]);
-                out[n > 0 ? n : 0] = '\0';
-                out[strcspn(out, "\n")] = '\0';
-        }
-        return wait_exit(pid);
-}
-
-static bool have_command(const char *name)
-{
-        const char *path = getenv("PATH");
-        char buf[PATH_MAX];
-        if (!path)
-                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-        for (const char *p = path; *p;) {
-                size_t n = strcspn(p, ":");
-                snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, name);
-                if (n > 0 && access(buf, X_OK) == 0)
-                        return true;
-                p += n + (p[n] == ':');
-        }
-        return false;
-}
-
-/* Is pid alive and running the program comm (so a recycled pid is never signalled)? */
-static bool process_is(pid_t pid, const char *comm)
-{
-        char path[64], buf[64] = "";
-        if (pid <= 0)
-                return false;
-        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || bv_read_all(fd, buf, sizeof(buf) - 1) <= 0)
-                return false;
-        if (strncmp(buf, comm, strlen(comm)) != 0)
-                return false;
-        /* a zombie child of ours counts as gone */
-        (void)waitpid(pid, NULL, WNOHANG);
-        return kill(pid, 0) == 0 && access(path, F_OK) == 0;
-}
-
-static bool wait_process_gone(pid_t pid, const char *comm, unsigned ms)
-{
-        for (unsigned t = 0; t < ms; t += 20) {
-                if (!process_is(pid, comm))
-                        return true;
-                sleep_ms(20);
-        }
-        return !process_is(pid, comm);
-}
-
-/* Stops pid if it still runs comm: SIGTERM, then SIGKILL. */
-static void stop_process(pid_t pid, const char *comm)
-{
-        if (!process_is(pid, comm))
-                return;
-        (void)kill(pid, SIGTERM);
-        if (!wait_process_gone(pid, comm, WAIT_GONE_MS)) {
-                (void)kill(pid, SIGKILL);
-                (void)wait_process_gone(pid, comm, WAIT_GONE_MS);
-        }
-}
-
-/* Is path a mountpoint (listed in /proc/self/mountinfo)? Works on a FUSE mount whose daemon
- * died, where stat() fails with ENOTCONN. */
-static bool is_mountpoint(const char *path)
-{
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-        char line[8192], mp[PATH_MAX];
-        if (!f)
-                return false;
-        while (fgets(line, sizeof(line), f)) {
-                /* id parent major:minor root mountpoint ... */
-                if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
-                        continue;
-                /* unescape \040 and friends */
-                char *w = mp;
-                for (const char *r = mp; *r; r++) {
-                        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] && r[3]) {
-                                *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-                                r += 3;
-                        } else
-                                *w++ = *r;
-                }
-                *w = '\0';
-                if (strcmp(mp, path) == 0)
-                        return true;
-        }
-        return false;
-}
-
-/* Does the NBD server on the socket answer with its greeting? */
-static bool export_answers(const char *path)
-{
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        char magic[8];
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return false;
-        memcpy(sa.sun_path, path, strlen(path) + 1);
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                return false;
-        return bv_read_all(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
-               memcmp(magic, "NBDMAGIC", 8) == 0;
-}
-
-static pid_t read_pidfile(const char *path)
-{
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        if (bv_read_file(AT_FDCWD, path, 64, (void **)&text, &len) < 0 || len == 0)
-                return 0;
-        return (pid_t)atoi(text);
-}
-
 /* Copies a helper's log to our stderr, so its own words explain a failure. */
 static void show_log(const MountState *s, const char *name)
 {
@@ -377,20 +187,13 @@ static void show_log(const MountState *s, const char *name)
 /* The loop device still backed by our export (not detached, nor reused by someone else)? */
 static bool loop_is_ours(const MountState *s)
 {
-        const char *name = strrchr(s->loop_device, '/');
-        char path[128], backing[PATH_MAX] = "", want[PATH_MAX + 16];
-        if (!name)
-                return false;
-        snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", name + 1);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || bv_read_all(fd, backing, sizeof(backing) - 1) <= 0)
-                return false;
-        backing[strcspn(backing, "\n")] = '\0';
+        char want[PATH_MAX + 16];
+
         if (s->nbd_device[0])
                 copy_str(want, sizeof(want), s->nbd_device);
         else
                 snprintf(want, sizeof(want), "%s/image", s->fuse_dir);
-        return strcmp(backing, want) == 0;
+        return bv_loop_backed_by(s->loop_device, want);
 }
 
 /* Undoes whatever s records, newest first. Resources already gone are fine; returns the first
@@ -399,7 +202,7 @@ static int teardown(MountState *s, bool verbose)
 {
         int r;
 
-        if (s->mountpoint[0] && s->mounted && is_mountpoint(s->mountpoint)) {
+        if (s->mountpoint[0] && s->mounted && bv_is_mountpoint(s->mountpoint)) {
                 if (umount2(s->mountpoint, 0) < 0 && errno != EINVAL && errno != ENOENT) {
                         r = -errno;
                         if (r == -EBUSY)
@@ -415,16 +218,14 @@ static int teardown(MountState *s, bool verbose)
         s->mounted = false;
 
         if (s->loop_device[0] && loop_is_ours(s)) {
-                int fd = open(s->loop_device, O_RDONLY | O_CLOEXEC);
-                r = fd >= 0 && ioctl(fd, LOOP_CLR_FD, 0) < 0 && errno != ENXIO ? -errno : 0;
-                safe_close(fd);
+                r = bv_loop_detach(s->loop_device);
                 if (r < 0) {
                         log_error_errno(r, "cannot detach loop device %s", s->loop_device);
                         return r;
                 }
                 /* detaching completes when the last opener (also our fd) has closed it */
                 for (unsigned t = 0; t < WAIT_GONE_MS && loop_is_ours(s); t += 20)
-                        sleep_ms(20);
+                        bv_sleep_ms(20);
                 if (loop_is_ours(s)) {
                         log_error("loop device %s is still in use, cannot detach it", s->loop_device);
                         return -EBUSY;
@@ -434,25 +235,25 @@ static int teardown(MountState *s, bool verbose)
         }
         s->loop_device[0] = '\0';
 
-        if (s->fuse_dir[0] && is_mountpoint(s->fuse_dir)) {
+        if (s->fuse_dir[0] && bv_is_mountpoint(s->fuse_dir)) {
                 char *argv[] = { "fusermount3", "-u", "-q", s->fuse_dir, NULL };
-                r = run(argv, NULL, 0);
-                if (r != 0 && is_mountpoint(s->fuse_dir)) {
+                r = bv_run(argv, NULL, 0);
+                if (r != 0 && bv_is_mountpoint(s->fuse_dir)) {
                         log_error("cannot unmount the nbdfuse mount '%s' (fusermount3 exited %d)", s->fuse_dir, r);
                         return -EBUSY;
                 }
         }
-        if (s->fuse_pid > 0 && !wait_process_gone(s->fuse_pid, "nbdfuse", WAIT_GONE_MS))
-                stop_process(s->fuse_pid, "nbdfuse");
+        if (s->fuse_pid > 0 && !bv_process_wait_gone(s->fuse_pid, "nbdfuse", WAIT_GONE_MS))
+                bv_process_stop(s->fuse_pid, "nbdfuse", WAIT_GONE_MS);
         s->fuse_pid = 0;
 
         if (s->nbd_device[0]) {
                 char *argv[] = { "nbd-client", "-d", s->nbd_device, NULL };
-                (void)run(argv, NULL, 0);
+                (void)bv_run(argv, NULL, 0);
                 s->nbd_device[0] = '\0';
         }
 
-        stop_process(s->nbdkit_pid, "nbdkit");
+        bv_process_stop(s->nbdkit_pid, "nbdkit", WAIT_GONE_MS);
         s->nbdkit_pid = 0;
 
         char path[PATH_MAX];
@@ -496,11 +297,11 @@ static int start_nbdkit(MountState *s, const SecretArgs *sargs, const BvSecret *
         args[n] = NULL;
 
         /* nbdkit forks into the background once its socket is bound; the first process exits. */
-        pid_t pid = spawn(args, log, true);
+        pid_t pid = bv_spawn(args, log, true);
         plugin_args_done(&pa);
         if (pid < 0)
                 return log_error_errno(pid, "cannot run nbdkit");
-        r = wait_exit(pid);
+        r = bv_wait_exit(pid);
         if (r != 0) {
                 show_log(s, "nbdkit.log");
                 log_error("nbdkit failed to start (exit status %d)", r);
@@ -508,55 +309,30 @@ static int start_nbdkit(MountState *s, const SecretArgs *sargs, const BvSecret *
         }
         for (unsigned t = 0; t < WAIT_READY_MS; t += 20) {
                 if (s->nbdkit_pid <= 0)
-                        s->nbdkit_pid = read_pidfile(pidfile);
+                        s->nbdkit_pid = bv_pidfile_read(pidfile);
                 if (s->nbdkit_pid > 0) {
-                        if (!process_is(s->nbdkit_pid, "nbdkit"))
+                        if (!bv_process_is(s->nbdkit_pid, "nbdkit"))
                                 break;
-                        if (export_answers(s->socket))
+                        if (bv_nbd_export_answers(s->socket))
                                 return state_save(s) < 0 ? EXIT_ERROR : EXIT_OK;
                 }
-                sleep_ms(20);
+                bv_sleep_ms(20);
         }
         show_log(s, "nbdkit.log");
         log_error("nbdkit did not start serving on '%s'", s->socket);
         return EXIT_ERROR;
 }
 
-/* A free /dev/nbdN: one without a connected client (no pid file in sysfs). */
-static int find_free_nbd(char *buf, size_t size)
-{
-        char path[64];
-        for (int i = 0; i < 256; i++) {
-                snprintf(path, sizeof(path), "/sys/block/nbd%d", i);
-                if (access(path, F_OK) < 0)
-                        break;
-                snprintf(path, sizeof(path), "/sys/block/nbd%d/pid", i);
-                if (access(path, F_OK) < 0) {
-                        snprintf(buf, size, "/dev/nbd%d", i);
-                        return 0;
-                }
-        }
-        return -ENODEV;
-}
-
-static bool kernel_has_nbd(void)
-{
-        if (access("/sys/module/nbd", F_OK) == 0)
-                return true;
-        char *argv[] = { "modprobe", "-q", "nbd", NULL };
-        return have_command("modprobe") && run(argv, NULL, 0) == 0 && access("/sys/module/nbd", F_OK) == 0;
-}
-
 /* The export as a local block device (nbd-client) or file (nbdfuse); returns its path in dev. */
 static int attach_export(MountState *s, char *dev, size_t size)
 {
         int r;
-        if (kernel_has_nbd() && have_command("nbd-client")) {
-                r = find_free_nbd(s->nbd_device, sizeof(s->nbd_device));
+        if (bv_nbd_kernel_has() && bv_have_command("nbd-client")) {
+                r = bv_nbd_find_free(s->nbd_device, sizeof(s->nbd_device));
                 if (r < 0)
                         return log_error_errno(r, "no free /dev/nbdN device");
                 char *argv[] = { "nbd-client", "-unix", s->socket, s->nbd_device, "-readonly", NULL };
-                r = run(argv, NULL, 0);
+                r = bv_run(argv, NULL, 0);
                 if (r != 0) {
                         log_error("nbd-client could not attach '%s' to %s (exit status %d)", s->socket,
                                   s->nbd_device, r);
@@ -578,7 +354,7 @@ static int attach_export(MountState *s, char *dev, size_t size)
         snprintf(image, sizeof(image), "%s/image", s->fuse_dir);
         /* nbdfuse stays in the foreground: run it detached, in its own session. */
         char *argv[] = { "nbdfuse", "-r", "-P", pidfile, image, "--unix", s->socket, NULL };
-        pid_t pid = spawn(argv, log, true);
+        pid_t pid = bv_spawn(argv, log, true);
         if (pid < 0)
                 return log_error_errno(pid, "cannot run nbdfuse");
         s->fuse_pid = pid;
@@ -594,7 +370,7 @@ static int attach_export(MountState *s, char *dev, size_t size)
                         copy_str(dev, size, image);
                         return EXIT_OK;
                 }
-                sleep_ms(20);
+                bv_sleep_ms(20);
         }
         show_log(s, "nbdfuse.log");
         log_error("nbdfuse did not make the export appear as '%s'", image);
@@ -607,36 +383,30 @@ static int pick_filesystem(MountState *s, const char *dev, int *partition_io, ui
                            uint64_t *ret_size)
 {
         int partition = *partition_io;
-        _cleanup_(json_object_putp) struct json_object *probe = NULL;
-        struct json_object *parts = NULL, *v;
+        _cleanup_(bv_probe_done) BvProbe probe = {};
         int r = bv_source_probe(dev, &probe);
         if (r < 0)
                 return log_error_errno(r, "cannot probe '%s'", dev);
-        (void)json_object_object_get_ex(probe, "partitions", &parts);
-        size_t count = parts ? json_object_array_length(parts) : 0;
+        size_t count = probe.n_partitions;
 
-        if (partition <= 0 && json_object_object_get_ex(probe, "fstype", &v)) {
-                copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(v));
+        if (partition <= 0 && probe.fstype) {
+                copy_str(s->fstype, sizeof(s->fstype), probe.fstype);
                 *ret_offset = *ret_size = 0;
                 return EXIT_OK;
         }
         for (size_t i = 0; i < count; i++) {
-                struct json_object *p = json_object_array_get_idx(parts, i), *num, *fs, *start, *size;
-                if (!json_object_object_get_ex(p, "number", &num) ||
-                    !json_object_object_get_ex(p, "start", &start) || !json_object_object_get_ex(p, "size", &size))
+                const BvProbePartition *p = &probe.partitions[i];
+                int number = (int)p->number;
+                if (partition > 0 ? number != partition : !p->fstype)
                         continue;
-                int number = json_object_get_int(num);
-                bool has_fs = json_object_object_get_ex(p, "fstype", &fs);
-                if (partition > 0 ? number != partition : !has_fs)
-                        continue;
-                if (!has_fs) {
+                if (!p->fstype) {
                         log_error("partition %d of snapshot %.8s holds no filesystem libblkid recognises",
                                   number, s->snapshot);
                         return EXIT_ERROR;
                 }
-                copy_str(s->fstype, sizeof(s->fstype), json_object_get_string(fs));
-                *ret_offset = (uint64_t)json_object_get_int64(start);
-                *ret_size = (uint64_t)json_object_get_int64(size);
+                copy_str(s->fstype, sizeof(s->fstype), p->fstype);
+                *ret_offset = p->start;
+                *ret_size = p->size;
                 *partition_io = number;
                 return EXIT_OK;
         }
@@ -651,14 +421,9 @@ static int pick_filesystem(MountState *s, const char *dev, int *partition_io, ui
 
 static int mount_filesystem(MountState *s)
 {
-        /* The device is read-only: a dirty journal must not be replayed. */
-        const char *data = NULL;
-        if (strcmp(s->fstype, "ext4") == 0 || strcmp(s->fstype, "ext3") == 0)
-                data = "noload";
-        else if (strcmp(s->fstype, "xfs") == 0)
-                data = "norecovery";
-        if (mount(s->fs_device, s->mountpoint, s->fstype, MS_RDONLY | MS_NODEV | MS_NOSUID, data) < 0)
-                return log_error_errno(-errno, "cannot mount %s (%s) read-only on '%s'", s->fs_device, s->fstype,
+        int r = bv_mount_readonly(s->fs_device, s->mountpoint, s->fstype);
+        if (r < 0)
+                return log_error_errno(r, "cannot mount %s (%s) read-only on '%s'", s->fs_device, s->fstype,
                                        s->mountpoint);
         s->mounted = true;
         return state_save(s) < 0 ? EXIT_ERROR : EXIT_OK;
@@ -683,13 +448,10 @@ static int mount_steps(MountState *s, const SecretArgs *sargs, const BvSecret *s
         r = pick_filesystem(s, dev, &partition, &offset, &size);
         if (r != EXIT_OK)
                 return r;
-        char off_arg[32], size_arg[32];
-        snprintf(off_arg, sizeof(off_arg), "%" PRIu64, offset);
-        snprintf(size_arg, sizeof(size_arg), "%" PRIu64, size);
-        char *argv[] = { "losetup", "-r", "-f", "--show", "--offset", off_arg, size ? "--sizelimit" : dev,
-                         size ? size_arg : NULL, size ? dev : NULL, NULL };
-        r = run(argv, out, sizeof(out));
-        if (r != 0 || strncmp(out, "/dev/", 5) != 0) {
+        r = bv_loop_attach_readonly(dev, offset, size, out, sizeof(out));
+        if (r < 0)
+                return log_error_errno(r, "cannot set up a loop device on '%s'", dev);
+        if (r > 0) {
                 log_error("losetup could not set up a loop device on '%s' (exit status %d)", dev, r);
                 return EXIT_ERROR;
         }
@@ -721,8 +483,29 @@ static const char mount_usage[] =
         "  --partition=N            mount partition N (default: the whole disk's filesystem, or the\n"
         "                           first partition holding a known filesystem)\n"
         "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
+
+/* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
+static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
+{
+        struct stat st;
+
+        if (!realpath(mountpoint, s->mountpoint))
+                return log_error_errno(-errno, "cannot use mountpoint '%s'", mountpoint);
+        if (stat(s->mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                log_error("mountpoint '%s' is not a directory", s->mountpoint);
+                return EXIT_USAGE;
+        }
+        if (bv_is_mountpoint(s->mountpoint)) {
+                log_error("'%s' is already a mountpoint", s->mountpoint);
+                return EXIT_BUSY;
+        }
+        if (!realpath(repo, s->repo))
+                return log_error_errno(-errno, "cannot open repository '%s'", repo);
+        state_dir_for(s->mountpoint, s->dir, sizeof(s->dir));
+        return EXIT_OK;
+}
 
 int cmd_mount(int argc, char **argv)
 {
@@ -768,20 +551,9 @@ int cmd_mount(int argc, char **argv)
         }
 
         MountState s = {};
-        struct stat st;
-        if (!realpath(argv[optind + 2], s.mountpoint))
-                return log_error_errno(-errno, "cannot use mountpoint '%s'", argv[optind + 2]);
-        if (stat(s.mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                log_error("mountpoint '%s' is not a directory", s.mountpoint);
-                return EXIT_USAGE;
-        }
-        if (is_mountpoint(s.mountpoint)) {
-                log_error("'%s' is already a mountpoint", s.mountpoint);
-                return EXIT_BUSY;
-        }
-        if (!realpath(argv[optind], s.repo))
-                return log_error_errno(-errno, "cannot open repository '%s'", argv[optind]);
-        state_dir_for(s.mountpoint, s.dir, sizeof(s.dir));
+        r = mount_paths(&s, argv[optind], argv[optind + 2]);
+        if (r != EXIT_OK)
+                return r;
 
         /* the repository, the secret and the snapshot, checked with our own messages */
         _cleanup_(secret_done) BvSecret secret = {};

@@ -14,8 +14,29 @@ static const char usage_text[] =
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
         "  -q, --quiet              no progress line\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
+
+/* The result line, or the JSON document with --json. */
+static int restore_report(const BvSnapshot *snap, const char *dest, const BvRestoreStats *stats, bool json)
+{
+        if (json) {
+                _cleanup_(json_object_putp) struct json_object *o =
+                        BV_JSON_OBJECT({ "snapshot", json_object_new_string(snap->id) },
+                                       { "size", json_object_new_uint64(stats->size) },
+                                       { "bytes_written", json_object_new_uint64(stats->bytes_written) },
+                                       { "bytes_zero", json_object_new_uint64(stats->bytes_zero) },
+                                       { "seconds", json_object_new_double(stats->seconds) });
+                if (!o)
+                        return log_error_errno(-ENOMEM, "cannot print the result");
+                json_print(o);
+        } else {
+                char a[32], b[32];
+                log_info("restored snapshot %.8s to '%s': %s image, %s written, in %.1f s", snap->id, dest,
+                         format_bytes(stats->size, a), format_bytes(stats->bytes_written, b), stats->seconds);
+        }
+        return EXIT_OK;
+}
 
 int cmd_restore(int argc, char **argv)
 {
@@ -83,19 +104,5 @@ int cmd_restore(int argc, char **argv)
         }
         if (r < 0)
                 return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
-        if (json) {
-                struct json_object *o = json_object_new_object();
-                json_object_object_add(o, "snapshot", json_object_new_string(snap->id));
-                json_object_object_add(o, "size", json_object_new_uint64(stats.size));
-                json_object_object_add(o, "bytes_written", json_object_new_uint64(stats.bytes_written));
-                json_object_object_add(o, "bytes_zero", json_object_new_uint64(stats.bytes_zero));
-                json_object_object_add(o, "seconds", json_object_new_double(stats.seconds));
-                json_print(o);
-                json_object_put(o);
-        } else {
-                char a[32], b[32];
-                log_info("restored snapshot %.8s to '%s': %s image, %s written, in %.1f s", snap->id, dest,
-                         format_bytes(stats.size, a), format_bytes(stats.bytes_written, b), stats.seconds);
-        }
-        return EXIT_OK;
+        return restore_report(snap, dest, &stats, json);
 }

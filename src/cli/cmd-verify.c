@@ -16,7 +16,7 @@ static const char usage_text[] =
         "the exit status is 4 when anything is damaged.\n\n"
         "  --read-data              read and check every chunk\n"
         "  --json                   print the result as JSON\n"
-        "  --passphrase-file=FILE, --key-file=FILE\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
 typedef struct Report {

@@ -3,23 +3,18 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "fileio.h"
 #include "macro.h"
-#include "secmem.h"
+#include "passphrase.h"
 #include "timeutil.h"
-
-#define PASSPHRASE_MAX 1024
-/* Every passphrase buffer has this size (room for a prompt and its confirmation), so that
- * secret_done frees what was allocated. */
-#define PASSPHRASE_BUF (2 * (PASSPHRASE_MAX + 2))
 
 static void vlog(const char *prefix, const char *fmt, va_list ap, int r)
 {
@@ -84,34 +79,15 @@ bool secret_args_parse(SecretArgs *s, int opt, const char *arg)
         case 'K':
                 s->key_file = arg;
                 return true;
+        case 'F':
+                s->passphrase_fd = arg;
+                return true;
+        case 'C':
+                s->passphrase_command = arg;
+                return true;
         default:
                 return false;
         }
-}
-
-static int prompt(const char *question, char *buf, size_t size)
-{
-        struct termios old, noecho;
-        FILE *tty = fopen("/dev/tty", "r+e");
-        if (!tty)
-                return -ENOTTY;
-        fprintf(tty, "%s", question);
-        fflush(tty);
-        bool restore = tcgetattr(fileno(tty), &old) == 0;
-        if (restore) {
-                noecho = old;
-                noecho.c_lflag &= ~(tcflag_t)ECHO;
-                tcsetattr(fileno(tty), TCSAFLUSH, &noecho);
-        }
-        char *ok = fgets(buf, (int)size, tty);
-        if (restore)
-                tcsetattr(fileno(tty), TCSAFLUSH, &old);
-        fprintf(tty, "\n");
-        fclose(tty);
-        if (!ok)
-                return -EIO;
-        buf[strcspn(buf, "\n")] = '\0';
-        return 0;
 }
 
 static int log_no_locked_memory(void)
@@ -120,71 +96,131 @@ static int log_no_locked_memory(void)
         return -ENOMEM;
 }
 
+/* Asks on the terminal (twice when confirm). */
+static int passphrase_ask(bool confirm, char **ret)
+{
+        _cleanup_(bv_passphrase_freep) char *pass = NULL, *again = NULL;
+        int r;
+
+        r = bv_passphrase_prompt("Passphrase: ", &pass);
+        if (r >= 0 && confirm)
+                r = bv_passphrase_prompt("Repeat passphrase: ", &again);
+        if (r == -ENOMEM)
+                return log_no_locked_memory();
+        if (r < 0)
+                return -ENOKEY;
+        if (confirm && strcmp(pass, again) != 0) {
+                log_error("the passphrases differ");
+                return -ENOKEY;
+        }
+        *ret = TAKE_PTR(pass);
+        return 0;
+}
+
+static int passphrase_from_fd_arg(const char *arg, char **ret)
+{
+        char *end;
+        long fd;
+        int r;
+
+        errno = 0;
+        fd = strtol(arg, &end, 10);
+        if (errno || end == arg || *end || fd < 0 || fd > INT_MAX) {
+                log_error("--passphrase-fd takes a file descriptor number, not '%s'", arg);
+                return -EINVAL;
+        }
+        r = bv_passphrase_from_fd((int)fd, ret);
+        if (r == -EFBIG)
+                log_error("the passphrase on file descriptor %ld is longer than %d bytes", fd, BV_PASSPHRASE_MAX);
+        else if (r < 0)
+                log_error_errno(r, "cannot read the passphrase from file descriptor %ld", fd);
+        return r;
+}
+
+static int passphrase_from_command_arg(const char *command, char **ret)
+{
+        int status = 0;
+        int r = bv_passphrase_from_command(command, ret, &status);
+
+        if (r == -ECHILD)
+                log_error("the passphrase command '%s' failed (exit status %d)", command, status);
+        else if (r == -EFBIG)
+                log_error("the passphrase command '%s' printed more than %d bytes", command, BV_PASSPHRASE_MAX);
+        else if (r < 0)
+                log_error_errno(r, "cannot run the passphrase command '%s'", command);
+        return r;
+}
+
+static int passphrase_from_env_var(const char *name, char **ret)
+{
+        int r = bv_passphrase_from_env(name, ret);
+
+        if (r == -E2BIG)
+                log_error("the passphrase in $%s is longer than %d bytes", name, BV_PASSPHRASE_MAX);
+        else if (r == -ENOMEM)
+                return log_no_locked_memory();
+        return r;
+}
+
+/* The passphrase from --passphrase-file, --passphrase-fd, --passphrase-command, the environment
+ * or the terminal, in that order. Reports a failure. */
+static int passphrase_get(const SecretArgs *s, bool confirm, char **ret)
+{
+        const char *env_name = s->new_secret ? "BLKVAULT_NEW_PASSPHRASE" : "BLKVAULT_PASSPHRASE";
+        int r;
+
+        if (s->passphrase_file) {
+                r = bv_passphrase_from_file(s->passphrase_file, ret);
+                if (r < 0)
+                        log_error_errno(r, "cannot read passphrase file '%s'", s->passphrase_file);
+                return r;
+        }
+        if (s->passphrase_fd)
+                return passphrase_from_fd_arg(s->passphrase_fd, ret);
+        if (s->passphrase_command)
+                return passphrase_from_command_arg(s->passphrase_command, ret);
+        r = passphrase_from_env_var(env_name, ret);
+        if (r != -ENOENT)
+                return r;
+        if (isatty(STDIN_FILENO))
+                return passphrase_ask(confirm, ret);
+        if (s->new_secret)
+                log_error("no new passphrase or key: set BLKVAULT_NEW_PASSPHRASE, or use "
+                          "--new-passphrase-file or --new-key-file");
+        else
+                log_error("the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file, "
+                          "--passphrase-fd, --passphrase-command or --key-file");
+        return -ENOKEY;
+}
+
 int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
 {
+        int sources = !!s->key_file + !!s->passphrase_file + !!s->passphrase_fd + !!s->passphrase_command;
+        char *pass = NULL;
+        int r;
+
         *ret = (BvSecret){};
         if (!encrypted)
                 return 0;
-        if (s->key_file && s->passphrase_file) {
+        if (s->key_file && s->passphrase_file && sources == 2) {
                 log_error(s->new_secret ? "--new-key-file and --new-passphrase-file exclude each other"
                                         : "--key-file and --passphrase-file exclude each other");
+                return -EINVAL;
+        }
+        if (sources > 1) {
+                log_error("--key-file, --passphrase-file, --passphrase-fd and --passphrase-command exclude each other");
                 return -EINVAL;
         }
         if (s->key_file) {
                 ret->key_file = s->key_file;
                 return 0;
         }
-        const char *env_name = s->new_secret ? "BLKVAULT_NEW_PASSPHRASE" : "BLKVAULT_PASSPHRASE";
-        const char *env = getenv(env_name);
-        char *pass = NULL;
-        int r;
-        if (s->passphrase_file) {
-                size_t len, size;
-                /* one trailing newline is not part of the passphrase */
-                r = bv_read_secret_file(AT_FDCWD, s->passphrase_file, PASSPHRASE_MAX, PASSPHRASE_BUF, true,
-                                        (void **)&pass, &len, &size);
-                if (r < 0) {
-                        log_error_errno(r, "cannot read passphrase file '%s'", s->passphrase_file);
-                        return r;
-                }
-        } else if (env) {
-                if (strlen(env) > PASSPHRASE_MAX) {
-                        log_error("the passphrase in $%s is longer than %d bytes", env_name, PASSPHRASE_MAX);
-                        return -E2BIG;
-                }
-                pass = bv_secure_alloc(PASSPHRASE_BUF);
-                if (!pass)
-                        return log_no_locked_memory();
-                strcpy(pass, env);
-        } else if (isatty(STDIN_FILENO)) {
-                pass = bv_secure_alloc(PASSPHRASE_BUF);
-                if (!pass)
-                        return log_no_locked_memory();
-                char *again = pass + PASSPHRASE_MAX + 2;
-                r = prompt("Passphrase: ", pass, PASSPHRASE_MAX + 2);
-                if (r >= 0 && confirm) {
-                        r = prompt("Repeat passphrase: ", again, PASSPHRASE_MAX + 2);
-                        if (r >= 0 && strcmp(pass, again) != 0) {
-                                log_error("the passphrases differ");
-                                r = -ENOKEY;
-                        }
-                }
-                if (r < 0) {
-                        bv_secure_free(pass, PASSPHRASE_BUF);
-                        return -ENOKEY;
-                }
-        } else {
-                if (s->new_secret)
-                        log_error("no new passphrase or key: set BLKVAULT_NEW_PASSPHRASE, or use "
-                                  "--new-passphrase-file or --new-key-file");
-                else
-                        log_error("the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file "
-                                  "or --key-file");
-                return -ENOKEY;
-        }
+        r = passphrase_get(s, confirm, &pass);
+        if (r < 0)
+                return r;
         if (pass[0] == '\0') {
                 log_error("the passphrase is empty");
-                bv_secure_free(pass, PASSPHRASE_BUF);
+                bv_passphrase_free(pass);
                 return -ENOKEY;
         }
         ret->passphrase = pass;
@@ -193,8 +229,7 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
 
 void secret_done(BvSecret *s)
 {
-        if (s->passphrase)
-                bv_secure_free((void *)s->passphrase, PASSPHRASE_BUF);
+        bv_passphrase_free((char *)s->passphrase);
         *s = (BvSecret){};
 }
 
@@ -366,7 +401,7 @@ static int passphrase_pipe(PluginArgs *pa, const char *passphrase)
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) < 0)
                 return -errno;
-        /* at most PASSPHRASE_MAX bytes: far less than a pipe holds, so this does not block */
+        /* at most BV_PASSPHRASE_MAX bytes: far less than a pipe holds, so this does not block */
         int r = bv_write_all(fds[1], passphrase, strlen(passphrase));
         safe_close(fds[1]);
         if (r >= 0 && fcntl(fds[0], F_SETFD, 0) < 0)

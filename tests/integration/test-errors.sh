@@ -99,7 +99,7 @@ assert_eq "$(ls -A "$T/notempty")" "file" "init wrote into a non-empty directory
 cp "$repo/config" "$T/config.before"
 expect_fail 1 "cannot create repository '$repo': File exists" bv init "$repo" --encryption=none
 assert_same "$T/config.before" "$repo/config"
-expect_fail 3 "the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file or --key-file" \
+expect_fail 3 "the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file, --passphrase-fd, --passphrase-command or --key-file" \
     env -u BLKVAULT_PASSPHRASE "$BLKVAULT" init "$T/nosecret" </dev/null
 [ ! -e "$T/nosecret" ] || die "init without a secret created the directory"
 echo ok

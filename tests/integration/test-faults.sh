@@ -29,6 +29,18 @@ long=$(printf '%01024d' 0)
 BLKVAULT_PASSPHRASE=$long expect_fail 3 "wrong passphrase or key" bv list "$repo"
 BLKVAULT_PASSPHRASE=${long}0 expect_fail 3 'the passphrase in \$BLKVAULT_PASSPHRASE is longer than 1024 bytes' \
         bv list "$repo"
+# --passphrase-fd=N and --passphrase-command=CMD (one trailing newline dropped, like a file)
+bv list "$repo" --passphrase-fd=7 7<"$T/pass" >/dev/null || die "--passphrase-fd did not open the repository"
+bv list "$repo" --passphrase-command="cat '$T/pass'" >/dev/null || die "--passphrase-command did not open it"
+expect_fail 3 "wrong passphrase or key" bv list "$repo" --passphrase-command="echo wrong horse"
+expect_fail 3 "the passphrase command 'exit 3' failed (exit status 3)" bv list "$repo" --passphrase-command="exit 3"
+expect_fail 3 "--passphrase-fd takes a file descriptor number, not 'x'" bv list "$repo" --passphrase-fd=x
+expect_fail 3 "cannot read the passphrase from file descriptor 9: Bad file descriptor" \
+        bv list "$repo" --passphrase-fd=9
+expect_fail 3 "the passphrase on file descriptor 0 is longer than 1024 bytes" \
+        bv list "$repo" --passphrase-fd=0 <<<"${long}00"
+expect_fail 3 "--key-file, --passphrase-file, --passphrase-fd and --passphrase-command exclude each other" \
+        bv list "$repo" --passphrase-fd=0 --passphrase-command=true
 # key change: the old passphrase stops working, the new one opens the same data
 printf 'battery staple\n' > "$T/pass2"
 bv key change "$repo" --passphrase-file="$T/pass" --new-passphrase-file="$T/pass2" >/dev/null

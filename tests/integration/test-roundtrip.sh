@@ -41,11 +41,24 @@ assert_same "$T/random" "$T/stdin.out"
 # the same data again dedups completely
 assert_eq "$(json_field "$T/stdin.json" bytes_new)" 0 "stdin copy of stored data was stored again"
 
-# list --json: oldest first, with id, name, time, size
+# list --json: oldest first, with snapshot, name, time, size, and the stats backup printed,
+# under the same names (docs/man/blkvault.1, JSON OUTPUT); "id" stays an alias until 0.3
 bv list "$repo" --json > "$T/list.json"
-python3 - "$T/list.json" <<'PY'
+python3 - "$T/list.json" "$T/random.json" "$T/sparse.json" <<'PY'
 import json, sys
 snaps = json.load(open(sys.argv[1]))
+backup, sparse = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+stat_names = ["bytes_read", "bytes_zero", "bytes_hole", "bytes_data", "bytes_new", "bytes_stored",
+              "chunks", "chunks_new", "packs", "seconds"]
+assert sorted(backup["stats"]) == sorted(stat_names), backup["stats"]
+assert sorted(snaps[0]["stats"]) == sorted(stat_names), snaps[0]["stats"]
+assert snaps[0]["snapshot"] == backup["snapshot"] == snaps[0]["id"], (snaps[0], backup)
+for k in stat_names[:-1]:
+    assert snaps[0]["stats"][k] == backup["stats"][k] == backup[k], k  # flat names: aliases until 0.3
+assert snaps[2]["stats"]["bytes_hole"] == sparse["stats"]["bytes_hole"] > 0
+assert snaps[0]["source"]["kind"] == "file" and snaps[0]["source"]["size"] == 24 << 20, snaps[0]["source"]
+assert snaps[0]["chunker"]["kind"] == "hybrid" and snaps[0]["chunker"]["avg"] > 0, snaps[0]["chunker"]
+assert snaps[5]["source"]["kind"] == "stream" and "probe" not in snaps[5]["source"], snaps[5]["source"]
 names = [s["name"] for s in snaps]
 assert names == ["random", "zeros", "sparse", "odd", "empty", "piped"], names
 for s in snaps:
@@ -70,6 +83,10 @@ python3 - "$T/info.json" <<'PY'
 import json, sys
 i = json.load(open(sys.argv[1]))
 assert i["snapshots"] == 6, i
-assert i["dedup_ratio"] >= 1.0 and i["stored_bytes"] > 0, i
+assert i["dedup_ratio"] >= 1.0 and i["bytes_stored"] > 0, i
+assert i["chunker"]["kind"] == "hybrid" and i["chunker"]["avg"] == i["chunk_avg"], i
+for old, new in [("id", "repository"), ("logical_bytes", "bytes_logical"), ("data_bytes", "bytes_data"),
+                 ("unique_bytes", "bytes_unique"), ("stored_bytes", "bytes_stored"), ("index_bytes", "bytes_index")]:
+    assert i[old] == i[new], (old, new)  # aliases until 0.3
 PY
 echo ok

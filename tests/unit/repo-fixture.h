@@ -98,7 +98,7 @@ static inline char *fixture_backup(const RepoFixture *f, const char *path)
         char *id;
 
         ASSERT_OK(bv_repo_open(f->repo, &f->secret, BV_OPEN_WRITE, &r));
-        ASSERT_OK(bv_backup(r, path, &o, &st));
+        ASSERT_OK(bv_backup_path(r, path, &o, &st));
         bv_repo_close(r);
         id = strdup(st.snapshot_id);
         ASSERT_TRUE(id != NULL);

@@ -97,7 +97,7 @@ TEST(init_open_key_file)
 
         BvChunkerParams p;
         bv_repo_chunker_params(r, &p);
-        ASSERT_EQ(p.avg, c.chunk_avg);
+        ASSERT_EQ(p.avg, c.chunker.avg);
 
         /* an id nobody stored: referenced but not indexed means repair */
         uint8_t id[BV_ID_SIZE] = { 1 }, buf[16];
@@ -135,7 +135,7 @@ TEST(init_refuses)
         BvRepoConfig none = small_config(BV_CIPHER_NONE);
         ASSERT_ERROR(bv_repo_init(f.repo, &none, &s), EINVAL);
         bad = c;
-        bad.chunk_avg = 5000; /* not a multiple of 4 KiB */
+        bad.chunker.avg = 5000; /* not a multiple of 4 KiB */
         ASSERT_ERROR(bv_repo_init(f.repo, &bad, &s), EINVAL);
         bad = c;
         bad.pack_target = 1;
@@ -247,7 +247,7 @@ TEST(config_tampering)
         ASSERT_OK(bv_repo_init(f.repo, &c, &s));
         edit_config(f.repo, halve_avg);
         ASSERT_OK(bv_repo_peek_config(f.repo, &peek)); /* peeking does not authenticate */
-        ASSERT_EQ(peek.chunk_avg, 32768);
+        ASSERT_EQ(peek.chunker.avg, 32768);
         ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), EBADMSG);
 
         /* downgrading to "none" does not get past the MAC either */

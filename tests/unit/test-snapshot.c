@@ -11,7 +11,7 @@
 #include "keyring.h"
 #include "macro.h"
 #include "object.h"
-#include "snapshot.h"
+#include "snapshot-json.h"
 
 typedef struct Env {
         char *dir;
@@ -60,13 +60,17 @@ static BvSnapshot *make_snapshot(uint64_t seed, const char *name, uint64_t time)
         s->size = (seed << 20) + 12345;
         bvtest_fill_random(s->root, sizeof(s->root), seed + 1);
         s->height = 3;
-        s->source = json_object_new_object();
-        json_object_object_add(s->source, "path", json_object_new_string("/dev/vdb"));
-        json_object_object_add(s->source, "kind", json_object_new_string("block"));
-        s->stats = json_object_new_object();
-        json_object_object_add(s->stats, "chunks_new", json_object_new_int64(42));
-        s->chunker = json_object_new_object();
-        json_object_object_add(s->chunker, "kind", json_object_new_string("hybrid"));
+        s->source = (BvSnapshotSource){ .path = strdup("/dev/vdb"), .kind = BV_SOURCE_BLOCKDEV, .size = s->size,
+                                        .probed = true };
+        s->source.probe.pttype = strdup("gpt");
+        s->source.probe.partitions = calloc(2, sizeof(BvProbePartition));
+        s->source.probe.n_partitions = 2;
+        s->source.probe.partitions[0] = (BvProbePartition){ .number = 1, .start = 1 << 20, .size = 20 << 20,
+                                                            .fstype = strdup("ext4"), .label = strdup("root") };
+        s->source.probe.partitions[1] = (BvProbePartition){ .number = 2, .start = 21 << 20, .size = 5 << 20 };
+        s->stats = (BvSnapshotStats){ .bytes_read = 7 << 20, .bytes_zero = 1 << 20, .bytes_data = 6 << 20,
+                                      .chunks = 100, .chunks_new = 42, .packs = 1, .seconds = 1.5 };
+        s->chunker = (BvChunkerParams){ .kind = BV_CHUNKER_HYBRID, .min = 16384, .avg = 65536, .max = 262144 };
         return s;
 }
 
@@ -78,9 +82,25 @@ static void assert_same(const BvSnapshot *a, const BvSnapshot *b)
         ASSERT_TRUE(a->size == b->size);
         ASSERT_MEMEQ(a->root, b->root, BV_ID_SIZE);
         ASSERT_EQ(a->height, b->height);
-        ASSERT_TRUE(json_object_equal(a->source, b->source));
-        ASSERT_TRUE(json_object_equal(a->stats, b->stats));
-        ASSERT_TRUE(json_object_equal(a->chunker, b->chunker));
+        ASSERT_STREQ(a->source.path, b->source.path);
+        ASSERT_EQ(a->source.kind, b->source.kind);
+        ASSERT_TRUE(a->source.size == b->source.size);
+        ASSERT_EQ(a->source.probed, b->source.probed);
+        ASSERT_STREQ(a->source.probe.pttype, b->source.probe.pttype);
+        ASSERT_TRUE(b->source.probe.fstype == NULL && b->source.probe.uuid == NULL);
+        ASSERT_EQ(a->source.probe.n_partitions, b->source.probe.n_partitions);
+        for (size_t i = 0; i < a->source.probe.n_partitions; i++) {
+                const BvProbePartition *p = &a->source.probe.partitions[i], *q = &b->source.probe.partitions[i];
+                ASSERT_EQ(p->number, q->number);
+                ASSERT_TRUE(p->start == q->start && p->size == q->size);
+                ASSERT_TRUE(!p->fstype == !q->fstype && (!p->fstype || strcmp(p->fstype, q->fstype) == 0));
+                ASSERT_TRUE(!p->label == !q->label && (!p->label || strcmp(p->label, q->label) == 0));
+                ASSERT_TRUE(q->type == NULL && q->uuid == NULL && q->fsuuid == NULL);
+        }
+        ASSERT_MEMEQ(&a->stats, &b->stats, sizeof(a->stats));
+        ASSERT_EQ(a->chunker.kind, b->chunker.kind);
+        ASSERT_TRUE(a->chunker.min == b->chunker.min && a->chunker.avg == b->chunker.avg &&
+                    a->chunker.max == b->chunker.max);
 }
 
 static int from_string(const char *json)
@@ -113,15 +133,15 @@ TEST(json_roundtrip)
         ASSERT_TRUE(strstr(json, "\"time_utc\":\"2025-11-21T18:50:00Z\""));
         free(json);
 
-        /* absent JSON members become empty objects; a NULL name an empty one */
-        json_object_put(s->stats);
-        s->stats = NULL;
+        /* an empty source (a stream has no probe) stays empty; a NULL name becomes an empty one */
+        bv_snapshot_source_done(&s->source);
         free(s->name);
         s->name = NULL;
         ASSERT_OK(bv_snapshot_to_json(s, &json));
         ASSERT_OK(bv_snapshot_from_json(json, strlen(json), &t));
         ASSERT_STREQ(t->name, "");
-        ASSERT_EQ(json_object_object_length(t->stats), 0);
+        ASSERT_TRUE(t->source.path == NULL && t->source.kind == 0 && !t->source.probed);
+        ASSERT_TRUE(strstr(json, "\"source\":{\"size\":0}"));
         bv_snapshot_free(t);
         free(json);
 
@@ -214,6 +234,14 @@ TEST(json_errors)
         ASSERT_ERROR(from_doc("name", "null"), EBADMSG);
         ASSERT_ERROR(from_doc("source", "\"x\""), EBADMSG);
         ASSERT_OK(from_doc("height", "32"));
+        /* inside source, stats and chunker: absent is zero or unknown, mistyped is corrupt */
+        ASSERT_ERROR(from_doc("stats", "{\"bytes_read\":\"5\"}"), EBADMSG);
+        ASSERT_ERROR(from_doc("stats", "{\"chunks\":-1}"), EBADMSG);
+        ASSERT_ERROR(from_doc("source", "{\"probe\":[]}"), EBADMSG);
+        ASSERT_ERROR(from_doc("source", "{\"probe\":{\"partitions\":[1]}}"), EBADMSG);
+        ASSERT_ERROR(from_doc("source", "{\"probe\":{\"partitions\":[{\"number\":4294967296}]}}"), EBADMSG);
+        ASSERT_ERROR(from_doc("chunker", "{\"min\":4294967296}"), EBADMSG);
+        ASSERT_OK(from_doc("source", "{\"kind\":\"nbd\",\"probe\":{\"partitions\":[{\"number\":1}]}}"));
         ASSERT_OK(from_doc("size", "18446744073709551615"));
 
         /* not one JSON object */
@@ -243,6 +271,20 @@ TEST(json_errors)
         ASSERT_ERROR(from_doc("stats", deep), EBADMSG);
         ASSERT_ERROR(bv_snapshot_from_json(NULL, 0, &s), EBADMSG);
         ASSERT_TRUE(s == NULL);
+}
+
+/* A record written before bytes_data was stored gets it from bytes_read - bytes_zero. */
+TEST(json_older_record)
+{
+        char *doc = doc_with("stats", "{\"bytes_read\":5000,\"bytes_zero\":1000,\"seconds\":2}");
+        BvSnapshot *s = NULL;
+
+        ASSERT_OK(bv_snapshot_from_json(doc, strlen(doc), &s));
+        ASSERT_TRUE(s->stats.bytes_data == 4000 && s->stats.bytes_read == 5000 && s->stats.seconds == 2.0);
+        ASSERT_STREQ(s->source.path, "/x");
+        ASSERT_EQ(s->chunker.kind, BV_CHUNKER_HYBRID);
+        bv_snapshot_free(s);
+        free(doc);
 }
 
 TEST(save_load)
@@ -562,6 +604,7 @@ int main(void)
 {
         RUN(json_roundtrip);
         RUN(json_errors);
+        RUN(json_older_record);
         RUN(save_load);
         RUN(damaged_files);
         RUN(list_and_resolve);

@@ -550,20 +550,37 @@ int bv_splitter_hole(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb 
         return 0;
 }
 
-int bv_splitter_finish(BvSplitter *s, bv_extent_cb cb, void *userdata)
+/* Emits everything pending: the incomplete cell, the data, the zero or hole run. */
+static int splitter_flush_all(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb, void *userdata)
 {
-        int r = splitter_check(s, s ? s->pos : 0, 0, cb);
+        int r = splitter_check(s, offset, len, cb);
         if (r < 0)
-                return r;
+                return r; /* not sticky: the splitter is still usable */
         r = splitter_end_cell(s, cb, userdata);
         if (r >= 0)
                 r = splitter_flush_data(s, cb, userdata);
         if (r >= 0)
                 r = splitter_flush_run(s, cb, userdata);
-        if (r < 0) {
+        if (r < 0)
                 s->error = r;
+        return r;
+}
+
+int bv_splitter_skip(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb, void *userdata)
+{
+        int r = splitter_flush_all(s, offset, len, cb, userdata);
+        if (r < 0)
                 return r;
-        }
+        cutter_reset(s);
+        s->pos = offset + len;
+        return 0;
+}
+
+int bv_splitter_finish(BvSplitter *s, bv_extent_cb cb, void *userdata)
+{
+        int r = splitter_flush_all(s, s ? s->pos : 0, 0, cb, userdata);
+        if (r < 0)
+                return r;
         s->finished = true;
         return 0;
 }

@@ -73,5 +73,9 @@ int bv_splitter_feed(BvSplitter *s, uint64_t offset, const void *data, size_t le
                      void *userdata);
 /* A hole of len bytes at offset (same continuity rule). */
 int bv_splitter_hole(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb, void *userdata);
+/* len bytes at offset that the caller accounts for itself (extents of a parent snapshot it
+ * reuses): what is pending is emitted, nothing is emitted for the range, and cutting starts
+ * over at offset + len as at the start of a stream (same continuity rule). */
+int bv_splitter_skip(BvSplitter *s, uint64_t offset, uint64_t len, bv_extent_cb cb, void *userdata);
 /* End of the image: emits what is pending. */
 int bv_splitter_finish(BvSplitter *s, bv_extent_cb cb, void *userdata);

@@ -9,6 +9,9 @@ typedef enum {
         BV_EXTENT_DATA = 1,
         BV_EXTENT_ZERO = 2,
         BV_EXTENT_HOLE = 3,
+        /* Never stored: a source's word that [offset, offset+length) holds what its parent
+         * snapshot holds there (a changed-block source); the backup reuses the parent's map. */
+        BV_EXTENT_UNCHANGED = 16,
 } BvExtentKind;
 
 typedef struct BvExtent {

@@ -4,7 +4,6 @@
  * sizes from the pack directory, raw chunk bytes from the packs' own indexes, and the index
  * from its segment headers.
  */
-#include <json-c/json.h>
 #include <stdlib.h>
 
 #include "info.h"
@@ -15,24 +14,6 @@ typedef struct InfoPacks {
         BvObjectCodec *codec;
         uint64_t packs, stored, unique_raw, groups, grouped_chunks;
 } InfoPacks;
-
-static uint64_t stat_u64(struct json_object *stats, const char *key)
-{
-        struct json_object *v;
-
-        if (!stats || !json_object_object_get_ex(stats, key, &v) || !json_object_is_type(v, json_type_int))
-                return 0;
-        return json_object_get_uint64(v);
-}
-
-/* The data (non-zero, non-hole) bytes of a snapshot: what was read minus the zero blocks found
- * in it (the stored stats have no "bytes_data"; only `backup --json` prints that counter). */
-static uint64_t snapshot_data_bytes(const BvSnapshot *s)
-{
-        uint64_t read = stat_u64(s->stats, "bytes_read"), zero = stat_u64(s->stats, "bytes_zero");
-
-        return read > zero ? read - zero : 0;
-}
 
 static int on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
 {
@@ -76,7 +57,7 @@ int bv_repo_info(BvRepo *r, BvRepoInfo *ret)
         info.snapshots = n;
         for (size_t i = 0; i < n; i++) {
                 info.logical_bytes += list[i]->size;
-                info.data_bytes += snapshot_data_bytes(list[i]);
+                info.data_bytes += list[i]->stats.bytes_data;
         }
 
         rr = bv_object_codec_new(bv_repo_keyring(r), bv_repo_config(r)->zstd_level, &packs.codec);

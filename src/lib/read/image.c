@@ -24,6 +24,7 @@
 #include "image.h"
 #include "list.h"
 #include "macro.h"
+#include "queue.h"
 #include "maptree.h"
 
 #define CACHE_DEFAULT (64u * 1024 * 1024)
@@ -86,11 +87,9 @@ struct BvImage {
         _Atomic uint64_t decodes;
         _Atomic uint64_t leaves_ahead; /* map leaves loaded ahead of a stream */
         _Atomic uint64_t ra_last_queued; /* extent offset readahead was last queued after */
-        pthread_mutex_t ra_lock;
-        pthread_cond_t ra_cond;
-        RaJob ra_queue[RA_QUEUE];
-        size_t ra_head, ra_count;
-        bool ra_stop;
+        BvQueue ra_queue;             /* of RaJob */
+        pthread_mutex_t ra_lock;      /* starting the threads */
+        _Atomic bool ra_started;
         pthread_t ra_threads[RA_THREADS];
         size_t n_ra_threads;
 };
@@ -401,43 +400,28 @@ static void map_ahead_run(BvImage *img, uint64_t offset)
 static void *readahead_thread(void *userdata)
 {
         BvImage *img = userdata;
+        RaJob job;
 
-        pthread_mutex_lock(&img->ra_lock);
-        for (;;) {
-                RaJob job;
-
-                while (!img->ra_stop && img->ra_count == 0)
-                        pthread_cond_wait(&img->ra_cond, &img->ra_lock);
-                if (img->ra_stop)
-                        break;
-                job = img->ra_queue[img->ra_head];
-                img->ra_head = (img->ra_head + 1) % RA_QUEUE;
-                img->ra_count--;
-                pthread_mutex_unlock(&img->ra_lock);
+        while (bv_queue_pop(&img->ra_queue, &job) > 0) {
                 if (job.map)
                         map_ahead_run(img, job.offset);
                 else
                         readahead_run(img, job.offset);
-                pthread_mutex_lock(&img->ra_lock);
         }
-        pthread_mutex_unlock(&img->ra_lock);
         return NULL;
 }
 
 /* Best effort: a full queue drops the request. Threads start with the first request. */
 static void readahead_queue(BvImage *img, uint64_t offset, bool map)
 {
-        BV_LOCK_GUARD(&img->ra_lock);
-
-        while (img->n_ra_threads < RA_THREADS) {
-                if (pthread_create(&img->ra_threads[img->n_ra_threads], NULL, readahead_thread, img) != 0)
-                        break;
-                img->n_ra_threads++;
+        if (!atomic_load_explicit(&img->ra_started, memory_order_acquire)) {
+                BV_LOCK_GUARD(&img->ra_lock);
+                for (; !img->ra_started && img->n_ra_threads < RA_THREADS; img->n_ra_threads++)
+                        if (pthread_create(&img->ra_threads[img->n_ra_threads], NULL, readahead_thread, img) != 0)
+                                break;
+                atomic_store_explicit(&img->ra_started, true, memory_order_release);
         }
-        if (img->n_ra_threads == 0 || img->ra_count == RA_QUEUE)
-                return;
-        img->ra_queue[(img->ra_head + img->ra_count++) % RA_QUEUE] = (RaJob){ .offset = offset, .map = map };
-        pthread_cond_signal(&img->ra_cond);
+        (void)bv_queue_try_push(&img->ra_queue, &(RaJob){ .offset = offset, .map = map });
 }
 
 /* After a lookup of ext: a stream that enters a leaf at its first extent, coming from the leaf
@@ -460,10 +444,8 @@ static void map_ahead(BvImage *img, const BvMapExtent *ext)
 
 static void readahead_stop(BvImage *img)
 {
-        pthread_mutex_lock(&img->ra_lock);
-        img->ra_stop = true;
-        pthread_cond_broadcast(&img->ra_cond);
-        pthread_mutex_unlock(&img->ra_lock);
+        if (img->ra_queue.items)
+                bv_queue_cancel(&img->ra_queue);
         for (size_t i = 0; i < img->n_ra_threads; i++)
                 pthread_join(img->ra_threads[i], NULL);
         img->n_ra_threads = 0;
@@ -481,7 +463,7 @@ void bv_image_free(BvImage *img)
         bv_group_cache_free(img->groups);
         codec_pool_done(&img->codecs);
         pthread_mutex_destroy(&img->ra_lock);
-        pthread_cond_destroy(&img->ra_cond);
+        bv_queue_done(&img->ra_queue);
         free(img);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvImage, bv_image_free);
@@ -507,7 +489,9 @@ int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts,
         atomic_init(&img->leaves_ahead, 0);
         pthread_mutex_init(&img->codecs.lock, NULL);
         pthread_mutex_init(&img->ra_lock, NULL);
-        pthread_cond_init(&img->ra_cond, NULL);
+        rr = bv_queue_init(&img->ra_queue, sizeof(RaJob), RA_QUEUE);
+        if (rr < 0)
+                return rr;
         for (size_t i = 0; i < SHARDS; i++) {
                 pthread_mutex_init(&img->shards[i].lock, NULL);
                 pthread_cond_init(&img->shards[i].loaded, NULL);
@@ -553,6 +537,8 @@ static int read_extent(BvImage *img, const BvMapExtent *ext, uint8_t *dst, uint6
                 if (ext->length > BV_CHUNK_MAX_LIMIT)
                         return -EBADMSG;
                 return cache_read(img, ext->id, (size_t)ext->length, dst, (size_t)(offset - ext->offset), n, true);
+        case BV_EXTENT_UNCHANGED: /* never in a stored map */
+                break;
         }
         return -EBADMSG;
 }

@@ -18,6 +18,7 @@
 #include "fileio.h"
 #include "image.h"
 #include "macro.h"
+#include "queue.h"
 #include "restore.h"
 #include "timeutil.h"
 
@@ -40,11 +41,8 @@ typedef struct Restore {
         const BvRestoreOptions *opts;
         uint64_t size, start_ns, last_progress_ns;
 
-        pthread_mutex_t lock;
-        pthread_cond_t not_empty, not_full;
-        Job queue[QUEUE_LEN];
-        size_t head, count;
-        bool done;
+        BvQueue queue;       /* of Job */
+        pthread_mutex_t lock; /* error, bad_offset, bytes_written */
         int error;
         uint64_t bad_offset;
         uint64_t bytes_written, bytes_zero;
@@ -62,8 +60,7 @@ static void restore_fail(Restore *rs, int error, uint64_t bad_offset)
                 rs->error = error;
                 rs->bad_offset = damage ? bad_offset : 0;
         }
-        pthread_cond_broadcast(&rs->not_full);
-        pthread_cond_broadcast(&rs->not_empty);
+        bv_queue_cancel(&rs->queue);
 }
 
 static int job_run(Restore *rs, const Job *j, uint8_t **buf, size_t *cap, uint64_t *ret_bad)
@@ -90,43 +87,25 @@ static void *worker(void *userdata)
         _cleanup_free_ uint8_t *buf = NULL;
         size_t cap = 0;
 
-        for (;;) {
+        Job j;
+
+        while (bv_queue_pop(&rs->queue, &j) > 0) {
                 uint64_t bad = 0;
-                Job j;
-                int r;
-
-                pthread_mutex_lock(&rs->lock);
-                while (rs->count == 0 && !rs->done && rs->error == 0)
-                        pthread_cond_wait(&rs->not_empty, &rs->lock);
-                if (rs->error != 0 || rs->count == 0) {
-                        pthread_mutex_unlock(&rs->lock);
-                        return NULL;
-                }
-                j = rs->queue[rs->head];
-                rs->head = (rs->head + 1) % QUEUE_LEN;
-                rs->count--;
-                pthread_cond_signal(&rs->not_full);
-                pthread_mutex_unlock(&rs->lock);
-
-                r = job_run(rs, &j, &buf, &cap, &bad);
+                int r = job_run(rs, &j, &buf, &cap, &bad);
                 if (r < 0) {
                         restore_fail(rs, r, bad);
-                        return NULL;
+                        break;
                 }
         }
+        return NULL;
 }
 
 static int queue_push(Restore *rs, uint64_t offset, uint64_t length)
 {
-        BV_LOCK_GUARD(&rs->lock);
-
-        while (rs->count == QUEUE_LEN && rs->error == 0)
-                pthread_cond_wait(&rs->not_full, &rs->lock);
-        if (rs->error != 0)
+        if (bv_queue_push(&rs->queue, &(Job){ .offset = offset, .length = length }) < 0) {
+                BV_LOCK_GUARD(&rs->lock);
                 return rs->error;
-        rs->queue[(rs->head + rs->count) % QUEUE_LEN] = (Job){ .offset = offset, .length = length };
-        rs->count++;
-        pthread_cond_signal(&rs->not_empty);
+        }
         return 0;
 }
 
@@ -229,10 +208,7 @@ static int restore_run(Restore *rs, unsigned threads)
                 r = gather_flush(rs);
         if (r < 0) /* a damaged map: the damage is where the walk stopped */
                 restore_fail(rs, r, rs->walked);
-        pthread_mutex_lock(&rs->lock);
-        rs->done = true;
-        pthread_cond_broadcast(&rs->not_empty);
-        pthread_mutex_unlock(&rs->lock);
+        bv_queue_close(&rs->queue);
         for (unsigned i = 0; i < started; i++)
                 pthread_join(tids[i], NULL);
         return rs->error;
@@ -309,9 +285,12 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
         rs.img = img;
         rs.size = snap->size;
         rs.start_ns = rs.last_progress_ns = bv_now_monotonic_ns();
+        ret = bv_queue_init(&rs.queue, sizeof(Job), QUEUE_LEN);
+        if (ret < 0) {
+                bv_image_free(img);
+                return ret;
+        }
         pthread_mutex_init(&rs.lock, NULL);
-        pthread_cond_init(&rs.not_empty, NULL);
-        pthread_cond_init(&rs.not_full, NULL);
 
         rs.fd = open_dest(dest, snap->size, &rs.is_blk);
         ret = rs.fd < 0 ? rs.fd : restore_run(&rs, thread_count(opts));
@@ -326,8 +305,7 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
         safe_close(rs.fd);
         bv_image_free(img);
         pthread_mutex_destroy(&rs.lock);
-        pthread_cond_destroy(&rs.not_empty);
-        pthread_cond_destroy(&rs.not_full);
+        bv_queue_done(&rs.queue);
 
         if (ret_stats && (ret >= 0 || ret == -EBADMSG || ret == -EUCLEAN))
                 *ret_stats = (BvRestoreStats){

@@ -57,10 +57,8 @@ void bv_repo_config_default(BvRepoConfig *c)
 {
         *c = (BvRepoConfig){
                 .cipher = BV_CIPHER_AES256GCM,
-                .chunker = BV_CHUNKER_HYBRID,
-                .chunk_min = BV_CHUNK_MIN_DEFAULT,
-                .chunk_avg = BV_CHUNK_AVG_DEFAULT,
-                .chunk_max = BV_CHUNK_MAX_DEFAULT,
+                .chunker = { .kind = BV_CHUNKER_HYBRID, .min = BV_CHUNK_MIN_DEFAULT, .avg = BV_CHUNK_AVG_DEFAULT,
+                             .max = BV_CHUNK_MAX_DEFAULT },
                 .zstd_level = 3,
                 .pack_target = BV_PACK_TARGET_DEFAULT,
         };
@@ -234,9 +232,9 @@ static int config_mac(const BvRepoConfigFile *f, const BvKeyring *k, uint8_t out
 
 static int check_config(const BvRepoConfig *c)
 {
-        BvChunkerParams p = { .kind = c->chunker, .min = c->chunk_min, .avg = c->chunk_avg, .max = c->chunk_max };
+        BvChunkerParams p = c->chunker;
 
-        if (!bv_cipher_name(c->cipher) || !bv_chunker_kind_name(c->chunker))
+        if (!bv_cipher_name(c->cipher) || !bv_chunker_kind_name(c->chunker.kind))
                 return -EINVAL;
         if (bv_chunker_params_check(&p) < 0)
                 return -EINVAL;
@@ -577,7 +575,7 @@ void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret)
 {
         const BvRepoConfig *c = &r->cf.config;
 
-        *ret = (BvChunkerParams){ .kind = c->chunker, .min = c->chunk_min, .avg = c->chunk_avg, .max = c->chunk_max };
+        *ret = c->chunker;
         memcpy(ret->key, bv_keyring_chunker_key(r->keyring), sizeof(ret->key));
 }
 

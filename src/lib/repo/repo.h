@@ -36,8 +36,7 @@ typedef void (*bv_progress_fn)(const BvProgress *p, void *userdata);
 
 typedef struct BvRepoConfig {
         BvCipher cipher;
-        BvChunkerKind chunker;
-        uint32_t chunk_min, chunk_avg, chunk_max;
+        BvChunkerParams chunker; /* kind and sizes; the key stays zero (bv_repo_chunker_params adds it) */
         int zstd_level;        /* 0: no compression; default 3 */
         uint32_t pack_target;  /* bytes; default 32 MiB */
 } BvRepoConfig;

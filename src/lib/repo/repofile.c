@@ -26,7 +26,6 @@
 /* scrypt memory (128 * r * N) accepted in a key file: at most 2 GiB. */
 #define SCRYPT_MAX_MEM (UINT64_C(2) << 30)
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object, json_object_put);
 
 static int get_field(json_object *o, const char *key, json_type type, json_object **ret)
 {
@@ -108,21 +107,17 @@ static int parse_chunker(json_object *o, BvRepoConfig *c)
         r = get_section(o, "chunker", "kind", &ch, &kind);
         if (r < 0)
                 return r;
-        r = bv_chunker_kind_from_name(kind, &c->chunker);
+        r = bv_chunker_kind_from_name(kind, &c->chunker.kind);
         if (r < 0)
                 return -EPROTONOSUPPORT;
         if (get_int(ch, "min", 1, BV_CHUNK_MAX_LIMIT, &min) < 0 ||
             get_int(ch, "avg", 1, BV_CHUNK_MAX_LIMIT, &avg) < 0 ||
             get_int(ch, "max", 1, BV_CHUNK_MAX_LIMIT, &max) < 0)
                 return -EBADMSG;
-        c->chunk_min = (uint32_t)min;
-        c->chunk_avg = (uint32_t)avg;
-        c->chunk_max = (uint32_t)max;
-
-        BvChunkerParams p = {
-                .kind = c->chunker, .min = c->chunk_min, .avg = c->chunk_avg, .max = c->chunk_max,
-        };
-        return bv_chunker_params_check(&p) < 0 ? -EBADMSG : 0;
+        c->chunker.min = (uint32_t)min;
+        c->chunker.avg = (uint32_t)avg;
+        c->chunker.max = (uint32_t)max;
+        return bv_chunker_params_check(&c->chunker) < 0 ? -EBADMSG : 0;
 }
 
 static int parse_compression(json_object *o, BvRepoConfig *c)
@@ -200,7 +195,7 @@ int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret)
 {
         char id[2 * BV_REPO_ID_SIZE + 1];
         const BvRepoConfig *c = &f->config;
-        const char *cipher = bv_cipher_name(c->cipher), *kind = bv_chunker_kind_name(c->chunker);
+        const char *cipher = bv_cipher_name(c->cipher), *kind = bv_chunker_kind_name(c->chunker.kind);
         char *s;
 
         if (!cipher || !kind)
@@ -220,7 +215,7 @@ int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret)
                      "compression.codec=%s\n"
                      "compression.level=%d\n"
                      "pack_target=%" PRIu32 "\n",
-                     CONFIG_VERSION, id, f->created, cipher, kind, c->chunk_min, c->chunk_avg, c->chunk_max,
+                     CONFIG_VERSION, id, f->created, cipher, kind, c->chunker.min, c->chunker.avg, c->chunker.max,
                      c->zstd_level != 0 ? "zstd" : "none", c->zstd_level, c->pack_target) < 0)
                 return -ENOMEM;
         *ret = s;
@@ -255,7 +250,7 @@ int bv_repo_config_format(const BvRepoConfigFile *f, char **ret)
         _cleanup_(json_object_putp) json_object *ch = json_object_new_object();
         _cleanup_(json_object_putp) json_object *co = json_object_new_object();
         const BvRepoConfig *c = &f->config;
-        const char *cipher = bv_cipher_name(c->cipher), *kind = bv_chunker_kind_name(c->chunker);
+        const char *cipher = bv_cipher_name(c->cipher), *kind = bv_chunker_kind_name(c->chunker.kind);
         int r;
 
         if (!o || !ch || !co)
@@ -263,9 +258,9 @@ int bv_repo_config_format(const BvRepoConfigFile *f, char **ret)
         if (!cipher || !kind)
                 return -EINVAL;
         if ((r = bv_json_add(ch, "kind", json_object_new_string(kind))) < 0 ||
-            (r = bv_json_add(ch, "min", json_object_new_int64(c->chunk_min))) < 0 ||
-            (r = bv_json_add(ch, "avg", json_object_new_int64(c->chunk_avg))) < 0 ||
-            (r = bv_json_add(ch, "max", json_object_new_int64(c->chunk_max))) < 0 ||
+            (r = bv_json_add(ch, "min", json_object_new_int64(c->chunker.min))) < 0 ||
+            (r = bv_json_add(ch, "avg", json_object_new_int64(c->chunker.avg))) < 0 ||
+            (r = bv_json_add(ch, "max", json_object_new_int64(c->chunker.max))) < 0 ||
             (r = bv_json_add(co, "codec", json_object_new_string(c->zstd_level != 0 ? "zstd" : "none"))) < 0 ||
             (r = bv_json_add(co, "level", json_object_new_int(c->zstd_level))) < 0)
                 return r;

@@ -11,7 +11,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,52 +21,35 @@
 #include "hex.h"
 #include "macro.h"
 #include "maptree.h"
-#include "snapshot.h"
+#include "snapshot-json.h"
 #include "timeutil.h"
-#include "json-util.h"
 
 #define SNAP_MAGIC "BLKVSNAP"
 #define SNAP_MAGIC_SIZE 8
 #define SNAP_HEADER_SIZE 16
 #define SNAP_VERSION 1
 #define SNAP_SUFFIX ".snap"
-#define SNAP_JSON_VERSION 1
-#define SNAP_JSON_MAX_DEPTH 32
 #define SNAP_HEX_SIZE (2 * BV_SNAPSHOT_ID_SIZE)
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvSnapshot, bv_snapshot_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR, closedir);
+
+void bv_snapshot_source_done(BvSnapshotSource *s)
+{
+        free(s->path);
+        bv_probe_done(&s->probe);
+        *s = (BvSnapshotSource){};
+}
 
 void bv_snapshot_free(BvSnapshot *s)
 {
         if (!s)
                 return;
         free(s->name);
-        if (s->source)
-                json_object_put(s->source);
-        if (s->stats)
-                json_object_put(s->stats);
-        if (s->chunker)
-                json_object_put(s->chunker);
+        bv_snapshot_source_done(&s->source);
         free(s);
-}
-
-/* The first len characters of s are lowercase hex digits (s has at least len). */
-static bool is_hex_prefix(const char *s, size_t len)
-{
-        for (size_t i = 0; i < len; i++)
-                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-                        return false;
-        return true;
-}
-
-/* s is exactly len lowercase hex digits. */
-static bool is_lower_hex(const char *s, size_t len)
-{
-        return s && strlen(s) == len && is_hex_prefix(s, len);
 }
 
 /* The SNAPSHOT object id of a snapshot id (hex): 16 id bytes, 16 zero bytes. */
@@ -75,157 +57,9 @@ static int object_id(const char *id, uint8_t ret[BV_ID_SIZE])
 {
         uint8_t oid[BV_ID_SIZE] = {0};
 
-        if (!is_lower_hex(id, SNAP_HEX_SIZE) || bv_hex_decode(id, oid, BV_SNAPSHOT_ID_SIZE) < 0)
+        if (!bv_hex_is_lower(id, SNAP_HEX_SIZE) || bv_hex_decode(id, oid, BV_SNAPSHOT_ID_SIZE) < 0)
                 return -EINVAL;
         memcpy(ret, oid, BV_ID_SIZE);
-        return 0;
-}
-
-/* ---- JSON ---- */
-
-/* A reference to an object member, or a fresh empty object when absent. */
-static struct json_object *json_ref_or_empty(struct json_object *o)
-{
-        return o ? json_object_get(o) : json_object_new_object();
-}
-
-int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
-{
-        _cleanup_(json_object_putp) struct json_object *o = NULL;
-        char root[2 * BV_ID_SIZE + 1], utc[32];
-        const char *text;
-        char *copy;
-        int r = 0;
-
-        if (!s || !ret)
-                return -EINVAL;
-        if (!is_lower_hex(s->id, SNAP_HEX_SIZE) || s->height == 0 || s->height > BV_MAP_MAX_HEIGHT)
-                return -EINVAL;
-        o = json_object_new_object();
-        if (!o)
-                return -ENOMEM;
-        bv_hex_encode(s->root, BV_ID_SIZE, root);
-        bv_format_time_utc(s->time, utc);
-
-        if (r >= 0)
-                r = bv_json_add(o, "version", json_object_new_int(SNAP_JSON_VERSION));
-        if (r >= 0)
-                r = bv_json_add(o, "id", json_object_new_string(s->id));
-        if (r >= 0)
-                r = bv_json_add(o, "name", json_object_new_string(s->name ? s->name : ""));
-        if (r >= 0)
-                r = bv_json_add(o, "time", json_object_new_uint64(s->time));
-        if (r >= 0)
-                r = bv_json_add(o, "time_utc", json_object_new_string(utc));
-        if (r >= 0)
-                r = bv_json_add(o, "size", json_object_new_uint64(s->size));
-        if (r >= 0)
-                r = bv_json_add(o, "root", json_object_new_string(root));
-        if (r >= 0)
-                r = bv_json_add(o, "height", json_object_new_int((int32_t)s->height));
-        if (r >= 0)
-                r = bv_json_add(o, "source", json_ref_or_empty(s->source));
-        if (r >= 0)
-                r = bv_json_add(o, "stats", json_ref_or_empty(s->stats));
-        if (r >= 0)
-                r = bv_json_add(o, "chunker", json_ref_or_empty(s->chunker));
-        if (r < 0)
-                return r;
-
-        text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-        if (!text)
-                return -ENOMEM;
-        copy = strdup(text);
-        if (!copy)
-                return -ENOMEM;
-        *ret = copy;
-        return 0;
-}
-
-static int json_get_u64(struct json_object *o, const char *key, uint64_t *ret)
-{
-        struct json_object *v = bv_json_member(o, key, json_type_int);
-
-        if (!v || json_object_get_int64(v) < 0)
-                return -EBADMSG;
-        *ret = json_object_get_uint64(v);
-        return 0;
-}
-
-static int json_get_hex(struct json_object *o, const char *key, size_t len, const char **ret)
-{
-        struct json_object *v = bv_json_member(o, key, json_type_string);
-        const char *s = v ? json_object_get_string(v) : NULL;
-
-        if (!s || !is_lower_hex(s, 2 * len))
-                return -EBADMSG;
-        *ret = s;
-        return 0;
-}
-
-/* Fills s from the members of o (version already checked). */
-static int snapshot_fill(BvSnapshot *s, struct json_object *o)
-{
-        struct json_object *name, *utc, *height, *source, *stats, *chunker;
-        const char *id, *root;
-        int64_t h;
-
-        name = bv_json_member(o, "name", json_type_string);
-        utc = bv_json_member(o, "time_utc", json_type_string);
-        height = bv_json_member(o, "height", json_type_int);
-        source = bv_json_member(o, "source", json_type_object);
-        stats = bv_json_member(o, "stats", json_type_object);
-        chunker = bv_json_member(o, "chunker", json_type_object);
-        if (!name || !utc || !height || !source || !stats || !chunker)
-                return -EBADMSG;
-        if (json_get_hex(o, "id", BV_SNAPSHOT_ID_SIZE, &id) < 0)
-                return -EBADMSG;
-        if (json_get_hex(o, "root", BV_ID_SIZE, &root) < 0)
-                return -EBADMSG;
-        if (json_get_u64(o, "time", &s->time) < 0 || json_get_u64(o, "size", &s->size) < 0)
-                return -EBADMSG;
-        h = json_object_get_int64(height);
-        if (h < 1 || h > BV_MAP_MAX_HEIGHT)
-                return -EBADMSG;
-
-        s->height = (uint32_t)h;
-        memcpy(s->id, id, SNAP_HEX_SIZE + 1);
-        if (bv_hex_decode(root, s->root, BV_ID_SIZE) < 0)
-                return -EBADMSG;
-        s->name = strdup(json_object_get_string(name));
-        if (!s->name)
-                return -ENOMEM;
-        s->source = json_object_get(source);
-        s->stats = json_object_get(stats);
-        s->chunker = json_object_get(chunker);
-        return 0;
-}
-
-int bv_snapshot_from_json(const char *json, size_t len, BvSnapshot **ret)
-{
-        _cleanup_(json_object_putp) struct json_object *o = NULL;
-        _cleanup_(bv_snapshot_freep) BvSnapshot *s = NULL;
-        struct json_object *version;
-        int r;
-
-        if (!ret)
-                return -EINVAL;
-        r = bv_json_parse_object(json, len, SNAP_JSON_MAX_DEPTH, &o);
-        if (r < 0)
-                return r;
-        version = bv_json_member(o, "version", json_type_int);
-        if (!version)
-                return -EBADMSG;
-        if (json_object_get_int64(version) != SNAP_JSON_VERSION)
-                return -EPROTONOSUPPORT;
-
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return -ENOMEM;
-        r = snapshot_fill(s, o);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(s);
         return 0;
 }
 
@@ -308,7 +142,7 @@ int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, 
         size_t len = 0;
         int r;
 
-        if (!codec || !ret || !is_lower_hex(id, SNAP_HEX_SIZE))
+        if (!codec || !ret || !bv_hex_is_lower(id, SNAP_HEX_SIZE))
                 return -EINVAL;
         snapshot_file_name(id, name);
         r = bv_read_file(snapshots_dirfd, name, SNAP_HEADER_SIZE + bv_object_bound(BV_OBJECT_MAX_RAW), &data,
@@ -349,7 +183,7 @@ static bool snapshot_file_id(const char *name, char id[SNAP_HEX_SIZE + 1])
                 return false;
         memcpy(id, name, SNAP_HEX_SIZE);
         id[SNAP_HEX_SIZE] = '\0';
-        return is_lower_hex(id, SNAP_HEX_SIZE);
+        return bv_hex_is_lower(id, SNAP_HEX_SIZE);
 }
 
 /* Loads snapshots/<id>.snap and the time its file was written. */
@@ -506,7 +340,7 @@ int bv_snapshot_resolve(BvSnapshot *const *list, size_t n, const char *spec, con
                         }
                 best = newest(list, n, spec);
         }
-        if (!best && len > 0 && len < SNAP_HEX_SIZE && is_hex_prefix(spec, len))
+        if (!best && len > 0 && len < SNAP_HEX_SIZE && bv_hex_is_lower_prefix(spec, len))
                 for (size_t i = 0; i < n; i++)
                         if (strncmp(list[i]->id, spec, len) == 0) {
                                 best = list[i];

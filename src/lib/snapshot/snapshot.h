@@ -7,16 +7,41 @@
  * is the commit of a backup: it is written last, after everything it points to is durable.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "chunker.h"
 #include "keyring.h"
 #include "object.h"
-
-struct json_object;
+#include "source.h"
 
 #define BV_SNAPSHOT_ID_SIZE 16
 /* "<32 hex>.snap" and its NUL */
 #define BV_SNAPSHOT_FILE_MAX (2 * BV_SNAPSHOT_ID_SIZE + 5 + 1)
+
+/* What was backed up. */
+typedef struct BvSnapshotSource {
+        char *path;
+        BvSourceKind kind;  /* 0 when the record names a kind this version does not know */
+        uint64_t size;
+        bool probed;        /* probe holds what libblkid found (never for a stream) */
+        BvProbe probe;
+} BvSnapshotSource;
+
+/* The one stats schema: a backup's counters, recorded in its snapshot and printed by backup,
+ * list and info under these names (docs/man/blkvault.1, "JSON OUTPUT"). */
+typedef struct BvSnapshotStats {
+        uint64_t bytes_read;    /* bytes read from the source (not holes) */
+        uint64_t bytes_zero;    /* all-zero blocks found in what was read */
+        uint64_t bytes_hole;    /* holes never read */
+        uint64_t bytes_data;    /* data in chunks (read - zero) */
+        uint64_t bytes_new;     /* raw bytes of chunks not in the repository before */
+        uint64_t bytes_stored;  /* encoded bytes written to packs (chunks and map nodes) */
+        uint64_t chunks;        /* data chunks */
+        uint64_t chunks_new;
+        uint64_t packs;         /* packs written */
+        double seconds;
+} BvSnapshotStats;
 
 typedef struct BvSnapshot {
         char id[2 * BV_SNAPSHOT_ID_SIZE + 1]; /* hex */
@@ -25,17 +50,13 @@ typedef struct BvSnapshot {
         uint64_t size;        /* image bytes */
         uint8_t root[BV_ID_SIZE];
         uint32_t height;
-        struct json_object *source; /* {"path","kind","size","probe":{...}} */
-        struct json_object *stats;  /* the backup's counters */
-        struct json_object *chunker; /* {"kind","min","avg","max"} */
+        BvSnapshotSource source;
+        BvSnapshotStats stats;
+        BvChunkerParams chunker;
 } BvSnapshot;
 
 void bv_snapshot_free(BvSnapshot *s);
-
-/* JSON payload encode/decode (exposed for the fuzzer). decode: -EBADMSG if malformed,
- * -EPROTONOSUPPORT for an unknown version. */
-int bv_snapshot_to_json(const BvSnapshot *s, char **ret);
-int bv_snapshot_from_json(const char *json, size_t len, BvSnapshot **ret);
+void bv_snapshot_source_done(BvSnapshotSource *s);
 
 /* Writes snapshots/<id>.snap durably; -EEXIST if that id exists. */
 int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot *s);

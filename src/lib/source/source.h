@@ -15,8 +15,6 @@
 
 #include "extent.h"
 
-struct json_object;
-
 typedef enum {
         BV_SOURCE_FILE = 1,
         BV_SOURCE_BLOCKDEV = 2,
@@ -32,7 +30,27 @@ typedef struct BvSourceOptions {
 
 typedef struct BvSource BvSource;
 
-/* path "-" is stdin (a stream), as is a named pipe. opts may be NULL for the defaults.
+/*
+ * What a source does, for the backup. next() delivers the image in order, as bv_source_next
+ * says; a changed-block source may also deliver BV_EXTENT_UNCHANGED extents (no data) for
+ * ranges that hold what the parent snapshot holds, and must then have read_at(), with which
+ * the backup reads the parts of such a range that it cannot take whole from the parent's map.
+ * Optional members may be NULL.
+ */
+typedef struct BvSourceOps {
+        int (*next)(void *impl, BvExtent *ret);
+        int (*read_at)(void *impl, void *buf, size_t len, uint64_t offset); /* 0 or -errno */
+        uint64_t (*size)(void *impl); /* UINT64_MAX until known (a stream before its end) */
+        bool (*uses_uring)(void *impl);
+        bool (*uses_direct)(void *impl);
+        void (*free)(void *impl);
+} BvSourceOps;
+
+/* A source of kind with the ops on impl (freed by bv_source_free with ops->free); path is what
+ * the snapshot records. 0 or -ENOMEM (then impl is not freed). */
+int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret);
+
+/* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe. opts may be NULL for the defaults.
  * Errors: -ENOENT etc. from stat/open, -EISDIR for a directory, -ENODEV for a character device
  * or socket, -EINVAL for bad options. */
 int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
@@ -40,20 +58,41 @@ void bv_source_free(BvSource *s);
 
 BvSourceKind bv_source_kind(const BvSource *s);
 const char *bv_source_kind_name(BvSourceKind k); /* "file", "blockdev", "stream" */
+int bv_source_kind_from_name(const char *name, BvSourceKind *ret); /* -EINVAL if unknown */
 const char *bv_source_path(const BvSource *s);
 /* Size in bytes; for a stream, UINT64_MAX until the end was reached. */
 uint64_t bv_source_size(const BvSource *s);
 bool bv_source_uses_uring(const BvSource *s);
 bool bv_source_uses_direct(const BvSource *s);
 
-/* Next extent in image order: DATA (data valid until the next call) or HOLE. Extents are
+/* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
+int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);
+
+/* Next extent in image order: DATA (data valid until the next call) or HOLE (or UNCHANGED, from
+ * a changed-block source). Extents are
  * contiguous from 0 to the size; DATA extents hold at most read_size bytes; HOLE extents (regular
  * files only) are coalesced and never read. Returns 1 with *ret filled, 0 at the end, or -errno:
  * the read's errno (-EIO ...), or -ENODATA when the source ends before the size it had at open
  * (it shrank under us). Errors are sticky. */
 int bv_source_next(BvSource *s, BvExtent *ret);
 
-/* What libblkid finds on a device or image: {"pttype","ptuuid","partitions":[{"number",
- * "start","size","type","uuid","fstype","label","fsuuid"}], "fstype","label","uuid"} (keys
- * absent when unknown). Never fails on unrecognised content (an empty object). */
-int bv_source_probe(const char *path, struct json_object **ret);
+/* What libblkid finds on a device or image. Strings are NULL when unknown. */
+typedef struct BvProbePartition {
+        uint32_t number;
+        uint64_t start, size; /* bytes */
+        char *type;           /* GPT type GUID, or the MBR type as "0x83" */
+        char *uuid;           /* the partition's own UUID */
+        char *fstype, *label, *fsuuid; /* the filesystem inside it */
+} BvProbePartition;
+
+typedef struct BvProbe {
+        char *pttype, *ptuuid;         /* partition table */
+        char *fstype, *label, *uuid;   /* a filesystem on the whole device */
+        BvProbePartition *partitions;
+        size_t n_partitions;
+} BvProbe;
+
+/* Fills *ret (zeroed first; bv_probe_done() frees it). Never fails on unrecognised content
+ * (an empty probe). */
+int bv_source_probe(const char *path, BvProbe *ret);
+void bv_probe_done(BvProbe *p);

@@ -47,13 +47,13 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
                 return;
         }
         BvBackupOptions opts = { .name = rj->job->name };
-        r = bv_backup(repo, rj->job->source, &opts, &stats);
+        r = bv_backup_path(repo, rj->job->source, &opts, &stats);
         if (r < 0) {
                 rj->step = "backup", rj->result = r;
                 return;
         }
         snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", stats.snapshot_id);
-        rj->size = stats.size, rj->bytes_new = stats.bytes_new;
+        rj->size = stats.size, rj->bytes_new = stats.counts.bytes_new;
         r = bv_verify(repo, stats.snapshot_id, true, count_problem, &rj->problems, &vs);
         if (r >= 0 && rj->problems > 0)
                 r = -EBADMSG;

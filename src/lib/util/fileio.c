@@ -253,25 +253,20 @@ int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_
         return 0;
 }
 
-int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size, bool strip_newline,
-                        void **ret_data, size_t *ret_len, size_t *ret_size)
+/* Reads at most limit bytes of fd into bv_secure_alloc memory of size (> limit) bytes: -EFBIG
+ * when more come. */
+static int read_secret(int fd, size_t limit, size_t size, bool strip_newline, void **ret_data, size_t *ret_len,
+                       size_t *ret_size)
 {
-        _cleanup_close_ int fd = -EBADF;
-        size_t file_size, size, len;
-        uint8_t *buf;
+        uint8_t *buf = bv_secure_alloc(size);
+        size_t len;
         ssize_t n;
-        int r;
 
-        r = open_small_file(dirfd, path, max, &fd, &file_size);
-        if (r < 0)
-                return r;
-        size = MAX(file_size + 1, min_size);
-        buf = bv_secure_alloc(size);
         if (!buf)
                 return -ENOMEM;
-        /* one byte more than fstat said, to see a file that grew since */
-        n = bv_read_all(fd, buf, file_size + 1);
-        if (n < 0 || (size_t)n > file_size) {
+        /* one byte more than allowed, to see a secret that is too long (or a file that grew) */
+        n = bv_read_all(fd, buf, limit + 1);
+        if (n < 0 || (size_t)n > limit) {
                 bv_secure_free(buf, size);
                 return n < 0 ? (int)n : -EFBIG;
         }
@@ -285,29 +280,23 @@ int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size
         return 0;
 }
 
+int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size, bool strip_newline,
+                        void **ret_data, size_t *ret_len, size_t *ret_size)
+{
+        _cleanup_close_ int fd = -EBADF;
+        size_t file_size;
+        int r;
+
+        r = open_small_file(dirfd, path, max, &fd, &file_size);
+        if (r < 0)
+                return r;
+        return read_secret(fd, file_size, MAX(file_size + 1, min_size), strip_newline, ret_data, ret_len, ret_size);
+}
+
 int bv_read_secret_fd(int fd, size_t max, bool strip_newline, void **ret_data, size_t *ret_len,
                       size_t *ret_size)
 {
-        size_t size = max + 1, len;
-        uint8_t *buf = bv_secure_alloc(size);
-        ssize_t n;
-
-        if (!buf)
-                return -ENOMEM;
-        /* one byte more than allowed, to see a secret that is too long */
-        n = bv_read_all(fd, buf, max + 1);
-        if (n < 0 || (size_t)n > max) {
-                bv_secure_free(buf, size);
-                return n < 0 ? (int)n : -EFBIG;
-        }
-        len = (size_t)n;
-        if (strip_newline && len > 0 && buf[len - 1] == '\n')
-                len--;
-        buf[len] = '\0';
-        *ret_data = buf;
-        *ret_len = len;
-        *ret_size = size;
-        return 0;
+        return read_secret(fd, max, max + 1, strip_newline, ret_data, ret_len, ret_size);
 }
 
 int bv_opendir_at(int dirfd, const char *path, DIR **ret)

@@ -40,3 +40,16 @@ int bv_hex_decode(const char *s, void *out, size_t len)
         }
         return 0;
 }
+
+bool bv_hex_is_lower_prefix(const char *s, size_t len)
+{
+        for (size_t i = 0; i < len; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+bool bv_hex_is_lower(const char *s, size_t len)
+{
+        return s && strlen(s) == len && bv_hex_is_lower_prefix(s, len);
+}

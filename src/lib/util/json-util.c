@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json-util.h"
@@ -48,4 +49,65 @@ struct json_object *bv_json_member(struct json_object *o, const char *key, json_
         if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
                 return NULL;
         return v;
+}
+
+struct json_object *bv_json_object_new(const BvJsonField *f, size_t n)
+{
+        struct json_object *o = json_object_new_object();
+        int r = o ? 0 : -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!f[i].key)
+                        continue;
+                if (r == 0)
+                        r = bv_json_add(o, f[i].key, f[i].value);
+                else
+                        json_object_put(f[i].value);
+        }
+        if (r < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+int bv_json_get_u64(struct json_object *o, const char *key, uint64_t *ret)
+{
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+                return -EBADMSG;
+        *ret = json_object_get_uint64(v);
+        return 0;
+}
+
+int bv_json_get_double(struct json_object *o, const char *key, double *ret)
+{
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+                return -EBADMSG;
+        *ret = json_object_get_double(v);
+        return 0;
+}
+
+int bv_json_get_string(struct json_object *o, const char *key, char **ret)
+{
+        struct json_object *v;
+        char *copy;
+
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_string))
+                return -EBADMSG;
+        copy = strdup(json_object_get_string(v));
+        if (!copy)
+                return -ENOMEM;
+        free(*ret);
+        *ret = copy;
+        return 0;
 }

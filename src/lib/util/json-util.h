@@ -2,6 +2,11 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct json_object, json_object_put);
 
 /* Adds v to o under key, taking ownership of v in every case. v may be NULL (its allocation
  * failed): then -ENOMEM. Returns 0 or -ENOMEM. */
@@ -13,3 +18,25 @@ int bv_json_parse_object(const char *json, size_t len, int max_depth, struct jso
 
 /* o[key] if o has that member and it is of the type; else NULL. */
 struct json_object *bv_json_member(struct json_object *o, const char *key, json_type type);
+
+/* A member of an object being built: key NULL leaves it out (then value must be NULL too). */
+typedef struct BvJsonField {
+        const char *key;
+        struct json_object *value; /* NULL (with a key): its allocation failed */
+} BvJsonField;
+
+/* A new object of the fields; it takes every value, also on failure. NULL: -ENOMEM. */
+struct json_object *bv_json_object_new(const BvJsonField *f, size_t n);
+#define BV_JSON_OBJECT(...)                                                                             \
+        bv_json_object_new((const BvJsonField[]){ __VA_ARGS__ },                                        \
+                           sizeof((const BvJsonField[]){ __VA_ARGS__ }) / sizeof(BvJsonField))
+
+/* A new string, or NULL key and value when s is NULL: { BV_JSON_OPT_STRING("label", s) }. */
+#define BV_JSON_OPT_STRING(key, s) (s) ? (key) : NULL, (s) ? json_object_new_string(s) : NULL
+
+/* Optional members of a decoded object: absent leaves *ret alone and returns 0; present with
+ * another type (or a negative number) is -EBADMSG. */
+int bv_json_get_u64(struct json_object *o, const char *key, uint64_t *ret);
+int bv_json_get_double(struct json_object *o, const char *key, double *ret);
+/* *ret = a copy of the string (freed first). */
+int bv_json_get_string(struct json_object *o, const char *key, char **ret);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
 #include <time.h>
 
 #include "timeutil.h"
@@ -24,6 +25,8 @@ void bv_format_time_utc(uint64_t unix_seconds, char out[32])
 {
         time_t t = (time_t)unix_seconds;
         struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+        /* A time gmtime cannot represent (or whose year needs more digits) reads as such. */
+        if (!gmtime_r(&t, &tm) || strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                snprintf(out, 32, "(time %llu)", (unsigned long long)unix_seconds);
 }

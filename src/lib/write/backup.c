@@ -19,7 +19,6 @@
  */
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +34,11 @@
 #include "maptree.h"
 #include "object.h"
 #include "pack.h"
+#include "parent-map.h"
+#include "queue.h"
 #include "random.h"
 #include "snapshot.h"
 #include "timeutil.h"
-#include "json-util.h"
 
 #define JOBS_PER_THREAD 4
 #define MAX_THREADS 256
@@ -47,10 +47,10 @@
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
 #define GROUP_MAX_BYTES (256u * 1024) /* raw bytes of a group's members */
 #define GROUP_MAX_MEMBERS 64u
+#define EDGE_READ (1024u * 1024) /* reads of the parts of UNCHANGED extents not reused */
 
 /* One object to store: a chunk or map node (one member: its id and length), or a group. */
 typedef struct Job {
-        struct Job *next;
         BvObjectType type;
         BvGroupMember members[GROUP_MAX_MEMBERS];
         size_t n_members;
@@ -69,21 +69,20 @@ typedef struct Backup {
 
         /* Reading thread only. */
         BvMapBuilder *map;
+        BvParentMap *parent; /* for UNCHANGED extents of a changed-block source */
+        uint8_t *edge_buf;   /* the parts of UNCHANGED extents read from the source */
         Job *group;    /* the compression group being gathered */
         bool grouping; /* only when compressing */
         uint8_t (*prefix_ids)[BV_ID_SIZE];
         BvBackupStats stats;
 
-        /* The job pool and queue. */
-        pthread_mutex_t lock;
-        pthread_cond_t job_queued; /* workers wait for work */
-        pthread_cond_t job_freed;  /* the reader waits for a free job */
-        Job *jobs;                 /* the pool's storage */
+        /* The job pool: free jobs wait in one queue, work for the workers in the other. */
+        Job *jobs;         /* the pool's storage */
         size_t n_jobs;
-        Job *free_jobs;
-        Job *queue_head, *queue_tail;
-        bool closing; /* no more jobs will be queued */
-        int error;    /* first error (sticky) */
+        BvQueue free_jobs; /* of Job *; cancelled when the pipeline fails */
+        BvQueue work;      /* of Job *; closed when the reading is done */
+        pthread_mutex_t lock;
+        int error;         /* first error (sticky) */
 
         /* The pack writer, shared by the workers. */
         pthread_mutex_t pack_lock;
@@ -100,11 +99,12 @@ typedef struct Backup {
 
 static void backup_set_error(Backup *b, int r)
 {
-        BV_LOCK_GUARD(&b->lock);
-        if (b->error == 0)
-                b->error = r;
-        pthread_cond_broadcast(&b->job_queued);
-        pthread_cond_broadcast(&b->job_freed);
+        {
+                BV_LOCK_GUARD(&b->lock);
+                if (b->error == 0)
+                        b->error = r;
+        }
+        bv_queue_cancel(&b->free_jobs);
 }
 
 static int backup_get_error(Backup *b)
@@ -118,54 +118,25 @@ static Job *job_take(Backup *b)
 {
         Job *j;
 
-        BV_LOCK_GUARD(&b->lock);
-        while (!b->free_jobs && b->error == 0)
-                pthread_cond_wait(&b->job_freed, &b->lock);
-        if (b->error != 0)
-                return NULL;
-        j = b->free_jobs;
-        b->free_jobs = j->next;
-        return j;
-}
-
-static void job_release_locked(Backup *b, Job *j)
-{
-        j->next = b->free_jobs;
-        b->free_jobs = j;
-        pthread_cond_signal(&b->job_freed);
+        return bv_queue_pop(&b->free_jobs, &j) > 0 ? j : NULL;
 }
 
 static void job_release(Backup *b, Job *j)
 {
-        BV_LOCK_GUARD(&b->lock);
-        job_release_locked(b, j);
+        (void)bv_queue_push(&b->free_jobs, &j); /* never full; cancelled: the pool is done with */
 }
 
 static void job_queue(Backup *b, Job *j)
 {
-        BV_LOCK_GUARD(&b->lock);
-        j->next = NULL;
-        if (b->queue_tail)
-                b->queue_tail->next = j;
-        else
-                b->queue_head = j;
-        b->queue_tail = j;
-        pthread_cond_signal(&b->job_queued);
+        (void)bv_queue_push(&b->work, &j); /* never full: it holds every job at most */
 }
 
 /* Next queued job for a worker; NULL when the queue is closed and empty. */
 static Job *job_next(Backup *b)
 {
-        BV_LOCK_GUARD(&b->lock);
-        while (!b->queue_head && !b->closing)
-                pthread_cond_wait(&b->job_queued, &b->lock);
-        Job *j = b->queue_head;
-        if (j) {
-                b->queue_head = j->next;
-                if (!b->queue_head)
-                        b->queue_tail = NULL;
-        }
-        return j;
+        Job *j;
+
+        return bv_queue_pop(&b->work, &j) > 0 ? j : NULL;
 }
 
 static void job_unclaim(Backup *b, const Job *j)
@@ -440,11 +411,7 @@ static int workers_start(Backup *b, unsigned n)
 /* Closes the queue and waits for the workers to drain it. */
 static void workers_join(Backup *b)
 {
-        {
-                BV_LOCK_GUARD(&b->lock);
-                b->closing = true;
-                pthread_cond_broadcast(&b->job_queued);
-        }
+        bv_queue_close(&b->work);
         for (unsigned i = 0; i < b->n_threads; i++)
                 (void)pthread_join(b->threads[i], NULL);
         b->n_threads = 0;
@@ -452,17 +419,22 @@ static void workers_join(Backup *b)
 
 static int pool_new(Backup *b, size_t n, size_t cap)
 {
+        int r;
+
         b->jobs = calloc(n, sizeof(Job));
         if (!b->jobs)
                 return -ENOMEM;
         b->n_jobs = n;
+        if ((r = bv_queue_init(&b->free_jobs, sizeof(Job *), n)) < 0 ||
+            (r = bv_queue_init(&b->work, sizeof(Job *), n)) < 0)
+                return r;
         for (size_t i = 0; i < n; i++) {
-                b->jobs[i].data = malloc(cap);
-                if (!b->jobs[i].data)
+                Job *j = &b->jobs[i];
+                j->data = malloc(cap);
+                if (!j->data)
                         return -ENOMEM;
-                b->jobs[i].cap = cap;
-                b->jobs[i].next = b->free_jobs;
-                b->free_jobs = &b->jobs[i];
+                j->cap = cap;
+                (void)bv_queue_push(&b->free_jobs, &j);
         }
         return 0;
 }
@@ -524,21 +496,21 @@ static int on_data(Backup *b, const BvExtent *e)
                         r = bv_map_builder_add(b->map, BV_EXTENT_DATA, l, b->prefix_ids[l / BV_BLOCK_SIZE - 1]);
                         if (r < 0)
                                 return r;
-                        b->stats.chunks++;
-                        b->stats.bytes_data += l;
+                        b->stats.counts.chunks++;
+                        b->stats.counts.bytes_data += l;
                         return (int)l;
                 }
                 r = group_add(b, id, e->data, len);
                 if (r < 0)
                         return r;
-                b->stats.chunks_new++;
-                b->stats.bytes_new += len;
+                b->stats.counts.chunks_new++;
+                b->stats.counts.bytes_new += len;
         }
         r = bv_map_builder_add(b->map, BV_EXTENT_DATA, len, id);
         if (r < 0)
                 return r;
-        b->stats.chunks++;
-        b->stats.bytes_data += len;
+        b->stats.counts.chunks++;
+        b->stats.counts.bytes_data += len;
         return 0;
 }
 
@@ -550,10 +522,10 @@ static int on_extent(const BvExtent *e, void *userdata)
         case BV_EXTENT_DATA:
                 return on_data(b, e);
         case BV_EXTENT_ZERO:
-                b->stats.bytes_zero += e->length;
+                b->stats.counts.bytes_zero += e->length;
                 break;
         case BV_EXTENT_HOLE:
-                b->stats.bytes_hole += e->length;
+                b->stats.counts.bytes_hole += e->length;
                 break;
         default:
                 return -EINVAL;
@@ -569,6 +541,81 @@ static void progress_report(const BvBackupOptions *opts, uint64_t done, uint64_t
         opts->progress(&p, opts->progress_userdata);
 }
 
+/* Reads [offset, offset+len) with the source's read_at and feeds it to the splitter. */
+static int feed_read_at(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offset, uint64_t len)
+{
+        if (!b->edge_buf) {
+                b->edge_buf = malloc(EDGE_READ);
+                if (!b->edge_buf)
+                        return -ENOMEM;
+        }
+        while (len > 0) {
+                size_t n = (size_t)MIN(len, (uint64_t)EDGE_READ);
+                int r = bv_source_read_at(src, b->edge_buf, n, offset);
+                if (r >= 0)
+                        r = bv_splitter_feed(sp, offset, b->edge_buf, n, on_extent, b);
+                if (r < 0)
+                        return r;
+                b->stats.counts.bytes_read += n;
+                offset += n;
+                len -= n;
+        }
+        return 0;
+}
+
+/* [offset, offset+len) holds what the parent holds there: its zero and hole runs and the data
+ * chunks that lie wholly inside are taken from its map and never read; the rest of a data
+ * chunk that sticks out of the range is read from the source. */
+static int backup_unchanged(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offset, uint64_t len)
+{
+        uint64_t pos = offset, end = offset + len;
+        int r;
+
+        if (!b->parent)
+                return -EINVAL; /* an UNCHANGED extent without a parent snapshot */
+        while (pos < end) {
+                BvMapExtent pe;
+                r = bv_parent_map_lookup(b->parent, pos, &pe);
+                if (r < 0)
+                        return r == -ERANGE ? -EINVAL : r;
+                uint64_t n = MIN(pe.offset + pe.length, end) - pos;
+                BvLocation loc;
+                if (pe.kind == BV_EXTENT_DATA && (pe.offset != pos || pe.length != n ||
+                                                  bv_index_lookup(b->index, pe.id, &loc) < 0)) {
+                        r = feed_read_at(b, src, sp, pos, n); /* sticks out, or no longer stored */
+                } else {
+                        r = bv_splitter_skip(sp, pos, n, on_extent, b);
+                        if (r >= 0 && pe.kind == BV_EXTENT_DATA) {
+                                b->stats.counts.chunks++;
+                                b->stats.counts.bytes_data += n;
+                                r = bv_map_builder_add(b->map, BV_EXTENT_DATA, n, pe.id);
+                        } else if (r >= 0)
+                                r = on_extent(&(BvExtent){ .kind = pe.kind, .offset = pos, .length = n }, b);
+                }
+                if (r < 0)
+                        return r;
+                pos += n;
+        }
+        return 0;
+}
+
+/* One extent of the source into the splitter. */
+static int backup_extent(Backup *b, BvSource *src, BvSplitter *sp, const BvExtent *e)
+{
+        switch (e->kind) {
+        case BV_EXTENT_DATA:
+                b->stats.counts.bytes_read += e->length;
+                return bv_splitter_feed(sp, e->offset, e->data, (size_t)e->length, on_extent, b);
+        case BV_EXTENT_HOLE:
+                return bv_splitter_hole(sp, e->offset, e->length, on_extent, b);
+        case BV_EXTENT_UNCHANGED:
+                return backup_unchanged(b, src, sp, e->offset, e->length);
+        case BV_EXTENT_ZERO:
+                break;
+        }
+        return -EINVAL;
+}
+
 /* Reads the whole source through the splitter. */
 static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupOptions *opts, uint64_t start_ns)
 {
@@ -582,11 +629,7 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                         return r;
                 if (r == 0)
                         break;
-                if (e.kind == BV_EXTENT_DATA) {
-                        b->stats.bytes_read += e.length;
-                        r = bv_splitter_feed(sp, e.offset, e.data, (size_t)e.length, on_extent, b);
-                } else
-                        r = bv_splitter_hole(sp, e.offset, e.length, on_extent, b);
+                r = backup_extent(b, src, sp, &e);
                 if (r < 0)
                         return r;
                 r = backup_get_error(b);
@@ -601,75 +644,6 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                 }
         }
         return bv_splitter_finish(sp, on_extent, b);
-}
-
-typedef struct JsonField {
-        const char *key;
-        struct json_object *value; /* NULL: allocation failed */
-} JsonField;
-
-/* An object of the given fields; it takes every value (freed on failure too). */
-static struct json_object *json_build(const JsonField *f, size_t n)
-{
-        struct json_object *o = json_object_new_object();
-        int r = o ? 0 : -ENOMEM;
-
-        for (size_t i = 0; i < n; i++) {
-                if (r == 0)
-                        r = bv_json_add(o, f[i].key, f[i].value);
-                else
-                        json_object_put(f[i].value);
-        }
-        if (r < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
-}
-
-static struct json_object *source_json(BvSource *src, uint64_t size)
-{
-        BvSourceKind kind = bv_source_kind(src);
-        struct json_object *probe = NULL;
-        const char *path = bv_source_path(src);
-
-        /* Probe failures are ignored: the snapshot then has no "probe". */
-        if (kind != BV_SOURCE_STREAM && bv_source_probe(path, &probe) < 0)
-                probe = NULL;
-        JsonField f[] = {
-                { "path", json_object_new_string(path) },
-                { "kind", json_object_new_string(bv_source_kind_name(kind)) },
-                { "size", json_object_new_uint64(size) },
-                { "probe", probe },
-        };
-        return json_build(f, probe ? ELEMENTSOF(f) : ELEMENTSOF(f) - 1);
-}
-
-static struct json_object *stats_json(const BvBackupStats *s)
-{
-        JsonField f[] = {
-                { "bytes_read", json_object_new_uint64(s->bytes_read) },
-                { "bytes_zero", json_object_new_uint64(s->bytes_zero) },
-                { "bytes_hole", json_object_new_uint64(s->bytes_hole) },
-                { "bytes_new", json_object_new_uint64(s->bytes_new) },
-                { "bytes_stored", json_object_new_uint64(s->bytes_stored) },
-                { "chunks", json_object_new_uint64(s->chunks) },
-                { "chunks_new", json_object_new_uint64(s->chunks_new) },
-                { "packs", json_object_new_uint64(s->packs) },
-                { "seconds", json_object_new_double(s->seconds) },
-        };
-        return json_build(f, ELEMENTSOF(f));
-}
-
-static struct json_object *chunker_json(const BvChunkerParams *p)
-{
-        JsonField f[] = {
-                { "kind", json_object_new_string(bv_chunker_kind_name(p->kind)) },
-                { "min", json_object_new_uint64(p->min) },
-                { "avg", json_object_new_uint64(p->avg) },
-                { "max", json_object_new_uint64(p->max) },
-        };
-        return json_build(f, ELEMENTSOF(f));
 }
 
 static const char *source_name(const char *path)
@@ -702,16 +676,15 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
                 return r;
         bv_hex_encode(raw_id, sizeof(raw_id), s.id);
         memcpy(s.root, root, BV_ID_SIZE);
-        s.source = source_json(src, size);
-        s.stats = stats_json(&b->stats);
-        s.chunker = chunker_json(&b->chunker);
-        if (!s.source || !s.stats || !s.chunker)
-                r = -ENOMEM;
-        else
-                r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
-        json_object_put(s.source);
-        json_object_put(s.stats);
-        json_object_put(s.chunker);
+        s.source = (BvSnapshotSource){ .path = (char *)bv_source_path(src), .kind = bv_source_kind(src), .size = size };
+        /* Probe failures are ignored: the snapshot then has no probe. */
+        if (s.source.kind != BV_SOURCE_STREAM && bv_source_probe(s.source.path, &s.source.probe) >= 0)
+                s.source.probed = true;
+        s.stats = b->stats.counts;
+        s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
+                                       .max = b->chunker.max }; /* not the key */
+        r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
+        bv_probe_done(&s.source.probe);
         if (r < 0)
                 return r;
         memcpy(b->stats.snapshot_id, s.id, sizeof(s.id));
@@ -764,6 +737,8 @@ static void backup_abort(Backup *b, int error)
 static void backup_done(Backup *b)
 {
         bv_map_builder_free(b->map);
+        bv_parent_map_free(b->parent);
+        free(b->edge_buf);
         bv_pack_writer_free(b->writer);
         bv_object_codec_free(b->pack_codec);
         for (size_t i = 0; i < b->n_jobs; i++)
@@ -773,8 +748,8 @@ static void backup_done(Backup *b)
         free(b->prefix_ids);
         pthread_mutex_destroy(&b->lock);
         pthread_mutex_destroy(&b->pack_lock);
-        pthread_cond_destroy(&b->job_queued);
-        pthread_cond_destroy(&b->job_freed);
+        bv_queue_done(&b->free_jobs);
+        bv_queue_done(&b->work);
 }
 
 static unsigned threads_wanted(const BvBackupOptions *opts)
@@ -812,27 +787,26 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         if (r < 0)
                 return r;
         b->stats.size = size;
-        b->stats.bytes_stored = b->bytes_stored;
-        b->stats.packs = b->packs;
-        b->stats.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
+        b->stats.counts.bytes_stored = b->bytes_stored;
+        b->stats.counts.packs = b->packs;
+        b->stats.counts.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
         return snapshot_publish(b, src, name, start_s, root, height, size);
 }
 
-static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *opts, BvSource *src,
-                      BvBackupStats *ret_stats)
+static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats)
 {
         BvSplitter *sp = NULL;
         Backup b = {
                 .lock = PTHREAD_MUTEX_INITIALIZER,
                 .pack_lock = PTHREAD_MUTEX_INITIALIZER,
-                .job_queued = PTHREAD_COND_INITIALIZER,
-                .job_freed = PTHREAD_COND_INITIALIZER,
         };
         uint64_t start_ns = bv_now_monotonic_ns(), start_s = bv_now_realtime_ns() / 1000000000ull;
         unsigned threads = threads_wanted(opts);
         int r;
 
         r = backup_setup(&b, repo, threads);
+        if (r >= 0 && opts->parent)
+                r = bv_parent_map_open(repo, opts->parent, &b.parent);
         if (r >= 0)
                 r = bv_splitter_new(&b.chunker, &sp);
         if (r >= 0)
@@ -841,13 +815,13 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
                 r = backup_read(&b, src, sp, opts, start_ns);
         bv_splitter_free(sp);
         if (r >= 0)
-                r = backup_finish(&b, src, opts->name ?: source_name(source), start_s, start_ns);
+                r = backup_finish(&b, src, opts->name ?: source_name(bv_source_path(src)), start_s, start_ns);
         if (r < 0) {
                 backup_abort(&b, r);
                 backup_done(&b);
                 return r;
         }
-        b.stats.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
+        b.stats.counts.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
         b.stats.used_uring = bv_source_uses_uring(src);
         b.stats.used_direct = bv_source_uses_direct(src);
         if (opts->progress)
@@ -858,20 +832,26 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
         return 0;
 }
 
-int bv_backup(BvRepo *repo, const char *source, const BvBackupOptions *opts, BvBackupStats *ret_stats)
+int bv_backup(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats)
 {
         static const BvBackupOptions no_opts = {};
+
+        if (!repo || !src)
+                return -EINVAL;
+        return backup_run(repo, src, opts ?: &no_opts, ret_stats);
+}
+
+int bv_backup_path(BvRepo *repo, const char *path, const BvBackupOptions *opts, BvBackupStats *ret_stats)
+{
         BvSource *src = NULL;
         int r;
 
-        if (!repo || !source)
+        if (!repo || !path)
                 return -EINVAL;
-        if (!opts)
-                opts = &no_opts;
-        r = bv_source_open(source, &opts->source, &src);
+        r = bv_source_open(path, opts ? &opts->source : NULL, &src);
         if (r < 0)
                 return r;
-        r = backup_run(repo, source, opts, src, ret_stats);
+        r = bv_backup(repo, src, opts, ret_stats);
         bv_source_free(src);
         return r;
 }

@@ -9,28 +9,25 @@
 typedef struct BvBackupOptions {
         const char *name;         /* NULL: the source path's base name */
         unsigned threads;         /* 0: one per online CPU */
-        BvSourceOptions source;
+        BvSourceOptions source;   /* for bv_backup_path */
+        const BvSnapshot *parent; /* what a changed-block source's UNCHANGED extents refer to */
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
 } BvBackupOptions;
 
 typedef struct BvBackupStats {
         char snapshot_id[2 * BV_SNAPSHOT_ID_SIZE + 1];
-        uint64_t size;          /* image bytes */
-        uint64_t bytes_read;    /* bytes read from the source (not holes) */
-        uint64_t bytes_zero;    /* all-zero blocks found in what was read */
-        uint64_t bytes_hole;    /* holes never read */
-        uint64_t bytes_data;    /* data in chunks (read - zero) */
-        uint64_t bytes_new;     /* raw bytes of chunks not in the repository before */
-        uint64_t bytes_stored;  /* encoded bytes written to packs (chunks and map nodes) */
-        uint64_t chunks;        /* data chunks */
-        uint64_t chunks_new;
-        uint64_t packs;         /* packs written */
-        double seconds;
+        uint64_t size;            /* image bytes */
+        BvSnapshotStats counts;   /* what the snapshot records as its stats */
         bool used_uring;
         bool used_direct;
 } BvBackupStats;
 
-/* Backs up source (a path, or "-" for stdin) as a new snapshot. The repository must be open
- * with BV_OPEN_WRITE. On any failure nothing is published and earlier snapshots are intact. */
-int bv_backup(BvRepo *r, const char *source, const BvBackupOptions *opts, BvBackupStats *ret_stats);
+/* Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
+ * On any failure nothing is published and earlier snapshots are intact. UNCHANGED extents take
+ * the parent's map entries for their range (-EINVAL without opts->parent, or past its end):
+ * zero and hole runs and data chunks wholly inside are not read, the rest is read with the
+ * source's read_at. */
+int bv_backup(BvRepo *r, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats);
+/* Opens path ("-": stdin) with opts->source and backs it up. */
+int bv_backup_path(BvRepo *r, const char *path, const BvBackupOptions *opts, BvBackupStats *ret_stats);

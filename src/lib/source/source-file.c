@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Files, block devices and streams behind the source ops table. A planner walks the image in order and cuts it into items: HOLE items
+ * (regular files only, found incrementally with SEEK_DATA / SEEK_HOLE) and DATA items of at
+ * most read_size bytes. Items sit in a ring of slots, each with its own 4096-aligned buffer;
+ * DATA items are submitted to io_uring as soon as they are planned, so up to queue_depth reads
+ * are in flight, and they are handed out strictly in order. The slot handed out last is only
+ * reused on the next call. Without io_uring there is one slot, read with pread when delivered.
+ * Streams ("-", pipes) bypass all of this: a plain read() loop into one buffer.
+ */
+#include <fcntl.h>
+#include <liburing.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "source.h"
+
+#define DEFAULT_READ_SIZE (1024u * 1024u)
+#define DEFAULT_QUEUE_DEPTH 8u
+#define MAX_READ_SIZE (64u * 1024u * 1024u)
+#define MAX_QUEUE_DEPTH 256u
+
+typedef struct Slot {
+        void *buf;
+        BvExtentKind kind;
+        uint64_t offset;
+        uint64_t length;
+        int64_t res;  /* bytes read, or -errno; valid once !pending */
+        bool pending; /* submitted to the ring, completion not yet reaped */
+} Slot;
+
+typedef struct FileSource {
+        BvSourceKind kind;
+        char *path;
+        int fd;
+        uint64_t size; /* UINT64_MAX for a stream until its end */
+        size_t read_size;
+        bool direct;
+        bool direct_verified; /* a direct read succeeded: EINVAL is a real error now */
+        bool uring;
+        bool seek_data; /* SEEK_DATA / SEEK_HOLE usable */
+        struct io_uring ring;
+        unsigned inflight;
+
+        Slot *slots;
+        unsigned nslots, head, count;
+        bool held; /* slots[head] was handed out by the last call */
+
+        uint64_t plan_pos;   /* next offset to plan */
+        uint64_t region_end; /* end of the data region plan_pos is in */
+        uint64_t stream_pos; /* bytes of a stream delivered so far */
+        int error;           /* sticky: once failed, always failed */
+} FileSource;
+
+
+/* Reaps one completion into its slot. */
+static int reap_one(FileSource *s)
+{
+        struct io_uring_cqe *cqe;
+        int r;
+
+        do
+                r = io_uring_wait_cqe(&s->ring, &cqe);
+        while (r == -EINTR);
+        if (r < 0)
+                return r;
+        Slot *sl = &s->slots[io_uring_cqe_get_data64(cqe)];
+        sl->res = cqe->res;
+        sl->pending = false;
+        s->inflight--;
+        io_uring_cqe_seen(&s->ring, cqe);
+        return 0;
+}
+
+static int drain(FileSource *s)
+{
+        while (s->inflight > 0) {
+                int r = reap_one(s);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void file_free(FileSource *s)
+{
+        if (!s)
+                return;
+        if (s->uring) {
+                /* the kernel may still write into the buffers: wait before freeing them */
+                (void)drain(s);
+                io_uring_queue_exit(&s->ring);
+        }
+        for (unsigned i = 0; s->slots && i < s->nslots; i++)
+                free(s->slots[i].buf);
+        free(s->slots);
+        safe_close(s->fd);
+        free(s->path);
+        free(s);
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(FileSource, file_free);
+
+/* How many bytes a read of this slot asks for: O_DIRECT wants whole 4 KiB blocks. */
+static size_t slot_read_len(const FileSource *s, const Slot *sl)
+{
+        return s->direct ? ALIGN_UP((size_t)sl->length, (size_t)BV_BLOCK_SIZE) : (size_t)sl->length;
+}
+
+static int submit_slot(FileSource *s, unsigned idx)
+{
+        Slot *sl = &s->slots[idx];
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+        if (!sqe)
+                return -EBUSY; /* cannot happen: the ring has a slot per buffer */
+        io_uring_prep_read(sqe, s->fd, sl->buf, (unsigned)slot_read_len(s, sl), sl->offset);
+        io_uring_sqe_set_data64(sqe, idx);
+        sl->pending = true;
+        s->inflight++;
+        return 0;
+}
+
+/* Finds the data region at or after plan_pos. Region bounds are rounded out to 4 KiB so every
+ * DATA read is block aligned; a partly allocated block is read as data. */
+static int find_region(FileSource *s, uint64_t *ret_start)
+{
+        if (!s->seek_data) {
+                s->region_end = s->size;
+                *ret_start = s->plan_pos;
+                return 0;
+        }
+
+        off_t d = lseek(s->fd, (off_t)s->plan_pos, SEEK_DATA);
+        if (d < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
+                s->seek_data = false;
+                return find_region(s, ret_start);
+        }
+        if (d < 0 && errno != ENXIO)
+                return negative_errno();
+        if (d < 0 || (uint64_t)d >= s->size) {
+                /* only a hole up to the end: make sure the file did not shrink under us */
+                struct stat st;
+                if (fstat(s->fd, &st) < 0)
+                        return negative_errno();
+                if ((uint64_t)st.st_size < s->size)
+                        return -ENODATA;
+                s->region_end = s->size;
+                *ret_start = s->size;
+                return 0;
+        }
+
+        uint64_t start = MAX(ALIGN_DOWN((uint64_t)d, (uint64_t)BV_BLOCK_SIZE), s->plan_pos);
+        off_t h = lseek(s->fd, (off_t)start, SEEK_HOLE);
+        if (h < 0)
+                return errno == ENXIO ? -ENODATA : negative_errno();
+        s->region_end = MIN(ALIGN_UP((uint64_t)h, (uint64_t)BV_BLOCK_SIZE), s->size);
+        *ret_start = start;
+        return 0;
+}
+
+/* Plans the next item into sl. Returns 1, or 0 when the whole image is planned. */
+static int plan_next(FileSource *s, Slot *sl)
+{
+        if (s->plan_pos >= s->size)
+                return 0;
+
+        if (s->plan_pos >= s->region_end) {
+                uint64_t start;
+                int r = find_region(s, &start);
+                if (r < 0)
+                        return r;
+                if (start > s->plan_pos) {
+                        *sl = (Slot){ .buf = sl->buf, .kind = BV_EXTENT_HOLE, .offset = s->plan_pos,
+                                      .length = start - s->plan_pos };
+                        s->plan_pos = start;
+                        return 1;
+                }
+        }
+
+        *sl = (Slot){ .buf = sl->buf, .kind = BV_EXTENT_DATA, .offset = s->plan_pos,
+                      .length = MIN((uint64_t)s->read_size, s->region_end - s->plan_pos), .res = -1 };
+        s->plan_pos += sl->length;
+        return 1;
+}
+
+/* Gives the slot handed out last back to the ring, telling the kernel its pages may go. */
+static void release_held(FileSource *s)
+{
+        if (!s->held)
+                return;
+        Slot *sl = &s->slots[s->head];
+        if (sl->kind == BV_EXTENT_DATA && !s->direct)
+                (void)posix_fadvise(s->fd, (off_t)sl->offset, (off_t)sl->length, POSIX_FADV_DONTNEED);
+        s->head = (s->head + 1) % s->nslots;
+        s->count--;
+        s->held = false;
+}
+
+/* Plans into every free slot and submits the new reads in one go. */
+static int fill_queue(FileSource *s)
+{
+        bool submitted = false;
+
+        while (s->count < s->nslots) {
+                unsigned idx = (s->head + s->count) % s->nslots;
+                int r = plan_next(s, &s->slots[idx]);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                s->count++;
+                if (s->uring && s->slots[idx].kind == BV_EXTENT_DATA) {
+                        r = submit_slot(s, idx);
+                        if (r < 0)
+                                return r;
+                        submitted = true;
+                }
+        }
+        if (submitted) {
+                int r = io_uring_submit(&s->ring);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The first O_DIRECT read was refused: drop O_DIRECT and read every queued slot again. */
+static int fall_back_buffered(FileSource *s)
+{
+        int r = drain(s);
+        if (r < 0)
+                return r;
+
+        int flags = fcntl(s->fd, F_GETFL);
+        if (flags < 0 || fcntl(s->fd, F_SETFL, flags & ~O_DIRECT) < 0)
+                return negative_errno();
+        s->direct = false;
+        (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+        if (!s->uring)
+                return 0;
+        for (unsigned i = 0; i < s->count; i++) {
+                unsigned idx = (s->head + i) % s->nslots;
+                if (s->slots[idx].kind != BV_EXTENT_DATA)
+                        continue;
+                r = submit_slot(s, idx);
+                if (r < 0)
+                        return r;
+        }
+        r = io_uring_submit(&s->ring);
+        return r < 0 ? r : 0;
+}
+
+/* Waits for (or, without io_uring, does) the read of sl and checks that it is complete. A read
+ * that ends before the size known at open means the source shrank: -ENODATA. */
+static int complete_slot(FileSource *s, Slot *sl)
+{
+        for (;;) {
+                if (s->uring) {
+                        while (sl->pending) {
+                                int r = reap_one(s);
+                                if (r < 0)
+                                        return r;
+                        }
+                } else
+                        sl->res = bv_pread_all(s->fd, sl->buf, slot_read_len(s, sl), sl->offset);
+
+                if (sl->res == -EINVAL && s->direct && !s->direct_verified) {
+                        int r = fall_back_buffered(s);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                break;
+        }
+        if (sl->res < 0)
+                return (int)sl->res;
+        if (s->direct)
+                s->direct_verified = true;
+
+        if ((uint64_t)sl->res < sl->length) {
+                /* a short read from the ring: finish it synchronously */
+                ssize_t n = bv_pread_all(s->fd, (uint8_t *)sl->buf + sl->res, sl->length - (uint64_t)sl->res,
+                                         sl->offset + (uint64_t)sl->res);
+                if (n < 0)
+                        return (int)n;
+                if ((uint64_t)n < sl->length - (uint64_t)sl->res)
+                        return -ENODATA;
+        }
+        return 0;
+}
+
+static int stream_next(FileSource *s, BvExtent *ret)
+{
+        ssize_t n = bv_read_all(s->fd, s->slots[0].buf, s->read_size);
+        if (n < 0)
+                return (int)n;
+        if (n == 0) {
+                s->size = s->stream_pos;
+                return 0;
+        }
+        *ret = (BvExtent){ .kind = BV_EXTENT_DATA, .offset = s->stream_pos, .length = (uint64_t)n,
+                           .data = s->slots[0].buf };
+        s->stream_pos += (uint64_t)n;
+        return 1;
+}
+
+static int source_next_queued(FileSource *s, BvExtent *ret)
+{
+        release_held(s);
+        int r = fill_queue(s);
+        if (r < 0)
+                return r;
+        if (s->count == 0)
+                return 0;
+
+        Slot *sl = &s->slots[s->head];
+        if (sl->kind == BV_EXTENT_DATA) {
+                r = complete_slot(s, sl);
+                if (r < 0)
+                        return r;
+        }
+        *ret = (BvExtent){ .kind = sl->kind, .offset = sl->offset, .length = sl->length,
+                           .data = sl->kind == BV_EXTENT_DATA ? sl->buf : NULL };
+        s->held = true;
+        return 1;
+}
+
+static int file_next(FileSource *s, BvExtent *ret)
+{
+        if (s->error < 0)
+                return s->error;
+        if (s->kind == BV_SOURCE_STREAM && s->size != UINT64_MAX)
+                return 0;
+
+        int r = s->kind == BV_SOURCE_STREAM ? stream_next(s, ret) : source_next_queued(s, ret);
+        if (r < 0)
+                s->error = r;
+        return r;
+}
+
+/* ---- the ops tables ---- */
+
+static int file_next_op(void *impl, BvExtent *ret)
+{
+        return file_next(impl, ret);
+}
+
+static int file_read_at(void *impl, void *buf, size_t len, uint64_t offset)
+{
+        FileSource *s = impl;
+        ssize_t n = bv_pread_all(s->fd, buf, len, offset);
+
+        if (n < 0)
+                return (int)n;
+        return (size_t)n == len ? 0 : -ENODATA; /* it shrank under us */
+}
+
+static uint64_t file_size(void *impl)
+{
+        return ((FileSource *)impl)->size;
+}
+
+static bool file_uses_uring(void *impl)
+{
+        return ((FileSource *)impl)->uring;
+}
+
+static bool file_uses_direct(void *impl)
+{
+        return ((FileSource *)impl)->direct;
+}
+
+static void file_free_op(void *impl)
+{
+        file_free(impl);
+}
+
+/* A regular file (holes found with SEEK_DATA and never read) and a block device share the
+ * io_uring reader; a stream is read in order and cannot be read at an offset. */
+static const BvSourceOps file_ops = {
+        .next = file_next_op, .read_at = file_read_at, .size = file_size,
+        .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .free = file_free_op,
+};
+static const BvSourceOps blockdev_ops = {
+        .next = file_next_op, .read_at = file_read_at, .size = file_size,
+        .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .free = file_free_op,
+};
+static const BvSourceOps stream_ops = {
+        .next = file_next_op, .size = file_size, .free = file_free_op,
+};
+
+static int source_wrap(FileSource **s, BvSource **ret)
+{
+        const BvSourceOps *ops = (*s)->kind == BV_SOURCE_FILE     ? &file_ops
+                                 : (*s)->kind == BV_SOURCE_BLOCKDEV ? &blockdev_ops
+                                                                    : &stream_ops;
+        int r = bv_source_new(ops, *s, (*s)->kind, (*s)->path, ret);
+
+        if (r >= 0)
+                *s = NULL;
+        return r;
+}
+
+/* Opens path for reading and classifies it. Directories and character devices are refused
+ * before they are opened (opening some character devices has side effects). */
+static int open_path(const char *path, bool want_direct, int *ret_fd, BvSourceKind *ret_kind,
+                     bool *ret_direct)
+{
+        struct stat st, st2;
+        BvSourceKind kind;
+
+        if (strcmp(path, "-") == 0) {
+                int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0)
+                        return negative_errno();
+                *ret_fd = fd;
+                *ret_kind = BV_SOURCE_STREAM;
+                *ret_direct = false;
+                return 0;
+        }
+
+        if (stat(path, &st) < 0)
+                return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (S_ISREG(st.st_mode))
+                kind = BV_SOURCE_FILE;
+        else if (S_ISBLK(st.st_mode))
+                kind = BV_SOURCE_BLOCKDEV;
+        else if (S_ISFIFO(st.st_mode))
+                kind = BV_SOURCE_STREAM;
+        else
+                return -ENODEV; /* character device, socket */
+
+        bool direct = want_direct && kind != BV_SOURCE_STREAM;
+        int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+        _cleanup_close_ int fd = open(path, flags | (direct ? O_DIRECT : 0));
+        if (fd < 0 && direct && errno == EINVAL) {
+                direct = false;
+                fd = open(path, flags);
+        }
+        if (fd < 0)
+                return negative_errno();
+
+        /* the path may have been replaced between stat and open */
+        if (fstat(fd, &st2) < 0)
+                return negative_errno();
+        if ((st.st_mode & S_IFMT) != (st2.st_mode & S_IFMT))
+                return -ESTALE;
+
+        *ret_fd = TAKE_FD(fd);
+        *ret_kind = kind;
+        *ret_direct = direct;
+        return 0;
+}
+
+static int alloc_slots(FileSource *s, unsigned n)
+{
+        s->slots = calloc(n, sizeof(Slot));
+        if (!s->slots)
+                return -ENOMEM;
+        s->nslots = n;
+        for (unsigned i = 0; i < n; i++)
+                if (posix_memalign(&s->slots[i].buf, BV_BLOCK_SIZE, s->read_size) != 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret)
+{
+        BvSourceOptions o = opts ? *opts : (BvSourceOptions){};
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+        if (o.read_size == 0)
+                o.read_size = DEFAULT_READ_SIZE;
+        if (o.queue_depth == 0)
+                o.queue_depth = DEFAULT_QUEUE_DEPTH;
+        if (!IS_ALIGNED(o.read_size, (size_t)BV_BLOCK_SIZE) || o.read_size > MAX_READ_SIZE ||
+            o.queue_depth > MAX_QUEUE_DEPTH)
+                return -EINVAL;
+
+        _cleanup_(file_freep) FileSource *s = calloc(1, sizeof(FileSource));
+        if (!s)
+                return -ENOMEM;
+        s->fd = -EBADF;
+        s->read_size = o.read_size;
+        s->path = strdup(path);
+        if (!s->path)
+                return -ENOMEM;
+
+        r = open_path(path, !o.no_direct, &s->fd, &s->kind, &s->direct);
+        if (r < 0)
+                return r;
+
+        if (s->kind == BV_SOURCE_STREAM) {
+                s->size = UINT64_MAX;
+                r = alloc_slots(s, 1);
+                if (r < 0)
+                        return r;
+                return source_wrap(&s, ret);
+        }
+
+        r = bv_fd_size(s->fd, &s->size);
+        if (r < 0)
+                return r;
+        s->seek_data = s->kind == BV_SOURCE_FILE;
+        if (!s->direct)
+                (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+        if (!o.no_uring && io_uring_queue_init(o.queue_depth, &s->ring, 0) == 0)
+                s->uring = true;
+        r = alloc_slots(s, s->uring ? o.queue_depth : 1);
+        if (r < 0)
+                return r;
+        return source_wrap(&s, ret);
+}

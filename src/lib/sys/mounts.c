@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/loop.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "mounts.h"
+#include "process.h"
+
+/* Undoes the octal escapes (\040 ...) of a mountinfo field in place. */
+static void mountinfo_unescape(char *s)
+{
+        char *w = s;
+
+        for (const char *r = s; *r; r++) {
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] && r[3]) {
+                        *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+                        r += 3;
+                } else
+                        *w++ = *r;
+        }
+        *w = '\0';
+}
+
+bool bv_is_mountpoint(const char *path)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        char line[8192], mp[PATH_MAX];
+
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                /* id parent major:minor root mountpoint ... */
+                if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+                        continue;
+                mountinfo_unescape(mp);
+                if (strcmp(mp, path) == 0)
+                        return true;
+        }
+        return false;
+}
+
+int bv_mount_readonly(const char *dev, const char *mountpoint, const char *fstype)
+{
+        const char *data = NULL;
+
+        /* The device is read-only: a dirty journal must not be replayed. */
+        if (strcmp(fstype, "ext4") == 0 || strcmp(fstype, "ext3") == 0)
+                data = "noload";
+        else if (strcmp(fstype, "xfs") == 0)
+                data = "norecovery";
+        if (mount(dev, mountpoint, fstype, MS_RDONLY | MS_NODEV | MS_NOSUID, data) < 0)
+                return -errno;
+        return 0;
+}
+
+int bv_loop_attach_readonly(const char *file, uint64_t offset, uint64_t size, char *ret_dev, size_t dev_size)
+{
+        char off_arg[32], size_arg[32], out[256];
+        int r;
+
+        snprintf(off_arg, sizeof(off_arg), "%" PRIu64, offset);
+        snprintf(size_arg, sizeof(size_arg), "%" PRIu64, size);
+        char *argv[] = { "losetup", "-r", "-f", "--show", "--offset", off_arg, size ? "--sizelimit" : (char *)file,
+                         size ? size_arg : NULL, size ? (char *)file : NULL, NULL };
+        r = bv_run(argv, out, sizeof(out));
+        if (r != 0)
+                return r;
+        if (strncmp(out, "/dev/", 5) != 0 || strlen(out) >= dev_size)
+                return -EBADMSG;
+        strcpy(ret_dev, out);
+        return 0;
+}
+
+bool bv_loop_backed_by(const char *dev, const char *file)
+{
+        const char *name = strrchr(dev, '/');
+        char path[128], backing[PATH_MAX] = "";
+
+        if (!name)
+                return false;
+        snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", name + 1);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || bv_read_all(fd, backing, sizeof(backing) - 1) <= 0)
+                return false;
+        backing[strcspn(backing, "\n")] = '\0';
+        return strcmp(backing, file) == 0;
+}
+
+int bv_loop_detach(const char *dev)
+{
+        _cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return errno == ENOENT || errno == ENXIO ? 0 : -errno;
+        if (ioctl(fd, LOOP_CLR_FD, 0) < 0 && errno != ENXIO)
+                return -errno;
+        return 0;
+}
+
+bool bv_nbd_export_answers(const char *socket_path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char magic[8];
+
+        if (strlen(socket_path) >= sizeof(sa.sun_path))
+                return false;
+        memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return false;
+        return bv_read_all(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) && memcmp(magic, "NBDMAGIC", 8) == 0;
+}
+
+bool bv_nbd_kernel_has(void)
+{
+        char *argv[] = { "modprobe", "-q", "nbd", NULL };
+
+        if (access("/sys/module/nbd", F_OK) == 0)
+                return true;
+        return bv_have_command("modprobe") && bv_run(argv, NULL, 0) == 0 && access("/sys/module/nbd", F_OK) == 0;
+}
+
+int bv_nbd_find_free(char *buf, size_t size)
+{
+        char path[64];
+
+        for (int i = 0; i < 256; i++) {
+                snprintf(path, sizeof(path), "/sys/block/nbd%d", i);
+                if (access(path, F_OK) < 0)
+                        break;
+                snprintf(path, sizeof(path), "/sys/block/nbd%d/pid", i);
+                if (access(path, F_OK) < 0) {
+                        snprintf(buf, size, "/dev/nbd%d", i);
+                        return 0;
+                }
+        }
+        return -ENODEV;
+}

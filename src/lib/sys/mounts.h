@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Mounts, loop devices and NBD devices: what `blkvault mount` sets up and tears down, and what
+ * the appliance's targets will use. Nothing here prints.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Is path a mountpoint (listed in /proc/self/mountinfo)? Works on a FUSE mount whose daemon
+ * died, where stat() fails with ENOTCONN. */
+bool bv_is_mountpoint(const char *path);
+
+/* Mounts dev (a filesystem of type fstype) read-only, nodev, nosuid on mountpoint; a dirty
+ * journal is not replayed (ext3/ext4 noload, xfs norecovery). 0 or -errno. */
+int bv_mount_readonly(const char *dev, const char *mountpoint, const char *fstype);
+
+/* A read-only loop device over [offset, offset+size) of file (size 0: to its end), with
+ * losetup; its path in ret_dev. 0, the exit status of losetup (> 0), or -errno. */
+int bv_loop_attach_readonly(const char *file, uint64_t offset, uint64_t size, char *ret_dev, size_t dev_size);
+/* Is the loop device dev (/dev/loopN) still backed by file? */
+bool bv_loop_backed_by(const char *dev, const char *file);
+/* Detaches the loop device (a device already detached is fine). 0 or -errno. */
+int bv_loop_detach(const char *dev);
+
+/* Does the NBD server on the Unix socket path answer with its greeting? */
+bool bv_nbd_export_answers(const char *socket_path);
+/* Has the kernel the nbd driver (loading it with modprobe where it can)? */
+bool bv_nbd_kernel_has(void);
+/* A free /dev/nbdN (one without a connected client) into buf; -ENODEV when there is none. */
+int bv_nbd_find_free(char *buf, size_t size);
