@@ -6,7 +6,7 @@ set -euo pipefail
 
 build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
-       libcryptsetup-dev libsystemd-dev nbdkit nbdkit-plugin-dev libnbd-dev)
+       libcryptsetup-dev libsystemd-dev libinih-dev nbdkit nbdkit-plugin-dev libnbd-dev)
 runtime=(nbdkit libnbd-bin nbdfuse fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
          kmod rsync time)
