@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "backup.h"
+#include "conf.h"
 #include "json-util.h"
 #include "macro.h"
 #include "repo.h"
@@ -189,6 +190,11 @@ int json_add_members(struct json_object *o, struct json_object *from);
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);
 
+/* Loads the appliance's configuration (path: --config, or NULL for $BLKVAULT_CONFIG or the
+ * default; may_be_missing: even when given explicitly); with mistakes, prints each as
+ * FILE:LINE: MESSAGE and fails. Returns an exit code. */
+int load_config(const char *path, bool may_be_missing, BvConfig **ret);
+
 int cmd_init(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_list(int argc, char **argv);
@@ -201,3 +207,12 @@ int cmd_protect(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_target(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+int cmd_generator(int argc, char **argv);
+
+/* Reports a target run (cmd-target.c): the jobs, the summary line with "safe to unplug", the
+ * journal entry and sd_notify STATUS. Returns the exit code. */
+struct BvTargetRun;
+int report_run(const struct BvTargetRun *run);

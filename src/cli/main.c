@@ -25,6 +25,9 @@ static const struct {
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
+        { "target", cmd_target, "register a backup drive (target format), list them (target list)" },
+        { "job", cmd_job, "run a configured job on every attached target it names (job run)" },
+        { "config", cmd_config, "check the appliance's configuration (config check)" },
 };
 
 /* The commands whose first argument is REPO, with how many arguments they need at least. */
@@ -85,6 +88,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+        const char *base = strrchr(argv[0], '/');
+        if (strcmp(base ? base + 1 : argv[0], "blkvault-generator") == 0)
+                return cmd_generator(argc, argv);
         if (argc < 2) {
                 usage(stderr);
                 return EXIT_USAGE;
