@@ -141,7 +141,7 @@ int cmd_list(int argc, char **argv)
 {
         SecretArgs sargs = {};
         ListArgs a = {};
-        const char *path;
+        const char *path = NULL;
         int r;
 
         r = parse_list_args(argc, argv, &sargs, &a, &path);
