@@ -47,6 +47,10 @@ typedef struct FileSource {
         int fd_buffered; /* the same file without O_DIRECT, when fd has it; else -EBADF */
         bool probe_cache; /* ask the kernel what is cached (cachestat, or mincore) */
         bool no_cachestat; /* cachestat(2) is not in this kernel: mincore */
+        /* One bit per read_size cell of the image: cached when probed. Probed CACHE_LOOKAHEAD
+         * cells ahead of the planner, so that our own readahead never looks like the user's. */
+        uint8_t *cache_bits;
+        uint64_t cells, cells_probed;
         BvSourceIdentity identity;
         BvSourceReadStats read_stats;
         uint64_t size; /* UINT64_MAX for a stream until its end */
@@ -112,6 +116,7 @@ static void file_free(FileSource *s)
         free(s->slots);
         safe_close(s->fd);
         safe_close(s->fd_buffered);
+        free(s->cache_bits);
         free(s->path);
         free(s);
 }
@@ -171,7 +176,7 @@ static int64_t cached_pages_mincore(int fd, uint64_t offset, uint64_t len)
 
 /* Whether the page cache holds at least half of [offset, offset+len). A kernel or filesystem
  * that cannot tell makes every later region uncached. */
-static bool region_cached(FileSource *s, uint64_t offset, uint64_t len)
+static bool probe_cached(FileSource *s, uint64_t offset, uint64_t len)
 {
         int fd = s->fd_buffered >= 0 ? s->fd_buffered : s->fd;
         int64_t pages = -ENOSYS;
@@ -193,6 +198,25 @@ static bool region_cached(FileSource *s, uint64_t offset, uint64_t len)
                 return false;
         }
         return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) * 2 >= len;
+}
+
+#define CACHE_LOOKAHEAD 64u /* cells probed ahead of the planner (64 MiB at the default size) */
+
+/* Whether the cell of offset was cached when probed, probing ahead as the planner advances. */
+static bool region_cached(FileSource *s, uint64_t offset)
+{
+        uint64_t cell = offset / s->read_size;
+
+        if (!s->cache_bits || cell >= s->cells)
+                return false;
+        uint64_t want = MIN(cell + 2 * CACHE_LOOKAHEAD, s->cells);
+        if (s->cells_probed < cell + CACHE_LOOKAHEAD && s->cells_probed < want)
+                for (; s->cells_probed < want; s->cells_probed++) {
+                        uint64_t off = s->cells_probed * s->read_size;
+                        if (probe_cached(s, off, MIN((uint64_t)s->read_size, s->size - off)))
+                                s->cache_bits[s->cells_probed / 8] |= (uint8_t)(1u << (s->cells_probed % 8));
+                }
+        return s->cache_bits[cell / 8] & (1u << (cell % 8));
 }
 
 static int submit_slot(FileSource *s, unsigned idx)
@@ -267,7 +291,7 @@ static int plan_next(FileSource *s, Slot *sl)
 
         *sl = (Slot){ .buf = sl->buf, .kind = BV_EXTENT_DATA, .offset = s->plan_pos,
                       .length = MIN((uint64_t)s->read_size, s->region_end - s->plan_pos), .res = -1 };
-        sl->cached = region_cached(s, sl->offset, sl->length);
+        sl->cached = region_cached(s, sl->offset);
         s->plan_pos += sl->length;
         return 1;
 }
@@ -576,6 +600,10 @@ static int setup_cache_reads(FileSource *s, const struct stat *st)
                 .ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec,
         };
         s->probe_cache = true;
+        s->cells = DIV_ROUND_UP(s->size, (uint64_t)s->read_size);
+        s->cache_bits = calloc(DIV_ROUND_UP(s->cells, 8) ?: 1, 1);
+        if (!s->cache_bits)
+                return -ENOMEM;
         if (!s->direct)
                 return 0;
         _cleanup_close_ int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
