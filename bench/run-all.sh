@@ -27,7 +27,11 @@ for s in "${SCRIPTS[@]}"; do
     fi
     log "=== $s"
     t0=$(date +%s)
-    if BENCH_BUILD=0 "$BENCH_DIR/$s.sh" >"$BENCH_OUT/$s.log" 2>&1; then
+    # bench/peers (no .sh) writes a directory: its report is copied to bench/results/peers.md
+    cmd=("$BENCH_DIR/$s.sh")
+    [ -x "$BENCH_DIR/$s" ] && cmd=("$BENCH_DIR/$s" --out "$BENCH_OUT/$s")
+    if BLKVAULT=$BLKVAULT BENCH_BUILD=0 "${cmd[@]}" >"$BENCH_OUT/$s.log" 2>&1; then
+        [ -f "$BENCH_OUT/$s/$s.md" ] && cp "$BENCH_OUT/$s/$s.md" "$BENCH_OUT/$s.md"
         STATUS[$s]="ok in $(($(date +%s) - t0)) s"
     else
         STATUS[$s]="FAILED (exit $?) after $(($(date +%s) - t0)) s, see bench/results/$s.log"

@@ -6,14 +6,16 @@ set -euo pipefail
 
 build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
-       libcryptsetup-dev libsystemd-dev nbdkit nbdkit-plugin-dev libnbd-dev)
+       libcryptsetup-dev libsystemd-dev libinih-dev nbdkit nbdkit-plugin-dev libnbd-dev)
 runtime=(nbdkit libnbd-bin nbdfuse fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
          kmod rsync time)
-peers=(borgbackup python3-llfuse restic)
+peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
+# the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
+vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat)
 
 missing=()
-for p in "${build[@]}" "${runtime[@]}" "${peers[@]}"; do
+for p in "${build[@]}" "${runtime[@]}" "${peers[@]}" "${vm[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "backup.h"
+#include "conf.h"
 #include "json-util.h"
 #include "macro.h"
 #include "repo.h"
@@ -79,6 +80,20 @@ int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo *
  * plugin (secret_done it). Reports failures; returns an exit code. */
 int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret);
 
+/* problems.c: what a repository refused or left out. "a symbolic link", "a regular file, not a
+ * directory"... for an entry refused for its type, else NULL. */
+const char *problem_refusal(const BvRepoProblem *p, char *buf, size_t size);
+/* Reports an open that failed over one entry (a refusal, a damaged index segment for a writer);
+ * returns the exit code, or -1 if p names nothing to report. */
+int report_open_problem(const char *path, const BvRepoProblem *p, int r);
+/* Warns of each damaged file the repository left out since *reported (index segments, snapshot
+ * records), then advances *reported. */
+void report_damage(BvRepo *repo, size_t *reported);
+/* report_damage for the repository open_repo opened (after the snapshot list was loaded). */
+void report_snapshot_damage(BvRepo *repo);
+/* Warns of each pack the index names that a writer found missing. */
+void report_missing_packs(BvRepo *repo);
+
 /* Resolves a snapshot spec, reporting failures; returns an exit code. */
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret);
 
@@ -145,6 +160,11 @@ int json_add_members(struct json_object *o, struct json_object *from);
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);
 
+/* Loads the appliance's configuration (path: --config, or NULL for $BLKVAULT_CONFIG or the
+ * default; may_be_missing: even when given explicitly); with mistakes, prints each as
+ * FILE:LINE: MESSAGE and fails. Returns an exit code. */
+int load_config(const char *path, bool may_be_missing, BvConfig **ret);
+
 int cmd_init(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_list(int argc, char **argv);
@@ -152,6 +172,17 @@ int cmd_restore(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_key(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_protect(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_target(int argc, char **argv);
+int cmd_job(int argc, char **argv);
+int cmd_generator(int argc, char **argv);
+
+/* Reports a target run (cmd-target.c): the jobs, the summary line with "safe to unplug", the
+ * journal entry and sd_notify STATUS. Returns the exit code. */
+struct BvTargetRun;
+int report_run(const struct BvTargetRun *run);

@@ -52,6 +52,7 @@ int cmd_list(int argc, char **argv)
         BvSnapshot *const *list;
         size_t n;
         r = bv_repo_snapshots(repo, &list, &n);
+        report_snapshot_damage(repo);
         if (r < 0)
                 return log_error_errno(r, "cannot read the snapshots of '%s'", path);
 

@@ -233,22 +233,28 @@ void secret_done(BvSecret *s)
         *s = (BvSecret){};
 }
 
+/* Damaged files already warned of (one repository per command). */
+static size_t damage_reported;
+
 /* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
  * secret_done); on failure it is wiped here. */
 static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
                             BvSecret *ret_secret)
 {
+        BvRepoProblem problem;
         BvRepoConfig cfg;
         BvSecret secret;
-        int r;
+        int r, e;
 
-        r = bv_repo_peek_config(path, &cfg);
+        r = bv_repo_peek_config_report(path, &cfg, &problem);
+        if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
+                return e;
         if (r < 0)
                 return log_error_errno(r, "cannot open repository '%s'", path);
         r = secret_get(s, cfg.cipher != BV_CIPHER_NONE, false, &secret);
         if (r < 0)
                 return EXIT_KEY;
-        r = bv_repo_open(path, &secret, flags, ret);
+        r = bv_repo_open_report(path, &secret, flags, &problem, ret);
         if (r < 0 || !ret_secret)
                 secret_done(&secret);
         else
@@ -262,8 +268,13 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
                           path);
                 return EXIT_BUSY;
         }
+        if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
+                return e;
         if (r < 0)
                 return log_error_errno(r, "cannot open repository '%s'", path);
+        report_damage(*ret, &damage_reported);
+        if (flags & BV_OPEN_WRITE)
+                report_missing_packs(*ret);
         return EXIT_OK;
 }
 
@@ -353,9 +364,16 @@ int print_usage(const char *text)
         return EXIT_OK;
 }
 
+void report_snapshot_damage(BvRepo *repo)
+{
+        report_damage(repo, &damage_reported);
+}
+
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         int r = bv_repo_find_snapshot(repo, spec, ret);
+
+        report_snapshot_damage(repo);
         if (r == -ENOENT)
                 log_error("no snapshot matches '%s' (see 'blkvault list')", spec);
         else if (r == -ENOTUNIQ)

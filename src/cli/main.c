@@ -17,9 +17,14 @@ static const struct {
         { "verify", cmd_verify, "check a repository, optionally reading every chunk" },
         { "info", cmd_info, "sizes, deduplication and compression of a repository" },
         { "key", cmd_key, "change the passphrase or key file" },
+        { "delete", cmd_delete, "forget snapshots" },
+        { "protect", cmd_protect, "protect a snapshot from prune and delete" },
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
+        { "target", cmd_target, "register a backup drive (target format), list them (target list)" },
+        { "job", cmd_job, "run a configured job on every attached target it names (job run)" },
+        { "config", cmd_config, "check the appliance's configuration (config check)" },
 };
 
 static void usage(FILE *f)
@@ -34,6 +39,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+        const char *base = strrchr(argv[0], '/');
+        if (strcmp(base ? base + 1 : argv[0], "blkvault-generator") == 0)
+                return cmd_generator(argc, argv);
         if (argc < 2) {
                 usage(stderr);
                 return EXIT_USAGE;

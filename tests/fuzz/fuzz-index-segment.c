@@ -124,6 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int dfd = fuzz_dirfd();
         uint8_t *seg = malloc(size ? size : 1);
         BvIndex *x = NULL;
+        BvIndexDamage *damaged = NULL;
+        size_t n_damaged = 0;
         int fd, r;
 
         if (!seg)
@@ -136,12 +138,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         safe_close(fd);
 
+        /* A segment that does not parse is left out of the index and named as damaged. */
         r = bv_index_open(dfd, &x);
-        if (r == 0) {
-                exercise(x, seg, size);
-                bv_index_free(x);
-        } else if (r != -EBADMSG && r != -EPROTONOSUPPORT)
+        if (r < 0)
                 abort();
+        if (bv_index_damaged(x, &damaged, &n_damaged) < 0 || n_damaged > 1)
+                abort();
+        if (n_damaged == 0)
+                exercise(x, seg, size);
+        else if (damaged[0].error != -EBADMSG && damaged[0].error != -EPROTONOSUPPORT)
+                abort();
+        free(damaged);
+        bv_index_free(x);
         fuzz_dir_clean(dfd);
         free(seg);
         return 0;

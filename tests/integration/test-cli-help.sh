@@ -5,7 +5,7 @@
 
 bv --help | grep '^Usage: blkvault COMMAND' >/dev/null || die "top-level --help"
 bv --version | grep '^blkvault ' >/dev/null || die "--version"
-for cmd in init backup list restore verify info key serve mount umount; do
+for cmd in init backup list restore verify info key serve mount umount config target job; do
     out=$(bv "$cmd" --help) || die "$cmd --help exited non-zero"
     echo "$out" | grep "^Usage: blkvault $cmd" >/dev/null || die "$cmd --help does not show its usage"
 done
@@ -32,3 +32,4 @@ expect_fail 2 "is not a directory" bv mount "$T/r" latest "$T/file"
 expect_fail 5 "'/' is already a mountpoint" bv mount "$T/r" latest /
 expect_fail 2 "expected one argument: MOUNTPOINT" bv umount
 echo "ok"
+expect_fail 2 "^error: expected 'blkvault target format DEVICE --name=NAME', 'target run DEVICE|NAME' or 'target list' (see 'blkvault target --help')$" bv target eject /dev/null

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +81,93 @@ TEST(opendir_at)
         ASSERT_ERROR(bv_opendir_at(dfd, "f", &d), ENOTDIR);
         ASSERT_TRUE(d == NULL);
         bvtest_rm_rf(dir);
+}
+
+/* Repository paths resolve beneath their directory and never through a symbolic link, with
+ * openat2 and with the component walk used where the kernel has no openat2. */
+static void check_beneath(int (*open_fn)(int, const char *, int, mode_t), int dfd)
+{
+        int fd;
+
+        fd = open_fn(dfd, "sub/f", O_RDONLY, 0);
+        ASSERT_TRUE(fd >= 0);
+        safe_close(fd);
+        fd = open_fn(dfd, "sub", O_RDONLY | O_DIRECTORY, 0);
+        ASSERT_TRUE(fd >= 0);
+        safe_close(fd);
+        fd = open_fn(dfd, "sub/new", O_RDWR | O_CREAT | O_EXCL, 0600);
+        ASSERT_TRUE(fd >= 0);
+        safe_close(fd);
+        ASSERT_ERROR(open_fn(dfd, "link/f", O_RDONLY, 0), ELOOP);    /* a directory link on the way */
+        ASSERT_ERROR(open_fn(dfd, "sub/flink", O_RDONLY, 0), ELOOP); /* the entry itself */
+        ASSERT_ERROR(open_fn(dfd, "../f", O_RDONLY, 0), EXDEV);
+        ASSERT_ERROR(open_fn(dfd, "sub/../../f", O_RDONLY, 0), EXDEV);
+        ASSERT_ERROR(open_fn(dfd, "/etc/passwd", O_RDONLY, 0), EXDEV);
+        ASSERT_ERROR(open_fn(dfd, "sub/f/x", O_RDONLY, 0), ENOTDIR);
+        ASSERT_ERROR(open_fn(dfd, "missing/f", O_RDONLY, 0), ENOENT);
+        /* O_CREAT through a symbolic link creates nothing outside */
+        ASSERT_TRUE(open_fn(dfd, "link/created", O_RDWR | O_CREAT, 0600) < 0);
+        ASSERT_TRUE(open_fn(dfd, "dangling", O_RDWR | O_CREAT, 0600) < 0);
+}
+
+TEST(open_beneath)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_free_ char *out = bvtest_tmpdir();
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int ofd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        void *data = NULL;
+        size_t len = 0;
+        mode_t mode = 0;
+        DIR *d;
+        int fd;
+
+        ASSERT_TRUE(dfd >= 0 && ofd >= 0);
+        ASSERT_OK(mkdirat(dfd, "sub", 0700));
+        ASSERT_OK(bv_write_file_durable(dfd, "sub/f", "x", 1, false));
+        ASSERT_OK(bv_write_file_durable(ofd, "f", "outside", 7, false));
+        ASSERT_OK(symlinkat(out, dfd, "link"));
+        ASSERT_OK(symlinkat("f", dfd, "sub/flink"));
+        ASSERT_OK(symlinkat("nowhere", dfd, "dangling"));
+        ASSERT_OK(mkfifoat(dfd, "fifo", 0600));
+
+        check_beneath(bv_open_beneath, dfd);
+        ASSERT_OK(unlinkat(dfd, "sub/new", 0));
+        check_beneath(bv_open_beneath_walk, dfd);
+        ASSERT_TRUE(faccessat(ofd, "created", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT);
+        ASSERT_TRUE(faccessat(dfd, "nowhere", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT);
+
+        /* directories and regular files: the type is checked, a FIFO does not hang */
+        fd = bv_open_dir_beneath(dfd, "sub");
+        ASSERT_TRUE(fd >= 0);
+        safe_close(fd);
+        ASSERT_ERROR(bv_open_dir_beneath(dfd, "link"), ELOOP);
+        ASSERT_ERROR(bv_opendir_beneath(dfd, "link", &d), ELOOP);
+        ASSERT_ERROR(bv_open_file_beneath(dfd, "fifo", O_RDONLY), EBADFD);
+        ASSERT_ERROR(bv_open_file_beneath(dfd, "sub", O_RDONLY), EBADFD);
+        ASSERT_ERROR(bv_read_file_beneath(dfd, "fifo", 100, &data, &len), EBADFD);
+        ASSERT_ERROR(bv_read_file_beneath(dfd, "link/f", 100, &data, &len), ELOOP);
+        ASSERT_ERROR(bv_read_file(dfd, "fifo", 100, &data, &len), EBADFD); /* user paths: no hang either */
+        fd = bv_open_file_beneath(dfd, "sub/f", O_RDONLY);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+        safe_close(fd);
+        ASSERT_OK(bv_read_file_beneath(dfd, "sub/f", 100, &data, &len));
+        ASSERT_EQ(len, 1);
+        free(data);
+
+        /* naming the culprit for a message */
+        ASSERT_EQ(bv_beneath_culprit(dfd, "link/f", false, &mode), 4);
+        ASSERT_EQ(mode, S_IFLNK);
+        ASSERT_EQ(bv_beneath_culprit(dfd, "sub/flink", false, &mode), 9);
+        ASSERT_EQ(mode, S_IFLNK);
+        ASSERT_EQ(bv_beneath_culprit(dfd, "fifo", false, &mode), 4);
+        ASSERT_EQ(mode, S_IFIFO);
+        ASSERT_EQ(bv_beneath_culprit(dfd, "sub/f", true, &mode), 5);
+        ASSERT_EQ(mode, S_IFREG);
+        ASSERT_EQ(bv_beneath_culprit(dfd, "sub/f", false, &mode), 0);
+        ASSERT_ERROR(bv_beneath_culprit(dfd, "sub/missing", false, &mode), ENOENT);
+        ASSERT_TRUE(strcmp(bv_file_type_name(S_IFIFO), "a FIFO") == 0);
 }
 
 TEST(read_secret_file)
@@ -182,6 +271,7 @@ int main(void)
         RUN(durable_write_and_read);
         RUN(pread_short_at_eof);
         RUN(opendir_at);
+        RUN(open_beneath);
         RUN(read_secret_file);
         RUN(read_secret_fd);
         RUN(secure_memory);

@@ -8,6 +8,7 @@
  * offset.
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "chunks.h"
@@ -52,7 +53,12 @@ typedef struct Verify {
         Slot **reads;         /* the chunks to read, in storage order */
         size_t n_reads, next;
         BvGroupCache *groups;
+        bool one_snapshot;    /* a missing pack matters only if the snapshot uses it */
+        uint8_t (*used)[BV_PACK_ID_SIZE]; /* packs its data is located in (one_snapshot) */
+        size_t n_used, cap_used;
 } Verify;
+
+static int pack_push(uint8_t (**ids)[BV_PACK_ID_SIZE], size_t *n, size_t *cap, const uint8_t id[BV_PACK_ID_SIZE]);
 
 static size_t id_hash(const uint8_t id[BV_ID_SIZE])
 {
@@ -167,6 +173,11 @@ static int check_extent(Verify *v, const BvMapExtent *e)
         }
         if (r < 0)
                 return r;
+        if (v->one_snapshot && (v->n_used == 0 || memcmp(v->used[v->n_used - 1], loc.pack_id, BV_PACK_ID_SIZE) != 0)) {
+                r = pack_push(&v->used, &v->n_used, &v->cap_used, loc.pack_id);
+                if (r < 0)
+                        return r;
+        }
         if (v->read_data) {
                 r = idset_add(&v->chunks, e->id, &loc, (uint32_t)e->length);
                 if (r < 0)
@@ -363,6 +374,25 @@ static void report_pack(Verify *v, int error, const uint8_t id[BV_PACK_ID_SIZE])
         report(v, NULL, 0, error, "pack", path);
 }
 
+/* Index segments the repository left out: each is an error, and the rest is checked. */
+static int report_damaged_segments(Verify *v)
+{
+        _cleanup_free_ BvIndexDamage *d = NULL;
+        size_t n = 0;
+        int r;
+
+        r = bv_index_damaged(bv_repo_index(v->repo), &d, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                char path[64];
+
+                snprintf(path, sizeof(path), "index/%.32s", d[i].name);
+                report(v, NULL, 0, d[i].error, "index segment", path);
+        }
+        return 0;
+}
+
 static int check_store(Verify *v)
 {
         PackList l = {};
@@ -390,8 +420,15 @@ static int check_store(Verify *v)
                 goto out;
         if (r < 0)
                 report(v, NULL, 0, r, "index segment", NULL);
+        r = report_damaged_segments(v);
+        if (r < 0)
+                goto out;
+        if (v->n_used > 0)
+                qsort(v->used, v->n_used, BV_PACK_ID_SIZE, pack_id_cmp);
         for (size_t i = 0; i < l.n_missing; i++)
-                report_pack(v, -EUCLEAN, l.missing[i]);
+                if (!v->one_snapshot ||
+                    (v->n_used > 0 && bsearch(l.missing[i], v->used, v->n_used, BV_PACK_ID_SIZE, pack_id_cmp)))
+                        report_pack(v, -EUCLEAN, l.missing[i]);
         r = 0;
 out:
         free(l.ids);
@@ -415,7 +452,7 @@ static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
         DIR *d;
         int err;
 
-        err = bv_opendir_at(bv_repo_dirfd(r, "snapshots"), ".", &d);
+        err = bv_opendir_beneath(bv_repo_dirfd(r, "snapshots"), ".", &d);
         if (err < 0)
                 return err;
         while ((de = readdir(d))) {
@@ -510,6 +547,7 @@ static int verify_run(Verify *v, const char *spec)
         int r;
 
         if (spec) {
+                v->one_snapshot = true;
                 r = bv_repo_find_snapshot(v->repo, spec, &one);
                 if (r < 0)
                         return r;
@@ -557,6 +595,7 @@ int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
         bv_object_codec_free(v.codec);
         free(v.chunks.slots);
         free(v.reads);
+        free(v.used);
         bv_group_cache_free(v.groups);
         if (ret < 0)
                 return ret;

@@ -15,7 +15,7 @@
 #include "lock.h"
 #include "macro.h"
 #include "random.h"
-#include "repo.h"
+#include "repo-internal.h"
 #include "secmem.h"
 #include "timeutil.h"
 
@@ -51,6 +51,10 @@ struct BvRepo {
         BvSnapshot **snaps;
         size_t n_snaps;
         bool snaps_loaded;
+        BvRepoProblem *damaged; /* under snap_lock */
+        size_t n_damaged;
+        uint8_t (*missing)[BV_PACK_ID_SIZE];
+        size_t n_missing;
 };
 
 void bv_repo_config_default(BvRepoConfig *c)
@@ -200,7 +204,7 @@ static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], con
 
         if (!secret || (!secret->passphrase && !secret->key_file))
                 return -ENOKEY;
-        r = bv_read_file(dirfd, "keys/default", KEYFILE_MAX, (void **)&json, &len);
+        r = bv_read_file_beneath(dirfd, "keys/default", KEYFILE_MAX, (void **)&json, &len);
         if (r == -ENOENT)
                 return -ENOKEY;
         if (r < 0)
@@ -258,7 +262,7 @@ static int open_empty_dir(const char *path, int *ret_fd)
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        r = bv_opendir_at(fd, ".", &d);
+        r = bv_opendir_beneath(fd, ".", &d);
         if (r < 0)
                 return r;
         while ((de = readdir(d)))
@@ -279,9 +283,9 @@ static int write_keyfile(int dirfd, const BvKeyFile *kf, bool replace)
         int r = bv_repo_keyfile_format(kf, &json);
         if (r < 0)
                 return r;
-        kfd = openat(dirfd, "keys", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        kfd = bv_open_dir_beneath(dirfd, "keys");
         if (kfd < 0)
-                return negative_errno();
+                return kfd;
         return bv_write_file_durable(kfd, "default", json, strlen(json), replace);
 }
 
@@ -373,7 +377,7 @@ static int read_config(int dirfd, BvRepoConfigFile *ret)
         size_t len;
         int r;
 
-        r = bv_read_file(dirfd, "config", CONFIG_MAX, (void **)&json, &len);
+        r = bv_read_file_beneath(dirfd, "config", CONFIG_MAX, (void **)&json, &len);
         if (r == -EFBIG)
                 return -EBADMSG;
         if (r < 0)
@@ -381,12 +385,14 @@ static int read_config(int dirfd, BvRepoConfigFile *ret)
         return bv_repo_config_parse(json, len, ret);
 }
 
-int bv_repo_peek_config(const char *path, BvRepoConfig *ret)
+int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProblem *ret_problem)
 {
         _cleanup_close_ int fd = -EBADF;
         BvRepoConfigFile f;
         int r;
 
+        if (ret_problem)
+                *ret_problem = (BvRepoProblem){};
         if (!path || !ret)
                 return -EINVAL;
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -394,9 +400,14 @@ int bv_repo_peek_config(const char *path, BvRepoConfig *ret)
                 return negative_errno();
         r = read_config(fd, &f);
         if (r < 0)
-                return r;
+                return repo_problem_note(ret_problem, fd, "config", false, r);
         *ret = f.config;
         return 0;
+}
+
+int bv_repo_peek_config(const char *path, BvRepoConfig *ret)
+{
+        return bv_repo_peek_config_report(path, ret, NULL);
 }
 
 static void free_snapshots(BvRepo *r)
@@ -422,6 +433,8 @@ void bv_repo_close(BvRepo *r)
         safe_close(r->lock_fd);
         safe_close(r->dirfd);
         pthread_mutex_destroy(&r->snap_lock);
+        free(r->damaged);
+        free(r->missing);
         free(r->path);
         free(r);
 }
@@ -433,7 +446,7 @@ static void empty_tmp(int tmp_fd)
         struct dirent *de;
         DIR *d;
 
-        if (bv_opendir_at(tmp_fd, ".", &d) < 0)
+        if (bv_opendir_beneath(tmp_fd, ".", &d) < 0)
                 return;
         while ((de = readdir(d)))
                 if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
@@ -442,7 +455,7 @@ static void empty_tmp(int tmp_fd)
 }
 
 /* The master secret (secure memory) and keyring; then the config's MAC is checked. */
-static int open_keys(BvRepo *r, const BvSecret *secret)
+static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
 {
         uint8_t mac[BV_HASH_SIZE];
         int ret;
@@ -454,7 +467,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret)
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
                 ret = keyfile_unseal(r->dirfd, r->cf.id, secret, r->master);
                 if (ret < 0)
-                        return ret;
+                        return repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
         }
         ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
         if (ret < 0)
@@ -467,14 +480,16 @@ static int open_keys(BvRepo *r, const BvSecret *secret)
         return 0;
 }
 
-static int open_stores(BvRepo *r)
+static int open_stores(BvRepo *r, BvRepoProblem *problem)
 {
         int ret;
 
         for (size_t i = 0; i < DIR_COUNT; i++) {
-                r->fds[i] = openat(r->dirfd, fd_names[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r->fds[i] = bv_open_dir_beneath(r->dirfd, fd_names[i]);
+                if (r->fds[i] == -ENOENT)
+                        return -EUCLEAN;
                 if (r->fds[i] < 0)
-                        return errno == ENOENT ? -EUCLEAN : negative_errno();
+                        return repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
         }
         ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
@@ -485,11 +500,42 @@ static int open_stores(BvRepo *r)
         return bv_object_codec_new(r->keyring, r->cf.config.zstd_level, &r->snap_codec);
 }
 
+/* A reader opens with damaged index segments left out (what they locate then reads as missing:
+ * -EUCLEAN). A writer refuses them: the objects only such a segment locates would be stored a
+ * second time, a compaction would merge the segments it can read and drop the rest from its
+ * view, and a later gc or repair that rebuilds from what it sees could delete the only copy of
+ * what the damaged segment describes. Writing resumes once the index is repaired. A writer also
+ * refuses what packs/ should not hold, and stores again what a missing pack held. */
+static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
+{
+        int ret;
+
+        ret = repo_index_damage(r->dirfd, r->index, &r->damaged, &r->n_damaged);
+        if (ret < 0)
+                return ret;
+        if (!(flags & BV_OPEN_WRITE))
+                return 0;
+        if (r->n_damaged > 0) {
+                if (problem)
+                        *problem = r->damaged[0];
+                return -EUCLEAN;
+        }
+        return repo_check_packs(r->dirfd, r->index, r->packs, problem, &r->missing, &r->n_missing);
+}
+
 int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret)
+{
+        return bv_repo_open_report(path, secret, flags, NULL, ret);
+}
+
+int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
+                        BvRepo **ret)
 {
         _cleanup_(bv_repo_closep) BvRepo *r = NULL;
         int rr;
 
+        if (problem)
+                *problem = (BvRepoProblem){};
         if (!path || !ret)
                 return -EINVAL;
         r = calloc(1, sizeof(*r));
@@ -504,31 +550,50 @@ int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, Bv
         if (!r->path)
                 return -ENOMEM;
 
+        /* The user's own path: the one place where symbolic links are followed. */
         r->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (r->dirfd < 0)
                 return negative_errno();
         rr = read_config(r->dirfd, &r->cf);
         if (rr < 0)
-                return rr;
+                return repo_problem_note(problem, r->dirfd, "config", false, rr);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast. */
         rr = bv_lock_take(r->dirfd, (flags & BV_OPEN_WRITE) ? BV_LOCK_WRITE : BV_LOCK_READ,
                           !!(flags & BV_OPEN_WAIT));
         if (rr < 0)
-                return rr;
+                return repo_problem_note(problem, r->dirfd, (flags & BV_OPEN_WRITE) ? "locks/write" : "locks/gc",
+                                         false, rr);
         r->lock_fd = rr;
 
-        rr = open_keys(r, secret);
+        rr = open_keys(r, secret, problem);
         if (rr < 0)
                 return rr;
-        rr = open_stores(r);
+        rr = open_stores(r, problem);
         if (rr < 0)
                 return rr;
+        rr = open_checks(r, flags, problem);
+        if (rr < 0)
+                return rr;
+        /* tmp/ was opened beneath the repository: what is emptied is the repository's own. */
         if (flags & BV_OPEN_WRITE)
                 empty_tmp(r->fds[DIR_TMP]);
         *ret = TAKE_PTR(r);
         return 0;
+}
+
+void bv_repo_damaged(BvRepo *r, const BvRepoProblem **ret, size_t *ret_count)
+{
+        BV_LOCK_GUARD(&r->snap_lock);
+        *ret = r->damaged;
+        *ret_count = r->n_damaged;
+}
+
+void bv_repo_missing_packs(BvRepo *r, const uint8_t (**ret)[BV_PACK_ID_SIZE], size_t *ret_count)
+{
+        *ret = (const uint8_t(*)[BV_PACK_ID_SIZE])r->missing;
+        *ret_count = r->n_missing;
 }
 
 const BvRepoConfig *bv_repo_config(const BvRepo *r)
@@ -596,6 +661,20 @@ int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
         return write_keyfile(r->dirfd, &kf, true);
 }
 
+/* A snapshot record skipped by the list: kept as damage (the caller holds snap_lock). */
+static void on_record_skipped(const char *file, int error, void *userdata)
+{
+        BvRepo *r = userdata;
+        BvRepoProblem *p = reallocarray(r->damaged, r->n_damaged + 1, sizeof(*p));
+        char path[BV_REPO_PROBLEM_PATH];
+
+        if (!p)
+                return; /* the record is skipped all the same, only not named */
+        r->damaged = p;
+        snprintf(path, sizeof(path), "snapshots/%.50s", file);
+        (void)repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
+}
+
 static int load_snapshots(BvRepo *r)
 {
         BvSnapshot **list = NULL;
@@ -604,7 +683,7 @@ static int load_snapshots(BvRepo *r)
 
         if (r->snaps_loaded)
                 return 0;
-        ret = bv_snapshot_list(r->fds[DIR_SNAPSHOTS], r->snap_codec, &list, &n);
+        ret = bv_snapshot_list_report(r->fds[DIR_SNAPSHOTS], r->snap_codec, &list, &n, on_record_skipped, r);
         if (ret < 0)
                 return ret;
         r->snaps = list;
@@ -639,9 +718,16 @@ int bv_repo_find_snapshot(BvRepo *r, const char *spec, const BvSnapshot **ret)
 
 int bv_repo_reload(BvRepo *r)
 {
+        int ret;
+
         BV_LOCK_GUARD(&r->snap_lock);
         free_snapshots(r);
-        return bv_index_refresh(r->index);
+        ret = bv_index_refresh(r->index);
+        if (ret < 0)
+                return ret;
+        /* Damage is met again: the index's now, the records' when the list loads. */
+        r->n_damaged = 0;
+        return repo_index_damage(r->dirfd, r->index, &r->damaged, &r->n_damaged);
 }
 
 int bv_repo_read_encoded(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, void **ret)

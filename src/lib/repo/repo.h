@@ -58,16 +58,43 @@ typedef enum {
 
 typedef struct BvRepo BvRepo;
 
+/* An entry of the repository that was refused or found damaged (docs/FORMAT.md, "Paths" and
+ * "Damage"). Every path inside a repository is resolved beneath it and never through a symbolic
+ * link, and every file read must be a regular file. */
+#define BV_REPO_PROBLEM_PATH 64
+typedef struct BvRepoProblem {
+        char path[BV_REPO_PROBLEM_PATH]; /* relative to the repository: "tmp", "locks/write", "index/<name>" */
+        int error;     /* -ELOOP (symbolic link), -EBADFD/-ENOTDIR (type), -EBADMSG, -EIO, ... */
+        uint32_t mode; /* S_IFMT bits of what path is, when it was refused for its type; else 0 */
+        bool want_dir; /* what was wanted there: a directory, or a regular file */
+} BvRepoProblem;
+
 /* Creates a new repository at path (an empty or missing directory). */
 int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secret);
 
 /* -ENOKEY: wrong passphrase/key, or none given for an encrypted repository;
- * -EPROTONOSUPPORT: unknown format version; -EBADMSG: config fails authentication. */
+ * -EPROTONOSUPPORT: unknown format version; -EBADMSG: config fails authentication;
+ * -ELOOP/-EBADFD/-ENOTDIR: an entry is a symbolic link or of the wrong type (refused).
+ * Only path itself may be reached through symbolic links (it is the user's own path).
+ * Reading opens with damaged index segments left out (bv_repo_damaged). Writing refuses them
+ * with -EUCLEAN, and lists packs/: a pack the index names that is missing makes the writer
+ * store what it held again (bv_repo_missing_packs). */
 int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret);
+/* The same; on failure *ret_problem (if not NULL) names the entry at fault, if one was (an
+ * empty path otherwise). */
+int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *ret_problem,
+                        BvRepo **ret);
+
+/* What was met damaged and left out: index segments (at open and reload) and snapshot records
+ * (when the snapshot list was loaded), in the order met. Owned by the repository. */
+void bv_repo_damaged(BvRepo *r, const BvRepoProblem **ret, size_t *ret_count);
+/* For a writer: the packs the index named that were missing at open (sorted). */
+void bv_repo_missing_packs(BvRepo *r, const uint8_t (**ret)[BV_PACK_ID_SIZE], size_t *ret_count);
 void bv_repo_close(BvRepo *r);
 
 /* Reads the config without the key (to ask for a passphrase only when needed). */
 int bv_repo_peek_config(const char *path, BvRepoConfig *ret);
+int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProblem *ret_problem);
 
 const BvRepoConfig *bv_repo_config(const BvRepo *r);
 const char *bv_repo_path(const BvRepo *r);

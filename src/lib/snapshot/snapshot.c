@@ -145,7 +145,7 @@ int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, 
         if (!codec || !ret || !bv_hex_is_lower(id, SNAP_HEX_SIZE))
                 return -EINVAL;
         snapshot_file_name(id, name);
-        r = bv_read_file(snapshots_dirfd, name, SNAP_HEADER_SIZE + bv_object_bound(BV_OBJECT_MAX_RAW), &data,
+        r = bv_read_file_beneath(snapshots_dirfd, name, SNAP_HEADER_SIZE + bv_object_bound(BV_OBJECT_MAX_RAW), &data,
                          &len);
         if (r == -EFBIG)
                 return -EBADMSG;
@@ -198,7 +198,7 @@ static int list_load(int dirfd, BvObjectCodec *codec, const char *id, ListItem *
         if (r < 0)
                 return r;
         snapshot_file_name(id, name);
-        if (fstatat(dirfd, name, &st, 0) < 0) {
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                 r = negative_errno();
                 bv_snapshot_free(s);
                 return r;
@@ -215,9 +215,16 @@ static void list_items_free(ListItem *items, size_t n)
         free(items);
 }
 
-/* Reads every record of the directory; on failure names the file that failed. */
+/* Whether a record that fails to load is that record's damage (skipped), rather than a failure
+ * of the process that must fail the list. */
+static bool load_error_is_damage(int r)
+{
+        return r != -ENOMEM && r != -EMFILE && r != -ENFILE && r != -EINTR;
+}
+
+/* Reads every record of the directory, skipping (and reporting) those that do not load. */
 static int list_read(DIR *d, int dirfd, BvObjectCodec *codec, ListItem **ret, size_t *ret_count,
-                     char bad_file[BV_SNAPSHOT_FILE_MAX])
+                     bv_snapshot_skip_fn skip, void *userdata)
 {
         ListItem *items = NULL;
         size_t n = 0, cap = 0;
@@ -240,11 +247,17 @@ static int list_read(DIR *d, int dirfd, BvObjectCodec *codec, ListItem **ret, si
                         cap = ncap;
                 }
                 r = list_load(dirfd, codec, id, &items[n]);
-                if (r < 0) {
-                        if (bad_file)
-                                snapshot_file_name(id, bad_file);
-                        break;
+                if (r == -ENOENT || (r < 0 && load_error_is_damage(r))) {
+                        char name[BV_SNAPSHOT_FILE_MAX];
+
+                        snapshot_file_name(id, name);
+                        if (skip && r != -ENOENT) /* ENOENT: deleted meanwhile */
+                                skip(name, r, userdata);
+                        r = 0;
+                        continue;
                 }
+                if (r < 0)
+                        break;
                 n++;
         }
         if (r >= 0 && errno > 0)
@@ -259,7 +272,7 @@ static int list_read(DIR *d, int dirfd, BvObjectCodec *codec, ListItem **ret, si
 }
 
 int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
-                            char bad_file[BV_SNAPSHOT_FILE_MAX])
+                            bv_snapshot_skip_fn skip, void *userdata)
 {
         _cleanup_(closedirp) DIR *d = NULL;
         _cleanup_free_ ListItem *items = NULL;
@@ -267,14 +280,12 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
         size_t n = 0;
         int r;
 
-        if (bad_file)
-                bad_file[0] = '\0';
         if (!codec || !ret || !ret_count)
                 return -EINVAL;
-        r = bv_opendir_at(snapshots_dirfd, ".", &d);
+        r = bv_opendir_beneath(snapshots_dirfd, ".", &d);
         if (r < 0)
                 return r;
-        r = list_read(d, snapshots_dirfd, codec, &items, &n, bad_file);
+        r = list_read(d, snapshots_dirfd, codec, &items, &n, skip, userdata);
         if (r < 0)
                 return r;
         list = calloc(n ? n : 1, sizeof(*list));
@@ -293,7 +304,7 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
 
 int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count)
 {
-        return bv_snapshot_list_report(snapshots_dirfd, codec, ret, ret_count, NULL);
+        return bv_snapshot_list_report(snapshots_dirfd, codec, ret, ret_count, NULL, NULL);
 }
 
 void bv_snapshot_list_free(BvSnapshot **list, size_t n)

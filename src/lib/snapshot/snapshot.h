@@ -73,13 +73,15 @@ int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, 
 
 /* Every snapshot, oldest first: by time, then by the modification time of its file (so that
  * backups of the same second keep the order they were written in), then by id. Only files
- * named <32 lowercase hex>.snap are read (temporary files are ignored); one that does not
- * load fails the whole list with its error (-EBADMSG when damaged). */
+ * named <32 lowercase hex>.snap are read (temporary files are ignored). Damage is contained: a
+ * record that does not load (damaged, -EBADMSG; unknown version; a symbolic link, -ELOOP; not a
+ * regular file, -EBADFD; unreadable) is skipped, and the others are listed. Only what is not one
+ * record's fault (the directory, memory) fails the list. */
 int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count);
-/* The same; on failure, if bad_file is not NULL it names the file that failed to load (empty
- * when the failure was not one file's, e.g. the directory could not be read). */
+/* The same, calling skip (if not NULL) with the file name and error of each record skipped. */
+typedef void (*bv_snapshot_skip_fn)(const char *file, int error, void *userdata);
 int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
-                            char bad_file[BV_SNAPSHOT_FILE_MAX]);
+                            bv_snapshot_skip_fn skip, void *userdata);
 void bv_snapshot_list_free(BvSnapshot **list, size_t n);
 
 /* Resolves a user's spec against a list: a full id, a unique id prefix, a name (its newest

@@ -105,6 +105,10 @@ typedef struct Pending {
 
 struct BvIndex {
         int dirfd;
+        BvIndexDamage *damaged; /* segments the last scan left out (update_mutex) */
+        size_t n_damaged;
+        uint8_t (*missing)[IDX_PACK_SIZE]; /* sorted: packs whose entries lookups ignore */
+        size_t n_missing;
         pthread_mutex_t update_mutex;
         pthread_mutex_t pending_mutex;
         pthread_rwlock_t seg_lock;

@@ -188,12 +188,12 @@ int segment_open(int dirfd, const char *name, Segment **ret)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        s->fd = bv_open_file_beneath(dirfd, name, O_RDONLY);
         if (s->fd < 0)
-                return negative_errno();
+                return s->fd;
         if (fstat(s->fd, &st) < 0)
                 return negative_errno();
-        if (!S_ISREG(st.st_mode) || st.st_size < IDX_HEADER_SIZE)
+        if (st.st_size < IDX_HEADER_SIZE)
                 return -EBADMSG;
         map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, s->fd, 0);
         if (map == MAP_FAILED)

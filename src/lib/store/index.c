@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -88,13 +89,26 @@ void index_publish(BvIndex *x, SegArray *next)
         segarray_release(old, next);
 }
 
+static int pack_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, IDX_PACK_SIZE);
+}
+
+static bool pack_missing(const BvIndex *x, const uint8_t pack_id[IDX_PACK_SIZE])
+{
+        return x->n_missing > 0 && bsearch(pack_id, x->missing, x->n_missing, IDX_PACK_SIZE, pack_cmp);
+}
+
 static int segs_find(BvIndex *x, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret)
 {
         int r = -ENOENT;
 
         pthread_rwlock_rdlock(&x->seg_lock);
-        for (size_t i = 0; i < x->segs->n && r == -ENOENT; i++)
+        for (size_t i = 0; i < x->segs->n && r == -ENOENT; i++) {
                 r = segment_find(x->segs->s[i], id, via_pread, ret);
+                if (r == 0 && pack_missing(x, ret->pack_id))
+                        r = -ENOENT; /* an older segment may locate it elsewhere */
+        }
         pthread_rwlock_unlock(&x->seg_lock);
         return r;
 }
@@ -104,15 +118,37 @@ static int segs_find(BvIndex *x, const uint8_t id[BV_ID_SIZE], bool via_pread, B
 /* Lists the segment files of the directory into a new array, reusing the segments of known
  * ones. *ret_vanished tells whether a segment of known disappeared (another process compacted:
  * scan again to be sure to see its output). */
+/* Whether a segment that fails to open is that segment's damage (left out), rather than a
+ * failure of the process (out of memory or descriptors) that must fail the scan. */
+static bool segment_error_is_damage(int r)
+{
+        return r != -ENOMEM && r != -EMFILE && r != -ENFILE && r != -EINTR;
+}
+
+static int damaged_add(BvIndexDamage **list, size_t *n, const char *name, int error)
+{
+        BvIndexDamage *p = reallocarray(*list, *n + 1, sizeof(**list));
+
+        if (!p)
+                return -ENOMEM;
+        *list = p;
+        p[*n] = (BvIndexDamage){ .error = error };
+        snprintf(p[*n].name, sizeof(p[*n].name), "%.31s", name); /* names are checked: 20 bytes */
+        (*n)++;
+        return 0;
+}
+
 static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *ret_vanished)
 {
+        _cleanup_free_ BvIndexDamage *damaged = NULL;
+        size_t n_damaged = 0;
         _cleanup_free_ SegArray *a = NULL;
         size_t cap = 16, found = 0;
         struct dirent *de;
         DIR *d;
         int r;
 
-        r = bv_opendir_at(x->dirfd, ".", &d);
+        r = bv_opendir_beneath(x->dirfd, ".", &d);
         if (r < 0)
                 return r;
         a = segarray_new(cap);
@@ -135,6 +171,12 @@ static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *r
                         r = segment_open(x->dirfd, de->d_name, &s);
                         if (r == -ENOENT) {
                                 r = 0; /* removed by a compaction meanwhile */
+                                continue;
+                        }
+                        if (r < 0 && segment_error_is_damage(r)) {
+                                r = damaged_add(&damaged, &n_damaged, de->d_name, r);
+                                if (r < 0)
+                                        break;
                                 continue;
                         }
                         if (r < 0)
@@ -163,6 +205,9 @@ static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *r
                 return r;
         }
         segarray_sort(a);
+        free(x->damaged);
+        x->damaged = TAKE_PTR(damaged);
+        x->n_damaged = n_damaged;
         *ret_vanished = known && found < known->n;
         *ret = TAKE_PTR(a);
         return 0;
@@ -202,6 +247,8 @@ void bv_index_free(BvIndex *x)
         segarray_release(x->segs, NULL);
         pending_release(x->pending.slots, x->pending.cap);
         free(x->pending.packs);
+        free(x->damaged);
+        free(x->missing);
         pthread_rwlock_destroy(&x->seg_lock);
         pthread_mutex_destroy(&x->pending_mutex);
         pthread_mutex_destroy(&x->update_mutex);
@@ -246,6 +293,54 @@ int bv_index_refresh(BvIndex *x)
 {
         BV_LOCK_GUARD(&x->update_mutex);
         return index_rescan(x);
+}
+
+int bv_index_damaged(BvIndex *x, BvIndexDamage **ret, size_t *ret_count)
+{
+        BvIndexDamage *copy = NULL;
+
+        BV_LOCK_GUARD(&x->update_mutex);
+        if (x->n_damaged > 0) {
+                copy = malloc(x->n_damaged * sizeof(*copy));
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, x->damaged, x->n_damaged * sizeof(*copy));
+        }
+        *ret = copy;
+        *ret_count = x->n_damaged;
+        return 0;
+}
+
+int bv_index_packs(BvIndex *x, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], void *ud), void *userdata)
+{
+        BV_LOCK_GUARD(&x->update_mutex);
+        for (size_t i = 0; i < x->segs->n; i++) {
+                const Segment *s = x->segs->s[i];
+
+                for (uint32_t j = 0; j < s->npacks; j++) {
+                        int r = cb(s->packs + (size_t)j * IDX_PACK_SIZE, userdata);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+int bv_index_set_missing_packs(BvIndex *x, const uint8_t (*ids)[BV_PACK_ID_SIZE], size_t n)
+{
+        uint8_t(*copy)[IDX_PACK_SIZE] = NULL;
+
+        if (n > 0) {
+                copy = malloc(n * IDX_PACK_SIZE);
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, ids, n * IDX_PACK_SIZE);
+                qsort(copy, n, IDX_PACK_SIZE, pack_cmp);
+        }
+        free(x->missing);
+        x->missing = copy;
+        x->n_missing = n;
+        return 0;
 }
 
 /* ---- lookups and claims ------------------------------------------------------------------ */

@@ -39,7 +39,29 @@ typedef struct BvIndexStats {
 
 typedef struct BvIndex BvIndex;
 
+/* A segment file that does not read (damaged header, wrong type, symbolic link, I/O error). */
+#define BV_INDEX_NAME_MAX 32
+typedef struct BvIndexDamage {
+        char name[BV_INDEX_NAME_MAX]; /* the file's name in index/ */
+        int error;                    /* -EBADMSG, -EPROTONOSUPPORT, -ELOOP, -EBADFD, -EIO, ... */
+} BvIndexDamage;
+
+/* Opens every segment of the directory. A segment that does not read is left out and listed
+ * (bv_index_damaged): lookups then miss what only it locates. Fails only for what is not one
+ * segment's damage (the directory, memory). */
 int bv_index_open(int index_dirfd, BvIndex **ret);
+
+/* The segments the last scan (open or refresh) left out: a malloc'd copy (NULL when none). */
+int bv_index_damaged(BvIndex *x, BvIndexDamage **ret, size_t *ret_count);
+
+/* Calls cb for every pack the segments name (from their pack tables; no entry is read). A pack
+ * named by several segments is named several times. A negative return stops and is returned. */
+int bv_index_packs(BvIndex *x, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], void *ud), void *userdata);
+
+/* Packs known to be missing: lookups and claims treat an entry located in one of them as absent,
+ * so that a writer stores such objects again (its newer segment then wins). Set before the index
+ * is used by other threads. */
+int bv_index_set_missing_packs(BvIndex *x, const uint8_t (*ids)[BV_PACK_ID_SIZE], size_t n);
 void bv_index_free(BvIndex *x);
 
 /* Picks up segments written since open (readers that live long, e.g. after a backup). */

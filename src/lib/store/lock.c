@@ -10,20 +10,21 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "lock.h"
 #include "macro.h"
 
+/* locks/<name>, resolved beneath the repository: neither locks/ nor the file may be a symbolic
+ * link, and the file must be a regular one (a FIFO must not hang the open). */
 static int lock_open(int repo_dirfd, const char *path)
 {
         int fd;
 
         if (mkdirat(repo_dirfd, "locks", 0700) < 0 && errno != EEXIST && errno != EROFS)
                 return negative_errno();
-        fd = openat(repo_dirfd, path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
-        if (fd < 0 && (errno == EROFS || errno == EACCES))
-                fd = openat(repo_dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-        if (fd < 0)
-                return negative_errno();
+        fd = bv_open_file_beneath(repo_dirfd, path, O_RDONLY | O_CREAT);
+        if (fd == -EROFS || fd == -EACCES)
+                fd = bv_open_file_beneath(repo_dirfd, path, O_RDONLY);
         return fd;
 }
 

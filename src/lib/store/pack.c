@@ -475,9 +475,9 @@ static int pack_writer_link(BvPackWriter *w)
                         return r;
         } else if (errno != EEXIST)
                 return negative_errno();
-        subfd = openat(w->packs_dirfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        subfd = bv_open_dir_beneath(w->packs_dirfd, sub);
         if (subfd < 0)
-                return negative_errno();
+                return subfd;
 
         r = bv_tmpfile_link(w->packs_dirfd, w->fd, w->tmpname, path, false);
         if (r < 0)
@@ -564,9 +564,11 @@ static int pack_open(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE])
         int fd;
 
         bv_pack_path(pack_id, path);
-        fd = openat(p->packs_dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return errno == ENOENT ? -EUCLEAN : negative_errno();
+        fd = bv_open_file_beneath(p->packs_dirfd, path, O_RDONLY);
+        /* A pack that is not there, or is not a regular file beneath packs/ (a symbolic link, a
+         * FIFO...), is not read: the repository needs repair. */
+        if (fd == -ENOENT || fd == -ELOOP || fd == -EBADFD || fd == -ENOTDIR)
+                return -EUCLEAN;
         return fd;
 }
 
@@ -761,17 +763,41 @@ static bool pack_name_parse(const char *name, const char *sub, uint8_t pack_id[B
         return strcmp(check, hex) == 0;
 }
 
+/* An entry that is not what packs/ should hold: refused (named in refused, -ELOOP for a symbolic
+ * link, -EBADFD for another type) when refused is not NULL, else skipped (returns 0). */
+static int packset_foreign(const char *sub, const char *name, unsigned char type, char *refused)
+{
+        if (!refused)
+                return 0;
+        if (name)
+                snprintf(refused, 64, "%.2s/%.48s", sub, name); /* names are checked: 2 and 37 bytes */
+        else
+                snprintf(refused, 64, "%.2s", sub);
+        return type == DT_LNK ? -ELOOP : -EBADFD;
+}
+
+static unsigned char entry_type(int dirfd, const struct dirent *de)
+{
+        struct stat st;
+
+        if (de->d_type != DT_UNKNOWN)
+                return de->d_type;
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return DT_UNKNOWN;
+        return IFTODT(st.st_mode);
+}
+
 static int packset_list_sub(int packs_fd, const char *sub,
                             int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
-                            void *userdata)
+                            void *userdata, char *refused)
 {
         DIR *d;
         struct dirent *de;
         int n = 0, r;
 
-        r = bv_opendir_at(packs_fd, sub, &d);
-        if (r == -ENOTDIR)
-                return 0;
+        r = bv_opendir_beneath(packs_fd, sub, &d);
+        if (r == -ENOTDIR || r == -ELOOP) /* a symbolic link is never followed */
+                return packset_foreign(sub, NULL, r == -ELOOP ? DT_LNK : DT_REG, refused);
         if (r < 0)
                 return r;
         while ((errno = 0, de = readdir(d))) {
@@ -786,8 +812,12 @@ static int packset_list_sub(int packs_fd, const char *sub,
                         r = negative_errno();
                         break;
                 }
-                if (!S_ISREG(st.st_mode))
+                if (!S_ISREG(st.st_mode)) {
+                        r = packset_foreign(sub, de->d_name, IFTODT(st.st_mode), refused);
+                        if (r < 0)
+                                break;
                         continue;
+                }
                 r = cb(id, (uint64_t)st.st_size, userdata);
                 if (r < 0)
                         break;
@@ -799,8 +829,9 @@ static int packset_list_sub(int packs_fd, const char *sub,
         return r < 0 ? r : n;
 }
 
-int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
-                    void *userdata)
+int bv_packset_list_strict(BvPackSet *p,
+                           int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
+                           void *userdata, char refused[64])
 {
         DIR *d;
         struct dirent *de;
@@ -808,7 +839,7 @@ int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZ
 
         if (!p || !cb)
                 return -EINVAL;
-        r = bv_opendir_at(p->packs_dirfd, ".", &d);
+        r = bv_opendir_beneath(p->packs_dirfd, ".", &d);
         if (r < 0)
                 return r;
         while ((errno = 0, de = readdir(d))) {
@@ -820,7 +851,10 @@ int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZ
                 bv_hex_encode(&b, 1, check);
                 if (strcmp(check, de->d_name) != 0)
                         continue;
-                r = packset_list_sub(p->packs_dirfd, de->d_name, cb, userdata);
+                if (entry_type(dirfd(d), de) != DT_DIR)
+                        r = packset_foreign(de->d_name, NULL, entry_type(dirfd(d), de), refused);
+                else
+                        r = packset_list_sub(p->packs_dirfd, de->d_name, cb, userdata, refused);
                 if (r < 0)
                         break;
                 n += r;
@@ -830,3 +864,10 @@ int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZ
         closedir(d);
         return r < 0 ? r : n;
 }
+
+int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
+                    void *userdata)
+{
+        return bv_packset_list_strict(p, cb, userdata, NULL);
+}
+

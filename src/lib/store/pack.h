@@ -97,5 +97,11 @@ int bv_pack_parse_index(BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_S
  * and is returned). Returns the number of packs listed. */
 int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
                     void *userdata);
+/* The same, but an entry of packs/ named like a pack or a pack folder that is a symbolic link
+ * (-ELOOP) or of another type (-EBADFD) stops the walk and is named in refused ("ab" or
+ * "ab/<id>.pack"), where bv_packset_list skips it (never following it). */
+int bv_packset_list_strict(BvPackSet *p,
+                           int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
+                           void *userdata, char refused[64]);
 
 void bv_pack_path(const uint8_t pack_id[BV_PACK_ID_SIZE], char out[64]); /* "ab/ab12....pack" */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -209,15 +212,22 @@ int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t 
         return bv_tmpfile_link(dirfd, fd, tmpname, name, replace);
 }
 
-/* Opens a regular file of at most max bytes for reading; *ret_size: its size from fstat. */
-static int open_small_file(int dirfd, const char *path, size_t max, int *ret_fd, size_t *ret_size)
+/* Opens a regular file of at most max bytes for reading (beneath dirfd if asked); *ret_size:
+ * its size from fstat. O_NONBLOCK: a FIFO must not hang the open before fstat refuses it. */
+static int open_small_file(int dirfd, const char *path, bool beneath, size_t max, int *ret_fd, size_t *ret_size)
 {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (beneath)
+                fd = bv_open_file_beneath(dirfd, path, O_RDONLY);
+        else {
+                fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+                if (fd < 0)
+                        fd = negative_errno();
+        }
         if (fd < 0)
-                return negative_errno();
+                return fd;
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         if (!S_ISREG(st.st_mode))
@@ -229,7 +239,7 @@ static int open_small_file(int dirfd, const char *path, size_t max, int *ret_fd,
         return 0;
 }
 
-int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
+static int read_file(int dirfd, const char *path, bool beneath, size_t max, void **ret_data, size_t *ret_len)
 {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -237,7 +247,7 @@ int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_
         ssize_t n;
         int r;
 
-        r = open_small_file(dirfd, path, max, &fd, &file_size);
+        r = open_small_file(dirfd, path, beneath, max, &fd, &file_size);
         if (r < 0)
                 return r;
         buf = malloc(file_size + 1);
@@ -250,6 +260,16 @@ int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_
         *ret_len = (size_t)n;
         *ret_data = TAKE_PTR(buf);
         return 0;
+}
+
+int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
+{
+        return read_file(dirfd, path, false, max, ret_data, ret_len);
+}
+
+int bv_read_file_beneath(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
+{
+        return read_file(dirfd, path, true, max, ret_data, ret_len);
 }
 
 /* Reads at most limit bytes of fd into bv_secure_alloc memory of size (> limit) bytes: -EFBIG
@@ -286,7 +306,7 @@ int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size
         size_t file_size;
         int r;
 
-        r = open_small_file(dirfd, path, max, &fd, &file_size);
+        r = open_small_file(dirfd, path, false, max, &fd, &file_size);
         if (r < 0)
                 return r;
         return read_secret(fd, file_size, MAX(file_size + 1, min_size), strip_newline, ret_data, ret_len, ret_size);
@@ -298,14 +318,12 @@ int bv_read_secret_fd(int fd, size_t max, bool strip_newline, void **ret_data, s
         return read_secret(fd, max, max + 1, strip_newline, ret_data, ret_len, ret_size);
 }
 
-int bv_opendir_at(int dirfd, const char *path, DIR **ret)
+static int opendir_fd(int fd, DIR **ret)
 {
         DIR *d;
-        int fd;
 
-        fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return negative_errno();
+                return fd;
         d = fdopendir(fd);
         if (!d) {
                 int r = negative_errno();
@@ -314,6 +332,158 @@ int bv_opendir_at(int dirfd, const char *path, DIR **ret)
         }
         *ret = d;
         return 0;
+}
+
+int bv_opendir_at(int dirfd, const char *path, DIR **ret)
+{
+        int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        return opendir_fd(fd < 0 ? negative_errno() : fd, ret);
+}
+
+int bv_opendir_beneath(int dirfd, const char *path, DIR **ret)
+{
+        return opendir_fd(bv_open_dir_beneath(dirfd, path), ret);
+}
+
+/* openat with O_NOFOLLOW, reporting a symbolic link as -ELOOP also where O_DIRECTORY says -ENOTDIR. */
+static int openat_nofollow(int at, const char *name, int flags, mode_t mode)
+{
+        struct stat st;
+        int fd = openat(at, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+
+        if (fd >= 0)
+                return fd;
+        if (errno == ENOTDIR && fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
+                return -ELOOP;
+        return negative_errno();
+}
+
+int bv_open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode)
+{
+        _cleanup_close_ int cur = -EBADF;
+        const char *p = path;
+
+        if (path[0] == '/')
+                return -EXDEV;
+        for (;;) {
+                const char *slash = strchr(p, '/');
+                size_t len = slash ? (size_t)(slash - p) : strlen(p);
+                char name[NAME_MAX + 1];
+                int at = cur >= 0 ? cur : dirfd, fd;
+
+                if (len > NAME_MAX)
+                        return -ENAMETOOLONG;
+                memcpy(name, len ? p : ".", len ? len : 1);
+                name[len ? len : 1] = '\0';
+                if (strcmp(name, "..") == 0)
+                        return -EXDEV;
+                if (!slash)
+                        return openat_nofollow(at, name, flags, mode);
+                fd = openat_nofollow(at, name, O_RDONLY | O_DIRECTORY, 0);
+                if (fd < 0)
+                        return fd;
+                safe_close(cur);
+                cur = fd;
+                p = slash + 1;
+        }
+}
+
+int bv_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+        static bool no_openat2 = false;
+        struct open_how how = {
+                .flags = (uint64_t)(flags | O_CLOEXEC),
+                .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+        };
+        long fd;
+
+        if (!path)
+                return -EINVAL;
+        if (!__atomic_load_n(&no_openat2, __ATOMIC_RELAXED)) {
+                fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                if (fd >= 0)
+                        return (int)fd;
+                if (errno != ENOSYS)
+                        return negative_errno();
+                __atomic_store_n(&no_openat2, true, __ATOMIC_RELAXED);
+        }
+        return bv_open_beneath_walk(dirfd, path, flags, mode);
+}
+
+int bv_open_dir_beneath(int dirfd, const char *path)
+{
+        return bv_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY, 0);
+}
+
+int bv_open_file_beneath(int dirfd, const char *path, int flags)
+{
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int fl;
+
+        fd = bv_open_beneath(dirfd, path, flags | O_NONBLOCK | O_NOCTTY, 0600);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+                return negative_errno();
+        return TAKE_FD(fd);
+}
+
+int bv_beneath_culprit(int dirfd, const char *path, bool want_dir, mode_t *ret_mode)
+{
+        char buf[PATH_MAX];
+        size_t len = strlen(path);
+
+        if (len >= sizeof(buf))
+                return -ENAMETOOLONG;
+        memcpy(buf, path, len + 1);
+        for (size_t end = 0; end < len;) {
+                const char *slash = strchr(buf + end, '/');
+                size_t next = slash ? (size_t)(slash - buf) : len;
+                bool last = next >= len || buf[next + 1] == '\0';
+                struct stat st;
+
+                buf[next] = '\0';
+                if (fstatat(dirfd, buf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return negative_errno();
+                if (S_ISLNK(st.st_mode) || (!last && !S_ISDIR(st.st_mode)) ||
+                    (last && (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))) {
+                        *ret_mode = st.st_mode & S_IFMT;
+                        return (int)next;
+                }
+                buf[next] = '/';
+                end = next + 1;
+        }
+        return 0;
+}
+
+const char *bv_file_type_name(mode_t mode)
+{
+        switch (mode & S_IFMT) {
+        case S_IFLNK:
+                return "a symbolic link";
+        case S_IFIFO:
+                return "a FIFO";
+        case S_IFSOCK:
+                return "a socket";
+        case S_IFCHR:
+                return "a character device";
+        case S_IFBLK:
+                return "a block device";
+        case S_IFDIR:
+                return "a directory";
+        case S_IFREG:
+                return "a regular file";
+        default:
+                return "of an unknown type";
+        }
 }
 
 int bv_fd_size(int fd, uint64_t *ret_size)

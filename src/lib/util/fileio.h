@@ -60,8 +60,37 @@ int bv_read_secret_fd(int fd, size_t max, bool strip_newline, void **ret_data, s
                       size_t *ret_size);
 
 /* Opens directory path below dirfd ("." for dirfd itself) for readdir, on an fd of its own
- * that closedir() closes. */
+ * that closedir() closes. For the user's own paths: symbolic links are followed. */
 int bv_opendir_at(int dirfd, const char *path, DIR **ret);
+/* The same for a path inside a repository, resolved like bv_open_beneath. */
+int bv_opendir_beneath(int dirfd, const char *path, DIR **ret);
+
+/*
+ * Paths inside a repository (docs/FORMAT.md, "Paths"): resolved beneath a directory fd and never
+ * through a symbolic link, in any component: openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), or
+ * where the kernel lacks openat2 (ENOSYS) one component at a time with O_NOFOLLOW. An absolute
+ * path or ".." fails with -EXDEV, a symbolic link with -ELOOP. O_CLOEXEC is always added.
+ */
+int bv_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* The component-at-a-time walk bv_open_beneath falls back to (exposed for the tests). */
+int bv_open_beneath_walk(int dirfd, const char *path, int flags, mode_t mode);
+/* A directory beneath dirfd, O_RDONLY: -ELOOP for a symbolic link, -ENOTDIR for another type. */
+int bv_open_dir_beneath(int dirfd, const char *path);
+/* A regular file beneath dirfd, opened with flags (O_RDONLY, O_RDWR; O_CREAT with mode 0600) and
+ * checked with fstat before anything reads it: -EBADFD if it is not a regular file. It is opened
+ * O_NONBLOCK so that a FIFO does not hang the open; the flag is cleared on the returned fd. */
+int bv_open_file_beneath(int dirfd, const char *path, int flags);
+/* bv_read_file for a path resolved beneath dirfd. */
+int bv_read_file_beneath(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len);
+
+/* For a message after one of the opens above failed: the first component of path (beneath dirfd,
+ * not following links) that is a symbolic link or not a directory where one is needed, or the
+ * entry itself if it is not what was wanted (a directory if want_dir, else a regular file).
+ * Returns the length of that prefix of path and its type (S_IFMT bits) in *ret_mode; 0 if
+ * nothing is amiss (any more); -errno if a component cannot be examined. */
+int bv_beneath_culprit(int dirfd, const char *path, bool want_dir, mode_t *ret_mode);
+/* "a symbolic link", "a FIFO", "a directory", ... for S_IFMT bits. */
+const char *bv_file_type_name(mode_t mode);
 
 /* Size of a regular file or block device (BLKGETSIZE64). */
 int bv_fd_size(int fd, uint64_t *ret_size);

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+        "Usage: blkvault config check [--config=FILE]\n\n"
+        "Read the appliance's configuration (" BV_CONF_DEFAULT_PATH " and then conf.d/*.conf\n"
+        "beside it, in name order) and report every mistake as FILE:LINE: MESSAGE. Schedules are\n"
+        "checked with systemd-analyze calendar. The exit status is 1 when anything is wrong.\n\n"
+        "  --config=FILE            read FILE and FILE's directory/conf.d instead (also $" BV_CONF_ENV ")\n"
+        "  -h, --help\n";
+
+static void print_conf_error(const BvConfError *e)
+{
+        if (e->line > 0)
+                fprintf(stderr, "%s:%u: %s\n", e->file, e->line, e->message);
+        else
+                fprintf(stderr, "%s: %s\n", e->file, e->message);
+}
+
+int load_config(const char *path, bool may_be_missing, BvConfig **ret)
+{
+        _cleanup_(bv_conf_freep) BvConfig *c = NULL;
+        bool must_exist;
+        const char *main_path = bv_conf_main_path(path, &must_exist);
+
+        int r = bv_conf_load(main_path, must_exist && !may_be_missing, &c);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the configuration '%s'", main_path);
+        if (c->n_errors > 0) {
+                for (size_t i = 0; i < c->n_errors; i++)
+                        print_conf_error(&c->errors[i]);
+                log_error("%zu %s in the configuration (see 'blkvault config check')", c->n_errors,
+                          c->n_errors == 1 ? "mistake" : "mistakes");
+                return EXIT_ERROR;
+        }
+        *ret = TAKE_PTR(c);
+        return EXIT_OK;
+}
+
+static int config_check(const char *path)
+{
+        _cleanup_(bv_conf_freep) BvConfig *c = NULL;
+        bool must_exist;
+        const char *main_path = bv_conf_main_path(path, &must_exist);
+
+        int r = bv_conf_load(main_path, must_exist, &c);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the configuration '%s'", main_path);
+        r = bv_conf_check_schedules(c);
+        if (r == -ENOENT)
+                fprintf(stderr, "warning: systemd-analyze is not installed: schedules not checked\n");
+        else if (r < 0)
+                return log_error_errno(r, "cannot check the schedules");
+        for (size_t i = 0; i < c->n_errors; i++)
+                print_conf_error(&c->errors[i]);
+        size_t n_bad = c->n_errors;
+        if (n_bad > 0) {
+                log_error("%zu %s in the configuration", n_bad, n_bad == 1 ? "mistake" : "mistakes");
+                return EXIT_ERROR;
+        }
+        printf("configuration ok: %zu %s, %zu %s, %zu %s (%zu %s read)\n", c->n_targets,
+               c->n_targets == 1 ? "target" : "targets", c->n_jobs, c->n_jobs == 1 ? "job" : "jobs", c->n_exports,
+               c->n_exports == 1 ? "export" : "exports", c->n_files, c->n_files == 1 ? "file" : "files");
+        return EXIT_OK;
+}
+
+int cmd_config(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "config", required_argument, NULL, 'c' },
+                {},
+        };
+        const char *path = NULL;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        return print_usage(usage_text);
+                case 'c':
+                        path = optarg;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind + 1 != argc || strcmp(argv[optind], "check") != 0) {
+                log_error("expected 'blkvault config check' (see 'blkvault config --help')");
+                return EXIT_USAGE;
+        }
+        return config_check(path);
+}

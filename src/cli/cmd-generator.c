@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * blkvault-generator (a link to blkvault; systemd runs it at boot and on daemon-reload with
+ * NORMAL_DIR EARLY_DIR LATE_DIR): for every job with a schedule, blkvault-job@NAME.timer in
+ * NORMAL_DIR, wanted by timers.target. A configuration with mistakes makes no timers at all
+ * (each mistake is logged); a generator never fails the boot.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fileio.h"
+
+static int write_timer(const char *dir, const BvConfJob *j)
+{
+        _cleanup_free_ char *text = NULL, *name = NULL, *link = NULL, *target = NULL;
+        if (asprintf(&name, "blkvault-job@%s.timer", j->name) < 0 ||
+            asprintf(&text,
+                     "# Made by blkvault-generator from %s:%u\n"
+                     "[Unit]\n"
+                     "Description=blkvault job %s on its schedule\n"
+                     "Documentation=man:blkvault(1)\n"
+                     "SourcePath=%s\n\n"
+                     "[Timer]\n"
+                     "OnCalendar=%s\n"
+                     "Persistent=yes\n",
+                     j->schedule_where.file, j->schedule_where.line, j->name, j->schedule_where.file,
+                     j->schedule) < 0 ||
+            asprintf(&link, "%s/timers.target.wants/%s", dir, name) < 0 || asprintf(&target, "../%s", name) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        int r = bv_write_file_durable(dfd, name, text, strlen(text), true);
+        if (r < 0)
+                return r;
+        r = bv_mkdir_p(dfd, "timers.target.wants");
+        if (r < 0)
+                return r;
+        if (symlink(target, link) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int cmd_generator(int argc, char **argv)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        if (argc != 2 && argc != 4) {
+                log_error("expected NORMAL_DIR [EARLY_DIR LATE_DIR] (blkvault-generator is run by systemd)");
+                return EXIT_USAGE;
+        }
+        bool must_exist;
+        const char *main_path = bv_conf_main_path(NULL, &must_exist);
+        int r = bv_conf_load(main_path, false, &conf);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the configuration '%s'", main_path), EXIT_OK;
+        for (size_t i = 0; i < conf->n_errors; i++)
+                fprintf(stderr, "blkvault-generator: %s:%u: %s\n", conf->errors[i].file, conf->errors[i].line,
+                        conf->errors[i].message);
+        if (conf->n_errors > 0)
+                return EXIT_OK;
+        for (size_t i = 0; i < conf->n_jobs; i++) {
+                const BvConfJob *j = &conf->jobs[i];
+                if (!j->schedule)
+                        continue;
+                r = write_timer(argv[1], j);
+                if (r < 0)
+                        fprintf(stderr, "blkvault-generator: cannot write the timer of job %s: %s\n", j->name,
+                                strerror(-r));
+        }
+        return EXIT_OK;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "drive.h"
+#include "run.h"
+
+static const char usage_text[] =
+        "Usage: blkvault job run NAME [--config=FILE]\n\n"
+        "Run the configured job NAME on every registered drive it names (or every one, for\n"
+        "targets = any) that is attached and not restore-only, one drive after the other: unlock,\n"
+        "mount, back up, verify, unmount, lock. No such drive attached is not an error.\n\n"
+        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
+        "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -h, --help\n";
+
+static int job_run(const char *config, const char *run_dir, const char *name)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        int ec = load_config(config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        const BvConfJob *j = bv_conf_job_by_name(conf, name);
+        if (!j) {
+                log_error("no job '%s' in the configuration", name);
+                return EXIT_ERROR;
+        }
+        size_t ran = 0;
+        for (size_t i = 0; i < conf->n_targets; i++) {
+                const BvConfTarget *t = &conf->targets[i];
+                _cleanup_free_ char *dev = NULL;
+                if (!bv_conf_job_wants(j, t->name) || t->mode == BV_TARGET_RESTORE_ONLY ||
+                    bv_drive_find_by_uuid(t->uuid, &dev) < 0)
+                        continue;
+                BvTargetRun run;
+                bv_target_run_drive(conf, t, dev, j->name, run_dir, &run);
+                int r = report_run(&run);
+                bv_target_run_done(&run);
+                if (r != EXIT_OK && ec == EXIT_OK)
+                        ec = r;
+                ran++;
+        }
+        if (ran == 0)
+                printf("job %s: none of its targets is attached; nothing done\n", j->name);
+        return ec;
+}
+
+int cmd_job(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "config", required_argument, NULL, 'c' },
+                { "run-dir", required_argument, NULL, 'R' },
+                {},
+        };
+        const char *config = NULL, *run_dir = NULL;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        return print_usage(usage_text);
+                case 'c':
+                        config = optarg;
+                        break;
+                case 'R':
+                        run_dir = optarg;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind + 2 != argc || strcmp(argv[optind], "run") != 0) {
+                log_error("expected 'blkvault job run NAME' (see 'blkvault job --help')");
+                return EXIT_USAGE;
+        }
+        return job_run(config, run_dir, argv[optind + 1]);
+}

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "drive.h"
+#include "run.h"
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+
+static const char usage_text[] =
+        "Usage: blkvault target format DEVICE --name=NAME [--fs=ext4|xfs|btrfs] [--no-luks] [--yes]\n"
+        "       blkvault target run DEVICE|NAME\n"
+        "       blkvault target list\n\n"
+        "format: register DEVICE as the backup drive NAME: a LUKS2 container (argon2id) opened by a\n"
+        "new random key file (KEY-DIR/NAME.key, mode 0400), a filesystem, a repository sealed with\n"
+        "the same key file, and the drive's [target NAME] section in conf.d/50-target-NAME.conf.\n"
+        "A device that is in use is refused; one that holds a filesystem, a LUKS container or a\n"
+        "partition table is refused unless --yes.\n"
+        "run: back up every job of a registered drive to it and verify what was written, then unmount\n"
+        "and lock it (a drive that is not registered is ignored, exit 0).\n"
+        "list: the registered drives.\n\n"
+        "  --name=NAME              the target's name (letters, digits, '.', '_', '-')\n"
+        "  --fs=TYPE                ext4 (default), xfs or btrfs\n"
+        "  --no-luks                no LUKS container (the filesystem's UUID names the drive)\n"
+        "  --yes                    destroy what is on DEVICE\n"
+        "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
+        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
+        "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -h, --help\n";
+
+typedef struct FormatArgs {
+        const char *device, *name, *fs, *key_dir, *config, *run_dir;
+        bool luks, yes;
+} FormatArgs;
+
+/* Refuses a device in use, or one with something on it unless --yes (then wipes it). */
+static int format_check_device(const FormatArgs *a)
+{
+        BvDriveProbe pr;
+        int fd = bv_drive_open_exclusive(a->device);
+        if (fd == -EBUSY) {
+                log_error("'%s' is in use (mounted, or held by another device); refusing to format it", a->device);
+                return EXIT_BUSY;
+        }
+        if (fd < 0)
+                return log_error_errno(fd, "cannot open '%s'", a->device);
+        close(fd);
+        int r = bv_drive_probe(a->device, &pr);
+        if (r < 0)
+                return log_error_errno(r, "cannot probe '%s'", a->device);
+        if (!pr.pttype[0] && !pr.type[0])
+                return EXIT_OK;
+        if (!a->yes) {
+                if (pr.pttype[0])
+                        log_error("'%s' holds a %s partition table; refusing to format it (--yes destroys it)",
+                                  a->device, pr.pttype);
+                else
+                        log_error("'%s' holds %s (UUID %s); refusing to format it (--yes destroys it)", a->device,
+                                  pr.type, pr.uuid[0] ? pr.uuid : "none");
+                return EXIT_ERROR;
+        }
+        r = bv_drive_wipe(a->device);
+        if (r < 0)
+                return log_error_errno(r, "cannot wipe '%s'", a->device);
+        return EXIT_OK;
+}
+
+/* The filesystem on dev (the LUKS mapper device or the drive), then the repository inside. */
+static int format_fs_and_repo(const FormatArgs *a, const char *dev, const char *key_file, const char *repo_rel,
+                              char fs_uuid[40])
+{
+        char out[4096] = "", mnt[] = "/run/blkvault/format.XXXXXX", repo[4200];
+        BvDriveProbe pr;
+        BvRepoConfig cfg;
+
+        int r = bv_drive_mkfs(dev, a->fs, a->name, out, sizeof(out));
+        if (r != 0)
+                return r < 0 ? log_error_errno(r, "cannot run mkfs.%s", a->fs) :
+                               (log_error("mkfs.%s on '%s' failed (exit status %d): %s", a->fs, dev, r, out),
+                                EXIT_ERROR);
+        r = bv_drive_probe(dev, &pr);
+        if (r < 0)
+                return log_error_errno(r, "cannot probe the new filesystem on '%s'", dev);
+        snprintf(fs_uuid, 40, "%s", pr.uuid);
+        if (mkdir("/run/blkvault", 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "cannot create '/run/blkvault'");
+        if (!mkdtemp(mnt))
+                return log_error_errno(-errno, "cannot create a mountpoint in /run/blkvault");
+        r = bv_drive_mount(dev, a->fs, mnt, NULL, false);
+        if (r < 0) {
+                rmdir(mnt);
+                return log_error_errno(r, "cannot mount the new %s filesystem of '%s'", a->fs, dev);
+        }
+        snprintf(repo, sizeof(repo), "%s/%s", mnt, repo_rel);
+        bv_repo_config_default(&cfg);
+        BvSecret secret = { .key_file = key_file };
+        r = bv_repo_init(repo, &cfg, &secret);
+        int u = umount2(mnt, 0) < 0 ? -errno : 0;
+        rmdir(mnt);
+        if (r < 0)
+                return log_error_errno(r, "cannot create the repository on '%s'", dev);
+        if (u < 0)
+                return log_error_errno(u, "cannot unmount '%s'", mnt);
+        return EXIT_OK;
+}
+
+static int format_luks(const FormatArgs *a, const char *key_file, char uuid[40], char fs_uuid[40])
+{
+        char mapper[256], name[128];
+        int r = bv_luks_format(a->device, key_file, uuid);
+        if (r < 0)
+                return log_error_errno(r, "cannot create a LUKS2 container on '%s'", a->device);
+        snprintf(name, sizeof(name), "blkvault-format-%s", a->name);
+        r = bv_luks_open(a->device, name, key_file, mapper, sizeof(mapper));
+        if (r == -ENXIO) {
+                log_error("cannot open the LUKS container on '%s': the kernel has no device-mapper "
+                          "(dm-crypt); use --no-luks or load dm_crypt",
+                          a->device);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot open the LUKS container on '%s'", a->device);
+        int ec = format_fs_and_repo(a, mapper, key_file, BV_CONF_DEFAULT_REPOSITORY, fs_uuid);
+        r = bv_luks_close(name);
+        if (r < 0 && ec == EXIT_OK)
+                return log_error_errno(r, "cannot close the LUKS container '%s'", name);
+        return ec;
+}
+
+static int target_format(const FormatArgs *a)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        _cleanup_free_ char *key_file = NULL, *conf_file = NULL;
+        char uuid[40] = "", fs_uuid[40] = "";
+        bool must_exist;
+        const char *main_path = bv_conf_main_path(a->config, &must_exist);
+
+        int ec = load_config(a->config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        const BvConfTarget *old = bv_conf_target_by_name(conf, a->name);
+        if (old) {
+                log_error("target '%s' is already registered (%s:%u)", a->name, old->where.file, old->where.line);
+                return EXIT_ERROR;
+        }
+        ec = format_check_device(a);
+        if (ec != EXIT_OK)
+                return ec;
+        int r = bv_key_file_create(a->key_dir, a->name, &key_file);
+        if (r < 0)
+                return log_error_errno(r, "cannot create the key file '%s/%s.key'", a->key_dir, a->name);
+        ec = a->luks ? format_luks(a, key_file, uuid, fs_uuid) :
+                       format_fs_and_repo(a, a->device, key_file, BV_CONF_DEFAULT_REPOSITORY, fs_uuid);
+        if (ec != EXIT_OK) {
+                unlink(key_file);
+                return ec;
+        }
+        BvConfTarget t = { .name = (char *)a->name, .uuid = a->luks ? uuid : fs_uuid, .key_file = key_file,
+                           .repository = (char *)BV_CONF_DEFAULT_REPOSITORY, .luks = a->luks };
+        r = bv_conf_write_target(main_path, &t, &conf_file);
+        if (r < 0)
+                return log_error_errno(r, "cannot register target '%s' in the configuration", a->name);
+        printf("target '%s' on %s: %s%s, UUID %s, repository '%s', registered in %s\n", a->name, a->device,
+               a->luks ? "LUKS2 with " : "", a->fs, t.uuid, t.repository, conf_file);
+        printf("Keep a copy of the key file %s somewhere other than this machine and the drive:\n"
+               "without it %s.\n",
+               key_file, a->luks ? "neither the drive's LUKS container nor the repository on it can be opened" :
+                                   "the repository on the drive cannot be opened");
+        return EXIT_OK;
+}
+
+/* "safe to unplug" (or what failed) to the journal with structured fields, sd_notify and stdout. */
+#define BV_MESSAGE_ID_TARGET_RUN "MESSAGE_ID=3f1c9a0e6b2d4c5e8a7f01b2c3d4e5f6"
+
+int report_run(const BvTargetRun *run)
+{
+        const BvConfTarget *t = run->target;
+        char b[32], line[512];
+        const char *result = run->result < 0 ? "failed" : run->n_failed > 0 ? "partial" : "ok";
+
+        for (size_t i = 0; i < run->n_jobs; i++) {
+                const BvTargetRunJob *j = &run->jobs[i];
+                if (j->result < 0)
+                        fprintf(stderr, "error: target %s: job %s: %s failed: %s\n", t->name, j->job->name, j->step,
+                                strerror(-j->result));
+                else
+                        printf("job %s: snapshot %.8s, %s new, verified\n", j->job->name, j->snapshot_id,
+                               format_bytes(j->bytes_new, b));
+        }
+        if (run->prune_unavailable)
+                printf("note: retention (keep-*) is set, but pruning is not available yet: nothing was pruned\n");
+        if (run->result < 0)
+                snprintf(line, sizeof(line), "target %s: %s failed: %s", t->name, run->step, strerror(-run->result));
+        else if (t->mode == BV_TARGET_RESTORE_ONLY)
+                snprintf(line, sizeof(line), "target %s: restore-only, mounted read-only and nothing written; safe to unplug",
+                         t->name);
+        else
+                snprintf(line, sizeof(line), "target %s: %zu jobs, %zu failed, %s new; safe to unplug", t->name,
+                         run->n_jobs, run->n_failed, format_bytes(run->bytes_new, b));
+        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_TARGET_RUN, "PRIORITY=%d", run->result < 0 || run->n_failed ? 3 : 5,
+                        "TARGET=%s", t->name, "JOBS=%zu", run->n_jobs, "BYTES=%llu", (unsigned long long)run->bytes_new,
+                        "RESULT=%s", result, NULL);
+        sd_notifyf(false, "STATUS=%s", line);
+        if (run->result < 0) {
+                log_error("%s", line + 0);
+                return exit_code_for(run->result);
+        }
+        printf("%s\n", line);
+        return run->n_failed > 0 ? EXIT_ERROR : EXIT_OK;
+}
+
+static int target_run(const FormatArgs *a, const char *what)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        _cleanup_free_ char *found = NULL;
+        const BvConfTarget *t;
+        const char *dev = what;
+
+        int ec = load_config(a->config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        if (what[0] == '/') {
+                BvDriveProbe pr;
+                int r = bv_drive_probe(what, &pr);
+                if (r < 0)
+                        return log_error_errno(r, "cannot probe '%s'", what);
+                t = pr.uuid[0] ? bv_conf_target_by_uuid(conf, pr.uuid) : NULL;
+                if (!t) {
+                        printf("debug: '%s' (UUID %s) is not a registered target, ignoring\n", what,
+                               pr.uuid[0] ? pr.uuid : "none");
+                        return EXIT_OK;
+                }
+        } else {
+                t = bv_conf_target_by_name(conf, what);
+                if (!t) {
+                        log_error("no target '%s' in the configuration (see 'blkvault target list')", what);
+                        return EXIT_ERROR;
+                }
+                if (bv_drive_find_by_uuid(t->uuid, &found) < 0) {
+                        log_error("target '%s' (UUID %s) is not attached", t->name, t->uuid);
+                        return EXIT_ERROR;
+                }
+                dev = found;
+        }
+        BvTargetRun run;
+        sd_notifyf(false, "STATUS=target %s: running", t->name);
+        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &run);
+        ec = report_run(&run);
+        bv_target_run_done(&run);
+        return ec;
+}
+
+static int target_list(const char *config)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        int ec = load_config(config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        for (size_t i = 0; i < conf->n_targets; i++) {
+                const BvConfTarget *t = &conf->targets[i];
+                _cleanup_free_ char *dev = NULL;
+                bool attached = bv_drive_find_by_uuid(t->uuid, &dev) >= 0;
+                printf("%-16s %s %-12s %-7s %s%s%s\n", t->name, t->uuid,
+                       t->mode == BV_TARGET_RESTORE_ONLY ? "restore-only" : "backup", t->luks ? "luks" : "no-luks",
+                       attached ? "attached" : "absent", attached ? " " : "", attached ? dev : "");
+        }
+        return EXIT_OK;
+}
+
+int cmd_target(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },     { "name", required_argument, NULL, 'n' },
+                { "fs", required_argument, NULL, 'f' }, { "no-luks", no_argument, NULL, 'L' },
+                { "yes", no_argument, NULL, 'y' },      { "key-dir", required_argument, NULL, 'k' },
+                { "config", required_argument, NULL, 'c' }, { "run-dir", required_argument, NULL, 'R' }, {},
+        };
+        FormatArgs a = { .fs = "ext4", .key_dir = BV_KEY_DIR, .luks = true };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        return print_usage(usage_text);
+                case 'n':
+                        a.name = optarg;
+                        break;
+                case 'f':
+                        a.fs = optarg;
+                        break;
+                case 'L':
+                        a.luks = false;
+                        break;
+                case 'y':
+                        a.yes = true;
+                        break;
+                case 'k':
+                        a.key_dir = optarg;
+                        break;
+                case 'c':
+                        a.config = optarg;
+                        break;
+                case 'R':
+                        a.run_dir = optarg;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        const char *verb = optind < argc ? argv[optind] : "";
+        if (strcmp(verb, "list") == 0 && optind + 1 == argc)
+                return target_list(a.config);
+        if (strcmp(verb, "run") == 0 && optind + 2 == argc)
+                return target_run(&a, argv[optind + 1]);
+        if (strcmp(verb, "format") != 0 || optind + 2 != argc) {
+                log_error("expected 'blkvault target format DEVICE --name=NAME', 'target run DEVICE|NAME' or "
+                          "'target list' "
+                          "(see 'blkvault target --help')");
+                return EXIT_USAGE;
+        }
+        a.device = argv[optind + 1];
+        if (!a.name) {
+                log_error("target format needs --name=NAME");
+                return EXIT_USAGE;
+        }
+        if (strcmp(a.fs, "ext4") != 0 && strcmp(a.fs, "xfs") != 0 && strcmp(a.fs, "btrfs") != 0) {
+                log_error("unknown filesystem '%s' (ext4, xfs or btrfs)", a.fs);
+                return EXIT_USAGE;
+        }
+        if (strspn(a.name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(a.name) ||
+            !a.name[0] || a.name[0] == '.' || a.name[0] == '-' || strlen(a.name) > BV_CONF_NAME_MAX) {
+                log_error("invalid target name '%s' (letters, digits, '.', '_' and '-', at most %d)", a.name,
+                          BV_CONF_NAME_MAX);
+                return EXIT_USAGE;
+        }
+        return target_format(&a);
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Private to the repo layer (repo.c, repocheck.c): naming what a repository's open refused or
+ * found damaged, and the writer's check of the packs the index names. */
+
+#include "repo.h"
+
+/* Fills *p (if not NULL) for path (relative to the repository at dirfd) and error; for a refusal
+ * by type (-ELOOP, -EBADFD, -ENOTDIR) names the component at fault and what it is. Returns error. */
+int repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error);
+
+/* The index's damaged segments as problems (index/<name>), appended to *list. */
+int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n);
+
+/* For a writer: lists packs/ (refusing a symbolic link or a foreign type there, named in *p) and
+ * compares it with the packs the index names. The missing ones (sorted, malloc'd) are handed to
+ * the index, which then treats what they held as not stored, and returned. */
+int repo_check_packs(int dirfd, BvIndex *index, BvPackSet *packs, BvRepoProblem *p,
+                     uint8_t (**ret_missing)[BV_PACK_ID_SIZE], size_t *ret_count);

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Between the file reader (conf.c) and the sections' keys and checks (conf-sections.c). */
+
+#include "conf.h"
+
+typedef enum ConfKind {
+        CONF_NONE,
+        CONF_INVALID, /* a section that was reported: its keys are skipped */
+        CONF_TARGET,
+        CONF_JOB,
+        CONF_EXPORT,
+} ConfKind;
+
+/* The section being filled: its kind and its index in the config's array of that kind. */
+typedef struct ConfSection {
+        ConfKind kind;
+        size_t index;
+        unsigned seen[24]; /* the line each key was set on, by its index in the kind's key table */
+} ConfSection;
+
+int conf_error(BvConfig *c, const char *file, unsigned line, const char *fmt, ...) _printf_(4, 5);
+
+/* A section header was seen (the first key after it): parse "KIND NAME" and add the entity. */
+int conf_section_open(BvConfig *c, const char *file, unsigned line, const char *header, ConfSection *ret);
+/* key = value in the current section. */
+int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned line, const char *key,
+                     const char *value);

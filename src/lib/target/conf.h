@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The appliance's configuration: /etc/blkvault/blkvault.conf and then the drop-ins
+ * /etc/blkvault/conf.d/NAME.conf in name order, INI files (parsed with inih) with three kinds of
+ * section:
+ *
+ *   [target NAME]  a registered drive: uuid, key-file, repository, mode, power-off, luks,
+ *                  fs-options
+ *   [job NAME]     what to back up: source or command, snapshot, targets, schedule, keep-*,
+ *                  pre, post, max-age, on-success, on-failure
+ *   [export NAME]  an NBD export (blkvault-nbd@NAME.service): repository, snapshot,
+ *                  passphrase-file or key-file, cache
+ *
+ * Loading never stops at the first mistake: every one is recorded as a BvConfError with its
+ * file and line, for `blkvault config check` to print as "FILE:LINE: MESSAGE". Nothing here
+ * prints or runs a program; bv_conf_check_schedule (which runs systemd-analyze) is separate so
+ * that the parser itself stays pure (and fuzzable).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+#define BV_CONF_DEFAULT_PATH "/etc/blkvault/blkvault.conf"
+#define BV_CONF_ENV "BLKVAULT_CONFIG"
+#define BV_CONF_NAME_MAX 64
+#define BV_CONF_FILE_MAX (1024 * 1024)
+#define BV_CONF_DEFAULT_MAX_AGE (7 * 86400ULL)
+#define BV_CONF_DEFAULT_REPOSITORY "blkvault"
+
+typedef struct BvConfError {
+        const char *file; /* one of BvConfig.files */
+        unsigned line;    /* 0: about the file as a whole */
+        char *message;
+} BvConfError;
+
+typedef enum BvTargetMode {
+        BV_TARGET_BACKUP,
+        BV_TARGET_RESTORE_ONLY,
+} BvTargetMode;
+
+/* Where a setting came from, for messages about it. */
+typedef struct BvConfWhere {
+        const char *file;
+        unsigned line;
+} BvConfWhere;
+
+typedef struct BvConfTarget {
+        char *name;
+        BvConfWhere where;      /* its [target NAME] line */
+        char *uuid;             /* lower case; of the LUKS container, or of the filesystem without LUKS */
+        char *key_file;         /* opens the LUKS container and the repository */
+        char *repository;       /* relative path inside the filesystem */
+        BvTargetMode mode;
+        bool power_off;
+        bool luks;              /* default yes */
+        char *fs_options;       /* extra mount options, or NULL */
+} BvConfTarget;
+
+/* Retention: a count of -1 is "not set". */
+typedef struct BvConfRetention {
+        int last, hourly, daily, weekly, monthly, yearly;
+        uint64_t within; /* seconds, 0 = not set */
+} BvConfRetention;
+
+typedef struct BvConfJob {
+        char *name;
+        BvConfWhere where;
+        char *source;           /* a block device, an image file or an LVM logical volume; or NULL */
+        char *command;          /* or a command whose standard output is the image */
+        bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
+        bool any_target;        /* targets = any (the default) */
+        char **targets;         /* otherwise these names, NULL-terminated */
+        size_t n_targets;
+        BvConfWhere targets_where;
+        char *schedule;         /* systemd calendar expression, or NULL */
+        BvConfWhere schedule_where;
+        BvConfRetention keep;
+        char *pre, *post, *on_success, *on_failure;
+        uint64_t max_age;       /* seconds */
+} BvConfJob;
+
+typedef struct BvConfExport {
+        char *name;
+        BvConfWhere where;
+        char *repository;       /* absolute path */
+        char *snapshot;         /* default "latest" */
+        char *passphrase_file, *key_file;
+        char *cache;            /* a size ("512M"), or NULL */
+} BvConfExport;
+
+typedef struct BvConfig {
+        char **files;           /* every file read, in order */
+        size_t n_files;
+        BvConfTarget *targets;
+        size_t n_targets;
+        BvConfJob *jobs;
+        size_t n_jobs;
+        BvConfExport *exports;
+        size_t n_exports;
+        BvConfError *errors;
+        size_t n_errors;
+} BvConfig;
+
+/* The main file to read: path if given, else $BLKVAULT_CONFIG if set, else the default. The
+ * drop-in directory is conf.d beside it. *ret_explicit: whether it came from path or the
+ * environment (then it must exist). */
+const char *bv_conf_main_path(const char *path, bool *ret_explicit);
+
+/* Reads main_path (missing is fine unless must_exist) and then DIR/conf.d/ *.conf in name order,
+ * where DIR is main_path's directory; validates the whole. Mistakes in the files are recorded in
+ * errors (the call still returns 0); -errno only when memory runs out. */
+int bv_conf_load(const char *main_path, bool must_exist, BvConfig **ret);
+
+/* The pieces of bv_conf_load, for the fuzzer and the tests: an empty configuration, the text of
+ * one file (label names it in errors; text need not be NUL-terminated), and the checks across
+ * sections (required keys, known target names, unique uuids), once after the last file. */
+int bv_conf_new(BvConfig **ret);
+int bv_conf_parse_text(BvConfig *c, const char *label, const char *text, size_t size);
+int bv_conf_finish(BvConfig *c);
+
+/* Orders the errors by file (in the order read) and line. */
+void bv_conf_sort_errors(BvConfig *c);
+
+/* Checks every job's schedule with bv_schedule_check, adding an error for each one systemd
+ * rejects (at its schedule line). -ENOENT without systemd-analyze (nothing is checked then). */
+int bv_conf_check_schedules(BvConfig *c);
+
+void bv_conf_free(BvConfig *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvConfig, bv_conf_free);
+
+const BvConfTarget *bv_conf_target_by_name(const BvConfig *c, const char *name);
+const BvConfTarget *bv_conf_target_by_uuid(const BvConfig *c, const char *uuid);
+const BvConfJob *bv_conf_job_by_name(const BvConfig *c, const char *name);
+const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name);
+/* Does job run on target? */
+bool bv_conf_job_wants(const BvConfJob *j, const char *target);
+
+/* Registers a target: writes its section to conf.d/50-target-NAME.conf beside main_path (durably,
+ * never over an existing file: -EEXIST); the file's path in *ret_path. */
+int bv_conf_write_target(const char *main_path, const BvConfTarget *t, char **ret_path);
+
+/* A duration: a whole number and a unit (s, min, h, d, w; "7d", "12h"), into seconds. -EINVAL. */
+int bv_conf_parse_duration(const char *s, uint64_t *ret);
+/* Formats seconds as the largest unit that divides it ("7d", "90min"). */
+void bv_conf_format_duration(uint64_t seconds, char buf[32]);

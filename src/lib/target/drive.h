@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * A target drive: what is on it (libblkid), its LUKS2 container (libcryptsetup), its filesystem
+ * (mkfs, mount with options for a USB drive) and its key file. Nothing here prints.
+ *
+ * Running mkfs and systemd-analyze (bv_target_run) is a small posix_spawn wrapper of this room
+ * for now; it moves onto src/lib/sys's process helpers once that room is in main.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define BV_KEY_DIR "/etc/blkvault/keys"
+#define BV_KEY_FILE_BYTES 64
+
+/* Runs argv (searched in $PATH) with stdin on /dev/null and stdout and stderr into out
+ * (NUL-terminated, may be NULL): its exit status (127: not found), 128 + a signal, or -errno. */
+int bv_target_run(char *const argv[], char *out, size_t size);
+
+typedef struct BvDriveProbe {
+        char type[32];   /* filesystem or container type ("ext4", "crypto_LUKS"), or "" */
+        char uuid[40];   /* its UUID, or "" */
+        char pttype[16]; /* partition table type ("gpt", "dos"), or "" */
+} BvDriveProbe;
+
+/* What libblkid finds on dev: a filesystem, a LUKS container, a partition table. */
+int bv_drive_probe(const char *dev, BvDriveProbe *ret);
+/* The block device that holds a filesystem or container with this UUID (each block device in
+ * /sys/class/block probed with libblkid: udev's by-uuid links may not exist); -ENODEV when none
+ * is attached. */
+int bv_drive_find_by_uuid(const char *uuid, char **ret_dev);
+/* Opens dev exclusively (O_EXCL): -EBUSY when it is mounted or held by another device. */
+int bv_drive_open_exclusive(const char *dev);
+/* Erases every signature libblkid finds (filesystems, partition tables, LUKS headers). */
+int bv_drive_wipe(const char *dev);
+
+/* The mount options chosen for a USB target with fstype (noatime, and per filesystem). */
+const char *bv_drive_mount_options(const char *fstype);
+/* mkfs.FSTYPE with label on dev; -EPROTONOSUPPORT for a filesystem other than ext4, xfs and
+ * btrfs, > 0: mkfs's exit status (its output in out). */
+int bv_drive_mkfs(const char *dev, const char *fstype, const char *label, char *out, size_t size);
+/* Mounts dev (fstype) on dir, nodev, nosuid, noexec, with bv_drive_mount_options and extra
+ * (comma-separated, may be NULL); read-only when asked. */
+int bv_drive_mount(const char *dev, const char *fstype, const char *dir, const char *extra, bool readonly);
+
+/* Creates DIR/NAME.key (DIR created 0700 when missing) holding BV_KEY_FILE_BYTES random bytes,
+ * mode 0400, never over an existing file (-EEXIST). */
+int bv_key_file_create(const char *dir, const char *name, char **ret_path);
+
+/* LUKS2 with argon2id on dev, its only keyslot opened by the key file's content; its UUID into
+ * ret_uuid. */
+int bv_luks_format(const char *dev, const char *key_file, char ret_uuid[40]);
+/* Opens the container on dev as /dev/mapper/NAME (ret_path) with the key file. -ENXIO without
+ * device-mapper in the kernel. */
+int bv_luks_open(const char *dev, const char *name, const char *key_file, char *ret_path, size_t size);
+int bv_luks_close(const char *name);

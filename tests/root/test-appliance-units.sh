@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The appliance's units and udev rule: blkvault-target@.service and blkvault-job@.service pass
+# `systemd-analyze verify` without a warning and carry their hardening; `udevadm test` of
+# udev/80-blkvault.rules on loop devices: a device with a filesystem UUID (a registered target
+# or not: the service tells them apart, and exits 0 for an unregistered one) pulls in
+# blkvault-target@UUID.service, a device without one pulls in nothing.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd systemd-analyze udevadm losetup mkfs.ext4
+[ -e /dev/loop-control ] || skip "no loop devices"
+units=$BUILD_ROOT/systemd
+
+mkdir -p "$T/units"
+for u in blkvault-target@.service blkvault-job@.service; do
+    [ -f "$units/$u" ] || die "$u not built in $units"
+    # the installed binary's path, as verify checks that it is executable
+    sed "s|^ExecStart=[^ ]*/blkvault |ExecStart=$BLKVAULT |" "$units/$u" > "$T/units/$u"
+    for key in ProtectSystem=strict PrivateNetwork=yes NoNewPrivileges=yes DevicePolicy=closed \
+               "CapabilityBoundingSet=CAP_SYS_ADMIN CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_FOWNER CAP_CHOWN CAP_IPC_LOCK CAP_SYS_RESOURCE"; do
+        grep -qx "$key" "$units/$u" || die "$u lacks $key"
+    done
+done
+grep -qx 'BindsTo=dev-disk-by\\x2duuid-%i.device' "$units/blkvault-target@.service" || die "the target service is not bound to its device"
+grep -qx 'ExecStart=.*/blkvault target run /dev/disk/by-uuid/%I' "$units/blkvault-target@.service" || die "target service ExecStart"
+grep -qx 'ExecStart=.*/blkvault job run %i' "$units/blkvault-job@.service" || die "job service ExecStart"
+rc=0
+(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-target@0b6c1b2a-1234-4321-abcd-0123456789ab.service" \
+    "$T/units/blkvault-job@vm1.service") >"$T/verify.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify complained"; }
+
+# udevadm test reads rules from /run/udev/rules.d too: put the rule there for the test only
+[ ! -e /run/udev ] && made_run_udev=1 || made_run_udev=0
+[ ! -e /run/udev/rules.d/80-blkvault.rules ] || skip "/run/udev/rules.d/80-blkvault.rules exists already"
+mkdir -p /run/udev/rules.d
+cp "$SOURCE_ROOT/udev/80-blkvault.rules" /run/udev/rules.d/
+on_exit "rm -f /run/udev/rules.d/80-blkvault.rules; [ $made_run_udev = 0 ] || rm -rf /run/udev"
+loops=()
+detach_all() { for l in "${loops[@]}"; do losetup -d "$l" 2>/dev/null || true; done; }
+on_exit detach_all
+truncate -s 64M "$T/fs.img" "$T/raw.img"
+mkfs.ext4 -q "$T/fs.img"
+fs=$(losetup -f --show "$T/fs.img"); loops+=("$fs")
+raw=$(losetup -f --show "$T/raw.img"); loops+=("$raw")
+uuid=$(blkid -s UUID -o value "$fs")
+udevadm test --action=add "/sys/class/block/${fs#/dev/}" >"$T/fs.out" 2>&1 || { cat "$T/fs.out" >&2; die "udevadm test failed"; }
+grep -q "^Reading rules file: /run/udev/rules.d/80-blkvault.rules$" "$T/fs.out" || die "udevadm test did not read the rule"
+grep -qx "SYSTEMD_WANTS=blkvault-target@$uuid.service" "$T/fs.out" || { grep SYSTEMD "$T/fs.out" >&2; die "a device with a filesystem UUID did not pull in its target service"; }
+udevadm test --action=add "/sys/class/block/${raw#/dev/}" >"$T/raw.out" 2>&1 || { cat "$T/raw.out" >&2; die "udevadm test failed"; }
+! grep -q "blkvault-target@" "$T/raw.out" || die "a device without a filesystem pulled in a target service"
+# the service of an unregistered drive: exit 0 at once, one line
+out=$(bv target run "$fs" --config="$T/none.conf")
+assert_eq "$out" "debug: '$fs' (UUID $uuid) is not a registered target, ignoring"
+
+# the generator: a timer per scheduled job, wanted by timers.target, that verifies with its
+# service; a configuration with mistakes makes none
+ln -s "$BLKVAULT" "$T/blkvault-generator"
+cat > "$T/gen.conf" <<'EOF'
+[job vm1]
+source = /dev/vg0/vm1
+schedule = Mon..Fri *-*-* 02:30:00
+[job adhoc]
+source = /srv/img
+EOF
+mkdir -p "$T/gen" "$T/gen-bad"
+BLKVAULT_CONFIG=$T/gen.conf "$T/blkvault-generator" "$T/gen" "$T/gen-early" "$T/gen-late"
+assert_eq "$(cd "$T/gen" && find . | sort | tr '\n' ' ')" ". ./blkvault-job@vm1.timer ./timers.target.wants ./timers.target.wants/blkvault-job@vm1.timer " "generated files"
+assert_eq "$(readlink "$T/gen/timers.target.wants/blkvault-job@vm1.timer")" "../blkvault-job@vm1.timer"
+grep -qx "OnCalendar=Mon..Fri \*-\*-\* 02:30:00" "$T/gen/blkvault-job@vm1.timer" || die "timer schedule"
+cp "$T/gen/blkvault-job@vm1.timer" "$T/units/"
+rc=0
+(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-job@vm1.timer") >"$T/verify.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify of the generated timer complained"; }
+printf '[job x]\nschedule = daily\n' > "$T/gen-bad.conf"
+BLKVAULT_CONFIG=$T/gen-bad.conf "$T/blkvault-generator" "$T/gen-bad" "$T/e" "$T/l" 2>"$T/gen.err"
+assert_eq "$(cat "$T/gen.err")" "blkvault-generator: $T/gen-bad.conf:1: [job x] has no source (set source = PATH or command = COMMAND)"
+assert_eq "$(ls -A "$T/gen-bad")" "" "timers made from a configuration with mistakes"

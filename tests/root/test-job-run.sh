@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `blkvault job run NAME`: the job alone (not the target's other jobs) goes to each attached
+# target it names, restore-only targets left alone; with none attached it says so and exits 0;
+# an unknown job is an error.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd losetup mkfs.ext4
+[ -e /dev/loop-control ] || skip "no loop devices"
+
+loops=()
+detach_all() { for l in "${loops[@]}"; do for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done; done; }
+on_exit detach_all
+attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
+
+conf=$T/etc/blkvault.conf
+mkdir -p "$T/etc" "$T/mnt"
+opts=(--config="$conf" --run-dir="$T/run")
+randfile "$T/a.img" 2 job-a
+randfile "$T/b.img" 3 job-b
+for n in 1 2; do
+    truncate -s 300M "$T/$n.img"
+    attach dev "$T/$n.img"
+    bv target format "$dev" --name="usb-$n" --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+done
+
+cat > "$conf" <<EOF
+[job a]
+source = $T/a.img
+targets = usb-1, usb-2
+[job b]
+source = $T/b.img
+targets = usb-1
+EOF
+
+bv job run a "${opts[@]}" >"$T/out"
+assert_eq "$(grep -c '^job a: snapshot [0-9a-f]\{8\}, 2.0 MiB new, verified$' "$T/out")" 2 "job a on both targets"
+! grep -q '^job b' "$T/out" || die "job run a also ran job b"
+grep -qx "target usb-1: 1 jobs, 0 failed, 2.0 MiB new; safe to unplug" "$T/out" || die "usb-1 summary"
+grep -qx "target usb-2: 1 jobs, 0 failed, 2.0 MiB new; safe to unplug" "$T/out" || die "usb-2 summary"
+mount "${loops[0]}" "$T/mnt"
+names=$(bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-1.key" --json | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))')
+umount "$T/mnt"
+assert_eq "$names" "a" "snapshots on usb-1 after job run a"
+
+# a restore-only target is skipped; nothing attached: said, exit 0
+sed -i 's/^mode = backup$/mode = restore-only/' "$T/etc/conf.d/50-target-usb-1.conf"
+assert_eq "$(bv job run b "${opts[@]}")" "job b: none of its targets is attached; nothing done"
+expect_fail 1 "^error: no job 'c' in the configuration$" bv job run c "${opts[@]}"
+expect_fail 2 "^error: expected 'blkvault job run NAME' (see 'blkvault job --help')$" bv job start a

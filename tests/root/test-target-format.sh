@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `blkvault target format --no-luks` on loop devices with ext4, XFS and btrfs: a 0400 key file,
+# the filesystem (found by libblkid with the UUID the config records), a repository inside that
+# opens with the key file, the [target NAME] section that config check accepts and target list
+# shows; the refusals (a device with a filesystem or a partition table without --yes, a mounted
+# device even with --yes, a name already registered, an unknown filesystem); and, since this
+# kernel has no device-mapper, the LUKS path failing with the message that says so.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk blkid
+[ -e /dev/loop-control ] || skip "no loop devices"
+
+loops=()
+detach_all() { for l in "${loops[@]}"; do for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done; done; }
+on_exit detach_all
+attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
+
+conf=$T/etc/blkvault.conf
+opts=(--key-dir="$T/keys" --config="$conf")
+mkdir -p "$T/mnt"
+for fs in ext4 xfs btrfs; do
+    truncate -s 400M "$T/$fs.img"
+    attach dev "$T/$fs.img"
+    bv target format "$dev" --name="usb-$fs" --fs="$fs" --no-luks "${opts[@]}" >"$T/out"
+    uuid=$(blkid -s UUID -o value "$dev")
+    assert_eq "$(blkid -s TYPE -o value "$dev")" "$fs" "filesystem made by target format"
+    assert_eq "$(head -n1 "$T/out")" "target 'usb-$fs' on $dev: $fs, UUID $uuid, repository 'blkvault', registered in $T/etc/conf.d/50-target-usb-$fs.conf"
+    grep -qx "Keep a copy of the key file $T/keys/usb-$fs.key somewhere other than this machine and the drive:" "$T/out" ||
+        die "format did not say which key file to keep"
+    assert_eq "$(stat -c '%a %s' "$T/keys/usb-$fs.key")" "400 64" "key file mode and size"
+    grep -qx "uuid = $uuid" "$T/etc/conf.d/50-target-usb-$fs.conf" || die "config entry lacks the uuid"
+    mount "$dev" "$T/mnt"
+    bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-$fs.key" >/dev/null || { umount "$T/mnt"; die "the repository on $fs does not open with the key file"; }
+    expect_fail 5 "^error: '$dev' is in use (mounted, or held by another device); refusing to format it$" \
+        bv target format "$dev" --name=again --yes "${opts[@]}"
+    umount "$T/mnt"
+done
+# the main file may be missing for format and list; config check wants the one it is given
+: > "$conf"
+assert_eq "$(bv config check --config="$conf")" "configuration ok: 3 targets, 0 jobs, 0 exports (4 files read)"
+bv target list --config="$conf" >"$T/list"
+assert_eq "$(wc -l < "$T/list")" 3 "targets listed"
+grep -q "^usb-xfs  *$(blkid -s UUID -o value "${loops[1]}") backup  *no-luks attached ${loops[1]}$" "$T/list" || { cat "$T/list"; die "target list"; }
+
+# refusals: a filesystem, a partition table, a registered name, an unknown filesystem
+dev=${loops[0]}
+uuid=$(blkid -s UUID -o value "$dev")
+expect_fail 1 "^error: '$dev' holds ext4 (UUID $uuid); refusing to format it (--yes destroys it)$" \
+    bv target format "$dev" --name=other --no-luks "${opts[@]}"
+expect_fail 1 "^error: target 'usb-xfs' is already registered ($T/etc/conf.d/50-target-usb-xfs.conf:2)$" \
+    bv target format "$dev" --name=usb-xfs --no-luks --yes "${opts[@]}"
+expect_fail 2 "^error: unknown filesystem 'vfat' (ext4, xfs or btrfs)$" bv target format "$dev" --name=x --fs=vfat "${opts[@]}"
+expect_fail 2 "^error: target format needs --name=NAME$" bv target format "$dev" "${opts[@]}"
+truncate -s 64M "$T/pt.img"
+echo 'label: gpt' | sfdisk -q "$T/pt.img"
+attach pt "$T/pt.img"
+expect_fail 1 "^error: '$pt' holds a gpt partition table; refusing to format it (--yes destroys it)$" \
+    bv target format "$pt" --name=pt --no-luks "${opts[@]}"
+[ ! -e "$T/keys/pt.key" ] || die "a refused format left a key file"
+
+# LUKS: this kernel has no device-mapper; the guest tests (tests/vm) cover the whole path
+if [ ! -e /dev/mapper/control ]; then
+    expect_fail 1 "^error: cannot open the LUKS container on '$pt': the kernel has no device-mapper (dm-crypt); use --no-luks or load dm_crypt$" \
+        bv target format "$pt" --name=luks --yes "${opts[@]}"
+    assert_eq "$(blkid -s TYPE -o value "$pt")" crypto_LUKS "container written before the open failed"
+    [ ! -e "$T/keys/luks.key" ] || die "a failed format left its key file"
+    [ ! -e "$T/etc/conf.d/50-target-luks.conf" ] || die "a failed format registered its target"
+fi

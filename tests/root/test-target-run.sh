@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `blkvault target run` on loop devices formatted by `target format --no-luks` with ext4, XFS and
+# btrfs: every job of the target is backed up and verified, the snapshot restores bit-exact,
+# the drive is left unmounted; by device or by name; two drives run at once one after the
+# other; an unregistered drive is ignored (exit 0, one line); a restore-only drive is not
+# written to; a failing job gives exit 1 and its message; the errors of a name.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sha256sum
+[ -e /dev/loop-control ] || skip "no loop devices"
+
+loops=()
+detach_all() { for l in "${loops[@]}"; do for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done; done; }
+on_exit detach_all
+attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
+
+conf=$T/etc/blkvault.conf
+mkdir -p "$T/etc" "$T/mnt"
+opts=(--config="$conf" --run-dir="$T/run")
+randfile "$T/vm.img" 6 target-run
+cat > "$conf" <<EOF
+[job vm]
+source = $T/vm.img
+keep-daily = 7
+EOF
+declare -A devs
+for fs in ext4 xfs btrfs; do
+    truncate -s 400M "$T/$fs.img"
+    attach dev "$T/$fs.img"
+    devs[$fs]=$dev
+    bv target format "$dev" --name="usb-$fs" --fs="$fs" --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+done
+
+# by device: the job backed up and verified, the drive unmounted, the snapshot restores
+for fs in ext4 xfs btrfs; do
+    dev=${devs[$fs]}
+    bv target run "$dev" "${opts[@]}" >"$T/out" || { cat "$T/out"; die "target run of $fs failed"; }
+    grep -q "^job vm: snapshot [0-9a-f]\{8\}, 6.0 MiB new, verified$" "$T/out" || { cat "$T/out"; die "$fs: job line"; }
+    grep -qx "note: retention (keep-\*) is set, but pruning is not available yet: nothing was pruned" "$T/out" ||
+        die "$fs: the run did not say that pruning is not available"
+    assert_eq "$(tail -n1 "$T/out")" "target usb-$fs: 1 jobs, 0 failed, 6.0 MiB new; safe to unplug"
+    ! grep -q "$dev" /proc/self/mountinfo || die "$fs: the drive is still mounted"
+    mount "$dev" "$T/mnt"
+    bv restore "$T/mnt/blkvault" vm "$T/out.img" --key-file="$T/keys/usb-$fs.key" >/dev/null ||
+        { umount "$T/mnt"; die "$fs: restore"; }
+    umount "$T/mnt"
+    assert_same "$T/vm.img" "$T/out.img"
+    rm "$T/out.img"
+done
+
+# by name; two at once: both complete (the run lock orders them)
+bv target run usb-xfs "${opts[@]}" >"$T/a.out" 2>&1 &
+pa=$!
+bv target run usb-btrfs "${opts[@]}" >"$T/b.out" 2>&1 &
+pb=$!
+wait $pa || { cat "$T/a.out"; die "concurrent run of usb-xfs failed"; }
+wait $pb || { cat "$T/b.out"; die "concurrent run of usb-btrfs failed"; }
+assert_eq "$(tail -n1 "$T/a.out")" "target usb-xfs: 1 jobs, 0 failed, 0 B new; safe to unplug"
+assert_eq "$(tail -n1 "$T/b.out")" "target usb-btrfs: 1 jobs, 0 failed, 0 B new; safe to unplug"
+
+# unregistered: ignored, exit 0, one line
+truncate -s 64M "$T/stray.img"
+mkfs.ext4 -q "$T/stray.img"
+attach stray "$T/stray.img"
+out=$(bv target run "$stray" "${opts[@]}" 2>&1)
+assert_eq "$out" "debug: '$stray' (UUID $(blkid -s UUID -o value "$stray")) is not a registered target, ignoring"
+
+# restore-only: mounted read-only, nothing written
+sed -i 's/^mode = backup$/mode = restore-only/' "$T/etc/conf.d/50-target-usb-ext4.conf"
+before=$(sha256sum < "${devs[ext4]}")
+out=$(bv target run usb-ext4 "${opts[@]}")
+assert_eq "$out" "target usb-ext4: restore-only, mounted read-only and nothing written; safe to unplug"
+assert_eq "$(sha256sum < "${devs[ext4]}")" "$before" "a restore-only drive was written to"
+
+# a failing job: exit 1, the job and the step named
+rm "$T/vm.img"
+expect_fail 1 "^error: target usb-xfs: job vm: backup failed: No such file or directory$" bv target run usb-xfs "${opts[@]}"
+grep -qx "target usb-xfs: 1 jobs, 1 failed, 0 B new; safe to unplug" "$T/.out" || die "summary of a failed job"
+
+# names
+expect_fail 1 "^error: no target 'usb-zz' in the configuration (see 'blkvault target list')$" bv target run usb-zz "${opts[@]}"
+losetup -d "${devs[btrfs]}"
+expect_fail 1 "^error: target 'usb-btrfs' (UUID [0-9a-f-]*) is not attached$" bv target run usb-btrfs "${opts[@]}"

@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Helpers for the vm tier; source after tests/lib.sh. A scenario is a guest script run by one
+# meson line (`vmrun [OPTIONS] -- bash tests/vm/test-vm-X.sh`), or, when the host must act while
+# the guest runs (QMP hotplug), one script in two roles: on the host it starts the guest with
+# itself as the command and drives it; in the guest ($VM_GUEST) it does the guest's part.
+#
+# Host side:
+#   vm_need                         skip (77, with vmrun's reason) unless a guest can boot here
+#   vm_start [VMRUN-OPTIONS] -- CMD vmrun in the background: results dir $VM_DIR, QMP on $VM_QMP
+#   vm_wait_for NAME [SECONDS]      waits for the guest's marker $VM_DIR/NAME (fails when the
+#                                   guest ended first, printing its output)
+#   vm_tell NAME                    a marker for the guest (vm_await NAME there)
+#   vm_qmp ARGS...                  tests/vm/vmqmp on $VM_QMP (usb-plug ID FILE, usb-unplug ID)
+#   vm_finish                       waits for vmrun, prints its output, returns the command's code
+# Guest side:
+#   vm_in_guest                     true inside a vmrun guest
+#   vm_guest_only                   fails unless inside a guest (a guest script run by hand)
+#   vm_mark NAME                    a marker for the host (vm_wait_for NAME there)
+#   vm_await NAME [SECONDS]         waits for the host's marker NAME
+#   vm_log MESSAGE                  MESSAGE with the guest's uptime (where the time goes)
+# Markers are files in the shared results directory; the guest sees it at the host's path.
+VMRUN=$SOURCE_ROOT/tests/vm/vmrun
+VMQMP=$SOURCE_ROOT/tests/vm/vmqmp
+
+vm_in_guest() { [ -n "${VM_GUEST:-}" ]; }
+vm_guest_only() { vm_in_guest || die "$0 runs inside a guest: vmrun -- bash $0"; }
+
+vm_need() {
+    local rc=0
+    "$VMRUN" --check 2>"$T/vm-check.err" || rc=$?
+    [ "$rc" = 0 ] && return 0
+    [ "$rc" = 77 ] && skip "$(sed 's/^SKIP: //' "$T/vm-check.err")"
+    cat "$T/vm-check.err" >&2
+    die "vmrun --check failed ($rc)"
+}
+
+vm_start() {
+    VM_DIR=$T/vm
+    VM_QMP=$T/qmp.sock
+    mkdir -p "$VM_DIR"
+    "$VMRUN" --results "$VM_DIR" --qmp "$VM_QMP" "$@" >"$T/vm.out" 2>"$T/vm.err" &
+    VM_PID=$!
+    on_exit "kill $VM_PID; wait $VM_PID"
+}
+
+_vm_ended() {
+    wait "$VM_PID" || true
+    cat "$T/vm.out"
+    cat "$T/vm.err" >&2
+    die "the guest ended before '$1'"
+}
+
+vm_wait_for() {
+    local name=$1 secs=${2:-600} i
+    for i in $(seq $((secs * 5))); do
+        [ -e "$VM_DIR/$name" ] && return 0
+        kill -0 "$VM_PID" 2>/dev/null || _vm_ended "$name"
+        sleep 0.2
+    done
+    die "no '$name' from the guest within $secs s"
+}
+
+vm_tell() { touch "$VM_DIR/$1"; }
+vm_qmp() { "$VMQMP" "$VM_QMP" "$@"; }
+
+vm_finish() {
+    local rc=0
+    wait "$VM_PID" || rc=$?
+    cat "$T/vm.out"
+    cat "$T/vm.err" >&2
+    return $rc
+}
+
+vm_mark() { touch "$VM_RESULTS/$1"; }
+vm_log() { local up _; read -r up _ </proc/uptime; echo "[$up] $*"; }
+
+vm_await() {
+    local name=$1 secs=${2:-600} i
+    for i in $(seq $((secs * 5))); do
+        [ -e "$VM_RESULTS/$name" ] && return 0
+        sleep 0.2
+    done
+    die "no '$name' from the host within $secs s"
+}
