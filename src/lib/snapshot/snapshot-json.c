@@ -110,7 +110,8 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
                               { ident ? "mtime_ns" : NULL, ident ? json_object_new_uint64(id->mtime_ns) : NULL },
                               { ident ? "ctime_ns" : NULL, ident ? json_object_new_uint64(id->ctime_ns) : NULL },
                               { reused ? "reused_from" : NULL, reused ? json_object_new_string(src->reused_from) : NULL },
-                              { "unread_backups", json_object_new_uint64(src->unread_backups) });
+                              { src->unread_backups ? "unread_backups" : NULL,
+                                src->unread_backups ? json_object_new_uint64(src->unread_backups) : NULL });
 }
 
 int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
