@@ -17,6 +17,8 @@ static const char usage_text[] =
         "  --json                   print the result as JSON\n"
         "  --threads=N              compression/encryption threads (default: one per CPU)\n"
         "  --no-direct              read through the page cache instead of O_DIRECT\n"
+        "  --force-read             read a file even if it is unchanged since its last snapshot\n"
+        "  --full-read-every=N      read an unchanged file anyway on every Nth backup\n"
         "  --wait                   wait for another writer instead of failing\n"
         "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
@@ -36,7 +38,9 @@ static struct json_object *backup_json(const BvBackupStats *s, const char *name)
                            { "size", json_object_new_uint64(s->size) },
                            { "stats", json_object_get(stats) },
                            { "io", json_object_new_string(s->used_uring ? "io_uring" : "pread") },
-                           { "direct", json_object_new_boolean(s->used_direct) });
+                           { "direct", json_object_new_boolean(s->used_direct) },
+                           { s->reused_from[0] ? "reused_from" : NULL,
+                             s->reused_from[0] ? json_object_new_string(s->reused_from) : NULL });
         if (!o || json_add_members(o, stats) < 0)
                 return NULL;
         return TAKE_PTR(o);
@@ -60,8 +64,24 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
                          format_bytes(stats->size, a), format_bytes(stats->counts.bytes_data, b),
                          format_bytes(stats->counts.bytes_new, d), format_bytes(stats->counts.bytes_stored, e),
                          stats->counts.seconds);
+                if (stats->reused_from[0])
+                        log_info("unchanged since snapshot %.8s: not read (--force-read reads it)",
+                                 stats->reused_from);
         }
         return EXIT_OK;
+}
+
+static int parse_full_read_every(const char *arg, unsigned *ret)
+{
+        char *end;
+        unsigned long v = strtoul(arg, &end, 10);
+
+        if (end == arg || *end || v == 0 || v > 1000000) {
+                log_error("invalid --full-read-every '%s' (1 to 1000000)", arg);
+                return -EINVAL;
+        }
+        *ret = (unsigned)v;
+        return 0;
 }
 
 int cmd_backup(int argc, char **argv)
@@ -72,6 +92,8 @@ int cmd_backup(int argc, char **argv)
                 { "json", no_argument, NULL, 'j' },
                 { "threads", required_argument, NULL, 't' },
                 { "no-direct", no_argument, NULL, 'D' },
+                { "force-read", no_argument, NULL, 'R' },
+                { "full-read-every", required_argument, NULL, 'E' },
                 { "wait", no_argument, NULL, 'w' },
                 { "quiet", no_argument, NULL, 'q' },
                 SECRET_OPTIONS,
@@ -100,6 +122,13 @@ int cmd_backup(int argc, char **argv)
                         break;
                 case 'D':
                         opts.source.no_direct = true;
+                        break;
+                case 'R':
+                        opts.force_read = true;
+                        break;
+                case 'E':
+                        if (parse_full_read_every(optarg, &opts.full_read_every) < 0)
+                                return EXIT_USAGE;
                         break;
                 case 'w':
                         wait = true;

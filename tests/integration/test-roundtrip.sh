@@ -48,7 +48,7 @@ python3 - "$T/list.json" "$T/random.json" "$T/sparse.json" <<'PY'
 import json, sys
 snaps = json.load(open(sys.argv[1]))
 backup, sparse = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-stat_names = ["bytes_read", "bytes_zero", "bytes_hole", "bytes_data", "bytes_new", "bytes_stored",
+stat_names = ["bytes_read", "bytes_read_cached", "bytes_read_direct", "bytes_zero", "bytes_hole", "bytes_data", "bytes_new", "bytes_stored",
               "chunks", "chunks_new", "packs", "seconds"]
 assert sorted(backup["stats"]) == sorted(stat_names), backup["stats"]
 assert sorted(snaps[0]["stats"]) == sorted(stat_names), snaps[0]["stats"]

@@ -3,7 +3,8 @@
  * The JSON document of a snapshot record (docs/FORMAT.md, "Snapshots"):
  *
  *   {"version":1, "id", "name", "time", "time_utc", "size", "root", "height",
- *    "source":{"path","kind","size","probe":{...}}, "stats":{...}, "chunker":{...}}
+ *    "source":{"path","kind","size","probe":{...}, "dev","ino","mtime_ns","ctime_ns",
+ *              "reused_from","unread_backups"}, "stats":{...}, "chunker":{...}}
  *
  * Decoding is strict about the record's frame (every top-level member present and typed) and
  * lenient inside source, stats and chunker: a member that is absent reads as zero or unknown
@@ -31,6 +32,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BvSnapshot, bv_snapshot_free);
 struct json_object *bv_snapshot_stats_json(const BvSnapshotStats *st)
 {
         return BV_JSON_OBJECT({ "bytes_read", json_object_new_uint64(st->bytes_read) },
+                              { "bytes_read_cached", json_object_new_uint64(st->bytes_read_cached) },
+                              { "bytes_read_direct", json_object_new_uint64(st->bytes_read_direct) },
                               { "bytes_zero", json_object_new_uint64(st->bytes_zero) },
                               { "bytes_hole", json_object_new_uint64(st->bytes_hole) },
                               { "bytes_data", json_object_new_uint64(st->bytes_data) },
@@ -95,6 +98,8 @@ static struct json_object *probe_json(const BvProbe *p)
 struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
 {
         const char *kind = src->kind ? bv_source_kind_name(src->kind) : NULL;
+        const BvSourceIdentity *id = &src->identity;
+        bool ident = src->has_identity, reused = src->reused_from[0] != 0;
 
         return BV_JSON_OBJECT({ BV_JSON_OPT_STRING("path", src->path) },
                               { BV_JSON_OPT_STRING("host", src->host) },
@@ -102,7 +107,14 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
                               { BV_JSON_OPT_STRING("stable_name", src->stable_name) },
                               { BV_JSON_OPT_STRING("kind", kind) },
                               { "size", json_object_new_uint64(src->size) },
-                              { src->probed ? "probe" : NULL, src->probed ? probe_json(&src->probe) : NULL });
+                              { src->probed ? "probe" : NULL, src->probed ? probe_json(&src->probe) : NULL },
+                              { ident ? "dev" : NULL, ident ? json_object_new_uint64(id->dev) : NULL },
+                              { ident ? "ino" : NULL, ident ? json_object_new_uint64(id->ino) : NULL },
+                              { ident ? "mtime_ns" : NULL, ident ? json_object_new_uint64(id->mtime_ns) : NULL },
+                              { ident ? "ctime_ns" : NULL, ident ? json_object_new_uint64(id->ctime_ns) : NULL },
+                              { reused ? "reused_from" : NULL, reused ? json_object_new_string(src->reused_from) : NULL },
+                              { src->unread_backups ? "unread_backups" : NULL,
+                                src->unread_backups ? json_object_new_uint64(src->unread_backups) : NULL });
 }
 
 int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
@@ -150,6 +162,8 @@ static int stats_from_json(struct json_object *o, BvSnapshotStats *st)
         int r;
 
         if ((r = bv_json_get_u64(o, "bytes_read", &st->bytes_read)) < 0 ||
+            (r = bv_json_get_u64(o, "bytes_read_cached", &st->bytes_read_cached)) < 0 ||
+            (r = bv_json_get_u64(o, "bytes_read_direct", &st->bytes_read_direct)) < 0 ||
             (r = bv_json_get_u64(o, "bytes_zero", &st->bytes_zero)) < 0 ||
             (r = bv_json_get_u64(o, "bytes_hole", &st->bytes_hole)) < 0 ||
             (r = bv_json_get_u64(o, "bytes_data", &st->bytes_data)) < 0 ||
@@ -233,6 +247,31 @@ static int probe_from_json(struct json_object *o, BvProbe *p)
         return 0;
 }
 
+/* The file identity (all four members, or none) and the reuse record. */
+static int identity_from_json(struct json_object *o, BvSnapshotSource *src)
+{
+        BvSourceIdentity *id = &src->identity;
+        _cleanup_free_ char *reused = NULL;
+        int r;
+
+        if ((r = bv_json_get_u64(o, "dev", &id->dev)) < 0 || (r = bv_json_get_u64(o, "ino", &id->ino)) < 0 ||
+            (r = bv_json_get_u64(o, "mtime_ns", &id->mtime_ns)) < 0 ||
+            (r = bv_json_get_u64(o, "ctime_ns", &id->ctime_ns)) < 0 ||
+            (r = bv_json_get_u64(o, "unread_backups", &src->unread_backups)) < 0 ||
+            (r = bv_json_get_string(o, "reused_from", &reused)) < 0)
+                return r;
+        src->has_identity = json_object_object_get_ex(o, "dev", NULL) && json_object_object_get_ex(o, "ino", NULL) &&
+                            json_object_object_get_ex(o, "mtime_ns", NULL) &&
+                            json_object_object_get_ex(o, "ctime_ns", NULL);
+        id->size = src->size;
+        if (reused) {
+                if (!bv_hex_is_lower(reused, SNAP_HEX_SIZE) || reused[SNAP_HEX_SIZE] != 0)
+                        return -EBADMSG;
+                memcpy(src->reused_from, reused, SNAP_HEX_SIZE + 1);
+        }
+        return 0;
+}
+
 static int source_from_json(struct json_object *o, BvSnapshotSource *src)
 {
         _cleanup_free_ char *kind = NULL;
@@ -246,6 +285,9 @@ static int source_from_json(struct json_object *o, BvSnapshotSource *src)
                 return r;
         if (kind)
                 (void)bv_source_kind_from_name(kind, &src->kind); /* unknown: left 0 */
+        r = identity_from_json(o, src);
+        if (r < 0)
+                return r;
         if (!json_object_object_get_ex(o, "probe", &probe))
                 return 0;
         if (!json_object_is_type(probe, json_type_object))

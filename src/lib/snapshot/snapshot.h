@@ -29,12 +29,21 @@ typedef struct BvSnapshotSource {
         uint64_t size;
         bool probed;        /* probe holds what libblkid found (never for a stream) */
         BvProbe probe;
+        bool has_identity;  /* a regular file: identity is what it was when the backup opened it */
+        BvSourceIdentity identity;
+        /* The snapshot whose map was taken unread because the file's identity was unchanged
+         * ("" when the source was read), and how many backups in a row were taken so since the
+         * last one that read the source (0 for a backup that read it). */
+        char reused_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        uint64_t unread_backups;
 } BvSnapshotSource;
 
 /* The one stats schema: a backup's counters, recorded in its snapshot and printed by backup,
  * list and info under these names (docs/man/blkvault.1, "JSON OUTPUT"). */
 typedef struct BvSnapshotStats {
         uint64_t bytes_read;    /* bytes read from the source (not holes) */
+        uint64_t bytes_read_cached; /* of those, read through the page cache */
+        uint64_t bytes_read_direct; /* of those, read with O_DIRECT */
         uint64_t bytes_zero;    /* all-zero blocks found in what was read */
         uint64_t bytes_hole;    /* holes never read */
         uint64_t bytes_data;    /* data in chunks (read - zero) */

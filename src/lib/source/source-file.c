@@ -7,11 +7,19 @@
  * are in flight, and they are handed out strictly in order. The slot handed out last is only
  * reused on the next call. Without io_uring there is one slot, read with pread when delivered.
  * Streams ("-", pipes) bypass all of this: a plain read() loop into one buffer.
+ *
+ * Each DATA item is read where it is fastest: if the page cache holds most of it (cachestat(2),
+ * or mincore where the kernel lacks it) it is read through the page cache from a second,
+ * buffered descriptor, else with O_DIRECT. Pages the user had cached are never dropped; with
+ * --no-direct only the pages of items that were not cached are dropped behind the reader.
  */
 #include <fcntl.h>
 #include <liburing.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "macro.h"
@@ -27,6 +35,7 @@ typedef struct Slot {
         BvExtentKind kind;
         uint64_t offset;
         uint64_t length;
+        bool cached;  /* the page cache holds most of it: read through the page cache */
         int64_t res;  /* bytes read, or -errno; valid once !pending */
         bool pending; /* submitted to the ring, completion not yet reaped */
 } Slot;
@@ -35,6 +44,15 @@ typedef struct FileSource {
         BvSourceKind kind;
         char *path;
         int fd;
+        int fd_buffered; /* the same file without O_DIRECT, when fd has it; else -EBADF */
+        bool probe_cache; /* ask the kernel what is cached (cachestat, or mincore) */
+        bool no_cachestat; /* cachestat(2) is not in this kernel: mincore */
+        /* One bit per read_size cell of the image: cached when probed. Probed CACHE_LOOKAHEAD
+         * cells ahead of the planner, so that our own readahead never looks like the user's. */
+        uint8_t *cache_bits;
+        uint64_t cells, cells_probed;
+        BvSourceIdentity identity;
+        BvSourceReadStats read_stats;
         uint64_t size; /* UINT64_MAX for a stream until its end */
         size_t read_size;
         bool direct;
@@ -97,16 +115,108 @@ static void file_free(FileSource *s)
                 free(s->slots[i].buf);
         free(s->slots);
         safe_close(s->fd);
+        safe_close(s->fd_buffered);
+        free(s->cache_bits);
         free(s->path);
         free(s);
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(FileSource, file_free);
 
+/* Whether this slot is read with O_DIRECT (else through the page cache). */
+static bool slot_direct(const FileSource *s, const Slot *sl)
+{
+        return s->direct && !(sl->cached && s->fd_buffered >= 0);
+}
+
+static int slot_fd(const FileSource *s, const Slot *sl)
+{
+        return s->direct && !slot_direct(s, sl) ? s->fd_buffered : s->fd;
+}
+
 /* How many bytes a read of this slot asks for: O_DIRECT wants whole 4 KiB blocks. */
 static size_t slot_read_len(const FileSource *s, const Slot *sl)
 {
-        return s->direct ? ALIGN_UP((size_t)sl->length, (size_t)BV_BLOCK_SIZE) : (size_t)sl->length;
+        return slot_direct(s, sl) ? ALIGN_UP((size_t)sl->length, (size_t)BV_BLOCK_SIZE) : (size_t)sl->length;
+}
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+struct bv_cachestat_range {
+        uint64_t off, len;
+};
+
+struct bv_cachestat {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+/* Pages of [offset, offset+len) in the page cache, with mincore on a mapping: -errno on failure. */
+static int64_t cached_pages_mincore(int fd, uint64_t offset, uint64_t len)
+{
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (size_t)DIV_ROUND_UP(len, (uint64_t)page);
+        _cleanup_free_ unsigned char *vec = malloc(n);
+        int64_t count = 0;
+
+        if (!vec)
+                return -ENOMEM;
+        void *m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED, fd, (off_t)offset);
+        if (m == MAP_FAILED)
+                return negative_errno();
+        int r = mincore(m, (size_t)len, vec);
+        int err = errno;
+        (void)munmap(m, (size_t)len);
+        if (r < 0)
+                return -err;
+        for (size_t i = 0; i < n; i++)
+                count += vec[i] & 1;
+        return count;
+}
+
+/* Whether the page cache holds at least half of [offset, offset+len). A kernel or filesystem
+ * that cannot tell makes every later region uncached. */
+static bool probe_cached(FileSource *s, uint64_t offset, uint64_t len)
+{
+        int fd = s->fd_buffered >= 0 ? s->fd_buffered : s->fd;
+        int64_t pages = -ENOSYS;
+
+        if (!s->probe_cache || len == 0)
+                return false;
+        if (!s->no_cachestat) {
+                struct bv_cachestat_range range = { .off = offset, .len = len };
+                struct bv_cachestat cs = {};
+                if (syscall(__NR_cachestat, fd, &range, &cs, 0) == 0)
+                        pages = (int64_t)cs.nr_cache;
+                else if (errno == ENOSYS)
+                        s->no_cachestat = true;
+        }
+        if (s->no_cachestat)
+                pages = cached_pages_mincore(fd, offset, len);
+        if (pages < 0) {
+                s->probe_cache = false;
+                return false;
+        }
+        return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) * 2 >= len;
+}
+
+#define CACHE_LOOKAHEAD 64u /* cells probed ahead of the planner (64 MiB at the default size) */
+
+/* Whether the cell of offset was cached when probed, probing ahead as the planner advances. */
+static bool region_cached(FileSource *s, uint64_t offset)
+{
+        uint64_t cell = offset / s->read_size;
+
+        if (!s->cache_bits || cell >= s->cells)
+                return false;
+        uint64_t want = MIN(cell + 2 * CACHE_LOOKAHEAD, s->cells);
+        if (s->cells_probed < cell + CACHE_LOOKAHEAD && s->cells_probed < want)
+                for (; s->cells_probed < want; s->cells_probed++) {
+                        uint64_t off = s->cells_probed * s->read_size;
+                        if (probe_cached(s, off, MIN((uint64_t)s->read_size, s->size - off)))
+                                s->cache_bits[s->cells_probed / 8] |= (uint8_t)(1u << (s->cells_probed % 8));
+                }
+        return s->cache_bits[cell / 8] & (1u << (cell % 8));
 }
 
 static int submit_slot(FileSource *s, unsigned idx)
@@ -115,7 +225,7 @@ static int submit_slot(FileSource *s, unsigned idx)
         struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
         if (!sqe)
                 return -EBUSY; /* cannot happen: the ring has a slot per buffer */
-        io_uring_prep_read(sqe, s->fd, sl->buf, (unsigned)slot_read_len(s, sl), sl->offset);
+        io_uring_prep_read(sqe, slot_fd(s, sl), sl->buf, (unsigned)slot_read_len(s, sl), sl->offset);
         io_uring_sqe_set_data64(sqe, idx);
         sl->pending = true;
         s->inflight++;
@@ -181,6 +291,7 @@ static int plan_next(FileSource *s, Slot *sl)
 
         *sl = (Slot){ .buf = sl->buf, .kind = BV_EXTENT_DATA, .offset = s->plan_pos,
                       .length = MIN((uint64_t)s->read_size, s->region_end - s->plan_pos), .res = -1 };
+        sl->cached = region_cached(s, sl->offset);
         s->plan_pos += sl->length;
         return 1;
 }
@@ -191,7 +302,7 @@ static void release_held(FileSource *s)
         if (!s->held)
                 return;
         Slot *sl = &s->slots[s->head];
-        if (sl->kind == BV_EXTENT_DATA && !s->direct)
+        if (sl->kind == BV_EXTENT_DATA && !s->direct && !sl->cached)
                 (void)posix_fadvise(s->fd, (off_t)sl->offset, (off_t)sl->length, POSIX_FADV_DONTNEED);
         s->head = (s->head + 1) % s->nslots;
         s->count--;
@@ -265,9 +376,9 @@ static int complete_slot(FileSource *s, Slot *sl)
                                         return r;
                         }
                 } else
-                        sl->res = bv_pread_all(s->fd, sl->buf, slot_read_len(s, sl), sl->offset);
+                        sl->res = bv_pread_all(slot_fd(s, sl), sl->buf, slot_read_len(s, sl), sl->offset);
 
-                if (sl->res == -EINVAL && s->direct && !s->direct_verified) {
+                if (sl->res == -EINVAL && slot_direct(s, sl) && !s->direct_verified) {
                         int r = fall_back_buffered(s);
                         if (r < 0)
                                 return r;
@@ -277,12 +388,15 @@ static int complete_slot(FileSource *s, Slot *sl)
         }
         if (sl->res < 0)
                 return (int)sl->res;
-        if (s->direct)
+        if (slot_direct(s, sl)) {
                 s->direct_verified = true;
+                s->read_stats.bytes_direct += sl->length;
+        } else
+                s->read_stats.bytes_cached += sl->length;
 
         if ((uint64_t)sl->res < sl->length) {
                 /* a short read from the ring: finish it synchronously */
-                ssize_t n = bv_pread_all(s->fd, (uint8_t *)sl->buf + sl->res, sl->length - (uint64_t)sl->res,
+                ssize_t n = bv_pread_all(slot_fd(s, sl), (uint8_t *)sl->buf + sl->res, sl->length - (uint64_t)sl->res,
                                          sl->offset + (uint64_t)sl->res);
                 if (n < 0)
                         return (int)n;
@@ -351,7 +465,8 @@ static int file_next_op(void *impl, BvExtent *ret)
 static int file_read_at(void *impl, void *buf, size_t len, uint64_t offset)
 {
         FileSource *s = impl;
-        ssize_t n = bv_pread_all(s->fd, buf, len, offset);
+        /* buf need not be aligned for O_DIRECT: read through the page cache when we can */
+        ssize_t n = bv_pread_all(s->fd_buffered >= 0 ? s->fd_buffered : s->fd, buf, len, offset);
 
         if (n < 0)
                 return (int)n;
@@ -373,6 +488,21 @@ static bool file_uses_direct(void *impl)
         return ((FileSource *)impl)->direct;
 }
 
+static int file_identity(void *impl, BvSourceIdentity *ret)
+{
+        FileSource *s = impl;
+
+        if (s->kind != BV_SOURCE_FILE)
+                return -EOPNOTSUPP;
+        *ret = s->identity;
+        return 0;
+}
+
+static void file_read_stats(void *impl, BvSourceReadStats *ret)
+{
+        *ret = ((FileSource *)impl)->read_stats;
+}
+
 static void file_free_op(void *impl)
 {
         file_free(impl);
@@ -382,11 +512,13 @@ static void file_free_op(void *impl)
  * io_uring reader; a stream is read in order and cannot be read at an offset. */
 static const BvSourceOps file_ops = {
         .next = file_next_op, .read_at = file_read_at, .size = file_size,
-        .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .free = file_free_op,
+        .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .identity = file_identity,
+        .read_stats = file_read_stats, .free = file_free_op,
 };
 static const BvSourceOps blockdev_ops = {
         .next = file_next_op, .read_at = file_read_at, .size = file_size,
-        .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .free = file_free_op,
+        .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .identity = file_identity,
+        .read_stats = file_read_stats, .free = file_free_op,
 };
 static const BvSourceOps stream_ops = {
         .next = file_next_op, .size = file_size, .free = file_free_op,
@@ -407,7 +539,7 @@ static int source_wrap(FileSource **s, BvSource **ret)
 /* Opens path for reading and classifies it. Directories and character devices are refused
  * before they are opened (opening some character devices has side effects). */
 static int open_path(const char *path, bool want_direct, int *ret_fd, BvSourceKind *ret_kind,
-                     bool *ret_direct)
+                     bool *ret_direct, struct stat *ret_st)
 {
         struct stat st, st2;
         BvSourceKind kind;
@@ -454,6 +586,33 @@ static int open_path(const char *path, bool want_direct, int *ret_fd, BvSourceKi
         *ret_fd = TAKE_FD(fd);
         *ret_kind = kind;
         *ret_direct = direct;
+        *ret_st = st2;
+        return 0;
+}
+
+/* The identity at open, a buffered descriptor next to an O_DIRECT one (for cached regions and
+ * read_at), and whether the page cache can be asked. */
+static int setup_cache_reads(FileSource *s, const struct stat *st)
+{
+        s->identity = (BvSourceIdentity){
+                .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino, .size = (uint64_t)st->st_size,
+                .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
+                .ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec,
+        };
+        s->probe_cache = true;
+        s->cells = DIV_ROUND_UP(s->size, (uint64_t)s->read_size);
+        s->cache_bits = calloc(DIV_ROUND_UP(s->cells, 8) ?: 1, 1);
+        if (!s->cache_bits)
+                return -ENOMEM;
+        if (!s->direct)
+                return 0;
+        _cleanup_close_ int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        struct stat st2;
+        if (fd < 0 || fstat(fd, &st2) < 0)
+                return negative_errno();
+        if (st2.st_dev != st->st_dev || st2.st_ino != st->st_ino || st2.st_rdev != st->st_rdev)
+                return -ESTALE; /* replaced between the two opens */
+        s->fd_buffered = TAKE_FD(fd);
         return 0;
 }
 
@@ -488,12 +647,14 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
         if (!s)
                 return -ENOMEM;
         s->fd = -EBADF;
+        s->fd_buffered = -EBADF;
         s->read_size = o.read_size;
         s->path = strdup(path);
         if (!s->path)
                 return -ENOMEM;
 
-        r = open_path(path, !o.no_direct, &s->fd, &s->kind, &s->direct);
+        struct stat st;
+        r = open_path(path, !o.no_direct, &s->fd, &s->kind, &s->direct, &st);
         if (r < 0)
                 return r;
 
@@ -506,6 +667,8 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
         }
 
         r = bv_fd_size(s->fd, &s->size);
+        if (r >= 0)
+                r = setup_cache_reads(s, &st);
         if (r < 0)
                 return r;
         s->seek_data = s->kind == BV_SOURCE_FILE;

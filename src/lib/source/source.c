@@ -97,6 +97,20 @@ bool bv_source_uses_direct(const BvSource *s)
         return s->ops->uses_direct && s->ops->uses_direct(s->impl);
 }
 
+int bv_source_identity(const BvSource *s, BvSourceIdentity *ret)
+{
+        if (!s->ops->identity)
+                return -EOPNOTSUPP;
+        return s->ops->identity(s->impl, ret);
+}
+
+void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret)
+{
+        *ret = (BvSourceReadStats){};
+        if (s->ops->read_stats)
+                s->ops->read_stats(s->impl, ret);
+}
+
 int bv_source_next(BvSource *s, BvExtent *ret)
 {
         int r;

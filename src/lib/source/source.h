@@ -30,6 +30,20 @@ typedef struct BvSourceOptions {
 
 typedef struct BvSource BvSource;
 
+/* What identifies a regular file's content without reading it (as restic compares it): equal
+ * device, inode, size, mtime and ctime mean the content is what it was. Taken at open. */
+typedef struct BvSourceIdentity {
+        uint64_t dev, ino, size;
+        uint64_t mtime_ns, ctime_ns; /* nanoseconds since the epoch */
+} BvSourceIdentity;
+
+/* How the bytes delivered so far were read: through the page cache (regions that were cached)
+ * or with O_DIRECT (regions that were not). */
+typedef struct BvSourceReadStats {
+        uint64_t bytes_cached;
+        uint64_t bytes_direct;
+} BvSourceReadStats;
+
 /*
  * What a source does, for the backup. next() delivers the image in order, as bv_source_next
  * says; a changed-block source may also deliver BV_EXTENT_UNCHANGED extents (no data) for
@@ -43,6 +57,8 @@ typedef struct BvSourceOps {
         uint64_t (*size)(void *impl); /* UINT64_MAX until known (a stream before its end) */
         bool (*uses_uring)(void *impl);
         bool (*uses_direct)(void *impl);
+        int (*identity)(void *impl, BvSourceIdentity *ret); /* regular files: 0, else -EOPNOTSUPP */
+        void (*read_stats)(void *impl, BvSourceReadStats *ret);
         void (*free)(void *impl);
 } BvSourceOps;
 
@@ -64,6 +80,10 @@ const char *bv_source_path(const BvSource *s);
 uint64_t bv_source_size(const BvSource *s);
 bool bv_source_uses_uring(const BvSource *s);
 bool bv_source_uses_direct(const BvSource *s);
+/* The identity of a regular file as it was at open; -EOPNOTSUPP for other sources. */
+int bv_source_identity(const BvSource *s, BvSourceIdentity *ret);
+/* Zeroes when the source does not tell. */
+void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
 int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);

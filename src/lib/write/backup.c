@@ -36,6 +36,7 @@
 #include "object.h"
 #include "pack.h"
 #include "parent-map.h"
+#include "unchanged.h"
 #include "queue.h"
 #include "random.h"
 #include "snapshot.h"
@@ -661,7 +662,8 @@ static const char *source_name(const char *path)
 
 /* Writes the snapshot record: the commit point of the backup. */
 static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t start_s,
-                            const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size)
+                            const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size,
+                            const BvSnapshot *reused)
 {
         uint8_t raw_id[BV_SNAPSHOT_ID_SIZE];
         BvSnapshot s = {
@@ -686,6 +688,11 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
                 s.source.abs_path = abs;
         if (s.source.kind != BV_SOURCE_STREAM && bv_source_stable_name(s.source.path, stable, sizeof(stable)) == 0)
                 s.source.stable_name = stable;
+        s.source.has_identity = bv_source_identity(src, &s.source.identity) >= 0;
+        if (reused) {
+                memcpy(s.source.reused_from, reused->id, sizeof(s.source.reused_from));
+                s.source.unread_backups = reused->source.unread_backups + 1;
+        }
         /* Probe failures are ignored: the snapshot then has no probe. */
         if (s.source.kind != BV_SOURCE_STREAM && bv_source_probe(s.source.path, &s.source.probe) >= 0)
                 s.source.probed = true;
@@ -697,6 +704,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         if (r < 0)
                 return r;
         memcpy(b->stats.snapshot_id, s.id, sizeof(s.id));
+        memcpy(b->stats.reused_from, s.source.reused_from, sizeof(s.source.reused_from));
         return 0;
 }
 
@@ -799,12 +807,57 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         b->stats.counts.bytes_stored = b->bytes_stored;
         b->stats.counts.packs = b->packs;
         b->stats.counts.seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9;
-        return snapshot_publish(b, src, name, start_s, root, height, size);
+        BvSourceReadStats rs;
+        bv_source_read_stats(src, &rs);
+        b->stats.counts.bytes_read_cached = rs.bytes_cached;
+        b->stats.counts.bytes_read_direct = rs.bytes_direct;
+        return snapshot_publish(b, src, name, start_s, root, height, size, NULL);
+}
+
+/* An unchanged file: a snapshot with the parent's map, nothing read, nothing stored. */
+static int backup_reuse(Backup *b, BvSource *src, const char *name, const BvSnapshot *parent, uint64_t start_s,
+                        uint64_t start_ns)
+{
+        b->stats.size = parent->size;
+        b->stats.counts = (BvSnapshotStats){
+                .bytes_zero = parent->stats.bytes_zero, .bytes_hole = parent->stats.bytes_hole,
+                .bytes_data = parent->stats.bytes_data, .chunks = parent->stats.chunks,
+                .seconds = (double)(bv_now_monotonic_ns() - start_ns) / 1e9,
+        };
+        return snapshot_publish(b, src, name, start_s, parent->root, parent->height, parent->size, parent);
+}
+
+/* Backs up src: unread if it is an unchanged file, else read through the pipeline. */
+static int backup_body(Backup *b, BvRepo *repo, BvSource *src, const BvBackupOptions *opts, unsigned threads,
+                       uint64_t start_s, uint64_t start_ns)
+{
+        const char *name = opts->name ?: source_name(bv_source_path(src));
+        BvSnapshot *reuse = NULL;
+        BvSplitter *sp = NULL;
+        int r;
+
+        r = bv_unchanged_parent(repo, b->pack_codec, b->index, src, name, opts, &reuse);
+        if (r > 0) {
+                r = backup_reuse(b, src, name, reuse, start_s, start_ns);
+                bv_snapshot_free(reuse);
+                return r;
+        }
+        if (r >= 0 && opts->parent)
+                r = bv_parent_map_open(repo, opts->parent, &b->parent);
+        if (r >= 0)
+                r = bv_splitter_new(&b->chunker, &sp);
+        if (r >= 0)
+                r = workers_start(b, threads);
+        if (r >= 0)
+                r = backup_read(b, src, sp, opts, start_ns);
+        bv_splitter_free(sp);
+        if (r >= 0)
+                r = backup_finish(b, src, name, start_s, start_ns);
+        return r;
 }
 
 static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats)
 {
-        BvSplitter *sp = NULL;
         Backup b = {
                 .lock = PTHREAD_MUTEX_INITIALIZER,
                 .pack_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -814,17 +867,8 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         int r;
 
         r = backup_setup(&b, repo, threads);
-        if (r >= 0 && opts->parent)
-                r = bv_parent_map_open(repo, opts->parent, &b.parent);
         if (r >= 0)
-                r = bv_splitter_new(&b.chunker, &sp);
-        if (r >= 0)
-                r = workers_start(&b, threads);
-        if (r >= 0)
-                r = backup_read(&b, src, sp, opts, start_ns);
-        bv_splitter_free(sp);
-        if (r >= 0)
-                r = backup_finish(&b, src, opts->name ?: source_name(bv_source_path(src)), start_s, start_ns);
+                r = backup_body(&b, repo, src, opts, threads, start_s, start_ns);
         if (r < 0) {
                 backup_abort(&b, r);
                 backup_done(&b);

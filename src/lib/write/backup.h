@@ -11,6 +11,8 @@ typedef struct BvBackupOptions {
         unsigned threads;         /* 0: one per online CPU */
         BvSourceOptions source;   /* for bv_backup_path */
         const BvSnapshot *parent; /* what a changed-block source's UNCHANGED extents refer to */
+        bool force_read;          /* read a regular file even when its identity is unchanged */
+        unsigned full_read_every; /* 0: never force; N: at most N - 1 unread backups in a row */
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
 } BvBackupOptions;
@@ -21,6 +23,8 @@ typedef struct BvBackupStats {
         BvSnapshotStats counts;   /* what the snapshot records as its stats */
         bool used_uring;
         bool used_direct;
+        /* the parent snapshot whose map was taken unread ("" when the source was read) */
+        char reused_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
 } BvBackupStats;
 
 /* Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
@@ -29,5 +33,9 @@ typedef struct BvBackupStats {
  * zero and hole runs and data chunks wholly inside are not read, the rest is read with the
  * source's read_at. */
 int bv_backup(BvRepo *r, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats);
+/* A regular file whose identity (device, inode, size, mtime, ctime) equals what the newest
+ * snapshot of the same name and path recorded is not read: the new snapshot takes that one's map
+ * (bytes_read 0) and records it in source.reused_from, unless opts->force_read or
+ * opts->full_read_every asks for a read. */
 /* Opens path ("-": stdin) with opts->source and backs it up. */
 int bv_backup_path(BvRepo *r, const char *path, const BvBackupOptions *opts, BvBackupStats *ret_stats);

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Unchanged files (backup.c): a regular file whose device, inode, size, mtime and ctime equal
+ * those its parent snapshot recorded is taken from the parent's map without being read. */
+
+#include "backup.h"
+#include "index.h"
+
+/* The newest snapshot of name whose source is the regular file at src's path, if its recorded
+ * identity equals src's, its map is still stored, and opts allow skipping the read
+ * (!force_read, and fewer than full_read_every - 1 unread backups in a row since the last
+ * read): 1 with *ret_parent set (free with bv_snapshot_free), 0 when the source must be read,
+ * or -errno (the snapshot list could not be read). */
+int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSource *src, const char *name,
+                        const BvBackupOptions *opts, BvSnapshot **ret_parent);
