@@ -6,7 +6,8 @@ set -euo pipefail
 
 build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
-       libcryptsetup-dev libsystemd-dev nbdkit nbdkit-plugin-dev libnbd-dev)
+       libcryptsetup-dev libsystemd-dev nbdkit nbdkit-plugin-dev libnbd-dev
+       clang libclang-rt-14-dev)   # clang and libFuzzer: the fuzz build (scripts/fuzz.sh)
 runtime=(nbdkit libnbd-bin nbdfuse fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
          kmod rsync time)
