@@ -109,6 +109,13 @@ static int blkvault_config_complete(void)
                 nbdkit_error("passphrase-file= and key-file= exclude each other");
                 return -1;
         }
+        /* Before the keys are read (after_fork): nbdkit dumps no core holding them. This makes the
+         * whole nbdkit process undumpable, which is what an export of decrypted data wants. */
+        int r = bv_secure_process();
+        if (r < 0) {
+                nbdkit_error("cannot keep keys out of core dumps: %s", strerror(-r));
+                return -1;
+        }
         return 0;
 }
 

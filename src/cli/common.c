@@ -156,6 +156,10 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
                 if (!pass)
                         return log_no_locked_memory();
                 strcpy(pass, env);
+                /* the copy in locked memory is the only one: nothing else (a core, a child's
+                 * environment, /proc/PID/environ) shows the passphrase */
+                bv_wipe((char *)env, strlen(env));
+                (void)unsetenv(env_name);
         } else if (isatty(STDIN_FILENO)) {
                 pass = bv_secure_alloc(PASSPHRASE_BUF);
                 if (!pass)

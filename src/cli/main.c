@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "secmem.h"
 
 static const struct {
         const char *name;
@@ -34,6 +35,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+        /* before any secret is read: no core dump of this process (or its children) holds keys */
+        int r = bv_secure_process();
+        if (r < 0)
+                return log_error_errno(r, "cannot keep keys out of core dumps");
         if (argc < 2) {
                 usage(stderr);
                 return EXIT_USAGE;
