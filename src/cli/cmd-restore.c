@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "restore.h"
@@ -16,6 +18,40 @@ static const char usage_text[] =
         "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --key-file=FILE\n"
         "  -h, --help\n";
+
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked the restore to stop; the handler only sets it. */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+        interrupted = sig;
+}
+
+static int catch_interrupts(void)
+{
+        struct sigaction sa = { .sa_handler = on_interrupt, .sa_flags = SA_RESTART };
+
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 ||
+            sigaction(SIGHUP, &sa, NULL) < 0)
+                return log_error_errno(-errno, "cannot catch interrupting signals");
+        return EXIT_OK;
+}
+
+/* Reports a restore stopped by a signal; returns 128 + the signal, as a shell would. */
+static int report_interrupt(const BvSnapshot *snap, const char *dest, const BvRestoreStats *stats)
+{
+        char name[16];
+
+        snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) : "?");
+        if (stats->device)
+                log_error("restore to %s interrupted at offset %llu of %llu: the device holds a partial image",
+                          dest, (unsigned long long)stats->written_below, (unsigned long long)stats->size);
+        else
+                log_error("restore of snapshot %.8s to '%s' interrupted by %s; nothing was left at '%s'", snap->id,
+                          dest, name, dest);
+        return 128 + interrupted;
+}
 
 int cmd_restore(int argc, char **argv)
 {
@@ -71,9 +107,15 @@ int cmd_restore(int argc, char **argv)
         progress_init(&progress, "restore", quiet || json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
+        opts.cancel = &interrupted;
+        r = catch_interrupts();
+        if (r != EXIT_OK)
+                return r;
         BvRestoreStats stats = {};
         r = bv_restore(repo, snap, dest, &opts, &stats);
         progress_done(&progress);
+        if (r == -ECANCELED && interrupted)
+                return report_interrupt(snap, dest, &stats);
         if (r == -EBADMSG || r == -EUCLEAN) {
                 log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
                           "left behind as a file", snap->id,
