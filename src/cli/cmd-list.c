@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "timeutil.h"
@@ -91,8 +93,13 @@ int cmd_list(int argc, char **argv)
                         char when[32], size[32], content[256];
                         bv_format_time_utc(s->time, when);
                         describe_probe(s->source, content, sizeof(content));
-                        printf("%-8.8s  %-20s  %10s  %-24s %s\n", s->id, when, format_bytes(s->size, size),
-                               s->name ? s->name : "", content);
+                        /* names and labels come from whoever wrote the repository or the source */
+                        _cleanup_free_ char *name = escape_text(s->name ? s->name : "", 0),
+                                           *shown = escape_text(content, 0);
+                        if (!name || !shown)
+                                return log_error_errno(-ENOMEM, "cannot list the snapshots of '%s'", path);
+                        printf("%-8.8s  %-20s  %10s  %-24s %s\n", s->id, when, format_bytes(s->size, size), name,
+                               shown);
                 }
         }
         return EXIT_OK;

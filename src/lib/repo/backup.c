@@ -672,7 +672,7 @@ static struct json_object *chunker_json(const BvChunkerParams *p)
         return json_build(f, ELEMENTSOF(f));
 }
 
-static const char *source_name(const char *path)
+const char *bv_backup_default_name(const char *path)
 {
         const char *slash;
 
@@ -841,7 +841,7 @@ static int backup_run(BvRepo *repo, const char *source, const BvBackupOptions *o
                 r = backup_read(&b, src, sp, opts, start_ns);
         bv_splitter_free(sp);
         if (r >= 0)
-                r = backup_finish(&b, src, opts->name ?: source_name(source), start_s, start_ns);
+                r = backup_finish(&b, src, opts->name ?: bv_backup_default_name(source), start_s, start_ns);
         if (r < 0) {
                 backup_abort(&b, r);
                 backup_done(&b);
@@ -868,6 +868,8 @@ int bv_backup(BvRepo *repo, const char *source, const BvBackupOptions *opts, BvB
                 return -EINVAL;
         if (!opts)
                 opts = &no_opts;
+        if (bv_snapshot_name_problem(opts->name ?: bv_backup_default_name(source)))
+                return -EINVAL;
         r = bv_source_open(source, &opts->source, &src);
         if (r < 0)
                 return r;

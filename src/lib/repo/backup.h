@@ -15,7 +15,8 @@ typedef struct BvProgress {
 typedef void (*bv_progress_fn)(const BvProgress *p, void *userdata);
 
 typedef struct BvBackupOptions {
-        const char *name;         /* NULL: the source path's base name */
+        const char *name;         /* NULL: bv_backup_default_name; -EINVAL for a name
+                                   * bv_snapshot_name_problem refuses */
         unsigned threads;         /* 0: one per online CPU */
         BvSourceOptions source;
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
@@ -42,3 +43,6 @@ typedef struct BvBackupStats {
 /* Backs up source (a path, or "-" for stdin) as a new snapshot. The repository must be open
  * with BV_OPEN_WRITE. On any failure nothing is published and earlier snapshots are intact. */
 int bv_backup(BvRepo *r, const char *source, const BvBackupOptions *opts, BvBackupStats *ret_stats);
+
+/* The name a snapshot of source gets by default: its last path component, "stdin" for "-". */
+const char *bv_backup_default_name(const char *source);
