@@ -25,6 +25,15 @@
 #include "pack.h"
 #include "snapshot.h"
 
+/* Progress of a long operation (backup, restore, verify), reported by a callback. */
+typedef struct BvProgress {
+        uint64_t done;   /* bytes of the image covered so far */
+        uint64_t total;  /* image size, UINT64_MAX if unknown (stream) */
+        uint64_t elapsed_ns;
+} BvProgress;
+
+typedef void (*bv_progress_fn)(const BvProgress *p, void *userdata);
+
 typedef struct BvRepoConfig {
         BvCipher cipher;
         BvChunkerKind chunker;

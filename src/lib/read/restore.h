@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backup.h"
 #include "repo.h"
 
 typedef struct BvRestoreOptions {

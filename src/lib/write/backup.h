@@ -6,14 +6,6 @@
 #include "repo.h"
 #include "source.h"
 
-typedef struct BvProgress {
-        uint64_t done;   /* bytes of the image covered so far */
-        uint64_t total;  /* image size, UINT64_MAX if unknown (stream) */
-        uint64_t elapsed_ns;
-} BvProgress;
-
-typedef void (*bv_progress_fn)(const BvProgress *p, void *userdata);
-
 typedef struct BvBackupOptions {
         const char *name;         /* NULL: bv_backup_default_name; -EINVAL for a name
                                    * bv_snapshot_name_problem refuses */

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Index compaction: a streaming k-way merge of every segment into one.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "endian.h"
+#include "fileio.h"
+#include "hash.h"
+#include "hex.h"
+#include "index-internal.h"
+#include "macro.h"
+#include "random.h"
+#include "timeutil.h"
+
+/* ---- compaction: a streaming k-way merge --------------------------------------------------- */
+
+static bool cursor_less(const Cursor *a, const Cursor *b)
+{
+        int c = id_cmp(a->cur, b->cur);
+
+        return c < 0 || (c == 0 && a->rank < b->rank);
+}
+
+static void heap_sift_down(Cursor **h, size_t n, size_t i)
+{
+        for (;;) {
+                size_t l = 2 * i + 1, m = i;
+                Cursor *tmp;
+
+                if (l < n && cursor_less(h[l], h[m]))
+                        m = l;
+                if (l + 1 < n && cursor_less(h[l + 1], h[m]))
+                        m = l + 1;
+                if (m == i)
+                        return;
+                tmp = h[i];
+                h[i] = h[m];
+                h[m] = tmp;
+                i = m;
+        }
+}
+
+static int pack_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, IDX_PACK_SIZE);
+}
+
+/* The sorted union of the segments' pack tables, and each cursor's remapping into it. */
+static int merge_packs(Cursor *cur, size_t k, uint8_t (**ret_packs)[IDX_PACK_SIZE], uint32_t *ret_n)
+{
+        _cleanup_free_ uint8_t(*packs)[IDX_PACK_SIZE] = NULL;
+        uint64_t total = 0;
+        size_t n = 0;
+
+        for (size_t i = 0; i < k; i++)
+                total += cur[i].seg->npacks;
+        if (total >= UINT32_MAX)
+                return -E2BIG;
+        packs = malloc(MAX(total, (uint64_t)1) * IDX_PACK_SIZE);
+        if (!packs)
+                return -ENOMEM;
+        for (size_t i = 0; i < k; i++) {
+                memcpy(packs[n], cur[i].seg->packs, (size_t)cur[i].seg->npacks * IDX_PACK_SIZE);
+                n += cur[i].seg->npacks;
+        }
+        qsort(packs, n, IDX_PACK_SIZE, pack_cmp);
+        total = n;
+        n = 0;
+        for (size_t i = 0; i < total; i++)
+                if (n == 0 || memcmp(packs[n - 1], packs[i], IDX_PACK_SIZE) != 0)
+                        memmove(packs[n++], packs[i], IDX_PACK_SIZE);
+
+        for (size_t i = 0; i < k; i++) {
+                const Segment *s = cur[i].seg;
+
+                cur[i].remap = malloc(MAX(s->npacks, 1u) * sizeof(uint32_t));
+                if (!cur[i].remap)
+                        return -ENOMEM;
+                for (uint32_t j = 0; j < s->npacks; j++) {
+                        const uint8_t(*p)[IDX_PACK_SIZE] =
+                                bsearch(s->packs + (size_t)j * IDX_PACK_SIZE, packs, n, IDX_PACK_SIZE, pack_cmp);
+                        cur[i].remap[j] = (uint32_t)(p - packs);
+                }
+        }
+        *ret_packs = TAKE_PTR(packs);
+        *ret_n = (uint32_t)n;
+        return 0;
+}
+
+static int merge_run(Cursor *cur, size_t k, SegWriter *w)
+{
+        _cleanup_free_ Cursor **heap = calloc(k, sizeof(Cursor *));
+        uint8_t last[BV_ID_SIZE];
+        bool have_last = false;
+        size_t n = 0;
+        int r;
+
+        if (!heap)
+                return -ENOMEM;
+        for (size_t i = 0; i < k; i++) {
+                r = cursor_advance(&cur[i]);
+                if (r < 0)
+                        return r;
+                if (cur[i].cur)
+                        heap[n++] = &cur[i];
+        }
+        for (size_t i = n / 2; i-- > 0;)
+                heap_sift_down(heap, n, i);
+
+        while (n > 0) {
+                Cursor *c = heap[0];
+                const uint8_t *e = c->cur;
+
+                /* Equal ids pop newest first: the first one is kept. */
+                if (!have_last || id_cmp(last, e) != 0) {
+                        r = seg_writer_add(w, e, c->remap[get_le32(e + E_PACK)], get_le32(e + E_OFFSET),
+                                           get_le32(e + E_LENGTH), e[E_TYPE], e[E_MEMBER]);
+                        if (r < 0)
+                                return r;
+                        memcpy(last, e, BV_ID_SIZE);
+                        have_last = true;
+                }
+                r = cursor_advance(c);
+                if (r < 0)
+                        return r;
+                if (!c->cur)
+                        heap[0] = heap[--n];
+                heap_sift_down(heap, n, 0);
+        }
+        return 0;
+}
+
+/* Merges every segment of x->segs into one new segment. Caller holds update_mutex. */
+static int index_merge(BvIndex *x, Segment **ret)
+{
+        const SegArray *in = x->segs;
+        _cleanup_free_ Cursor *cur = calloc(in->n, sizeof(Cursor));
+        _cleanup_free_ uint8_t(*packs)[IDX_PACK_SIZE] = NULL;
+        uint64_t total = 0, generation = 0;
+        uint32_t npacks = 0;
+        SegWriter w = { .fd = -EBADF };
+        int r;
+
+        if (!cur)
+                return -ENOMEM;
+        for (size_t i = 0; i < in->n; i++) {
+                cur[i] = (Cursor){ .seg = in->s[i], .rank = (unsigned)i };
+                total += in->s[i]->count;
+                generation = MAX(generation, in->s[i]->generation);
+                cur[i].buf = malloc(IDX_MERGE_BATCH * IDX_ENTRY_SIZE);
+                if (!cur[i].buf) {
+                        r = -ENOMEM;
+                        goto free_cursors;
+                }
+        }
+        r = merge_packs(cur, in->n, &packs, &npacks);
+        if (r < 0)
+                goto free_cursors;
+        r = seg_writer_begin(&w, x->dirfd, total, (const uint8_t(*)[IDX_PACK_SIZE])packs, npacks);
+        if (r < 0)
+                goto free_cursors;
+        r = merge_run(cur, in->n, &w);
+        if (r < 0) {
+                seg_writer_abort(&w);
+                goto free_cursors;
+        }
+        /* The newest input's generation: the merged segment stands where its inputs stood. */
+        r = seg_writer_finish(&w, generation, ret);
+
+free_cursors:
+        for (size_t i = 0; i < in->n; i++) {
+                free(cur[i].buf);
+                free(cur[i].remap);
+        }
+        return r;
+}
+
+int bv_index_compact(BvIndex *x, unsigned max_segments)
+{
+        Segment *merged = NULL;
+        SegArray *a;
+        int r;
+
+        BV_LOCK_GUARD(&x->update_mutex);
+        if (x->segs->n <= max_segments || x->segs->n < 2)
+                return 0;
+        r = index_merge(x, &merged);
+        if (r < 0)
+                return r;
+        a = segarray_new(1);
+        if (!a) {
+                segment_free(merged); /* the file stays: duplicates are harmless */
+                return -ENOMEM;
+        }
+        a->s[0] = merged;
+
+        /* Unlink the inputs, then publish: the merged segment is durable already, and lookups
+         * that still use the inputs keep valid mappings until the publish unmaps them. */
+        for (size_t i = 0; i < x->segs->n; i++)
+                if (unlinkat(x->dirfd, x->segs->s[i]->name, 0) < 0 && errno != ENOENT && r == 0)
+                        r = negative_errno();
+        index_publish(x, a);
+        if (r < 0)
+                return r;
+        return bv_fsync_dir(x->dirfd);
+}
