@@ -42,6 +42,7 @@
 #include "macro.h"
 #include "repo.h"
 #include "passphrase.h"
+#include "secmem.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -133,6 +134,13 @@ static int blkvault_config_complete(void)
         }
         if (!!passphrase_file + !!key_file + (passphrase_fd >= 0) > 1) {
                 nbdkit_error("passphrase-file=, passphrase-fd= and key-file= exclude each other");
+                return -1;
+        }
+        /* Before the keys are read (after_fork): nbdkit dumps no core holding them. This makes the
+         * whole nbdkit process undumpable, which is what an export of decrypted data wants. */
+        int r = bv_secure_process();
+        if (r < 0) {
+                nbdkit_error("cannot keep keys out of core dumps: %s", strerror(-r));
                 return -1;
         }
         return 0;

@@ -22,9 +22,19 @@ fi
 meson test -C "$builddir" --no-rebuild --print-errorlogs --no-suite slow ${BLKVAULT_NO_VM:+--no-suite vm} "$@"
 rc=$?
 
-python3 - "$builddir/meson-logs/testlog.json" <<'PY'
+# Then every fuzz target under libFuzzer for a short while, in its own clang build
+# (scripts/fuzz.sh; BLKVAULT_FUZZ_SECONDS each, BLKVAULT_NO_FUZZ=1 skips it). Its result counts
+# as one test in the summary.
+fuzz_result=
+if [ -z "${BLKVAULT_NO_FUZZ:-}" ] && [ $# -eq 0 ]; then
+    if ./scripts/fuzz.sh; then fuzz_result=OK; else fuzz_result=FAIL; rc=1; fi
+fi
+
+python3 - "$builddir/meson-logs/testlog.json" "$fuzz_result" <<'PY'
 import json, sys
 counts = {}
+if sys.argv[2]:
+    counts[sys.argv[2]] = 1
 with open(sys.argv[1]) as f:
     for line in f:
         r = json.loads(line)["result"]

@@ -169,6 +169,11 @@ void secret_env_scrub(void);
  * an exit code. */
 int check_size_arg(const char *option, const char *arg);
 
+/* text as it may be shown on a terminal: control characters, DEL, C1 and bidi controls and bytes
+ * that are not UTF-8 as \xNN, newline and tab as \n and \t, backslash doubled. At most max bytes
+ * of text (0: all), then "..." if it was longer. malloc'd; NULL if out of memory. */
+char *escape_text(const char *text, size_t max);
+
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);
 

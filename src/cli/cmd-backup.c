@@ -9,11 +9,13 @@
 #include "cli.h"
 #include "macro.h"
 #include "snapshot-json.h"
+#include "snapshot.h"
 
 static const char usage_text[] =
         "Usage: blkvault backup REPO SOURCE [OPTIONS]\n\n"
         "Back up SOURCE (a block device, a raw image file, or - for stdin) as a new snapshot.\n\n"
-        "  --name=NAME              snapshot name (default: the source's file name, or 'stdin')\n"
+        "  --name=NAME              snapshot name (default: the source's file name, or 'stdin'): at most\n"
+        "                           255 bytes, no control characters, not 4 to 32 hex digits, not 'latest'\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              compression/encryption threads (default: one per CPU)\n"
         "  --no-direct              read through the page cache instead of O_DIRECT\n"
@@ -145,6 +147,14 @@ int cmd_backup(int argc, char **argv)
                 return EXIT_USAGE;
         }
         const char *path = argv[optind], *source = argv[optind + 1];
+        const char *name = opts.name ? opts.name : bv_backup_default_name(source);
+        const char *problem = bv_snapshot_name_problem(name);
+        if (problem) {
+                _cleanup_free_ char *shown = escape_text(name, 64);
+                log_error("invalid snapshot name '%s'%s: %s", shown ? shown : "?",
+                          opts.name ? "" : " (the source's file name: choose one with --name)", problem);
+                return EXIT_USAGE;
+        }
 
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0), &repo);

@@ -116,8 +116,11 @@ static void print_table(BvSnapshot *const *list, size_t n, bool utc)
                 else
                         format_time_local(s->time, when);
                 describe_probe(&s->source, content, sizeof(content));
+                /* names and labels come from whoever wrote the repository or the source */
+                _cleanup_free_ char *name = escape_text(s->name ? s->name : "", 0),
+                                   *shown = escape_text(content, 0);
                 printf("%-8.8s  %-25s  %10s  %-24s %s\n", s->id, when, format_bytes(s->size, size),
-                       s->name ? s->name : "", content);
+                       name ? name : "?", shown ? shown : "?");
         }
 }
 

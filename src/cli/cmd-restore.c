@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,40 @@ static int restore_report(const BvSnapshot *snap, const char *dest, const BvRest
                          format_bytes(stats->size, a), format_bytes(stats->bytes_written, b), stats->seconds);
         }
         return EXIT_OK;
+}
+
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked the restore to stop; the handler only sets it. */
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+        interrupted = sig;
+}
+
+static int catch_interrupts(void)
+{
+        struct sigaction sa = { .sa_handler = on_interrupt, .sa_flags = SA_RESTART };
+
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 ||
+            sigaction(SIGHUP, &sa, NULL) < 0)
+                return log_error_errno(-errno, "cannot catch interrupting signals");
+        return EXIT_OK;
+}
+
+/* Reports a restore stopped by a signal; returns 128 + the signal, as a shell would. */
+static int report_interrupt(const BvSnapshot *snap, const char *dest, const BvRestoreStats *stats)
+{
+        char name[16];
+
+        snprintf(name, sizeof(name), "SIG%s", sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) : "?");
+        if (stats->device)
+                log_error("restore to %s interrupted at offset %llu of %llu: the device holds a partial image",
+                          dest, (unsigned long long)stats->written_below, (unsigned long long)stats->size);
+        else
+                log_error("restore of snapshot %.8s to '%s' interrupted by %s; nothing was left at '%s'", snap->id,
+                          dest, name, dest);
+        return 128 + interrupted;
 }
 
 int cmd_restore(int argc, char **argv)
@@ -120,6 +155,10 @@ int cmd_restore(int argc, char **argv)
         progress_init(&progress, "restore", quiet || json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
+        opts.cancel = &interrupted;
+        r = catch_interrupts();
+        if (r != EXIT_OK)
+                return r;
         BvRestoreStats stats = {};
         if (to_stdout) {
                 r = restore_to_stdout(repo, snap, &progress, &stats.bad_offset);
@@ -127,6 +166,8 @@ int cmd_restore(int argc, char **argv)
         } else
                 r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);
+        if (r == -ECANCELED && interrupted)
+                return report_interrupt(snap, dest, &stats);
         if (r == -EBADMSG || r == -EUCLEAN) {
                 log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
                           "left behind as a file", snap->id,

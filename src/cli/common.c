@@ -489,13 +489,16 @@ int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
                 return r;
         r = bv_repo_find_snapshot(repo, spec, ret);
         report_snapshot_damage(repo);
+        if (r >= 0)
+                return EXIT_OK;
+        _cleanup_free_ char *shown = escape_text(spec, 64);
         if (r == -ENOENT)
-                log_error("no snapshot matches '%s' (see 'blkvault list')", spec);
+                log_error("no snapshot matches '%s' (see 'blkvault list')", shown ? shown : "?");
         else if (r == -ENOTUNIQ)
-                log_error("'%s' matches more than one snapshot: give more of the id", spec);
-        else if (r < 0)
-                return log_error_errno(r, "cannot look up snapshot '%s'", spec);
-        return r < 0 ? EXIT_ERROR : EXIT_OK;
+                log_error("'%s' matches more than one snapshot: give more of the id", shown ? shown : "?");
+        else
+                return log_error_errno(r, "cannot look up snapshot '%s'", shown ? shown : "?");
+        return EXIT_ERROR;
 }
 
 /* The nbdkit plugin to load: $BLKVAULT_NBD_PLUGIN, the build tree's, or the installed one. */
@@ -651,4 +654,65 @@ int parse_threads(const char *arg, unsigned *ret)
         }
         *ret = (unsigned)v;
         return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (1 to 4), 0 if it is not one; *ret_cp its code point. */
+static size_t utf8_sequence(const unsigned char *s, uint32_t *ret_cp)
+{
+        static const uint32_t min_cp[] = { 0, 0, 0x80, 0x800, 0x10000 };
+        size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+        uint32_t cp;
+
+        if (n == 0 || s[0] > 0xf4)
+                return 0;
+        cp = s[0] & (0x7f >> n);
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = cp << 6 | (s[i] & 0x3f);
+        }
+        if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        *ret_cp = cp;
+        return n;
+}
+
+/* Code points that change how a terminal shows what follows: C1 controls, bidi controls. */
+static bool unsafe_code_point(uint32_t cp)
+{
+        return (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+               (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
+}
+
+char *escape_text(const char *text, size_t max)
+{
+        const unsigned char *s = (const unsigned char *)text;
+        size_t len = strlen(text), end = max && len > max ? max : len;
+        char *out = malloc(4 * (end + 4) + 4), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < end;) {
+                uint32_t cp = 0;
+                size_t n = s[i] >= 0x80 ? utf8_sequence(s + i, &cp) : 1;
+                if (s[i] == '\\') {
+                        o = stpcpy(o, "\\\\");
+                        i++;
+                } else if (s[i] == '\n' || s[i] == '\t') {
+                        o = stpcpy(o, s[i] == '\n' ? "\\n" : "\\t");
+                        i++;
+                } else if (s[i] < 0x20 || s[i] == 0x7f || n == 0 || (n > 1 && unsafe_code_point(cp))) {
+                        for (size_t k = 0; k < (n ? n : 1); k++)
+                                o += sprintf(o, "\\x%02x", s[i + k]);
+                        i += n ? n : 1;
+                } else {
+                        memcpy(o, s + i, n);
+                        o += n;
+                        i += n;
+                }
+        }
+        if (end < len)
+                o = stpcpy(o, "...");
+        *o = '\0';
+        return out;
 }

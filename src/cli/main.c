@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "secmem.h"
 
 static const struct {
         const char *name;
@@ -88,6 +89,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+        /* before any secret is read: no core dump of this process (or its children) holds keys */
+        int r = bv_secure_process();
+        if (r < 0)
+                return log_error_errno(r, "cannot keep keys out of core dumps");
         const char *base = strrchr(argv[0], '/');
         if (strcmp(base ? base + 1 : argv[0], "blkvault-generator") == 0)
                 return cmd_generator(argc, argv);
@@ -119,7 +124,7 @@ int main(int argc, char **argv)
                 if (strcmp(argv[1], commands[i].name) == 0) {
                         int n = argc - 1;
                         char **args = env_repo_argv(n, argv + 1, &n);
-                        int r = commands[i].run(n, args ? args : argv + 1);
+                        r = commands[i].run(n, args ? args : argv + 1);
                         if (r == EXIT_USAGE && !error_printed())
                                 log_option_error(n, args ? args : argv + 1, argv[1]);
                         free(args);

@@ -61,6 +61,11 @@ TEST(scrypt_bad_params)
         ASSERT_ERROR(bv_scrypt("pw", 2, "s", 1, 10, 8, 1, NULL, 32), EINVAL);
         ASSERT_ERROR(bv_scrypt(NULL, 2, "s", 1, 10, 8, 1, out, sizeof(out)), EINVAL);
         ASSERT_ERROR(bv_scrypt("pw", 2, NULL, 1, 10, 8, 1, out, sizeof(out)), EINVAL);
+        /* RFC 7914 wants N < 2^(128 r / 8): N = 2^16 needs r >= 2 */
+        ASSERT_ERROR(bv_scrypt("pw", 2, "s", 1, 16, 1, 1, out, sizeof(out)), EINVAL);
+        ASSERT_TRUE(!bv_scrypt_params_valid(16, 1, 1));
+        ASSERT_TRUE(bv_scrypt_params_valid(15, 1, 1));
+        ASSERT_TRUE(bv_scrypt_params_valid(16, 2, 1));
         ASSERT_MEMEQ(out, canary, sizeof(out));
         /* The edges of the range are accepted; an empty passphrase and salt too. */
         ASSERT_OK(bv_scrypt(NULL, 0, NULL, 0, 10, 1, 1, out, sizeof(out)));

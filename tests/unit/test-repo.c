@@ -404,6 +404,20 @@ TEST(file_parsers_round_trip)
         const char *k1 = "{\"format\":\"blkvault-key\",\"version\":1}";
         ASSERT_ERROR(bv_repo_keyfile_parse(k2, strlen(k2), &kf2), EPROTONOSUPPORT);
         ASSERT_ERROR(bv_repo_keyfile_parse(k1, strlen(k1), &kf2), EBADMSG);
+
+        /* N = 2^16 with r = 1 is in each field's range but breaks RFC 7914's N < 2^(16 r):
+         * a corrupt key file (-EBADMSG), not a failed allocation. r = 2 makes it valid. */
+        kf.log2_n = 16;
+        kf.r = 1;
+        free(json2);
+        json2 = NULL;
+        ASSERT_OK(bv_repo_keyfile_format(&kf, &json2));
+        ASSERT_ERROR(bv_repo_keyfile_parse(json2, strlen(json2), &kf2), EBADMSG);
+        kf.r = 2;
+        free(json2);
+        json2 = NULL;
+        ASSERT_OK(bv_repo_keyfile_format(&kf, &json2));
+        ASSERT_OK(bv_repo_keyfile_parse(json2, strlen(json2), &kf2));
 }
 
 int main(void)

@@ -567,6 +567,34 @@ TEST(list_and_resolve)
         ASSERT_ERROR(bv_snapshot_resolve(list, n, "", &got), ENOENT);
         ASSERT_ERROR(bv_snapshot_resolve(list, n, "zz", &got), ENOENT);
         ASSERT_ERROR(bv_snapshot_resolve(list, n, NULL, &got), EINVAL);
+        /* a name that is another snapshot's 8-digit id (written before names were checked): the id
+         * wins; a 3-digit name wins over a 3-digit prefix; an ambiguous 4-digit prefix is refused
+         * even when a snapshot bears it as its name */
+        char id8[9], id3[4];
+        memcpy(id8, made[1]->id, 8);
+        id8[8] = '\0';
+        memcpy(id3, made[1]->id, 3);
+        id3[3] = '\0';
+        BvSnapshot *l2 = list[list_index(list, n, made[2])];
+        char *old_name = l2->name;
+        l2->name = id8;
+        ASSERT_OK(bv_snapshot_resolve(list, n, id8, &got));
+        ASSERT_STREQ(got->id, made[1]->id);
+        l2->name = id3;
+        ASSERT_OK(bv_snapshot_resolve(list, n, id3, &got));
+        ASSERT_TRUE(got == l2);
+        l2->name = old_name;
+        old_name = made[2]->name;
+        BvSnapshot *twins[3] = {made[0], made[1], made[2]};
+        char keep[4];
+        memcpy(keep, made[1]->id, 4);
+        memcpy(made[1]->id, made[0]->id, 4);
+        memcpy(id8, made[0]->id, 4);
+        id8[4] = '\0';
+        made[2]->name = id8;
+        ASSERT_ERROR(bv_snapshot_resolve(twins, 3, id8, &got), ENOTUNIQ);
+        made[2]->name = old_name;
+        memcpy(made[1]->id, keep, 4);
         /* of two with the same time, the later in the list is the newer */
         BvSnapshot *same[2] = {made[2], made[3]};
         ASSERT_OK(bv_snapshot_resolve(same, 2, "latest", &got));
@@ -628,8 +656,34 @@ TEST(list_and_resolve)
         env_done(&e);
 }
 
+TEST(name_rules)
+{
+        char name[300];
+
+        ASSERT_TRUE(bv_snapshot_name_problem("nightly") == NULL);
+        ASSERT_TRUE(bv_snapshot_name_problem("host \"db\" \xc3\xa9") == NULL);
+        ASSERT_TRUE(bv_snapshot_name_problem("abc") == NULL);
+        ASSERT_TRUE(bv_snapshot_name_problem("0123456789abcdef0123456789abcdef0") == NULL);
+        ASSERT_TRUE(bv_snapshot_name_problem("cafe-1") == NULL);
+        ASSERT_STREQ(bv_snapshot_name_problem("a\nb"), "it contains a control character");
+        ASSERT_STREQ(bv_snapshot_name_problem("\x1b[2J"), "it contains a control character");
+        ASSERT_STREQ(bv_snapshot_name_problem("del\x7f"), "it contains a control character");
+        ASSERT_STREQ(bv_snapshot_name_problem("cafe"), "4 to 32 hex digits would be taken for a snapshot id");
+        ASSERT_STREQ(bv_snapshot_name_problem("DeadBeef"), "4 to 32 hex digits would be taken for a snapshot id");
+        ASSERT_STREQ(bv_snapshot_name_problem("0123456789abcdef0123456789abcdef"),
+                     "4 to 32 hex digits would be taken for a snapshot id");
+        ASSERT_STREQ(bv_snapshot_name_problem("latest"), "'latest' means the newest snapshot");
+        memset(name, 'n', 255);
+        name[255] = '\0';
+        ASSERT_TRUE(bv_snapshot_name_problem(name) == NULL);
+        name[255] = 'n';
+        name[256] = '\0';
+        ASSERT_STREQ(bv_snapshot_name_problem(name), "longer than 255 bytes");
+}
+
 int main(void)
 {
+        RUN(name_rules);
         RUN(json_roundtrip);
         RUN(json_errors);
         RUN(json_older_record);

@@ -4,12 +4,17 @@
 #include "kdf.h"
 #include "macro.h"
 
+bool bv_scrypt_params_valid(unsigned log2_n, unsigned r, unsigned p)
+{
+        return log2_n >= 10 && log2_n <= 22 && r >= 1 && r <= 32 && p >= 1 && p <= 16 && log2_n < 16 * r;
+}
+
 int bv_scrypt(const void *pass, size_t pass_len, const void *salt, size_t salt_len, unsigned log2_n,
               unsigned r, unsigned p, void *out, size_t out_len)
 {
         uint64_t n, maxmem;
 
-        if (log2_n < 10 || log2_n > 22 || r < 1 || r > 32 || p < 1 || p > 16)
+        if (!bv_scrypt_params_valid(log2_n, r, p))
                 return -EINVAL;
         if ((!pass && pass_len > 0) || (!salt && salt_len > 0) || !out || out_len == 0)
                 return -EINVAL;

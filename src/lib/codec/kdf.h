@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,6 +10,11 @@
 #define BV_SCRYPT_DEFAULT_R 8
 #define BV_SCRYPT_DEFAULT_P 1
 
-/* -EINVAL for parameters out of the accepted range (log2_n 10..22, r 1..32, p 1..16). */
+/* Whether scrypt takes these parameters: log2_n 10..22, r 1..32, p 1..16, and RFC 7914's
+ * N < 2^(128 r / 8), i.e. log2_n < 16 r (OpenSSL refuses the rest). */
+bool bv_scrypt_params_valid(unsigned log2_n, unsigned r, unsigned p);
+
+/* -EINVAL for parameters bv_scrypt_params_valid refuses; -ENOMEM when scrypt's memory cannot be
+ * allocated. */
 int bv_scrypt(const void *pass, size_t pass_len, const void *salt, size_t salt_len, unsigned log2_n,
               unsigned r, unsigned p, void *out, size_t out_len);

@@ -3,9 +3,11 @@
  * Restore: the calling thread walks the snapshot's extents in order and hands runs of
  * adjacent data extents (up to 1 MiB) to worker threads through a bounded queue; each worker
  * reads its run through the image read path (fetch, authenticate, decompress, re-hash) and
- * writes it at its offset. A new file is created exclusively and left sparse where the image
- * holds zeros or holes; a block device gets those ranges zeroed. On failure a new file is
- * removed again.
+ * writes it at its offset. A new file is written sparse (holes where the image holds zeros or
+ * holes) as an anonymous file in DEST's directory (O_TMPFILE; where the filesystem lacks it, a
+ * file named .blkvault-restore-<16 hex>), and linked as DEST only once complete and fsynced, so
+ * that DEST never holds a partial image; on failure or cancellation it is removed. A block
+ * device gets the zero ranges zeroed. Cancellation (opts->cancel) is checked between jobs.
  */
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -29,6 +31,7 @@
 #define PROGRESS_NS (250u * 1000 * 1000)
 #define RESTORE_CACHE (32u * 1024 * 1024)
 #define ZERO_BUF (1024u * 1024)
+#define RESTORE_TMP_PREFIX ".blkvault-restore-"
 
 typedef struct Job {
         uint64_t offset, length;
@@ -38,6 +41,9 @@ typedef struct Restore {
         BvImage *img;
         int fd;
         bool is_blk;
+        int dirfd;         /* a file: DEST's directory, */
+        char *name;        /* DEST's name in it */
+        char tmpname[64];  /* and the temporary name ("" for an O_TMPFILE) */
         const BvRestoreOptions *opts;
         uint64_t size, start_ns, last_progress_ns;
 
@@ -48,6 +54,8 @@ typedef struct Restore {
         uint64_t bytes_written, bytes_zero;
         uint64_t walked; /* end of the last extent the walk delivered (walking thread only) */
         Job gather;      /* adjacent data extents not queued yet (walking thread only) */
+        bool stopped_with_queued; /* the first failure found jobs queued: the first of them */
+        uint64_t queued_from;     /* starts where nothing may have been written */
 } Restore;
 
 /* Keeps the first error, and for damage the lowest image offset seen. */
@@ -60,7 +68,17 @@ static void restore_fail(Restore *rs, int error, uint64_t bad_offset)
                 rs->error = error;
                 rs->bad_offset = damage ? bad_offset : 0;
         }
+        Job first;
+        if (!rs->stopped_with_queued && bv_queue_peek(&rs->queue, &first)) {
+                rs->stopped_with_queued = true;
+                rs->queued_from = first.offset;
+        }
         bv_queue_cancel(&rs->queue);
+}
+
+static bool cancelled(const Restore *rs)
+{
+        return rs->opts && rs->opts->cancel && *rs->opts->cancel != 0;
 }
 
 static int job_run(Restore *rs, const Job *j, uint8_t **buf, size_t *cap, uint64_t *ret_bad)
@@ -91,6 +109,10 @@ static void *worker(void *userdata)
 
         while (bv_queue_pop(&rs->queue, &j) > 0) {
                 uint64_t bad = 0;
+                if (cancelled(rs)) {
+                        restore_fail(rs, -ECANCELED, 0);
+                        return NULL;
+                }
                 int r = job_run(rs, &j, &buf, &cap, &bad);
                 if (r < 0) {
                         restore_fail(rs, r, bad);
@@ -164,6 +186,8 @@ static int on_extent(BvExtentKind kind, uint64_t off, uint64_t len, void *userda
         Restore *rs = userdata;
         int r;
 
+        if (cancelled(rs))
+                return -ECANCELED;
         rs->walked = off + len;
         progress(rs, off, false);
         if (kind != BV_EXTENT_DATA) {
@@ -190,6 +214,17 @@ static int on_extent(BvExtentKind kind, uint64_t off, uint64_t len, void *userda
         return 0;
 }
 
+/* After the workers stopped: the offset below which every data extent was written (jobs are
+ * queued in order, and a worker finishes the job it took before it stops). */
+static uint64_t written_below(const Restore *rs)
+{
+        if (rs->stopped_with_queued)
+                return rs->queued_from;
+        if (rs->gather.length > 0)
+                return rs->gather.offset;
+        return rs->walked;
+}
+
 /* Runs the workers over the image; returns the first error. */
 static int restore_run(Restore *rs, unsigned threads)
 {
@@ -214,51 +249,80 @@ static int restore_run(Restore *rs, unsigned threads)
         return rs->error;
 }
 
-/* Opens dest: an existing block device (large enough), or a new file of the image's size. */
-static int open_dest(const char *dest, uint64_t size, bool *ret_blk)
+/* An existing block device (large enough), opened exclusively. */
+static int open_device(Restore *rs, const char *dest)
 {
         _cleanup_close_ int fd = -EBADF;
-        struct stat st;
         uint64_t dev_size;
         int r;
 
-        if (stat(dest, &st) == 0 && S_ISBLK(st.st_mode)) {
-                /* O_EXCL on a block device: fails (-EBUSY) while it is mounted or in use */
-                fd = open(dest, O_WRONLY | O_EXCL | O_CLOEXEC | O_NOCTTY);
-                if (fd < 0)
-                        return negative_errno();
-                r = bv_fd_size(fd, &dev_size);
-                if (r < 0)
-                        return r;
-                if (dev_size < size)
-                        return -ENOSPC;
-                *ret_blk = true;
-                return TAKE_FD(fd);
-        }
-        fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+        /* O_EXCL on a block device: fails (-EBUSY) while it is mounted or in use */
+        fd = open(dest, O_WRONLY | O_EXCL | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
-        if (ftruncate(fd, (off_t)size) < 0) {
-                r = negative_errno();
-                (void)unlink(dest);
+        r = bv_fd_size(fd, &dev_size);
+        if (r < 0)
                 return r;
-        }
-        *ret_blk = false;
-        return TAKE_FD(fd);
+        if (dev_size < rs->size)
+                return -ENOSPC;
+        rs->is_blk = true;
+        rs->fd = TAKE_FD(fd);
+        return 0;
 }
 
-/* fsyncs a new file's directory so that its name is durable too. */
-static int fsync_parent(const char *path)
+/* A new file: -EEXIST if dest exists; otherwise a temporary file of the image's size in its
+ * directory, which finish_dest links as dest. */
+static int open_file(Restore *rs, const char *dest)
 {
-        _cleanup_free_ char *copy = strdup(path);
-        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *dir = strdup(dest), *base = strdup(dest);
+        struct stat st;
+        int r;
 
-        if (!copy)
+        if (!dir || !base)
                 return -ENOMEM;
-        dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
+        rs->name = strdup(basename(base));
+        if (!rs->name)
+                return -ENOMEM;
+        rs->dirfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (rs->dirfd < 0)
                 return negative_errno();
-        return bv_fsync_dir(dfd);
+        if (fstatat(rs->dirfd, rs->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return -EEXIST;
+        if (errno != ENOENT)
+                return negative_errno();
+        r = bv_tmpfile_open_prefix(rs->dirfd, RESTORE_TMP_PREFIX, &rs->fd, rs->tmpname);
+        if (r < 0)
+                return r;
+        if (ftruncate(rs->fd, (off_t)rs->size) < 0) {
+                r = negative_errno();
+                bv_tmpfile_discard(rs->dirfd, rs->tmpname);
+                return r;
+        }
+        return 0;
+}
+
+static int open_dest(Restore *rs, const char *dest)
+{
+        struct stat st;
+
+        if (stat(dest, &st) == 0 && S_ISBLK(st.st_mode))
+                return open_device(rs, dest);
+        return open_file(rs, dest);
+}
+
+/* Makes what was restored durable: a device is fsynced; a complete file is fsynced and linked as
+ * DEST (failing with -EEXIST if DEST appeared meanwhile), an incomplete one removed. */
+static int finish_dest(Restore *rs, int ret)
+{
+        if (rs->fd < 0)
+                return ret;
+        if (rs->is_blk)
+                return ret >= 0 && fsync(rs->fd) < 0 ? negative_errno() : ret;
+        if (ret < 0) {
+                bv_tmpfile_discard(rs->dirfd, rs->tmpname);
+                return ret;
+        }
+        return bv_tmpfile_link(rs->dirfd, rs->fd, rs->tmpname, rs->name, false);
 }
 
 static unsigned thread_count(const BvRestoreOptions *opts)
@@ -273,7 +337,7 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
                BvRestoreStats *ret_stats)
 {
         BvImageOptions io = { .cache_bytes = RESTORE_CACHE, .readahead = 0 };
-        Restore rs = { .opts = opts, .fd = -EBADF };
+        Restore rs = { .opts = opts, .fd = -EBADF, .dirfd = -EBADF };
         BvImage *img = NULL;
         int ret;
 
@@ -292,28 +356,28 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
         }
         pthread_mutex_init(&rs.lock, NULL);
 
-        rs.fd = open_dest(dest, snap->size, &rs.is_blk);
-        ret = rs.fd < 0 ? rs.fd : restore_run(&rs, thread_count(opts));
-        if (ret >= 0 && fsync(rs.fd) < 0)
-                ret = negative_errno();
-        if (ret >= 0 && !rs.is_blk)
-                ret = fsync_parent(dest);
-        if (ret < 0 && rs.fd >= 0 && !rs.is_blk)
-                (void)unlink(dest); /* created by us: leave no partial file */
+        ret = open_dest(&rs, dest);
+        if (ret >= 0)
+                ret = restore_run(&rs, thread_count(opts));
+        ret = finish_dest(&rs, ret);
         if (ret >= 0)
                 progress(&rs, rs.size, true);
         safe_close(rs.fd);
+        safe_close(rs.dirfd);
+        free(rs.name);
         bv_image_free(img);
         pthread_mutex_destroy(&rs.lock);
         bv_queue_done(&rs.queue);
 
-        if (ret_stats && (ret >= 0 || ret == -EBADMSG || ret == -EUCLEAN))
+        if (ret_stats && (ret >= 0 || ret == -EBADMSG || ret == -EUCLEAN || ret == -ECANCELED))
                 *ret_stats = (BvRestoreStats){
                         .size = rs.size,
                         .bytes_written = rs.bytes_written,
                         .bytes_zero = rs.bytes_zero,
                         .seconds = (double)(bv_now_monotonic_ns() - rs.start_ns) / 1e9,
                         .bad_offset = ret < 0 ? rs.bad_offset : 0,
+                        .written_below = ret == -ECANCELED ? written_below(&rs) : rs.size,
+                        .device = rs.is_blk,
                 };
         return ret < 0 ? ret : 0;
 }

@@ -93,27 +93,34 @@ static int secret_file_read(const char *path, SecretFile *ret)
 }
 
 /* The key-encryption key of a key file from the secret that matches its kdf. */
+/* The key-encryption key from a passphrase (scrypt key files) or key material (hkdf ones). */
+static int derive_kek_from(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
+                           uint8_t kek[BV_KEY_SIZE])
+{
+        if (kf->scrypt) {
+                if (!passphrase)
+                        return -ENOKEY;
+                return bv_scrypt(passphrase, strlen(passphrase), kf->salt, sizeof(kf->salt), kf->log2_n, kf->r,
+                                 kf->p, kek, BV_KEY_SIZE);
+        }
+        if (!material || material_len < SECRET_FILE_MIN)
+                return -ENOKEY;
+        return bv_hkdf_sha256(material, material_len, kf->salt, sizeof(kf->salt), KEY_FILE_INFO, kek, BV_KEY_SIZE);
+}
+
 static int derive_kek(const BvKeyFile *kf, const BvSecret *secret, uint8_t kek[BV_KEY_SIZE])
 {
         SecretFile sf = {};
         int r;
 
-        if (kf->scrypt) {
-                if (!secret || !secret->passphrase)
-                        return -ENOKEY;
-                return bv_scrypt(secret->passphrase, strlen(secret->passphrase), kf->salt, sizeof(kf->salt),
-                                 kf->log2_n, kf->r, kf->p, kek, BV_KEY_SIZE);
-        }
-        if (!secret || !secret->key_file)
+        if (!secret)
                 return -ENOKEY;
+        if (kf->scrypt || !secret->key_file)
+                return derive_kek_from(kf, secret->passphrase, NULL, 0, kek);
         r = secret_file_read(secret->key_file, &sf);
         if (r < 0)
                 return r;
-        if (sf.len < SECRET_FILE_MIN)
-                r = -ENOKEY;
-        else
-                r = bv_hkdf_sha256(sf.data, sf.len, kf->salt, sizeof(kf->salt), KEY_FILE_INFO, kek,
-                                   BV_KEY_SIZE);
+        r = derive_kek_from(kf, NULL, sf.data, sf.len, kek);
         secret_file_done(&sf);
         return r;
 }
@@ -300,6 +307,22 @@ static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], con
         return r;
 }
 
+int bv_repo_keyfile_open(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
+                         uint8_t master[BV_MASTER_SIZE])
+{
+        uint8_t *kek = bv_secure_alloc(BV_KEY_SIZE);
+        BvKeyFile c = *kf; /* key_crypt takes the tag writable (it writes it when sealing) */
+        int r;
+
+        if (!kek)
+                return -ENOMEM;
+        r = derive_kek_from(kf, passphrase, material, material_len, kek);
+        if (r >= 0)
+                r = key_crypt(false, kek, c.repository, c.nonce, c.sealed, master, c.sealed + BV_MASTER_SIZE);
+        bv_secure_free(kek, BV_KEY_SIZE);
+        return r == -EBADMSG ? -ENOKEY : r;
+}
+
 static int config_mac(const BvRepoConfigFile *f, const BvKeyring *k, uint8_t out[BV_HASH_SIZE])
 {
         _cleanup_free_ char *text = NULL;
@@ -309,7 +332,7 @@ static int config_mac(const BvRepoConfigFile *f, const BvKeyring *k, uint8_t out
         return bv_hmac_sha256(bv_keyring_config_key(k), BV_KEY_SIZE, text, strlen(text), out);
 }
 
-static int check_config(const BvRepoConfig *c)
+int bv_repo_config_check(const BvRepoConfig *c)
 {
         BvChunkerParams p = c->chunker;
 
@@ -435,7 +458,7 @@ int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secr
                 bv_repo_config_default(&def);
                 cfg = &def;
         }
-        r = check_config(cfg);
+        r = bv_repo_config_check(cfg);
         if (r < 0)
                 return r;
         if (cfg->cipher == BV_CIPHER_NONE && secret && (secret->passphrase || secret->key_file))

@@ -169,6 +169,9 @@ int bv_repo_config_parse(const char *json, size_t len, BvRepoConfigFile *ret);
 int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret);
 /* The config file's JSON (malloc'd). */
 int bv_repo_config_format(const BvRepoConfigFile *f, char **ret);
+/* The checks repository open and init apply to a parsed config: known cipher and chunker,
+ * chunker sizes (bv_chunker_params_check), compression level and pack size. -EINVAL if not. */
+int bv_repo_config_check(const BvRepoConfig *c);
 
 #define BV_KEYFILE_SALT_SIZE 32
 
@@ -184,3 +187,8 @@ typedef struct BvKeyFile {
 /* -EBADMSG: malformed or invalid fields; -EPROTONOSUPPORT: unknown version, kdf or cipher. */
 int bv_repo_keyfile_parse(const char *json, size_t len, BvKeyFile *ret);
 int bv_repo_keyfile_format(const BvKeyFile *kf, char **ret);
+/* Opens the sealed master key with a passphrase (scrypt key files) or key material (hkdf key
+ * files, at least the minimum key-file size), as repository open does after reading the
+ * secret. -ENOKEY: the secret is missing or wrong; -EINVAL: scrypt parameters refused. */
+int bv_repo_keyfile_open(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
+                         uint8_t master[BV_MASTER_SIZE]);

@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "repo.h"
 #include "json-util.h"
+#include "kdf.h"
 
 #define CONFIG_FORMAT "blkvault-repository"
 #define CONFIG_VERSION 1
@@ -292,6 +293,9 @@ static int parse_kdf(json_object *o, BvKeyFile *kf)
                     get_int(kdf, "p", 1, 16, &p) < 0)
                         return -EBADMSG;
                 if (((UINT64_C(128) * (uint64_t)rr) << log2_n) > SCRYPT_MAX_MEM)
+                        return -EBADMSG;
+                /* each in range, but a combination scrypt refuses: a corrupt key file */
+                if (!bv_scrypt_params_valid((unsigned)log2_n, (unsigned)rr, (unsigned)p))
                         return -EBADMSG;
                 kf->scrypt = true;
                 kf->log2_n = (uint32_t)log2_n;

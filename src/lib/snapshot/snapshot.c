@@ -334,36 +334,81 @@ static const BvSnapshot *newest(BvSnapshot *const *list, size_t n, const char *n
         return best;
 }
 
+const char *bv_snapshot_name_problem(const char *name)
+{
+        size_t len, hex = 0;
+
+        if (!name)
+                return "it is missing";
+        len = strlen(name);
+        if (len > BV_SNAPSHOT_NAME_MAX)
+                return "longer than 255 bytes";
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)name[i];
+                if (c < 0x20 || c == 0x7f)
+                        return "it contains a control character";
+                hex += (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        }
+        if (hex == len && len >= BV_SNAPSHOT_NAME_HEX_MIN && len <= SNAP_HEX_SIZE)
+                return "4 to 32 hex digits would be taken for a snapshot id";
+        if (streq(name, "latest"))
+                return "'latest' means the newest snapshot";
+        return NULL;
+}
+
+/* The snapshot whose id starts with the len hex digits of spec: -ENOENT for none, -ENOTUNIQ for
+ * several. */
+static int find_prefix(BvSnapshot *const *list, size_t n, const char *spec, size_t len, const BvSnapshot **ret)
+{
+        const BvSnapshot *found = NULL;
+
+        for (size_t i = 0; i < n; i++)
+                if (strncmp(list[i]->id, spec, len) == 0) {
+                        if (found)
+                                return -ENOTUNIQ;
+                        found = list[i];
+                }
+        if (!found)
+                return -ENOENT;
+        *ret = found;
+        return 0;
+}
+
 int bv_snapshot_resolve(BvSnapshot *const *list, size_t n, const char *spec, const BvSnapshot **ret)
 {
-        const BvSnapshot *best = NULL;
-        size_t len, matches = 0;
+        const BvSnapshot *best;
+        size_t len;
+        bool prefix;
+        int r;
 
         if ((!list && n > 0) || !spec || !ret)
                 return -EINVAL;
         len = strlen(spec);
+        prefix = len > 0 && len < SNAP_HEX_SIZE && bv_hex_is_lower_prefix(spec, len);
 
-        /* "latest", then a full id, then a name (its newest snapshot), then a unique prefix. */
-        if (streq(spec, "latest"))
+        /* "latest", a full id, an id prefix of at least 4 digits (ids before names: a name can
+         * never shadow an id), a name (its newest snapshot), a shorter id prefix. */
+        if (streq(spec, "latest")) {
                 best = newest(list, n, NULL);
-        else {
-                for (size_t i = 0; i < n; i++)
-                        if (streq(spec, list[i]->id)) {
-                                *ret = list[i];
-                                return 0;
-                        }
-                best = newest(list, n, spec);
+                if (!best)
+                        return -ENOENT;
+                *ret = best;
+                return 0;
         }
-        if (!best && len > 0 && len < SNAP_HEX_SIZE && bv_hex_is_lower_prefix(spec, len))
-                for (size_t i = 0; i < n; i++)
-                        if (strncmp(list[i]->id, spec, len) == 0) {
-                                best = list[i];
-                                matches++;
-                        }
-        if (matches > 1)
-                return -ENOTUNIQ;
-        if (!best)
-                return -ENOENT;
-        *ret = best;
-        return 0;
+        for (size_t i = 0; i < n; i++)
+                if (streq(spec, list[i]->id)) {
+                        *ret = list[i];
+                        return 0;
+                }
+        if (prefix && len >= BV_SNAPSHOT_NAME_HEX_MIN) {
+                r = find_prefix(list, n, spec, len, ret);
+                if (r != -ENOENT)
+                        return r;
+        }
+        best = newest(list, n, spec);
+        if (best) {
+                *ret = best;
+                return 0;
+        }
+        return prefix && len < BV_SNAPSHOT_NAME_HEX_MIN ? find_prefix(list, n, spec, len, ret) : -ENOENT;
 }

@@ -89,5 +89,14 @@ void bv_snapshot_list_free(BvSnapshot **list, size_t n);
 
 /* Resolves a user's spec against a list: a full id, a unique id prefix, a name (its newest
  * snapshot) or "latest". -ENOENT if none matches, -ENOTUNIQ for an ambiguous prefix.
- * Precedence: "latest", a full id, a name, an id prefix (lowercase hex). */
+ * Precedence: "latest", a full id, an id prefix (lowercase hex) of 4 digits or more, a name, a
+ * shorter id prefix. Ids win over names, so a name that looks like another snapshot's id
+ * (written before bv_snapshot_name_problem refused such names) never shadows it. */
 int bv_snapshot_resolve(BvSnapshot *const *list, size_t n, const char *spec, const BvSnapshot **ret);
+
+/* Snapshot names: at most 255 bytes, no control character (below 0x20, or DEL), not "latest",
+ * and not 4 to 32 hex digits (in either case), which could be taken for an id or id prefix. */
+#define BV_SNAPSHOT_NAME_MAX 255
+#define BV_SNAPSHOT_NAME_HEX_MIN 4
+/* NULL if name may name a new snapshot, otherwise why not (a phrase for a message). */
+const char *bv_snapshot_name_problem(const char *name);

@@ -112,6 +112,11 @@ int bv_mkdir_p(int dirfd, const char *path)
 
 int bv_tmpfile_open(int dirfd, int *ret_fd, char ret_tmpname[64])
 {
+        return bv_tmpfile_open_prefix(dirfd, ".tmp-", ret_fd, ret_tmpname);
+}
+
+int bv_tmpfile_open_prefix(int dirfd, const char *prefix, int *ret_fd, char ret_tmpname[64])
+{
         int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd >= 0) {
                 ret_tmpname[0] = '\0';
@@ -125,7 +130,8 @@ int bv_tmpfile_open(int dirfd, int *ret_fd, char ret_tmpname[64])
                 uint64_t r;
                 if (getrandom(&r, sizeof(r), 0) != sizeof(r))
                         return -EIO;
-                snprintf(ret_tmpname, 64, ".tmp-%016llx", (unsigned long long)r);
+                if (snprintf(ret_tmpname, 64, "%s%016llx", prefix, (unsigned long long)r) >= 64)
+                        return -ENAMETOOLONG;
                 fd = openat(dirfd, ret_tmpname, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
                 if (fd >= 0) {
                         *ret_fd = fd;

@@ -29,6 +29,8 @@ int bv_mkdir_p(int dirfd, const char *path);
  * otherwise a uniquely named ".tmp-*" file). ret_tmpname receives the name to pass to
  * bv_tmpfile_link (empty for O_TMPFILE). */
 int bv_tmpfile_open(int dirfd, int *ret_fd, char ret_tmpname[64]);
+/* The same, naming the fallback file <prefix><16 hex> (prefix at most 47 bytes). */
+int bv_tmpfile_open_prefix(int dirfd, const char *prefix, int *ret_fd, char ret_tmpname[64]);
 
 /* fsyncs fd, gives it the name `name` in dirfd (failing with -EEXIST if the name exists and
  * replace is false), and fsyncs the directory. On failure the temporary file is removed. */

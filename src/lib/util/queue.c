@@ -82,6 +82,16 @@ void bv_queue_close(BvQueue *q)
         pthread_cond_broadcast(&q->not_full);
 }
 
+bool bv_queue_peek(BvQueue *q, void *item)
+{
+        BV_LOCK_GUARD(&q->lock);
+
+        if (q->count == 0)
+                return false;
+        memcpy(item, q->items + q->head * q->item_size, q->item_size);
+        return true;
+}
+
 void bv_queue_cancel(BvQueue *q)
 {
         BV_LOCK_GUARD(&q->lock);

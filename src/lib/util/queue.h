@@ -32,6 +32,9 @@ bool bv_queue_try_push(BvQueue *q, const void *item);
  * drained, or cancelled). */
 int bv_queue_pop(BvQueue *q, void *item);
 
+/* Copies the oldest item out without taking it: false when the queue is empty. */
+bool bv_queue_peek(BvQueue *q, void *item);
+
 /* No more pushes; pops drain the queue, then return 0. */
 void bv_queue_close(BvQueue *q);
 /* No more pushes or pops: everyone waiting wakes up, queued items are dropped. */

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include "macro.h"
 #include "secmem.h"
@@ -33,4 +36,13 @@ void bv_secure_free(void *p, size_t size)
         bv_wipe(p, len);
         (void)munlock(p, len);
         (void)munmap(p, len);
+}
+
+int bv_secure_process(void)
+{
+        if (setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 }) < 0)
+                return negative_errno();
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return negative_errno();
+        return 0;
 }

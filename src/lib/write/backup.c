@@ -648,7 +648,7 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
         return bv_splitter_finish(sp, on_extent, b);
 }
 
-static const char *source_name(const char *path)
+const char *bv_backup_default_name(const char *path)
 {
         const char *slash;
 
@@ -831,7 +831,7 @@ static int backup_reuse(Backup *b, BvSource *src, const char *name, const BvSnap
 static int backup_body(Backup *b, BvRepo *repo, BvSource *src, const BvBackupOptions *opts, unsigned threads,
                        uint64_t start_s, uint64_t start_ns)
 {
-        const char *name = opts->name ?: source_name(bv_source_path(src));
+        const char *name = opts->name ?: bv_backup_default_name(bv_source_path(src));
         BvSnapshot *reuse = NULL;
         BvSplitter *sp = NULL;
         int r;
@@ -900,6 +900,8 @@ int bv_backup_path(BvRepo *repo, const char *path, const BvBackupOptions *opts, 
         int r;
 
         if (!repo || !path)
+                return -EINVAL;
+        if (bv_snapshot_name_problem(opts && opts->name ? opts->name : bv_backup_default_name(path)))
                 return -EINVAL;
         r = bv_source_open(path, opts ? &opts->source : NULL, &src);
         if (r < 0)

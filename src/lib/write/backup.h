@@ -7,7 +7,8 @@
 #include "source.h"
 
 typedef struct BvBackupOptions {
-        const char *name;         /* NULL: the source path's base name */
+        const char *name;         /* NULL: bv_backup_default_name; -EINVAL for a name
+                                   * bv_snapshot_name_problem refuses */
         unsigned threads;         /* 0: one per online CPU */
         BvSourceOptions source;   /* for bv_backup_path */
         const BvSnapshot *parent; /* what a changed-block source's UNCHANGED extents refer to */
@@ -39,3 +40,6 @@ int bv_backup(BvRepo *r, BvSource *src, const BvBackupOptions *opts, BvBackupSta
  * opts->full_read_every asks for a read. */
 /* Opens path ("-": stdin) with opts->source and backs it up. */
 int bv_backup_path(BvRepo *r, const char *path, const BvBackupOptions *opts, BvBackupStats *ret_stats);
+
+/* The name a snapshot of source gets by default: its last path component, "stdin" for "-". */
+const char *bv_backup_default_name(const char *source);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Runs every fuzz target under libFuzzer for a short while (BLKVAULT_FUZZ_SECONDS each, default
+# 20), starting from its seed corpus in tests/fuzz/corpus/<target>/. The fuzz build (clang,
+# -Dfuzzing=true, ASan and UBSan) lives in its own build directory (build-fuzz, or
+# $FUZZ_BUILDDIR); the library is instrumented too (see meson.build), so the coverage figure
+# libFuzzer prints counts the parsers' branches. Prints one line per target with its final
+# coverage; a crash fails the run and its input is copied into the seed corpus
+# (tests/fuzz/corpus/<target>/crash-<sha1>) so that the ordinary replay test keeps it.
+# Usage: scripts/fuzz.sh [TARGET...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${BLKVAULT_FUZZ_SECONDS:-20}
+builddir=${FUZZ_BUILDDIR:-build-fuzz}
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(ls tests/fuzz/corpus)
+fi
+command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/install-deps.sh)"; exit 1; }
+
+if [ ! -f "$builddir/build.ninja" ]; then
+    CC=clang meson setup "$builddir" -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dnbd_plugin=disabled >"$builddir.setup.log" 2>&1 || { cat "$builddir.setup.log"; exit 1; }
+fi
+if ! ninja -C "$builddir" "${targets[@]/#/tests/fuzz/fuzz-}" >"$builddir.build.log" 2>&1; then
+    tail -50 "$builddir.build.log"
+    exit 1
+fi
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/bvfuzz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+failed=0
+for t in "${targets[@]}"; do
+    mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
+    # new inputs go to the scratch corpus (first directory); the seeds are only read
+    "$builddir/tests/fuzz/fuzz-$t" -max_total_time="$seconds" -print_final_stats=1 \
+        -artifact_prefix="$work/$t/artifacts/" "$work/$t/corpus" "tests/fuzz/corpus/$t" \
+        >"$work/$t.log" 2>&1
+    rc=$?
+    cov=$(grep -o 'cov: [0-9]*' "$work/$t.log" | tail -1 | cut -d' ' -f2)
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
+    crashes=$(find "$work/$t/artifacts" -type f | wc -l)
+    printf 'fuzz %-16s %3s s  cov: %-5s execs: %-9s %s\n' "$t" "$seconds" "${cov:-?}" "${execs:-?}" \
+        "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+    if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
+        failed=$((failed + 1))
+        tail -40 "$work/$t.log"
+        for f in "$work/$t/artifacts"/*; do
+            [ -f "$f" ] || continue
+            dest="tests/fuzz/corpus/$t/crash-$(sha1sum "$f" | cut -c1-40)"
+            cp "$f" "$dest"
+            echo "fuzz $t: the failing input is now $dest (commit it with the fix)"
+        done
+    fi
+done
+echo "fuzz: ${#targets[@]} targets, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * stall.so: an LD_PRELOAD library that holds a program in the middle of writing, so that a test
+ * can interrupt it at a known point without timing anything.
+ *
+ * Once $BV_STALL_AFTER bytes have been written with pwrite/pwrite64 (all files together), every
+ * further pwrite first creates the file $BV_STALL_GATE.waiting (once) and then waits until the
+ * file $BV_STALL_GATE exists. A test waits for the .waiting file, does what it tests (a signal,
+ * say), and creates the gate to let the writes go on.
+ */
+/* Distinct pwrite and pwrite64 symbols: both are interposed. */
+#undef _FILE_OFFSET_BITS
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_ullong written;
+
+static void stall(size_t len)
+{
+        const char *after = getenv("BV_STALL_AFTER"), *gate = getenv("BV_STALL_GATE");
+        static atomic_bool announced;
+        char path[PATH_MAX];
+
+        if (!after || !gate || atomic_fetch_add(&written, len) < strtoull(after, NULL, 10))
+                return;
+        if (!atomic_exchange(&announced, true)) {
+                snprintf(path, sizeof(path), "%s.waiting", gate);
+                int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                if (fd >= 0)
+                        close(fd);
+        }
+        while (access(gate, F_OK) != 0)
+                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+}
+
+#define REAL(name)                                                                                         \
+        static ssize_t (*real_##name)(int, const void *, size_t, off_t);                                   \
+        if (!real_##name)                                                                                  \
+                real_##name = dlsym(RTLD_NEXT, #name)
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+        REAL(pwrite);
+        stall(len);
+        return real_pwrite(fd, buf, len, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+        REAL(pwrite64);
+        stall(len);
+        return real_pwrite64(fd, buf, len, off);
+}
