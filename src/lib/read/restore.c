@@ -54,8 +54,8 @@ typedef struct Restore {
         uint64_t bytes_written, bytes_zero;
         uint64_t walked; /* end of the last extent the walk delivered (walking thread only) */
         Job gather;      /* adjacent data extents not queued yet (walking thread only) */
-        bool stopped_with_queued; /* the first failure found jobs queued: the first of them */
-        uint64_t queued_from;     /* starts where nothing may have been written */
+        bool stopped_with_queued; /* jobs were dropped when the restore stopped: */
+        uint64_t queued_from;     /* the lowest of them, below which everything was written */
 } Restore;
 
 /* Keeps the first error, and for damage the lowest image offset seen. */
@@ -69,11 +69,23 @@ static void restore_fail(Restore *rs, int error, uint64_t bad_offset)
                 rs->bad_offset = damage ? bad_offset : 0;
         }
         Job first;
-        if (!rs->stopped_with_queued && bv_queue_peek(&rs->queue, &first)) {
+        if (bv_queue_peek(&rs->queue, &first) && (!rs->stopped_with_queued || first.offset < rs->queued_from)) {
                 rs->stopped_with_queued = true;
                 rs->queued_from = first.offset;
         }
         bv_queue_cancel(&rs->queue);
+}
+
+/* A job taken from the queue that will not be written: the image is whole only below the
+ * lowest such offset (jobs are queued in order; a job being written is finished). */
+static void restore_dropped(Restore *rs, uint64_t offset)
+{
+        BV_LOCK_GUARD(&rs->lock);
+
+        if (!rs->stopped_with_queued || offset < rs->queued_from) {
+                rs->stopped_with_queued = true;
+                rs->queued_from = offset;
+        }
 }
 
 static bool cancelled(const Restore *rs)
@@ -110,6 +122,7 @@ static void *worker(void *userdata)
         while (bv_queue_pop(&rs->queue, &j) > 0) {
                 uint64_t bad = 0;
                 if (cancelled(rs)) {
+                        restore_dropped(rs, j.offset);
                         restore_fail(rs, -ECANCELED, 0);
                         return NULL;
                 }
