@@ -161,6 +161,7 @@ int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *ca
 void plugin_args_done(PluginArgs *pa);
 
 /* Wipes the passphrases in our environment ($BLKVAULT_PASSPHRASE, $BLKVAULT_NEW_PASSPHRASE) in place
+ * (a passphrase read from there is wiped as it is read; this catches one that was not read)
  * and removes them, so that no child inherits them and /proc/PID/environ of this long-running
  * process does not show them. Call once the secret has been read. */
 void secret_env_scrub(void);

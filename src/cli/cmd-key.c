@@ -245,7 +245,7 @@ int cmd_key(int argc, char **argv)
 
         bool writes = strcmp(verb, "export") != 0 && strcmp(verb, "list") != 0;
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &a.cur, writes ? BV_OPEN_WRITE : BV_OPEN_READ, &repo);
+        r = open_repo(path, &a.cur, writes ? BV_OPEN_WRITE | BV_OPEN_KEYS : BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         if (bv_repo_config(repo)->cipher == BV_CIPHER_NONE) {

@@ -186,10 +186,22 @@ static int passphrase_from_command_arg(const char *command, char **ret)
         return r;
 }
 
+/* Wipes an environment variable in place and removes it: the initial environment block is what
+ * /proc/PID/environ and a core dump show. */
+static void env_scrub(const char *name)
+{
+        char *v = getenv(name);
+        if (v)
+                explicit_bzero(v, strlen(v));
+        (void)unsetenv(name);
+}
+
 static int passphrase_from_env_var(const char *name, char **ret)
 {
         int r = bv_passphrase_from_env(name, ret);
 
+        if (r >= 0) /* the copy in locked memory is the only one left */
+                env_scrub(name);
         if (r == -E2BIG)
                 log_error("the passphrase in $%s is longer than %d bytes", name, BV_PASSPHRASE_MAX);
         else if (r == -ENOMEM)
@@ -587,14 +599,8 @@ void plugin_args_done(PluginArgs *pa)
 
 void secret_env_scrub(void)
 {
-        static const char *const names[] = { "BLKVAULT_PASSPHRASE", "BLKVAULT_NEW_PASSPHRASE" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                char *v = getenv(names[i]);
-                /* in place: the initial environment block is what /proc/PID/environ shows */
-                if (v)
-                        explicit_bzero(v, strlen(v));
-                (void)unsetenv(names[i]);
-        }
+        env_scrub("BLKVAULT_PASSPHRASE");
+        env_scrub("BLKVAULT_NEW_PASSPHRASE");
 }
 
 int check_size_arg(const char *option, const char *arg)

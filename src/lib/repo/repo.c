@@ -43,7 +43,7 @@ struct BvRepo {
         BvOpenFlags flags;
         BvRepoConfigFile cf;
         char id_hex[2 * BV_REPO_ID_SIZE + 1];
-        uint8_t *master; /* bv_secure_alloc(BV_MASTER_SIZE): kept for bv_repo_change_key */
+        uint8_t *master; /* bv_secure_alloc(BV_MASTER_SIZE): kept for key changes (BV_OPEN_KEYS only) */
         BvKeyring *keyring;
         BvIndex *index;
         BvPackSet *packs;
@@ -557,7 +557,9 @@ static void empty_tmp(int tmp_fd)
         closedir(d);
 }
 
-/* The master secret (secure memory) and keyring; then the config's MAC is checked. */
+/* The master secret (secure memory) and keyring; then the config's MAC is checked. The master
+ * secret is wiped at once unless key changes were asked for (BV_OPEN_KEYS): the subkeys are all
+ * the repository needs, and the fewer secrets a process holds the less a leak can cost. */
 static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
 {
         uint8_t mac[BV_HASH_SIZE];
@@ -580,6 +582,10 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
                 return ret;
         if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
                 return -EBADMSG;
+        if (!(r->flags & BV_OPEN_KEYS)) {
+                bv_secure_free(r->master, BV_MASTER_SIZE);
+                r->master = NULL;
+        }
         return 0;
 }
 
@@ -758,6 +764,8 @@ int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
                 return -EPERM;
         if (r->cf.config.cipher == BV_CIPHER_NONE)
                 return -EOPNOTSUPP;
+        if (!r->master) /* opened without BV_OPEN_KEYS */
+                return -EPERM;
         ret = keyfile_seal(r->cf.id, new_secret, r->master, &kf);
         if (ret < 0)
                 return ret;
@@ -921,6 +929,8 @@ int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret)
                 return -EPERM;
         if (r->cf.config.cipher == BV_CIPHER_NONE)
                 return -EOPNOTSUPP;
+        if (!r->master) /* opened without BV_OPEN_KEYS */
+                return -EPERM;
         ret = keyfile_seal(r->cf.id, secret, r->master, &kf);
         if (ret < 0)
                 return ret;

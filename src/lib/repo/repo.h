@@ -54,6 +54,8 @@ typedef enum {
         BV_OPEN_READ = 0,
         BV_OPEN_WRITE = 1 << 0,  /* take the writer lock (fails with -EBUSY if held) */
         BV_OPEN_WAIT = 1 << 1,   /* wait for the lock instead of failing */
+        BV_OPEN_KEYS = 1 << 2,   /* keep the master secret for bv_repo_change_key and bv_repo_key_add;
+                                  * without it, it is wiped as soon as the subkeys are derived */
 } BvOpenFlags;
 
 typedef struct BvRepo BvRepo;
