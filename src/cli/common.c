@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
 #include "passphrase.h"
 #include "timeutil.h"
@@ -422,7 +423,12 @@ void json_print(struct json_object *o)
 {
         int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
                     (isatty(STDOUT_FILENO) ? JSON_C_TO_STRING_PRETTY : JSON_C_TO_STRING_PLAIN);
-        puts(json_object_to_json_string_ext(o, flags));
+        const char *text = json_object_to_json_string_ext(o, flags);
+        _cleanup_free_ char *utf8 = NULL;
+
+        /* names and paths may hold any bytes: the output stays UTF-8 (with out of memory, the
+         * text as it is rather than nothing) */
+        puts(bv_json_text_utf8(text, &utf8) >= 0 ? utf8 : text);
 }
 
 int print_usage(const char *text)
