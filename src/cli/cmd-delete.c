@@ -10,6 +10,8 @@ static const char usage_text[] =
         "Forget snapshots. Their space is reclaimed by 'blkvault gc'.\n\n"
         "  --force      forget protected snapshots too\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 int cmd_delete(int argc, char **argv)
@@ -18,13 +20,16 @@ int cmd_delete(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { "force", no_argument, NULL, 'f' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
         bool force = false;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(&sargs, c, optarg))
                         continue;
                 switch (c) {

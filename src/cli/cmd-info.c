@@ -16,6 +16,8 @@ static const char usage_text[] =
         "its data it shares with what was stored before (its parent: the previous snapshot of its name).\n\n"
         "  --json                   print as JSON\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The previous snapshot of s's name, or NULL. */
@@ -86,13 +88,16 @@ int cmd_info(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
         bool json = false;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(&sargs, c, optarg))
                         continue;
                 if (c == 'h')

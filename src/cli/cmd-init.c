@@ -15,6 +15,8 @@ static const char usage_text[] =
         "  --compression=zstd[:LEVEL]|none default zstd:3\n"
         "  --passphrase-file=FILE          read the new passphrase from FILE\n"
         "  --key-file=FILE                 seal the repository key with the contents of FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n\n"
         "Without --passphrase-file or --key-file the passphrase comes from $BLKVAULT_PASSPHRASE\n"
         "or, on a terminal, a prompt.\n";
@@ -78,6 +80,7 @@ int cmd_init(int argc, char **argv)
                 { "chunk-size", required_argument, NULL, 's' },
                 { "compression", required_argument, NULL, 'z' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
@@ -86,7 +89,9 @@ int cmd_init(int argc, char **argv)
         int c, r;
 
         bv_repo_config_default(&cfg);
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(&sargs, c, optarg))
                         continue;
                 switch (c) {
@@ -143,7 +148,9 @@ int cmd_init(int argc, char **argv)
         r = secret_get(&sargs, cfg.cipher != BV_CIPHER_NONE, true, &secret);
         if (r < 0)
                 return EXIT_KEY;
+        bool shown = secret.passphrase && status_begin("sealing the key with the passphrase (scrypt)...");
         r = bv_repo_init(path, &cfg, &secret);
+        status_end(shown);
         secret_done(&secret);
         if (r < 0)
                 return log_error_errno(r, "cannot create repository '%s'", path);

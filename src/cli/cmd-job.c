@@ -15,6 +15,8 @@ static const char usage_text[] =
         "mount, back up, verify, unmount, lock. No such drive attached is not an error.\n\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 static int job_run(const char *config, const char *run_dir, const char *name)
@@ -54,12 +56,15 @@ int cmd_job(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { "config", required_argument, NULL, 'c' },
                 { "run-dir", required_argument, NULL, 'R' },
+                COMMON_OPTIONS,
                 {},
         };
         const char *config = NULL, *run_dir = NULL;
         int c;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 switch (c) {
                 case 'h':
                         return print_usage(usage_text);

@@ -24,6 +24,8 @@ static const char usage_text[] =
         "  --paper                  export as printable text with a checksum per line\n"
         "  --new-passphrase-file=FILE, --new-key-file=FILE (or $BLKVAULT_NEW_PASSPHRASE, or a prompt)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct KeyArgs {
@@ -188,10 +190,13 @@ static int parse_key_args(int argc, char **argv, KeyArgs *a)
                 { "slot", required_argument, NULL, 's' },
                 { "paper", no_argument, NULL, 'a' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         int c;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(&a->cur, c, optarg))
                         continue;
                 switch (c) {

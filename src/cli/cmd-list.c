@@ -18,6 +18,8 @@ static const char usage_text[] =
         "  --utc        times in UTC\n"
         "  --json       a JSON list: snapshot, name, time, time_utc, size, source, chunker, stats\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* "gpt: ext4 'root', xfs 'data'" from the probe, for the table. */
@@ -58,10 +60,13 @@ static int parse_list_args(int argc, char **argv, SecretArgs *s, ListArgs *a, co
                 { "last", required_argument, NULL, 'l' },
                 { "utc", no_argument, NULL, 'u' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         int c;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(s, c, optarg))
                         continue;
                 char *end;

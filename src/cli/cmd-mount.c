@@ -484,6 +484,8 @@ static const char mount_usage[] =
         "                           first partition holding a known filesystem)\n"
         "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
@@ -514,6 +516,7 @@ int cmd_mount(int argc, char **argv)
                 { "partition", required_argument, NULL, 'p' },
                 { "cache", required_argument, NULL, 'c' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
@@ -521,7 +524,9 @@ int cmd_mount(int argc, char **argv)
         int partition = 0, c, r;
         char *end;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(&sargs, c, optarg))
                         continue;
                 switch (c) {
@@ -596,16 +601,21 @@ static const char umount_usage[] =
         "Usage: blkvault umount MOUNTPOINT\n\n"
         "Undo 'blkvault mount': unmount the filesystem, detach the loop device and the NBD\n"
         "attachment, stop the server and remove the state. Works also when the server died.\n\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 int cmd_umount(int argc, char **argv)
 {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
+                COMMON_OPTIONS,
                 {},
         };
         int c;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 switch (c) {
                 case 'h':
                         return print_usage(umount_usage);

@@ -9,6 +9,8 @@ static const char usage_text[] =
         "Protect a snapshot from prune and delete (or, with --unprotect, lift that).\n\n"
         "  --unprotect\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 int cmd_protect(int argc, char **argv)
@@ -17,13 +19,16 @@ int cmd_protect(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { "unprotect", no_argument, NULL, 'u' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
         bool on = true;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(&sargs, c, optarg))
                         continue;
                 switch (c) {

@@ -19,8 +19,9 @@ static const char usage_text[] =
         "  --force                  replace an existing file (written beside it, renamed at the end)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
-        "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The result line, or the JSON document with --json. */
@@ -84,17 +85,19 @@ int cmd_restore(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' },
                 { "threads", required_argument, NULL, 't' },
-                { "quiet", no_argument, NULL, 'q' },
                 { "force", no_argument, NULL, 'f' },
                 SECRET_OPTIONS,
+                COMMON_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
         BvRestoreOptions opts = {};
-        bool json = false, quiet = false, force = false;
+        bool json = false, force = false;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 if (secret_args_parse(&sargs, c, optarg))
                         continue;
                 switch (c) {
@@ -106,9 +109,6 @@ int cmd_restore(int argc, char **argv)
                 case 't':
                         if (parse_threads(optarg, &opts.threads) < 0)
                                 return EXIT_USAGE;
-                        break;
-                case 'q':
-                        quiet = true;
                         break;
                 case 'f':
                         force = true;
@@ -152,7 +152,7 @@ int cmd_restore(int argc, char **argv)
         }
 
         Progress progress;
-        progress_init(&progress, "restore", quiet || json);
+        progress_init(&progress, "restore", json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
         opts.cancel = &interrupted;

@@ -33,6 +33,8 @@ static const char usage_text[] =
         "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct FormatArgs {
@@ -280,12 +282,17 @@ int cmd_target(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },     { "name", required_argument, NULL, 'n' },
                 { "fs", required_argument, NULL, 'f' }, { "no-luks", no_argument, NULL, 'L' },
                 { "yes", no_argument, NULL, 'y' },      { "key-dir", required_argument, NULL, 'k' },
-                { "config", required_argument, NULL, 'c' }, { "run-dir", required_argument, NULL, 'R' }, {},
+                { "config", required_argument, NULL, 'c' }, { "run-dir", required_argument, NULL, 'R' },
+                COMMON_OPTIONS,
+                COMMON_OPTIONS,
+                {},
         };
         FormatArgs a = { .fs = "ext4", .key_dir = BV_KEY_DIR, .luks = true };
         int c;
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hqv", options, NULL)) >= 0) {
+                if (verbosity_parse(c))
+                        continue;
                 switch (c) {
                 case 'h':
                         return print_usage(usage_text);
