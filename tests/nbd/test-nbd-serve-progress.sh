@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # serve's first open on a terminal (issue 12): a line while the key is derived, then one while
 # nbdkit starts and opens the repository, cleared before the URI; -q shows neither, and a
-# standard error that is not a terminal gets no such line.
+# standard error that is not a terminal gets no such line. --passphrase-command serves too.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
-need_cmd python3
+need_cmd python3 nbdcopy sha256sum
 
 onpty() { python3 "$SOURCE_ROOT/tests/onpty.py" "$@"; }
 lines() { sed 's/\x1b\[K//g' "$1" | tr '\r' '\n' | sed '/^$/d'; }
@@ -33,11 +33,15 @@ if grep -q $'\x1b' "$T/serve-q.tty" || grep -Eq 'deriving|starting nbdkit' "$T/s
     cat -A "$T/serve-q.tty" >&2; die "serve -q showed a status line"
 fi
 
-# not a terminal: no status line
-"${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --passphrase-file="$T/pass" >"$T/uri-p" 2>"$T/plain.err" &
+# not a terminal: no status line (the passphrase from --passphrase-command this time, which
+# reaches the plugin as it does from a file: the export reads back bit-exact)
+"${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --passphrase-command="cat '$T/pass'" \
+    >"$T/uri-p" 2>"$T/plain.err" &
 pid=$!
 for _ in $(seq 1 600); do [ -s "$T/uri-p" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-kill $pid; wait $pid || true
 [ -s "$T/uri-p" ] || { cat "$T/plain.err" >&2; die "serve on a plain stderr did not start"; }
+nbdcopy "$(cat "$T/uri-p")" "$T/copy" || die "nbdcopy from the export failed"
+kill $pid; wait $pid || true
+assert_eq "$(sha256sum <"$T/copy")" "$(sha256sum <"$T/img")" "the export served with --passphrase-command"
 if grep -Eq $'\r|\x1b|deriving|starting nbdkit' "$T/plain.err"; then cat -A "$T/plain.err" >&2; die "status lines on a non-terminal"; fi
 echo ok

@@ -3,10 +3,11 @@
 # A warning that saves data (issue 12): backing up a block device whose filesystem is mounted
 # read-write warns that the image may be inconsistent and names the fix (a snapshot, or
 # fsfreeze); so does a disk one of whose partitions is mounted read-write. A read-only mount and
-# an unmounted device give no warning, and the backup of the read-only one is bit-exact.
+# an unmounted device give no warning, and the backup of the read-only one is bit-exact. A user
+# who may not read the device is told that it needs root or the disk group.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd losetup partx mkfs.ext4 sfdisk sha256sum
+need_cmd losetup partx mkfs.ext4 sfdisk sha256sum setpriv
 [ -e /dev/loop-control ] || skip "no loop devices"
 
 mnt=$T/mnt
@@ -43,6 +44,13 @@ assert_eq "$(sha256sum <"$T/ro.out")" "$(sha256sum <"$dev")" "the backup of the 
 umount "$mnt"
 bv backup "$repo" "$dev" --name=unmounted >/dev/null 2>"$T/un.err"
 grep -q '^warning:' "$T/un.err" && { cat "$T/un.err" >&2; die "a warning for an unmounted device"; }
+
+# a user who may not read the device is told it needs root or the disk group (exit 9)
+chmod 755 "$T"
+mkdir "$T/nobody" && chown 65534:65534 "$T/nobody"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$BLKVAULT" init "$T/nobody/r" --encryption=none >/dev/null
+expect_fail 9 "^error: cannot read '$dev': Permission denied (reading a block device needs root or the disk group)$" \
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$BLKVAULT" backup "$T/nobody/r" "$dev" --name=d
 
 # --- a partition of the disk mounted read-write ----------------------------------------------
 truncate -s 64M "$T/disk.img"
