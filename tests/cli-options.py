@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""cli-options.py SOURCE_ROOT: every long option of every command, from the code: the getopt
-tables (`static const struct option options[]`) of src/cli/cmd-*.c with SECRET_OPTIONS and
-COMMON_OPTIONS expanded from cli.h. Prints "COMMAND OPTION" lines (OPTION without its dashes);
-a table belongs to the cmd_NAME function it is in, else to the file's command. With --shared
-it prints "MACRO OPTION" for the options the macros add instead."""
+"""cli-options.py SOURCE_ROOT: every long option of every command, from the code: each
+command's cli_parse call (CLI_PARSE_OR_RETURN) in src/cli/cmd-*.c, with its CliOption table
+(CLI_FLAG("name", ...), { .name = "name", ... }), the secret options when it passes .secret
+(SECRET_OPTIONS in cli.h), and --help with COMMON_OPTIONS, which cli_parse gives every command.
+Prints "COMMAND OPTION" lines (OPTION without its dashes). With --shared it prints "MACRO OPTION"
+for the options the macros add instead."""
 import pathlib
 import re
 import sys
@@ -24,15 +25,15 @@ if "--shared" in sys.argv:
 pairs = set()
 for path in sorted((root / "src/cli").glob("cmd-*.c")):
     text = path.read_text()
-    for m in re.finditer(r"static const struct option options\[\] = \{(.*?)\n\s*\};", text, re.S):
-        funcs = re.findall(r"^(?:static )?int (\w+)\(", text[: m.start()], re.M)
-        func = funcs[-1] if funcs else ""
-        cmd = func[4:] if func.startswith("cmd_") else path.stem[4:]
-        body = m.group(1)
-        opts = re.findall(r'\{ "([a-z][a-z0-9-]*)",', body)
-        for name, extra in macros.items():
-            if name in body:
-                opts += extra
+    for call in re.finditer(r"(?:CLI_PARSE_OR_RETURN\(argc, argv,|cli_parse\(&\(CliCommand\)\{)(.*?);", text, re.S):
+        args = call.group(1)
+        cmd = re.search(r'\.name = "([a-z]+)"', args).group(1)
+        opts = ["help"] + macros["COMMON_OPTIONS"]
+        if ".secret =" in args:
+            opts += macros["SECRET_OPTIONS"]
+        if ".options = options" in args:
+            tables = list(re.finditer(r"const CliOption options\[\] = \{(.*?)\};", text[: call.start()], re.S))
+            opts += re.findall(r'(?:CLI_[A-Z]+\(|\.name = )"([a-z][a-z0-9-]*)"', tables[-1].group(1))
         for o in opts:
             pairs.add((cmd, o))
 for cmd, o in sorted(pairs):
