@@ -13,14 +13,17 @@
 
 static const char usage_text[] =
         "Usage: blkvault backup REPO SOURCE [OPTIONS]\n\n"
-        "Back up SOURCE (a block device, a raw image file, or - for stdin) as a new snapshot.\n\n"
+        "Back up SOURCE (a block device, a raw image file, - for stdin, or an NBD export:\n"
+        "nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH) as a new snapshot.\n\n"
         "  --name=NAME              snapshot name (default: the source's file name, or 'stdin'): at most\n"
         "                           255 bytes, no control characters, not 4 to 32 hex digits, not 'latest'\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              compression/encryption threads (default: one per CPU)\n"
         "  --no-direct              read through the page cache instead of O_DIRECT\n"
         "  --force-read             read a file even if it is unchanged since its last snapshot\n"
-        "  --full-read-every=N      read an unchanged file anyway on every Nth backup\n"
+        "  --full-read-every=N      read an unchanged file (or a whole NBD export) on every Nth backup\n"
+        "  --dirty-bitmap=NAME      NBD: read only what qemu's dirty bitmap NAME marks dirty since the\n"
+        "                           last snapshot of the same name (qemu-nbd -B NAME)\n"
         "  --wait                   wait for another writer instead of failing\n"
         "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
@@ -42,7 +45,11 @@ static struct json_object *backup_json(const BvBackupStats *s, const char *name)
                            { "io", json_object_new_string(s->used_uring ? "io_uring" : "pread") },
                            { "direct", json_object_new_boolean(s->used_direct) },
                            { s->reused_from[0] ? "reused_from" : NULL,
-                             s->reused_from[0] ? json_object_new_string(s->reused_from) : NULL });
+                             s->reused_from[0] ? json_object_new_string(s->reused_from) : NULL },
+                           { s->changed_from[0] ? "changed_from" : NULL,
+                             s->changed_from[0] ? json_object_new_string(s->changed_from) : NULL },
+                           { s->changed_reason[0] ? "read_whole_because" : NULL,
+                             s->changed_reason[0] ? json_object_new_string(s->changed_reason) : NULL });
         if (!o || json_add_members(o, stats) < 0)
                 return NULL;
         return TAKE_PTR(o);
@@ -69,7 +76,14 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
                 if (stats->reused_from[0])
                         log_info("unchanged since snapshot %.8s: not read (--force-read reads it)",
                                  stats->reused_from);
+                if (stats->changed_from[0])
+                        log_info("read only what changed since snapshot %.8s: %s", stats->changed_from,
+                                 format_bytes(stats->counts.bytes_read, a));
         }
+        if (stats->counts.bytes_map_wrong > 0)
+                log_warning("the dirty bitmap was wrong: %llu bytes it called unchanged had changed (this "
+                            "snapshot read them; do not trust the bitmap, recreate it)",
+                            (unsigned long long)stats->counts.bytes_map_wrong);
         return EXIT_OK;
 }
 
@@ -86,6 +100,32 @@ static int parse_full_read_every(const char *arg, unsigned *ret)
         return 0;
 }
 
+static int backup_error(int r, const char *source)
+{
+        if (r == -EACCES || r == -EPERM) {
+                log_error("cannot read '%s': %s (reading a block device needs root or the disk group)", source,
+                          strerror(-r));
+                return EXIT_PERM;
+        }
+        if (r == -ENOSPC)
+                return log_error_errno(r, "backup of '%s' failed: the repository's target is full "
+                                          "(earlier snapshots are intact)", source);
+        return log_error_errno(r, "backup of '%s' failed (nothing was published)", source);
+}
+
+/* The source could not be opened: nothing was read. */
+static int open_error(int r, const char *source, const char *bitmap)
+{
+        if (!bv_source_is_nbd_uri(source))
+                return backup_error(r, source);
+        if (r == -ENOMSG) {
+                log_error("the NBD server at '%s' exports no dirty bitmap '%s' (serve it with qemu-nbd -B %s, "
+                          "or name it in block-export-add's bitmaps)", source, bitmap, bitmap);
+                return EXIT_ERROR;
+        }
+        return log_error_errno(r, "cannot read the NBD export '%s' (is the server running?)", source);
+}
+
 int cmd_backup(int argc, char **argv)
 {
         static const struct option options[] = {
@@ -96,6 +136,7 @@ int cmd_backup(int argc, char **argv)
                 { "no-direct", no_argument, NULL, 'D' },
                 { "force-read", no_argument, NULL, 'R' },
                 { "full-read-every", required_argument, NULL, 'E' },
+                { "dirty-bitmap", required_argument, NULL, 'B' },
                 { "wait", no_argument, NULL, 'w' },
                 { "quiet", no_argument, NULL, 'q' },
                 SECRET_OPTIONS,
@@ -132,6 +173,9 @@ int cmd_backup(int argc, char **argv)
                         if (parse_full_read_every(optarg, &opts.full_read_every) < 0)
                                 return EXIT_USAGE;
                         break;
+                case 'B':
+                        opts.source.dirty_bitmap = optarg;
+                        break;
                 case 'w':
                         wait = true;
                         break;
@@ -147,6 +191,10 @@ int cmd_backup(int argc, char **argv)
                 return EXIT_USAGE;
         }
         const char *path = argv[optind], *source = argv[optind + 1];
+        if (opts.source.dirty_bitmap && !bv_source_is_nbd_uri(source)) {
+                log_error("--dirty-bitmap needs an NBD source (nbd://HOST/EXPORT or nbd+unix:///EXPORT?socket=PATH)");
+                return EXIT_USAGE;
+        }
         const char *name = opts.name ? opts.name : bv_backup_default_name(source);
         const char *problem = bv_snapshot_name_problem(name);
         if (problem) {
@@ -169,23 +217,20 @@ int cmd_backup(int argc, char **argv)
         BvBackupStats stats = {};
         BvSource *src = NULL;
         r = bv_source_open(source, &opts.source, &src);
-        if (r >= 0)
-                r = bv_backup(repo, src, &opts, &stats);
+        if (r < 0) {
+                progress_done(&progress);
+                return open_error(r, source, opts.source.dirty_bitmap);
+        }
+        r = bv_backup(repo, src, &opts, &stats);
         bv_source_free(src);
         progress_done(&progress);
-        if (r < 0) {
-                if (r == -EACCES || r == -EPERM) {
-                        log_error("cannot read '%s': %s (reading a block device needs root or the disk group)",
-                                  source, strerror(-r));
-                        return EXIT_PERM;
-                }
-                if (r == -ENOSPC)
-                        return log_error_errno(r, "backup of '%s' failed: the repository's target is full "
-                                                  "(earlier snapshots are intact)", source);
-                return log_error_errno(r, "backup of '%s' failed (nothing was published)", source);
-        }
-        if (!stats.used_uring && !json)
+        if (r < 0)
+                return backup_error(r, source);
+        if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source))
                 log_info("note: io_uring is unavailable, read with pread");
+        if (stats.changed_reason[0])
+                log_warning("dirty bitmap '%s' not used, read everything: %s", opts.source.dirty_bitmap,
+                            stats.changed_reason);
 
         return backup_report(&stats, opts.name, source, json);
 }

@@ -635,6 +635,10 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
 
         if (!path || !ret)
                 return -EINVAL;
+        if (bv_source_is_nbd_uri(path))
+                return bv_source_open_nbd(path, opts, ret);
+        if (o.dirty_bitmap)
+                return -EINVAL; /* only an NBD export has one */
         if (o.read_size == 0)
                 o.read_size = DEFAULT_READ_SIZE;
         if (o.queue_depth == 0)

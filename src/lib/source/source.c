@@ -58,13 +58,15 @@ const char *bv_source_kind_name(BvSourceKind k)
                 return "blockdev";
         case BV_SOURCE_STREAM:
                 return "stream";
+        case BV_SOURCE_NBD:
+                return "nbd";
         }
         return "unknown";
 }
 
 int bv_source_kind_from_name(const char *name, BvSourceKind *ret)
 {
-        for (BvSourceKind k = BV_SOURCE_FILE; k <= BV_SOURCE_STREAM; k++)
+        for (BvSourceKind k = BV_SOURCE_FILE; k <= BV_SOURCE_NBD; k++)
                 if (strcmp(name, bv_source_kind_name(k)) == 0) {
                         *ret = k;
                         return 0;
@@ -128,4 +130,35 @@ int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset)
         if (!s->ops->read_at)
                 return -EOPNOTSUPP;
         return s->ops->read_at(s->impl, buf, len, offset);
+}
+
+const char *bv_source_changed_map(const BvSource *s)
+{
+        return s->ops->changed_map ? s->ops->changed_map(s->impl) : NULL;
+}
+
+int bv_source_read_all(BvSource *s)
+{
+        if (!s->ops->read_all)
+                return -EOPNOTSUPP;
+        return s->ops->read_all(s->impl);
+}
+
+void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count)
+{
+        *ret = NULL;
+        *ret_count = 0;
+        if (s->ops->unchanged_ranges)
+                s->ops->unchanged_ranges(s->impl, ret, ret_count);
+}
+
+bool bv_source_is_nbd_uri(const char *path)
+{
+        static const char *const schemes[] = { "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://",
+                                               "nbds+vsock://" };
+
+        for (size_t i = 0; i < ELEMENTSOF(schemes); i++)
+                if (strncmp(path, schemes[i], strlen(schemes[i])) == 0)
+                        return true;
+        return false;
 }

@@ -19,6 +19,7 @@ typedef enum {
         BV_SOURCE_FILE = 1,
         BV_SOURCE_BLOCKDEV = 2,
         BV_SOURCE_STREAM = 3,
+        BV_SOURCE_NBD = 4, /* an NBD export, by URI (source-nbd.c) */
 } BvSourceKind;
 
 typedef struct BvSourceOptions {
@@ -26,7 +27,13 @@ typedef struct BvSourceOptions {
         unsigned queue_depth; /* reads in flight; default 8, at most 256 */
         bool no_direct;       /* never O_DIRECT */
         bool no_uring;        /* force the pread path */
+        const char *dirty_bitmap; /* NBD: follow qemu's dirty bitmap of this name (NULL: none) */
 } BvSourceOptions;
+
+/* A range of the image. */
+typedef struct BvRange {
+        uint64_t offset, length;
+} BvRange;
 
 typedef struct BvSource BvSource;
 
@@ -59,6 +66,14 @@ typedef struct BvSourceOps {
         bool (*uses_direct)(void *impl);
         int (*identity)(void *impl, BvSourceIdentity *ret); /* regular files: 0, else -EOPNOTSUPP */
         void (*read_stats)(void *impl, BvSourceReadStats *ret);
+        /* A changed-block source: the name of what tracks its changes (for example
+         * "qemu:dirty-bitmap:NAME"), which the snapshot records; NULL for none. */
+        const char *(*changed_map)(void *impl);
+        /* Called before the first next() when the parent cannot be paired with the map: deliver
+         * everything (no UNCHANGED extents), and remember the ranges the map calls unchanged. */
+        int (*read_all)(void *impl);
+        /* After read_all and the last next(): the ranges the map called unchanged, in order. */
+        void (*unchanged_ranges)(void *impl, const BvRange **ret, size_t *ret_count);
         void (*free)(void *impl);
 } BvSourceOps;
 
@@ -66,7 +81,8 @@ typedef struct BvSourceOps {
  * the snapshot records. 0 or -ENOMEM (then impl is not freed). */
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret);
 
-/* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe. opts may be NULL for the defaults.
+/* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe;
+ * an NBD URI opens with bv_source_open_nbd. opts may be NULL for the defaults.
  * Errors: -ENOENT etc. from stat/open, -EISDIR for a directory, -ENODEV for a character device
  * or socket, -EINVAL for bad options. */
 int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
@@ -84,6 +100,22 @@ bool bv_source_uses_direct(const BvSource *s);
 int bv_source_identity(const BvSource *s, BvSourceIdentity *ret);
 /* Zeroes when the source does not tell. */
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
+
+/* A changed-block source's map name (NULL for other sources); bv_source_read_all makes it read
+ * everything (-EOPNOTSUPP for other sources), after which bv_source_unchanged_ranges gives what
+ * the map called unchanged (none for other sources). */
+const char *bv_source_changed_map(const BvSource *s);
+int bv_source_read_all(BvSource *s);
+void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count);
+
+/* Whether path is an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, nbd+vsock://). */
+bool bv_source_is_nbd_uri(const char *path);
+/* The export at an NBD URI, read with libnbd: queue_depth reads in flight on one connection,
+ * ranges the server reports as zero (base:allocation) never read, and with dirty_bitmap only the
+ * ranges qemu's bitmap marks dirty read (the rest delivered as UNCHANGED). Errors: the
+ * connection's errno (-ECONNREFUSED, -ENOENT ...), -EINVAL for a bad URI or options, -ENOMSG
+ * when the server does not export the dirty bitmap. */
+int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **ret);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
 int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);
