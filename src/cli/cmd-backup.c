@@ -24,6 +24,10 @@ static const char usage_text[] =
         "  --full-read-every=N      read an unchanged file (or a whole NBD export) on every Nth backup\n"
         "  --dirty-bitmap=NAME      NBD: read only what qemu's dirty bitmap NAME marks dirty since the\n"
         "                           last snapshot of the same name (qemu-nbd -B NAME)\n"
+        "  --compare-with=PATH      a file on btrfs or XFS: PATH is the version the last snapshot of the\n"
+        "                           same name read, kept as a reflink copy (cp --reflink=always\n"
+        "                           --preserve=timestamps) or in a btrfs snapshot: extents the two still\n"
+        "                           share are not read\n"
         "  --wait                   wait for another writer instead of failing\n"
         "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
@@ -81,8 +85,8 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
                                  format_bytes(stats->counts.bytes_read, a));
         }
         if (stats->counts.bytes_map_wrong > 0)
-                log_warning("the dirty bitmap was wrong: %llu bytes it called unchanged had changed (this "
-                            "snapshot read them; do not trust the bitmap, recreate it)",
+                log_warning("the changed-block map was wrong: %llu bytes it called unchanged had changed (this "
+                            "snapshot read them; do not trust the map: recreate the bitmap or the copy)",
                             (unsigned long long)stats->counts.bytes_map_wrong);
         return EXIT_OK;
 }
@@ -114,13 +118,25 @@ static int backup_error(int r, const char *source)
 }
 
 /* The source could not be opened: nothing was read. */
-static int open_error(int r, const char *source, const char *bitmap)
+static int open_error(int r, const char *source, const BvSourceOptions *o)
 {
+        if (o->compare_with && r == -EOPNOTSUPP) {
+                log_error("cannot compare '%s' with '%s': the filesystem cannot map their extents (FIEMAP; btrfs "
+                          "and XFS can)", source, o->compare_with);
+                return EXIT_ERROR;
+        }
+        if (o->compare_with && r == -EINVAL) {
+                log_error("--compare-with needs SOURCE and PATH to be two regular files ('%s', '%s')", source,
+                          o->compare_with);
+                return EXIT_USAGE;
+        }
+        if (o->compare_with && r == -ENOENT)
+                return log_error_errno(r, "cannot open '%s' or '%s'", source, o->compare_with);
         if (!bv_source_is_nbd_uri(source))
                 return backup_error(r, source);
         if (r == -ENOMSG) {
                 log_error("the NBD server at '%s' exports no dirty bitmap '%s' (serve it with qemu-nbd -B %s, "
-                          "or name it in block-export-add's bitmaps)", source, bitmap, bitmap);
+                          "or name it in block-export-add's bitmaps)", source, o->dirty_bitmap, o->dirty_bitmap);
                 return EXIT_ERROR;
         }
         return log_error_errno(r, "cannot read the NBD export '%s' (is the server running?)", source);
@@ -137,6 +153,7 @@ int cmd_backup(int argc, char **argv)
                 { "force-read", no_argument, NULL, 'R' },
                 { "full-read-every", required_argument, NULL, 'E' },
                 { "dirty-bitmap", required_argument, NULL, 'B' },
+                { "compare-with", required_argument, NULL, 'M' },
                 { "wait", no_argument, NULL, 'w' },
                 { "quiet", no_argument, NULL, 'q' },
                 SECRET_OPTIONS,
@@ -175,6 +192,9 @@ int cmd_backup(int argc, char **argv)
                         break;
                 case 'B':
                         opts.source.dirty_bitmap = optarg;
+                        break;
+                case 'M':
+                        opts.source.compare_with = optarg;
                         break;
                 case 'w':
                         wait = true;
@@ -219,7 +239,7 @@ int cmd_backup(int argc, char **argv)
         r = bv_source_open(source, &opts.source, &src);
         if (r < 0) {
                 progress_done(&progress);
-                return open_error(r, source, opts.source.dirty_bitmap);
+                return open_error(r, source, &opts.source);
         }
         r = bv_backup(repo, src, &opts, &stats);
         bv_source_free(src);
@@ -228,8 +248,11 @@ int cmd_backup(int argc, char **argv)
                 return backup_error(r, source);
         if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source))
                 log_info("note: io_uring is unavailable, read with pread");
-        if (stats.changed_reason[0])
+        if (stats.changed_reason[0] && opts.source.dirty_bitmap)
                 log_warning("dirty bitmap '%s' not used, read everything: %s", opts.source.dirty_bitmap,
+                            stats.changed_reason);
+        else if (stats.changed_reason[0])
+                log_warning("'%s' not compared with, read everything: %s", opts.source.compare_with,
                             stats.changed_reason);
 
         return backup_report(&stats, opts.name, source, json);

@@ -131,8 +131,9 @@ wrong=$(json_get "$T/b6.json" bytes_map_wrong)
 [ "$wrong" -ge $((64 * 1024)) ] && [ "$wrong" -le $((64 * 1024 + 4 * 1024 * 1024)) ] ||
     die "the whole read counted $wrong wrong bytes, expected the 64 KiB written behind the bitmap's back"
 [ "$(json_get "$T/b6.json" bytes_map_checked)" -ge $((30 * MIB)) ] || die "the whole read checked too little"
-grep -q "^warning: the dirty bitmap was wrong: $wrong bytes it called unchanged had changed" "$T/b6.err" ||
+grep -q "^warning: the changed-block map was wrong: $wrong bytes it called unchanged had changed" "$T/b6.err" ||
     { cat "$T/b6.err" >&2; die "no warning for the wrong map"; }
+echo "wrong map: the whole read checked $(json_get "$T/b6.json" bytes_map_checked) bytes, $wrong wrong"
 restore_check "$(json_get "$T/b6.json" snapshot)"
 # a whole read of a right map counts nothing wrong
 bv backup "$T/repo" "$uri" --name=vm --dirty-bitmap=b1 --force-read --json -q >"$T/b7.json" 2>"$T/b7.err"

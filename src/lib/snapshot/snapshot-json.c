@@ -123,7 +123,8 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
                               { src->unread_backups ? "unread_backups" : NULL,
                                 src->unread_backups ? json_object_new_uint64(src->unread_backups) : NULL },
                               { BV_JSON_OPT_STRING("changed_map", src->changed_map) },
-                              { changed ? "changed_from" : NULL, changed ? json_object_new_string(src->changed_from) : NULL },
+                              { changed ? "changed_from" : NULL,
+                                changed ? json_object_new_string(src->changed_from) : NULL },
                               { src->changed_backups ? "changed_backups" : NULL,
                                 src->changed_backups ? json_object_new_uint64(src->changed_backups) : NULL });
 }

@@ -184,22 +184,10 @@ static BvExtentKind segment(NbdSource *s, uint64_t pos, uint64_t *end, bool *cle
         return alloc & STATE_ZERO ? BV_EXTENT_HOLE : BV_EXTENT_DATA;
 }
 
-static int clean_add(NbdSource *s, uint64_t offset, uint64_t length)
+/* After read_all, remembers a range the bitmap calls clean. */
+static int clean_note(NbdSource *s, bool clean, uint64_t from, uint64_t to)
 {
-        if (s->n_clean > 0 && s->clean[s->n_clean - 1].offset + s->clean[s->n_clean - 1].length == offset) {
-                s->clean[s->n_clean - 1].length += length;
-                return 0;
-        }
-        if (s->n_clean == s->cap_clean) {
-                size_t cap = MAX(s->cap_clean * 2, (size_t)64);
-                void *p = reallocarray(s->clean, cap, sizeof(BvRange));
-                if (!p)
-                        return -ENOMEM;
-                s->clean = p;
-                s->cap_clean = cap;
-        }
-        s->clean[s->n_clean++] = (BvRange){ offset, length };
-        return 0;
+        return clean && s->read_all ? bv_range_append(&s->clean, &s->n_clean, &s->cap_clean, from, to - from) : 0;
 }
 
 /* Starts the run at plan_pos: the longest stretch of one kind the known status gives. */
@@ -215,13 +203,13 @@ static int run_start(NbdSource *s)
                         return r;
         }
         s->run_kind = segment(s, s->plan_pos, &end, &clean);
-        if (clean && s->read_all && (r = clean_add(s, s->plan_pos, end - s->plan_pos)) < 0)
+        if ((r = clean_note(s, clean, s->plan_pos, end)) < 0)
                 return r;
         while (end < s->status_end) {
                 uint64_t next_end;
                 if (segment(s, end, &next_end, &clean) != s->run_kind)
                         break;
-                if (clean && s->read_all && (r = clean_add(s, end, next_end - end)) < 0)
+                if ((r = clean_note(s, clean, end, next_end)) < 0)
                         return r;
                 end = next_end;
         }

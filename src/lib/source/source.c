@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "macro.h"
 #include "source.h"
@@ -161,4 +162,38 @@ bool bv_source_is_nbd_uri(const char *path)
                 if (strncmp(path, schemes[i], strlen(schemes[i])) == 0)
                         return true;
         return false;
+}
+
+int bv_source_base_identity(const BvSource *s, BvSourceIdentity *ret)
+{
+        if (!s->ops->base_identity)
+                return -EOPNOTSUPP;
+        return s->ops->base_identity(s->impl, ret);
+}
+
+void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret)
+{
+        *ret = (BvSourceIdentity){
+                .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino, .size = (uint64_t)st->st_size,
+                .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
+                .ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec,
+        };
+}
+
+int bv_range_append(BvRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length)
+{
+        if (*n > 0 && (*v)[*n - 1].offset + (*v)[*n - 1].length == offset) {
+                (*v)[*n - 1].length += length;
+                return 0;
+        }
+        if (*n == *cap) {
+                size_t c = MAX(*cap * 2, (size_t)64);
+                void *p = reallocarray(*v, c, sizeof(BvRange));
+                if (!p)
+                        return -ENOMEM;
+                *v = p;
+                *cap = c;
+        }
+        (*v)[(*n)++] = (BvRange){ offset, length };
+        return 0;
 }

@@ -28,12 +28,17 @@ typedef struct BvSourceOptions {
         bool no_direct;       /* never O_DIRECT */
         bool no_uring;        /* force the pread path */
         const char *dirty_bitmap; /* NBD: follow qemu's dirty bitmap of this name (NULL: none) */
+        const char *compare_with; /* a regular file: its previous version, a reflink copy (NULL: none) */
 } BvSourceOptions;
 
 /* A range of the image. */
 typedef struct BvRange {
         uint64_t offset, length;
 } BvRange;
+
+/* Appends a range to a growing array (*cap entries allocated), merged with the last one when it
+ * ends where this one starts. 0 or -ENOMEM. */
+int bv_range_append(BvRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length);
 
 typedef struct BvSource BvSource;
 
@@ -65,6 +70,9 @@ typedef struct BvSourceOps {
         bool (*uses_uring)(void *impl);
         bool (*uses_direct)(void *impl);
         int (*identity)(void *impl, BvSourceIdentity *ret); /* regular files: 0, else -EOPNOTSUPP */
+        /* A changed-block source whose map is relative to another file (its previous version):
+         * that file's identity, which the parent snapshot must have recorded. */
+        int (*base_identity)(void *impl, BvSourceIdentity *ret);
         void (*read_stats)(void *impl, BvSourceReadStats *ret);
         /* A changed-block source: the name of what tracks its changes (for example
          * "qemu:dirty-bitmap:NAME"), which the snapshot records; NULL for none. */
@@ -82,7 +90,7 @@ typedef struct BvSourceOps {
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret);
 
 /* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe;
- * an NBD URI opens with bv_source_open_nbd. opts may be NULL for the defaults.
+ * an NBD URI opens with bv_source_open_nbd, and opts->compare_with with bv_source_open_compare. opts may be NULL for the defaults.
  * Errors: -ENOENT etc. from stat/open, -EISDIR for a directory, -ENODEV for a character device
  * or socket, -EINVAL for bad options. */
 int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
@@ -107,6 +115,19 @@ void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 const char *bv_source_changed_map(const BvSource *s);
 int bv_source_read_all(BvSource *s);
 void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count);
+
+/* The identity of the previous version a changed-block source compares with: -EOPNOTSUPP for
+ * sources that compare with none. */
+int bv_source_base_identity(const BvSource *s, BvSourceIdentity *ret);
+struct stat;
+void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret);
+
+/* The regular file at path, compared with compare_with, its previous version kept as a reflink
+ * copy or in a btrfs snapshot: ranges where FIEMAP shows both files share their blocks are
+ * delivered as UNCHANGED, the rest is read (holes are not). Errors: those of open, -EINVAL when
+ * either is not a regular file or both are the same file, -EOPNOTSUPP when the filesystem has
+ * no FIEMAP. opts may be NULL. */
+int bv_source_open_compare(const char *path, const char *compare_with, const BvSourceOptions *opts, BvSource **ret);
 
 /* Whether path is an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, nbd+vsock://). */
 bool bv_source_is_nbd_uri(const char *path);

@@ -23,6 +23,8 @@ static const char *pairing_problem(const BvSnapshot *p, BvIndex *index, BvSource
                                    char *reason, size_t size)
 {
         const char *map = bv_source_changed_map(src);
+        BvSourceIdentity base;
+        bool has_base = bv_source_base_identity(src, &base) >= 0;
         BvLocation loc;
 
         if (!p)
@@ -30,7 +32,12 @@ static const char *pairing_problem(const BvSnapshot *p, BvIndex *index, BvSource
         else if (p->source.kind != bv_source_kind(src) || !p->source.path ||
                  strcmp(p->source.path, bv_source_path(src)) != 0)
                 snprintf(reason, size, "the last snapshot named '%s' (%.8s) is of another source", name, p->id);
-        else if (!p->source.changed_map || strcmp(p->source.changed_map, map) != 0)
+        else if (has_base && (!p->source.has_identity || p->source.identity.size != base.size ||
+                              p->source.identity.mtime_ns != base.mtime_ns))
+                snprintf(reason, size, "'%s' is not the version snapshot %.8s read (its size or mtime differs: keep "
+                         "it with cp --reflink=always --preserve=timestamps, or in a btrfs snapshot)",
+                         map + strlen("fiemap:"), p->id);
+        else if (!has_base && (!p->source.changed_map || strcmp(p->source.changed_map, map) != 0))
                 snprintf(reason, size, "snapshot %.8s was not taken with %s (a new bitmap)", p->id, map);
         else if (p->size != bv_source_size(src))
                 snprintf(reason, size, "the size changed from %llu to %llu bytes since snapshot %.8s",
