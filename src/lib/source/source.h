@@ -82,6 +82,7 @@ typedef struct BvSourceOps {
         int (*read_all)(void *impl);
         /* After read_all and the last next(): the ranges the map called unchanged, in order. */
         void (*unchanged_ranges)(void *impl, const BvRange **ret, size_t *ret_count);
+        uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         void (*free)(void *impl);
 } BvSourceOps;
 
@@ -106,6 +107,10 @@ bool bv_source_uses_uring(const BvSource *s);
 bool bv_source_uses_direct(const BvSource *s);
 /* The identity of a regular file as it was at open; -EOPNOTSUPP for other sources. */
 int bv_source_identity(const BvSource *s, BvSourceIdentity *ret);
+/* The bytes next() will read (deliver as DATA), as known at open, for a progress line's ETA:
+ * a block device's size, a regular file's allocated bytes (its holes are never read; at most
+ * its size); UINT64_MAX when unknown (a stream, a source that does not tell). */
+uint64_t bv_source_work(const BvSource *s);
 /* Zeroes when the source does not tell. */
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 
