@@ -100,6 +100,10 @@ grep -qx "warning: dirty bitmap 'b1' not used, read everything: $why" "$T/b3.err
 assert_eq "$(json_get "$T/b3.json" bytes_read)" $((40 * MIB + 64 * 1024)) "another bitmap reads everything"
 restore_check "$(json_get "$T/b3.json" snapshot)"
 
+# no server: the error says so
+expect_fail 1 "error: cannot read the NBD export 'nbd+unix:///?socket=$T/none.sock' (is the server running?)" \
+    bv backup "$T/repo" "nbd+unix:///?socket=$T/none.sock" --name=vm -q
+
 # a bitmap the server does not export is an error
 expect_fail 1 "error: the NBD server at '$uri' exports no dirty bitmap 'nope' (serve it with qemu-nbd -B nope" \
     bv backup "$T/repo" "$uri" --name=vm --dirty-bitmap=nope -q
@@ -139,5 +143,13 @@ restore_check "$(json_get "$T/b6.json" snapshot)"
 bv backup "$T/repo" "$uri" --name=vm --dirty-bitmap=b1 --force-read --json -q >"$T/b7.json" 2>"$T/b7.err"
 assert_eq "$(json_get "$T/b7.json" bytes_map_wrong)" 0 "a right map is not wrong"
 ! grep -q "was wrong" "$T/b7.err" || die "a right map was called wrong"
+unserve
+# nbd://HOST:PORT/EXPORT over TCP on the loopback, with an export name
+port=$((20000 + RANDOM % 20000))
+qemu-nbd -r -t -f qcow2 -b 127.0.0.1 -p "$port" -x vm1 -B b1 "$img" 2>"$T/qemu-nbd.log" &
+QPID=$!
+for _ in $(seq 100); do nbdinfo --size "nbd://127.0.0.1:$port/vm1" >/dev/null 2>&1 && break; sleep 0.1; done
+bv backup "$T/repo" "nbd://127.0.0.1:$port/vm1" --name=tcp --json -q >"$T/tcp.json"
+restore_check "$(json_get "$T/tcp.json" snapshot)"
 unserve
 echo "PASS"
