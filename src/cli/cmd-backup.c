@@ -31,6 +31,9 @@ static const char usage_text[] =
         "                           same name read, kept as a reflink copy (cp --reflink=always\n"
         "                           --preserve=timestamps) or in a btrfs snapshot: extents the two still\n"
         "                           share are not read\n"
+        "  --thin-delta=FILE        an LVM thin snapshot: FILE is thin_delta's XML from the thin device\n"
+        "                           the last snapshot of the same name read to SOURCE; only the ranges\n"
+        "                           it marks changed are read\n"
         "  --wait                   wait for another writer instead of failing\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -q, --quiet              no progress or status lines\n"
@@ -149,6 +152,15 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
         }
         if (o->compare_with && r == -ENOENT)
                 return log_error_errno(r, "cannot open '%s' or '%s'", source, o->compare_with);
+        if (o->thin_delta && r == -EBADMSG) {
+                log_error("'%s' is not thin_delta's output (thin_delta --snap1 OLD --snap2 NEW METADATA)",
+                          o->thin_delta);
+                return EXIT_USAGE;
+        }
+        if (o->thin_delta && r == -EINVAL) {
+                log_error("--thin-delta needs a block device or a file as SOURCE, and not --compare-with");
+                return EXIT_USAGE;
+        }
         if (!bv_source_is_nbd_uri(source))
                 return backup_error(r, source);
         if (r == -ENOMSG) {
@@ -173,6 +185,7 @@ int cmd_backup(int argc, char **argv)
                 CLI_PARSED("full-read-every", parse_full_read_every, &opts.full_read_every),
                 CLI_STR("dirty-bitmap", &opts.source.dirty_bitmap),
                 CLI_STR("compare-with", &opts.source.compare_with),
+                CLI_STR("thin-delta", &opts.source.thin_delta),
                 CLI_FLAG("wait", &wait),
                 {},
         };
@@ -220,6 +233,9 @@ int cmd_backup(int argc, char **argv)
                 log_info("note: io_uring is unavailable, read with pread");
         if (stats.changed_reason[0] && opts.source.dirty_bitmap)
                 log_warning("dirty bitmap '%s' not used, read everything: %s", opts.source.dirty_bitmap,
+                            stats.changed_reason);
+        else if (stats.changed_reason[0] && opts.source.thin_delta)
+                log_warning("thin delta '%s' not used, read everything: %s", opts.source.thin_delta,
                             stats.changed_reason);
         else if (stats.changed_reason[0])
                 log_warning("'%s' not compared with, read everything: %s", opts.source.compare_with,

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A regular file compared with its previous version kept as a reflink copy (cp --reflink) or in
+ * Sources that know at open which ranges changed: a thin delta (bv_source_open_thin_delta) and
+ *
+ * a regular file compared with its previous version kept as a reflink copy (cp --reflink) or in
  * a btrfs snapshot, behind the source ops table. FIEMAP maps both files at open: where the two
  * map the same offset to the same physical block, they share it, so the file holds there what
  * the previous version holds, and the range is delivered as UNCHANGED (the backup takes it from
@@ -21,6 +23,7 @@
 #include "fileio.h"
 #include "macro.h"
 #include "source.h"
+#include "thin-delta.h"
 
 #define DEFAULT_READ_SIZE (1024u * 1024u)
 #define FIEMAP_BATCH 512u
@@ -41,7 +44,9 @@ typedef struct Segment {
 
 typedef struct FiemapSource {
         int fd;
-        char *map_name; /* "fiemap:PATH" */
+        char *map_name; /* "fiemap:PATH", "lvm-thin:NEW" */
+        char *parent_map; /* "lvm-thin:OLD", or NULL */
+        bool has_identity; /* a regular file */
         uint64_t size;
         size_t read_size;
         BvSourceIdentity identity, base; /* the file's, and its previous version's */
@@ -60,6 +65,7 @@ static void fiemap_source_free(FiemapSource *s)
                 return;
         safe_close(s->fd);
         free(s->map_name);
+        free(s->parent_map);
         free(s->seg);
         free(s->shared);
         free(s->buf);
@@ -210,8 +216,17 @@ static uint64_t fiemap_size(void *impl)
 
 static int fiemap_identity(void *impl, BvSourceIdentity *ret)
 {
-        *ret = ((FiemapSource *)impl)->identity;
+        FiemapSource *s = impl;
+
+        if (!s->has_identity)
+                return -EOPNOTSUPP;
+        *ret = s->identity;
         return 0;
+}
+
+static const char *fiemap_parent_map(void *impl)
+{
+        return ((FiemapSource *)impl)->parent_map;
 }
 
 static int fiemap_base_identity(void *impl, BvSourceIdentity *ret)
@@ -253,6 +268,11 @@ static const BvSourceOps fiemap_ops = {
         .base_identity = fiemap_base_identity, .changed_map = fiemap_changed_map, .read_all = fiemap_read_all,
         .unchanged_ranges = fiemap_unchanged_ranges, .free = fiemap_free_op,
 };
+static const BvSourceOps thin_ops = {
+        .next = fiemap_next, .read_at = fiemap_read_at, .size = fiemap_size, .identity = fiemap_identity,
+        .changed_map = fiemap_changed_map, .parent_map = fiemap_parent_map, .read_all = fiemap_read_all,
+        .unchanged_ranges = fiemap_unchanged_ranges, .free = fiemap_free_op,
+};
 
 /* Opens a regular file for the comparison: its descriptor and identity. */
 static int open_regular(const char *path, int *ret_fd, BvSourceIdentity *ret_id)
@@ -273,21 +293,37 @@ static int open_regular(const char *path, int *ret_fd, BvSourceIdentity *ret_id)
         return 0;
 }
 
-int bv_source_open_compare(const char *path, const char *compare_with, const BvSourceOptions *opts, BvSource **ret)
+/* A new source: fd -EBADF, the read size and its buffer. */
+static int source_alloc(const BvSourceOptions *opts, FiemapSource **ret)
 {
-        Extents a = {}, b = {};
-        _cleanup_close_ int base_fd = -EBADF;
-        int r;
-
-        if (!path || !compare_with || !ret)
-                return -EINVAL;
         _cleanup_(fiemap_source_freep) FiemapSource *s = calloc(1, sizeof(FiemapSource));
+
         if (!s)
                 return -ENOMEM;
         s->fd = -EBADF;
         s->read_size = opts && opts->read_size ? opts->read_size : DEFAULT_READ_SIZE;
         if (s->read_size > 64u * 1024 * 1024)
                 return -EINVAL;
+        s->buf = malloc(s->read_size);
+        if (!s->buf)
+                return -ENOMEM;
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int bv_source_open_compare(const char *path, const char *compare_with, const BvSourceOptions *opts, BvSource **ret)
+{
+        Extents a = {}, b = {};
+        _cleanup_close_ int base_fd = -EBADF;
+        int r;
+
+        _cleanup_(fiemap_source_freep) FiemapSource *s = NULL;
+
+        if (!path || !compare_with || !ret)
+                return -EINVAL;
+        if ((r = source_alloc(opts, &s)) < 0)
+                return r;
+        s->has_identity = true;
         if ((r = open_regular(path, &s->fd, &s->identity)) < 0 ||
             (r = open_regular(compare_with, &base_fd, &s->base)) < 0)
                 return r;
@@ -298,9 +334,6 @@ int bv_source_open_compare(const char *path, const char *compare_with, const BvS
                 s->map_name = NULL;
                 return -ENOMEM;
         }
-        s->buf = malloc(s->read_size);
-        if (!s->buf)
-                return -ENOMEM;
         r = map_file(s->fd, &a);
         if (r >= 0)
                 r = map_file(base_fd, &b);
@@ -311,6 +344,66 @@ int bv_source_open_compare(const char *path, const char *compare_with, const BvS
         if (r < 0)
                 return r;
         r = bv_source_new(&fiemap_ops, s, BV_SOURCE_FILE, path, ret);
+        if (r >= 0)
+                TAKE_PTR(s);
+        return r;
+}
+
+/* The segments from the changed ranges: the rest is UNCHANGED (and remembered for the check). */
+static int plan_delta(FiemapSource *s, const BvThinDelta *d)
+{
+        uint64_t pos = 0;
+        int r;
+
+        for (size_t i = 0; i <= d->n_changed && pos < s->size; i++) {
+                uint64_t from = i < d->n_changed ? MIN(d->changed[i].offset, s->size) : s->size;
+                uint64_t to = i < d->n_changed ? MIN(from + d->changed[i].length, s->size) : s->size;
+                if (from > pos &&
+                    (r = bv_range_append(&s->shared, &s->n_shared, &s->cap_shared, pos, from - pos)) < 0)
+                        return r;
+                if ((r = segment_add(s, BV_EXTENT_UNCHANGED, pos, from)) < 0 ||
+                    (r = segment_add(s, BV_EXTENT_DATA, from, to)) < 0)
+                        return r;
+                pos = to;
+        }
+        return 0;
+}
+
+int bv_source_open_thin_delta(const char *path, const char *delta_path, const BvSourceOptions *opts,
+                              BvSource **ret)
+{
+        _cleanup_(fiemap_source_freep) FiemapSource *s = NULL;
+        _cleanup_free_ void *xml = NULL;
+        BvThinDelta d = {};
+        struct stat st;
+        size_t len;
+        int r;
+
+        if (!path || !delta_path || !ret)
+                return -EINVAL;
+        if ((r = source_alloc(opts, &s)) < 0)
+                return r;
+        s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (s->fd < 0 || fstat(s->fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+                return -EINVAL;
+        s->has_identity = S_ISREG(st.st_mode);
+        bv_source_identity_from_stat(&st, &s->identity);
+        if ((r = bv_fd_size(s->fd, &s->size)) < 0 ||
+            (r = bv_read_file(AT_FDCWD, delta_path, 64u << 20, &xml, &len)) < 0 ||
+            (r = bv_thin_delta_parse(xml, len, &d)) < 0)
+                return r;
+        if (asprintf(&s->map_name, "lvm-thin:%llu", (unsigned long long)d.right) < 0 ||
+            asprintf(&s->parent_map, "lvm-thin:%llu", (unsigned long long)d.left) < 0) {
+                bv_thin_delta_done(&d);
+                return -ENOMEM;
+        }
+        r = plan_delta(s, &d);
+        bv_thin_delta_done(&d);
+        if (r >= 0)
+                r = bv_source_new(&thin_ops, s, S_ISREG(st.st_mode) ? BV_SOURCE_FILE : BV_SOURCE_BLOCKDEV, path,
+                                  ret);
         if (r >= 0)
                 TAKE_PTR(s);
         return r;

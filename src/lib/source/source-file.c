@@ -641,8 +641,12 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
                 return bv_source_open_nbd(path, opts, ret);
         if (o.dirty_bitmap)
                 return -EINVAL; /* only an NBD export has one */
+        if (o.compare_with && o.thin_delta)
+                return -EINVAL;
         if (o.compare_with)
                 return bv_source_open_compare(path, o.compare_with, &o, ret);
+        if (o.thin_delta)
+                return bv_source_open_thin_delta(path, o.thin_delta, &o, ret);
         if (o.read_size == 0)
                 o.read_size = DEFAULT_READ_SIZE;
         if (o.queue_depth == 0)

@@ -143,6 +143,13 @@ const char *bv_source_changed_map(const BvSource *s)
         return s->ops->changed_map ? s->ops->changed_map(s->impl) : NULL;
 }
 
+const char *bv_source_parent_map(const BvSource *s)
+{
+        const char *p = s->ops->parent_map ? s->ops->parent_map(s->impl) : NULL;
+
+        return p ?: bv_source_changed_map(s);
+}
+
 int bv_source_read_all(BvSource *s)
 {
         if (!s->ops->read_all)

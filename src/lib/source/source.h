@@ -29,6 +29,7 @@ typedef struct BvSourceOptions {
         bool no_uring;        /* force the pread path */
         const char *dirty_bitmap; /* NBD: follow qemu's dirty bitmap of this name (NULL: none) */
         const char *compare_with; /* a regular file: its previous version, a reflink copy (NULL: none) */
+        const char *thin_delta;   /* thin_delta's XML: only its changed ranges are read (NULL: none) */
 } BvSourceOptions;
 
 /* A range of the image. */
@@ -77,6 +78,9 @@ typedef struct BvSourceOps {
         /* A changed-block source: the name of what tracks its changes (for example
          * "qemu:dirty-bitmap:NAME"), which the snapshot records; NULL for none. */
         const char *(*changed_map)(void *impl);
+        /* The changed_map the parent snapshot must have recorded (NULL: changed_map itself): a
+         * thin delta is from the device the parent read to the one read now. */
+        const char *(*parent_map)(void *impl);
         /* Called before the first next() when the parent cannot be paired with the map: deliver
          * everything (no UNCHANGED extents), and remember the ranges the map calls unchanged. */
         int (*read_all)(void *impl);
@@ -91,7 +95,8 @@ typedef struct BvSourceOps {
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret);
 
 /* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe;
- * an NBD URI opens with bv_source_open_nbd, and opts->compare_with with bv_source_open_compare. opts may be NULL for the defaults.
+ * an NBD URI opens with bv_source_open_nbd, opts->compare_with with bv_source_open_compare and
+ * opts->thin_delta with bv_source_open_thin_delta. opts may be NULL for the defaults.
  * Errors: -ENOENT etc. from stat/open, -EISDIR for a directory, -ENODEV for a character device
  * or socket, -EINVAL for bad options. */
 int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
@@ -118,6 +123,8 @@ void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
  * everything (-EOPNOTSUPP for other sources), after which bv_source_unchanged_ranges gives what
  * the map called unchanged (none for other sources). */
 const char *bv_source_changed_map(const BvSource *s);
+/* What the parent must have recorded as its changed_map to be paired (see BvSourceOps). */
+const char *bv_source_parent_map(const BvSource *s);
 int bv_source_read_all(BvSource *s);
 void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count);
 
@@ -133,6 +140,14 @@ void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret);
  * either is not a regular file or both are the same file, -EOPNOTSUPP when the filesystem has
  * no FIEMAP. opts may be NULL. */
 int bv_source_open_compare(const char *path, const char *compare_with, const BvSourceOptions *opts, BvSource **ret);
+
+/* The file or block device at path, read where the thin_delta XML at delta_path (thin_delta
+ * --snap1 OLD --snap2 NEW, NEW being what path holds) says it changed; the rest is delivered as
+ * UNCHANGED. Its changed_map is "lvm-thin:NEW", and the parent must have recorded "lvm-thin:OLD".
+ * Errors: those of open and of reading delta_path, -EBADMSG when delta_path is not thin_delta's
+ * output, -EINVAL for another kind of file. */
+int bv_source_open_thin_delta(const char *path, const char *delta_path, const BvSourceOptions *opts,
+                              BvSource **ret);
 
 /* Whether path is an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, nbd+vsock://). */
 bool bv_source_is_nbd_uri(const char *path);

@@ -22,7 +22,8 @@ static BvSnapshot *newest_named(BvSnapshot **list, size_t n, const char *name)
 static const char *pairing_problem(const BvSnapshot *p, BvIndex *index, BvSource *src, const char *name,
                                    char *reason, size_t size)
 {
-        const char *map = bv_source_changed_map(src);
+        const char *map = bv_source_parent_map(src);
+        bool bitmap = strncmp(map, "qemu:dirty-bitmap:", strlen("qemu:dirty-bitmap:")) == 0;
         BvSourceIdentity base;
         bool has_base = bv_source_base_identity(src, &base) >= 0;
         BvLocation loc;
@@ -38,7 +39,8 @@ static const char *pairing_problem(const BvSnapshot *p, BvIndex *index, BvSource
                          "it with cp --reflink=always --preserve=timestamps, or in a btrfs snapshot)",
                          map + strlen("fiemap:"), p->id);
         else if (!has_base && (!p->source.changed_map || strcmp(p->source.changed_map, map) != 0))
-                snprintf(reason, size, "snapshot %.8s was not taken with %s (a new bitmap)", p->id, map);
+                snprintf(reason, size, "snapshot %.8s was not taken with %s%s", p->id, map,
+                         bitmap ? " (a new bitmap)" : "");
         else if (p->size != bv_source_size(src))
                 snprintf(reason, size, "the size changed from %llu to %llu bytes since snapshot %.8s",
                          (unsigned long long)p->size, (unsigned long long)bv_source_size(src), p->id);
