@@ -3,7 +3,7 @@
 # Backup of an NBD export (qemu-nbd on a qcow2 image) with libnbd: zero ranges are never read;
 # with --dirty-bitmap only what qemu's persistent dirty bitmap marks dirty is read and the rest
 # is taken from the last snapshot of the same name; a pairing that cannot be proven (no
-# parent, another bitmap, another size) reads everything and says why; a bitmap cleared behind
+# parent, another bitmap, another size) reads everything and says why; a bitmap disabled behind
 # the backup's back is caught by the periodic whole read (--full-read-every). Every snapshot
 # restores bit-exact against qemu-img convert of the image; an export larger than one block-status
 # window (nbdkit data, 3 GiB) reads only its allocated extents and restores bit-exact.
@@ -121,7 +121,7 @@ assert_eq "$(json_get "$T/b4.json" read_whole_because)" \
 restore_check "$(json_get "$T/b4.json" snapshot)"
 unserve
 
-# a wrong map: data changes while the bitmap is cleared (as if the bitmap had been lost); the
+# a wrong map: data changes while the bitmap is disabled (as if its writes had been lost); the
 # backup after it trusts the bitmap, and the periodic whole read finds and counts the difference
 qemu-img bitmap --disable -f qcow2 "$img" b1
 qemu-io -f qcow2 -c "write -P 0x44 $((30 * MIB)) 64k" "$img" >/dev/null
