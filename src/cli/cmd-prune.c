@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "prune.h"
+
+static const char usage_text[] =
+        "Usage: blkvault prune REPO --keep-...=N [OPTIONS]\n\n"
+        "Forget the snapshots that no rule keeps, per name, then reclaim their space (gc).\n"
+        "Protected snapshots are always kept. At least one --keep-* rule is needed.\n\n"
+        "  --keep-last=N      the N newest\n"
+        "  --keep-hourly=N, --keep-daily=N, --keep-weekly=N, --keep-monthly=N, --keep-yearly=N\n"
+        "                     the newest snapshot of each of the N newest hours, days, ISO weeks,\n"
+        "                     months or years (local time); -1: of every one\n"
+        "  --keep-within=DURATION  every snapshot within DURATION (s, min, h, d, w: 7d) of the newest\n"
+        "  --name=NAME        only the snapshots named NAME\n"
+        "  --dry-run          say what would be forgotten; change nothing\n"
+        "  --no-gc            forget only; leave reclaiming space to 'blkvault gc'\n"
+        "  --json             a JSON object: dry_run, forgotten, snapshots (each with action and rule), gc\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -h, --help\n";
+
+typedef struct PruneArgs {
+        BvPolicy policy;
+        const char *name;
+        bool dry_run, json, no_gc;
+} PruneArgs;
+
+static int parse_count(const char *option, const char *arg, int *ret)
+{
+        char *end;
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        if (errno || end == arg || *end || v < -1 || v > INT_MAX) {
+                log_error("invalid --%s '%s' (a number of snapshots, or -1 for all)", option, arg);
+                return EXIT_USAGE;
+        }
+        *ret = (int)v;
+        return EXIT_OK;
+}
+
+/* Returns -1 to go on, otherwise an exit code. */
+static int parse_prune_args(int argc, char **argv, SecretArgs *s, PruneArgs *a, const char **ret_repo)
+{
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "keep-last", required_argument, NULL, 'l' },
+                { "keep-hourly", required_argument, NULL, 'H' },
+                { "keep-daily", required_argument, NULL, 'd' },
+                { "keep-weekly", required_argument, NULL, 'w' },
+                { "keep-monthly", required_argument, NULL, 'm' },
+                { "keep-yearly", required_argument, NULL, 'y' },
+                { "keep-within", required_argument, NULL, 'W' },
+                { "name", required_argument, NULL, 'n' },
+                { "dry-run", no_argument, NULL, 'D' },
+                { "no-gc", no_argument, NULL, 'G' },
+                { "json", no_argument, NULL, 'j' },
+                SECRET_OPTIONS,
+                {},
+        };
+        int c, r = EXIT_OK;
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (secret_args_parse(s, c, optarg))
+                        continue;
+                uint64_t within;
+                switch (c) {
+                case 'h':
+                        return print_usage(usage_text);
+                case 'l': r = parse_count("keep-last", optarg, &a->policy.last); break;
+                case 'H': r = parse_count("keep-hourly", optarg, &a->policy.hourly); break;
+                case 'd': r = parse_count("keep-daily", optarg, &a->policy.daily); break;
+                case 'w': r = parse_count("keep-weekly", optarg, &a->policy.weekly); break;
+                case 'm': r = parse_count("keep-monthly", optarg, &a->policy.monthly); break;
+                case 'y': r = parse_count("keep-yearly", optarg, &a->policy.yearly); break;
+                case 'W':
+                        if (bv_conf_parse_duration(optarg, &within) < 0 || within == 0 || within > INT64_MAX) {
+                                log_error("invalid --keep-within '%s' (a number and a unit: s, min, h, d or w, as in 7d)",
+                                          optarg);
+                                return EXIT_USAGE;
+                        }
+                        a->policy.within = (int64_t)within;
+                        break;
+                case 'n': a->name = optarg; break;
+                case 'D': a->dry_run = true; break;
+                case 'G': a->no_gc = true; break;
+                case 'j': a->json = true; break;
+                default:
+                        return EXIT_USAGE;
+                }
+                if (r != EXIT_OK)
+                        return r;
+        }
+        if (optind + 1 != argc) {
+                log_error("expected exactly one argument: REPO (see 'blkvault help prune')");
+                return EXIT_USAGE;
+        }
+        *ret_repo = argv[optind];
+        return -1;
+}
+
+static void print_items(const BvPruneItem *items, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                const BvSnapshot *s = items[i].snap;
+                char when[64];
+                format_time_local(s->time, when);
+                _cleanup_free_ char *name = escape_text(s->name ? s->name : "", 0);
+                printf("%-6s  %-8.8s  %-25s  %-24s %s\n", items[i].rule == BV_KEEP_NONE ? "forget" : "keep", s->id,
+                       when, name ? name : "?",
+                       items[i].rule == BV_KEEP_NONE ? "no rule keeps it" : bv_keep_rule_name(items[i].rule));
+        }
+}
+
+static struct json_object *json_items(const BvPruneItem *items, size_t n)
+{
+        _cleanup_(json_object_putp) struct json_object *arr = json_object_new_array();
+        for (size_t i = 0; arr && i < n; i++) {
+                BvKeepRule rule = items[i].rule;
+                struct json_object *o = json_snapshot(items[i].snap);
+                if (!o || bv_json_add(o, "action", json_object_new_string(rule == BV_KEEP_NONE ? "forget" : "keep")) < 0 ||
+                    (rule == BV_KEEP_NONE ? json_object_object_add(o, "rule", NULL)
+                                          : bv_json_add(o, "rule", json_object_new_string(bv_keep_rule_name(rule)))) < 0 ||
+                    bv_json_add(o, "protected", json_object_new_boolean(rule == BV_KEEP_PROTECTED)) < 0 ||
+                    json_object_array_add(arr, o) < 0) {
+                        json_object_put(o);
+                        return NULL;
+                }
+        }
+        return TAKE_PTR(arr);
+}
+
+int cmd_prune(int argc, char **argv)
+{
+        SecretArgs sargs = {};
+        PruneArgs a = {};
+        const char *path = NULL;
+        int r;
+
+        r = parse_prune_args(argc, argv, &sargs, &a, &path);
+        if (r >= 0)
+                return r;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
+        if (r != EXIT_OK)
+                return r;
+        _cleanup_free_ BvPruneItem *items = NULL;
+        size_t n = 0;
+        r = bv_prune(repo, &a.policy, a.name, a.dry_run, &items, &n);
+        report_snapshot_damage(repo);
+        if (r == -EINVAL) {
+                log_error("prune needs a --keep-* rule (without one it would forget every snapshot)");
+                return EXIT_USAGE;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot prune '%s'", path);
+        if (a.json) {
+                _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
+                        { "dry_run", json_object_new_boolean(a.dry_run) },
+                        { "forgotten", json_object_new_int(r) }, { "snapshots", json_items(items, n) });
+                if (!o)
+                        return log_error_errno(-ENOMEM, "cannot prune '%s'", path);
+                json_print(o);
+        } else
+                print_items(items, n);
+        if (a.dry_run)
+                log_info("would forget %d of %zu snapshots (dry run: nothing changed)", r, n);
+        else
+                log_info("forgot %d of %zu snapshots", r, n);
+        return EXIT_OK;
+}
