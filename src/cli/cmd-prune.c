@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gc.h"
 #include "prune.h"
 
 static const char usage_text[] =
@@ -145,8 +146,9 @@ int cmd_prune(int argc, char **argv)
         r = parse_prune_args(argc, argv, &sargs, &a, &path);
         if (r >= 0)
                 return r;
+        bool gc = !a.dry_run && !a.no_gc;
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
+        r = open_repo(path, &sargs, gc ? BV_OPEN_GC : BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         _cleanup_free_ BvPruneItem *items = NULL;
@@ -159,18 +161,30 @@ int cmd_prune(int argc, char **argv)
         }
         if (r < 0)
                 return log_error_errno(r, "cannot prune '%s'", path);
+        int forgot = r;
+        if (!a.json)
+                print_items(items, n);
+        if (a.dry_run)
+                log_info("would forget %d of %zu snapshots (dry run: nothing changed)", forgot, n);
+        else
+                log_info("forgot %d of %zu snapshots", forgot, n);
+        BvGcStats st;
+        if (gc) {
+                BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+                r = run_gc(repo, path, &o, &st);
+                if (r != EXIT_OK)
+                        return r;
+                if (!a.json)
+                        print_gc_stats(&st, false);
+        }
         if (a.json) {
                 _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
                         { "dry_run", json_object_new_boolean(a.dry_run) },
-                        { "forgotten", json_object_new_int(r) }, { "snapshots", json_items(items, n) });
+                        { "forgotten", json_object_new_int(forgot) }, { "snapshots", json_items(items, n) },
+                        { gc ? "gc" : NULL, gc ? json_gc_stats(&st) : NULL });
                 if (!o)
                         return log_error_errno(-ENOMEM, "cannot prune '%s'", path);
                 json_print(o);
-        } else
-                print_items(items, n);
-        if (a.dry_run)
-                log_info("would forget %d of %zu snapshots (dry run: nothing changed)", r, n);
-        else
-                log_info("forgot %d of %zu snapshots", r, n);
+        }
         return EXIT_OK;
 }

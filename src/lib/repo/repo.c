@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "hex.h"
 #include "kdf.h"
+#include "lease.h"
 #include "lock.h"
 #include "macro.h"
 #include "random.h"
@@ -40,6 +41,7 @@ struct BvRepo {
         int dirfd;
         int fds[DIR_COUNT];
         int lock_fd;
+        BvLease *lease;
         BvOpenFlags flags;
         BvRepoConfigFile cf;
         char id_hex[2 * BV_REPO_ID_SIZE + 1];
@@ -533,6 +535,7 @@ void bv_repo_close(BvRepo *r)
         bv_secure_free(r->master, BV_MASTER_SIZE);
         for (size_t i = 0; i < DIR_COUNT; i++)
                 safe_close(r->fds[i]);
+        bv_lease_release(r->lease);
         safe_close(r->lock_fd);
         safe_close(r->dirfd);
         pthread_mutex_destroy(&r->snap_lock);
@@ -626,6 +629,40 @@ static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
         return repo_check_packs(r->dirfd, r->index, r->packs, problem, &r->missing, &r->n_missing);
 }
 
+/* gc: locks/gc, exclusively. Writers: locks/write, then a lease. Readers: a lease, or where
+ * leases/ cannot be written (a read-only mount, no write permission) the shared locks/gc, which
+ * keeps gc out while they read. */
+static int open_lock(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
+{
+        bool wait = !!(flags & BV_OPEN_WAIT);
+        int rr;
+
+        if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
+                rr = bv_lock_take(r->dirfd, (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE, wait);
+                if (rr < 0)
+                        return repo_problem_note(problem, r->dirfd,
+                                                 (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
+                r->lock_fd = rr;
+                if (flags & BV_OPEN_GC)
+                        return 0;
+        }
+        rr = bv_lease_take(r->dirfd,
+                           (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
+                           : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
+                                                      : BV_LEASE_READ,
+                           NULL, &r->lease, NULL);
+        if ((rr == -EROFS || rr == -EACCES || rr == -EPERM) && !(flags & BV_OPEN_WRITE)) {
+                rr = bv_lock_take(r->dirfd, BV_LOCK_READ, wait);
+                if (rr < 0)
+                        return repo_problem_note(problem, r->dirfd, "locks/gc", false, rr);
+                r->lock_fd = rr;
+                return 0;
+        }
+        if (rr < 0)
+                return repo_problem_note(problem, r->dirfd, "leases", true, rr);
+        return 0;
+}
+
 int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret)
 {
         return bv_repo_open_report(path, secret, flags, NULL, ret);
@@ -662,13 +699,11 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
                 return repo_problem_note(problem, r->dirfd, "config", false, rr);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
 
-        /* Lock before the (slow) key derivation, so a busy repository fails fast. */
-        rr = bv_lock_take(r->dirfd, (flags & BV_OPEN_WRITE) ? BV_LOCK_WRITE : BV_LOCK_READ,
-                          !!(flags & BV_OPEN_WAIT));
+        /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
+         * the index is opened (docs/LIFECYCLE.md, "Leases"). */
+        rr = open_lock(r, flags, problem);
         if (rr < 0)
-                return repo_problem_note(problem, r->dirfd, (flags & BV_OPEN_WRITE) ? "locks/write" : "locks/gc",
-                                         false, rr);
-        r->lock_fd = rr;
+                return rr;
 
         rr = open_keys(r, secret, problem);
         if (rr < 0)

@@ -54,6 +54,8 @@ typedef enum {
         BV_OPEN_READ = 0,
         BV_OPEN_WRITE = 1 << 0,  /* take the writer lock (fails with -EBUSY if held) */
         BV_OPEN_WAIT = 1 << 1,   /* wait for the lock instead of failing */
+        BV_OPEN_EXPORT = 1 << 2, /* a reader that serves a snapshot (its lease says so) */
+        BV_OPEN_GC = 1 << 3,     /* garbage collection: locks/gc exclusively, no lease */
 } BvOpenFlags;
 
 typedef struct BvRepo BvRepo;

@@ -31,6 +31,7 @@
 #include "group.h"
 #include "hex.h"
 #include "index.h"
+#include "lock.h"
 #include "macro.h"
 #include "maptree.h"
 #include "object.h"
@@ -779,6 +780,18 @@ static unsigned threads_wanted(const BvBackupOptions *opts)
 }
 
 /* After the last extent: the map root, the last pack, the index, then the snapshot. */
+/* Compaction rewrites the index: never beside a gc (both take locks/gc). A gc running now
+ * compacts anyway, so a busy lock skips it. */
+static int backup_compact(Backup *b)
+{
+        _cleanup_close_ int fd = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_GC, false);
+        if (fd == -EBUSY)
+                return 0;
+        if (fd < 0)
+                return fd;
+        return bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
+}
+
 static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t start_s, uint64_t start_ns)
 {
         uint8_t root[BV_ID_SIZE];
@@ -800,7 +813,7 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         r = bv_index_flush(b->index);
         if (r < 0)
                 return r;
-        r = bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
+        r = backup_compact(b);
         if (r < 0)
                 return r;
         b->stats.size = size;
