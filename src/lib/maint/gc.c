@@ -21,6 +21,7 @@ enum {
         PACK_LISTED = 1 << 1, /* in packs/ */
         PACK_CONDEMN = 1 << 2,
         PACK_REWRITE = 1 << 3,
+        PACK_PENDING = 1 << 4, /* in a condemned list that waits: condemned already */
 };
 
 typedef struct PackStat {
@@ -77,6 +78,15 @@ static int packs_collect(Gc *g, Packs *ps)
                         ps->p[n++] = ps->p[i];
         }
         ps->n = n;
+        for (size_t i = 0; i < g->nlists; i++) {
+                const uint8_t(*ids)[BV_PACK_ID_SIZE];
+                size_t np = bv_index_list_packs(g->lists[i].list, &ids);
+                for (size_t j = 0; j < np && ps->n > 0; j++) {
+                        PackStat *p = bsearch(ids[j], ps->p, ps->n, sizeof(PackStat), gc_pack_cmp);
+                        if (p)
+                                p->flags |= PACK_PENDING;
+                }
+        }
         return 0;
 }
 
@@ -106,6 +116,8 @@ static size_t packs_plan(Gc *g, Packs *ps, unsigned max_unused)
         size_t n = 0;
         for (size_t i = 0; i < ps->n; i++) {
                 PackStat *p = &ps->p[i];
+                if (p->flags & PACK_PENDING)
+                        continue;
                 if (!(p->flags & PACK_NAMED)) {
                         p->flags |= PACK_CONDEMN;
                         g->st->packs_orphan++;
