@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <getopt.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,8 @@ static const char usage_text[] =
         "  --max-unused=PERCENT   rewrite packs with more unused entries than this (default 10)\n"
         "  --json                 the counters as a JSON object\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 struct json_object *json_gc_stats(const BvGcStats *s)
@@ -78,51 +79,26 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
         return EXIT_OK;
 }
 
+static int parse_max_unused(const char *arg, void *ret)
+{
+        return parse_unsigned_arg("--max-unused", arg, 0, 100, ret);
+}
+
 int cmd_gc(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "dry-run", no_argument, NULL, 'D' },
-                { "max-unused", required_argument, NULL, 'u' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
         bool json = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                char *end;
-                unsigned long v;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'D':
-                        o.dry_run = true;
-                        break;
-                case 'u':
-                        v = strtoul(optarg, &end, 10);
-                        if (end == optarg || *end || v > 100 || optarg[0] == '-') {
-                                log_error("invalid --max-unused '%s' (a percentage, 0 to 100)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        o.max_unused = (unsigned)v;
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected exactly one argument: REPO (see 'blkvault help gc')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = {
+                CLI_FLAG("dry-run", &o.dry_run),
+                CLI_PARSED("max-unused", parse_max_unused, &o.max_unused),
+                CLI_FLAG("json", &json),
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "gc", .usage = usage_text, .options = options, .secret = &sargs,
+                            .min_args = 1, .max_args = 1,
+                            .expected = "expected exactly one argument: REPO (see 'blkvault help gc')");
+        int r;
         const char *path = argv[optind];
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_GC, &repo);

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +24,8 @@ static const char usage_text[] =
         "  --no-gc            forget only; leave reclaiming space to 'blkvault gc'\n"
         "  --json             a JSON object: dry_run, forgotten, snapshots (each with action and rule), gc\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct PruneArgs {
@@ -36,6 +37,8 @@ typedef struct PruneArgs {
 static int parse_count(const char *option, const char *arg, int *ret)
 {
         char *end;
+        if (!arg)
+                return EXIT_OK;
         errno = 0;
         long v = strtol(arg, &end, 10);
         if (errno || end == arg || *end || v < -1 || v > INT_MAX) {
@@ -46,63 +49,26 @@ static int parse_count(const char *option, const char *arg, int *ret)
         return EXIT_OK;
 }
 
-/* Returns -1 to go on, otherwise an exit code. */
-static int parse_prune_args(int argc, char **argv, SecretArgs *s, PruneArgs *a, const char **ret_repo)
+/* The rules, given as strings: each checked after the command line is parsed. */
+static int parse_policy(const char *const counts[6], const char *within, BvPolicy *p)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "keep-last", required_argument, NULL, 'l' },
-                { "keep-hourly", required_argument, NULL, 'H' },
-                { "keep-daily", required_argument, NULL, 'd' },
-                { "keep-weekly", required_argument, NULL, 'w' },
-                { "keep-monthly", required_argument, NULL, 'm' },
-                { "keep-yearly", required_argument, NULL, 'y' },
-                { "keep-within", required_argument, NULL, 'W' },
-                { "name", required_argument, NULL, 'n' },
-                { "dry-run", no_argument, NULL, 'D' },
-                { "no-gc", no_argument, NULL, 'G' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
-        int c, r = EXIT_OK;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(s, c, optarg))
-                        continue;
-                uint64_t within;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'l': r = parse_count("keep-last", optarg, &a->policy.last); break;
-                case 'H': r = parse_count("keep-hourly", optarg, &a->policy.hourly); break;
-                case 'd': r = parse_count("keep-daily", optarg, &a->policy.daily); break;
-                case 'w': r = parse_count("keep-weekly", optarg, &a->policy.weekly); break;
-                case 'm': r = parse_count("keep-monthly", optarg, &a->policy.monthly); break;
-                case 'y': r = parse_count("keep-yearly", optarg, &a->policy.yearly); break;
-                case 'W':
-                        if (bv_conf_parse_duration(optarg, &within) < 0 || within == 0 || within > INT64_MAX) {
-                                log_error("invalid --keep-within '%s' (a number and a unit: s, min, h, d or w, as in 7d)",
-                                          optarg);
-                                return EXIT_USAGE;
-                        }
-                        a->policy.within = (int64_t)within;
-                        break;
-                case 'n': a->name = optarg; break;
-                case 'D': a->dry_run = true; break;
-                case 'G': a->no_gc = true; break;
-                case 'j': a->json = true; break;
-                default:
-                        return EXIT_USAGE;
-                }
+        static const char *const names[6] = { "keep-last", "keep-hourly", "keep-daily",
+                                              "keep-weekly", "keep-monthly", "keep-yearly" };
+        int *dest[6] = { &p->last, &p->hourly, &p->daily, &p->weekly, &p->monthly, &p->yearly };
+        uint64_t w;
+        for (size_t i = 0; i < 6; i++) {
+                int r = parse_count(names[i], counts[i], dest[i]);
                 if (r != EXIT_OK)
                         return r;
         }
-        if (optind + 1 != argc) {
-                log_error("expected exactly one argument: REPO (see 'blkvault help prune')");
+        if (!within)
+                return EXIT_OK;
+        if (bv_conf_parse_duration(within, &w) < 0 || w == 0 || w > INT64_MAX) {
+                log_error("invalid --keep-within '%s' (a number and a unit: s, min, h, d or w, as in 7d)", within);
                 return EXIT_USAGE;
         }
-        *ret_repo = argv[optind];
-        return -1;
+        p->within = (int64_t)w;
+        return EXIT_OK;
 }
 
 static void print_items(const BvPruneItem *items, size_t n)
@@ -140,11 +106,21 @@ int cmd_prune(int argc, char **argv)
 {
         SecretArgs sargs = {};
         PruneArgs a = {};
-        const char *path = NULL;
-        int r;
-
-        r = parse_prune_args(argc, argv, &sargs, &a, &path);
-        if (r >= 0)
+        const char *counts[6] = {}, *within = NULL;
+        const CliOption options[] = {
+                CLI_STR("keep-last", &counts[0]),    CLI_STR("keep-hourly", &counts[1]),
+                CLI_STR("keep-daily", &counts[2]),   CLI_STR("keep-weekly", &counts[3]),
+                CLI_STR("keep-monthly", &counts[4]), CLI_STR("keep-yearly", &counts[5]),
+                CLI_STR("keep-within", &within),     CLI_STR("name", &a.name),
+                CLI_FLAG("dry-run", &a.dry_run),     CLI_FLAG("no-gc", &a.no_gc),
+                CLI_FLAG("json", &a.json),           {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "prune", .usage = usage_text, .options = options, .secret = &sargs,
+                            .min_args = 1, .max_args = 1,
+                            .expected = "expected exactly one argument: REPO (see 'blkvault help prune')");
+        const char *path = argv[optind];
+        int r = parse_policy(counts, within, &a.policy);
+        if (r != EXIT_OK)
                 return r;
         bool gc = !a.dry_run && !a.no_gc;
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;

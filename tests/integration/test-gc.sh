@@ -23,7 +23,7 @@ check_all() {
 }
 backup() { bv backup "$repo" "$T/$1.img" --name="$1" -q; }
 
-expect_fail 2 "^error: invalid --max-unused '101' (a percentage, 0 to 100)$" bv gc "$repo" --max-unused=101
+expect_fail 2 "^error: invalid --max-unused '101' (0 to 100)$" bv gc "$repo" --max-unused=101
 expect_fail 2 "^error: expected exactly one argument: REPO (see 'blkvault help gc')$" bv gc
 
 # A. two snapshots, one forgotten by prune: its pack goes in the same run
