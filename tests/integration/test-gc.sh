@@ -4,7 +4,8 @@
 # objects copied); an orphan pack (no index names it) is reclaimed; --dry-run changes nothing;
 # a live lease older than the condemned list holds the deletion back until it ends (then the
 # next gc deletes and reaps it). After each step every remaining snapshot verifies (reading every
-# chunk) and restores bit-exact.
+# chunk) and restores bit-exact. A backup killed after linking its first pack leaves an orphan that
+# one gc reclaims.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd openssl python3 flock
 
@@ -98,3 +99,25 @@ grep -qx "deleted 1 packs, 4.0 MiB" "$T/out" || { cat "$T/out"; die "gc after th
 [ ! -e "$lease" ] || die "the dead lease was not reaped"
 [ -z "$(ls "$repo/gc" | grep -v '^epoch$')" ] || die "lists left in gc/: $(ls "$repo/gc")"
 check_all "the lease ended" c e
+
+# E. a backup killed after its first pack was linked, in a repository with no index yet: its
+# lease dies with it, and one gc reclaims the pack
+[ -n "${STALL:-}" ] && [ -f "$STALL" ] || die "STALL (tests/fault/stall.so) is not built"
+fresh=$T/fresh
+bv init "$fresh" --encryption=none >/dev/null
+randfile "$T/big" 40 gc-big
+env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_AFTER=$((34 << 20)) BV_STALL_GATE="$T/gate" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
+    "$BLKVAULT" backup "$fresh" "$T/big" -q 2>/dev/null &
+pid=$!
+while [ ! -e "$T/gate.waiting" ]; do kill -0 $pid 2>/dev/null || die "the backup ended before it was held"; sleep 0.05; done
+kill -KILL $pid; wait $pid 2>/dev/null || true
+assert_eq "$(find "$fresh/packs" -name '*.pack' | wc -l)" 1 "packs the killed backup linked"
+bv gc "$fresh" >"$T/out"
+grep -qx "condemned 1 of 1 packs (0 unused, 1 of interrupted backups, 0 rewritten), 32.0 MiB; 0 B copied" "$T/out" ||
+    { cat "$T/out"; die "gc of the killed backup's pack"; }
+grep -qx "deleted 1 packs, 32.0 MiB" "$T/out" || { cat "$T/out"; die "gc did not delete the killed backup's pack"; }
+[ -z "$(ls "$fresh/leases")" ] || die "the killed backup's lease was not reaped"
+bv backup "$fresh" "$T/big" --name=big -q
+bv restore "$fresh" big "$T/big.out" 2>/dev/null
+assert_same "$T/big" "$T/big.out"
