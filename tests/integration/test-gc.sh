@@ -114,9 +114,10 @@ while [ ! -e "$T/gate.waiting" ]; do kill -0 $pid 2>/dev/null || die "the backup
 kill -KILL $pid; wait $pid 2>/dev/null || true
 assert_eq "$(find "$fresh/packs" -name '*.pack' | wc -l)" 1 "packs the killed backup linked"
 bv gc "$fresh" >"$T/out"
-grep -qx "condemned 1 of 1 packs (0 unused, 1 of interrupted backups, 0 rewritten), 32.0 MiB; 0 B copied" "$T/out" ||
+# a pack is closed once it reaches 32 MiB: its size depends on where the chunks were cut
+grep -qx "condemned 1 of 1 packs (0 unused, 1 of interrupted backups, 0 rewritten), 32\.[0-9] MiB; 0 B copied" "$T/out" ||
     { cat "$T/out"; die "gc of the killed backup's pack"; }
-grep -qx "deleted 1 packs, 32.0 MiB" "$T/out" || { cat "$T/out"; die "gc did not delete the killed backup's pack"; }
+grep -qx "deleted 1 packs, 32\.[0-9] MiB" "$T/out" || { cat "$T/out"; die "gc did not delete the killed backup's pack"; }
 [ -z "$(ls "$fresh/leases")" ] || die "the killed backup's lease was not reaped"
 bv backup "$fresh" "$T/big" --name=big -q
 bv restore "$fresh" big "$T/big.out" 2>/dev/null

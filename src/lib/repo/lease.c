@@ -15,8 +15,10 @@
 #include "fileio.h"
 #include "hex.h"
 #include "json-util.h"
+#include "lock.h"
 #include "macro.h"
 #include "random.h"
+#include "repo-internal.h"
 
 #define LEASE_NAME_LEN 22 /* 16 hex digits + ".lease" */
 #define LEASE_MAX 4096
@@ -206,4 +208,38 @@ int bv_leases_scan(int repo_dirfd, uint64_t *ret_min_epoch, size_t *ret_live)
         *ret_min_epoch = min;
         *ret_live = live;
         return reaped;
+}
+
+/* gc: locks/gc, exclusively. Writers: locks/write, then a lease. Readers: a lease, or where
+ * leases/ cannot be written (a read-only mount, no write permission) the shared locks/gc, which
+ * keeps gc out while they read. */
+int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *ret_lock_fd, BvLease **ret_lease)
+{
+        bool wait = !!(flags & BV_OPEN_WAIT);
+        int rr;
+
+        if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
+                rr = bv_lock_take(dirfd, (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE, wait);
+                if (rr < 0)
+                        return repo_problem_note(problem, dirfd,
+                                                 (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
+                *ret_lock_fd = rr;
+                if (flags & BV_OPEN_GC)
+                        return 0;
+        }
+        rr = bv_lease_take(dirfd,
+                           (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
+                           : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
+                                                      : BV_LEASE_READ,
+                           NULL, ret_lease, NULL);
+        if ((rr == -EROFS || rr == -EACCES || rr == -EPERM) && !(flags & BV_OPEN_WRITE)) {
+                rr = bv_lock_take(dirfd, BV_LOCK_READ, wait);
+                if (rr < 0)
+                        return repo_problem_note(problem, dirfd, "locks/gc", false, rr);
+                *ret_lock_fd = rr;
+                return 0;
+        }
+        if (rr < 0)
+                return repo_problem_note(problem, dirfd, "leases", true, rr);
+        return 0;
 }

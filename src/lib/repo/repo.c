@@ -629,40 +629,6 @@ static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
         return repo_check_packs(r->dirfd, r->index, r->packs, problem, &r->missing, &r->n_missing);
 }
 
-/* gc: locks/gc, exclusively. Writers: locks/write, then a lease. Readers: a lease, or where
- * leases/ cannot be written (a read-only mount, no write permission) the shared locks/gc, which
- * keeps gc out while they read. */
-static int open_lock(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
-{
-        bool wait = !!(flags & BV_OPEN_WAIT);
-        int rr;
-
-        if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
-                rr = bv_lock_take(r->dirfd, (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE, wait);
-                if (rr < 0)
-                        return repo_problem_note(problem, r->dirfd,
-                                                 (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
-                r->lock_fd = rr;
-                if (flags & BV_OPEN_GC)
-                        return 0;
-        }
-        rr = bv_lease_take(r->dirfd,
-                           (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
-                           : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
-                                                      : BV_LEASE_READ,
-                           NULL, &r->lease, NULL);
-        if ((rr == -EROFS || rr == -EACCES || rr == -EPERM) && !(flags & BV_OPEN_WRITE)) {
-                rr = bv_lock_take(r->dirfd, BV_LOCK_READ, wait);
-                if (rr < 0)
-                        return repo_problem_note(problem, r->dirfd, "locks/gc", false, rr);
-                r->lock_fd = rr;
-                return 0;
-        }
-        if (rr < 0)
-                return repo_problem_note(problem, r->dirfd, "leases", true, rr);
-        return 0;
-}
-
 int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret)
 {
         return bv_repo_open_report(path, secret, flags, NULL, ret);
@@ -701,7 +667,7 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
          * the index is opened (docs/LIFECYCLE.md, "Leases"). */
-        rr = open_lock(r, flags, problem);
+        rr = repo_open_lock(r->dirfd, flags, problem, &r->lock_fd, &r->lease);
         if (rr < 0)
                 return rr;
 
