@@ -221,7 +221,7 @@ static int blkvault_after_fork(void)
 
         if (load_secret(&secret) < 0)
                 return -1;
-        r = bv_repo_open(repo_path, &secret, BV_OPEN_READ, &repo);
+        r = bv_repo_open(repo_path, &secret, BV_OPEN_READ | BV_OPEN_EXPORT, &repo);
         bv_passphrase_free((char *)secret.passphrase);
         if (r == -ENOKEY) {
                 nbdkit_error("cannot open repository '%s': wrong or missing passphrase or key", repo_path);

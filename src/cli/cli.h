@@ -271,6 +271,16 @@ int cmd_info(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_protect(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+
+/* cmd-gc.c, shared with prune: runs bv_gc reporting a failure (returns an exit code), and the
+ * counters as JSON (NULL: out of memory). */
+struct BvGcOptions;
+struct BvGcStats;
+int run_gc(BvRepo *repo, const char *path, const struct BvGcOptions *o, struct BvGcStats *ret);
+struct json_object *json_gc_stats(const struct BvGcStats *s);
+void print_gc_stats(const struct BvGcStats *s, bool dry_run);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);

@@ -195,9 +195,11 @@ int report_run(const BvTargetRun *run)
                 else
                         printf("job %s: snapshot %.8s, %s new, verified\n", j->job->name, j->snapshot_id,
                                format_bytes(j->bytes_new, b));
+                if (j->pruned)
+                        printf("job %s: retention kept %zu snapshots, forgot %zu; gc deleted %llu packs, %s\n",
+                               j->job->name, j->kept, j->forgotten, (unsigned long long)j->packs_deleted,
+                               format_bytes(j->bytes_deleted, b));
         }
-        if (run->prune_unavailable)
-                printf("note: retention (keep-*) is set, but pruning is not available yet: nothing was pruned\n");
         if (run->result < 0)
                 snprintf(line, sizeof(line), "target %s: %s failed: %s", t->name, run->step, strerror(-run->result));
         else if (t->mode == BV_TARGET_RESTORE_ONLY)

@@ -366,6 +366,11 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
                 log_error("cannot open repository '%s': wrong passphrase or key", path);
                 return EXIT_KEY;
         }
+        if (r == -EBUSY && (flags & BV_OPEN_GC)) {
+                log_error("repository '%s' is locked by another garbage collection (run gc again once it is done)",
+                          path);
+                return EXIT_BUSY;
+        }
         if (r == -EBUSY) {
                 log_error("repository '%s' is locked by another writer (a backup or key change is running)",
                           path);

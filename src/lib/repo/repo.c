@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "hex.h"
 #include "kdf.h"
+#include "lease.h"
 #include "lock.h"
 #include "macro.h"
 #include "random.h"
@@ -40,6 +41,7 @@ struct BvRepo {
         int dirfd;
         int fds[DIR_COUNT];
         int lock_fd;
+        BvLease *lease;
         BvOpenFlags flags;
         BvRepoConfigFile cf;
         char id_hex[2 * BV_REPO_ID_SIZE + 1];
@@ -533,6 +535,7 @@ void bv_repo_close(BvRepo *r)
         bv_secure_free(r->master, BV_MASTER_SIZE);
         for (size_t i = 0; i < DIR_COUNT; i++)
                 safe_close(r->fds[i]);
+        bv_lease_release(r->lease);
         safe_close(r->lock_fd);
         safe_close(r->dirfd);
         pthread_mutex_destroy(&r->snap_lock);
@@ -668,13 +671,11 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
                 return repo_problem_note(problem, r->dirfd, "config", false, rr);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
 
-        /* Lock before the (slow) key derivation, so a busy repository fails fast. */
-        rr = bv_lock_take(r->dirfd, (flags & BV_OPEN_WRITE) ? BV_LOCK_WRITE : BV_LOCK_READ,
-                          !!(flags & BV_OPEN_WAIT));
+        /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
+         * the index is opened (docs/LIFECYCLE.md, "Leases"). */
+        rr = repo_open_lock(r->dirfd, flags, problem, &r->lock_fd, &r->lease);
         if (rr < 0)
-                return repo_problem_note(problem, r->dirfd, (flags & BV_OPEN_WRITE) ? "locks/write" : "locks/gc",
-                                         false, rr);
-        r->lock_fd = rr;
+                return rr;
 
         rr = open_keys(r, secret, problem);
         if (rr < 0)

@@ -11,7 +11,9 @@
 
 #include "backup.h"
 #include "drive.h"
+#include "gc.h"
 #include "macro.h"
+#include "prune.h"
 #include "repo.h"
 #include "run.h"
 #include "verify.h"
@@ -27,6 +29,36 @@ static bool keeps_anything(const BvConfRetention *k)
 {
         return k->last >= 0 || k->hourly >= 0 || k->daily >= 0 || k->weekly >= 0 || k->monthly >= 0 ||
                k->yearly >= 0 || k->within > 0;
+}
+
+/* The job's retention: prune its snapshots, then gc (locks/gc: waits for another gc). */
+static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob *rj)
+{
+        const BvConfRetention *k = &rj->job->keep;
+        BvPolicy p = { .last = MAX(k->last, 0), .hourly = MAX(k->hourly, 0), .daily = MAX(k->daily, 0),
+                       .weekly = MAX(k->weekly, 0), .monthly = MAX(k->monthly, 0), .yearly = MAX(k->yearly, 0),
+                       .within = (int64_t)MIN(k->within, (uint64_t)INT64_MAX) };
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        BvSecret secret = { .key_file = t->key_file };
+        _cleanup_free_ BvPruneItem *items = NULL;
+        size_t n = 0;
+        int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
+        if (r >= 0)
+                r = bv_prune(repo, &p, rj->job->name, false, &items, &n);
+        if (r < 0) {
+                rj->step = "prune", rj->result = r;
+                return;
+        }
+        rj->pruned = true;
+        rj->forgotten = (size_t)r, rj->kept = n - (size_t)r;
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st;
+        r = bv_gc(repo, &o, &st);
+        if (r < 0) {
+                rj->step = "gc", rj->result = r;
+                return;
+        }
+        rj->packs_deleted = st.packs_deleted, rj->bytes_deleted = st.bytes_deleted;
 }
 
 /* One job into the repository at repo_path: backup, then verify what it wrote. */
@@ -57,8 +89,14 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
         r = bv_verify(repo, stats.snapshot_id, true, count_problem, &rj->problems, &vs);
         if (r >= 0 && rj->problems > 0)
                 r = -EBADMSG;
-        if (r < 0)
+        if (r < 0) {
                 rj->step = "verify", rj->result = r;
+                return;
+        }
+        if (keeps_anything(&rj->job->keep)) {
+                bv_repo_close(TAKE_PTR(repo));
+                prune_job(t, repo_path, rj);
+        }
 }
 
 static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, const char *only_job,
@@ -78,7 +116,6 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 run_job(t, repo_path, rj);
                 run->bytes_new += rj->bytes_new;
                 run->n_failed += rj->result < 0;
-                run->prune_unavailable |= keeps_anything(&rj->job->keep);
         }
         return 0;
 }

@@ -5,7 +5,7 @@
  * One run of a registered drive (blkvault target run): take the run lock (two drives plugged
  * at once run one after the other), unlock the LUKS container, mount the filesystem, back up
  * every job of the target into its repository and verify (--read-data) the snapshot it wrote,
- * unmount, lock. A restore-only drive is mounted read-only and nothing is written. Nothing
+ * then prune the job's snapshots by its keep-* and collect garbage, unmount, lock. A restore-only drive is mounted read-only and nothing is written. Nothing
  * here prints: the caller reports from BvTargetRun.
  */
 
@@ -18,10 +18,13 @@
 typedef struct BvTargetRunJob {
         const BvConfJob *job;
         int result;             /* 0, or -errno of the step that failed */
-        const char *step;       /* what failed: "open", "backup", "verify" */
+        const char *step;       /* what failed: "open", "backup", "verify", "prune", "gc" */
         char snapshot_id[65];
         uint64_t size, bytes_new;
         uint64_t problems;      /* verify's */
+        bool pruned;            /* the job has keep-*: prune and gc ran */
+        size_t kept, forgotten; /* the job's snapshots */
+        uint64_t packs_deleted, bytes_deleted;
 } BvTargetRunJob;
 
 typedef struct BvTargetRun {
@@ -32,7 +35,6 @@ typedef struct BvTargetRun {
         BvTargetRunJob *jobs;
         size_t n_jobs, n_failed;
         uint64_t bytes_new;
-        bool prune_unavailable; /* a job has keep-* but this build has no prune yet */
 } BvTargetRun;
 
 /* Runs target t (attached as dev): every job that wants it, or only the job named only_job;

@@ -32,6 +32,7 @@
 #include "group.h"
 #include "hex.h"
 #include "index.h"
+#include "lock.h"
 #include "macro.h"
 #include "maptree.h"
 #include "object.h"
@@ -791,6 +792,18 @@ static unsigned threads_wanted(const BvBackupOptions *opts)
 }
 
 /* After the last extent: the map root, the last pack, the index, then the snapshot. */
+/* Compaction rewrites the index: never beside a gc (both take locks/gc). A gc running now
+ * compacts anyway, so a busy lock skips it. */
+static int backup_compact(Backup *b)
+{
+        _cleanup_close_ int fd = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_GC, false);
+        if (fd == -EBUSY)
+                return 0;
+        if (fd < 0)
+                return fd;
+        return bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
+}
+
 static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t start_s, uint64_t start_ns)
 {
         uint8_t root[BV_ID_SIZE];
@@ -812,7 +825,7 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         r = bv_index_flush(b->index);
         if (r < 0)
                 return r;
-        r = bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
+        r = backup_compact(b);
         if (r >= 0 && b->changed_parent && !b->stats.changed_from[0])
                 r = bv_changed_check(b->repo, src, b->changed_parent, root, height, size,
                                      &b->stats.counts.bytes_map_checked, &b->stats.counts.bytes_map_wrong);
