@@ -23,6 +23,8 @@ _run_cleanups() {
     exit $rc
 }
 trap _run_cleanups EXIT
+# Runs of the appliance record their state here, never in the host's /var/lib/blkvault.
+export BLKVAULT_STATE_DIR=$T/state
 
 # Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.
 bv() { "$BLKVAULT" "$@"; }
