@@ -211,6 +211,8 @@ int cmd_key(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_protect(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+/* serve-export.c: blkvault serve --export=NAME (cmd_serve hands it over). */
+int serve_export(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_config(int argc, char **argv);
