@@ -27,15 +27,16 @@ grep -qx 'ExecStart=.*/blkvault target run /dev/disk/by-uuid/%I' "$units/blkvaul
 grep -qx 'ExecStart=.*/blkvault job run %i' "$units/blkvault-job@.service" || die "job service ExecStart"
 # the age alarm: a daily timer, enabled through timers.target, starts status --check-age
 u=blkvault-alarm.service
-[ -f "$units/$u" ] && [ -f "$units/blkvault-alarm.timer" ] || die "the alarm units are not built in $units"
+timer=$SOURCE_ROOT/systemd/blkvault-alarm.timer
+[ -f "$units/$u" ] || die "$u is not built in $units"
 sed "s|^ExecStart=[^ ]*/blkvault |ExecStart=$BLKVAULT |" "$units/$u" > "$T/units/$u"
-cp "$units/blkvault-alarm.timer" "$T/units/"
+cp "$timer" "$T/units/"
 grep -qx 'ExecStart=.*/blkvault status --check-age' "$units/$u" || die "alarm service ExecStart"
 for key in ProtectSystem=strict NoNewPrivileges=yes StateDirectory=blkvault PrivateDevices=yes; do
     grep -qx "$key" "$units/$u" || die "$u lacks $key"
 done
 for key in OnCalendar=daily Persistent=yes WantedBy=timers.target; do
-    grep -qx "$key" "$units/blkvault-alarm.timer" || die "blkvault-alarm.timer lacks $key"
+    grep -qx "$key" "$timer" || die "blkvault-alarm.timer lacks $key"
 done
 for u in blkvault-target@.service blkvault-job@.service; do
     grep -qx StateDirectory=blkvault "$units/$u" || die "$u cannot write the state of its runs"
