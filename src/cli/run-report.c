@@ -76,10 +76,12 @@ int run_hook(const char *what, const char *cmd, const char *job, const char *tar
 static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const char *state_dir, uint64_t now)
 {
         const char *t = run->target->name, *name = j->job->name;
-        char b[32], line[600], what[160], why[256];
+        char b[32], line[800], what[160], why[600];
 
         if (j->result < 0) {
                 describe_failure(j->step, j->result, j->status, why, sizeof(why));
+                if (j->detail[0])
+                        snprintf(why + strlen(why), sizeof(why) - strlen(why), " (%s)", j->detail);
                 snprintf(line, sizeof(line), "job %s on %s: %s", name, t, why);
                 fprintf(stderr, "error: target %s: job %s: %s\n", t, name, why);
         } else {

@@ -138,7 +138,7 @@ assert 8 * 86400 <= j["cmd"]["age_seconds"] < 8 * 86400 + 3600, j
 # -- SIGTERM cancels a run: the command ends, nothing is published, the drive is unmounted
 cat > "$conf" <<EOF
 [job slow]
-command = head -c 1048576 $T/a.img; touch $T/started; sleep 60; cat $T/a.img
+command = head -c 1048576 $T/a.img; sleep 60 & echo \$! > $T/sleep.pid; touch $T/started; wait; cat $T/a.img
 EOF
 rm -f "$T/started"
 "$BLKVAULT" target run usb-1 "${opts[@]}" >"$T/out" 2>"$T/err" & pid=$!
@@ -150,7 +150,8 @@ assert_eq "$rc" 1 "exit status of a cancelled run"
 assert_eq "$(cat "$T/err")" "error: target usb-1: job slow: backup failed: Operation canceled"
 assert_eq "$(tail -n1 "$T/out")" "target usb-1: 1 jobs, 1 failed, 0 B new; safe to unplug"
 ! grep -q " $T/run/" /proc/self/mountinfo || die "the cancelled run left its mount"
-! pgrep -f "sleep 60" >/dev/null || die "the cancelled command still runs"
+for _ in $(seq 50); do kill -0 "$(cat "$T/sleep.pid")" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$(cat "$T/sleep.pid")" 2>/dev/null || die "the cancelled command's child still runs"
 assert_eq "$(names)" "cmd cmd2" "snapshots after the cancelled run"
 
 # -- power-off = yes: the drive's disk is powered off after the run; a loop device is detached

@@ -117,7 +117,7 @@ static const BvSourceOps js_ops = {
 };
 
 /* lvs: the volume group, name and segment type of the logical volume at path. */
-static int lvm_lookup(const char *path, char vg[128], char lv[128], char type[32], int *ret_status, char *out,
+static int lvm_lookup(const char *path, char vg[128], char lv[128], char type[32], int *fail_status, char *out,
                       size_t size)
 {
         char *argv[] = { (char *)"lvs", (char *)"--noheadings", (char *)"-o", (char *)"vg_name,lv_name,segtype",
@@ -126,16 +126,16 @@ static int lvm_lookup(const char *path, char vg[128], char lv[128], char type[32
         if (r < 0)
                 return r;
         if (r != 0 || sscanf(out, " %127s %127s %31s", vg, lv, type) != 3)
-                return *ret_status = r, -ECHILD;
+                return *fail_status = r, -ECHILD;
         return 0;
 }
 
-static int lvm_remove(const char *vg_lv, int *ret_status, char *out, size_t size)
+static int lvm_remove(const char *vg_lv, int *fail_status, char *out, size_t size)
 {
         char *argv[] = { (char *)"lvremove", (char *)"--yes", (char *)vg_lv, NULL };
         int r = bv_target_run(argv, out, size);
         if (r > 0)
-                return *ret_status = r, -ECHILD;
+                return *fail_status = r, -ECHILD;
         return r;
 }
 
@@ -143,20 +143,20 @@ static int lvm_remove(const char *vg_lv, int *ret_status, char *out, size_t size
  * died is removed first): its VG/LV in *ret_name and device path in *ret_path. Thick volumes get
  * 20% of the origin's size for the changes written while it is read (an overflow invalidates
  * the snapshot, whose reads then fail: the backup fails, it is never inconsistent). */
-static int lvm_snapshot(const char *path, const char *job, char **ret_name, char **ret_path, int *ret_status,
+static int lvm_snapshot(const char *path, const char *job, char **ret_name, char **ret_path, int *fail_status,
                         char *out, size_t size)
 {
         char vg[128], lv[128], type[32];
         _cleanup_free_ char *name = NULL, *snap = NULL, *dev = NULL;
         struct stat st;
 
-        int r = lvm_lookup(path, vg, lv, type, ret_status, out, size);
+        int r = lvm_lookup(path, vg, lv, type, fail_status, out, size);
         if (r < 0)
                 return r;
         if (asprintf(&snap, "blkvault-snap-%s", job) < 0 || asprintf(&name, "%s/%s", vg, snap) < 0 ||
             asprintf(&dev, "/dev/%s/%s", vg, snap) < 0)
                 return -ENOMEM;
-        if (stat(dev, &st) >= 0 && (r = lvm_remove(name, ret_status, out, size)) < 0)
+        if (stat(dev, &st) >= 0 && (r = lvm_remove(name, fail_status, out, size)) < 0)
                 return r;
         bool thin = strcmp(type, "thin") == 0;
         char target[300];
@@ -167,7 +167,7 @@ static int lvm_snapshot(const char *path, const char *job, char **ret_name, char
                               (char *)"--setactivationskip", (char *)"n", (char *)"--activate", (char *)"y", target, NULL };
         r = bv_target_run(thin ? thin_argv : thick_argv, out, size);
         if (r > 0)
-                return *ret_status = r, -ECHILD;
+                return *fail_status = r, -ECHILD;
         if (r < 0)
                 return r;
         *ret_name = TAKE_PTR(name);
@@ -175,7 +175,7 @@ static int lvm_snapshot(const char *path, const char *job, char **ret_name, char
         return 0;
 }
 
-static int open_inner(BvJobSource *js, const BvConfJob *j, const char *const vars[], int *ret_status, char *out,
+static int open_inner(BvJobSource *js, const BvConfJob *j, const char *const vars[], int *fail_status, char *out,
                       size_t size)
 {
         const char *cmd = bv_job_command(j);
@@ -194,13 +194,13 @@ static int open_inner(BvJobSource *js, const BvConfJob *j, const char *const var
         }
         if (!j->snapshot)
                 return bv_source_open(j->source, NULL, &js->inner);
-        int r = lvm_snapshot(j->source, j->name, &js->snapshot, &snap_path, ret_status, out, size);
+        int r = lvm_snapshot(j->source, j->name, &js->snapshot, &snap_path, fail_status, out, size);
         if (r < 0)
                 return r;
         return bv_source_open(snap_path, NULL, &js->inner);
 }
 
-int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource **ret, int *ret_status,
+int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource **ret, int *fail_status,
                        char *out, size_t size)
 {
         BvJobSource *js = calloc(1, sizeof(*js));
@@ -209,13 +209,13 @@ int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource
                 return -ENOMEM;
         if (out && size)
                 out[0] = '\0';
-        int r = open_inner(js, j, vars, ret_status, out, size);
+        int r = open_inner(js, j, vars, fail_status, out, size);
         if (r >= 0) {
                 const char *cmd = bv_job_command(j);
                 r = bv_source_new(&js_ops, js, bv_source_kind(js->inner), cmd ? cmd : j->source, &js->outer);
         }
         if (r < 0) {
-                bv_job_source_close(js, &status);
+                bv_job_source_close(js, &status, NULL, 0);
                 return r;
         }
         *ret = js;
@@ -227,9 +227,9 @@ BvSource *bv_job_source(BvJobSource *js)
         return js->outer;
 }
 
-int bv_job_source_close(BvJobSource *js, int *ret_status)
+int bv_job_source_close(BvJobSource *js, int *fail_status, char *out, size_t size)
 {
-        char out[1024];
+        char sink[1024];
         int r = 0;
 
         if (!js)
@@ -240,9 +240,10 @@ int bv_job_source_close(BvJobSource *js, int *ret_status)
                 kill(-js->pid, SIGTERM);
                 r = reap(js);
         } else if (js->status != 0)
-                r = -ECHILD, *ret_status = js->status;
+                r = -ECHILD, *fail_status = js->status;
         if (js->snapshot) {
-                int q = lvm_remove(js->snapshot, ret_status, out, sizeof(out));
+                int q = out ? lvm_remove(js->snapshot, fail_status, out, size) :
+                              lvm_remove(js->snapshot, fail_status, sink, sizeof(sink));
                 if (q < 0 && r >= 0)
                         r = q;
         }

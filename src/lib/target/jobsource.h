@@ -25,12 +25,12 @@ bool bv_job_cancelled(void);
 const char *bv_job_command(const BvConfJob *j);
 
 /* Opens j's source for reading (vars: for a command's environment, as bv_hook_run). Fails with
- * -errno; for a failed lvcreate or lvs, -ECHILD with its exit status in *ret_status (its output in
- * out, as bv_target_run). */
-int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource **ret, int *ret_status,
+ * -errno; for a failed lvs, lvcreate or lvremove, -ECHILD with its exit status in *fail_status
+ * and its output in out (as bv_target_run). */
+int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource **ret, int *fail_status,
                        char *out, size_t size);
 BvSource *bv_job_source(BvJobSource *js);
 /* Ends the command (SIGTERM when it still runs, then waits) and removes the snapshot, then frees
- * js. 0; -ECHILD when the command exited with a status other than 0 (in *ret_status) or lvremove
- * failed (its status in *ret_status); -errno. */
-int bv_job_source_close(BvJobSource *js, int *ret_status);
+ * js. 0; -ECHILD when the command exited with a status other than 0 or lvremove failed (its
+ * status in *fail_status, lvremove's output in out); -errno. */
+int bv_job_source_close(BvJobSource *js, int *fail_status, char *out, size_t size);

@@ -32,6 +32,13 @@ static bool keeps_anything(const BvConfRetention *k)
                k->yearly >= 0 || k->within > 0;
 }
 
+/* The first line of a program's output, without leading blanks (LVM indents its messages). */
+static void first_line(const char *out, char *buf, size_t size)
+{
+        out += strspn(out, " \t\n");
+        snprintf(buf, size, "%.*s", (int)strcspn(out, "\n"), out);
+}
+
 /* The job's source into the repository at repo_path, then verify what it wrote. */
 static void backup_job(const BvConfTarget *t, const char *repo_path, const char *const vars[], BvTargetRunJob *rj)
 {
@@ -48,13 +55,17 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
                 return;
         }
         r = bv_job_source_open(rj->job, vars, &js, &rj->status, out, sizeof(out));
+        if (r == -ECHILD)
+                first_line(out, rj->detail, sizeof(rj->detail));
         if (r < 0) {
                 rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
                 return;
         }
         BvBackupOptions opts = { .name = rj->job->name };
         r = bv_backup(repo, bv_job_source(js), &opts, &stats);
-        int q = bv_job_source_close(js, &rj->status);
+        int q = bv_job_source_close(js, &rj->status, out, sizeof(out));
+        if (q == -ECHILD && rj->job->snapshot)
+                first_line(out, rj->detail, sizeof(rj->detail));
         if (r < 0) {
                 rj->step = r == -ECHILD ? "command" : "backup", rj->result = r;
                 return;

@@ -21,6 +21,7 @@ typedef struct BvTargetRunJob {
         const char *step;       /* what failed: "pre", "open", "snapshot", "backup", "command", "verify",
                                  * "post", "snapshot removal" */
         int status;             /* the exit status of the program that failed (-ECHILD) */
+        char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), or "" */
         char snapshot_id[65];
         uint64_t size, bytes_new;
         uint64_t problems;      /* verify's */
