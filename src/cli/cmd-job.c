@@ -60,33 +60,10 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
 
 int cmd_job(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "config", required_argument, NULL, 'c' },
-                { "run-dir", required_argument, NULL, 'R' },
-                { "state-dir", required_argument, NULL, 'S' },
-                {},
-        };
         const char *config = NULL, *run_dir = NULL, *state_dir = NULL;
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'c':
-                        config = optarg;
-                        break;
-                case 'R':
-                        run_dir = optarg;
-                        break;
-                case 'S':
-                        state_dir = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
+        const CliOption options[] = { CLI_STR("config", &config), CLI_STR("run-dir", &run_dir),
+                                      CLI_STR("state-dir", &state_dir), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options);
         if (optind + 2 != argc || strcmp(argv[optind], "run") != 0) {
                 log_error("expected 'blkvault job run NAME' (see 'blkvault job --help')");
                 return EXIT_USAGE;

@@ -6,7 +6,6 @@
  * blkvault-alarm.timer) logs each alarm as a journal warning and runs on-failure.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,37 +199,12 @@ static int status(const StatusArgs *a)
 
 int cmd_status(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },          { "json", no_argument, NULL, 'j' },
-                { "check-age", no_argument, NULL, 'a' },     { "config", required_argument, NULL, 'c' },
-                { "state-dir", required_argument, NULL, 'S' }, {},
-        };
         StatusArgs a = {};
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'j':
-                        a.json = true;
-                        break;
-                case 'a':
-                        a.check_age = true;
-                        break;
-                case 'c':
-                        a.config = optarg;
-                        break;
-                case 'S':
-                        a.state_dir = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind != argc) {
-                log_error("unexpected argument '%s' (see 'blkvault status --help')", argv[optind]);
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = {
+                CLI_FLAG("json", &a.json),          CLI_FLAG("check-age", &a.check_age),
+                CLI_STR("config", &a.config),       CLI_STR("state-dir", &a.state_dir), {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "status", .usage = usage_text, .options = options, .max_args = 0,
+                            .expected = "status takes no arguments (see 'blkvault status --help')");
         return status(&a);
 }

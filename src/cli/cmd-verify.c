@@ -50,44 +50,17 @@ static void on_problem(const BvVerifyProblem *p, void *userdata)
 
 int cmd_verify(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "read-data", no_argument, NULL, 'r' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         Report rep = {};
         bool read_data = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'r':
-                        read_data = true;
-                        break;
-                case 'j':
-                        rep.json = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc && optind + 2 != argc) {
-                log_error("expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_FLAG("read-data", &read_data), CLI_FLAG("json", &rep.json), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "verify", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 1, .max_args = 2,
+                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
+        int r;
         const char *path = argv[optind], *spec = optind + 1 < argc ? argv[optind + 1] : NULL;
 
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         if (spec) {
                 const BvSnapshot *snap;
                 r = find_snapshot(repo, spec, &snap);

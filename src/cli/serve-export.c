@@ -7,7 +7,6 @@
  * LISTEN_FDS. The snapshot is pinned to what it resolved to at start.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,37 +49,15 @@ static int exec_export(const BvConfExport *e)
 
 int serve_export(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "export", required_argument, NULL, 'E' },
-                { "config", required_argument, NULL, 'c' },
-                {},
-        };
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
         const char *config = NULL, *name = NULL;
-        int c;
+        const CliOption options[] = { CLI_STR("export", &name), CLI_STR("config", &config), {} };
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'E':
-                        name = optarg;
-                        break;
-                case 'c':
-                        config = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options, .max_args = 0,
+                            .expected = "serve --export=NAME takes no REPO or SNAPSHOT (the [export NAME] section "
+                                        "names them)");
         if (!name) {
                 log_error("serve --export needs a NAME (--export=NAME)");
-                return EXIT_USAGE;
-        }
-        if (optind != argc) {
-                log_error("serve --export=NAME takes no REPO or SNAPSHOT (the [export NAME] section names them)");
                 return EXIT_USAGE;
         }
         int ec = load_config(config, false, &conf);

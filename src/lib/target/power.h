@@ -10,6 +10,8 @@
  * a delete attribute).
  */
 
+#include <stddef.h>
+
 /* The whole disk's kernel name ("sdb" for /dev/sdb1) into disk. */
 int bv_drive_whole_disk(const char *dev, char *disk, size_t size);
 int bv_drive_power_off(const char *dev);
