@@ -18,6 +18,8 @@ static const char usage_text[] =
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
         "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 static int job_run(const char *config, const char *run_dir, const char *state_dir, const char *name)

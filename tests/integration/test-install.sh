@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `meson install` puts the command, the nbdkit plugin (into nbdkit's own plugin directory, so
-# `nbdkit blkvault repo=... snapshot=...` finds it), the man pages, the systemd units and
-# generator and the udev rule where pkg-config says systemd, udev and nbdkit look for them; the
-# installed units run the installed binary; the installed plugin loads in nbdkit.
+# `nbdkit blkvault repo=... snapshot=...` finds it), the man pages, the bash completion (where
+# bash-completion's pkg-config file says), the systemd units and generator and the udev rule where
+# pkg-config says systemd and udev look for them; the installed units run the installed binary;
+# every file blkvault(1) lists as installed (FILES) is; the installed plugin loads in nbdkit.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd meson nbdkit pkg-config
 
@@ -42,6 +43,18 @@ else
     rulesdir=$dest$prefix/lib/udev/rules.d
 fi
 [ -f "$rulesdir/80-blkvault.rules" ] || die "the udev rule is not installed in $rulesdir"
+completionsdir=$(pkg-config --variable=completionsdir bash-completion) ||
+    die "bash-completion's pkg-config file is missing (scripts/install-deps.sh installs bash-completion)"
+[ -f "$dest$completionsdir/blkvault" ] || die "the bash completion is not installed in $completionsdir"
+cmp "$dest$completionsdir/blkvault" "$SOURCE_ROOT/shell-completion/blkvault.bash" || die "the installed completion differs"
+# blkvault(1) FILES, "Installed": each file named there (by its name: the directories depend on
+# the prefix and the pkg-config files)
+MANWIDTH=200 man -l "$SOURCE_ROOT/docs/man/blkvault.1" 2>/dev/null |
+    sed -n '/^FILES/,/^ *Used at run time/p' | grep -E '^ {7}/' | sed 's/^ *//; s/, /\n/g' >"$T/files"
+[ "$(wc -l <"$T/files")" -ge 9 ] || die "found too few files in blkvault(1) FILES: $(cat "$T/files")"
+while read -r f; do
+    find "$dest" -name "$(basename "$f")*" | grep -q . || die "blkvault(1) FILES names '$f', which is not installed"
+done <"$T/files"
 
 # The installed plugin loads (with the sanitizer runtimes first when the build has them).
 preload=$(ldd "$plugin" | grep -o '/[^ ]*lib\(asan\|ubsan\)[^ ]*' | tr '\n' ' ' || true)
