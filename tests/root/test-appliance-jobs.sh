@@ -5,8 +5,9 @@
 # bit-exact, and a command that fails midway publishes nothing; pre and post with their
 # environment, a failing pre skips the backup; on-success / on-failure of a job, a target and
 # [global]; the state runs record and `blkvault status` (text and --json); the age alarm
-# (`status --check-age`: exit 11, the warning, on-failure); power-off = yes (a loop device is
-# detached); SIGTERM cancels a run cleanly (nothing published, the drive unmounted).
+# (`status --check-age`: exit 11, the warning, on-failure); SIGTERM cancels a run cleanly (nothing
+# published, the drive unmounted); a restore from the drive mounted read-only; power-off = yes (a
+# loop device is detached).
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 need_cmd losetup mkfs.ext4 sha256sum python3
@@ -153,6 +154,20 @@ assert_eq "$(tail -n1 "$T/out")" "target usb-1: 1 jobs, 1 failed, 0 B new; safe 
 for _ in $(seq 50); do kill -0 "$(cat "$T/sleep.pid")" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$(cat "$T/sleep.pid")" 2>/dev/null || die "the cancelled command's child still runs"
 assert_eq "$(names)" "cmd cmd2" "snapshots after the cancelled run"
+
+# -- a drive mounted read-only (a restore-only target, a stick mounted by hand) restores: the
+# readers' lock file exists although only backups wrote the repository (the earlier list made it:
+# remove it, then run a backup)
+mount "$dev" "$T/mnt"
+rm "$T/mnt/blkvault/locks/gc"
+umount "$T/mnt"
+printf '[job cmd]\ncommand = cat %s\n' "$T/a.img" > "$conf"
+bv target run usb-1 "${opts[@]}" >/dev/null || die "the run before the read-only restore"
+mount -o ro "$dev" "$T/mnt"
+rc=0; bv restore "$T/mnt/blkvault" cmd "$T/ro.img" --key-file="$key" >/dev/null 2>"$T/err" || rc=$?
+umount "$T/mnt"
+[ "$rc" = 0 ] || { cat "$T/err"; die "restore from a read-only mount"; }
+assert_same "$T/a.img" "$T/ro.img"
 
 # -- power-off = yes: the drive's disk is powered off after the run; a loop device is detached
 cat > "$conf" <<EOF
