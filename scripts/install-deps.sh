@@ -16,7 +16,8 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          kmod time thin-provisioning-tools)   # thin_restore/thin_delta: tests/unit/test-thin-delta
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
-vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat)
+vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat
+    lvm2)   # lvm2: the LVM snapshot job (test-vm-lvm)
 
 missing=()
 for p in "${build[@]}" "${runtime[@]}" "${peers[@]}" "${vm[@]}"; do

@@ -31,6 +31,7 @@ static const struct {
         { "target", cmd_target, "register a backup drive (target format), list them (target list)" },
         { "job", cmd_job, "run a configured job on every attached target it names (job run)" },
         { "config", cmd_config, "check the appliance's configuration (config check)" },
+        { "status", cmd_status, "last runs, good backups, next runs and age alarms of targets and jobs" },
 };
 
 /* The commands whose first argument is REPO, with how many arguments they need at least. */

@@ -18,7 +18,10 @@
 typedef struct BvTargetRunJob {
         const BvConfJob *job;
         int result;             /* 0, or -errno of the step that failed */
-        const char *step;       /* what failed: "open", "backup", "verify", "prune", "gc" */
+        const char *step;       /* what failed: "pre", "open", "snapshot", "backup", "command", "verify",
+                                 * "prune", "gc", "post", "snapshot removal" */
+        int status;             /* the exit status of the program that failed (-ECHILD) */
+        char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), or "" */
         char snapshot_id[65];
         uint64_t size, bytes_new;
         uint64_t problems;      /* verify's */
@@ -31,7 +34,9 @@ typedef struct BvTargetRun {
         const BvConfTarget *target;
         const char *device;
         int result;             /* 0, or -errno of the step that failed before the jobs */
-        const char *step;       /* "lock", "unlock", "probe", "mount", "unmount", "close" */
+        const char *step;       /* "lock", "unlock", "probe", "mount", "unmount", "close", "power-off" */
+        bool powered_off;       /* power-off = yes, and it was done */
+        bool cancelled;         /* bv_job_cancel: the jobs not yet started were left out */
         BvTargetRunJob *jobs;
         size_t n_jobs, n_failed;
         uint64_t bytes_new;
