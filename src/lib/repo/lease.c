@@ -27,6 +27,7 @@ struct BvLease {
         int dirfd; /* leases/ */
         int fd;    /* holds the flock */
         char name[LEASE_NAME_LEN + 1];
+        uint64_t epoch; /* gc/epoch as read before the lease became visible */
 };
 
 static const char *const kind_names[] = { [BV_LEASE_READ] = "read", [BV_LEASE_WRITE] = "write",
@@ -116,10 +117,16 @@ int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLeas
                 return r;
         }
         l->fd = TAKE_FD(fd);
+        l->epoch = epoch;
         if (ret_epoch)
                 *ret_epoch = epoch;
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+uint64_t bv_lease_epoch(const BvLease *l)
+{
+        return l->epoch;
 }
 
 void bv_lease_release(BvLease *l)

@@ -29,6 +29,8 @@ int bv_gc_epoch_write(int repo_dirfd, uint64_t epoch);
  * *ret_epoch (if not NULL) gets the lease's epoch. -EROFS/-EACCES where leases/ cannot be
  * written (the caller falls back to the shared locks/gc). */
 int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLease **ret, uint64_t *ret_epoch);
+/* The epoch the lease was taken at. */
+uint64_t bv_lease_epoch(const BvLease *l);
 /* Unlinks the lease and drops its lock. NULL is a no-op. */
 void bv_lease_release(BvLease *l);
 

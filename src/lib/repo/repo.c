@@ -721,6 +721,14 @@ const char *bv_repo_id_hex(const BvRepo *r)
         return r->id_hex;
 }
 
+int bv_repo_lease_epoch(const BvRepo *r, uint64_t *ret)
+{
+        if (!r->lease)
+                return -ENOENT;
+        *ret = bv_lease_epoch(r->lease);
+        return 0;
+}
+
 BvIndex *bv_repo_index(BvRepo *r)
 {
         return r->index;

@@ -142,6 +142,10 @@ const BvKeyring *bv_repo_keyring(BvRepo *r);
 int bv_repo_dirfd(BvRepo *r, const char *sub);
 void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret);
 
+/* The gc epoch of this open's lease (docs/LIFECYCLE.md, "Leases"); -ENOENT without a lease
+ * (gc, a reader that could not write leases/). */
+int bv_repo_lease_epoch(const BvRepo *r, uint64_t *ret);
+
 /* Where an object or chunk is stored: -EUCLEAN if the id is not indexed. */
 int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret);
 /* The encoded bytes at a location (loc->length of them), read into the codec's input buffer

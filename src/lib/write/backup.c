@@ -30,6 +30,7 @@
 #include "changed.h"
 #include "chunker.h"
 #include "group.h"
+#include "heal.h"
 #include "hex.h"
 #include "index.h"
 #include "lock.h"
@@ -666,7 +667,9 @@ const char *bv_backup_default_name(const char *path)
         return path;
 }
 
-/* Writes the snapshot record: the commit point of the backup. */
+/* Writes the snapshot record: the commit point of the backup. Under locks/gc, so that no gc
+ * condemns between the check of the map against the index (heal.h) and the record: a gc then
+ * either ran before (and the check puts back what it dropped) or marks after (and sees it). */
 static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t start_s,
                             const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size,
                             const BvSnapshot *reused)
@@ -711,7 +714,10 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         s.stats = b->stats.counts;
         s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
                                        .max = b->chunker.max }; /* not the key */
-        r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
+        _cleanup_close_ int gc_lock = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_GC, true);
+        r = gc_lock < 0 ? gc_lock : bv_backup_heal(b->repo, b->pack_codec, root, height, size);
+        if (r >= 0)
+                r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
         bv_probe_done(&s.source.probe);
         if (r < 0)
                 return r;

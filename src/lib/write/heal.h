@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Before a backup publishes its snapshot (backup.c; docs/LIFECYCLE.md, "Why it is safe"): a gc
+ * that condemned since the backup's lease was taken may have dropped from the index entries the
+ * backup deduplicated against. Their packs stay (finalize waits for the lease), so they are put
+ * back into the index from the condemned lists, and the snapshot reads at once. */
+
+#include <stdint.h>
+
+#include "object.h"
+#include "repo.h"
+
+/* Call with locks/gc held, after the backup's index is flushed. If gc/epoch is newer than the
+ * lease's, refreshes the index, walks the map (root, height, size) and writes every id it
+ * references that the index lacks, located by a condemned list gc/<16 hex>.idx, as a new durable
+ * index segment; returns their number (0 without a newer epoch: then nothing is read).
+ * -EUCLEAN if an id is neither indexed nor in a condemned list. */
+int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_SIZE], uint32_t height,
+                   uint64_t size);
