@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "restore.h"
+#include "timeutil.h"
 
 static const char usage_text[] =
         "Usage: blkvault restore REPO SNAPSHOT DEST [OPTIONS]\n\n"
@@ -172,8 +173,12 @@ int cmd_restore(int argc, char **argv)
                 return r;
         BvRestoreStats stats = {};
         if (to_stdout) {
+                uint64_t start = bv_now_monotonic_ns();
                 r = restore_to_stdout(repo, snap, &progress, &stats.bad_offset);
-                stats.size = snap->size;
+                /* a pipe gets every byte, holes too */
+                stats = (BvRestoreStats){ .size = snap->size, .bytes_written = r >= 0 ? snap->size : 0,
+                                          .seconds = (double)(bv_now_monotonic_ns() - start) / 1e9,
+                                          .bad_offset = stats.bad_offset };
         } else
                 r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);

@@ -15,8 +15,11 @@ bv backup "$repo" "$T/img" --name=img -q >/dev/null
 
 # standard output, through a pipe and into a file
 assert_eq "$(bv restore "$repo" img@latest - -q | sha256sum)" "$(sha256sum <"$T/img")" "restore to stdout"
-bv restore "$repo" img@latest - -q >"$T/out.stdout"
+bv restore "$repo" img@latest - -q >"$T/out.stdout" 2>"$T/stdout.err"
 assert_same "$T/img" "$T/out.stdout"
+# every byte went to the pipe, holes too: all of the image is written
+grep -Eqx "restored snapshot [0-9a-f]{8} to '-': 8\.0 MiB image, 8\.0 MiB written, in [0-9]+\.[0-9] s" "$T/stdout.err" ||
+    { cat "$T/stdout.err" >&2; die "restore to stdout reports another size written"; }
 expect_fail 2 "^error: --json and the destination '-' would both use standard output$" bv restore "$repo" img@latest - --json
 
 # an existing file: refused, untouched; --force replaces it
