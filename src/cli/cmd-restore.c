@@ -127,6 +127,15 @@ static int restore_finish(int r, const BvSnapshot *snap, const char *target, con
                 r = -errno;
                 (void)unlink(target);
         }
+        if ((r == -ENOSPC || r == -EDQUOT) && strcmp(dest, "-") != 0) {
+                /* the destination's filesystem, not the repository's: exit 8, not 6 */
+                char a[32], b[32];
+                log_error("the filesystem of '%s' is full: snapshot %.8s has %llu bytes (%s) of data (image %s); "
+                          "free space there or restore elsewhere; nothing was left behind", dest, snap->id,
+                          (unsigned long long)snap->stats.bytes_data, format_bytes(snap->stats.bytes_data, a),
+                          format_bytes(snap->size, b));
+                return EXIT_TOO_SMALL;
+        }
         if (r < 0)
                 return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
         return EXIT_OK;
