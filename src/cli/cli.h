@@ -29,7 +29,7 @@ enum {
         EXIT_BUSY = 5,       /* another writer holds the repository's lock */
         EXIT_FULL = 6,       /* the target (the repository's filesystem) is full */
         EXIT_IN_USE = 7,     /* a mountpoint, device or state directory is in use */
-        EXIT_TOO_SMALL = 8,  /* the restore destination is smaller than the image */
+        EXIT_TOO_SMALL = 8,  /* the restore destination (a device, a file's filesystem) is too small */
         EXIT_PERM = 9,       /* permission denied: the command needs root or the disk group */
         EXIT_NO_REPO = 10,   /* REPO is not a blkvault repository */
         EXIT_ALARM = 11,     /* status --check-age: a job has no good backup younger than its max-age */

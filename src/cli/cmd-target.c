@@ -50,7 +50,7 @@ static int format_check_device(const FormatArgs *a)
         int fd = bv_drive_open_exclusive(a->device);
         if (fd == -EBUSY) {
                 log_error("'%s' is in use (mounted, or held by another device); refusing to format it", a->device);
-                return EXIT_BUSY;
+                return EXIT_IN_USE;
         }
         if (fd < 0)
                 return log_error_errno(fd, "cannot open '%s'", a->device);
