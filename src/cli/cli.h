@@ -19,6 +19,15 @@
 #include "repo.h"
 
 
+/* The end of the usage text of the appliance commands (job, target): their shared options. */
+#define APPLIANCE_OPTIONS_HELP                                                                             \
+        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"                            \
+        "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"                \
+        "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n" \
+        "  -q, --quiet              no progress or status lines\n"                                         \
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"               \
+        "  -h, --help\n"
+
 /* The exit codes, each with one meaning: the one table, copied to EXIT STATUS in blkvault(1). */
 enum {
         EXIT_OK = 0,
