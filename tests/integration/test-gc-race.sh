@@ -9,6 +9,8 @@
 #     "orphan" but waits for the backup's lease, then finds the pack named and keeps it;
 #  3. many iterations of backups started at random moments while snapshots are deleted and gc
 #     runs; at the end every snapshot verifies (reading every chunk) and restores bit-exact.
+#  4. a held backup whose deduplicated entries are in no condemned list any more fails (exit 4,
+#     EUCLEAN) and publishes nothing.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd openssl python3
 [ -n "${STALL:-}" ] && [ -f "$STALL" ] || die "STALL (tests/fault/stall.so) is not built"
@@ -92,3 +94,19 @@ for i in $((n - 1)) $n; do restores "v$i" "$T/v$i"; done
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print(sorted(s["name"] for s in json.load(sys.stdin)))')" \
     "['v$((n - 1))', 'v$n']" "snapshots after the loop"
 [ -z "$(ls "$repo/leases")" ] || die "leases left: $(ls "$repo/leases")"
+
+# 4. a condemned list lost while a held backup deduplicated against it: the backup fails rather
+#    than publish a snapshot that does not read
+repo=$T/repo4
+bv init "$repo" --encryption=none >/dev/null
+bv backup "$repo" "$T/x" --name=x -q
+stalled_backup "$T/xy" xy $((1 << 20))
+bv delete "$repo" x 2>/dev/null
+bv gc "$repo" >/dev/null
+rm "$repo"/gc/*.idx
+touch "$T/gate"
+rc=0; wait $pid || rc=$?; pid=
+assert_eq "$rc" 4 "exit code of the backup whose deduplicated entries are gone"
+assert_eq "$(cat "$T/backup.err")" \
+    "error: backup of '$T/xy' failed (nothing was published): Structure needs cleaning" "the backup's message"
+assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 0 "snapshots published"

@@ -4,6 +4,7 @@
  * packs, compact the index without the condemned packs' entries into a condemned list, bump the
  * epoch), then finalize every list whose epoch all live leases have reached.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "fileio.h"
 #include "gc-internal.h"
 #include "lease.h"
+#include "lock.h"
 #include "macro.h"
 #include "pack.h"
 
@@ -276,6 +278,50 @@ static int snapshots_added(Gc *g, bool *ret)
         return 0;
 }
 
+/* Whether snapshots/ names a record the mark did not see (read from the directory: the index
+ * must not be refreshed between the mark and the condemn, its positions would move). */
+static int snapshots_added_since_mark(Gc *g, bool *ret)
+{
+        DIR *d;
+        int r = bv_opendir_beneath(g->dirfd, "snapshots", &d);
+        if (r < 0)
+                return r;
+        struct dirent *de;
+        *ret = false;
+        while (!*ret && (errno = 0, de = readdir(d))) {
+                char id[sizeof(*g->snaps)];
+                size_t len = strlen(de->d_name);
+                if (len < 6 || len - 5 >= sizeof(id) || strcmp(de->d_name + len - 5, ".snap") != 0)
+                        continue;
+                snprintf(id, sizeof(id), "%.*s", (int)(len - 5), de->d_name);
+                *ret = !bsearch(id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp);
+        }
+        r = errno && !*ret ? negative_errno() : 0;
+        closedir(d);
+        return r;
+}
+
+/* Condemns under locks/commit, unless a backup committed since the mark (the next run marks its
+ * snapshot): a backup's commit then either precedes the condemn and the check above saw it, or
+ * follows it and finds gc/epoch moved (write/heal.h). */
+static int condemn_locked(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, char list_name[BV_INDEX_NAME_MAX])
+{
+        _cleanup_close_ int fd = bv_lock_take(g->dirfd, BV_LOCK_COMMIT, true);
+        bool added;
+        if (fd < 0)
+                return fd;
+        int r = snapshots_added_since_mark(g, &added);
+        if (r < 0)
+                return r;
+        if (added) {
+                g->st->packs_rewritten = g->st->packs_dead = g->st->packs_orphan = 0;
+                g->st->bytes_condemned = 0;
+                return 0;
+        }
+        r = condemn(g, ps, ncondemned, epoch, list_name);
+        return r < 0 ? r : 1;
+}
+
 /* Finalizes each list whose epoch W has come: W <= the epoch at the start and every lease seen
  * then was at W or later; or W is the epoch this run moved to, no live lease is older now, and
  * no snapshot was committed since the mark. */
@@ -371,9 +417,9 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
                 goto out;
         }
         if (ncondemned > 0) {
-                r = condemn(&g, &ps, ncondemned, epoch, list_name);
-                if (r < 0)
-                        goto out;
+                r = condemn_locked(&g, &ps, ncondemned, epoch, list_name);
+                if (r <= 0)
+                        goto finalize;
                 st->epoch = epoch + 1;
                 GcList *p = reallocarray(g.lists, g.nlists + 1, sizeof(GcList));
                 if (!p) {
@@ -388,7 +434,9 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
                         goto out;
                 g.nlists++;
         }
-        r = finalize_lists(&g, epoch, min, st->epoch);
+finalize:
+        if (r >= 0)
+                r = finalize_lists(&g, epoch, min, st->epoch);
 out:
         free(ps.p);
         gc_lists_free(&g);

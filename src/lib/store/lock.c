@@ -49,6 +49,10 @@ int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
                 path = "locks/gc";
                 op = LOCK_EX;
                 break;
+        case BV_LOCK_COMMIT:
+                path = "locks/commit";
+                op = LOCK_EX;
+                break;
         default:
                 return -EINVAL;
         }

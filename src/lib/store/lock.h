@@ -8,6 +8,8 @@
  *                   mount); every other reader holds a lease instead (repo/lease.h)
  *   BV_LOCK_GC      exclusive on locks/gc: garbage collection and index compaction, one at a
  *                   time
+ *   BV_LOCK_COMMIT  exclusive on locks/commit: a backup's commit (its check against gc, then
+ *                   its snapshot record) against gc's condemn (docs/LIFECYCLE.md)
  * Readers never block on the writer.
  */
 
@@ -17,6 +19,7 @@ typedef enum {
         BV_LOCK_WRITE = 1,
         BV_LOCK_READ = 2,
         BV_LOCK_GC = 3,
+        BV_LOCK_COMMIT = 4,
 } BvLockKind;
 
 /* Returns an fd holding the lock (close it to release), -EBUSY if !wait and it is taken. */

@@ -667,7 +667,7 @@ const char *bv_backup_default_name(const char *path)
         return path;
 }
 
-/* Writes the snapshot record: the commit point of the backup. Under locks/gc, so that no gc
+/* Writes the snapshot record: the commit point of the backup. Under locks/commit, so that no gc
  * condemns between the check of the map against the index (heal.h) and the record: a gc then
  * either ran before (and the check puts back what it dropped) or marks after (and sees it). */
 static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t start_s,
@@ -714,7 +714,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         s.stats = b->stats.counts;
         s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
                                        .max = b->chunker.max }; /* not the key */
-        _cleanup_close_ int gc_lock = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_GC, true);
+        _cleanup_close_ int gc_lock = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_COMMIT, true);
         r = gc_lock < 0 ? gc_lock : bv_backup_heal(b->repo, b->pack_codec, root, height, size);
         if (r >= 0)
                 r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);

@@ -11,7 +11,7 @@
 #include "object.h"
 #include "repo.h"
 
-/* Call with locks/gc held, after the backup's index is flushed. If gc/epoch is newer than the
+/* Call with locks/commit held, after the backup's index is flushed. If gc/epoch is newer than the
  * lease's, refreshes the index, walks the map (root, height, size) and writes every id it
  * references that the index lacks, located by a condemned list gc/<16 hex>.idx, as a new durable
  * index segment; returns their number (0 without a newer epoch: then nothing is read).
