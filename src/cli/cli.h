@@ -208,6 +208,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
 int cmd_protect(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);

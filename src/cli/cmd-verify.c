@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "conf.h"
 #include "verify.h"
 
 static const char usage_text[] =
@@ -15,9 +16,55 @@ static const char usage_text[] =
         "is also read, authenticated and re-hashed. Damage is reported by snapshot and image offset;\n"
         "the exit status is 4 when anything is damaged.\n\n"
         "  --read-data              read and check every chunk\n"
+        "  --sample=PERCENT         with --read-data: read only the packs verified least recently,\n"
+        "                           PERCENT of the repository's bytes, and record them in REPO, so\n"
+        "                           that successive runs cover every pack\n"
+        "  --max-duration=DURATION  with --read-data: the same, stopping after DURATION (30min, 2h)\n"
+        "  --written                with SNAPSHOT and --read-data: read only the chunks that the\n"
+        "                           snapshot before it of the same name does not reference\n"
         "  --json                   print the result as JSON\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
+
+/* --sample, --max-duration and --written; 1 if c was one of them, EXIT_USAGE for a bad value. */
+static int schedule_parse(BvVerifyOptions *o, int c, const char *arg)
+{
+        uint64_t secs;
+        char *end;
+
+        switch (c) {
+        case 's':
+                errno = 0;
+                unsigned long p = strtoul(arg, &end, 10);
+                if (errno || end == arg || *end || p < 1 || p > 100)
+                        return log_error("--sample=%s: expected a percentage from 1 to 100", arg), EXIT_USAGE;
+                o->sample_percent = (unsigned)p;
+                return 1;
+        case 'd':
+                if (bv_conf_parse_duration(arg, &secs) < 0 || secs == 0)
+                        return log_error("--max-duration=%s: expected a duration such as 30min, 2h or 1d", arg),
+                               EXIT_USAGE;
+                o->max_duration_ns = secs * 1000000000ull;
+                return 1;
+        case 'w':
+                o->written = true;
+                return 1;
+        }
+        return 0;
+}
+
+static int schedule_check(const BvVerifyOptions *o)
+{
+        if ((o->sample_percent || o->max_duration_ns) && (!o->read_data || o->snapshot)) {
+                log_error("--sample and --max-duration need --read-data and no SNAPSHOT");
+                return EXIT_USAGE;
+        }
+        if (o->written && (!o->read_data || !o->snapshot)) {
+                log_error("--written needs --read-data and a SNAPSHOT");
+                return EXIT_USAGE;
+        }
+        return EXIT_OK;
+}
 
 typedef struct Report {
         bool json;
@@ -48,28 +95,47 @@ static void on_problem(const BvVerifyProblem *p, void *userdata)
                         strerror(-p->error));
 }
 
+static void schedule_report(const BvVerifyOptions *o, const BvVerifyStats *st, bool json)
+{
+        if (st->state_reset)
+                log_warning("verify-state in the repository did not parse; starting the schedule anew");
+        if (json || !(o->sample_percent || o->max_duration_ns))
+                return;
+        log_info("scheduled: data of %llu of %llu packs read%s; %llu packs never read yet",
+                 (unsigned long long)st->packs_read, (unsigned long long)st->packs,
+                 st->stopped ? " (stopped at --max-duration)" : "", (unsigned long long)st->packs_never);
+}
+
 int cmd_verify(int argc, char **argv)
 {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "read-data", no_argument, NULL, 'r' },
                 { "json", no_argument, NULL, 'j' },
+                { "sample", required_argument, NULL, 's' },
+                { "max-duration", required_argument, NULL, 'd' },
+                { "written", no_argument, NULL, 'w' },
                 SECRET_OPTIONS,
                 {},
         };
         SecretArgs sargs = {};
         Report rep = {};
-        bool read_data = false;
+        BvVerifyOptions vo = {};
         int c, r;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 if (secret_args_parse(&sargs, c, optarg))
                         continue;
+                r = schedule_parse(&vo, c, optarg);
+                if (r == EXIT_USAGE)
+                        return r;
+                if (r == 1)
+                        continue;
                 switch (c) {
                 case 'h':
                         return print_usage(usage_text);
                 case 'r':
-                        read_data = true;
+                        vo.read_data = true;
                         break;
                 case 'j':
                         rep.json = true;
@@ -83,6 +149,10 @@ int cmd_verify(int argc, char **argv)
                 return EXIT_USAGE;
         }
         const char *path = argv[optind], *spec = optind + 1 < argc ? argv[optind + 1] : NULL;
+        vo.snapshot = spec;
+        r = schedule_check(&vo);
+        if (r != EXIT_OK)
+                return r;
 
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
@@ -97,7 +167,7 @@ int cmd_verify(int argc, char **argv)
         if (rep.json)
                 rep.problems = json_object_new_array();
         BvVerifyStats stats = {};
-        r = bv_verify(repo, spec, read_data, on_problem, &rep, &stats);
+        r = bv_verify_opts(repo, &vo, on_problem, &rep, &stats);
         if (r < 0 && r != -EBADMSG) {
                 json_object_put(rep.problems);
                 return log_error_errno(r, "cannot verify '%s'", path);
@@ -110,6 +180,10 @@ int cmd_verify(int argc, char **argv)
                 json_object_object_add(o, "chunks_checked", json_object_new_uint64(stats.chunks_checked));
                 json_object_object_add(o, "bytes_checked", json_object_new_uint64(stats.bytes_checked));
                 json_object_object_add(o, "packs", json_object_new_uint64(stats.packs));
+                if (vo.sample_percent || vo.max_duration_ns) {
+                        json_object_object_add(o, "packs_read", json_object_new_uint64(stats.packs_read));
+                        json_object_object_add(o, "packs_never_read", json_object_new_uint64(stats.packs_never));
+                }
                 json_object_object_add(o, "problems", rep.problems);
                 json_print(o);
                 json_object_put(o);
@@ -117,9 +191,10 @@ int cmd_verify(int argc, char **argv)
                 char b[32];
                 log_info("ok: %llu snapshots, %llu map nodes, %llu packs%s%llu chunks (%s) read and checked",
                          (unsigned long long)stats.snapshots, (unsigned long long)stats.map_nodes,
-                         (unsigned long long)stats.packs, read_data ? ", " : "; no data read, ",
+                         (unsigned long long)stats.packs, vo.read_data ? ", " : "; no data read, ",
                          (unsigned long long)stats.chunks_checked, format_bytes(stats.bytes_checked, b));
         } else
                 log_error("%llu problems found in '%s'", (unsigned long long)stats.problems, path);
+        schedule_report(&vo, &stats, rep.json);
         return r == 0 ? EXIT_OK : EXIT_DAMAGE;
 }

@@ -54,6 +54,7 @@ typedef enum {
         BV_OPEN_READ = 0,
         BV_OPEN_WRITE = 1 << 0,  /* take the writer lock (fails with -EBUSY if held) */
         BV_OPEN_WAIT = 1 << 1,   /* wait for the lock instead of failing */
+        BV_OPEN_REPAIR = 1 << 2, /* with BV_OPEN_WRITE: accept damaged index segments (repair) */
 } BvOpenFlags;
 
 typedef struct BvRepo BvRepo;

@@ -54,7 +54,9 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
         }
         snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", stats.snapshot_id);
         rj->size = stats.size, rj->bytes_new = stats.counts.bytes_new;
-        r = bv_verify(repo, stats.snapshot_id, true, count_problem, &rj->problems, &vs);
+        /* What this run wrote: the chunks the job's snapshot before this one does not use. */
+        BvVerifyOptions vo = { .snapshot = stats.snapshot_id, .read_data = true, .written = true };
+        r = bv_verify_opts(repo, &vo, count_problem, &rj->problems, &vs);
         if (r >= 0 && rj->problems > 0)
                 r = -EBADMSG;
         if (r < 0)
