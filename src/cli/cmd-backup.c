@@ -73,79 +73,32 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
         return EXIT_OK;
 }
 
-static int parse_full_read_every(const char *arg, unsigned *ret)
+static int parse_full_read_every(const char *arg, void *ret)
 {
-        char *end;
-        unsigned long v = strtoul(arg, &end, 10);
-
-        if (end == arg || *end || v == 0 || v > 1000000) {
-                log_error("invalid --full-read-every '%s' (1 to 1000000)", arg);
-                return -EINVAL;
-        }
-        *ret = (unsigned)v;
-        return 0;
+        return parse_unsigned_arg("--full-read-every", arg, 1, 1000000, ret);
 }
 
 int cmd_backup(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "name", required_argument, NULL, 'n' },
-                { "json", no_argument, NULL, 'j' },
-                { "threads", required_argument, NULL, 't' },
-                { "no-direct", no_argument, NULL, 'D' },
-                { "force-read", no_argument, NULL, 'R' },
-                { "full-read-every", required_argument, NULL, 'E' },
-                { "wait", no_argument, NULL, 'w' },
-                { "quiet", no_argument, NULL, 'q' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         BvBackupOptions opts = {};
         bool json = false, quiet = false, wait = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'n':
-                        opts.name = optarg;
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 't':
-                        if (parse_threads(optarg, &opts.threads) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'D':
-                        opts.source.no_direct = true;
-                        break;
-                case 'R':
-                        opts.force_read = true;
-                        break;
-                case 'E':
-                        if (parse_full_read_every(optarg, &opts.full_read_every) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'w':
-                        wait = true;
-                        break;
-                case 'q':
-                        quiet = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 2 != argc) {
-                log_error("expected two arguments: REPO SOURCE (see 'blkvault backup --help')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = {
+                CLI_STR("name", &opts.name),
+                CLI_FLAG("json", &json),
+                CLI_PARSED("threads", parse_threads, &opts.threads),
+                CLI_FLAG("no-direct", &opts.source.no_direct),
+                CLI_FLAG("force-read", &opts.force_read),
+                CLI_PARSED("full-read-every", parse_full_read_every, &opts.full_read_every),
+                CLI_FLAG("wait", &wait),
+                { .name = "quiet", .short_name = 'q', .set = &quiet },
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 2, .max_args = 2,
+                                        .expected = "expected two arguments: REPO SOURCE"
+                                                    " (see 'blkvault backup --help')");
+        int r;
         const char *path = argv[optind], *source = argv[optind + 1];
         const char *name = opts.name ? opts.name : bv_backup_default_name(source);
         const char *problem = bv_snapshot_name_problem(name);
@@ -156,10 +109,7 @@ int cmd_backup(int argc, char **argv)
                 return EXIT_USAGE;
         }
 
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0), &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0));
 
         Progress progress;
         progress_init(&progress, "backup", quiet || json);

@@ -72,25 +72,9 @@ static int config_check(const char *path)
 
 int cmd_config(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "config", required_argument, NULL, 'c' },
-                {},
-        };
         const char *path = NULL;
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'c':
-                        path = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
+        const CliOption options[] = { CLI_STR("config", &path), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "config", .usage = usage_text, .options = options);
         if (optind + 1 != argc || strcmp(argv[optind], "check") != 0) {
                 log_error("expected 'blkvault config check' (see 'blkvault config --help')");
                 return EXIT_USAGE;

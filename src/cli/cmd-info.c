@@ -82,34 +82,15 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
 
 int cmd_info(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         bool json = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                if (c == 'h')
-                        return print_usage(usage_text);
-                if (c != 'j')
-                        return EXIT_USAGE;
-                json = true;
-        }
-        if (optind + 1 != argc && optind + 2 != argc) {
-                log_error("expected REPO [SNAPSHOT] (see 'blkvault help info')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_FLAG("json", &json), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "info", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 1, .max_args = 2,
+                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault help info')");
+        int r;
         const char *path = argv[optind];
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         if (optind + 2 == argc)
                 return info_snapshot(repo, argv[optind + 1], json);
         BvRepoInfo info = {};

@@ -50,29 +50,9 @@ static int job_run(const char *config, const char *run_dir, const char *name)
 
 int cmd_job(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "config", required_argument, NULL, 'c' },
-                { "run-dir", required_argument, NULL, 'R' },
-                {},
-        };
         const char *config = NULL, *run_dir = NULL;
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'c':
-                        config = optarg;
-                        break;
-                case 'R':
-                        run_dir = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
+        const CliOption options[] = { CLI_STR("config", &config), CLI_STR("run-dir", &run_dir), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options);
         if (optind + 2 != argc || strcmp(argv[optind], "run") != 0) {
                 log_error("expected 'blkvault job run NAME' (see 'blkvault job --help')");
                 return EXIT_USAGE;

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,39 +58,16 @@ static void summary(const BvRepairStats *st)
 
 int cmd_repair(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "force", no_argument, NULL, 'f' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         bool force = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'f':
-                        force = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected REPO (see 'blkvault repair --help')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_FLAG("force", &force), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "repair", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 1, .max_args = 1,
+                                        .expected = "expected REPO (see 'blkvault repair --help')");
+        int r;
         const char *path = argv[optind];
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         /* Without --force nothing is written, but no backup may change the packs meanwhile. */
-        r = open_repo(path, &sargs, force ? BV_OPEN_WRITE | BV_OPEN_REPAIR : BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, force ? BV_OPEN_WRITE | BV_OPEN_REPAIR : BV_OPEN_READ);
         _cleanup_close_ int wlock = force ? -EBADF : bv_lock_take(bv_repo_dirfd(repo, ""), BV_LOCK_WRITE, false);
         if (wlock == -EBUSY) {
                 log_error("repository '%s' is locked by another writer (a backup or key change is running)", path);

@@ -82,62 +82,34 @@ static int check_address(const ServeOptions *o)
         return -1;
 }
 
+static int parse_port(const char *arg, void *ret)
+{
+        char *end;
+        long v = strtol(arg, &end, 10);
+
+        if (end == arg || *end || v < 1 || v > 65535) {
+                log_error("invalid --port '%s' (1 to 65535)", arg);
+                return -EINVAL;
+        }
+        *(const char **)ret = arg;
+        return 0;
+}
+
 static int parse_options(int argc, char **argv, ServeOptions *o, SecretArgs *sargs)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "socket", required_argument, NULL, 's' },
-                { "port", required_argument, NULL, 'p' },
-                { "address", required_argument, NULL, 'a' },
-                { "tls-psk", required_argument, NULL, 't' },
-                { "writable", no_argument, NULL, 'w' },
-                { "cache", required_argument, NULL, 'c' },
-                SECRET_OPTIONS,
+        const CliOption options[] = {
+                CLI_STR("socket", &o->socket),
+                CLI_PARSED("port", parse_port, &o->port),
+                CLI_STR("address", &o->address),
+                CLI_STR("tls-psk", &o->tls_psk),
+                CLI_FLAG("writable", &o->writable),
+                CLI_PARSED("cache", parse_cache_size, &o->cache),
                 {},
         };
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 's':
-                        o->socket = optarg;
-                        break;
-                case 'p': {
-                        char *end;
-                        long v = strtol(optarg, &end, 10);
-                        if (end == optarg || *end || v < 1 || v > 65535) {
-                                log_error("invalid --port '%s' (1 to 65535)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        o->port = optarg;
-                        break;
-                }
-                case 'a':
-                        o->address = optarg;
-                        break;
-                case 't':
-                        o->tls_psk = optarg;
-                        break;
-                case 'w':
-                        o->writable = true;
-                        break;
-                case 'c':
-                        if (check_size_arg("--cache", optarg) != EXIT_OK)
-                                return EXIT_USAGE;
-                        o->cache = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 2 != argc) {
-                log_error("expected two arguments: REPO SNAPSHOT (see 'blkvault serve --help')");
-                return EXIT_USAGE;
-        }
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
+                                        .min_args = 2, .max_args = 2,
+                                        .expected = "expected two arguments: REPO SNAPSHOT"
+                                                    " (see 'blkvault serve --help')");
         if (o->socket && (o->port || o->address)) {
                 log_error("--socket excludes --port and --address");
                 return EXIT_USAGE;

@@ -26,30 +26,20 @@ static const char usage_text[] =
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -h, --help\n";
 
-/* --sample, --max-duration and --written; 1 if c was one of them, EXIT_USAGE for a bad value. */
-static int schedule_parse(BvVerifyOptions *o, int c, const char *arg)
+/* --sample, --max-duration and --written (scheduled verification) */
+static int parse_sample(const char *arg, void *ret)
+{
+        return parse_unsigned_arg("--sample", arg, 1, 100, ret);
+}
+
+static int parse_max_duration(const char *arg, void *ret)
 {
         uint64_t secs;
-        char *end;
-
-        switch (c) {
-        case 's':
-                errno = 0;
-                unsigned long p = strtoul(arg, &end, 10);
-                if (errno || end == arg || *end || p < 1 || p > 100)
-                        return log_error("--sample=%s: expected a percentage from 1 to 100", arg), EXIT_USAGE;
-                o->sample_percent = (unsigned)p;
-                return 1;
-        case 'd':
-                if (bv_conf_parse_duration(arg, &secs) < 0 || secs == 0)
-                        return log_error("--max-duration=%s: expected a duration such as 30min, 2h or 1d", arg),
-                               EXIT_USAGE;
-                o->max_duration_ns = secs * 1000000000ull;
-                return 1;
-        case 'w':
-                o->written = true;
-                return 1;
+        if (bv_conf_parse_duration(arg, &secs) < 0 || secs == 0) {
+                log_error("--max-duration=%s: expected a duration such as 30min, 2h or 1d", arg);
+                return -EINVAL;
         }
+        *(uint64_t *)ret = secs * 1000000000ull;
         return 0;
 }
 
@@ -64,6 +54,17 @@ static int schedule_check(const BvVerifyOptions *o)
                 return EXIT_USAGE;
         }
         return EXIT_OK;
+}
+
+static void schedule_report(const BvVerifyOptions *o, const BvVerifyStats *st, bool json)
+{
+        if (st->state_reset)
+                log_warning("verify-state in the repository did not parse; starting the schedule anew");
+        if (json || !(o->sample_percent || o->max_duration_ns))
+                return;
+        log_info("scheduled: data of %llu of %llu packs read%s; %llu packs never read yet",
+                 (unsigned long long)st->packs_read, (unsigned long long)st->packs,
+                 st->stopped ? " (stopped at --max-duration)" : "", (unsigned long long)st->packs_never);
 }
 
 typedef struct Report {
@@ -95,69 +96,26 @@ static void on_problem(const BvVerifyProblem *p, void *userdata)
                         strerror(-p->error));
 }
 
-static void schedule_report(const BvVerifyOptions *o, const BvVerifyStats *st, bool json)
-{
-        if (st->state_reset)
-                log_warning("verify-state in the repository did not parse; starting the schedule anew");
-        if (json || !(o->sample_percent || o->max_duration_ns))
-                return;
-        log_info("scheduled: data of %llu of %llu packs read%s; %llu packs never read yet",
-                 (unsigned long long)st->packs_read, (unsigned long long)st->packs,
-                 st->stopped ? " (stopped at --max-duration)" : "", (unsigned long long)st->packs_never);
-}
-
 int cmd_verify(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "read-data", no_argument, NULL, 'r' },
-                { "json", no_argument, NULL, 'j' },
-                { "sample", required_argument, NULL, 's' },
-                { "max-duration", required_argument, NULL, 'd' },
-                { "written", no_argument, NULL, 'w' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         Report rep = {};
         BvVerifyOptions vo = {};
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                r = schedule_parse(&vo, c, optarg);
-                if (r == EXIT_USAGE)
-                        return r;
-                if (r == 1)
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'r':
-                        vo.read_data = true;
-                        break;
-                case 'j':
-                        rep.json = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc && optind + 2 != argc) {
-                log_error("expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_FLAG("read-data", &vo.read_data), CLI_FLAG("json", &rep.json),
+                                      CLI_PARSED("sample", parse_sample, &vo.sample_percent),
+                                      CLI_PARSED("max-duration", parse_max_duration, &vo.max_duration_ns),
+                                      CLI_FLAG("written", &vo.written), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "verify", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 1, .max_args = 2,
+                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
+        int r;
         const char *path = argv[optind], *spec = optind + 1 < argc ? argv[optind + 1] : NULL;
         vo.snapshot = spec;
         r = schedule_check(&vo);
         if (r != EXIT_OK)
                 return r;
 
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         if (spec) {
                 const BvSnapshot *snap;
                 r = find_snapshot(repo, spec, &snap);

@@ -107,22 +107,14 @@ int log_error_errno(int r, const char *fmt, ...)
 
 bool secret_args_parse(SecretArgs *s, int opt, const char *arg)
 {
-        switch (opt) {
-        case 'P':
-                s->passphrase_file = arg;
-                return true;
-        case 'K':
-                s->key_file = arg;
-                return true;
-        case 'F':
-                s->passphrase_fd = arg;
-                return true;
-        case 'C':
-                s->passphrase_command = arg;
-                return true;
-        default:
-                return false;
-        }
+        const char **field = opt == 'P' ? &s->passphrase_file
+                             : opt == 'K' ? &s->key_file
+                             : opt == 'F' ? &s->passphrase_fd
+                             : opt == 'C' ? &s->passphrase_command
+                                          : NULL;
+        if (field)
+                *field = arg;
+        return field;
 }
 
 static int log_no_locked_memory(void)
@@ -595,65 +587,6 @@ void secret_env_scrub(void)
                         explicit_bzero(v, strlen(v));
                 (void)unsetenv(names[i]);
         }
-}
-
-int check_size_arg(const char *option, const char *arg)
-{
-        char *end;
-        errno = 0;
-        (void)strtoull(arg, &end, 10);
-        if (end != arg && !errno && *end && strchr("kKmMgGtT", *end))
-                end++;
-        if (end == arg || errno || *end || arg[0] == '-' || arg[0] == '+') {
-                log_error("invalid %s '%s' (a size such as 256M)", option, arg);
-                return EXIT_USAGE;
-        }
-        return EXIT_OK;
-}
-
-int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
-                         bool *ret_json, const char **ret_repo)
-{
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
-        int c;
-
-        *ret_json = false;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(s, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage);
-                case 'j':
-                        *ret_json = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected exactly one argument: REPO (see 'blkvault %s --help')", command);
-                return EXIT_USAGE;
-        }
-        *ret_repo = argv[optind];
-        return -1;
-}
-
-int parse_threads(const char *arg, unsigned *ret)
-{
-        char *end;
-        unsigned long v = strtoul(arg, &end, 10);
-        if (end == arg || *end || v == 0 || v > 256) {
-                log_error("invalid --threads '%s' (1 to 256)", arg);
-                return -EINVAL;
-        }
-        *ret = (unsigned)v;
-        return 0;
 }
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), 0 if it is not one; *ret_cp its code point. */

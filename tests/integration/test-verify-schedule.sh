@@ -60,8 +60,8 @@ bv verify "$repo" --read-data --max-duration=1h --json >"$T/v.json"
 grep -q '"packs_read": *8' "$T/v.json" || { cat "$T/v.json" >&2; die "--max-duration=1h did not read every pack"; }
 
 # usage errors
-expect_fail 2 "error: --sample=0: expected a percentage from 1 to 100" bv verify "$repo" --read-data --sample=0
-expect_fail 2 "error: --sample=x: expected a percentage from 1 to 100" bv verify "$repo" --read-data --sample=x
+expect_fail 2 "error: invalid --sample '0' (1 to 100)" bv verify "$repo" --read-data --sample=0
+expect_fail 2 "error: invalid --sample 'x' (1 to 100)" bv verify "$repo" --read-data --sample=x
 expect_fail 2 "error: --max-duration=soon: expected a duration such as 30min, 2h or 1d" bv verify "$repo" --read-data --max-duration=soon
 expect_fail 2 "error: --sample and --max-duration need --read-data and no SNAPSHOT" bv verify "$repo" --sample=10
 expect_fail 2 "error: --sample and --max-duration need --read-data and no SNAPSHOT" bv verify "$repo" n1 --read-data --sample=10
