@@ -175,7 +175,7 @@ static void tear(File *f)
         memset(junk, 0xa5, sizeof(junk));
         (void)ftruncate(f->fd, keep);
         if (keep > from)
-                (void)pwrite64(f->fd, junk, (size_t)(keep - from), from);
+                (void)syscall(SYS_pwrite64, f->fd, junk, (size_t)(keep - from), from); /* not our pwrite64 */
 }
 
 /* The cut: undo what is not durable, newest first, and die. */
