@@ -253,6 +253,9 @@ int cmd_info(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
+
+/* The ranges a snapshot's backup could not read, one line each after prefix (info, verify). */
+void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix);
 int cmd_protect(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);

@@ -77,7 +77,19 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
                 printf("parent       (none: the first snapshot of its name)\n");
         printf("shared       %s of %s data was stored before (%.0f%%)\n", format_bytes(shared, a),
                format_bytes(data, b), data ? 100.0 * (double)shared / (double)data : 0.0);
+        print_unreadable(s, stdout, "unreadable   ");
         return EXIT_OK;
+}
+
+void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix)
+{
+        for (size_t i = 0; i < s->n_unreadable; i++) {
+                const BvByteRange *u = &s->unreadable[i];
+                char b[32];
+                fprintf(f, "%sbytes %llu-%llu (%s) did not read at backup: restored as zeroes\n", prefix,
+                        (unsigned long long)u->offset, (unsigned long long)(u->offset + u->length - 1),
+                        format_bytes(u->length, b));
+        }
 }
 
 int cmd_info(int argc, char **argv)

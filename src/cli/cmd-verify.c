@@ -67,6 +67,26 @@ static void schedule_report(const BvVerifyOptions *o, const BvVerifyStats *st, b
                  st->stopped ? " (stopped at --max-duration)" : "", (unsigned long long)st->packs_never);
 }
 
+/* What the verified snapshots' backups could not read (backup --skip-unreadable). */
+static void note_unreadable(BvRepo *repo, const char *spec, bool json)
+{
+        BvSnapshot *const *list;
+        const BvSnapshot *one;
+        size_t n;
+
+        if (json)
+                return; /* in each snapshot's record, which 'info --json' prints */
+        if (spec ? bv_repo_find_snapshot(repo, spec, &one) < 0 : bv_repo_snapshots(repo, &list, &n) < 0)
+                return;
+        if (spec)
+                list = (BvSnapshot *const *)&one, n = 1;
+        for (size_t i = 0; i < n; i++) {
+                char prefix[64];
+                snprintf(prefix, sizeof(prefix), "note: snapshot %.8s: ", list[i]->id);
+                print_unreadable(list[i], stderr, prefix);
+        }
+}
+
 typedef struct Report {
         bool json;
         struct json_object *problems;
@@ -154,5 +174,6 @@ int cmd_verify(int argc, char **argv)
         } else
                 log_error("%llu problems found in '%s'", (unsigned long long)stats.problems, path);
         schedule_report(&vo, &stats, rep.json);
+        note_unreadable(repo, spec, rep.json);
         return r == 0 ? EXIT_OK : EXIT_DAMAGE;
 }

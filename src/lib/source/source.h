@@ -26,6 +26,9 @@ typedef struct BvSourceOptions {
         unsigned queue_depth; /* reads in flight; default 8, at most 256 */
         bool no_direct;       /* never O_DIRECT */
         bool no_uring;        /* force the pread path */
+        /* A block that does not read (EIO) is delivered as zeroes and listed in the read stats,
+         * instead of failing the read. */
+        bool skip_unreadable;
 } BvSourceOptions;
 
 typedef struct BvSource BvSource;
@@ -42,6 +45,9 @@ typedef struct BvSourceIdentity {
 typedef struct BvSourceReadStats {
         uint64_t bytes_cached;
         uint64_t bytes_direct;
+        uint64_t error_offset;        /* where the read that failed the source starts (a block) */
+        const BvByteRange *unreadable; /* skip_unreadable: the blocks delivered as zeroes, merged; */
+        size_t n_unreadable;           /* owned by the source */
 } BvSourceReadStats;
 
 /*

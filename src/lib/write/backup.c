@@ -62,6 +62,8 @@ typedef struct Job {
 
 typedef struct Backup {
         BvRepo *repo;
+        const BvByteRange *unreadable; /* the source's, recorded in the snapshot */
+        size_t n_unreadable;
         BvIndex *index;
         const BvKeyring *keyring;
         BvChunkerParams chunker;
@@ -697,6 +699,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         if (s.source.kind != BV_SOURCE_STREAM && bv_source_probe(s.source.path, &s.source.probe) >= 0)
                 s.source.probed = true;
         s.stats = b->stats.counts;
+        s.unreadable = (BvByteRange *)b->unreadable, s.n_unreadable = b->n_unreadable;
         s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
                                        .max = b->chunker.max }; /* not the key */
         r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
@@ -811,6 +814,10 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         bv_source_read_stats(src, &rs);
         b->stats.counts.bytes_read_cached = rs.bytes_cached;
         b->stats.counts.bytes_read_direct = rs.bytes_direct;
+        b->unreadable = rs.unreadable, b->n_unreadable = rs.n_unreadable;
+        for (size_t i = 0; i < rs.n_unreadable; i++)
+                b->stats.bytes_unreadable += rs.unreadable[i].length;
+        b->stats.ranges_unreadable = rs.n_unreadable;
         return snapshot_publish(b, src, name, start_s, root, height, size, NULL);
 }
 
@@ -870,6 +877,11 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         if (r >= 0)
                 r = backup_body(&b, repo, src, opts, threads, start_s, start_ns);
         if (r < 0) {
+                if (opts->ret_error_offset) {
+                        BvSourceReadStats rs;
+                        bv_source_read_stats(src, &rs);
+                        *opts->ret_error_offset = rs.error_offset;
+                }
                 backup_abort(&b, r);
                 backup_done(&b);
                 return r;

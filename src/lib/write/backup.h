@@ -16,6 +16,9 @@ typedef struct BvBackupOptions {
         unsigned full_read_every; /* 0: never force; N: at most N - 1 unread backups in a row */
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
+        /* If not NULL: on failure, where the source read that failed starts (source.error_offset);
+         * opts->source.skip_unreadable makes such blocks zeroes recorded in the snapshot instead. */
+        uint64_t *ret_error_offset;
 } BvBackupOptions;
 
 typedef struct BvBackupStats {
@@ -26,6 +29,7 @@ typedef struct BvBackupStats {
         bool used_direct;
         /* the parent snapshot whose map was taken unread ("" when the source was read) */
         char reused_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        uint64_t bytes_unreadable, ranges_unreadable; /* skip_unreadable: stored as zeroes */
 } BvBackupStats;
 
 /* Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
