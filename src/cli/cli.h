@@ -15,6 +15,7 @@
 #include "conf.h"
 #include "json-util.h"
 #include "macro.h"
+#include "rate.h"
 #include "repo.h"
 
 
@@ -38,6 +39,15 @@ int log_error_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Printed only with -v. */
+void log_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* -q (no progress or status lines: a script's stderr holds the messages only) and -v (more
+ * detail), accepted by every command: cli_parse adds COMMON_OPTIONS to every table and hands them
+ * to verbosity_parse (true if the option was one of them). */
+#define COMMON_OPTIONS { "quiet", no_argument, NULL, 'q' }, { "verbose", no_argument, NULL, 'v' }
+bool verbosity_parse(int opt);
+bool is_quiet(void);
 /* Whether an error was printed (main then prints nothing more for a usage error). */
 bool error_printed(void);
 /* After a command returned EXIT_USAGE without saying why (getopt_long, with opterr 0, found an
@@ -152,14 +162,21 @@ void report_missing_packs(BvRepo *repo);
 /* Resolves a snapshot spec, reporting failures; returns an exit code. */
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret);
 
-/* Progress line on stderr when it is a terminal: bytes, rate, ETA. */
+/* progress.c: the progress line on stderr when it is a terminal (and not -q): work done of its
+ * total, the rate over the last seconds and the ETA of the work left (rate.h). */
 typedef struct Progress {
-        bool enabled;
+        bool enabled, shown;
         const char *verb;
+        BvRate rate;
+        uint64_t drawn_ns;
 } Progress;
 void progress_init(Progress *p, const char *verb, bool quiet);
 void progress_update(const BvProgress *bp, void *userdata);
 void progress_done(Progress *p);
+/* A status line while something short but noticeable runs (deriving a key, waiting for nbdkit),
+ * under the same conditions; status_begin returns whether it showed it, status_end clears it. */
+bool status_begin(const char *text);
+void status_end(bool shown);
 
 /* restore's destinations (restore-dest.c). restore_to_stdout streams the image in order (a pipe
  * cannot seek); restore_check_dest refuses an existing file without force and a device smaller

@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli.h"
 #include "macro.h"
+#include "mounts.h"
 #include "snapshot-json.h"
 #include "snapshot.h"
 
@@ -24,8 +27,9 @@ static const char usage_text[] =
         "  --force-read             read a file even if it is unchanged since its last snapshot\n"
         "  --full-read-every=N      read an unchanged file anyway on every Nth backup\n"
         "  --wait                   wait for another writer instead of failing\n"
-        "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The new snapshot, its stats nested as list prints them, and how the source was read. Until
@@ -75,6 +79,27 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
         return EXIT_OK;
 }
 
+/* A block device whose filesystem is mounted read-write changes while it is read: the image
+ * may hold a filesystem that was never on the disk as a whole. Says so, and how to avoid it. */
+static void warn_mounted_rw(const char *source)
+{
+        char mp[4096], dev[64];
+        struct stat st;
+
+        if (stat(source, &st) < 0 || !S_ISBLK(st.st_mode) ||
+            bv_blockdev_mounted_rw(st.st_rdev, mp, sizeof(mp), dev, sizeof(dev)) <= 0)
+                return;
+        _cleanup_free_ char *shown = escape_text(mp, 0), *real = realpath(source, NULL);
+        const char *base = real ? strrchr(real, '/') : NULL, *m = shown ? shown : mp;
+        char what[128] = "";
+        if (!base || strcmp(base + 1, dev) != 0) /* a partition or a device stacked on it */
+                snprintf(what, sizeof(what), " holds /dev/%s, which", dev);
+        log_warning("'%s'%s is mounted read-write on '%s': the image may be inconsistent (the filesystem "
+                    "changes while it is read); back up an LVM or filesystem snapshot instead, or freeze it "
+                    "for the backup (fsfreeze --freeze '%s', then fsfreeze --unfreeze '%s')",
+                    source, what, m, m, m);
+}
+
 static int parse_full_read_every(const char *arg, void *ret)
 {
         return parse_unsigned_arg("--full-read-every", arg, 1, 1000000, ret);
@@ -84,7 +109,7 @@ int cmd_backup(int argc, char **argv)
 {
         SecretArgs sargs = {};
         BvBackupOptions opts = {};
-        bool json = false, quiet = false, wait = false;
+        bool json = false, wait = false;
         const CliOption options[] = {
                 CLI_STR("name", &opts.name),
                 CLI_FLAG("json", &json),
@@ -94,7 +119,6 @@ int cmd_backup(int argc, char **argv)
                 CLI_FLAG("force-read", &opts.force_read),
                 CLI_PARSED("full-read-every", parse_full_read_every, &opts.full_read_every),
                 CLI_FLAG("wait", &wait),
-                { .name = "quiet", .short_name = 'q', .set = &quiet },
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
@@ -115,7 +139,7 @@ int cmd_backup(int argc, char **argv)
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0));
 
         Progress progress;
-        progress_init(&progress, "backup", quiet || json);
+        progress_init(&progress, "backup", json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
 
@@ -124,6 +148,8 @@ int cmd_backup(int argc, char **argv)
         uint64_t error_offset = UINT64_MAX;
         opts.ret_error_offset = &error_offset;
         r = bv_source_open(source, &opts.source, &src);
+        if (r >= 0 && bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
+                warn_mounted_rw(source);
         if (r >= 0)
                 r = bv_backup(repo, src, &opts, &stats);
         bv_source_free(src);

@@ -15,9 +15,13 @@ static const char usage_text[] =
         "  --compression=zstd[:LEVEL]|none default zstd:3\n"
         "  --passphrase-file=FILE          read the new passphrase from FILE\n"
         "  --key-file=FILE                 seal the repository key with the contents of FILE\n"
+        "  --passphrase-fd=N               read the new passphrase from file descriptor N\n"
+        "  --passphrase-command=CMD        the new passphrase is what /bin/sh -c CMD prints\n"
+        "  -q, --quiet                     no progress or status lines\n"
+        "  -v, --verbose                   more detail (timings)\n"
         "  -h, --help\n\n"
-        "Without --passphrase-file or --key-file the passphrase comes from $BLKVAULT_PASSPHRASE\n"
-        "or, on a terminal, a prompt.\n";
+        "Without a secret option the passphrase comes from $BLKVAULT_PASSPHRASE or, on a terminal,\n"
+        "a prompt.\n";
 
 static int parse_size(const char *s, uint32_t *ret)
 {
@@ -143,7 +147,9 @@ int cmd_init(int argc, char **argv)
         r = secret_get(&sargs, cfg.cipher != BV_CIPHER_NONE, true, &secret);
         if (r < 0)
                 return EXIT_KEY;
+        bool shown = secret.passphrase && status_begin("sealing the key with the passphrase (scrypt)...");
         r = bv_repo_init(path, &cfg, &secret);
+        status_end(shown);
         secret_done(&secret);
         if (r < 0)
                 return log_error_errno(r, "cannot create repository '%s'", path);

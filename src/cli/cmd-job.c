@@ -15,6 +15,8 @@ static const char usage_text[] =
         "mount, back up, verify, unmount, lock. No such drive attached is not an error.\n\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 static int job_run(const char *config, const char *run_dir, const char *name)

@@ -24,6 +24,8 @@ static const char usage_text[] =
         "  --paper                  export as printable text with a checksum per line\n"
         "  --new-passphrase-file=FILE, --new-key-file=FILE (or $BLKVAULT_NEW_PASSPHRASE, or a prompt)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct KeyArgs {

@@ -18,6 +18,8 @@ static const char usage_text[] =
         "  --utc        times in UTC\n"
         "  --json       a JSON list: snapshot, name, time, time_utc, size, source, chunker, stats\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* "gpt: ext4 'root', xfs 'data'" from the probe, for the table. */

@@ -9,6 +9,8 @@ static const char usage_text[] =
         "Protect a snapshot from prune and delete (or, with --unprotect, lift that).\n\n"
         "  --unprotect\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 int cmd_protect(int argc, char **argv)

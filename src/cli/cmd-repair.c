@@ -15,6 +15,8 @@ static const char usage_text[] =
         "  --force      rebuild the index from the packs (damaged objects are left out, so the\n"
         "               next backup that meets their content stores it again)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 static void on_event(const BvRepairEvent *e, void *userdata)

@@ -19,8 +19,9 @@ static const char usage_text[] =
         "  --force                  replace an existing file (written beside it, renamed at the end)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
-        "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The result line, or the JSON document with --json. */
@@ -134,11 +135,10 @@ int cmd_restore(int argc, char **argv)
 {
         SecretArgs sargs = {};
         BvRestoreOptions opts = {};
-        bool json = false, quiet = false, force = false;
+        bool json = false, force = false;
         const CliOption options[] = {
                 CLI_FLAG("json", &json),
                 CLI_PARSED("threads", parse_threads, &opts.threads),
-                { .name = "quiet", .short_name = 'q', .set = &quiet },
                 CLI_FLAG("force", &force),
                 {},
         };
@@ -163,7 +163,7 @@ int cmd_restore(int argc, char **argv)
                 return r;
 
         Progress progress;
-        progress_init(&progress, "restore", quiet || json);
+        progress_init(&progress, "restore", json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
         opts.cancel = &interrupted;

@@ -35,6 +35,7 @@
 #include "cli.h"
 #include "fileio.h"
 #include "macro.h"
+#include "timeutil.h"
 
 static const char usage_text[] =
         "Usage: blkvault serve REPO SNAPSHOT [OPTIONS]\n\n"
@@ -50,6 +51,8 @@ static const char usage_text[] =
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct ServeOptions {
@@ -373,15 +376,25 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
                 (void)sigprocmask(SIG_SETMASK, &old, NULL);
                 return log_error_errno(pid, "cannot run nbdkit");
         }
-        bool announced = false, stopping = false;
+        bool announced = false, stopping = false, shown = false;
+        uint64_t start = bv_now_monotonic_ns(), drawn = 0;
         int status = 0;
         for (;;) {
                 /* the pid file is written once nbdkit has bound its socket: only then can the
                  * greeting not be another server's */
                 if (!announced && !stopping && access(o->pidfile, F_OK) == 0 && server_answers(o)) {
+                        status_end(shown);
+                        shown = false;
                         print_uri(o);
                         log_info("serving %s; stop with Ctrl-C", what);
                         announced = o->served = true;
+                }
+                if (!announced && !stopping && bv_now_monotonic_ns() - drawn >= 250000000ull) {
+                        char line[128];
+                        drawn = bv_now_monotonic_ns();
+                        snprintf(line, sizeof(line), "serve: starting nbdkit, which opens the repository (%.1f s)",
+                                 (double)(drawn - start) / 1e9);
+                        shown = status_begin(line);
                 }
                 struct timespec poll = { .tv_nsec = 20 * 1000 * 1000 };
                 int sig = announced || stopping ? sigwaitinfo(&mask, NULL) : sigtimedwait(&mask, NULL, &poll);
@@ -394,6 +407,7 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
                 }
         }
         (void)sigprocmask(SIG_SETMASK, &old, NULL);
+        status_end(shown);
         if (stopping)
                 return EXIT_OK;
         if (!announced) {

@@ -33,6 +33,8 @@ static const char usage_text[] =
         "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct FormatArgs {

@@ -24,6 +24,8 @@ static const char usage_text[] =
         "                           snapshot before it of the same name does not reference\n"
         "  --json                   print the result as JSON\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* --sample, --max-duration and --written (scheduled verification) */
@@ -90,6 +92,7 @@ static void note_unreadable(BvRepo *repo, const char *spec, bool json)
 typedef struct Report {
         bool json;
         struct json_object *problems;
+        Progress *progress; /* cleared before a problem is printed */
 } Report;
 
 static void on_problem(const BvVerifyProblem *p, void *userdata)
@@ -107,6 +110,8 @@ static void on_problem(const BvVerifyProblem *p, void *userdata)
                 json_object_array_add(rep->problems, o);
                 return;
         }
+        if (rep->progress)
+                progress_done(rep->progress);
         if (p->snapshot_id)
                 fprintf(stderr, "damaged: snapshot %.8s, image offset %llu (0x%llx): %s %s: %s\n", p->snapshot_id,
                         (unsigned long long)p->offset, (unsigned long long)p->offset, p->what ? p->what : "",
@@ -145,7 +150,12 @@ int cmd_verify(int argc, char **argv)
         if (rep.json)
                 rep.problems = json_object_new_array();
         BvVerifyStats stats = {};
+        Progress progress;
+        progress_init(&progress, "verify: read", rep.json || !vo.read_data);
+        rep.progress = &progress;
+        vo.progress = progress_update, vo.progress_userdata = &progress;
         r = bv_verify_opts(repo, &vo, on_problem, &rep, &stats);
+        progress_done(&progress);
         if (r < 0 && r != -EBADMSG) {
                 json_object_put(rep.problems);
                 return log_error_errno(r, "cannot verify '%s'", path);

@@ -64,6 +64,32 @@ void log_option_error(int argc, char **argv, const char *command)
                 log_error("unknown option '-%c' (see 'blkvault help %s')", optopt ? optopt : '?', command);
 }
 
+/* -q and -v: -1 quiet, 0, 1 verbose */
+static int verbosity;
+
+bool verbosity_parse(int opt)
+{
+        if (opt != 'q' && opt != 'v')
+                return false;
+        verbosity = opt == 'q' ? -1 : 1;
+        return true;
+}
+
+bool is_quiet(void)
+{
+        return verbosity < 0;
+}
+
+void log_verbose(const char *fmt, ...)
+{
+        va_list ap;
+        if (verbosity <= 0)
+                return;
+        va_start(ap, fmt);
+        vlog("", fmt, ap, 0);
+        va_end(ap);
+}
+
 void log_info(const char *fmt, ...)
 {
         va_list ap;
@@ -283,6 +309,23 @@ static int log_open_error(const char *path, int r)
 /* Damaged files already warned of (one repository per command). */
 static size_t damage_reported;
 
+/* bv_repo_open_report, with a status line while a passphrase's key is derived (scrypt takes
+ * most of a second) and the time it took with -v. */
+static int open_deriving(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
+                         BvRepo **ret)
+{
+        uint64_t start = bv_now_monotonic_ns();
+        bool shown = secret->passphrase && status_begin("deriving the key from the passphrase (scrypt)...");
+        int r = bv_repo_open_report(path, secret, flags, problem, ret);
+
+        status_end(shown);
+        if (r >= 0)
+                log_verbose("opened repository '%s' in %.2f s%s", path,
+                            (double)(bv_now_monotonic_ns() - start) / 1e9,
+                            secret->passphrase ? " (most of it deriving the key from the passphrase)" : "");
+        return r;
+}
+
 /* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
  * secret_done); on failure it is wiped here. */
 static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
@@ -301,7 +344,7 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
         r = secret_get(s, cfg.cipher != BV_CIPHER_NONE, false, &secret);
         if (r < 0)
                 return EXIT_KEY;
-        r = bv_repo_open_report(path, &secret, flags, &problem, ret);
+        r = open_deriving(path, &secret, flags, &problem, ret);
         if (r < 0 || !ret_secret)
                 secret_done(&secret);
         else
@@ -362,40 +405,6 @@ const char *format_bytes(uint64_t n, char buf[32])
         else
                 snprintf(buf, 32, "%.1f %s", v, units[u]);
         return buf;
-}
-
-void progress_init(Progress *p, const char *verb, bool quiet)
-{
-        p->enabled = !quiet && isatty(STDERR_FILENO);
-        p->verb = verb;
-}
-
-void progress_update(const BvProgress *bp, void *userdata)
-{
-        Progress *p = userdata;
-        char a[32], b[32], rate[32];
-        if (!p->enabled)
-                return;
-        double secs = (double)bp->elapsed_ns / 1e9;
-        double bps = secs > 0 ? (double)bp->done / secs : 0;
-        format_bytes((uint64_t)bps, rate);
-        if (bp->total != UINT64_MAX && bp->total > 0) {
-                double left = bps > 0 ? (double)(bp->total - MIN(bp->done, bp->total)) / bps : 0;
-                fprintf(stderr, "\r\033[K%s %s / %s (%.0f%%), %s/s, ETA %u:%02u", p->verb,
-                        format_bytes(bp->done, a), format_bytes(bp->total, b),
-                        100.0 * (double)bp->done / (double)bp->total, rate, (unsigned)left / 60,
-                        (unsigned)left % 60);
-        } else
-                fprintf(stderr, "\r\033[K%s %s, %s/s", p->verb, format_bytes(bp->done, a), rate);
-        fflush(stderr);
-}
-
-void progress_done(Progress *p)
-{
-        if (p->enabled) {
-                fprintf(stderr, "\r\033[K");
-                fflush(stderr);
-        }
 }
 
 void json_print(struct json_object *o)

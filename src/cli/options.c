@@ -11,6 +11,7 @@
 #define OPT_BASE 0x100 /* getopt values of the table's long-only options: OPT_BASE + index */
 
 static const struct option secret_options[] = { SECRET_OPTIONS };
+static const struct option common_options[] = { COMMON_OPTIONS };
 
 static const CliOption *option_of(const CliCommand *cmd, int c)
 {
@@ -27,6 +28,10 @@ static bool build_tables(const CliCommand *cmd, struct option *longs, size_t max
 
         longs[n++] = (struct option){ "help", no_argument, NULL, 'h' };
         shorts[ns++] = 'h';
+        for (size_t i = 0; i < ELEMENTSOF(common_options); i++) {
+                longs[n++] = common_options[i];
+                shorts[ns++] = (char)common_options[i].val;
+        }
         if (cmd->secret)
                 for (size_t i = 0; i < ELEMENTSOF(secret_options); i++)
                         longs[n++] = secret_options[i];
@@ -45,8 +50,8 @@ static bool build_tables(const CliCommand *cmd, struct option *longs, size_t max
 
 int cli_parse(const CliCommand *cmd, int argc, char **argv)
 {
-        struct option longs[OPTIONS_MAX + ELEMENTSOF(secret_options) + 2];
-        char shorts[OPTIONS_MAX + 2];
+        struct option longs[OPTIONS_MAX + ELEMENTSOF(secret_options) + ELEMENTSOF(common_options) + 2];
+        char shorts[OPTIONS_MAX + ELEMENTSOF(common_options) + 2];
         int c;
 
         if (!build_tables(cmd, longs, ELEMENTSOF(longs), shorts))
@@ -56,6 +61,8 @@ int cli_parse(const CliCommand *cmd, int argc, char **argv)
 
                 if (c == 'h')
                         return print_usage(cmd->usage);
+                if (verbosity_parse(c))
+                        continue;
                 if (cmd->secret && secret_args_parse(cmd->secret, c, optarg))
                         continue;
                 if (!o)

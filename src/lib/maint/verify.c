@@ -64,7 +64,26 @@ typedef struct Verify {
         const BvVerifyOptions *opts;
         void *ud_schedule;
         uint64_t deadline_ns; /* monotonic; 0: none */
+        bv_progress_fn progress;  /* of the data check, under lock */
+        void *progress_ud;
+        uint64_t read_total, start_ns, progress_ns;
 } Verify;
+
+#define PROGRESS_NS (250ull * 1000000ull)
+
+/* Called with v->lock held: the data check's progress, every PROGRESS_NS and at the end. */
+static void data_progress(Verify *v, bool force)
+{
+        uint64_t now = bv_now_monotonic_ns();
+
+        if (!v->progress || (!force && now - v->progress_ns < PROGRESS_NS))
+                return;
+        v->progress_ns = now;
+        v->progress(&(BvProgress){ .done = v->stats.bytes_checked, .total = v->read_total,
+                                   .work_done = v->stats.bytes_checked, .work_total = v->read_total,
+                                   .elapsed_ns = now - v->start_ns },
+                    v->progress_ud);
+}
 
 static int pack_push(uint8_t (**ids)[BV_PACK_ID_SIZE], size_t *n, size_t *cap, const uint8_t id[BV_PACK_ID_SIZE]);
 
@@ -294,6 +313,7 @@ static void *data_worker(void *userdata)
                         v->stats.chunks_checked++;
                         v->stats.bytes_checked += got;
                 }
+                data_progress(v, false);
         }
         bv_object_codec_free(codec);
         return NULL;
@@ -313,6 +333,10 @@ static int verify_plan_reads(Verify *v, bool (*want)(Verify *v, Slot *s))
                         v->reads[v->n_reads++] = s;
         }
         qsort(v->reads, v->n_reads, sizeof(Slot *), read_cmp);
+        v->read_total = 0;
+        for (size_t i = 0; i < v->n_reads; i++)
+                v->read_total += v->reads[i]->length;
+        v->start_ns = v->progress_ns = bv_now_monotonic_ns();
         return 0;
 }
 
@@ -346,6 +370,10 @@ static int verify_read_range(Verify *v, size_t from, size_t to)
                         ret = (int)(intptr_t)res;
         }
         v->n_reads = saved;
+        if (to == saved) {
+                v->read_total = v->stats.bytes_checked; /* what was read in the end (damaged chunks were not) */
+                data_progress(v, true);
+        }
         return ret;
 }
 
@@ -782,6 +810,15 @@ int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
         return bv_verify_opts(r, &o, cb, userdata, ret_stats);
 }
 
+int bv_verify_progress(BvRepo *r, const char *snapshot_spec, bool read_data,
+                       void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, bv_progress_fn progress,
+                       void *progress_userdata, BvVerifyStats *ret_stats)
+{
+        BvVerifyOptions o = { .snapshot = snapshot_spec, .read_data = read_data, .progress = progress,
+                              .progress_userdata = progress_userdata };
+        return bv_verify_opts(r, &o, cb, userdata, ret_stats);
+}
+
 int bv_verify_opts(BvRepo *r, const BvVerifyOptions *o, void (*cb)(const BvVerifyProblem *p, void *ud),
                    void *userdata, BvVerifyStats *ret_stats)
 {
@@ -794,6 +831,7 @@ int bv_verify_opts(BvRepo *r, const BvVerifyOptions *o, void (*cb)(const BvVerif
             (o->written && !o->snapshot))
                 return -EINVAL;
         v.read_data = o->read_data;
+        v.progress = o->progress, v.progress_ud = o->progress_userdata;
         if (o->max_duration_ns)
                 v.deadline_ns = bv_now_monotonic_ns() + o->max_duration_ns;
         ret = bv_object_codec_new(bv_repo_keyring(r), bv_repo_config(r)->zstd_level, &v.codec);

@@ -33,6 +33,8 @@ typedef struct BvVerifyOptions {
          * and stopping once max_duration_ns has passed (0: no limit), and record what was read. */
         unsigned sample_percent;
         uint64_t max_duration_ns;
+        bv_progress_fn progress;  /* see bv_verify_progress; NULL: none */
+        void *progress_userdata;
 } BvVerifyOptions;
 
 /* Verifies structure (snapshots, map trees, that every referenced id is indexed, index
@@ -43,3 +45,8 @@ int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
 /* The same with options; -EINVAL for a schedule with a snapshot, or written without one. */
 int bv_verify_opts(BvRepo *r, const BvVerifyOptions *o, void (*cb)(const BvVerifyProblem *p, void *ud),
                    void *userdata, BvVerifyStats *ret_stats);
+/* bv_verify, calling progress (if not NULL) about every 250 ms and at the end of the data check
+ * (read_data): its work is the bytes of the distinct chunks read. */
+int bv_verify_progress(BvRepo *r, const char *snapshot_spec, bool read_data,
+                       void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, bv_progress_fn progress,
+                       void *progress_userdata, BvVerifyStats *ret_stats);
