@@ -100,4 +100,12 @@ bv repair "$repo" --force >/dev/null 2>&1 || :
 bv backup "$repo" "$T/img3" --name=n3 --force-read >/dev/null 2>&1
 bv repair "$repo" >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair after the pack was stored again"; }
 restore_all "after a lost pack was stored again"
+# 5. a pack whose own index (its footer) is damaged still holds whole objects: repair names it,
+# loses nothing, and a rebuild keeps what the chunk index locates in it
+size=$(stat -c %s "${pack[1]}")
+flip_byte "${pack[1]}" $((size - 1))
+rm "$(ls -t "$repo"/index/*.idx | head -1)" # the last backup's: a rebuild is needed, n1 stays indexed
+bv repair "$repo" --force >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair --force with a damaged pack footer"; }
+grep -qx "damaged: pack ${pack[1]#"$repo/packs/"}: Bad message" "$T/e" || { cat "$T/e" >&2; die "the damaged pack footer is not named"; }
+restore_all "after a rebuild beside a pack with a damaged footer"
 echo "ok: index rebuilt, losses listed by range, healed by backups"

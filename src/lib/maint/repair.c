@@ -44,6 +44,8 @@ typedef struct Repair {
         size_t n_good, cap_good;
         uint8_t *buf;
         size_t buf_cap;
+        uint8_t (*damaged)[BV_PACK_ID_SIZE]; /* packs whose own index does not read, sorted */
+        size_t n_damaged;
 } Repair;
 
 static void emit(Repair *R, const BvRepairEvent *e)
@@ -61,6 +63,11 @@ static void emit_damaged(Repair *R, const char *what, const char *detail, uint64
 static int good_cmp(const void *a, const void *b)
 {
         return memcmp(a, b, BV_ID_SIZE);
+}
+
+static int good_cmp_pack(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_PACK_ID_SIZE);
 }
 
 /* The first whole copy of id, or NULL. */
@@ -154,6 +161,11 @@ static int scan_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
+                void *p = realloc(R->damaged, (R->n_damaged + 1) * BV_PACK_ID_SIZE);
+                if (!p)
+                        return -ENOMEM;
+                R->damaged = p;
+                memcpy(R->damaged[R->n_damaged++], pack_id, BV_PACK_ID_SIZE);
                 R->st.packs_damaged++;
                 emit_damaged(R, "pack", path, 0, r);
                 return 0;
@@ -177,6 +189,37 @@ static int scan_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void
                         return r;
         }
         return 0;
+}
+
+/* A pack whose own index does not read may still hold whole objects: those the chunk index
+ * locates in it are read (authenticated, re-hashed) and kept, so a rebuild never drops them. */
+static int salvage_entry(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, void *userdata)
+{
+        Repair *R = userdata;
+        BvPackEntry e = { .type = loc->type, .member = loc->member, .offset = loc->offset, .length = loc->length };
+        size_t got = 0;
+        void *enc;
+        int r;
+
+        if (R->n_damaged == 0 || !bsearch(loc->pack_id, R->damaged, R->n_damaged, BV_PACK_ID_SIZE, good_cmp_pack))
+                return 0;
+        memcpy(e.id, id, BV_ID_SIZE);
+        r = bv_buf_reserve(&R->buf, &R->buf_cap, BV_OBJECT_MAX_RAW);
+        if (r < 0)
+                return r;
+        if (e.type == BV_OBJ_CHUNK || e.type == BV_OBJ_GROUP)
+                r = bv_repo_read_chunk_at(R->repo, R->codec, R->groups, id, loc, R->buf, R->buf_cap, &got);
+        else {
+                r = bv_repo_read_encoded(R->repo, R->codec, loc, &enc);
+                if (r >= 0)
+                        r = bv_object_decode(R->codec, e.type, id, enc, e.length, R->buf, R->buf_cap, &got);
+        }
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;
+        e.raw_length = (uint32_t)got;
+        return good_push(R, loc->pack_id, &e);
 }
 
 /* ---- the index against the packs ---- */
@@ -499,6 +542,12 @@ static int repair_run(Repair *R, bool force)
         r = bv_packset_list(bv_repo_packs(R->repo), scan_pack, R);
         if (r < 0)
                 return r;
+        if (R->n_damaged > 0) {
+                qsort(R->damaged, R->n_damaged, BV_PACK_ID_SIZE, good_cmp_pack);
+                r = bv_index_check(bv_repo_index(R->repo), salvage_entry, R);
+                if (r == -ENOMEM)
+                        return r;
+        }
         if (R->n_good > 0)
                 qsort(R->good, R->n_good, sizeof(*R->good), good_cmp);
         r = compare_index(R);
@@ -534,6 +583,7 @@ int bv_repair(BvRepo *r, bool force, void (*cb)(const BvRepairEvent *e, void *ud
         bv_object_codec_free(R.codec);
         free(R.good);
         free(R.buf);
+        free(R.damaged);
         if (ret < 0 && ret != -EUCLEAN && ret != -EBADMSG)
                 return ret;
         if (ret_stats)
