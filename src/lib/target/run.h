@@ -5,7 +5,7 @@
  * One run of a registered drive (blkvault target run): take the run lock (two drives plugged
  * at once run one after the other), unlock the LUKS container, mount the filesystem, back up
  * every job of the target into its repository and verify (--read-data) the snapshot it wrote,
- * unmount, lock. A restore-only drive is mounted read-only and nothing is written. Nothing
+ * then prune the job's snapshots by its keep-* and collect garbage, unmount, lock. A restore-only drive is mounted read-only and nothing is written. Nothing
  * here prints: the caller reports from BvTargetRun.
  */
 
@@ -18,21 +18,28 @@
 typedef struct BvTargetRunJob {
         const BvConfJob *job;
         int result;             /* 0, or -errno of the step that failed */
-        const char *step;       /* what failed: "open", "backup", "verify" */
+        const char *step;       /* what failed: "pre", "open", "snapshot", "backup", "command", "verify",
+                                 * "prune", "gc", "post", "snapshot removal" */
+        int status;             /* the exit status of the program that failed (-ECHILD) */
+        char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), or "" */
         char snapshot_id[65];
         uint64_t size, bytes_new;
         uint64_t problems;      /* verify's */
+        bool pruned;            /* the job has keep-*: prune and gc ran */
+        size_t kept, forgotten; /* the job's snapshots */
+        uint64_t packs_deleted, bytes_deleted;
 } BvTargetRunJob;
 
 typedef struct BvTargetRun {
         const BvConfTarget *target;
         const char *device;
         int result;             /* 0, or -errno of the step that failed before the jobs */
-        const char *step;       /* "lock", "unlock", "probe", "mount", "unmount", "close" */
+        const char *step;       /* "lock", "unlock", "probe", "mount", "unmount", "close", "power-off" */
+        bool powered_off;       /* power-off = yes, and it was done */
+        bool cancelled;         /* bv_job_cancel: the jobs not yet started were left out */
         BvTargetRunJob *jobs;
         size_t n_jobs, n_failed;
         uint64_t bytes_new;
-        bool prune_unavailable; /* a job has keep-* but this build has no prune yet */
 } BvTargetRun;
 
 /* Runs target t (attached as dev): every job that wants it, or only the job named only_job;
