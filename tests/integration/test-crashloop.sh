@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Crash loops beyond backup (test-powercut.sh): `key change` and `repair --force` cut at every
+# Crash loops beyond backup (test-powercut.sh): `key change`, `repair --force` and `gc` cut at every
 # fsync, with unsynced writes dropped and torn (tests/fault/powercut.c), and a malloc-failure
 # countdown (tests/fault/mallocfail.c) through backup, key change and repair. After each cut or
 # failure the repository opens, verifies, and every committed snapshot restores bit-exact.
@@ -89,6 +89,34 @@ for mode in drop torn; do
 done
 repair_cuts=$cuts
 
+# 2b. gc (the gc branch), cut at each fsync after n3 (a third snapshot, half shared) is deleted:
+# n1 and n2 stay whole after every cut, and a gc run to its end afterwards succeeds
+randfile "$T/img3" 2 three
+cat "$T/img3" "$T/img1" > "$T/img3b"
+gcbase=$T/gcbase
+cp -a "$base" "$gcbase"
+bv backup "$gcbase" "$T/img3b" --name=n3 --key-file="$T/key1" >/dev/null
+bv delete "$gcbase" n3 --key-file="$T/key1" >/dev/null 2>&1
+cuts=0
+for mode in drop torn; do
+    for n in $(seq 1 30); do
+        rm -rf "$T/repo"; cp -a "$gcbase" "$T/repo"
+        rc=$(preload "$POWERCUT" BV_POWERCUT_AT="$n" BV_POWERCUT_MODE="$mode" -- \
+             "$BLKVAULT" gc "$T/repo" --key-file="$T/key1")
+        case $rc in
+            99) cuts=$((cuts + 1)) ;;
+            0) break ;;
+            *) cat "$T/run.err" >&2; die "gc ($mode cut at $n) exited $rc" ;;
+        esac
+        check_repo "$T/repo" "$T/key1" "after gc was cut ($mode) at fsync $n"
+        bv gc "$T/repo" --key-file="$T/key1" >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "gc after its cut ($mode) at $n"; }
+        check_repo "$T/repo" "$T/key1" "after a gc following a cut ($mode) at fsync $n"
+    done
+    [ "$rc" = 0 ] || die "gc did not finish within 30 fsyncs"
+    check_repo "$T/repo" "$T/key1" "after a finished gc"
+done
+gc_cuts=$cuts
+
 # 3. a malloc failure at the Nth allocation of the program's own code: a clean failure
 fails=0
 countdown() { # countdown FIXTURE KEY CMD...: fails each sampled allocation of CMD in a copy of FIXTURE
@@ -117,5 +145,6 @@ countdown() { # countdown FIXTURE KEY CMD...: fails each sampled allocation of C
 countdown "$base" "$T/key1" "$BLKVAULT" backup "$T/repo" "$T/img2" --name=n3 --key-file="$T/key1"
 countdown "$base" "$T/key1" "$BLKVAULT" key change "$T/repo" --key-file="$T/key1" --new-key-file="$T/key2"
 countdown "$broken" "$T/key1" "$BLKVAULT" repair "$T/repo" --force --key-file="$T/key1"
-[ "$key_cuts" -ge 2 ] && [ "$repair_cuts" -ge 2 ] && [ "$fails" -ge 10 ] || die "too few faults: $key_cuts $repair_cuts $fails"
-echo "ok: $key_cuts cuts in key change, $repair_cuts in repair, $fails clean allocation failures"
+[ "$key_cuts" -ge 2 ] && [ "$repair_cuts" -ge 2 ] && [ "$gc_cuts" -ge 2 ] && [ "$fails" -ge 10 ] ||
+    die "too few faults: $key_cuts $repair_cuts $gc_cuts $fails"
+echo "ok: $key_cuts cuts in key change, $repair_cuts in repair, $gc_cuts in gc, $fails clean allocation failures"
