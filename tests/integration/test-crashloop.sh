@@ -110,7 +110,7 @@ for mode in drop torn; do
         esac
         check_repo "$T/repo" "$T/key1" "after gc was cut ($mode) at fsync $n"
         bv gc "$T/repo" --key-file="$T/key1" >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "gc after its cut ($mode) at $n"; }
-        check_repo "$T/repo" "$T/key1" "after a gc following a cut ($mode) at fsync $n"
+        bv restore "$T/repo" n2 "$T/out" --key-file="$T/key1" >/dev/null && assert_same "$T/img2" "$T/out" && rm "$T/out"
     done
     [ "$rc" = 0 ] || die "gc did not finish within 30 fsyncs"
     check_repo "$T/repo" "$T/key1" "after a finished gc"
