@@ -77,6 +77,7 @@ typedef struct Backup {
         bool grouping; /* only when compressing */
         uint8_t (*prefix_ids)[BV_ID_SIZE];
         BvBackupStats stats;
+        const volatile sig_atomic_t *cancel; /* opts->cancel */
 
         /* The job pool: free jobs wait in one queue, work for the workers in the other. */
         Job *jobs;         /* the pool's storage */
@@ -543,6 +544,11 @@ static void progress_report(const BvBackupOptions *opts, uint64_t done, uint64_t
         opts->progress(&p, opts->progress_userdata);
 }
 
+static int backup_cancelled(const Backup *b)
+{
+        return b->cancel && *b->cancel ? -ECANCELED : 0;
+}
+
 /* Reads [offset, offset+len) with the source's read_at and feeds it to the splitter. */
 static int feed_read_at(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offset, uint64_t len)
 {
@@ -553,7 +559,9 @@ static int feed_read_at(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offse
         }
         while (len > 0) {
                 size_t n = (size_t)MIN(len, (uint64_t)EDGE_READ);
-                int r = bv_source_read_at(src, b->edge_buf, n, offset);
+                int r = backup_cancelled(b);
+                if (r >= 0)
+                        r = bv_source_read_at(src, b->edge_buf, n, offset);
                 if (r >= 0)
                         r = bv_splitter_feed(sp, offset, b->edge_buf, n, on_extent, b);
                 if (r < 0)
@@ -635,6 +643,8 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                 if (r < 0)
                         return r;
                 r = backup_get_error(b);
+                if (r >= 0)
+                        r = backup_cancelled(b);
                 if (r < 0)
                         return r;
                 if (opts->progress) {
@@ -811,6 +821,9 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         bv_source_read_stats(src, &rs);
         b->stats.counts.bytes_read_cached = rs.bytes_cached;
         b->stats.counts.bytes_read_direct = rs.bytes_direct;
+        r = backup_cancelled(b);
+        if (r < 0)
+                return r;
         return snapshot_publish(b, src, name, start_s, root, height, size, NULL);
 }
 
@@ -818,6 +831,9 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
 static int backup_reuse(Backup *b, BvSource *src, const char *name, const BvSnapshot *parent, uint64_t start_s,
                         uint64_t start_ns)
 {
+        int r = backup_cancelled(b);
+        if (r < 0)
+                return r;
         b->stats.size = parent->size;
         b->stats.counts = (BvSnapshotStats){
                 .bytes_zero = parent->stats.bytes_zero, .bytes_hole = parent->stats.bytes_hole,
@@ -861,6 +877,7 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         Backup b = {
                 .lock = PTHREAD_MUTEX_INITIALIZER,
                 .pack_lock = PTHREAD_MUTEX_INITIALIZER,
+                .cancel = opts->cancel,
         };
         uint64_t start_ns = bv_now_monotonic_ns(), start_s = bv_now_realtime_ns() / 1000000000ull;
         unsigned threads = threads_wanted(opts);

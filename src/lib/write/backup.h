@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "repo.h"
@@ -16,6 +17,9 @@ typedef struct BvBackupOptions {
         unsigned full_read_every; /* 0: never force; N: at most N - 1 unread backups in a row */
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
+        /* when set and it becomes nonzero (e.g. from a signal handler), the backup stops at its
+         * next read or before it publishes, fails with -ECANCELED and publishes nothing */
+        const volatile sig_atomic_t *cancel;
 } BvBackupOptions;
 
 typedef struct BvBackupStats {
