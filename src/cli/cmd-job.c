@@ -29,14 +29,17 @@ static int job_run(const char *config, const char *run_dir, const char *name)
                 return EXIT_ERROR;
         }
         size_t ran = 0;
-        for (size_t i = 0; i < conf->n_targets; i++) {
+        ec = catch_interrupts();
+        if (ec != EXIT_OK)
+                return ec;
+        for (size_t i = 0; !interrupted && i < conf->n_targets; i++) {
                 const BvConfTarget *t = &conf->targets[i];
                 _cleanup_free_ char *dev = NULL;
                 if (!bv_conf_job_wants(j, t->name) || t->mode == BV_TARGET_RESTORE_ONLY ||
                     bv_drive_find_by_uuid(t->uuid, &dev) < 0)
                         continue;
                 BvTargetRun run;
-                bv_target_run_drive(conf, t, dev, j->name, run_dir, &run);
+                bv_target_run_drive(conf, t, dev, j->name, run_dir, &interrupted, &run);
                 int r = report_run(&run);
                 bv_target_run_done(&run);
                 if (r != EXIT_OK && ec == EXIT_OK)

@@ -206,7 +206,7 @@ int report_run(const BvTargetRun *run)
 {
         const BvConfTarget *t = run->target;
         char b[32], line[512];
-        const char *result = run->result < 0 ? "failed" : run->n_failed > 0 ? "partial" : "ok";
+        const char *result = run->cancelled ? "stopped" : run->result < 0 ? "failed" : run->n_failed > 0 ? "partial" : "ok";
 
         for (size_t i = 0; i < run->n_jobs; i++) {
                 const BvTargetRunJob *j = &run->jobs[i];
@@ -219,7 +219,13 @@ int report_run(const BvTargetRun *run)
         }
         if (run->prune_unavailable)
                 printf("note: retention (keep-*) is set, but pruning is not available yet: nothing was pruned\n");
-        if (run->result < 0)
+        if (run->cancelled)
+                snprintf(line, sizeof(line),
+                         "target %s: stopped by SIG%s (the drive was pulled, or the run was stopped): %zu jobs, %zu "
+                         "failed, %s new; the drive is locked, plug it in again to complete the run",
+                         t->name, sigabbrev_np(interrupted) ?: "?", run->n_jobs, run->n_failed,
+                         format_bytes(run->bytes_new, b));
+        else if (run->result < 0)
                 snprintf(line, sizeof(line), "target %s: %s failed: %s", t->name, run->step, strerror(-run->result));
         else if (t->mode == BV_TARGET_RESTORE_ONLY)
                 snprintf(line, sizeof(line), "target %s: restore-only, mounted read-only and nothing written; safe to unplug",
@@ -231,6 +237,10 @@ int report_run(const BvTargetRun *run)
                         "TARGET=%s", t->name, "JOBS=%zu", run->n_jobs, "BYTES=%llu", (unsigned long long)run->bytes_new,
                         "RESULT=%s", result, NULL);
         sd_notifyf(false, "STATUS=%s", line);
+        if (run->cancelled) {
+                log_error("%s", line);
+                return 128 + interrupted;
+        }
         if (run->result < 0) {
                 log_error("%s", line + 0);
                 return exit_code_for(run->result);
@@ -273,8 +283,11 @@ static int target_run(const FormatArgs *a, const char *what)
                 dev = found;
         }
         BvTargetRun run;
+        ec = catch_interrupts();
+        if (ec != EXIT_OK)
+                return ec;
         sd_notifyf(false, "STATUS=target %s: running", t->name);
-        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &run);
+        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &interrupted, &run);
         ec = report_run(&run);
         bv_target_run_done(&run);
         return ec;

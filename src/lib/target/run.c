@@ -30,7 +30,8 @@ static bool keeps_anything(const BvConfRetention *k)
 }
 
 /* One job into the repository at repo_path: backup, then verify what it wrote. */
-static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob *rj)
+static void run_job(const BvConfTarget *t, const char *repo_path, const volatile sig_atomic_t *cancel,
+                    BvTargetRunJob *rj)
 {
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         BvSecret secret = { .key_file = t->key_file };
@@ -46,7 +47,7 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
                 rj->step = "open", rj->result = r;
                 return;
         }
-        BvBackupOptions opts = { .name = rj->job->name };
+        BvBackupOptions opts = { .name = rj->job->name, .cancel = cancel };
         r = bv_backup_path(repo, rj->job->source, &opts, &stats);
         if (r < 0) {
                 rj->step = "backup", rj->result = r;
@@ -62,7 +63,7 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
 }
 
 static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, const char *only_job,
-                    BvTargetRun *run)
+                    const volatile sig_atomic_t *cancel, BvTargetRun *run)
 {
         _cleanup_free_ char *repo_path = NULL;
         if (asprintf(&repo_path, "%s/%s", mnt, t->repository) < 0)
@@ -73,9 +74,13 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
         for (size_t i = 0; i < c->n_jobs; i++) {
                 if (!bv_conf_job_wants(&c->jobs[i], t->name) || (only_job && strcmp(c->jobs[i].name, only_job) != 0))
                         continue;
+                if (cancel && *cancel) {
+                        run->cancelled = true;
+                        break;
+                }
                 BvTargetRunJob *rj = &run->jobs[run->n_jobs++];
                 rj->job = &c->jobs[i];
-                run_job(t, repo_path, rj);
+                run_job(t, repo_path, cancel, rj);
                 run->bytes_new += rj->bytes_new;
                 run->n_failed += rj->result < 0;
                 run->prune_unavailable |= keeps_anything(&rj->job->keep);
@@ -85,7 +90,7 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
 
 /* Mounted: the jobs (none for a restore-only drive), then the unmount. */
 static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsdev, const char *mnt,
-                       const char *only_job, BvTargetRun *run)
+                       const char *only_job, const volatile sig_atomic_t *cancel, BvTargetRun *run)
 {
         BvDriveProbe pr;
         bool ro = t->mode == BV_TARGET_RESTORE_ONLY;
@@ -101,7 +106,8 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
                 rmdir(mnt);
                 return run->step = "mount", r;
         }
-        r = ro ? 0 : run_jobs(c, t, mnt, only_job, run);
+        r = ro ? 0 : run_jobs(c, t, mnt, only_job, cancel, run);
+        run->cancelled |= cancel && *cancel;
         if (umount2(mnt, 0) < 0 && r >= 0)
                 r = -errno, run->step = "unmount";
         rmdir(mnt);
@@ -109,7 +115,7 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
 }
 
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
-                        const char *run_dir, BvTargetRun *ret)
+                        const char *run_dir, const volatile sig_atomic_t *cancel, BvTargetRun *ret)
 {
         _cleanup_free_ char *lock = NULL, *mnt = NULL, *mapname = NULL;
         char mapper[256];
@@ -131,7 +137,7 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
                         return ret->step = "unlock", ret->result = r;
                 fsdev = mapper;
         }
-        int r = run_mounted(c, t, fsdev, mnt, only_job, ret);
+        int r = run_mounted(c, t, fsdev, mnt, only_job, cancel, ret);
         if (t->luks) {
                 int q = bv_luks_close(mapname);
                 if (q < 0 && r >= 0)

@@ -9,6 +9,7 @@
  * here prints: the caller reports from BvTargetRun.
  */
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "conf.h"
@@ -33,11 +34,15 @@ typedef struct BvTargetRun {
         size_t n_jobs, n_failed;
         uint64_t bytes_new;
         bool prune_unavailable; /* a job has keep-* but this build has no prune yet */
+        bool cancelled;         /* *cancel was set: jobs after the one under way did not run */
 } BvTargetRun;
 
 /* Runs target t (attached as dev): every job that wants it, or only the job named only_job;
- * run_dir holds the lock and the mountpoints (NULL: BV_RUN_DIR). Fills *ret (free with
+ * run_dir holds the lock and the mountpoints (NULL: BV_RUN_DIR). When cancel is set and becomes
+ * nonzero (a signal: the drive was pulled and its service is being stopped), the job under way
+ * fails with -ECANCELED at its next read or before it publishes, no further job starts, and
+ * the drive is unmounted and locked as after any run. Fills *ret (free with
  * bv_target_run_done); returns ret->result. */
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
-                        const char *run_dir, BvTargetRun *ret);
+                        const char *run_dir, const volatile sig_atomic_t *cancel, BvTargetRun *ret);
 void bv_target_run_done(BvTargetRun *run);
