@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Guest script (meson: vmrun --scratch 320M x3 -- bash test-vm-target.sh): `blkvault target
-# format` with LUKS2 on three virtio disks, one each with ext4, XFS and btrfs, then `target run`
-# backs up the job and verifies it, and leaves the drive locked: no mapper device, no mount.
+# Guest script (meson: vmrun --scratch 96M --scratch 320M --scratch 160M -- bash THIS):
+# `blkvault target format` with LUKS2 on three virtio disks, one each with ext4, XFS and btrfs,
+# then `target run` backs up the job and verifies it, and leaves the drive locked: no mapper
+# device, no mount.
 # Opened by hand as an operator without this machine would (cryptsetup and the key file), each
 # drive's snapshot restores bit-exact, and `blkvault mount` of it takes the kernel's nbd path
 # (nbd-client on /dev/nbdN, not nbdfuse) and shows the files of the backed-up filesystem.
@@ -15,9 +16,16 @@ need_cmd cryptsetup dmsetup mkfs.ext4 mkfs.xfs mkfs.btrfs nbd-client nbdkit sha2
 # argon2 at its benchmarked cost is slow under emulation and proves nothing here
 export BLKVAULT_TEST_LUKS_ARGON2=4,32768
 
-# where a guest stalls (kernel stacks of blkvault and of modprobe run by request_module), for
-# a test that has not moved on in 150 s
-stuck_report() { sleep 150; for p in $(pgrep -f 'blkvault|modprobe'); do echo "--- $p: $(tr '\0' ' ' </proc/$p/cmdline)"; cat "/proc/$p/stack"; done; }
+# where a guest stalls: the kernel stacks of processes in uninterruptible sleep (request_module,
+# a dm ioctl), every 150 s while the test runs
+stuck_report() {
+    while sleep 150; do
+        for p in $(ps -eo pid=,stat= | awk '$2 ~ /^D/ {print $1}'); do
+            echo "--- stuck: $p $(tr '\0' ' ' </proc/$p/cmdline)"
+            cat "/proc/$p/stack"
+        done
+    done
+}
 stuck_report &
 on_exit "kill $!"
 vm_log "modules"
