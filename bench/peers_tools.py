@@ -76,7 +76,7 @@ class Blkvault(Tool):
                 f"--key-file={self.key}"], None
 
     def restore(self, repo, name, out, sparse):
-        return [self.exe, "restore", repo, "latest", os.path.join(out, "disk.img"), "-q",
+        return [self.exe, "restore", repo, f"{name}@latest", os.path.join(out, "disk.img"), "-q",
                 f"--key-file={self.key}"], None
 
 

@@ -7,6 +7,7 @@ set -euo pipefail
 build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
        libcryptsetup-dev libsystemd-dev libinih-dev nbdkit nbdkit-plugin-dev libnbd-dev
+       bash-completion   # its pkg-config file says where the completion goes; the test loads it
        clang libclang-rt-14-dev)   # clang and libFuzzer: the fuzz build (scripts/fuzz.sh)
 # real package names only: a virtual or wrong name is never "installed", so every run would call
 # apt-get update (nbdfuse is in libnbd-bin)

@@ -24,6 +24,16 @@ _run_cleanups() {
 }
 trap _run_cleanups EXIT
 
+# attach_loop VAR LOSETUP-ARGS...: attaches a loop device and sets VAR to it; it is detached at
+# exit (retried: a device a filesystem just released can be busy for a moment).
+detach_loop() { for _ in 1 2 3 4 5; do losetup -d "$1" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
+attach_loop() {
+    local _l
+    _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device (losetup ${*:2})"
+    on_exit "detach_loop $_l"
+    printf -v "$1" %s "$_l"
+}
+
 # Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.
 bv() { "$BLKVAULT" "$@"; }
 

@@ -16,6 +16,7 @@
 #include "conf.h"
 #include "json-util.h"
 #include "macro.h"
+#include "rate.h"
 #include "repo.h"
 
 
@@ -39,6 +40,15 @@ int log_error_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Printed only with -v. */
+void log_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* -q (no progress or status lines: a script's stderr holds the messages only) and -v (more
+ * detail), accepted by every command: cli_parse adds COMMON_OPTIONS to every table and hands them
+ * to verbosity_parse (true if the option was one of them). */
+#define COMMON_OPTIONS { "quiet", no_argument, NULL, 'q' }, { "verbose", no_argument, NULL, 'v' }
+bool verbosity_parse(int opt);
+bool is_quiet(void);
 /* Whether an error was printed (main then prints nothing more for a usage error). */
 bool error_printed(void);
 /* After a command returned EXIT_USAGE without saying why (getopt_long, with opterr 0, found an
@@ -73,19 +83,63 @@ bool secret_args_parse(SecretArgs *s, int opt, const char *arg);
 int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret);
 void secret_done(BvSecret *s);
 
-/* Parses "blkvault COMMAND REPO [--json] [secret options]". Returns -1 when the command
- * should go on (*ret_repo, *ret_json and *s filled), otherwise the exit code to return (0
- * after --help). */
-int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
-                         bool *ret_json, const char **ret_repo);
+/* One option of a command's table for cli_parse: what it does is the one field set. */
+typedef struct CliOption {
+        const char *name;
+        char short_name; /* also -X (0: long only) */
+        bool *set;       /* no argument: sets *set */
+        bool *clear;     /* no argument: clears *clear (--no-luks, --unprotect) */
+        const char **arg; /* an argument, stored as given */
+        int (*parse)(const char *arg, void *ret); /* an argument, parsed into ret: 0, or < 0 reported */
+        void *ret;
+} CliOption;
 
-/* --threads=N, 1..256; reports a bad value. */
-int parse_threads(const char *arg, unsigned *ret);
+#define CLI_FLAG(n, p) { .name = (n), .set = (p) }
+#define CLI_UNSET(n, p) { .name = (n), .clear = (p) }
+#define CLI_STR(n, p) { .name = (n), .arg = (p) }
+#define CLI_PARSED(n, fn, p) { .name = (n), .parse = (fn), .ret = (p) }
+
+/* A command's command line: --help prints usage; secret (if not NULL) takes the secret options;
+ * options ends with an entry without a name. With expected set, fewer than min_args or more than
+ * max_args (-1: any) arguments after the options are refused with that message. */
+typedef struct CliCommand {
+        const char *name, *usage;
+        const CliOption *options;
+        SecretArgs *secret;
+        int min_args, max_args;
+        const char *expected;
+} CliCommand;
+
+/* Parses argv with getopt_long. Returns -1 when the command should go on (its arguments start at
+ * argv[optind]), otherwise the exit code to return (0 after --help). */
+int cli_parse(const CliCommand *cmd, int argc, char **argv);
+/* cli_parse with a CliCommand of the fields given, returning its exit code from the caller. */
+#define CLI_PARSE_OR_RETURN(argc, argv, ...)                                                               \
+        do {                                                                                               \
+                int _ec = cli_parse(&(CliCommand){ __VA_ARGS__ }, (argc), (argv));                         \
+                if (_ec >= 0)                                                                              \
+                        return _ec;                                                                        \
+        } while (0)
+
+/* Option parsers for CliOption.parse: --threads=N (1..256, into an unsigned), --cache=SIZE (checked
+ * with check_size_arg, stored as given). */
+int parse_threads(const char *arg, void *ret);
+/* A whole number from min to max for option; reports "invalid OPTION 'ARG' (MIN to MAX)". */
+int parse_unsigned_arg(const char *option, const char *arg, unsigned min, unsigned max, unsigned *ret);
+int parse_cache_size(const char *arg, void *ret);
 
 /* Opens a repository for a command, reporting errors; returns an exit code. Commands hold it
  * in a _cleanup_(bv_repo_closep) variable. */
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close)
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
+/* Declares repo, opened with open_repo, or returns open_repo's exit code from the caller. */
+#define OPEN_REPO_OR_RETURN(repo, path, s, flags)                                                          \
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;                                                     \
+        do {                                                                                               \
+                int _ec = open_repo((path), (s), (flags), &repo);                                          \
+                if (_ec != EXIT_OK)                                                                        \
+                        return _ec;                                                                        \
+        } while (0)
 
 /* Before handing a snapshot to nbdkit: opens the repository read-only, resolves spec into
  * ret_id (2 * BV_SNAPSHOT_ID_SIZE + 1 bytes) and keeps the secret in *ret_secret for the
@@ -109,14 +163,21 @@ void report_missing_packs(BvRepo *repo);
 /* Resolves a snapshot spec, reporting failures; returns an exit code. */
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret);
 
-/* Progress line on stderr when it is a terminal: bytes, rate, ETA. */
+/* progress.c: the progress line on stderr when it is a terminal (and not -q): work done of its
+ * total, the rate over the last seconds and the ETA of the work left (rate.h). */
 typedef struct Progress {
-        bool enabled;
+        bool enabled, shown;
         const char *verb;
+        BvRate rate;
+        uint64_t drawn_ns;
 } Progress;
 void progress_init(Progress *p, const char *verb, bool quiet);
 void progress_update(const BvProgress *bp, void *userdata);
 void progress_done(Progress *p);
+/* A status line while something short but noticeable runs (deriving a key, waiting for nbdkit),
+ * under the same conditions; status_begin returns whether it showed it, status_end clears it. */
+bool status_begin(const char *text);
+void status_end(bool shown);
 
 /* restore's destinations (restore-dest.c). restore_to_stdout streams the image in order (a pipe
  * cannot seek); restore_check_dest refuses an existing file without force and a device smaller

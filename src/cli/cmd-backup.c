@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli.h"
 #include "macro.h"
+#include "mounts.h"
 #include "snapshot-json.h"
 #include "snapshot.h"
 
@@ -22,8 +25,9 @@ static const char usage_text[] =
         "  --force-read             read a file even if it is unchanged since its last snapshot\n"
         "  --full-read-every=N      read an unchanged file anyway on every Nth backup\n"
         "  --wait                   wait for another writer instead of failing\n"
-        "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The new snapshot, its stats nested as list prints them, and how the source was read. Until
@@ -73,79 +77,52 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
         return EXIT_OK;
 }
 
-static int parse_full_read_every(const char *arg, unsigned *ret)
+/* A block device whose filesystem is mounted read-write changes while it is read: the image
+ * may hold a filesystem that was never on the disk as a whole. Says so, and how to avoid it. */
+static void warn_mounted_rw(const char *source)
 {
-        char *end;
-        unsigned long v = strtoul(arg, &end, 10);
+        char mp[4096], dev[64];
+        struct stat st;
 
-        if (end == arg || *end || v == 0 || v > 1000000) {
-                log_error("invalid --full-read-every '%s' (1 to 1000000)", arg);
-                return -EINVAL;
-        }
-        *ret = (unsigned)v;
-        return 0;
+        if (stat(source, &st) < 0 || !S_ISBLK(st.st_mode) ||
+            bv_blockdev_mounted_rw(st.st_rdev, mp, sizeof(mp), dev, sizeof(dev)) <= 0)
+                return;
+        _cleanup_free_ char *shown = escape_text(mp, 0), *real = realpath(source, NULL);
+        const char *base = real ? strrchr(real, '/') : NULL, *m = shown ? shown : mp;
+        char what[128] = "";
+        if (!base || strcmp(base + 1, dev) != 0) /* a partition or a device stacked on it */
+                snprintf(what, sizeof(what), " holds /dev/%s, which", dev);
+        log_warning("'%s'%s is mounted read-write on '%s': the image may be inconsistent (the filesystem "
+                    "changes while it is read); back up an LVM or filesystem snapshot instead, or freeze it "
+                    "for the backup (fsfreeze --freeze '%s', then fsfreeze --unfreeze '%s')",
+                    source, what, m, m, m);
+}
+
+static int parse_full_read_every(const char *arg, void *ret)
+{
+        return parse_unsigned_arg("--full-read-every", arg, 1, 1000000, ret);
 }
 
 int cmd_backup(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "name", required_argument, NULL, 'n' },
-                { "json", no_argument, NULL, 'j' },
-                { "threads", required_argument, NULL, 't' },
-                { "no-direct", no_argument, NULL, 'D' },
-                { "force-read", no_argument, NULL, 'R' },
-                { "full-read-every", required_argument, NULL, 'E' },
-                { "wait", no_argument, NULL, 'w' },
-                { "quiet", no_argument, NULL, 'q' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         BvBackupOptions opts = {};
-        bool json = false, quiet = false, wait = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'n':
-                        opts.name = optarg;
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 't':
-                        if (parse_threads(optarg, &opts.threads) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'D':
-                        opts.source.no_direct = true;
-                        break;
-                case 'R':
-                        opts.force_read = true;
-                        break;
-                case 'E':
-                        if (parse_full_read_every(optarg, &opts.full_read_every) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'w':
-                        wait = true;
-                        break;
-                case 'q':
-                        quiet = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 2 != argc) {
-                log_error("expected two arguments: REPO SOURCE (see 'blkvault backup --help')");
-                return EXIT_USAGE;
-        }
+        bool json = false, wait = false;
+        const CliOption options[] = {
+                CLI_STR("name", &opts.name),
+                CLI_FLAG("json", &json),
+                CLI_PARSED("threads", parse_threads, &opts.threads),
+                CLI_FLAG("no-direct", &opts.source.no_direct),
+                CLI_FLAG("force-read", &opts.force_read),
+                CLI_PARSED("full-read-every", parse_full_read_every, &opts.full_read_every),
+                CLI_FLAG("wait", &wait),
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 2, .max_args = 2,
+                                        .expected = "expected two arguments: REPO SOURCE"
+                                                    " (see 'blkvault backup --help')");
+        int r;
         const char *path = argv[optind], *source = argv[optind + 1];
         const char *name = opts.name ? opts.name : bv_backup_default_name(source);
         const char *problem = bv_snapshot_name_problem(name);
@@ -156,19 +133,18 @@ int cmd_backup(int argc, char **argv)
                 return EXIT_USAGE;
         }
 
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0), &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0));
 
         Progress progress;
-        progress_init(&progress, "backup", quiet || json);
+        progress_init(&progress, "backup", json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
 
         BvBackupStats stats = {};
         BvSource *src = NULL;
         r = bv_source_open(source, &opts.source, &src);
+        if (r >= 0 && bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
+                warn_mounted_rw(source);
         if (r >= 0)
                 r = bv_backup(repo, src, &opts, &stats);
         bv_source_free(src);

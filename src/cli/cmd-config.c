@@ -13,6 +13,8 @@ static const char usage_text[] =
         "beside it, in name order) and report every mistake as FILE:LINE: MESSAGE. Schedules are\n"
         "checked with systemd-analyze calendar. The exit status is 1 when anything is wrong.\n\n"
         "  --config=FILE            read FILE and FILE's directory/conf.d instead (also $" BV_CONF_ENV ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 static void print_conf_error(const BvConfError *e)
@@ -72,25 +74,9 @@ static int config_check(const char *path)
 
 int cmd_config(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "config", required_argument, NULL, 'c' },
-                {},
-        };
         const char *path = NULL;
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'c':
-                        path = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
+        const CliOption options[] = { CLI_STR("config", &path), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "config", .usage = usage_text, .options = options);
         if (optind + 1 != argc || strcmp(argv[optind], "check") != 0) {
                 log_error("expected 'blkvault config check' (see 'blkvault config --help')");
                 return EXIT_USAGE;

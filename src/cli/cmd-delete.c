@@ -10,42 +10,22 @@ static const char usage_text[] =
         "Forget snapshots. Their space is reclaimed by 'blkvault gc'.\n\n"
         "  --force      forget protected snapshots too\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 int cmd_delete(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "force", no_argument, NULL, 'f' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         bool force = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'f':
-                        force = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 2 > argc) {
-                log_error("expected: blkvault delete REPO SNAP... (see 'blkvault delete --help')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_FLAG("force", &force), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "delete", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 2, .max_args = -1,
+                                        .expected = "expected: blkvault delete REPO SNAP..."
+                                                    " (see 'blkvault delete --help')");
+        int r;
         const char *path = argv[optind];
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         /* resolve every name first: a typo forgets nothing */
         const BvSnapshot *s;
         for (int i = optind + 1; i < argc; i++) {

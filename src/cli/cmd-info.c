@@ -13,9 +13,11 @@ static const char usage_text[] =
         "Usage: blkvault info REPO [SNAPSHOT] [OPTIONS]\n\n"
         "Show the repository's configuration, sizes, deduplication and compression; with SNAPSHOT,\n"
         "describe that snapshot: source, host, content, sizes, the backup's counters, and how much of\n"
-        "its data it shares with what was stored before (its parent: the previous snapshot of its name).\n\n"
+        "its data its parent (the previous snapshot of its name) holds too.\n\n"
         "  --json                   print as JSON\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The previous snapshot of s's name, or NULL. */
@@ -42,8 +44,10 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
         const BvSnapshotSource *src = &s->source;
         const BvSnapshotStats *st = &s->stats;
         uint64_t zero = st->bytes_zero + st->bytes_hole;
-        uint64_t data = s->size > zero ? s->size - zero : 0;
-        uint64_t shared = data > st->bytes_new ? data - st->bytes_new : 0;
+        uint64_t data = s->size > zero ? s->size - zero : 0, shared;
+        r = bv_snapshot_shared_bytes(repo, s, parent, &shared);
+        if (r < 0)
+                return log_error_errno(r, "cannot compare snapshot %.8s with its parent", s->id);
         if (json) {
                 _cleanup_(json_object_putp) struct json_object *o = json_snapshot(s);
                 if (!o)
@@ -75,41 +79,26 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
                 printf("parent       %.8s\n", parent->id);
         else
                 printf("parent       (none: the first snapshot of its name)\n");
-        printf("shared       %s of %s data was stored before (%.0f%%)\n", format_bytes(shared, a),
-               format_bytes(data, b), data ? 100.0 * (double)shared / (double)data : 0.0);
+        if (parent)
+                printf("shared       %s of %s data with its parent (%.0f%%)\n", format_bytes(shared, a),
+                       format_bytes(st->bytes_data, b),
+                       st->bytes_data ? 100.0 * (double)shared / (double)st->bytes_data : 0.0);
+        else
+                printf("shared       nothing (no parent)\n");
         return EXIT_OK;
 }
 
 int cmd_info(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         bool json = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                if (c == 'h')
-                        return print_usage(usage_text);
-                if (c != 'j')
-                        return EXIT_USAGE;
-                json = true;
-        }
-        if (optind + 1 != argc && optind + 2 != argc) {
-                log_error("expected REPO [SNAPSHOT] (see 'blkvault help info')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_FLAG("json", &json), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "info", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 1, .max_args = 2,
+                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault help info')");
+        int r;
         const char *path = argv[optind];
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         if (optind + 2 == argc)
                 return info_snapshot(repo, argv[optind + 1], json);
         BvRepoInfo info = {};

@@ -15,9 +15,13 @@ static const char usage_text[] =
         "  --compression=zstd[:LEVEL]|none default zstd:3\n"
         "  --passphrase-file=FILE          read the new passphrase from FILE\n"
         "  --key-file=FILE                 seal the repository key with the contents of FILE\n"
+        "  --passphrase-fd=N               read the new passphrase from file descriptor N\n"
+        "  --passphrase-command=CMD        the new passphrase is what /bin/sh -c CMD prints\n"
+        "  -q, --quiet                     no progress or status lines\n"
+        "  -v, --verbose                   more detail (timings)\n"
         "  -h, --help\n\n"
-        "Without --passphrase-file or --key-file the passphrase comes from $BLKVAULT_PASSPHRASE\n"
-        "or, on a terminal, a prompt.\n";
+        "Without a secret option the passphrase comes from $BLKVAULT_PASSPHRASE or, on a terminal,\n"
+        "a prompt.\n";
 
 static int parse_size(const char *s, uint32_t *ret)
 {
@@ -37,8 +41,9 @@ static int parse_size(const char *s, uint32_t *ret)
         return 0;
 }
 
-static int parse_chunk_sizes(char *arg, BvRepoConfig *cfg)
+static int parse_chunk_sizes(const char *text, BvRepoConfig *cfg)
 {
+        char *arg = strdupa(text);
         char *min = strtok(arg, ":"), *avg = strtok(NULL, ":"), *max = strtok(NULL, ":");
         if (!min || !avg || !max || strtok(NULL, ":"))
                 return -EINVAL;
@@ -69,61 +74,60 @@ static int parse_compression(const char *arg, BvRepoConfig *cfg)
         return -EINVAL;
 }
 
+static int parse_cipher(const char *arg, void *ret)
+{
+        if (bv_cipher_from_name(arg, &((BvRepoConfig *)ret)->cipher) < 0) {
+                log_error("unknown encryption '%s' (aes-256-gcm or none)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int parse_chunker(const char *arg, void *ret)
+{
+        if (bv_chunker_kind_from_name(arg, &((BvRepoConfig *)ret)->chunker.kind) < 0) {
+                log_error("unknown chunker '%s' (hybrid, cdc or fixed)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int parse_chunk_size_opt(const char *arg, void *ret)
+{
+        if (parse_chunk_sizes(arg, ret) < 0) {
+                log_error("invalid --chunk-size '%s' (expected MIN:AVG:MAX)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int parse_compression_opt(const char *arg, void *ret)
+{
+        if (parse_compression(arg, ret) < 0) {
+                log_error("invalid --compression '%s' (zstd, zstd:LEVEL 1-19, or none)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int cmd_init(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "encryption", required_argument, NULL, 'e' },
-                { "chunker", required_argument, NULL, 'c' },
-                { "chunk-size", required_argument, NULL, 's' },
-                { "compression", required_argument, NULL, 'z' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         BvRepoConfig cfg;
         BvSecret secret;
-        int c, r;
+        const CliOption options[] = {
+                CLI_PARSED("encryption", parse_cipher, &cfg),
+                CLI_PARSED("chunker", parse_chunker, &cfg),
+                CLI_PARSED("chunk-size", parse_chunk_size_opt, &cfg),
+                CLI_PARSED("compression", parse_compression_opt, &cfg),
+                {},
+        };
+        int r;
 
         bv_repo_config_default(&cfg);
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'e':
-                        if (bv_cipher_from_name(optarg, &cfg.cipher) < 0) {
-                                log_error("unknown encryption '%s' (aes-256-gcm or none)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'c':
-                        if (bv_chunker_kind_from_name(optarg, &cfg.chunker.kind) < 0) {
-                                log_error("unknown chunker '%s' (hybrid, cdc or fixed)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 's':
-                        if (parse_chunk_sizes(optarg, &cfg) < 0) {
-                                log_error("invalid --chunk-size '%s' (expected MIN:AVG:MAX)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'z':
-                        if (parse_compression(optarg, &cfg) < 0) {
-                                log_error("invalid --compression '%s' (zstd, zstd:LEVEL 1-19, or none)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected exactly one argument: REPO (see 'blkvault init --help')");
-                return EXIT_USAGE;
-        }
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "init", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 1, .max_args = 1,
+                                        .expected = "expected exactly one argument: REPO (see 'blkvault init --help')");
         const char *path = argv[optind];
 
         BvChunkerParams params = cfg.chunker;
@@ -143,7 +147,9 @@ int cmd_init(int argc, char **argv)
         r = secret_get(&sargs, cfg.cipher != BV_CIPHER_NONE, true, &secret);
         if (r < 0)
                 return EXIT_KEY;
+        bool shown = secret.passphrase && status_begin("sealing the key with the passphrase (scrypt)...");
         r = bv_repo_init(path, &cfg, &secret);
+        status_end(shown);
         secret_done(&secret);
         if (r < 0)
                 return log_error_errno(r, "cannot create repository '%s'", path);

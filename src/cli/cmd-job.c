@@ -15,6 +15,8 @@ static const char usage_text[] =
         "mount, back up, verify, unmount, lock. No such drive attached is not an error.\n\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 static int job_run(const char *config, const char *run_dir, const char *name)
@@ -53,29 +55,9 @@ static int job_run(const char *config, const char *run_dir, const char *name)
 
 int cmd_job(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "config", required_argument, NULL, 'c' },
-                { "run-dir", required_argument, NULL, 'R' },
-                {},
-        };
         const char *config = NULL, *run_dir = NULL;
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'c':
-                        config = optarg;
-                        break;
-                case 'R':
-                        run_dir = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
+        const CliOption options[] = { CLI_STR("config", &config), CLI_STR("run-dir", &run_dir), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options);
         if (optind + 2 != argc || strcmp(argv[optind], "run") != 0) {
                 log_error("expected 'blkvault job run NAME' (see 'blkvault job --help')");
                 return EXIT_USAGE;

@@ -24,6 +24,8 @@ static const char usage_text[] =
         "  --paper                  export as printable text with a checksum per line\n"
         "  --new-passphrase-file=FILE, --new-key-file=FILE (or $BLKVAULT_NEW_PASSPHRASE, or a prompt)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct KeyArgs {
@@ -179,45 +181,27 @@ static int key_import(const char *path, const char *file, KeyArgs *a)
         return EXIT_OK;
 }
 
+static int parse_slot(const char *arg, void *ret)
+{
+        if (!bv_key_slot_valid(arg)) {
+                log_error("invalid --slot '%s' (1 to 64 of a-z, 0-9, '.', '_', '-')", arg);
+                return -EINVAL;
+        }
+        *(const char **)ret = arg;
+        return 0;
+}
+
 static int parse_key_args(int argc, char **argv, KeyArgs *a)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "new-passphrase-file", required_argument, NULL, 'p' },
-                { "new-key-file", required_argument, NULL, 'k' },
-                { "slot", required_argument, NULL, 's' },
-                { "paper", no_argument, NULL, 'a' },
-                SECRET_OPTIONS,
+        const CliOption options[] = {
+                CLI_STR("new-passphrase-file", &a->new.passphrase_file),
+                CLI_STR("new-key-file", &a->new.key_file),
+                CLI_PARSED("slot", parse_slot, &a->slot),
+                CLI_FLAG("paper", &a->paper),
                 {},
         };
-        int c;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&a->cur, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'p':
-                        a->new.passphrase_file = optarg;
-                        break;
-                case 'k':
-                        a->new.key_file = optarg;
-                        break;
-                case 's':
-                        if (!bv_key_slot_valid(optarg)) {
-                                log_error("invalid --slot '%s' (1 to 64 of a-z, 0-9, '.', '_', '-')", optarg);
-                                return EXIT_USAGE;
-                        }
-                        a->slot = optarg;
-                        break;
-                case 'a':
-                        a->paper = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        return -1;
+        return cli_parse(&(CliCommand){ .name = "key", .usage = usage_text, .options = options, .secret = &a->cur },
+                         argc, argv);
 }
 
 int cmd_key(int argc, char **argv)
@@ -244,10 +228,7 @@ int cmd_key(int argc, char **argv)
                 return key_import(path, argv[optind + 2], &a);
 
         bool writes = strcmp(verb, "export") != 0 && strcmp(verb, "list") != 0;
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &a.cur, writes ? BV_OPEN_WRITE : BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &a.cur, writes ? BV_OPEN_WRITE : BV_OPEN_READ);
         if (bv_repo_config(repo)->cipher == BV_CIPHER_NONE) {
                 log_error("repository '%s' is not encrypted: it has no key to %s", path, verb);
                 return EXIT_USAGE;

@@ -18,6 +18,8 @@ static const char usage_text[] =
         "  --utc        times in UTC\n"
         "  --json       a JSON list: snapshot, name, time, time_utc, size, source, chunker, stats\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* "gpt: ext4 'root', xfs 'data'" from the probe, for the table. */
@@ -48,52 +50,33 @@ typedef struct ListArgs {
         bool utc, json;
 } ListArgs;
 
+static int parse_last(const char *arg, void *ret)
+{
+        char *end;
+        size_t *last = ret;
+
+        *last = strtoul(arg, &end, 10);
+        if (end == arg || *end || *last == 0 || arg[0] == '-') {
+                log_error("invalid --last '%s' (a number of snapshots, 1 or more)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* Returns -1 to go on, otherwise an exit code. */
 static int parse_list_args(int argc, char **argv, SecretArgs *s, ListArgs *a, const char **ret_repo)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, 'j' },
-                { "name", required_argument, NULL, 'n' },
-                { "last", required_argument, NULL, 'l' },
-                { "utc", no_argument, NULL, 'u' },
-                SECRET_OPTIONS,
-                {},
+        const CliOption options[] = {
+                CLI_FLAG("json", &a->json), CLI_STR("name", &a->name), CLI_PARSED("last", parse_last, &a->last),
+                CLI_FLAG("utc", &a->utc),   {},
         };
-        int c;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(s, c, optarg))
-                        continue;
-                char *end;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'j':
-                        a->json = true;
-                        break;
-                case 'n':
-                        a->name = optarg;
-                        break;
-                case 'l':
-                        a->last = strtoul(optarg, &end, 10);
-                        if (end == optarg || *end || a->last == 0 || optarg[0] == '-') {
-                                log_error("invalid --last '%s' (a number of snapshots, 1 or more)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case 'u':
-                        a->utc = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected exactly one argument: REPO (see 'blkvault help list')");
-                return EXIT_USAGE;
-        }
-        *ret_repo = argv[optind];
-        return -1;
+        int r = cli_parse(&(CliCommand){ .name = "list", .usage = usage_text, .options = options, .secret = s,
+                                         .min_args = 1, .max_args = 1,
+                                         .expected = "expected exactly one argument: REPO (see 'blkvault help list')" },
+                          argc, argv);
+        if (r < 0)
+                *ret_repo = argv[optind];
+        return r;
 }
 
 void format_time_local(uint64_t t, char out[64])
@@ -150,10 +133,7 @@ int cmd_list(int argc, char **argv)
         r = parse_list_args(argc, argv, &sargs, &a, &path);
         if (r >= 0)
                 return r;
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         BvSnapshot *const *all;
         size_t n_all, n = 0;
         r = bv_repo_snapshots(repo, &all, &n_all);

@@ -484,6 +484,8 @@ static const char mount_usage[] =
         "                           first partition holding a known filesystem)\n"
         "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
@@ -507,48 +509,36 @@ static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
         return EXIT_OK;
 }
 
+static int parse_partition(const char *arg, void *ret)
+{
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(arg, &end, 10);
+        if (errno || *end || v < 1 || v > 4096) {
+                log_error("invalid --partition '%s' (a partition number from 1)", arg);
+                return -EINVAL;
+        }
+        *(int *)ret = (int)v;
+        return 0;
+}
+
 int cmd_mount(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "partition", required_argument, NULL, 'p' },
-                { "cache", required_argument, NULL, 'c' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         const char *cache = NULL;
-        int partition = 0, c, r;
-        char *end;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(mount_usage);
-                case 'p':
-                        errno = 0;
-                        long v = strtol(optarg, &end, 10);
-                        if (errno || *end || v < 1 || v > 4096) {
-                                log_error("invalid --partition '%s' (a partition number from 1)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        partition = (int)v;
-                        break;
-                case 'c':
-                        if (check_size_arg("--cache", optarg) != EXIT_OK)
-                                return EXIT_USAGE;
-                        cache = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 3 != argc) {
-                log_error("expected three arguments: REPO SNAPSHOT MOUNTPOINT (see 'blkvault mount --help')");
-                return EXIT_USAGE;
-        }
+        int partition = 0;
+        const CliOption options[] = {
+                CLI_PARSED("partition", parse_partition, &partition),
+                CLI_PARSED("cache", parse_cache_size, &cache),
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "mount", .usage = mount_usage, .options = options, .secret = &sargs,
+                                        .min_args = 3, .max_args = 3,
+                                        .expected = "expected three arguments: REPO SNAPSHOT MOUNTPOINT"
+                                                    " (see 'blkvault mount --help')");
+        int r;
         if (geteuid() != 0) {
                 log_error("mount needs root (it sets up a loop device and mounts a filesystem): run it with sudo");
                 return EXIT_PERM;
@@ -596,27 +586,15 @@ static const char umount_usage[] =
         "Usage: blkvault umount MOUNTPOINT\n\n"
         "Undo 'blkvault mount': unmount the filesystem, detach the loop device and the NBD\n"
         "attachment, stop the server and remove the state. Works also when the server died.\n\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 int cmd_umount(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        int c;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(umount_usage);
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected one argument: MOUNTPOINT (see 'blkvault umount --help')");
-                return EXIT_USAGE;
-        }
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "umount", .usage = umount_usage, .min_args = 1, .max_args = 1,
+                                        .expected = "expected one argument: MOUNTPOINT (see 'blkvault umount --help')");
+        int r;
         if (geteuid() != 0) {
                 log_error("umount needs root (it unmounts a filesystem and detaches a loop device): run it with sudo");
                 return EXIT_PERM;
@@ -633,7 +611,7 @@ int cmd_umount(int argc, char **argv)
                 log_error("'%s' is not a blkvault mount (no state in '%s')", s.mountpoint, s.dir);
                 return EXIT_ERROR;
         }
-        int r = state_load(&s);
+        r = state_load(&s);
         if (r < 0 && r != -ENOENT)
                 return log_error_errno(r, "cannot read the state of '%s'", s.dir);
         r = teardown(&s, true);

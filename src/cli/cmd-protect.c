@@ -9,42 +9,22 @@ static const char usage_text[] =
         "Protect a snapshot from prune and delete (or, with --unprotect, lift that).\n\n"
         "  --unprotect\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 int cmd_protect(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "unprotect", no_argument, NULL, 'u' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         bool on = true;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'u':
-                        on = false;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 2 != argc) {
-                log_error("expected: blkvault protect REPO SNAP (see 'blkvault protect --help')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_UNSET("unprotect", &on), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "protect", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 2, .max_args = 2,
+                                        .expected = "expected: blkvault protect REPO SNAP"
+                                                    " (see 'blkvault protect --help')");
+        int r;
         const char *path = argv[optind], *spec = argv[optind + 1];
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         const BvSnapshot *s;
         r = bv_repo_find_snapshot(repo, spec, &s);
         if (r < 0)

@@ -19,8 +19,9 @@ static const char usage_text[] =
         "  --force                  replace an existing file (written beside it, renamed at the end)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
-        "  -q, --quiet              no progress line\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* The result line, or the JSON document with --json. */
@@ -59,81 +60,91 @@ static int report_interrupt(const BvSnapshot *snap, const char *dest, const BvRe
         return 128 + interrupted;
 }
 
-int cmd_restore(int argc, char **argv)
+/* Checks dest before anything is written (returns an exit code). *ret_target is where to write:
+ * dest, or with --force over an existing file a temporary beside it (named in temp). */
+static int restore_prepare(const char *dest, const BvSnapshot *snap, bool force, bool json, char *temp, size_t size,
+                           const char **ret_target)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, 'j' },
-                { "threads", required_argument, NULL, 't' },
-                { "quiet", no_argument, NULL, 'q' },
-                { "force", no_argument, NULL, 'f' },
-                SECRET_OPTIONS,
-                {},
-        };
-        SecretArgs sargs = {};
-        BvRestoreOptions opts = {};
-        bool json = false, quiet = false, force = false;
-        int c, r;
+        int r;
 
-        while ((c = getopt_long(argc, argv, "hq", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'j':
-                        json = true;
-                        break;
-                case 't':
-                        if (parse_threads(optarg, &opts.threads) < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'q':
-                        quiet = true;
-                        break;
-                case 'f':
-                        force = true;
-                        break;
-                default:
+        *ret_target = dest;
+        if (strcmp(dest, "-") == 0) {
+                if (json) {
+                        log_error("--json and the destination '-' would both use standard output");
                         return EXIT_USAGE;
                 }
+                return EXIT_OK;
         }
-        if (optind + 3 != argc) {
-                log_error("expected three arguments: REPO SNAPSHOT DEST (see 'blkvault restore --help')");
-                return EXIT_USAGE;
-        }
-        const char *path = argv[optind], *spec = argv[optind + 1], *dest = argv[optind + 2];
-
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
+        r = restore_check_dest(dest, snap, force);
         if (r != EXIT_OK)
                 return r;
+        if (force && access(dest, F_OK) == 0) {
+                r = restore_temp_name(dest, temp, size);
+                if (r < 0)
+                        return log_error_errno(r, "cannot pick a temporary name beside '%s'", dest);
+                *ret_target = temp;
+        }
+        return EXIT_OK;
+}
+
+/* After a restore into target that returned r: reports a failure, or moves a temporary into place
+ * at dest. Returns an exit code. */
+static int restore_finish(int r, const BvSnapshot *snap, const char *target, const char *dest,
+                          const BvRestoreStats *stats)
+{
+        if (r == -ECANCELED && interrupted)
+                return report_interrupt(snap, dest, stats);
+        if (r == -EBADMSG || r == -EUCLEAN) {
+                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
+                          "left behind as a file", snap->id,
+                          r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
+                          (unsigned long long)stats->bad_offset, (unsigned long long)stats->bad_offset, dest);
+                return EXIT_DAMAGE;
+        }
+        if (r == -ENOTTY)
+                return EXIT_USAGE;
+        if (r >= 0 && target != dest && rename(target, dest) < 0) {
+                r = -errno;
+                (void)unlink(target);
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
+        return EXIT_OK;
+}
+
+int cmd_restore(int argc, char **argv)
+{
+        SecretArgs sargs = {};
+        BvRestoreOptions opts = {};
+        bool json = false, force = false;
+        const CliOption options[] = {
+                CLI_FLAG("json", &json),
+                CLI_PARSED("threads", parse_threads, &opts.threads),
+                CLI_FLAG("force", &force),
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "restore", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 3, .max_args = 3,
+                                        .expected = "expected three arguments: REPO SNAPSHOT DEST"
+                                                    " (see 'blkvault restore --help')");
+        int r;
+        const char *path = argv[optind], *spec = argv[optind + 1], *dest = argv[optind + 2];
+
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         const BvSnapshot *snap;
         r = find_snapshot(repo, spec, &snap);
         if (r != EXIT_OK)
                 return r;
 
         bool to_stdout = strcmp(dest, "-") == 0;
-        if (to_stdout && json) {
-                log_error("--json and the destination '-' would both use standard output");
-                return EXIT_USAGE;
-        }
-        if (!to_stdout) {
-                r = restore_check_dest(dest, snap, force);
-                if (r != EXIT_OK)
-                        return r;
-        }
         char temp[4200];
-        const char *target = dest;
-        if (force && !to_stdout && access(dest, F_OK) == 0) {
-                r = restore_temp_name(dest, temp, sizeof(temp));
-                if (r < 0)
-                        return log_error_errno(r, "cannot pick a temporary name beside '%s'", dest);
-                target = temp;
-        }
+        const char *target;
+        r = restore_prepare(dest, snap, force, json, temp, sizeof(temp), &target);
+        if (r != EXIT_OK)
+                return r;
 
         Progress progress;
-        progress_init(&progress, "restore", quiet || json);
+        progress_init(&progress, "restore", json);
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
         opts.cancel = &interrupted;
@@ -147,22 +158,8 @@ int cmd_restore(int argc, char **argv)
         } else
                 r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);
-        if (r == -ECANCELED && interrupted)
-                return report_interrupt(snap, dest, &stats);
-        if (r == -EBADMSG || r == -EUCLEAN) {
-                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
-                          "left behind as a file", snap->id,
-                          r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
-                          (unsigned long long)stats.bad_offset, (unsigned long long)stats.bad_offset, dest);
-                return EXIT_DAMAGE;
-        }
-        if (r == -ENOTTY)
-                return EXIT_USAGE;
-        if (r >= 0 && target != dest && rename(target, dest) < 0) {
-                r = -errno;
-                (void)unlink(target);
-        }
-        if (r < 0)
-                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
+        r = restore_finish(r, snap, target, dest, &stats);
+        if (r != EXIT_OK)
+                return r;
         return restore_report(snap, dest, &stats, json);
 }

@@ -35,6 +35,7 @@
 #include "cli.h"
 #include "fileio.h"
 #include "macro.h"
+#include "timeutil.h"
 
 static const char usage_text[] =
         "Usage: blkvault serve REPO SNAPSHOT [OPTIONS]\n\n"
@@ -50,6 +51,8 @@ static const char usage_text[] =
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct ServeOptions {
@@ -82,62 +85,34 @@ static int check_address(const ServeOptions *o)
         return -1;
 }
 
+static int parse_port(const char *arg, void *ret)
+{
+        char *end;
+        long v = strtol(arg, &end, 10);
+
+        if (end == arg || *end || v < 1 || v > 65535) {
+                log_error("invalid --port '%s' (1 to 65535)", arg);
+                return -EINVAL;
+        }
+        *(const char **)ret = arg;
+        return 0;
+}
+
 static int parse_options(int argc, char **argv, ServeOptions *o, SecretArgs *sargs)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "socket", required_argument, NULL, 's' },
-                { "port", required_argument, NULL, 'p' },
-                { "address", required_argument, NULL, 'a' },
-                { "tls-psk", required_argument, NULL, 't' },
-                { "writable", no_argument, NULL, 'w' },
-                { "cache", required_argument, NULL, 'c' },
-                SECRET_OPTIONS,
+        const CliOption options[] = {
+                CLI_STR("socket", &o->socket),
+                CLI_PARSED("port", parse_port, &o->port),
+                CLI_STR("address", &o->address),
+                CLI_STR("tls-psk", &o->tls_psk),
+                CLI_FLAG("writable", &o->writable),
+                CLI_PARSED("cache", parse_cache_size, &o->cache),
                 {},
         };
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 's':
-                        o->socket = optarg;
-                        break;
-                case 'p': {
-                        char *end;
-                        long v = strtol(optarg, &end, 10);
-                        if (end == optarg || *end || v < 1 || v > 65535) {
-                                log_error("invalid --port '%s' (1 to 65535)", optarg);
-                                return EXIT_USAGE;
-                        }
-                        o->port = optarg;
-                        break;
-                }
-                case 'a':
-                        o->address = optarg;
-                        break;
-                case 't':
-                        o->tls_psk = optarg;
-                        break;
-                case 'w':
-                        o->writable = true;
-                        break;
-                case 'c':
-                        if (check_size_arg("--cache", optarg) != EXIT_OK)
-                                return EXIT_USAGE;
-                        o->cache = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 2 != argc) {
-                log_error("expected two arguments: REPO SNAPSHOT (see 'blkvault serve --help')");
-                return EXIT_USAGE;
-        }
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
+                                        .min_args = 2, .max_args = 2,
+                                        .expected = "expected two arguments: REPO SNAPSHOT"
+                                                    " (see 'blkvault serve --help')");
         if (o->socket && (o->port || o->address)) {
                 log_error("--socket excludes --port and --address");
                 return EXIT_USAGE;
@@ -401,15 +376,25 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
                 (void)sigprocmask(SIG_SETMASK, &old, NULL);
                 return log_error_errno(pid, "cannot run nbdkit");
         }
-        bool announced = false, stopping = false;
+        bool announced = false, stopping = false, shown = false;
+        uint64_t start = bv_now_monotonic_ns(), drawn = 0;
         int status = 0;
         for (;;) {
                 /* the pid file is written once nbdkit has bound its socket: only then can the
                  * greeting not be another server's */
                 if (!announced && !stopping && access(o->pidfile, F_OK) == 0 && server_answers(o)) {
+                        status_end(shown);
+                        shown = false;
                         print_uri(o);
                         log_info("serving %s; stop with Ctrl-C", what);
                         announced = o->served = true;
+                }
+                if (!announced && !stopping && bv_now_monotonic_ns() - drawn >= 250000000ull) {
+                        char line[128];
+                        drawn = bv_now_monotonic_ns();
+                        snprintf(line, sizeof(line), "serve: starting nbdkit, which opens the repository (%.1f s)",
+                                 (double)(drawn - start) / 1e9);
+                        shown = status_begin(line);
                 }
                 struct timespec poll = { .tv_nsec = 20 * 1000 * 1000 };
                 int sig = announced || stopping ? sigwaitinfo(&mask, NULL) : sigtimedwait(&mask, NULL, &poll);
@@ -422,6 +407,7 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
                 }
         }
         (void)sigprocmask(SIG_SETMASK, &old, NULL);
+        status_end(shown);
         if (stopping)
                 return EXIT_OK;
         if (!announced) {

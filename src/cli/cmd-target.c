@@ -33,6 +33,8 @@ static const char usage_text[] =
         "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 /* For tests only (argon2 under emulation is slow): fixed LUKS keyslot costs instead of the
@@ -312,45 +314,14 @@ static int target_list(const char *config)
 
 int cmd_target(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },     { "name", required_argument, NULL, 'n' },
-                { "fs", required_argument, NULL, 'f' }, { "no-luks", no_argument, NULL, 'L' },
-                { "yes", no_argument, NULL, 'y' },      { "key-dir", required_argument, NULL, 'k' },
-                { "config", required_argument, NULL, 'c' }, { "run-dir", required_argument, NULL, 'R' }, {},
-        };
         FormatArgs a = { .fs = "ext4", .key_dir = BV_KEY_DIR, .luks = true };
         BvLuksCost cost;
-        int c;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'n':
-                        a.name = optarg;
-                        break;
-                case 'f':
-                        a.fs = optarg;
-                        break;
-                case 'L':
-                        a.luks = false;
-                        break;
-                case 'y':
-                        a.yes = true;
-                        break;
-                case 'k':
-                        a.key_dir = optarg;
-                        break;
-                case 'c':
-                        a.config = optarg;
-                        break;
-                case 'R':
-                        a.run_dir = optarg;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
+        const CliOption options[] = {
+                CLI_STR("name", &a.name),       CLI_STR("fs", &a.fs),           CLI_UNSET("no-luks", &a.luks),
+                CLI_FLAG("yes", &a.yes),        CLI_STR("key-dir", &a.key_dir), CLI_STR("config", &a.config),
+                CLI_STR("run-dir", &a.run_dir), {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "target", .usage = usage_text, .options = options);
         const char *verb = optind < argc ? argv[optind] : "";
         if (strcmp(verb, "list") == 0 && optind + 1 == argc)
                 return target_list(a.config);

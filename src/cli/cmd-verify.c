@@ -17,11 +17,14 @@ static const char usage_text[] =
         "  --read-data              read and check every chunk\n"
         "  --json                   print the result as JSON\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
 typedef struct Report {
         bool json;
         struct json_object *problems;
+        Progress *progress; /* cleared before a problem is printed */
 } Report;
 
 static void on_problem(const BvVerifyProblem *p, void *userdata)
@@ -39,6 +42,8 @@ static void on_problem(const BvVerifyProblem *p, void *userdata)
                 json_object_array_add(rep->problems, o);
                 return;
         }
+        if (rep->progress)
+                progress_done(rep->progress);
         if (p->snapshot_id)
                 fprintf(stderr, "damaged: snapshot %.8s, image offset %llu (0x%llx): %s %s: %s\n", p->snapshot_id,
                         (unsigned long long)p->offset, (unsigned long long)p->offset, p->what ? p->what : "",
@@ -50,44 +55,17 @@ static void on_problem(const BvVerifyProblem *p, void *userdata)
 
 int cmd_verify(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "read-data", no_argument, NULL, 'r' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
         SecretArgs sargs = {};
         Report rep = {};
         bool read_data = false;
-        int c, r;
-
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(&sargs, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage_text);
-                case 'r':
-                        read_data = true;
-                        break;
-                case 'j':
-                        rep.json = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc && optind + 2 != argc) {
-                log_error("expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
-                return EXIT_USAGE;
-        }
+        const CliOption options[] = { CLI_FLAG("read-data", &read_data), CLI_FLAG("json", &rep.json), {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "verify", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .min_args = 1, .max_args = 2,
+                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
+        int r;
         const char *path = argv[optind], *spec = optind + 1 < argc ? argv[optind + 1] : NULL;
 
-        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, BV_OPEN_READ, &repo);
-        if (r != EXIT_OK)
-                return r;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         if (spec) {
                 const BvSnapshot *snap;
                 r = find_snapshot(repo, spec, &snap);
@@ -97,7 +75,11 @@ int cmd_verify(int argc, char **argv)
         if (rep.json)
                 rep.problems = json_object_new_array();
         BvVerifyStats stats = {};
-        r = bv_verify(repo, spec, read_data, on_problem, &rep, &stats);
+        Progress progress;
+        progress_init(&progress, "verify: read", rep.json || !read_data);
+        rep.progress = &progress;
+        r = bv_verify_progress(repo, spec, read_data, on_problem, &rep, progress_update, &progress, &stats);
+        progress_done(&progress);
         if (r < 0 && r != -EBADMSG) {
                 json_object_put(rep.problems);
                 return log_error_errno(r, "cannot verify '%s'", path);

@@ -65,6 +65,32 @@ void log_option_error(int argc, char **argv, const char *command)
                 log_error("unknown option '-%c' (see 'blkvault help %s')", optopt ? optopt : '?', command);
 }
 
+/* -q and -v: -1 quiet, 0, 1 verbose */
+static int verbosity;
+
+bool verbosity_parse(int opt)
+{
+        if (opt != 'q' && opt != 'v')
+                return false;
+        verbosity = opt == 'q' ? -1 : 1;
+        return true;
+}
+
+bool is_quiet(void)
+{
+        return verbosity < 0;
+}
+
+void log_verbose(const char *fmt, ...)
+{
+        va_list ap;
+        if (verbosity <= 0)
+                return;
+        va_start(ap, fmt);
+        vlog("", fmt, ap, 0);
+        va_end(ap);
+}
+
 void log_info(const char *fmt, ...)
 {
         va_list ap;
@@ -108,22 +134,14 @@ int log_error_errno(int r, const char *fmt, ...)
 
 bool secret_args_parse(SecretArgs *s, int opt, const char *arg)
 {
-        switch (opt) {
-        case 'P':
-                s->passphrase_file = arg;
-                return true;
-        case 'K':
-                s->key_file = arg;
-                return true;
-        case 'F':
-                s->passphrase_fd = arg;
-                return true;
-        case 'C':
-                s->passphrase_command = arg;
-                return true;
-        default:
-                return false;
-        }
+        const char **field = opt == 'P' ? &s->passphrase_file
+                             : opt == 'K' ? &s->key_file
+                             : opt == 'F' ? &s->passphrase_fd
+                             : opt == 'C' ? &s->passphrase_command
+                                          : NULL;
+        if (field)
+                *field = arg;
+        return field;
 }
 
 static int log_no_locked_memory(void)
@@ -292,6 +310,23 @@ static int log_open_error(const char *path, int r)
 /* Damaged files already warned of (one repository per command). */
 static size_t damage_reported;
 
+/* bv_repo_open_report, with a status line while a passphrase's key is derived (scrypt takes
+ * most of a second) and the time it took with -v. */
+static int open_deriving(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
+                         BvRepo **ret)
+{
+        uint64_t start = bv_now_monotonic_ns();
+        bool shown = secret->passphrase && status_begin("deriving the key from the passphrase (scrypt)...");
+        int r = bv_repo_open_report(path, secret, flags, problem, ret);
+
+        status_end(shown);
+        if (r >= 0)
+                log_verbose("opened repository '%s' in %.2f s%s", path,
+                            (double)(bv_now_monotonic_ns() - start) / 1e9,
+                            secret->passphrase ? " (most of it deriving the key from the passphrase)" : "");
+        return r;
+}
+
 /* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
  * secret_done); on failure it is wiped here. */
 static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
@@ -310,7 +345,7 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
         r = secret_get(s, cfg.cipher != BV_CIPHER_NONE, false, &secret);
         if (r < 0)
                 return EXIT_KEY;
-        r = bv_repo_open_report(path, &secret, flags, &problem, ret);
+        r = open_deriving(path, &secret, flags, &problem, ret);
         if (r < 0 || !ret_secret)
                 secret_done(&secret);
         else
@@ -371,40 +406,6 @@ const char *format_bytes(uint64_t n, char buf[32])
         else
                 snprintf(buf, 32, "%.1f %s", v, units[u]);
         return buf;
-}
-
-void progress_init(Progress *p, const char *verb, bool quiet)
-{
-        p->enabled = !quiet && isatty(STDERR_FILENO);
-        p->verb = verb;
-}
-
-void progress_update(const BvProgress *bp, void *userdata)
-{
-        Progress *p = userdata;
-        char a[32], b[32], rate[32];
-        if (!p->enabled)
-                return;
-        double secs = (double)bp->elapsed_ns / 1e9;
-        double bps = secs > 0 ? (double)bp->done / secs : 0;
-        format_bytes((uint64_t)bps, rate);
-        if (bp->total != UINT64_MAX && bp->total > 0) {
-                double left = bps > 0 ? (double)(bp->total - MIN(bp->done, bp->total)) / bps : 0;
-                fprintf(stderr, "\r\033[K%s %s / %s (%.0f%%), %s/s, ETA %u:%02u", p->verb,
-                        format_bytes(bp->done, a), format_bytes(bp->total, b),
-                        100.0 * (double)bp->done / (double)bp->total, rate, (unsigned)left / 60,
-                        (unsigned)left % 60);
-        } else
-                fprintf(stderr, "\r\033[K%s %s, %s/s", p->verb, format_bytes(bp->done, a), rate);
-        fflush(stderr);
-}
-
-void progress_done(Progress *p)
-{
-        if (p->enabled) {
-                fprintf(stderr, "\r\033[K");
-                fflush(stderr);
-        }
 }
 
 void json_print(struct json_object *o)
@@ -596,65 +597,6 @@ void secret_env_scrub(void)
                         explicit_bzero(v, strlen(v));
                 (void)unsetenv(names[i]);
         }
-}
-
-int check_size_arg(const char *option, const char *arg)
-{
-        char *end;
-        errno = 0;
-        (void)strtoull(arg, &end, 10);
-        if (end != arg && !errno && *end && strchr("kKmMgGtT", *end))
-                end++;
-        if (end == arg || errno || *end || arg[0] == '-' || arg[0] == '+') {
-                log_error("invalid %s '%s' (a size such as 256M)", option, arg);
-                return EXIT_USAGE;
-        }
-        return EXIT_OK;
-}
-
-int parse_repo_json_args(int argc, char **argv, const char *usage, const char *command, SecretArgs *s,
-                         bool *ret_json, const char **ret_repo)
-{
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "json", no_argument, NULL, 'j' },
-                SECRET_OPTIONS,
-                {},
-        };
-        int c;
-
-        *ret_json = false;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                if (secret_args_parse(s, c, optarg))
-                        continue;
-                switch (c) {
-                case 'h':
-                        return print_usage(usage);
-                case 'j':
-                        *ret_json = true;
-                        break;
-                default:
-                        return EXIT_USAGE;
-                }
-        }
-        if (optind + 1 != argc) {
-                log_error("expected exactly one argument: REPO (see 'blkvault %s --help')", command);
-                return EXIT_USAGE;
-        }
-        *ret_repo = argv[optind];
-        return -1;
-}
-
-int parse_threads(const char *arg, unsigned *ret)
-{
-        char *end;
-        unsigned long v = strtoul(arg, &end, 10);
-        if (end == arg || *end || v == 0 || v > 256) {
-                log_error("invalid --threads '%s' (1 to 256)", arg);
-                return -EINVAL;
-        }
-        *ret = (unsigned)v;
-        return 0;
 }
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), 0 if it is not one; *ret_cp its code point. */

@@ -44,7 +44,8 @@ int restore_to_stdout(BvRepo *repo, const BvSnapshot *snap, Progress *progress, 
                 if (r < 0)
                         return r;
                 off += n;
-                progress_update(&(BvProgress){ .done = off, .total = size,
+                /* a pipe gets every byte, holes too: all of it is work */
+                progress_update(&(BvProgress){ .done = off, .total = size, .work_done = off, .work_total = size,
                                                .elapsed_ns = bv_now_monotonic_ns() - start }, progress);
         }
         return 0;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `meson install` puts the command, the nbdkit plugin (into nbdkit's own plugin directory, so
-# `nbdkit blkvault repo=... snapshot=...` finds it), the man page and the systemd units in
-# place; the installed plugin loads in nbdkit.
+# `nbdkit blkvault repo=... snapshot=...` finds it), the man page, the bash completion (where
+# bash-completion's pkg-config file says) and the systemd units in place; every file blkvault(1)
+# lists as installed (FILES) is; the installed plugin loads in nbdkit.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd meson nbdkit pkg-config
 
@@ -19,6 +20,18 @@ plugin=$dest$plugindir/nbdkit-blkvault-plugin.so
 find "$dest" -name 'blkvault.1*' | grep . >/dev/null || die "the man page is not installed"
 find "$dest" -name 'blkvault-nbd@.socket' | grep . >/dev/null || die "the socket unit is not installed"
 find "$dest" -name 'blkvault-nbd@.service' | grep . >/dev/null || die "the service unit is not installed"
+completionsdir=$(pkg-config --variable=completionsdir bash-completion) ||
+    die "bash-completion's pkg-config file is missing (scripts/install-deps.sh installs bash-completion)"
+[ -f "$dest$completionsdir/blkvault" ] || die "the bash completion is not installed in $completionsdir"
+cmp "$dest$completionsdir/blkvault" "$SOURCE_ROOT/shell-completion/blkvault.bash" || die "the installed completion differs"
+# blkvault(1) FILES, "Installed": each file named there (by its name: the directories depend on
+# the prefix and the pkg-config files)
+MANWIDTH=200 man -l "$SOURCE_ROOT/docs/man/blkvault.1" 2>/dev/null |
+    sed -n '/^FILES/,/^ *Used at run time/p' | grep -E '^ {7}/' | sed 's/^ *//; s/, /\n/g' >"$T/files"
+[ "$(wc -l <"$T/files")" -ge 9 ] || die "found too few files in blkvault(1) FILES: $(cat "$T/files")"
+while read -r f; do
+    find "$dest" -name "$(basename "$f")*" | grep -q . || die "blkvault(1) FILES names '$f', which is not installed"
+done <"$T/files"
 
 # The installed plugin loads (with the sanitizer runtimes first when the build has them).
 preload=$(ldd "$plugin" | grep -o '/[^ ]*lib\(asan\|ubsan\)[^ ]*' | tr '\n' ' ' || true)

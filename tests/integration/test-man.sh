@@ -1,13 +1,52 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# blkvault(1) renders at 80 columns without a warning from man/groff (issue 12), and names every
-# exit code of the table in src/cli/cli.h.
+# blkvault(1) renders at 80 columns without a warning from man/groff (issue 12), names every
+# exit code of the table in src/cli/cli.h, every environment variable the code reads, and every
+# long option of every command (taken from the code's getopt tables by tests/cli-options.py):
+# a command's own options in its OPTIONS subsection, -q/-v/-h under "Every command", the secret
+# options under SECRETS; and each command's --help lists each of its options.
 . "$SOURCE_ROOT/tests/lib.sh"
-need_cmd man
+need_cmd man python3
 page=$SOURCE_ROOT/docs/man/blkvault.1
 MANWIDTH=80 man --warnings -l "$page" >"$T/out" 2>"$T/err" || die "man -l failed: $(cat "$T/err")"
 [ ! -s "$T/err" ] || { cat "$T/err"; die "man --warnings printed warnings"; }
 for code in $(sed -n 's/^ *EXIT_[A-Z_]* = \([0-9]*\),.*/\1/p' "$SOURCE_ROOT/src/cli/cli.h"); do
     grep -q "^\.B $code$" "$page" || die "EXIT STATUS lacks code $code"
 done
-echo ok
+
+# section NAME / subsection NAME: the roff source of .SH NAME / .SS NAME up to the next heading,
+# with \- as -
+section() { awk -v h=".SH $1" '$0 == h {on = 1; next} /^\.SH / {on = 0} on' "$page" | sed 's/\\-/-/g'; }
+subsection() {
+    awk -v h=".SS $1" '$0 == h {on = 1; next} /^\.S[HS] / {on = 0} on' "$page" | sed 's/\\-/-/g'
+}
+# the environment variables the command, the library and the plugin read
+for v in $(grep -rhoE 'getenv\("BLKVAULT_[A-Z_]+"\)|define BV_CONF_ENV "BLKVAULT_[A-Z_]+"|"BLKVAULT_[A-Z_]*PASSPHRASE"' \
+               "$SOURCE_ROOT/src" "$SOURCE_ROOT/nbd-plugin" | grep -oE 'BLKVAULT_[A-Z_]+' | sort -u); do
+    section ENVIRONMENT | grep -qx "\.B $v" || die "ENVIRONMENT lacks $v"
+done
+
+python3 "$SOURCE_ROOT/tests/cli-options.py" "$SOURCE_ROOT" --shared >"$T/shared"
+python3 "$SOURCE_ROOT/tests/cli-options.py" "$SOURCE_ROOT" >"$T/options"
+[ "$(wc -l <"$T/options")" -gt 60 ] || die "cli-options.py found too few options: $(wc -l <"$T/options")"
+section SECRETS >"$T/secrets"
+subsection "Every command" >"$T/every"
+checked=0 last=
+while read -r cmd opt; do
+    if [ "$cmd" != "$last" ]; then
+        bv help "$cmd" >"$T/help" || die "'blkvault help $cmd' failed"
+        subsection "$cmd" >"$T/sub"
+        last=$cmd
+    fi
+    grep -qE -- "--$opt([=, ]|\$)" "$T/help" || die "'blkvault help $cmd' does not list --$opt"
+    if grep -qx "SECRET_OPTIONS $opt" "$T/shared"; then
+        where=SECRETS file=$T/secrets
+    elif grep -qx "COMMON_OPTIONS $opt" "$T/shared" || [ "$opt" = help ]; then
+        where="Every command" file=$T/every
+    else
+        where=$cmd file=$T/sub
+    fi
+    grep -qE -- "--$opt([= \"]|\$)" "$file" || die "blkvault(1) does not describe $cmd's --$opt (under $where)"
+    checked=$((checked + 1))
+done <"$T/options"
+echo "ok: $checked options of $(cut -d' ' -f1 "$T/options" | sort -u | wc -l) commands"

@@ -9,17 +9,6 @@ need_root
 need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk python3
 [ -e /dev/loop-control ] || skip "no loop devices"
 
-loops=()
-# A device just released by a filesystem can be busy for a moment: retry the detach.
-detach_all() {
-    for l in "${loops[@]}"; do
-        for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done
-    done
-}
-on_exit detach_all
-# attach VAR LOSETUP-ARGS...: attaches a loop device, records it for cleanup, sets VAR
-attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device (losetup ${*:2})"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
-
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
 
@@ -30,7 +19,7 @@ fill() { # fill MOUNTPOINT: real files from this system
 
 for fs in ext4 xfs btrfs; do
     truncate -s 320M "$T/$fs.img"
-    attach dev "$T/$fs.img"
+    attach_loop dev "$T/$fs.img"
     case $fs in
         ext4) mkfs.ext4 -q -L bv-$fs "$dev" ;;
         xfs) mkfs.xfs -q -L bv-$fs "$dev" ;;
@@ -54,7 +43,7 @@ PY
     # onto another block device of the same size (zero extents written as zeroes)
     truncate -s 320M "$T/$fs.target"
     head -c 8M /dev/urandom | dd of="$T/$fs.target" conv=notrunc status=none  # garbage to be zeroed
-    attach tdev "$T/$fs.target"
+    attach_loop tdev "$T/$fs.target"
     bv restore "$repo" "$fs" "$tdev" >/dev/null
     cmp "$dev" "$tdev" || die "$fs: restored device differs from the source device"
     blkid -o value -s LABEL "$tdev" | grep -x "bv-$fs" >/dev/null || die "$fs: restored device has no filesystem label"
@@ -82,14 +71,14 @@ part() { # part VAR N: a loop device over partition N of disk.img
 import json, sys
 p = json.load(sys.stdin)['partitiontable']['partitions'][$2 - 1]
 print(p['start'] * 512, p['size'] * 512)")
-    attach "$1" -o "$start" --sizelimit "$size" "$T/disk.img"
+    attach_loop "$1" -o "$start" --sizelimit "$size" "$T/disk.img"
 }
 part p1 1; part p2 2; part p3 3
 mkfs.ext4 -q -L p-ext4 "$p1"
 mkfs.xfs -q -L p-xfs "$p2"
 mkfs.btrfs -q -L p-btrfs "$p3" >/dev/null
 mount "$p1" "$T/mnt" && fill "$T/mnt" && umount "$T/mnt"
-attach dev "$T/disk.img"
+attach_loop dev "$T/disk.img"
 bv backup "$repo" "$dev" --name=disk >/dev/null
 bv restore "$repo" disk "$T/disk.out" >/dev/null
 cmp "$dev" "$T/disk.out" || die "partitioned disk differs after restore"

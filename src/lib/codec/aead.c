@@ -118,6 +118,27 @@ static int none_tag(BvAead *a, const void *aad, size_t aad_len, const void *data
         return 0;
 }
 
+/* The "none" cipher: the data is copied as it is, under a plain hash of aad and data as its tag.
+ * Sealing (expect NULL) writes the tag into tag; opening checks it against expect (-EBADMSG). */
+static int none_crypt(BvAead *a, const void *aad, size_t aad_len, const void *in, size_t len, void *out,
+                      uint8_t tag[BV_TAG_SIZE], const uint8_t *expect)
+{
+        uint8_t t[BV_TAG_SIZE];
+        int r = none_tag(a, aad, aad_len, in, len, t);
+
+        if (r < 0)
+                return r;
+        if (expect && CRYPTO_memcmp(t, expect, BV_TAG_SIZE) != 0) {
+                bv_wipe(out, len);
+                return -EBADMSG;
+        }
+        if (len > 0)
+                memmove(out, in, len);
+        if (!expect)
+                memcpy(tag, t, BV_TAG_SIZE);
+        return 0;
+}
+
 /* Runs aad and data through an initialized GCM context, in int-sized pieces. */
 static int gcm_update(EVP_CIPHER_CTX *ctx, const void *aad, size_t aad_len, const void *in, size_t len,
                       void *out)
@@ -150,15 +171,8 @@ int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad,
         if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
                 return -EINVAL;
 
-        if (a->cipher == BV_CIPHER_NONE) {
-                r = none_tag(a, aad, aad_len, in, len, t);
-                if (r < 0)
-                        return r;
-                if (len > 0)
-                        memmove(out, in, len);
-                memcpy(tag, t, BV_TAG_SIZE);
-                return 0;
-        }
+        if (a->cipher == BV_CIPHER_NONE)
+                return none_crypt(a, aad, aad_len, in, len, out, tag, NULL);
 
         if (EVP_EncryptInit_ex2(a->enc, NULL, NULL, nonce, NULL) != 1)
                 return -EIO;
@@ -181,18 +195,8 @@ int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad,
         if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
                 return -EINVAL;
 
-        if (a->cipher == BV_CIPHER_NONE) {
-                r = none_tag(a, aad, aad_len, in, len, t);
-                if (r < 0)
-                        return r;
-                if (CRYPTO_memcmp(t, tag, BV_TAG_SIZE) != 0) {
-                        bv_wipe(out, len);
-                        return -EBADMSG;
-                }
-                if (len > 0)
-                        memmove(out, in, len);
-                return 0;
-        }
+        if (a->cipher == BV_CIPHER_NONE)
+                return none_crypt(a, aad, aad_len, in, len, out, NULL, tag);
 
         memcpy(t, tag, BV_TAG_SIZE);
         if (EVP_DecryptInit_ex2(a->dec, NULL, NULL, nonce, NULL) != 1)

@@ -2,12 +2,14 @@
 /*
  * Counts and sizes of a repository: snapshot sizes and data from the snapshot records, pack
  * sizes from the pack directory, raw chunk bytes from the packs' own indexes, and the index
- * from its segment headers.
+ * from its segment headers. What a snapshot shares with its parent from both maps.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "info.h"
 #include "macro.h"
+#include "maptree.h"
 
 typedef struct InfoPacks {
         BvRepo *repo;
@@ -83,5 +85,80 @@ int bv_repo_info(BvRepo *r, BvRepoInfo *ret)
         info.dedup_ratio = info.unique_raw ? (double)info.data_bytes / (double)info.unique_raw : 0.0;
         info.compression_ratio = info.stored_bytes ? (double)info.unique_raw / (double)info.stored_bytes : 0.0;
         *ret = info;
+        return 0;
+}
+
+/* ---- what a snapshot shares with its parent ---- */
+
+typedef struct Shared {
+        BvRepo *repo;
+        BvObjectCodec *codec;
+        uint8_t (*ids)[BV_ID_SIZE]; /* the parent's chunks, sorted once collected */
+        size_t n, cap;
+        uint64_t shared;
+} Shared;
+
+static int shared_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
+{
+        Shared *sh = userdata;
+        return bv_repo_read_object_alloc(sh->repo, sh->codec, BV_OBJ_MAP, id, ret_node, ret_len);
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_ID_SIZE);
+}
+
+static int collect_parent(void *userdata, const BvMapExtent *e)
+{
+        Shared *sh = userdata;
+
+        if (e->kind != BV_EXTENT_DATA)
+                return 0;
+        if (sh->n == sh->cap) {
+                size_t cap = sh->cap ? 2 * sh->cap : 1024;
+                void *p = reallocarray(sh->ids, cap, BV_ID_SIZE);
+                if (!p)
+                        return -ENOMEM;
+                sh->ids = p;
+                sh->cap = cap;
+        }
+        memcpy(sh->ids[sh->n++], e->id, BV_ID_SIZE);
+        return 0;
+}
+
+static int count_shared(void *userdata, const BvMapExtent *e)
+{
+        Shared *sh = userdata;
+
+        if (e->kind == BV_EXTENT_DATA && bsearch(e->id, sh->ids, sh->n, BV_ID_SIZE, id_cmp))
+                sh->shared += e->length;
+        return 0;
+}
+
+int bv_snapshot_shared_bytes(BvRepo *r, const BvSnapshot *snap, const BvSnapshot *parent, uint64_t *ret)
+{
+        Shared sh = { .repo = r };
+        int rr;
+
+        if (!r || !snap || !ret)
+                return -EINVAL;
+        if (!parent) {
+                *ret = 0;
+                return 0;
+        }
+        rr = bv_object_codec_new(bv_repo_keyring(r), bv_repo_config(r)->zstd_level, &sh.codec);
+        if (rr < 0)
+                return rr;
+        rr = bv_map_walk(parent->root, parent->height, parent->size, shared_fetch, &sh, NULL, collect_parent, &sh);
+        if (rr >= 0) {
+                qsort(sh.ids, sh.n, BV_ID_SIZE, id_cmp);
+                rr = bv_map_walk(snap->root, snap->height, snap->size, shared_fetch, &sh, NULL, count_shared, &sh);
+        }
+        bv_object_codec_free(sh.codec);
+        free(sh.ids);
+        if (rr < 0)
+                return rr;
+        *ret = sh.shared;
         return 0;
 }

@@ -21,3 +21,7 @@ typedef struct BvRepoInfo {
 } BvRepoInfo;
 
 int bv_repo_info(BvRepo *r, BvRepoInfo *ret);
+
+/* The bytes of snap's data (its DATA extents, each time one occurs) whose chunk parent's map
+ * references too: what snap shares with parent, exactly. Both maps are read. */
+int bv_snapshot_shared_bytes(BvRepo *r, const BvSnapshot *snap, const BvSnapshot *parent, uint64_t *ret);

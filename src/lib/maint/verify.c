@@ -16,6 +16,7 @@
 #include "hex.h"
 #include "macro.h"
 #include "maptree.h"
+#include "timeutil.h"
 #include "verify.h"
 
 #define MAP_CACHE_NODES 256u
@@ -56,7 +57,26 @@ typedef struct Verify {
         bool one_snapshot;    /* a missing pack matters only if the snapshot uses it */
         uint8_t (*used)[BV_PACK_ID_SIZE]; /* packs its data is located in (one_snapshot) */
         size_t n_used, cap_used;
+        bv_progress_fn progress;  /* of the data check, under lock */
+        void *progress_ud;
+        uint64_t read_total, start_ns, progress_ns;
 } Verify;
+
+#define PROGRESS_NS (250ull * 1000000ull)
+
+/* Called with v->lock held: the data check's progress, every PROGRESS_NS and at the end. */
+static void data_progress(Verify *v, bool force)
+{
+        uint64_t now = bv_now_monotonic_ns();
+
+        if (!v->progress || (!force && now - v->progress_ns < PROGRESS_NS))
+                return;
+        v->progress_ns = now;
+        v->progress(&(BvProgress){ .done = v->stats.bytes_checked, .total = v->read_total,
+                                   .work_done = v->stats.bytes_checked, .work_total = v->read_total,
+                                   .elapsed_ns = now - v->start_ns },
+                    v->progress_ud);
+}
 
 static int pack_push(uint8_t (**ids)[BV_PACK_ID_SIZE], size_t *n, size_t *cap, const uint8_t id[BV_PACK_ID_SIZE]);
 
@@ -274,6 +294,7 @@ static void *data_worker(void *userdata)
                         v->stats.chunks_checked++;
                         v->stats.bytes_checked += got;
                 }
+                data_progress(v, false);
         }
         bv_object_codec_free(codec);
         return NULL;
@@ -290,6 +311,10 @@ static int plan_reads(Verify *v)
                 if (v->chunks.slots[i].used)
                         v->reads[v->n_reads++] = &v->chunks.slots[i];
         qsort(v->reads, v->n_reads, sizeof(Slot *), read_cmp);
+        v->read_total = 0;
+        for (size_t i = 0; i < v->n_reads; i++)
+                v->read_total += v->reads[i]->length;
+        v->start_ns = v->progress_ns = bv_now_monotonic_ns();
         return 0;
 }
 
@@ -318,6 +343,8 @@ static int check_data(Verify *v)
                 if ((intptr_t)res < 0)
                         ret = (int)(intptr_t)res;
         }
+        v->read_total = v->stats.bytes_checked; /* what was read in the end (damaged chunks were not) */
+        data_progress(v, true);
         return ret;
 }
 
@@ -581,7 +608,15 @@ static int verify_run(Verify *v, const char *spec)
 int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
               void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, BvVerifyStats *ret_stats)
 {
-        Verify v = { .repo = r, .cb = cb, .ud = userdata, .read_data = read_data };
+        return bv_verify_progress(r, snapshot_spec, read_data, cb, userdata, NULL, NULL, ret_stats);
+}
+
+int bv_verify_progress(BvRepo *r, const char *snapshot_spec, bool read_data,
+                       void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, bv_progress_fn progress,
+                       void *progress_userdata, BvVerifyStats *ret_stats)
+{
+        Verify v = { .repo = r, .cb = cb, .ud = userdata, .read_data = read_data, .progress = progress,
+                     .progress_ud = progress_userdata };
         int ret;
 
         if (!r)

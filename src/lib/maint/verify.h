@@ -23,3 +23,8 @@ typedef struct BvVerifyStats {
  * re-hashed. Each problem is reported through cb; returns 0 if none, -EBADMSG otherwise. */
 int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
               void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, BvVerifyStats *ret_stats);
+/* bv_verify, calling progress (if not NULL) about every 250 ms and at the end of the data check
+ * (read_data): its work is the bytes of the distinct chunks read. */
+int bv_verify_progress(BvRepo *r, const char *snapshot_spec, bool read_data,
+                       void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, bv_progress_fn progress,
+                       void *progress_userdata, BvVerifyStats *ret_stats);

@@ -4,10 +4,10 @@
 /*
  * Reading chunks, whether stored alone (a CHUNK object) or in a compression group (a member
  * of a GROUP object, store/group.h). A group is decoded whole, so readers that take several
- * members of one group share a BvGroupCache: a small LRU of decoded groups in which each group
- * is decoded once even when several threads ask for it at the same time, and a group whose
- * every member has been taken out moves to the cold end (a sequential pass recycles a few
- * groups instead of filling the cache).
+ * members of one group share a BvGroupCache: a decode-once cache of decoded groups
+ * (util/dcache.h) in which each group is decoded once even when several threads ask for it at
+ * the same time, and a group whose every member has been taken out moves to the cold end (a
+ * sequential pass recycles a few groups instead of filling the cache).
  */
 
 #include "repo.h"

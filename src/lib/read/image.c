@@ -2,13 +2,12 @@
 /*
  * Random access to a snapshot's image. Opening builds a map reader over the snapshot's root
  * (no node is loaded until a read needs it). Reads split at extent boundaries: zero and hole
- * extents read as zeros, data extents come from a sharded LRU cache of decoded chunks in
- * which each chunk is decoded once even when several threads ask for it at the same time.
- * A chunk whose every byte has been read out (a sequential stream passing through) moves to
- * the cold end of its shard, and such chunks are kept only up to a sixty-fourth of the cache
- * ("drop-behind"): a whole-image copy then recycles a few MiB instead of faulting in the whole
- * cache (on a 256 MiB cache that was a third of nbdkit's system time), while chunks read in
- * parts (random reads, a filesystem's metadata) stay. A lone sequential reader starts a small
+ * extents read as zeros, data extents come from a decode-once cache of decoded chunks
+ * (util/dcache.h, the same mechanism as the group cache of chunks.c) with drop-behind: chunks
+ * whose every byte was read out (a sequential stream passing through) are kept only up to a
+ * sixty-fourth of the cache, so a whole-image copy recycles a few MiB instead of faulting in the
+ * whole cache (on a 256 MiB cache that was a third of nbdkit's system time), while chunks read
+ * in parts (random reads, a filesystem's metadata) stay. A lone sequential reader starts a small
  * pool of threads that decode the next chunks ahead.
  *
  * Any stream, lone or not (restore's walk, each of nbdcopy's connections), also gets the map
@@ -21,8 +20,8 @@
 #include <string.h>
 
 #include "chunks.h"
+#include "dcache.h"
 #include "image.h"
-#include "list.h"
 #include "macro.h"
 #include "queue.h"
 #include "maptree.h"
@@ -34,30 +33,11 @@
 #define READAHEAD_DEFAULT 4u
 #define READAHEAD_MAX 64u
 #define SHARDS 16u
-#define BUCKETS 256u
 #define MAP_CACHE_NODES 1024u
 #define RA_THREADS 2u
 #define RA_QUEUE 16u
 #define MAP_AHEAD_LEAVES 4u /* leaves loaded ahead of a stream */
 #define LONE_STREAK_MIN 3u /* sequential reads, none overlapping another, before readahead */
-
-typedef struct Entry {
-        uint8_t id[BV_ID_SIZE];
-        uint8_t *data; /* NULL while loading */
-        size_t len;
-        size_t read_out;                  /* bytes copied out since it was loaded or reused */
-        struct Entry *hnext;              /* hash chain */
-        BvLink lru;                       /* only when loaded */
-} Entry;
-
-typedef struct Shard {
-        pthread_mutex_t lock;
-        pthread_cond_t loaded;
-        Entry *buckets[BUCKETS];
-        BvList lru; /* head: most recently used; fully read ones at the tail */
-        size_t bytes, cap;
-        size_t read_out_bytes, read_out_cap; /* entries with read_out >= len */
-} Shard;
 
 /* Work for the readahead pool. */
 typedef struct RaJob {
@@ -77,8 +57,8 @@ struct BvImage {
         uint64_t size;
         BvMapReader *map;
         CodecPool codecs;
-        Shard shards[SHARDS];
-        BvGroupCache *groups; /* decoded compression groups, whose members the shards then hold */
+        BvDecodeCache *chunks; /* decoded chunks */
+        BvGroupCache *groups; /* decoded compression groups, whose members the chunk cache then holds */
 
         unsigned readahead;
         _Atomic uint64_t last_end;      /* where the previous read ended */
@@ -165,70 +145,6 @@ static int map_lookup(BvImage *img, uint64_t pos, BvMapExtent *ret)
 
 /* ---- chunk cache ---- */
 
-/* ids are keyed hashes: their bytes are uniform */
-static Shard *shard_of(BvImage *img, const uint8_t id[BV_ID_SIZE])
-{
-        return &img->shards[id[0] % SHARDS];
-}
-
-static size_t bucket_of(const uint8_t id[BV_ID_SIZE])
-{
-        return (size_t)(id[1] | (id[2] << 8)) % BUCKETS;
-}
-
-static Entry *shard_find(Shard *s, size_t bucket, const uint8_t id[BV_ID_SIZE])
-{
-        for (Entry *e = s->buckets[bucket]; e; e = e->hnext)
-                if (memcmp(e->id, id, BV_ID_SIZE) == 0)
-                        return e;
-        return NULL;
-}
-
-static void shard_unhash(Shard *s, Entry *e)
-{
-        for (Entry **p = &s->buckets[bucket_of(e->id)]; *p; p = &(*p)->hnext)
-                if (*p == e) {
-                        *p = e->hnext;
-                        return;
-                }
-}
-
-static bool entry_read_out(const Entry *e)
-{
-        return e->read_out >= e->len;
-}
-
-static void shard_evict(Shard *s)
-{
-        while ((s->bytes > s->cap || s->read_out_bytes > s->read_out_cap) && s->lru.tail) {
-                Entry *e = bv_list_entry(s->lru.tail, Entry, lru);
-                bv_list_unlink(&s->lru, &e->lru);
-                shard_unhash(s, e);
-                s->bytes -= e->len;
-                if (entry_read_out(e))
-                        s->read_out_bytes -= e->len;
-                free(e->data);
-                free(e);
-        }
-}
-
-/* Links a loaded entry that is not in the list after n more bytes of it were copied out: at
- * the head while parts are unread, at the tail once all of it was (a read of an already fully
- * read entry starts its count anew: it is being reused). */
-static void entry_link(Shard *s, Entry *e, size_t n)
-{
-        if (entry_read_out(e)) {
-                s->read_out_bytes -= e->len;
-                e->read_out = 0;
-        }
-        e->read_out += n;
-        if (entry_read_out(e)) {
-                s->read_out_bytes += e->len;
-                bv_list_push_back(&s->lru, &e->lru);
-        } else
-                bv_list_push_front(&s->lru, &e->lru);
-}
-
 /* Decodes one chunk of the expected length into buf. */
 static int chunk_decode_into(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expected, uint8_t *buf)
 {
@@ -251,18 +167,26 @@ static int chunk_decode_into(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t 
         return 0;
 }
 
-/* Decodes one chunk of the expected length (malloc'd). */
-static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expected, uint8_t **ret)
+typedef struct ChunkLoad {
+        BvImage *img;
+        const uint8_t *id;
+        size_t len;
+} ChunkLoad;
+
+/* Decodes one chunk of the expected length (malloc'd) for the cache. */
+static int chunk_load(void *userdata, BvDecodeCache *c, BvDecoded *ret)
 {
-        _cleanup_free_ uint8_t *buf = malloc(expected ? expected : 1);
+        ChunkLoad *l = userdata;
+        _cleanup_free_ uint8_t *buf = malloc(l->len ? l->len : 1);
         int r;
 
+        (void)c;
         if (!buf)
                 return -ENOMEM;
-        r = chunk_decode_into(img, id, expected, buf);
+        r = chunk_decode_into(l->img, l->id, l->len, buf);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(buf);
+        *ret = (BvDecoded){ .data = TAKE_PTR(buf), .len = l->len, .cap = l->len };
         return 0;
 }
 
@@ -271,89 +195,29 @@ static int chunk_decode(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t expec
 static int cache_read(BvImage *img, const uint8_t id[BV_ID_SIZE], size_t len, void *dst, size_t off, size_t n,
                       bool wait)
 {
-        size_t bucket = bucket_of(id);
-        Shard *s = shard_of(img, id);
-        uint8_t *data = NULL;
-        Entry *e;
+        bool whole = dst && off == 0 && n == len;
+        BvDecodeEntry *e;
+        size_t got;
         int r;
 
-        pthread_mutex_lock(&s->lock);
-        for (;;) {
-                e = shard_find(s, bucket, id);
-                if (!e)
-                        break;
-                if (e->data) {
-                        if (e->len != len) {
-                                pthread_mutex_unlock(&s->lock);
-                                return -EBADMSG;
-                        }
-                        if (dst)
-                                memcpy(dst, e->data + off, n);
-                        bv_list_unlink(&s->lru, &e->lru);
-                        entry_link(s, e, n);
-                        shard_evict(s);
-                        pthread_mutex_unlock(&s->lock);
-                        return 0;
-                }
-                if (!wait) {
-                        pthread_mutex_unlock(&s->lock);
-                        return 0;
-                }
-                pthread_cond_wait(&s->loaded, &s->lock);
+        /* A read of the whole chunk, not cached, is decoded straight into the reader's buffer:
+         * it would be read out at once, so drop-behind would keep it only briefly anyway; this
+         * saves a buffer, a copy and the cache's bookkeeping. */
+        r = bv_dcache_get(img->chunks, id, (wait ? 0 : BV_DCACHE_NOWAIT) | (whole ? BV_DCACHE_PEEK : 0),
+                          chunk_load, &(ChunkLoad){ .img = img, .id = id, .len = len }, &e);
+        if (r < 0)
+                return r;
+        if (!e)
+                return whole ? chunk_decode_into(img, id, len, dst) : 0;
+        const uint8_t *data = bv_dcache_data(e, &got);
+        if (got != len) {
+                bv_dcache_put(img->chunks, e, 0);
+                return -EBADMSG;
         }
-        if (dst && off == 0 && n == len) {
-                /* A read of the whole chunk, not cached: decoded straight into the reader's
-                 * buffer. It would be read out at once, so drop-behind would keep it only
-                 * briefly anyway; this saves a buffer, a copy and the cache's bookkeeping. */
-                pthread_mutex_unlock(&s->lock);
-                return chunk_decode_into(img, id, len, dst);
-        }
-
-        /* Not cached: a placeholder tells others that this thread decodes it. */
-        e = calloc(1, sizeof(*e));
-        if (!e) {
-                pthread_mutex_unlock(&s->lock);
-                return -ENOMEM;
-        }
-        memcpy(e->id, id, BV_ID_SIZE);
-        e->hnext = s->buckets[bucket];
-        s->buckets[bucket] = e;
-        pthread_mutex_unlock(&s->lock);
-
-        r = chunk_decode(img, id, len, &data);
-
-        pthread_mutex_lock(&s->lock);
-        if (r < 0) {
-                shard_unhash(s, e);
-                free(e);
-        } else {
-                if (dst)
-                        memcpy(dst, data + off, n);
-                e->data = data;
-                e->len = len;
-                s->bytes += len;
-                entry_link(s, e, n);
-                shard_evict(s);
-        }
-        pthread_cond_broadcast(&s->loaded);
-        pthread_mutex_unlock(&s->lock);
-        return r;
-}
-
-static void cache_done(BvImage *img)
-{
-        for (size_t i = 0; i < SHARDS; i++) {
-                Shard *s = &img->shards[i];
-                for (size_t b = 0; b < BUCKETS; b++)
-                        while (s->buckets[b]) {
-                                Entry *e = s->buckets[b];
-                                s->buckets[b] = e->hnext;
-                                free(e->data);
-                                free(e);
-                        }
-                pthread_mutex_destroy(&s->lock);
-                pthread_cond_destroy(&s->loaded);
-        }
+        if (dst)
+                memcpy(dst, data + off, n);
+        bv_dcache_put(img->chunks, e, n);
+        return 0;
 }
 
 /* ---- readahead ---- */
@@ -459,7 +323,7 @@ void bv_image_free(BvImage *img)
                 return;
         readahead_stop(img);
         bv_map_reader_free(img->map);
-        cache_done(img);
+        bv_dcache_free(img->chunks);
         bv_group_cache_free(img->groups);
         codec_pool_done(&img->codecs);
         pthread_mutex_destroy(&img->ra_lock);
@@ -492,12 +356,13 @@ int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts,
         rr = bv_queue_init(&img->ra_queue, sizeof(RaJob), RA_QUEUE);
         if (rr < 0)
                 return rr;
-        for (size_t i = 0; i < SHARDS; i++) {
-                pthread_mutex_init(&img->shards[i].lock, NULL);
-                pthread_cond_init(&img->shards[i].loaded, NULL);
-                img->shards[i].cap = (cache > group_cache ? cache - group_cache : cache) / SHARDS;
-                img->shards[i].read_out_cap = img->shards[i].cap / READ_OUT_SHARE;
-        }
+        rr = bv_dcache_new(&(BvDecodeCacheOptions){ .cap_bytes = cache > group_cache ? cache - group_cache : cache,
+                                                    .key_size = BV_ID_SIZE,
+                                                    .shards = SHARDS,
+                                                    .read_out_share = READ_OUT_SHARE },
+                           &img->chunks);
+        if (rr < 0)
+                return rr;
         rr = bv_group_cache_new(group_cache, opts ? opts->max_decodes : 0, &img->groups);
         if (rr < 0)
                 return rr;
@@ -518,11 +383,8 @@ void bv_image_stats(BvImage *img, BvImageStats *ret)
         *ret = (BvImageStats){ .decodes = atomic_load(&img->decodes),
                                .group_decodes = bv_group_cache_decodes(img->groups),
                                .group_cached_bytes = bv_group_cache_bytes(img->groups),
+                               .cached_bytes = bv_dcache_bytes(img->chunks),
                                .map_leaves_ahead = atomic_load(&img->leaves_ahead) };
-        for (size_t i = 0; i < SHARDS; i++) {
-                BV_LOCK_GUARD(&img->shards[i].lock);
-                ret->cached_bytes += img->shards[i].bytes;
-        }
 }
 
 /* Reads within one extent. */

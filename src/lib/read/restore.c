@@ -46,6 +46,7 @@ typedef struct Restore {
         char tmpname[64];  /* and the temporary name ("" for an O_TMPFILE) */
         const BvRestoreOptions *opts;
         uint64_t size, start_ns, last_progress_ns;
+        uint64_t work_total; /* the snapshot's data bytes (UINT64_MAX if its record has none) */
 
         BvQueue queue;       /* of Job */
         pthread_mutex_t lock; /* error, bad_offset, bytes_written */
@@ -190,7 +191,16 @@ static void progress(Restore *rs, uint64_t done, bool force)
         if (!rs->opts || !rs->opts->progress || (!force && now - rs->last_progress_ns < PROGRESS_NS))
                 return;
         rs->last_progress_ns = now;
-        rs->opts->progress(&(BvProgress){ .done = done, .total = rs->size, .elapsed_ns = now - rs->start_ns },
+        /* work: the data written (holes and zero runs are skipped or trimmed); in all, the
+         * snapshot's data bytes */
+        uint64_t written, work_total = rs->work_total;
+        pthread_mutex_lock(&rs->lock);
+        written = rs->bytes_written;
+        pthread_mutex_unlock(&rs->lock);
+        if (force)
+                work_total = written;
+        rs->opts->progress(&(BvProgress){ .done = done, .total = rs->size, .work_done = written,
+                                          .work_total = work_total, .elapsed_ns = now - rs->start_ns },
                            rs->opts->progress_userdata);
 }
 
@@ -361,6 +371,7 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
                 return ret;
         rs.img = img;
         rs.size = snap->size;
+        rs.work_total = snap->stats.bytes_data <= snap->size ? snap->stats.bytes_data : UINT64_MAX;
         rs.start_ns = rs.last_progress_ns = bv_now_monotonic_ns();
         ret = bv_queue_init(&rs.queue, sizeof(Job), QUEUE_LEN);
         if (ret < 0) {

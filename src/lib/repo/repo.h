@@ -25,10 +25,14 @@
 #include "pack.h"
 #include "snapshot.h"
 
-/* Progress of a long operation (backup, restore, verify), reported by a callback. */
+/* Progress of a long operation (backup, restore, verify), reported by a callback. Work is what
+ * costs time: bytes read (backup, verify) or written (restore); holes, zero ranges and extents
+ * reused from a parent are covered without work, so a rate or ETA counts work only (rate.h). */
 typedef struct BvProgress {
-        uint64_t done;   /* bytes of the image covered so far */
-        uint64_t total;  /* image size, UINT64_MAX if unknown (stream) */
+        uint64_t done;       /* bytes of the image covered so far */
+        uint64_t total;      /* image size, UINT64_MAX if unknown (stream) */
+        uint64_t work_done;  /* bytes of work done so far */
+        uint64_t work_total; /* bytes of work in all, UINT64_MAX if unknown */
         uint64_t elapsed_ns;
 } BvProgress;
 

@@ -54,6 +54,7 @@ typedef struct FileSource {
         BvSourceIdentity identity;
         BvSourceReadStats read_stats;
         uint64_t size; /* UINT64_MAX for a stream until its end */
+        uint64_t work; /* bytes to read: bv_source_work */
         size_t read_size;
         bool direct;
         bool direct_verified; /* a direct read succeeded: EINVAL is a real error now */
@@ -478,6 +479,11 @@ static uint64_t file_size(void *impl)
         return ((FileSource *)impl)->size;
 }
 
+static uint64_t file_work(void *impl)
+{
+        return ((FileSource *)impl)->work;
+}
+
 static bool file_uses_uring(void *impl)
 {
         return ((FileSource *)impl)->uring;
@@ -513,12 +519,12 @@ static void file_free_op(void *impl)
 static const BvSourceOps file_ops = {
         .next = file_next_op, .read_at = file_read_at, .size = file_size,
         .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .identity = file_identity,
-        .read_stats = file_read_stats, .free = file_free_op,
+        .read_stats = file_read_stats, .work = file_work, .free = file_free_op,
 };
 static const BvSourceOps blockdev_ops = {
         .next = file_next_op, .read_at = file_read_at, .size = file_size,
         .uses_uring = file_uses_uring, .uses_direct = file_uses_direct, .identity = file_identity,
-        .read_stats = file_read_stats, .free = file_free_op,
+        .read_stats = file_read_stats, .work = file_work, .free = file_free_op,
 };
 static const BvSourceOps stream_ops = {
         .next = file_next_op, .size = file_size, .free = file_free_op,
@@ -667,6 +673,8 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
         }
 
         r = bv_fd_size(s->fd, &s->size);
+        /* a file's holes are never read: its allocated blocks are what there is to read */
+        s->work = s->kind == BV_SOURCE_FILE ? MIN(s->size, (uint64_t)st.st_blocks * 512) : s->size;
         if (r >= 0)
                 r = setup_cache_reads(s, &st);
         if (r < 0)

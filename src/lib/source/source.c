@@ -104,6 +104,11 @@ int bv_source_identity(const BvSource *s, BvSourceIdentity *ret)
         return s->ops->identity(s->impl, ret);
 }
 
+uint64_t bv_source_work(const BvSource *s)
+{
+        return s->ops->work ? s->ops->work(s->impl) : UINT64_MAX;
+}
+
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret)
 {
         *ret = (BvSourceReadStats){};

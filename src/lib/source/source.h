@@ -59,6 +59,7 @@ typedef struct BvSourceOps {
         bool (*uses_direct)(void *impl);
         int (*identity)(void *impl, BvSourceIdentity *ret); /* regular files: 0, else -EOPNOTSUPP */
         void (*read_stats)(void *impl, BvSourceReadStats *ret);
+        uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         void (*free)(void *impl);
 } BvSourceOps;
 
@@ -82,6 +83,10 @@ bool bv_source_uses_uring(const BvSource *s);
 bool bv_source_uses_direct(const BvSource *s);
 /* The identity of a regular file as it was at open; -EOPNOTSUPP for other sources. */
 int bv_source_identity(const BvSource *s, BvSourceIdentity *ret);
+/* The bytes next() will read (deliver as DATA), as known at open, for a progress line's ETA:
+ * a block device's size, a regular file's allocated bytes (its holes are never read; at most
+ * its size); UINT64_MAX when unknown (a stream, a source that does not tell). */
+uint64_t bv_source_work(const BvSource *s);
 /* Zeroes when the source does not tell. */
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 

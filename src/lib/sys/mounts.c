@@ -2,13 +2,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <dirent.h>
 #include <limits.h>
 #include <linux/loop.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -48,6 +52,135 @@ bool bv_is_mountpoint(const char *path)
                         return true;
         }
         return false;
+}
+
+#define MAX_STACKED 256
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR, closedir)
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+typedef struct DevSet {
+        dev_t devs[MAX_STACKED];
+        char names[MAX_STACKED][64]; /* the kernel's name of each ("loop0p1", "dm-3") */
+        size_t n;
+} DevSet;
+
+static void devset_add_sysfs(DevSet *set, const char *sysdir)
+{
+        char p[PATH_MAX], buf[64];
+        unsigned maj, min;
+        int fd;
+        ssize_t n;
+
+        if (set->n >= MAX_STACKED || snprintf(p, sizeof(p), "%s/dev", sysdir) >= (int)sizeof(p))
+                return;
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        if (sscanf(buf, "%u:%u", &maj, &min) != 2)
+                return;
+        dev_t d = makedev(maj, min);
+        for (size_t i = 0; i < set->n; i++)
+                if (set->devs[i] == d)
+                        return;
+        const char *base = strrchr(sysdir, '/');
+        snprintf(set->names[set->n], sizeof(set->names[0]), "%s", base ? base + 1 : sysdir);
+        set->devs[set->n++] = d;
+}
+
+/* dev, then for each device in the set its partitions and its holders. */
+static void devset_fill(DevSet *set, dev_t dev)
+{
+        char p[PATH_MAX];
+
+        snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+        char *real = realpath(p, NULL);
+        if (!real)
+                return;
+        devset_add_sysfs(set, real);
+        free(real);
+        if (set->n == 0) /* no dev file: take dev as it is */
+                set->devs[set->n++] = dev;
+        for (size_t i = 0; i < set->n; i++) {
+                char dir[PATH_MAX];
+                snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(set->devs[i]), minor(set->devs[i]));
+                if (!realpath(p, dir))
+                        continue;
+                _cleanup_closedir_ DIR *d = opendir(dir);
+                struct dirent *e;
+                while (d && (e = readdir(d))) {
+                        char sub[PATH_MAX], part[PATH_MAX];
+                        struct stat st;
+                        if (e->d_name[0] == '.' ||
+                            snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >= (int)sizeof(sub) ||
+                            snprintf(part, sizeof(part), "%s/partition", sub) >= (int)sizeof(part))
+                                continue;
+                        if (stat(part, &st) == 0)
+                                devset_add_sysfs(set, sub);
+                }
+                _cleanup_closedir_ DIR *h =
+                        snprintf(p, sizeof(p), "%s/holders", dir) < (int)sizeof(p) ? opendir(p) : NULL;
+                while (h && (e = readdir(h))) {
+                        char sub[PATH_MAX];
+                        if (e->d_name[0] != '.' &&
+                            snprintf(sub, sizeof(sub), "/sys/class/block/%s", e->d_name) < (int)sizeof(sub))
+                                devset_add_sysfs(set, sub);
+                }
+        }
+}
+
+/* The index in set of the device a mountinfo line's filesystem lives on, or -1. */
+static ssize_t mount_device(const DevSet *set, unsigned maj, unsigned min, const char *source)
+{
+        struct stat st;
+        dev_t d = makedev(maj, min);
+
+        for (size_t i = 0; i < set->n; i++)
+                if (set->devs[i] == d)
+                        return (ssize_t)i;
+        /* btrfs reports an anonymous device number: its source names the device */
+        if (strncmp(source, "/dev/", 5) != 0 || stat(source, &st) < 0 || !S_ISBLK(st.st_mode))
+                return -1;
+        for (size_t i = 0; i < set->n; i++)
+                if (set->devs[i] == st.st_rdev)
+                        return (ssize_t)i;
+        return -1;
+}
+
+int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_size, char *ret_device,
+                           size_t device_size)
+{
+        _cleanup_free_ DevSet *set = calloc(1, sizeof(DevSet));
+        char line[8192], mp[PATH_MAX], opts[1024], source[PATH_MAX];
+        unsigned maj, min;
+
+        if (!set)
+                return -ENOMEM;
+        devset_fill(set, dev);
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                /* id parent major:minor root mountpoint options [optional...] - fstype source super */
+                const char *dash = strstr(line, " - ");
+                if (!dash || sscanf(line, "%*s %*s %u:%u %*s %4095s %1023s", &maj, &min, mp, opts) != 4 ||
+                    sscanf(dash, " - %*s %4095s", source) != 1)
+                        continue;
+                mountinfo_unescape(source);
+                ssize_t i = mount_device(set, maj, min, source);
+                if (i < 0 || strncmp(opts, "rw", 2) != 0 || (opts[2] != ',' && opts[2] != '\0'))
+                        continue;
+                mountinfo_unescape(mp);
+                snprintf(ret_mountpoint, mountpoint_size, "%s", mp);
+                snprintf(ret_device, device_size, "%s", set->names[i][0] ? set->names[i] : "?");
+                return 1;
+        }
+        return 0;
 }
 
 int bv_mount_readonly(const char *dev, const char *mountpoint, const char *fstype)

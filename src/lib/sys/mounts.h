@@ -9,10 +9,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Is path a mountpoint (listed in /proc/self/mountinfo)? Works on a FUSE mount whose daemon
  * died, where stat() fails with ENOTCONN. */
 bool bv_is_mountpoint(const char *path);
+
+/* Is a filesystem on the block device dev mounted read-write: dev itself, one of its partitions,
+ * or a device stacked on them (device-mapper, md: the holders in /sys)? Each mount of such a
+ * device is looked at (a read-only bind mount does not hide a read-write one). On 1 the
+ * mountpoint goes to ret_mountpoint and the mounted device's name ("loop0p1") to ret_device;
+ * 0 when none is, -errno when /proc/self/mountinfo cannot be read. */
+int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_size, char *ret_device,
+                           size_t device_size);
 
 /* Mounts dev (a filesystem of type fstype) read-only, nodev, nosuid on mountpoint; a dirty
  * journal is not replayed (ext3/ext4 noload, xfs norecovery). 0 or -errno. */

@@ -16,70 +16,59 @@
 #include "macro.h"
 #include "secmem.h"
 
-ssize_t bv_pread_all(int fd, void *buf, size_t len, uint64_t offset)
+#define AT_POSITION UINT64_MAX /* transfer_all's offset: at the file position (read, write) */
+
+/* Reads (out false) or writes len bytes at offset, retrying after EINTR and short transfers.
+ * Returns the bytes done: a read stops early at the end of the file, a write that makes no
+ * progress fails with -EIO. */
+static ssize_t transfer_all(int fd, void *buf, size_t len, uint64_t offset, bool out)
 {
         size_t done = 0;
+
         while (done < len) {
-                ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(offset + done));
+                uint8_t *p = (uint8_t *)buf + done;
+                size_t left = len - done;
+                ssize_t n;
+
+                if (offset == AT_POSITION)
+                        n = out ? write(fd, p, left) : read(fd, p, left);
+                else
+                        n = out ? pwrite(fd, p, left, (off_t)(offset + done)) : pread(fd, p, left, (off_t)(offset + done));
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         return negative_errno();
                 }
-                if (n == 0)
+                if (n == 0) {
+                        if (out)
+                                return -EIO;
                         break;
+                }
                 done += (size_t)n;
         }
         return (ssize_t)done;
+}
+
+ssize_t bv_pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+        return transfer_all(fd, buf, len, offset, false);
 }
 
 int bv_pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
 {
-        size_t done = 0;
-        while (done < len) {
-                ssize_t n = pwrite(fd, (const uint8_t *)buf + done, len - done, (off_t)(offset + done));
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        return -EIO;
-                done += (size_t)n;
-        }
-        return 0;
+        ssize_t r = transfer_all(fd, (void *)buf, len, offset, true);
+        return r < 0 ? (int)r : 0;
 }
 
 ssize_t bv_read_all(int fd, void *buf, size_t len)
 {
-        size_t done = 0;
-        while (done < len) {
-                ssize_t n = read(fd, (uint8_t *)buf + done, len - done);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        break;
-                done += (size_t)n;
-        }
-        return (ssize_t)done;
+        return transfer_all(fd, buf, len, AT_POSITION, false);
 }
 
 int bv_write_all(int fd, const void *buf, size_t len)
 {
-        size_t done = 0;
-        while (done < len) {
-                ssize_t n = write(fd, (const uint8_t *)buf + done, len - done);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                done += (size_t)n;
-        }
-        return 0;
+        ssize_t r = transfer_all(fd, (void *)buf, len, AT_POSITION, true);
+        return r < 0 ? (int)r : 0;
 }
 
 int bv_fsync_dir(int dirfd)
@@ -218,12 +207,24 @@ int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t 
         return bv_tmpfile_link(dirfd, fd, tmpname, name, replace);
 }
 
+/* fstat of an open fd (fd < 0: an open that failed, returned as it is) that must be a regular
+ * file: -EBADFD if it is not. */
+static int stat_regular(int fd, struct stat *ret)
+{
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, ret) < 0)
+                return negative_errno();
+        return S_ISREG(ret->st_mode) ? 0 : -EBADFD;
+}
+
 /* Opens a regular file of at most max bytes for reading (beneath dirfd if asked); *ret_size:
  * its size from fstat. O_NONBLOCK: a FIFO must not hang the open before fstat refuses it. */
 static int open_small_file(int dirfd, const char *path, bool beneath, size_t max, int *ret_fd, size_t *ret_size)
 {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
+        int r;
 
         if (beneath)
                 fd = bv_open_file_beneath(dirfd, path, O_RDONLY);
@@ -232,12 +233,9 @@ static int open_small_file(int dirfd, const char *path, bool beneath, size_t max
                 if (fd < 0)
                         fd = negative_errno();
         }
-        if (fd < 0)
-                return fd;
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
+        r = stat_regular(fd, &st);
+        if (r < 0)
+                return r;
         if ((uint64_t)st.st_size > max)
                 return -EFBIG;
         *ret_fd = TAKE_FD(fd);
@@ -430,12 +428,9 @@ int bv_open_file_beneath(int dirfd, const char *path, int flags)
         int fl;
 
         fd = bv_open_beneath(dirfd, path, flags | O_NONBLOCK | O_NOCTTY, 0600);
-        if (fd < 0)
-                return fd;
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
+        fl = stat_regular(fd, &st);
+        if (fl < 0)
+                return fl;
         fl = fcntl(fd, F_GETFL);
         if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
                 return negative_errno();

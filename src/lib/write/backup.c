@@ -536,10 +536,12 @@ static int on_extent(const BvExtent *e, void *userdata)
         return bv_map_builder_add(b->map, e->kind, e->length, NULL);
 }
 
-static void progress_report(const BvBackupOptions *opts, uint64_t done, uint64_t total, uint64_t start_ns,
-                            uint64_t now_ns)
+/* Work is what was read from the source; holes and what the parent's map gives are not. */
+static void progress_report(const BvBackupOptions *opts, const Backup *b, uint64_t done, uint64_t total,
+                            uint64_t work_total, uint64_t start_ns, uint64_t now_ns)
 {
-        BvProgress p = { .done = done, .total = total, .elapsed_ns = now_ns - start_ns };
+        BvProgress p = { .done = done, .total = total, .work_done = b->stats.counts.bytes_read,
+                         .work_total = work_total, .elapsed_ns = now_ns - start_ns };
 
         opts->progress(&p, opts->progress_userdata);
 }
@@ -650,7 +652,8 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                 if (opts->progress) {
                         uint64_t now = bv_now_monotonic_ns();
                         if (now - last >= PROGRESS_INTERVAL_NS) {
-                                progress_report(opts, e.offset + e.length, bv_source_size(src), start_ns, now);
+                                progress_report(opts, b, e.offset + e.length, bv_source_size(src),
+                                                bv_source_work(src), start_ns, now);
                                 last = now;
                         }
                 }
@@ -895,7 +898,8 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         b.stats.used_uring = bv_source_uses_uring(src);
         b.stats.used_direct = bv_source_uses_direct(src);
         if (opts->progress)
-                progress_report(opts, b.stats.size, b.stats.size, start_ns, bv_now_monotonic_ns());
+                progress_report(opts, &b, b.stats.size, b.stats.size, b.stats.counts.bytes_read, start_ns,
+                                bv_now_monotonic_ns());
         backup_done(&b);
         if (ret_stats)
                 *ret_stats = b.stats;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# serve's first open on a terminal (issue 12): a line while the key is derived, then one while
+# nbdkit starts and opens the repository, cleared before the URI; -q shows neither, and a
+# standard error that is not a terminal gets no such line. --passphrase-command serves too.
+. "$SOURCE_ROOT/tests/lib.sh"
+. "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
+need_cmd python3 nbdcopy sha256sum
+
+onpty() { python3 "$SOURCE_ROOT/tests/onpty.py" "$@"; }
+lines() { sed 's/\x1b\[K//g' "$1" | tr '\r' '\n' | sed '/^$/d'; }
+
+echo pass-serve >"$T/pass"
+repo=$T/repo
+bv init "$repo" --passphrase-file="$T/pass" >/dev/null 2>&1
+randfile "$T/img" 2 serve-progress
+bv backup "$repo" "$T/img" --name=disk --passphrase-file="$T/pass" >/dev/null 2>&1
+
+# serve until the URI is printed, then SIGTERM (serve exits 0 when told to stop)
+onpty "$T/serve.tty" --stop-when "$T/uri" -- "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk \
+    --socket="$T/s" --passphrase-file="$T/pass" >"$T/uri" || die "serve failed"
+assert_eq "$(cat "$T/uri")" "nbd+unix:///?socket=$T/s" "the URI"
+lines "$T/serve.tty" | grep -qx 'deriving the key from the passphrase (scrypt)...' ||
+    { cat -A "$T/serve.tty" >&2; die "serve showed no key derivation line"; }
+lines "$T/serve.tty" | grep -Eqx 'serve: starting nbdkit, which opens the repository \([0-9]+\.[0-9] s\)' ||
+    { cat -A "$T/serve.tty" >&2; die "serve showed no line while nbdkit started"; }
+lines "$T/serve.tty" | grep -Eqx "serving snapshot [0-9a-f]{8} of '$repo' read-only; stop with Ctrl-C" ||
+    { cat -A "$T/serve.tty" >&2; die "serve did not say it serves"; }
+
+onpty "$T/serve-q.tty" --stop-when "$T/uri-q" -- "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk \
+    --socket="$T/s" --passphrase-file="$T/pass" -q >"$T/uri-q" || die "serve -q failed"
+if grep -q $'\x1b' "$T/serve-q.tty" || grep -Eq 'deriving|starting nbdkit' "$T/serve-q.tty"; then
+    cat -A "$T/serve-q.tty" >&2; die "serve -q showed a status line"
+fi
+
+# not a terminal: no status line (the passphrase from --passphrase-command this time, which
+# reaches the plugin as it does from a file: the export reads back bit-exact)
+"${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --passphrase-command="cat '$T/pass'" \
+    >"$T/uri-p" 2>"$T/plain.err" &
+pid=$!
+for _ in $(seq 1 600); do [ -s "$T/uri-p" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+[ -s "$T/uri-p" ] || { cat "$T/plain.err" >&2; die "serve on a plain stderr did not start"; }
+nbdcopy "$(cat "$T/uri-p")" "$T/copy" || die "nbdcopy from the export failed"
+kill $pid; wait $pid || true
+assert_eq "$(sha256sum <"$T/copy")" "$(sha256sum <"$T/img")" "the export served with --passphrase-command"
+if grep -Eq $'\r|\x1b|deriving|starting nbdkit' "$T/plain.err"; then cat -A "$T/plain.err" >&2; die "status lines on a non-terminal"; fi
+echo ok
