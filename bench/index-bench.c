@@ -3,9 +3,14 @@
  * index-bench: inserts N random ids the way a backup does (claim, add_pack per 512-object
  * pack, flush every batch), optionally compacts, reopens, then measures lookups of present
  * and absent ids and reports memory (peak RSS, anonymous vs file-backed) and bytes per chunk.
+ * With -g LIVE, then the index side of a gc (docs/LIFECYCLE.md) with LIVE percent of the packs
+ * in use: the mark (one bit per index position, set by a lookup of each live id), the walk that
+ * counts live entries per pack, and the compaction that drops the other packs into a condemned
+ * list; it reports each phase's time and the anonymous memory gc adds.
  *
- *   index-bench [-n ENTRIES] [-b BATCH] [-q LOOKUPS] [-c MAX_SEGMENTS] [-d DIR]
+ *   index-bench [-n ENTRIES] [-b BATCH] [-q LOOKUPS] [-c MAX_SEGMENTS] [-g LIVE] [-d DIR]
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -123,25 +128,112 @@ static int lookups(BvIndex *x, uint64_t seed, uint64_t n, uint64_t q, bool prese
         return 0;
 }
 
+/* ---- -g: the index side of gc ---- */
+
+typedef struct GcBench {
+        uint8_t *bits;
+        struct { uint32_t live, total; uint8_t rest[32]; } *packs; /* gc keeps 40 B per pack */
+        uint64_t npacks, seen, peak_kb, base_kb;
+} GcBench;
+
+static void gc_sample(GcBench *g)
+{
+        uint64_t kb = status_kb("RssAnon");
+        g->peak_kb = MAX(g->peak_kb, kb > g->base_kb ? kb - g->base_kb : 0);
+}
+
+static int gc_count(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, uint64_t pos, bool winner, void *ud)
+{
+        GcBench *g = ud;
+        uint64_t p = 0;
+        memcpy(&p, loc->pack_id, sizeof(p));
+        if (p == 0 || p > g->npacks)
+                return -EBADMSG;
+        g->packs[p - 1].total++;
+        g->packs[p - 1].live += winner && (g->bits[pos >> 3] & (1u << (pos & 7)));
+        if (++g->seen % 1000000 == 0)
+                gc_sample(g);
+        return 0;
+}
+
+static int pack_id_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_PACK_ID_SIZE);
+}
+
+static int gc_bench(BvIndex *x, int dfd, uint64_t n, unsigned live)
+{
+        GcBench g = { .base_kb = status_kb("RssAnon"), .npacks = (n + PACK_OBJECTS - 1) / PACK_OBJECTS };
+        uint64_t npos = bv_index_positions(x), t0 = bv_now_monotonic_ns(), pos, ndead = 0, list_max = 0;
+        uint8_t id[BV_ID_SIZE];
+        char name[BV_INDEX_NAME_MAX];
+        BvLocation loc;
+        int r = 0;
+
+        g.bits = calloc(npos / 8 + 1, 1);
+        g.packs = calloc(g.npacks, sizeof(*g.packs));
+        uint8_t(*dead)[BV_PACK_ID_SIZE] = calloc(g.npacks, BV_PACK_ID_SIZE);
+        if (!g.bits || !g.packs || !dead)
+                return -ENOMEM;
+        for (uint64_t i = 0; i < n && r >= 0; i++) {
+                if ((i / PACK_OBJECTS) % 100 >= live)
+                        continue;
+                make_id(id, 1, i);
+                r = bv_index_lookup_position(x, id, &loc, &pos);
+                if (r >= 0)
+                        g.bits[pos >> 3] |= (uint8_t)(1u << (pos & 7));
+        }
+        gc_sample(&g);
+        printf("gc mark: %" PRIu64 " positions, %.2f s\n", npos, secs_since(t0));
+        t0 = bv_now_monotonic_ns();
+        if (r >= 0)
+                r = bv_index_walk(x, gc_count, &g);
+        printf("gc walk: %.2f s\n", secs_since(t0));
+        for (uint64_t p = 0; p < g.npacks; p++)
+                if (g.packs[p].live == 0) {
+                        uint64_t v = p + 1;
+                        memcpy(dead[ndead++], &v, sizeof(v));
+                        list_max += g.packs[p].total;
+                }
+        qsort(dead, ndead, BV_PACK_ID_SIZE, pack_id_cmp);
+        t0 = bv_now_monotonic_ns();
+        if (r >= 0 && (mkdirat(dfd, "gc", 0700) == 0 || errno == EEXIST)) {
+                int gfd = openat(dfd, "gc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                r = gfd < 0 ? -errno : bv_index_compact_drop(x, (const uint8_t(*)[BV_PACK_ID_SIZE])dead, ndead,
+                                                             list_max, gfd, 1, name);
+                if (gfd >= 0)
+                        close(gfd);
+        }
+        gc_sample(&g);
+        printf("gc compact without %" PRIu64 " of %" PRIu64 " packs: %.2f s\n", ndead, g.npacks, secs_since(t0));
+        printf("gc memory: %.1f MiB anonymous at peak above the open index (%.2f B/chunk); RssFile %.1f MiB\n",
+               g.peak_kb / 1024.0, g.peak_kb * 1024.0 / (double)n, status_kb("RssFile") / 1024.0);
+        free(g.bits);
+        free(g.packs);
+        free(dead);
+        return r;
+}
+
 int main(int argc, char **argv)
 {
         uint64_t n = 10000000, batch = 1000000, q = 2000000, pending_kb = 0, t0;
-        int compact = -1, c, dfd, r;
+        int compact = -1, gc_live = -1, c, dfd, r;
         const char *dir = NULL;
         char tmpl[] = "/var/tmp/index-bench-XXXXXX";
         BvIndex *x = NULL;
         BvIndexStats st;
         double rate_present, rate_absent;
 
-        while ((c = getopt(argc, argv, "n:b:q:c:d:")) >= 0) {
+        while ((c = getopt(argc, argv, "n:b:q:c:g:d:")) >= 0) {
                 switch (c) {
                 case 'n': n = strtoull(optarg, NULL, 0); break;
                 case 'b': batch = strtoull(optarg, NULL, 0); break;
                 case 'q': q = strtoull(optarg, NULL, 0); break;
                 case 'c': compact = atoi(optarg); break;
+                case 'g': gc_live = atoi(optarg); break;
                 case 'd': dir = optarg; break;
                 default:
-                        fprintf(stderr, "usage: %s [-n N] [-b BATCH] [-q LOOKUPS] [-c MAX_SEGMENTS] [-d DIR]\n",
+                        fprintf(stderr, "usage: %s [-n N] [-b BATCH] [-q LOOKUPS] [-c MAX_SEGMENTS] [-g LIVE] [-d DIR]\n",
                                 argv[0]);
                         return 2;
                 }
@@ -201,6 +293,10 @@ int main(int argc, char **argv)
                (double)st.filter_bytes / (double)st.entries);
         printf("end: VmHWM %.1f MiB, RssAnon %.1f MiB, RssFile %.1f MiB\n", status_kb("VmHWM") / 1024.0,
                status_kb("RssAnon") / 1024.0, status_kb("RssFile") / 1024.0);
+        if (gc_live >= 0 && (r = gc_bench(x, dfd, n, (unsigned)gc_live)) < 0) {
+                fprintf(stderr, "error: gc: %s\n", strerror(-r));
+                return 1;
+        }
         bv_index_free(x);
         close(dfd);
         if (dir == tmpl) {

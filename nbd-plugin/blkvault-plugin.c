@@ -191,6 +191,28 @@ static int load_secret(BvSecret *secret)
 }
 
 /* Opening the repository derives keys (scrypt) and may start reader threads: after fork. */
+/* What the repository left out as damaged (index segments at open, snapshot records while the
+ * list loaded): named in the log as the CLI warns of them, since the export goes on without.
+ * nbdkit has no warning level; nbdkit_debug would be shown only with -v. */
+static void log_damage(void)
+{
+        const BvRepoProblem *list;
+        size_t n;
+
+        bv_repo_damaged(repo, &list, &n);
+        for (size_t i = 0; i < n; i++) {
+                const char *why = strerror(-list[i].error);
+
+                if (strncmp(list[i].path, "snapshots/", 10) == 0)
+                        nbdkit_error("skipping damaged snapshot record %s in '%s': %s (see 'blkvault verify')",
+                                     list[i].path, repo_path, why);
+                else
+                        nbdkit_error("index segment '%s' in '%s' does not read (%s): left out; what it "
+                                     "locates cannot be read (see 'blkvault verify')",
+                                     list[i].path, repo_path, why);
+        }
+}
+
 static int blkvault_after_fork(void)
 {
         BvSecret secret;
@@ -199,7 +221,7 @@ static int blkvault_after_fork(void)
 
         if (load_secret(&secret) < 0)
                 return -1;
-        r = bv_repo_open(repo_path, &secret, BV_OPEN_READ, &repo);
+        r = bv_repo_open(repo_path, &secret, BV_OPEN_READ | BV_OPEN_EXPORT, &repo);
         bv_passphrase_free((char *)secret.passphrase);
         if (r == -ENOKEY) {
                 nbdkit_error("cannot open repository '%s': wrong or missing passphrase or key", repo_path);
@@ -210,6 +232,7 @@ static int blkvault_after_fork(void)
                 return -1;
         }
         r = bv_repo_find_snapshot(repo, snapshot_spec, &snap);
+        log_damage();
         if (r < 0) {
                 nbdkit_error("snapshot '%s' in '%s': %s", snapshot_spec, repo_path,
                              r == -ENOENT ? "no such snapshot" : r == -ENOTUNIQ ? "ambiguous" : strerror(-r));

@@ -5,13 +5,16 @@
 # -Dfuzzing=true, ASan and UBSan) lives in its own build directory (build-fuzz, or
 # $FUZZ_BUILDDIR); the library is instrumented too (see meson.build), so the coverage figure
 # libFuzzer prints counts the parsers' branches. Prints one line per target with its final
-# coverage; a crash fails the run and its input is copied into the seed corpus
-# (tests/fuzz/corpus/<target>/crash-<sha1>) so that the ordinary replay test keeps it.
+# coverage ("fuzz TARGET ... cov: N (floor F) ..."); a crash fails the run and its input is copied
+# into the seed corpus (tests/fuzz/corpus/<target>/crash-<sha1>) so that the ordinary replay test
+# keeps it. A target whose coverage stays below BLKVAULT_FUZZ_MIN_COV (default 300 points) fails
+# too: its seeds or its target no longer reach the code under test.
 # Usage: scripts/fuzz.sh [TARGET...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${BLKVAULT_FUZZ_SECONDS:-20}
+min_cov=${BLKVAULT_FUZZ_MIN_COV:-300}
 builddir=${FUZZ_BUILDDIR:-build-fuzz}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
@@ -42,9 +45,15 @@ for t in "${targets[@]}"; do
     cov=$(grep -o 'cov: [0-9]*' "$work/$t.log" | tail -1 | cut -d' ' -f2)
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
     crashes=$(find "$work/$t/artifacts" -type f | wc -l)
-    printf 'fuzz %-16s %3s s  cov: %-5s execs: %-9s %s\n' "$t" "$seconds" "${cov:-?}" "${execs:-?}" \
-        "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
-    if [ "$rc" != 0 ] || [ "$crashes" != 0 ]; then
+    verdict=ok
+    if [ "$rc" != 0 ]; then
+        verdict="FAILED (exit $rc)"
+    elif [ "${cov:-0}" -lt "$min_cov" ]; then
+        verdict="FAILED (coverage below the floor)"
+    fi
+    printf 'fuzz %-16s %3s s  cov: %-5s (floor %s)  execs: %-9s %s\n' "$t" "$seconds" "${cov:-?}" "$min_cov" \
+        "${execs:-?}" "$verdict"
+    if [ "$verdict" != ok ] || [ "$crashes" != 0 ]; then
         failed=$((failed + 1))
         tail -40 "$work/$t.log"
         for f in "$work/$t/artifacts"/*; do

@@ -13,10 +13,11 @@ build=(meson ninja-build pkg-config gcc git
 # apt-get update (nbdfuse is in libnbd-bin)
 runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
-         kmod time)
+         kmod time thin-provisioning-tools)   # thin_restore/thin_delta: tests/unit/test-thin-delta
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
-vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat)
+vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat
+    lvm2)   # lvm2: the LVM snapshot job (test-vm-lvm)
 
 missing=()
 for p in "${build[@]}" "${runtime[@]}" "${peers[@]}" "${vm[@]}"; do

@@ -5,7 +5,10 @@
 # (kek, master, the five subkeys). The master secret is checked against the config's MAC, so a
 # wrong derivation fails here instead of making a search for the keys vacuous. With CORE files,
 # searches them for every secret (the passphrase too) instead, and fails naming what it found.
-# Usage: keys.py REPO PASSPHRASE [CORE...]
+# With --pid PID LABEL..., searches the memory of a running process (stopped meanwhile; root reads
+# /proc/PID/mem of a non-dumpable process too) for every secret, prints how often each occurs, and
+# fails if one of the LABELs is found: what a process no longer needs must be gone.
+# Usage: keys.py REPO PASSPHRASE [CORE...] | keys.py REPO PASSPHRASE --pid PID LABEL...
 import hashlib, hmac, json, subprocess, sys
 
 repo, passphrase = sys.argv[1], sys.argv[2].encode()
@@ -44,6 +47,41 @@ secrets = {"passphrase": passphrase, "kek": kek, "master": master, **sub}
 if len(sys.argv) == 3:
     for label, k in secrets.items():
         print(label, k.hex())
+    sys.exit(0)
+
+
+def process_memory(pid):
+    """The readable mappings of a process, in pieces; reservations over 64 GiB (the sanitizers'
+    shadow memory, which holds no program data) are left out."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            f = line.split()
+            lo, hi = (int(x, 16) for x in f[0].split("-"))
+            if "r" not in f[1] or hi - lo > (64 << 30) or f[-1] in ("[vvar]", "[vvar_vclock]"):
+                continue
+            for a in range(lo, hi, 16 << 20):
+                try:
+                    mem.seek(a)
+                    yield mem.read(min(16 << 20, hi - a))
+                except OSError:
+                    pass
+
+
+if sys.argv[3] == "--pid":
+    import os, signal
+    pid, absent = int(sys.argv[4]), sys.argv[5:]
+    hits = dict.fromkeys(secrets, 0)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for buf in process_memory(pid):
+            for label, k in secrets.items():
+                hits[label] += buf.count(k)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    print("occurrences in the memory of", pid, hits)
+    found = {k: hits[k] for k in absent if hits[k]}
+    if found:
+        sys.exit(f"process {pid} still holds what it no longer needs (occurrences): {found}")
     sys.exit(0)
 hits = dict.fromkeys(secrets, 0)
 for core in sys.argv[3:]:

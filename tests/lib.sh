@@ -23,6 +23,8 @@ _run_cleanups() {
     exit $rc
 }
 trap _run_cleanups EXIT
+# Runs of the appliance record their state here, never in the host's /var/lib/blkvault.
+export BLKVAULT_STATE_DIR=$T/state
 
 # attach_loop VAR LOSETUP-ARGS...: attaches a loop device and sets VAR to it; it is detached at
 # exit (retried: a device a filesystem just released can be busy for a moment).

@@ -33,6 +33,7 @@ enum {
         EXIT_TOO_SMALL = 8,  /* the restore destination is smaller than the image */
         EXIT_PERM = 9,       /* permission denied: the command needs root or the disk group */
         EXIT_NO_REPO = 10,   /* REPO is not a blkvault repository */
+        EXIT_ALARM = 11,     /* status --check-age: a job has no good backup younger than its max-age */
 };
 
 /* "error: <formatted>: <strerror(-r)>" on stderr; returns the exit code for r. */
@@ -223,6 +224,7 @@ int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *ca
 void plugin_args_done(PluginArgs *pa);
 
 /* Wipes the passphrases in our environment ($BLKVAULT_PASSPHRASE, $BLKVAULT_NEW_PASSPHRASE) in place
+ * (a passphrase read from there is wiped as it is read; this catches one that was not read)
  * and removes them, so that no child inherits them and /proc/PID/environ of this long-running
  * process does not show them. Call once the secret has been read. */
 void secret_env_scrub(void);
@@ -276,15 +278,39 @@ int cmd_info(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_protect(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+
+/* cmd-gc.c, shared with prune: runs bv_gc reporting a failure (returns an exit code), and the
+ * counters as JSON (NULL: out of memory). */
+struct BvGcOptions;
+struct BvGcStats;
+int run_gc(BvRepo *repo, const char *path, const struct BvGcOptions *o, struct BvGcStats *ret);
+struct json_object *json_gc_stats(const struct BvGcStats *s);
+void print_gc_stats(const struct BvGcStats *s, bool dry_run);
 int cmd_serve(int argc, char **argv);
+/* serve-export.c: blkvault serve --export=NAME (cmd_serve hands it over). */
+int serve_export(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_target(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_generator(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 
-/* Reports a target run (cmd-target.c): the jobs, the summary line with "safe to unplug", the
- * journal entry and sd_notify STATUS. Returns the exit code. */
+/* run-report.c: reports a target run: the jobs, the summary line with "safe to unplug", the
+ * journal entry, sd_notify STATUS, the state files in state_dir (NULL: bv_state_dir's) and the
+ * on-success / on-failure commands (the job's for each job; the target's, else [global]'s, for
+ * the run). Returns the exit code. */
 struct BvTargetRun;
-int report_run(const struct BvTargetRun *run);
+int report_run(const struct BvTargetRun *run, const BvConfig *conf, const char *state_dir);
+/* SIGTERM, SIGINT and SIGHUP cancel the run (bv_job_cancel): the backup under way fails and
+ * unwinds, the drive is unmounted and locked, LVM snapshots are removed. */
+void install_cancel_handler(void);
+/* "STEP failed: exit status N" (result -ECHILD with a status) or "STEP failed: strerror". */
+void describe_failure(const char *step, int result, int status, char *buf, size_t size);
+/* Runs an operator's command cmd (NULL: nothing) with BLKVAULT_JOB, BLKVAULT_TARGET (when not
+ * NULL), BLKVAULT_RESULT (ok or failed) and BLKVAULT_SUMMARY; warns, naming it by what, when it
+ * fails. Its exit status or -errno. */
+int run_hook(const char *what, const char *cmd, const char *job, const char *target, bool ok, const char *summary);

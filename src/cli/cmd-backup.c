@@ -16,14 +16,24 @@
 
 static const char usage_text[] =
         "Usage: blkvault backup REPO SOURCE [OPTIONS]\n\n"
-        "Back up SOURCE (a block device, a raw image file, or - for stdin) as a new snapshot.\n\n"
+        "Back up SOURCE (a block device, a raw image file, - for stdin, or an NBD export:\n"
+        "nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH) as a new snapshot.\n\n"
         "  --name=NAME              snapshot name (default: the source's file name, or 'stdin'): at most\n"
         "                           255 bytes, no control characters, not 4 to 32 hex digits, not 'latest'\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              compression/encryption threads (default: one per CPU)\n"
         "  --no-direct              read through the page cache instead of O_DIRECT\n"
         "  --force-read             read a file even if it is unchanged since its last snapshot\n"
-        "  --full-read-every=N      read an unchanged file anyway on every Nth backup\n"
+        "  --full-read-every=N      read an unchanged file (or a whole NBD export) on every Nth backup\n"
+        "  --dirty-bitmap=NAME      NBD: read only what qemu's dirty bitmap NAME marks dirty since the\n"
+        "                           last snapshot of the same name (qemu-nbd -B NAME)\n"
+        "  --compare-with=PATH      a file on btrfs or XFS: PATH is the version the last snapshot of the\n"
+        "                           same name read, kept as a reflink copy (cp --reflink=always\n"
+        "                           --preserve=timestamps) or in a btrfs snapshot: extents the two still\n"
+        "                           share are not read\n"
+        "  --thin-delta=FILE        an LVM thin snapshot: FILE is thin_delta's XML from the thin device\n"
+        "                           the last snapshot of the same name read to SOURCE; only the ranges\n"
+        "                           it marks changed are read\n"
         "  --wait                   wait for another writer instead of failing\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -q, --quiet              no progress or status lines\n"
@@ -46,7 +56,11 @@ static struct json_object *backup_json(const BvBackupStats *s, const char *name)
                            { "io", json_object_new_string(s->used_uring ? "io_uring" : "pread") },
                            { "direct", json_object_new_boolean(s->used_direct) },
                            { s->reused_from[0] ? "reused_from" : NULL,
-                             s->reused_from[0] ? json_object_new_string(s->reused_from) : NULL });
+                             s->reused_from[0] ? json_object_new_string(s->reused_from) : NULL },
+                           { s->changed_from[0] ? "changed_from" : NULL,
+                             s->changed_from[0] ? json_object_new_string(s->changed_from) : NULL },
+                           { s->changed_reason[0] ? "read_whole_because" : NULL,
+                             s->changed_reason[0] ? json_object_new_string(s->changed_reason) : NULL });
         if (!o || json_add_members(o, stats) < 0)
                 return NULL;
         return TAKE_PTR(o);
@@ -73,7 +87,14 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
                 if (stats->reused_from[0])
                         log_info("unchanged since snapshot %.8s: not read (--force-read reads it)",
                                  stats->reused_from);
+                if (stats->changed_from[0])
+                        log_info("read only what changed since snapshot %.8s: %s", stats->changed_from,
+                                 format_bytes(stats->counts.bytes_read, a));
         }
+        if (stats->counts.bytes_map_wrong > 0)
+                log_warning("the changed-block map was wrong: %llu bytes it called unchanged had changed (this "
+                            "snapshot read them; do not trust the map: recreate the bitmap or the copy)",
+                            (unsigned long long)stats->counts.bytes_map_wrong);
         return EXIT_OK;
 }
 
@@ -103,6 +124,53 @@ static int parse_full_read_every(const char *arg, void *ret)
         return parse_unsigned_arg("--full-read-every", arg, 1, 1000000, ret);
 }
 
+static int backup_error(int r, const char *source)
+{
+        if (r == -EACCES || r == -EPERM) {
+                log_error("cannot read '%s': %s (reading a block device needs root or the disk group)", source,
+                          strerror(-r));
+                return EXIT_PERM;
+        }
+        if (r == -ENOSPC)
+                return log_error_errno(r, "backup of '%s' failed: the repository's target is full "
+                                          "(earlier snapshots are intact)", source);
+        return log_error_errno(r, "backup of '%s' failed (nothing was published)", source);
+}
+
+/* The source could not be opened: nothing was read. */
+static int open_error(int r, const char *source, const BvSourceOptions *o)
+{
+        if (o->compare_with && r == -EOPNOTSUPP) {
+                log_error("cannot compare '%s' with '%s': the filesystem cannot map their extents (FIEMAP; btrfs "
+                          "and XFS can)", source, o->compare_with);
+                return EXIT_ERROR;
+        }
+        if (o->compare_with && r == -EINVAL) {
+                log_error("--compare-with needs SOURCE and PATH to be two regular files ('%s', '%s')", source,
+                          o->compare_with);
+                return EXIT_USAGE;
+        }
+        if (o->compare_with && r == -ENOENT)
+                return log_error_errno(r, "cannot open '%s' or '%s'", source, o->compare_with);
+        if (o->thin_delta && r == -EBADMSG) {
+                log_error("'%s' is not thin_delta's output (thin_delta --snap1 OLD --snap2 NEW METADATA)",
+                          o->thin_delta);
+                return EXIT_USAGE;
+        }
+        if (o->thin_delta && r == -EINVAL) {
+                log_error("--thin-delta needs a block device or a file as SOURCE, and not --compare-with");
+                return EXIT_USAGE;
+        }
+        if (!bv_source_is_nbd_uri(source))
+                return backup_error(r, source);
+        if (r == -ENOMSG) {
+                log_error("the NBD server at '%s' exports no dirty bitmap '%s' (serve it with qemu-nbd -B %s, "
+                          "or name it in block-export-add's bitmaps)", source, o->dirty_bitmap, o->dirty_bitmap);
+                return EXIT_ERROR;
+        }
+        return log_error_errno(r, "cannot read the NBD export '%s' (is the server running?)", source);
+}
+
 int cmd_backup(int argc, char **argv)
 {
         SecretArgs sargs = {};
@@ -115,6 +183,9 @@ int cmd_backup(int argc, char **argv)
                 CLI_FLAG("no-direct", &opts.source.no_direct),
                 CLI_FLAG("force-read", &opts.force_read),
                 CLI_PARSED("full-read-every", parse_full_read_every, &opts.full_read_every),
+                CLI_STR("dirty-bitmap", &opts.source.dirty_bitmap),
+                CLI_STR("compare-with", &opts.source.compare_with),
+                CLI_STR("thin-delta", &opts.source.thin_delta),
                 CLI_FLAG("wait", &wait),
                 {},
         };
@@ -124,6 +195,10 @@ int cmd_backup(int argc, char **argv)
                                                     " (see 'blkvault backup --help')");
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
+        if (opts.source.dirty_bitmap && !bv_source_is_nbd_uri(source)) {
+                log_error("--dirty-bitmap needs an NBD source (nbd://HOST/EXPORT or nbd+unix:///EXPORT?socket=PATH)");
+                return EXIT_USAGE;
+        }
         const char *name = opts.name ? opts.name : bv_backup_default_name(source);
         const char *problem = bv_snapshot_name_problem(name);
         if (problem) {
@@ -143,25 +218,28 @@ int cmd_backup(int argc, char **argv)
         BvBackupStats stats = {};
         BvSource *src = NULL;
         r = bv_source_open(source, &opts.source, &src);
-        if (r >= 0 && bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
+        if (r < 0) {
+                progress_done(&progress);
+                return open_error(r, source, &opts.source);
+        }
+        if (bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
                 warn_mounted_rw(source);
-        if (r >= 0)
-                r = bv_backup(repo, src, &opts, &stats);
+        r = bv_backup(repo, src, &opts, &stats);
         bv_source_free(src);
         progress_done(&progress);
-        if (r < 0) {
-                if (r == -EACCES || r == -EPERM) {
-                        log_error("cannot read '%s': %s (reading a block device needs root or the disk group)",
-                                  source, strerror(-r));
-                        return EXIT_PERM;
-                }
-                if (r == -ENOSPC)
-                        return log_error_errno(r, "backup of '%s' failed: the repository's target is full "
-                                                  "(earlier snapshots are intact)", source);
-                return log_error_errno(r, "backup of '%s' failed (nothing was published)", source);
-        }
-        if (!stats.used_uring && !json)
+        if (r < 0)
+                return backup_error(r, source);
+        if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source))
                 log_info("note: io_uring is unavailable, read with pread");
+        if (stats.changed_reason[0] && opts.source.dirty_bitmap)
+                log_warning("dirty bitmap '%s' not used, read everything: %s", opts.source.dirty_bitmap,
+                            stats.changed_reason);
+        else if (stats.changed_reason[0] && opts.source.thin_delta)
+                log_warning("thin delta '%s' not used, read everything: %s", opts.source.thin_delta,
+                            stats.changed_reason);
+        else if (stats.changed_reason[0])
+                log_warning("'%s' not compared with, read everything: %s", opts.source.compare_with,
+                            stats.changed_reason);
 
         return backup_report(&stats, opts.name, source, json);
 }

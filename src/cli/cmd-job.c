@@ -7,21 +7,25 @@
 #include "cli.h"
 #include "drive.h"
 #include "run.h"
+#include "state.h"
 
 static const char usage_text[] =
         "Usage: blkvault job run NAME [--config=FILE]\n\n"
         "Run the configured job NAME on every registered drive it names (or every one, for\n"
         "targets = any) that is attached and not restore-only, one drive after the other: unlock,\n"
-        "mount, back up, verify, unmount, lock. No such drive attached is not an error.\n\n"
+        "mount, back up, verify, unmount, lock. No such drive attached is not an error. The last\n"
+        "line sums up: \"job NAME: N targets, M failed\" (exit status 0 when none failed).\n\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
         "  -q, --quiet              no progress or status lines\n"
         "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
 
-static int job_run(const char *config, const char *run_dir, const char *name)
+static int job_run(const char *config, const char *run_dir, const char *state_dir, const char *name)
 {
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        char line[512];
         int ec = load_config(config, true, &conf);
         if (ec != EXIT_OK)
                 return ec;
@@ -30,37 +34,41 @@ static int job_run(const char *config, const char *run_dir, const char *name)
                 log_error("no job '%s' in the configuration", name);
                 return EXIT_ERROR;
         }
-        size_t ran = 0;
-        ec = catch_interrupts();
-        if (ec != EXIT_OK)
-                return ec;
-        for (size_t i = 0; !interrupted && i < conf->n_targets; i++) {
+        install_cancel_handler();
+        size_t ran = 0, failed = 0;
+        for (size_t i = 0; i < conf->n_targets; i++) {
                 const BvConfTarget *t = &conf->targets[i];
                 _cleanup_free_ char *dev = NULL;
                 if (!bv_conf_job_wants(j, t->name) || t->mode == BV_TARGET_RESTORE_ONLY ||
                     bv_drive_find_by_uuid(t->uuid, &dev) < 0)
                         continue;
                 BvTargetRun run;
-                bv_target_run_drive(conf, t, dev, j->name, run_dir, &interrupted, &run);
-                int r = report_run(&run);
+                bv_target_run_drive(conf, t, dev, j->name, run_dir, &run);
+                int r = report_run(&run, conf, state_dir);
                 bv_target_run_done(&run);
                 if (r != EXIT_OK && ec == EXIT_OK)
                         ec = r;
+                failed += r != EXIT_OK;
                 ran++;
         }
-        if (ran == 0)
+        if (ran == 0) {
                 printf("job %s: none of its targets is attached; nothing done\n", j->name);
+                return ec;
+        }
+        snprintf(line, sizeof(line), "job %s: %zu targets, %zu failed", j->name, ran, failed);
+        printf("%s\n", line);
         return ec;
 }
 
 int cmd_job(int argc, char **argv)
 {
-        const char *config = NULL, *run_dir = NULL;
-        const CliOption options[] = { CLI_STR("config", &config), CLI_STR("run-dir", &run_dir), {} };
+        const char *config = NULL, *run_dir = NULL, *state_dir = NULL;
+        const CliOption options[] = { CLI_STR("config", &config), CLI_STR("run-dir", &run_dir),
+                                      CLI_STR("state-dir", &state_dir), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options);
         if (optind + 2 != argc || strcmp(argv[optind], "run") != 0) {
                 log_error("expected 'blkvault job run NAME' (see 'blkvault job --help')");
                 return EXIT_USAGE;
         }
-        return job_run(config, run_dir, argv[optind + 1]);
+        return job_run(config, run_dir, state_dir, argv[optind + 1]);
 }

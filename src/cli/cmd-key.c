@@ -228,7 +228,7 @@ int cmd_key(int argc, char **argv)
                 return key_import(path, argv[optind + 2], &a);
 
         bool writes = strcmp(verb, "export") != 0 && strcmp(verb, "list") != 0;
-        OPEN_REPO_OR_RETURN(repo, path, &a.cur, writes ? BV_OPEN_WRITE : BV_OPEN_READ);
+        OPEN_REPO_OR_RETURN(repo, path, &a.cur, writes ? BV_OPEN_WRITE | BV_OPEN_KEYS : BV_OPEN_READ);
         if (bv_repo_config(repo)->cipher == BV_CIPHER_NONE) {
                 log_error("repository '%s' is not encrypted: it has no key to %s", path, verb);
                 return EXIT_USAGE;

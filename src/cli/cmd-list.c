@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "snapshot-forget.h"
 #include "timeutil.h"
 
 static const char usage_text[] =
@@ -16,7 +17,7 @@ static const char usage_text[] =
         "  --name=NAME  only the snapshots named NAME\n"
         "  --last=N     only the newest N (of NAME, with --name)\n"
         "  --utc        times in UTC\n"
-        "  --json       a JSON list: snapshot, name, time, time_utc, size, source, chunker, stats\n"
+        "  --json       a JSON list: snapshot, name, time, time_utc, size, protected, source, chunker, stats\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -q, --quiet              no progress or status lines\n"
         "  -v, --verbose            more detail (timings, how the repository was opened)\n"
@@ -87,7 +88,7 @@ void format_time_local(uint64_t t, char out[64])
                 snprintf(out, 64, "%llu", (unsigned long long)t);
 }
 
-static void print_table(BvSnapshot *const *list, size_t n, bool utc)
+static void print_table(BvSnapshot *const *list, const bool *prot, size_t n, bool utc)
 {
         if (n > 0)
                 printf("%-8s  %-25s  %10s  %-24s %s\n", "ID", utc ? "TIME (UTC)" : "TIME", "SIZE", "NAME", "CONTENT");
@@ -102,19 +103,20 @@ static void print_table(BvSnapshot *const *list, size_t n, bool utc)
                 /* names and labels come from whoever wrote the repository or the source */
                 _cleanup_free_ char *name = escape_text(s->name ? s->name : "", 0),
                                    *shown = escape_text(content, 0);
-                printf("%-8.8s  %-25s  %10s  %-24s %s\n", s->id, when, format_bytes(s->size, size),
-                       name ? name : "?", shown ? shown : "?");
+                printf("%-8.8s  %-25s  %10s  %-24s %s%s\n", s->id, when, format_bytes(s->size, size),
+                       name ? name : "?", shown ? shown : "?", prot[i] ? " [protected]" : "");
         }
 }
 
-static int print_json_list(BvSnapshot *const *list, size_t n, const char *path)
+static int print_json_list(BvSnapshot *const *list, const bool *prot, size_t n, const char *path)
 {
         _cleanup_(json_object_putp) struct json_object *arr = json_object_new_array();
         if (!arr)
                 return log_error_errno(-ENOMEM, "cannot list '%s'", path);
         for (size_t i = 0; i < n; i++) {
                 struct json_object *o = json_snapshot(list[i]);
-                if (!o || json_object_array_add(arr, o) < 0) {
+                if (!o || bv_json_add(o, "protected", json_object_new_boolean(prot[i])) < 0 ||
+                    json_object_array_add(arr, o) < 0) {
                         json_object_put(o);
                         return log_error_errno(-ENOMEM, "cannot list '%s'", path);
                 }
@@ -147,8 +149,17 @@ int cmd_list(int argc, char **argv)
                 if (!a.name || (all[i]->name && strcmp(all[i]->name, a.name) == 0))
                         list[n++] = all[i];
         size_t skip = a.last && a.last < n ? n - a.last : 0;
+        _cleanup_free_ bool *prot = calloc(n + 1, sizeof(bool));
+        if (!prot)
+                return log_error_errno(-ENOMEM, "cannot list '%s'", path);
+        for (size_t i = skip; i < n; i++) {
+                r = bv_snapshot_is_protected(bv_repo_dirfd(repo, "snapshots"), list[i]->id);
+                if (r < 0)
+                        return log_error_errno(r, "cannot read the snapshots of '%s'", path);
+                prot[i - skip] = r > 0;
+        }
         if (a.json)
-                return print_json_list(list + skip, n - skip, path);
-        print_table(list + skip, n - skip, a.utc);
+                return print_json_list(list + skip, prot, n - skip, path);
+        print_table(list + skip, prot, n - skip, a.utc);
         return EXIT_OK;
 }

@@ -38,7 +38,8 @@
 #include "timeutil.h"
 
 static const char usage_text[] =
-        "Usage: blkvault serve REPO SNAPSHOT [OPTIONS]\n\n"
+        "Usage: blkvault serve REPO SNAPSHOT [OPTIONS]\n"
+        "       blkvault serve --export=NAME [--config=FILE]   (see 'blkvault serve --export=x --help')\n\n"
         "Serve SNAPSHOT over NBD with nbdkit in the foreground (Ctrl-C stops it) and print its URI\n"
         "once it listens. By default it listens on a Unix socket in a private directory that only\n"
         "this user can enter. The export is read-only unless --writable, which stacks nbdkit's cow\n"
@@ -446,6 +447,9 @@ int cmd_serve(int argc, char **argv)
 {
         ServeOptions o = {};
         SecretArgs sargs = {};
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strncmp(argv[i], "--export", 8) == 0)
+                        return serve_export(argc, argv);
         int r = parse_options(argc, argv, &o, &sargs);
         if (r >= 0)
                 return r;

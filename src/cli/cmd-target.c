@@ -11,8 +11,8 @@
 #include "cli.h"
 #include "drive.h"
 #include "run.h"
+#include "state.h"
 #include <systemd/sd-daemon.h>
-#include <systemd/sd-journal.h>
 
 static const char usage_text[] =
         "Usage: blkvault target format DEVICE --name=NAME [--fs=ext4|xfs|btrfs] [--no-luks] [--yes]\n"
@@ -33,6 +33,7 @@ static const char usage_text[] =
         "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
+        "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
         "  -q, --quiet              no progress or status lines\n"
         "  -v, --verbose            more detail (timings, how the repository was opened)\n"
         "  -h, --help\n";
@@ -42,7 +43,7 @@ static const char usage_text[] =
 #define BV_TEST_LUKS_ARGON2_ENV "BLKVAULT_TEST_LUKS_ARGON2"
 
 typedef struct FormatArgs {
-        const char *device, *name, *fs, *key_dir, *config, *run_dir;
+        const char *device, *name, *fs, *key_dir, *config, *run_dir, *state_dir;
         bool luks, yes;
         const BvLuksCost *cost; /* NULL: benchmarked */
 } FormatArgs;
@@ -201,56 +202,6 @@ static int target_format(const FormatArgs *a)
         return EXIT_OK;
 }
 
-/* "safe to unplug" (or what failed) to the journal with structured fields, sd_notify and stdout. */
-#define BV_MESSAGE_ID_TARGET_RUN "MESSAGE_ID=3f1c9a0e6b2d4c5e8a7f01b2c3d4e5f6"
-
-int report_run(const BvTargetRun *run)
-{
-        const BvConfTarget *t = run->target;
-        char b[32], line[512];
-        const char *result = run->cancelled ? "stopped" : run->result < 0 ? "failed" : run->n_failed > 0 ? "partial" : "ok";
-
-        for (size_t i = 0; i < run->n_jobs; i++) {
-                const BvTargetRunJob *j = &run->jobs[i];
-                if (j->result < 0)
-                        fprintf(stderr, "error: target %s: job %s: %s failed: %s\n", t->name, j->job->name, j->step,
-                                strerror(-j->result));
-                else
-                        printf("job %s: snapshot %.8s, %s new, verified\n", j->job->name, j->snapshot_id,
-                               format_bytes(j->bytes_new, b));
-        }
-        if (run->prune_unavailable)
-                printf("note: retention (keep-*) is set, but pruning is not available yet: nothing was pruned\n");
-        if (run->cancelled)
-                snprintf(line, sizeof(line),
-                         "target %s: stopped by SIG%s (the drive was pulled, or the run was stopped): %zu jobs, %zu "
-                         "failed, %s new; the drive is locked, plug it in again to complete the run",
-                         t->name, sigabbrev_np(interrupted) ?: "?", run->n_jobs, run->n_failed,
-                         format_bytes(run->bytes_new, b));
-        else if (run->result < 0)
-                snprintf(line, sizeof(line), "target %s: %s failed: %s", t->name, run->step, strerror(-run->result));
-        else if (t->mode == BV_TARGET_RESTORE_ONLY)
-                snprintf(line, sizeof(line), "target %s: restore-only, mounted read-only and nothing written; safe to unplug",
-                         t->name);
-        else
-                snprintf(line, sizeof(line), "target %s: %zu jobs, %zu failed, %s new; safe to unplug", t->name,
-                         run->n_jobs, run->n_failed, format_bytes(run->bytes_new, b));
-        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_TARGET_RUN, "PRIORITY=%d", run->result < 0 || run->n_failed ? 3 : 5,
-                        "TARGET=%s", t->name, "JOBS=%zu", run->n_jobs, "BYTES=%llu", (unsigned long long)run->bytes_new,
-                        "RESULT=%s", result, NULL);
-        sd_notifyf(false, "STATUS=%s", line);
-        if (run->cancelled) {
-                log_error("%s", line);
-                return 128 + interrupted;
-        }
-        if (run->result < 0) {
-                log_error("%s", line + 0);
-                return exit_code_for(run->result);
-        }
-        printf("%s\n", line);
-        return run->n_failed > 0 ? EXIT_ERROR : EXIT_OK;
-}
-
 static int target_run(const FormatArgs *a, const char *what)
 {
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
@@ -285,12 +236,10 @@ static int target_run(const FormatArgs *a, const char *what)
                 dev = found;
         }
         BvTargetRun run;
-        ec = catch_interrupts();
-        if (ec != EXIT_OK)
-                return ec;
         sd_notifyf(false, "STATUS=target %s: running", t->name);
-        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &interrupted, &run);
-        ec = report_run(&run);
+        install_cancel_handler();
+        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &run);
+        ec = report_run(&run, conf, a->state_dir);
         bv_target_run_done(&run);
         return ec;
 }
@@ -319,7 +268,7 @@ int cmd_target(int argc, char **argv)
         const CliOption options[] = {
                 CLI_STR("name", &a.name),       CLI_STR("fs", &a.fs),           CLI_UNSET("no-luks", &a.luks),
                 CLI_FLAG("yes", &a.yes),        CLI_STR("key-dir", &a.key_dir), CLI_STR("config", &a.config),
-                CLI_STR("run-dir", &a.run_dir), {},
+                CLI_STR("run-dir", &a.run_dir), CLI_STR("state-dir", &a.state_dir), {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "target", .usage = usage_text, .options = options);
         const char *verb = optind < argc ? argv[optind] : "";

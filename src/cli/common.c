@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "fileio.h"
+#include "json-util.h"
 #include "macro.h"
 #include "passphrase.h"
 #include "timeutil.h"
@@ -205,10 +206,22 @@ static int passphrase_from_command_arg(const char *command, char **ret)
         return r;
 }
 
+/* Wipes an environment variable in place and removes it: the initial environment block is what
+ * /proc/PID/environ and a core dump show. */
+static void env_scrub(const char *name)
+{
+        char *v = getenv(name);
+        if (v)
+                explicit_bzero(v, strlen(v));
+        (void)unsetenv(name);
+}
+
 static int passphrase_from_env_var(const char *name, char **ret)
 {
         int r = bv_passphrase_from_env(name, ret);
 
+        if (r >= 0) /* the copy in locked memory is the only one left */
+                env_scrub(name);
         if (r == -E2BIG)
                 log_error("the passphrase in $%s is longer than %d bytes", name, BV_PASSPHRASE_MAX);
         else if (r == -ENOMEM)
@@ -354,6 +367,11 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
                 log_error("cannot open repository '%s': wrong passphrase or key", path);
                 return EXIT_KEY;
         }
+        if (r == -EBUSY && (flags & BV_OPEN_GC)) {
+                log_error("repository '%s' is locked by another garbage collection (run gc again once it is done)",
+                          path);
+                return EXIT_BUSY;
+        }
         if (r == -EBUSY) {
                 log_error("repository '%s' is locked by another writer (a backup or key change is running)",
                           path);
@@ -412,7 +430,12 @@ void json_print(struct json_object *o)
 {
         int flags = JSON_C_TO_STRING_NOSLASHESCAPE |
                     (isatty(STDOUT_FILENO) ? JSON_C_TO_STRING_PRETTY : JSON_C_TO_STRING_PLAIN);
-        puts(json_object_to_json_string_ext(o, flags));
+        const char *text = json_object_to_json_string_ext(o, flags);
+        _cleanup_free_ char *utf8 = NULL;
+
+        /* names and paths may hold any bytes: the output stays UTF-8 (with out of memory, the
+         * text as it is rather than nothing) */
+        puts(bv_json_text_utf8(text, &utf8) >= 0 ? utf8 : text);
 }
 
 int print_usage(const char *text)
@@ -589,14 +612,8 @@ void plugin_args_done(PluginArgs *pa)
 
 void secret_env_scrub(void)
 {
-        static const char *const names[] = { "BLKVAULT_PASSPHRASE", "BLKVAULT_NEW_PASSPHRASE" };
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                char *v = getenv(names[i]);
-                /* in place: the initial environment block is what /proc/PID/environ shows */
-                if (v)
-                        explicit_bzero(v, strlen(v));
-                (void)unsetenv(names[i]);
-        }
+        env_scrub("BLKVAULT_PASSPHRASE");
+        env_scrub("BLKVAULT_NEW_PASSPHRASE");
 }
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), 0 if it is not one; *ret_cp its code point. */

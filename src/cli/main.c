@@ -23,12 +23,15 @@ static const struct {
         { "key", cmd_key, "export, import, add, list, remove or change key slots" },
         { "delete", cmd_delete, "forget snapshots" },
         { "protect", cmd_protect, "protect a snapshot from prune and delete" },
+        { "prune", cmd_prune, "forget snapshots by a retention policy, then reclaim their space" },
+        { "gc", cmd_gc, "reclaim the space no snapshot uses (beside backups and exports)" },
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },
         { "target", cmd_target, "register a backup drive (target format), list them (target list)" },
         { "job", cmd_job, "run a configured job on every attached target it names (job run)" },
         { "config", cmd_config, "check the appliance's configuration (config check)" },
+        { "status", cmd_status, "last runs, good backups, next runs and age alarms of targets and jobs" },
 };
 
 /* The commands whose first argument is REPO, with how many arguments they need at least. */
@@ -37,7 +40,7 @@ static const struct {
         int min;
 } repo_commands[] = {
         { "backup", 2 }, { "list", 1 }, { "restore", 3 }, { "verify", 1 }, { "info", 1 },
-        { "delete", 2 }, { "protect", 2 }, { "serve", 2 }, { "mount", 3 },
+        { "delete", 2 }, { "protect", 2 }, { "prune", 1 }, { "gc", 1 }, { "serve", 2 }, { "mount", 3 },
 };
 
 /* $BLKVAULT_REPO stands for a REPO left out: it goes before the first argument when that is not a

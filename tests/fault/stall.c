@@ -6,7 +6,8 @@
  * Once $BV_STALL_AFTER bytes have been written with pwrite/pwrite64 (all files together), every
  * further pwrite first creates the file $BV_STALL_GATE.waiting (once) and then waits until the
  * file $BV_STALL_GATE exists. A test waits for the .waiting file, does what it tests (a signal,
- * say), and creates the gate to let the writes go on.
+ * say), and creates the gate to let the writes go on. With $BV_STALL_WRITE set, write(2) to
+ * regular files counts and stalls too (a backup writes its packs with write).
  */
 /* Distinct pwrite and pwrite64 symbols: both are interposed. */
 #undef _FILE_OFFSET_BITS
@@ -18,6 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +53,17 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
         REAL(pwrite);
         stall(len);
         return real_pwrite(fd, buf, len, off);
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+        static ssize_t (*real_write)(int, const void *, size_t);
+        struct stat st;
+        if (!real_write)
+                real_write = dlsym(RTLD_NEXT, "write");
+        if (getenv("BV_STALL_WRITE") && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                stall(len);
+        return real_write(fd, buf, len);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)

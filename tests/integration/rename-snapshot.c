@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * rename-snapshot REPO ID NAME: rewrites the record of snapshot ID of an unencrypted repository
- * with another name, bypassing the rules for new names (bv_snapshot_name_problem). The tests use
- * it to make repositories like those written before the rules existed.
+ * rename-snapshot REPO ID NAME [TIME]: rewrites the record of snapshot ID of an unencrypted
+ * repository with another name (and time, in unix seconds), bypassing the rules for new names
+ * (bv_snapshot_name_problem). The tests use it to make repositories like those written before
+ * the rules existed, and snapshots at chosen times for prune.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +24,8 @@ int main(int argc, char **argv)
         char file[128];
         int r, dirfd;
 
-        if (argc != 4) {
-                fprintf(stderr, "usage: rename-snapshot REPO ID NAME\n");
+        if (argc != 4 && argc != 5) {
+                fprintf(stderr, "usage: rename-snapshot REPO ID NAME [TIME]\n");
                 return 2;
         }
         r = bv_repo_open(argv[1], NULL, BV_OPEN_WRITE, &repo);
@@ -35,6 +36,8 @@ int main(int argc, char **argv)
         if (r >= 0) {
                 free(s->name);
                 s->name = strdup(argv[3]);
+                if (argc == 5)
+                        s->time = strtoull(argv[4], NULL, 10);
                 snprintf(file, sizeof(file), "%s.snap", argv[2]);
                 r = !s->name ? -ENOMEM : unlinkat(dirfd, file, 0) < 0 ? -errno : 0;
         }

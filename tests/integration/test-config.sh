@@ -100,6 +100,16 @@ targets = usb-a
 [target dup]
 uuid = 0b6c1b2a-1234-4321-abcd-0123456789ab
 key-file = /k
+[global]
+on-failure = mail -s blkvault root
+colour = red
+[global]
+on-success = true
+[job c2]
+source = command:
+[job c3]
+source = command:cat /dev/sdz
+snapshot = yes
 EOF
 f=$d/conf.d/10-bad.conf
 cat > "$T/expected" <<EOF
@@ -120,7 +130,7 @@ $f:15: [job vm2]: invalid schedule 'every full moon' (Failed to parse calendar s
 $f:16: invalid value '-3' for keep-daily (expected a whole number from 0 to 1000000)
 $f:17: invalid duration '7x' for max-age (expected a number and a unit: s, min, h, d or w, as in 7d)
 $f:18: 'pre' has no value
-$f:19: unknown section [thing x] (expected [target NAME], [job NAME] or [export NAME])
+$f:19: unknown section [thing x] (expected [global], [target NAME], [job NAME] or [export NAME])
 $f:21: [job vm1] is defined twice (first at $d/blkvault.conf:16)
 $f:23: [export e] has no repository
 $f:24: invalid size '12Q' for cache (expected digits and an optional K, M, G or T)
@@ -130,6 +140,11 @@ $f:31: [job both] has both source and command (set one)
 $f:34: 'any' cannot be combined with target names
 $f:35: [job none] has no source (set source = PATH or command = COMMAND)
 $f:37: [target dup] has the same uuid as [target usb-a] ($d/blkvault.conf:2)
+$f:42: unknown key 'colour' in [global]
+$f:43: [global] is defined twice (first at $f:40)
+$f:45: [job c2] has no source (set source = PATH or command = COMMAND)
+$f:46: source = command: names no command
+$f:47: [job c3]: snapshot = yes needs a source that is an LVM logical volume, not a command
 EOF
 rc=0
 bv config check --config="$d/blkvault.conf" >"$T/out" 2>"$T/err" || rc=$?

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `meson install` puts the command, the nbdkit plugin (into nbdkit's own plugin directory, so
-# `nbdkit blkvault repo=... snapshot=...` finds it), the man page, the bash completion (where
-# bash-completion's pkg-config file says) and the systemd units in place; every file blkvault(1)
-# lists as installed (FILES) is; the installed plugin loads in nbdkit.
+# `nbdkit blkvault repo=... snapshot=...` finds it), the man pages, the bash completion (where
+# bash-completion's pkg-config file says), the systemd units and generator and the udev rule where
+# pkg-config says systemd and udev look for them; the installed units run the installed binary;
+# every file blkvault(1) lists as installed (FILES) is; the installed plugin loads in nbdkit.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd meson nbdkit pkg-config
 
@@ -17,9 +18,31 @@ plugindir=$(pkg-config --variable=plugindir nbdkit)
 [ -x "$dest$prefix/bin/blkvault" ] || die "blkvault is not installed in $prefix/bin"
 plugin=$dest$plugindir/nbdkit-blkvault-plugin.so
 [ -f "$plugin" ] || die "the plugin is not installed in nbdkit's plugin directory $plugindir"
-find "$dest" -name 'blkvault.1*' | grep . >/dev/null || die "the man page is not installed"
-find "$dest" -name 'blkvault-nbd@.socket' | grep . >/dev/null || die "the socket unit is not installed"
-find "$dest" -name 'blkvault-nbd@.service' | grep . >/dev/null || die "the service unit is not installed"
+mandir=$dest$prefix/$(meson introspect "$BUILD_ROOT" --buildoptions | python3 -c '
+import json, sys
+print([o["value"] for o in json.load(sys.stdin) if o["name"] == "mandir"][0])')
+[ -f "$mandir/man1/blkvault.1" ] || die "blkvault.1 is not installed in $mandir/man1"
+[ -f "$mandir/man5/blkvault.conf.5" ] || die "blkvault.conf.5 is not installed in $mandir/man5"
+if pkg-config --exists systemd; then
+    unitdir=$dest$(pkg-config --variable=systemdsystemunitdir systemd)
+    gendir=$dest$(pkg-config --variable=systemdsystemgeneratordir systemd)
+else
+    unitdir=$dest$prefix/lib/systemd/system gendir=$dest$prefix/lib/systemd/system-generators
+fi
+for u in blkvault-nbd@.socket blkvault-nbd@.service blkvault-target@.service blkvault-job@.service \
+         blkvault-alarm.service blkvault-alarm.timer; do
+    [ -f "$unitdir/$u" ] || die "$u is not installed in $unitdir"
+done
+for u in blkvault-nbd@.service blkvault-target@.service blkvault-job@.service blkvault-alarm.service; do
+    grep -q "^ExecStart=$prefix/bin/blkvault " "$unitdir/$u" || die "$u does not run $prefix/bin/blkvault"
+done
+assert_eq "$(readlink "$gendir/blkvault-generator")" "$prefix/bin/blkvault" "the generator"
+if pkg-config --exists udev; then
+    rulesdir=$dest$(pkg-config --variable=udevdir udev)/rules.d
+else
+    rulesdir=$dest$prefix/lib/udev/rules.d
+fi
+[ -f "$rulesdir/80-blkvault.rules" ] || die "the udev rule is not installed in $rulesdir"
 completionsdir=$(pkg-config --variable=completionsdir bash-completion) ||
     die "bash-completion's pkg-config file is missing (scripts/install-deps.sh installs bash-completion)"
 [ -f "$dest$completionsdir/blkvault" ] || die "the bash completion is not installed in $completionsdir"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# blkvault(1) renders at 80 columns without a warning from man/groff (issue 12), names every
-# exit code of the table in src/cli/cli.h, every environment variable the code reads, and every
-# long option of every command (taken from the code's getopt tables by tests/cli-options.py):
-# a command's own options in its OPTIONS subsection, -q/-v/-h under "Every command", the secret
-# options under SECRETS; and each command's --help lists each of its options.
+# blkvault(1) and blkvault.conf(5) render at 80 columns without a warning from man/groff (issue
+# 12); blkvault(1) names every exit code of the table in src/cli/cli.h, every environment variable
+# the code reads, and every long option of every command (taken from the code's getopt tables by
+# tests/cli-options.py): a command's own options in its OPTIONS subsection, -q/-v/-h under "Every
+# command", the secret options under SECRETS; and each command's --help lists each of its
+# options. blkvault.conf(5) describes every key of every section the configuration parser knows
+# (src/lib/target/conf-sections.c).
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd man python3
 page=$SOURCE_ROOT/docs/man/blkvault.1
@@ -49,4 +51,16 @@ while read -r cmd opt; do
     grep -qE -- "--$opt([= \"]|\$)" "$file" || die "blkvault(1) does not describe $cmd's --$opt (under $where)"
     checked=$((checked + 1))
 done <"$T/options"
+
+conf=$SOURCE_ROOT/docs/man/blkvault.conf.5
+MANWIDTH=80 man --warnings -l "$conf" >"$T/out" 2>"$T/err" || die "man -l failed: $(cat "$T/err")"
+[ ! -s "$T/err" ] || { cat "$T/err"; die "man --warnings printed warnings for blkvault.conf(5)"; }
+keys=$(sed -n '/_keys\[\] = {/,/};/p' "$SOURCE_ROOT/src/lib/target/conf-sections.c" | grep -o '"[a-z-]*"' | tr -d '"')
+[ "$(echo "$keys" | wc -l)" -gt 30 ] || die "found only $(echo "$keys" | wc -l) configuration keys in conf-sections.c"
+for key in $keys; do
+    grep -q -- "${key//-/\\\\-}" "$conf" || die "blkvault.conf(5) does not describe the key $key"
+done
+for section in '\[global\]' '\[target NAME\]' '\[job NAME\]' '\[export NAME\]'; do
+    grep -q "^\.SH $section$" "$conf" || die "blkvault.conf(5) has no section $section"
+done
 echo "ok: $checked options of $(cut -d' ' -f1 "$T/options" | sort -u | wc -l) commands"

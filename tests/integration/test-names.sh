@@ -63,4 +63,24 @@ bv restore "$repo" "${id_b:0:8}" "$T/out-b" -q
 assert_same "$T/b" "$T/out-b"
 # an unknown spec is echoed escaped
 expect_fail 1 "^error: no snapshot matches 'no\\\\x1bsuch' (see 'blkvault list')$" bv restore "$repo" $'no\esuch' "$T/x" -q
+
+# --json is valid JSON (UTF-8) whatever bytes a name or a source path holds: each byte that is
+# not UTF-8 becomes U+FFFD, UTF-8 and control characters come out as themselves
+repo=$T/bytes
+bv init "$repo" --encryption=none >/dev/null
+src=$T/$'src\xfe\xff.img'
+cp "$T/a" "$src"
+bv backup "$repo" "$src" --name=$'caf\xe9 h\xc3\xa9 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf' -q
+bv backup "$repo" "$T/b" --name=b -q
+"$RENAME_SNAPSHOT" "$repo" "$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if s["name"] == "b"][0])')" $'b\x01\t"\\\xff'
+bv list "$repo" --json > "$T/list.json"
+python3 - "$T/list.json" "$src" <<'PY' || die "list --json is not valid JSON with the right names"
+import json, sys
+d = json.loads(open(sys.argv[1], "rb").read())   # strict UTF-8: raises on any stray byte
+names = sorted(s["name"] for s in d)
+want = sorted(["caf\ufffd h\u00e9 \ufffd\ufffd\ufffd \ufffd\ufffd\ufffd\ufffd \ufffd\ufffd", 'b\x01\t"\\\ufffd'])
+assert names == want, (names, want)
+paths = [s["source"]["path"] for s in d if s["name"].startswith("caf")]
+assert paths == [sys.argv[2].encode("utf-8", "surrogateescape").decode("utf-8", "replace")], paths
+PY
 echo ok

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The NBD export units pass `systemd-analyze verify` without a single warning, carry the
-# hardening they promise, and the service's command line serves a snapshot on a socket passed
-# by socket activation (systemd-socket-activate stands in for PID 1).
+# hardening they promise, and the service's command line (blkvault serve --export=%i, which
+# reads the [export NAME] section of the configuration and becomes nbdkit) serves a snapshot on
+# a socket passed by socket activation (systemd-socket-activate stands in for PID 1); the
+# errors of an export that is not configured or cannot be opened.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd systemd-analyze
 units=$BUILD_ROOT/systemd
@@ -12,21 +14,21 @@ socket=$units/blkvault-nbd@.socket
 
 # verify needs an instance; copy the templates so the instance resolves next to them
 mkdir -p "$T/units"
-cp "$service" "$socket" "$T/units/"
+cp "$socket" "$T/units/"
+# verify checks that the binary is executable: the build's, for the installed path
+sed "s|^ExecStart=[^ ]*/blkvault |ExecStart=$BLKVAULT |" "$service" > "$T/units/blkvault-nbd@.service"
 rc=0
 (cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-nbd@vm1.socket" \
     "$T/units/blkvault-nbd@vm1.service") >"$T/verify.out" 2>&1 || rc=$?
 [ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify complained"; }
 
 for key in DynamicUser=yes ProtectSystem=strict PrivateNetwork=yes NoNewPrivileges=yes ProtectHome=yes \
-           RestrictAddressFamilies=AF_UNIX MemoryDenyWriteExecute=yes SystemCallFilter=@system-service \
-           EnvironmentFile=/etc/blkvault/exports/%i.conf; do
+           RestrictAddressFamilies=AF_UNIX MemoryDenyWriteExecute=yes SystemCallFilter=@system-service; do
     grep -qx "$key" "$service" || die "service lacks $key"
 done
 grep -qx "ListenStream=/run/blkvault/nbd/%i.sock" "$socket" || die "socket does not listen on /run/blkvault/nbd/%i.sock"
-grep "^ExecStart=" "$service" | grep -- "--unix\|--port" >/dev/null && die "the service must take its socket from systemd"
-# one worker per connection: nbdkit 1.32 aborts when a client hangs up with replies in flight
-grep "^ExecStart=" "$service" | grep -- " --threads=1 " >/dev/null || die "the service does not run nbdkit with --threads=1"
+grep -qx "ExecStart=.*/blkvault serve --export=%i" "$service" || die "the service does not serve the configured export %i"
+! grep -q "EnvironmentFile" "$service" || die "the service still reads an EnvironmentFile"
 
 # the ExecStart line, with the export's configuration, under socket activation
 [ -n "${NBD_PLUGIN:-}" ] || skip "no nbdkit plugin built: the activation part cannot run"
@@ -37,20 +39,38 @@ repo=$T/repo
 printf 'secret words\n' > "$T/pass"
 BLKVAULT_PASSPHRASE='secret words' bv init "$repo" >/dev/null
 BLKVAULT_PASSPHRASE='secret words' bv backup "$repo" "$T/img" --name=vm1 >/dev/null
-REPO=$repo SNAPSHOT=latest SECRET="passphrase-file=$T/pass" NBDKIT_OPTIONS="cache=16M"
-exec_line=$(sed -n 's/^ExecStart=//p' "$service")
-exec_line=${exec_line//\$\{REPO\}/$REPO}
-exec_line=${exec_line//\$\{SNAPSHOT\}/$SNAPSHOT}
-exec_line=${exec_line//\$SECRET/$SECRET}
-exec_line=${exec_line//\$NBDKIT_OPTIONS/$NBDKIT_OPTIONS}
-read -r -a cmd <<< "$exec_line"
-for i in "${!cmd[@]}"; do [ "${cmd[$i]}" = blkvault ] && cmd[$i]=$NBD_PLUGIN; done
+mkdir -p "$T/etc"
+cat > "$T/etc/blkvault.conf" <<EOF
+[export vm1]
+repository = $repo
+snapshot = latest
+passphrase-file = $T/pass
+cache = 16M
+EOF
 # systemd-socket-activate passes only the environment named with -E
-envs=(-E ASAN_OPTIONS=detect_leaks=0)
+envs=(-E ASAN_OPTIONS=detect_leaks=0 -E "BLKVAULT_CONFIG=$T/etc/blkvault.conf" -E "BLKVAULT_NBD_PLUGIN=$NBD_PLUGIN"
+      -E "PATH=$PATH")
 [ -z "$NBD_PRELOAD" ] || envs+=(-E "LD_PRELOAD=$NBD_PRELOAD")
+cmd=("$BLKVAULT" serve --export=vm1)
 systemd-socket-activate "${envs[@]}" -l "$T/vm1.sock" "${cmd[@]}" 2>"$T/activate.log" &
 pid=$!
 on_exit "kill $pid; wait $pid"
 for w in $(seq 100); do [ -S "$T/vm1.sock" ] && break; sleep 0.1; done
 nbdcopy "nbd+unix:///?socket=$T/vm1.sock" "$T/out" 2>"$T/copy.err" || { cat "$T/activate.log" "$T/copy.err" >&2; die "socket-activated export did not serve"; }
 assert_same "$T/img" "$T/out"
+
+# one worker per connection (nbdkit 1.32 aborts when a client hangs up with replies in flight),
+# read-only, the socket from systemd: what the export became
+args=$(tr '\0' ' ' < /proc/$pid/cmdline)
+case "$args" in
+    "nbdkit --foreground --readonly --threads=1 --log=stderr $NBD_PLUGIN repo=$repo snapshot="[0-9a-f]*" cache=16M passphrase-file=$T/pass ") ;;
+    *) die "the export runs '$args'" ;;
+esac
+
+expect_fail 1 "^error: no export 'vm2' in the configuration (an \\[export vm2\\] section)$" \
+    env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm2
+expect_fail 2 "^error: serve --export=NAME takes no REPO or SNAPSHOT (the \\[export NAME\\] section names them)$" \
+    env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1 "$repo" latest
+sed -i "s|^passphrase-file = .*|passphrase-file = $T/wrong|" "$T/etc/blkvault.conf"
+printf 'other words\n' > "$T/wrong"
+expect_fail 3 "^error: " env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1

@@ -101,3 +101,19 @@ h.shutdown()
 PY
 stop_nbdkit
 grep -q "damaged data at image offset" "$T/groups.log" || { cat "$T/groups.log" >&2; die "no damage named in the log"; }
+
+# A damaged snapshot record of another snapshot: the export of this one still serves it whole,
+# and the plugin's log names the record it skipped (silence would hide the damage).
+repo3=$T/repo-records
+bv init "$repo3" --encryption=none >/dev/null
+bv backup "$repo3" "$text" --name=text -q
+bv backup "$repo3" "$img" --name=other -q
+other=$(bv list "$repo3" --json | python3 -c "import json,sys; print([s['id'] for s in json.load(sys.stdin) if s['name'] == 'other'][0])")
+rec=$repo3/snapshots/$other.snap
+flip_byte "$rec" $(( $(stat -c %s "$rec") - 1 ))
+start_nbdkit skipped repo="$repo3" snapshot=text
+nbdcopy "$NBD_URI" - | cmp - "$text" || die "the export changed with another snapshot's record damaged"
+stop_nbdkit
+grep -q "^nbdkit: error: skipping damaged snapshot record snapshots/$other.snap in '$repo3': Bad message (see 'blkvault verify')$" "$T/skipped.log" ||
+    { cat "$T/skipped.log" >&2; die "the plugin did not name the damaged snapshot record"; }
+echo "ok: a damaged record of another snapshot is skipped with a warning naming it"

@@ -89,11 +89,13 @@ assert not errors, errors
 PY
 }
 concurrent_readers
-# the server holds the repository's shared lock: garbage collection's exclusive lock is refused
-# while it serves, and free once it has stopped
-flock -x -n "$repo/locks/gc" true && die "garbage collection could lock a repository being served"
+# the server holds an export lease (locked), not the gc lock: gc may run while it serves, and
+# the lease goes when it stops
+flock -x -n "$repo/locks/gc" true || die "a repository being served keeps garbage collection out"
+lease=$(grep -l '"kind":"export"' "$repo"/leases/*.lease) || die "no export lease while serving"
+flock -x -n "$lease" true && die "the export lease is not locked while serving"
 stop_nbdkit
-flock -x -n "$repo/locks/gc" true || die "the repository stayed locked after nbdkit stopped"
+[ -z "$(ls "$repo/leases")" ] || die "leases left after nbdkit stopped: $(ls "$repo/leases")"
 start_nbdkit one-worker repo="$repo" snapshot=disk workers=1 cache=1M
 concurrent_readers
 stop_nbdkit

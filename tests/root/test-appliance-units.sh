@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The appliance's units and udev rule: blkvault-target@.service and blkvault-job@.service pass
-# `systemd-analyze verify` without a warning and carry their hardening; `udevadm test` of
+# The appliance's units and udev rule: blkvault-target@.service, blkvault-job@.service and the
+# age alarm (blkvault-alarm.service and .timer) pass `systemd-analyze verify` without a warning
+# and carry their hardening; `udevadm test` of
 # udev/80-blkvault.rules on loop devices: a device with a filesystem UUID (a registered target
 # or not: the service tells them apart, and exits 0 for an unregistered one) pulls in
 # blkvault-target@KERNELNAME.service, a device without one pulls in nothing.
@@ -24,9 +25,25 @@ done
 grep -qx 'BindsTo=dev-%i.device' "$units/blkvault-target@.service" || die "the target service is not bound to its device"
 grep -qx 'ExecStart=.*/blkvault target run /dev/%I' "$units/blkvault-target@.service" || die "target service ExecStart"
 grep -qx 'ExecStart=.*/blkvault job run %i' "$units/blkvault-job@.service" || die "job service ExecStart"
+# the age alarm: a daily timer, enabled through timers.target, starts status --check-age
+u=blkvault-alarm.service
+timer=$SOURCE_ROOT/systemd/blkvault-alarm.timer
+[ -f "$units/$u" ] || die "$u is not built in $units"
+sed "s|^ExecStart=[^ ]*/blkvault |ExecStart=$BLKVAULT |" "$units/$u" > "$T/units/$u"
+cp "$timer" "$T/units/"
+grep -qx 'ExecStart=.*/blkvault status --check-age' "$units/$u" || die "alarm service ExecStart"
+for key in ProtectSystem=strict NoNewPrivileges=yes StateDirectory=blkvault PrivateDevices=yes; do
+    grep -qx "$key" "$units/$u" || die "$u lacks $key"
+done
+for key in OnCalendar=daily Persistent=yes WantedBy=timers.target; do
+    grep -qx "$key" "$timer" || die "blkvault-alarm.timer lacks $key"
+done
+for u in blkvault-target@.service blkvault-job@.service; do
+    grep -qx StateDirectory=blkvault "$units/$u" || die "$u cannot write the state of its runs"
+done
 rc=0
 (cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-target@sda.service" \
-    "$T/units/blkvault-job@vm1.service") >"$T/verify.out" 2>&1 || rc=$?
+    "$T/units/blkvault-job@vm1.service" "$T/units/blkvault-alarm.service" "$T/units/blkvault-alarm.timer") >"$T/verify.out" 2>&1 || rc=$?
 [ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify complained"; }
 
 # udevadm test reads rules from /run/udev/rules.d too: put the rule there for the test only

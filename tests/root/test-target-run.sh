@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `blkvault target run` on loop devices formatted by `target format --no-luks` with ext4, XFS and
-# btrfs: every job of the target is backed up and verified, the snapshot restores bit-exact,
-# the drive is left unmounted (restored from a read-only mount of it); by device or by name; two drives run at once one after the
+# btrfs: every job of the target is backed up, verified and pruned by its keep-* (then gc), the
+# snapshot restores bit-exact, the drive is left unmounted (restored from a read-only mount of
+# it); by device or by name; two drives run at once one after the
 # other; an unregistered drive is ignored (exit 0, one line); a restore-only drive is not
 # written to; a failing job gives exit 1 and its message; the errors of a name.
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -37,8 +38,8 @@ for fs in ext4 xfs btrfs; do
     dev=${devs[$fs]}
     bv target run "$dev" "${opts[@]}" >"$T/out" || { cat "$T/out"; die "target run of $fs failed"; }
     grep -q "^job vm: snapshot [0-9a-f]\{8\}, 6.0 MiB new, verified$" "$T/out" || { cat "$T/out"; die "$fs: job line"; }
-    grep -qx "note: retention (keep-\*) is set, but pruning is not available yet: nothing was pruned" "$T/out" ||
-        die "$fs: the run did not say that pruning is not available"
+    grep -qx "job vm: retention kept 1 snapshots, forgot 0; gc deleted 0 packs, 0 B" "$T/out" ||
+        { cat "$T/out"; die "$fs: the run did not prune by keep-daily"; }
     assert_eq "$(tail -n1 "$T/out")" "target usb-$fs: 1 jobs, 0 failed, 6.0 MiB new; safe to unplug"
     ! grep -q "$dev" /proc/self/mountinfo || die "$fs: the drive is still mounted"
     mount -o ro "$dev" "$T/mnt"   # as an operator restores: nothing written to the drive
@@ -61,6 +62,9 @@ bv target run usb-btrfs "${opts[@]}" >"$T/b.out" 2>&1 &
 pb=$!
 wait $pa || { cat "$T/a.out"; die "concurrent run of usb-xfs failed"; }
 wait $pb || { cat "$T/b.out"; die "concurrent run of usb-btrfs failed"; }
+# the second snapshot of the day: keep-daily = 7 keeps it and forgets the first
+grep -qx "job vm: retention kept 1 snapshots, forgot 1; gc deleted 0 packs, 0 B" "$T/a.out" ||
+    { cat "$T/a.out"; die "the second run of the day did not forget the first snapshot"; }
 assert_eq "$(tail -n1 "$T/a.out")" "target usb-xfs: 1 jobs, 0 failed, 0 B new; safe to unplug"
 assert_eq "$(tail -n1 "$T/b.out")" "target usb-btrfs: 1 jobs, 0 failed, 0 B new; safe to unplug"
 

@@ -831,22 +831,28 @@ static unsigned count_snapshots(const char *rpath)
         return n;
 }
 
-/* A cancel flag set (a signal, the drive pulled) stops the backup with -ECANCELED and publishes
- * nothing; the next backup completes. */
+static bool stop;
+static bool stop_asked(void)
+{
+        return stop;
+}
+
+/* A cancel callback that says stop (a signal, the drive pulled) stops the backup with -ECANCELED
+ * and publishes nothing; the next backup completes. */
 TEST(cancel)
 {
         _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("src");
         _cleanup_free_ uint8_t *data = random_data(3 * MiB, 77);
         BvRepo *r = repo_new(rpath, true, 0);
-        volatile sig_atomic_t stop = SIGTERM;
-        BvBackupOptions o = { .name = "c", .cancel = &stop };
+        BvBackupOptions o = { .name = "c", .cancelled = stop_asked };
         BvBackupStats st = { .counts.chunks = 12345 };
 
         write_file(src, data, 3 * MiB);
+        stop = true;
         ASSERT_ERROR(bv_backup_path(r, src, &o, &st), ECANCELED);
         ASSERT_EQ(st.counts.chunks, 12345);
         ASSERT_EQ(count_snapshots(rpath), 0u);
-        stop = 0;
+        stop = false;
         ASSERT_OK(bv_backup_path(r, src, &o, &st));
         ASSERT_EQ(count_snapshots(rpath), 1u);
         restore_check(r, st.snapshot_id, data, 3 * MiB);

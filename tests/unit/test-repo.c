@@ -200,13 +200,17 @@ TEST(passphrase_and_change_key)
         bv_repo_close(r);
 
         ASSERT_OK(bv_repo_open(f.repo, &pass, BV_OPEN_WRITE, &r));
+        ASSERT_ERROR(bv_repo_change_key(r, &kf), EPERM); /* the master secret is gone: BV_OPEN_KEYS */
+        bv_repo_close(r);
+
+        ASSERT_OK(bv_repo_open(f.repo, &pass, BV_OPEN_WRITE | BV_OPEN_KEYS, &r));
         ASSERT_ERROR(bv_repo_change_key(r, NULL), ENOKEY);
         ASSERT_ERROR(bv_repo_change_key(r, &(BvSecret){ .passphrase = "a", .key_file = f.key }), EINVAL);
         ASSERT_OK(bv_repo_change_key(r, &kf));
         bv_repo_close(r);
 
         ASSERT_ERROR(bv_repo_open(f.repo, &pass, BV_OPEN_READ, &r), ENOKEY);
-        ASSERT_OK(bv_repo_open(f.repo, &kf, BV_OPEN_WRITE, &r));
+        ASSERT_OK(bv_repo_open(f.repo, &kf, BV_OPEN_WRITE | BV_OPEN_KEYS, &r));
         ASSERT_OK(bv_repo_change_key(r, &kf2));
         bv_repo_close(r);
         ASSERT_ERROR(bv_repo_open(f.repo, &kf, BV_OPEN_READ, &r), ENOKEY);

@@ -20,6 +20,7 @@ static EVP_MD *none_md;
 
 struct BvAead {
         BvCipher cipher;
+        const uint8_t *key;  /* the caller's; keys a direction's context when it is first used */
         EVP_CIPHER_CTX *enc; /* keyed once; each call only sets the nonce */
         EVP_CIPHER_CTX *dec;
         EVP_MD_CTX *md;      /* BV_CIPHER_NONE: SHA-256 of aad || plaintext */
@@ -92,17 +93,32 @@ int bv_aead_new(BvCipher cipher, const uint8_t key[BV_KEY_SIZE], BvAead **ret)
         } else {
                 if (!gcm_cipher)
                         return -EIO;
-                a->enc = EVP_CIPHER_CTX_new();
-                a->dec = EVP_CIPHER_CTX_new();
-                if (!a->enc || !a->dec)
-                        return -ENOMEM;
-                /* The default GCM IV length is 12 bytes, BV_NONCE_SIZE. */
-                if (EVP_EncryptInit_ex2(a->enc, gcm_cipher, key, NULL, NULL) != 1 ||
-                    EVP_DecryptInit_ex2(a->dec, gcm_cipher, key, NULL, NULL) != 1)
-                        return -EIO;
+                a->key = key;
         }
         *ret = TAKE_PTR(a);
         return 0;
+}
+
+/* The keyed context of one direction, made on first use: a worker that only encrypts (or only
+ * decrypts) holds one copy of the key schedule in OpenSSL's memory, not two. EVP_CIPHER_CTX_free
+ * cleanses it. */
+static EVP_CIPHER_CTX *gcm_ctx(BvAead *a, bool enc)
+{
+        EVP_CIPHER_CTX **ctx = enc ? &a->enc : &a->dec;
+        EVP_CIPHER_CTX *c;
+
+        if (*ctx)
+                return *ctx;
+        c = EVP_CIPHER_CTX_new();
+        if (!c)
+                return NULL;
+        /* The default GCM IV length is 12 bytes, BV_NONCE_SIZE. */
+        if ((enc ? EVP_EncryptInit_ex2(c, gcm_cipher, a->key, NULL, NULL)
+                 : EVP_DecryptInit_ex2(c, gcm_cipher, a->key, NULL, NULL)) != 1) {
+                EVP_CIPHER_CTX_free(c);
+                return NULL;
+        }
+        return *ctx = c;
 }
 
 /* The BV_CIPHER_NONE "tag": the first 16 bytes of SHA-256(aad || data). */
@@ -174,7 +190,7 @@ int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad,
         if (a->cipher == BV_CIPHER_NONE)
                 return none_crypt(a, aad, aad_len, in, len, out, tag, NULL);
 
-        if (EVP_EncryptInit_ex2(a->enc, NULL, NULL, nonce, NULL) != 1)
+        if (!gcm_ctx(a, true) || EVP_EncryptInit_ex2(a->enc, NULL, NULL, nonce, NULL) != 1)
                 return -EIO;
         r = gcm_update(a->enc, aad, aad_len, in, len, out);
         if (r < 0)
@@ -199,7 +215,7 @@ int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad,
                 return none_crypt(a, aad, aad_len, in, len, out, NULL, tag);
 
         memcpy(t, tag, BV_TAG_SIZE);
-        if (EVP_DecryptInit_ex2(a->dec, NULL, NULL, nonce, NULL) != 1)
+        if (!gcm_ctx(a, false) || EVP_DecryptInit_ex2(a->dec, NULL, NULL, nonce, NULL) != 1)
                 return -EIO;
         r = gcm_update(a->dec, aad, aad_len, in, len, out);
         if (r < 0) {

@@ -5,7 +5,9 @@
  * Authenticated encryption. BV_CIPHER_AES256GCM is AES-256-GCM with a 96-bit nonce and a
  * 128-bit tag. BV_CIPHER_NONE stores the plaintext as is and uses as its "tag" the first 16
  * bytes of SHA-256(aad || plaintext): it detects corruption, it authenticates nothing.
- * A context holds one key and is used by one thread at a time (create one per worker).
+ * A context holds one key and is used by one thread at a time (create one per worker). The key
+ * is not copied: it must stay valid (in secure memory) while the context lives; OpenSSL's keyed
+ * state for each direction is made on its first use and cleansed by bv_aead_free.
  */
 
 #include <stddef.h>

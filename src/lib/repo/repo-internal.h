@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Private to the repo layer (repo.c, repocheck.c): naming what a repository's open refused or
+/* Private to the repo layer (repo.c, repocheck.c, lease.c): naming what a repository's open refused or
  * found damaged, and the writer's check of the packs the index names. */
 
+#include "lease.h"
 #include "repo.h"
 
 /* Fills *p (if not NULL) for path (relative to the repository at dirfd) and error; for a refusal
@@ -18,3 +19,7 @@ int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n
  * the index, which then treats what they held as not stored, and returned. */
 int repo_check_packs(int dirfd, BvIndex *index, BvPackSet *packs, BvRepoProblem *p,
                      uint8_t (**ret_missing)[BV_PACK_ID_SIZE], size_t *ret_count);
+
+/* The lock and the lease an open takes (lease.c): gc locks/gc exclusively; writers locks/write
+ * and a lease; readers a lease, or the shared locks/gc where leases/ cannot be written. */
+int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *ret_lock_fd, BvLease **ret_lease);

@@ -14,6 +14,7 @@
 #include "fileio.h"
 #include "hex.h"
 #include "kdf.h"
+#include "lease.h"
 #include "lock.h"
 #include "macro.h"
 #include "random.h"
@@ -40,10 +41,11 @@ struct BvRepo {
         int dirfd;
         int fds[DIR_COUNT];
         int lock_fd;
+        BvLease *lease;
         BvOpenFlags flags;
         BvRepoConfigFile cf;
         char id_hex[2 * BV_REPO_ID_SIZE + 1];
-        uint8_t *master; /* bv_secure_alloc(BV_MASTER_SIZE): kept for bv_repo_change_key */
+        uint8_t *master; /* bv_secure_alloc(BV_MASTER_SIZE): kept for key changes (BV_OPEN_KEYS only) */
         BvKeyring *keyring;
         BvIndex *index;
         BvPackSet *packs;
@@ -533,6 +535,7 @@ void bv_repo_close(BvRepo *r)
         bv_secure_free(r->master, BV_MASTER_SIZE);
         for (size_t i = 0; i < DIR_COUNT; i++)
                 safe_close(r->fds[i]);
+        bv_lease_release(r->lease);
         safe_close(r->lock_fd);
         safe_close(r->dirfd);
         pthread_mutex_destroy(&r->snap_lock);
@@ -557,7 +560,9 @@ static void empty_tmp(int tmp_fd)
         closedir(d);
 }
 
-/* The master secret (secure memory) and keyring; then the config's MAC is checked. */
+/* The master secret (secure memory) and keyring; then the config's MAC is checked. The master
+ * secret is wiped at once unless key changes were asked for (BV_OPEN_KEYS): the subkeys are all
+ * the repository needs, and the fewer secrets a process holds the less a leak can cost. */
 static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
 {
         uint8_t mac[BV_HASH_SIZE];
@@ -580,6 +585,10 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
                 return ret;
         if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
                 return -EBADMSG;
+        if (!(r->flags & BV_OPEN_KEYS)) {
+                bv_secure_free(r->master, BV_MASTER_SIZE);
+                r->master = NULL;
+        }
         return 0;
 }
 
@@ -662,13 +671,11 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
                 return repo_problem_note(problem, r->dirfd, "config", false, rr);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
 
-        /* Lock before the (slow) key derivation, so a busy repository fails fast. */
-        rr = bv_lock_take(r->dirfd, (flags & BV_OPEN_WRITE) ? BV_LOCK_WRITE : BV_LOCK_READ,
-                          !!(flags & BV_OPEN_WAIT));
+        /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
+         * the index is opened (docs/LIFECYCLE.md, "Leases"). */
+        rr = repo_open_lock(r->dirfd, flags, problem, &r->lock_fd, &r->lease);
         if (rr < 0)
-                return repo_problem_note(problem, r->dirfd, (flags & BV_OPEN_WRITE) ? "locks/write" : "locks/gc",
-                                         false, rr);
-        r->lock_fd = rr;
+                return rr;
 
         rr = open_keys(r, secret, problem);
         if (rr < 0)
@@ -758,6 +765,8 @@ int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
                 return -EPERM;
         if (r->cf.config.cipher == BV_CIPHER_NONE)
                 return -EOPNOTSUPP;
+        if (!r->master) /* opened without BV_OPEN_KEYS */
+                return -EPERM;
         ret = keyfile_seal(r->cf.id, new_secret, r->master, &kf);
         if (ret < 0)
                 return ret;
@@ -921,6 +930,8 @@ int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret)
                 return -EPERM;
         if (r->cf.config.cipher == BV_CIPHER_NONE)
                 return -EOPNOTSUPP;
+        if (!r->master) /* opened without BV_OPEN_KEYS */
+                return -EPERM;
         ret = keyfile_seal(r->cf.id, secret, r->master, &kf);
         if (ret < 0)
                 return ret;

@@ -58,6 +58,10 @@ typedef enum {
         BV_OPEN_READ = 0,
         BV_OPEN_WRITE = 1 << 0,  /* take the writer lock (fails with -EBUSY if held) */
         BV_OPEN_WAIT = 1 << 1,   /* wait for the lock instead of failing */
+        BV_OPEN_KEYS = 1 << 2,   /* keep the master secret for bv_repo_change_key and bv_repo_key_add;
+                                  * without it, it is wiped as soon as the subkeys are derived */
+        BV_OPEN_EXPORT = 1 << 3, /* a reader that serves a snapshot (its lease says so) */
+        BV_OPEN_GC = 1 << 4,     /* garbage collection: locks/gc exclusively, no lease */
 } BvOpenFlags;
 
 typedef struct BvRepo BvRepo;

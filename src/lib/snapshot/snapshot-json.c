@@ -4,7 +4,8 @@
  *
  *   {"version":1, "id", "name", "time", "time_utc", "size", "root", "height",
  *    "source":{"path","kind","size","probe":{...}, "dev","ino","mtime_ns","ctime_ns",
- *              "reused_from","unread_backups"}, "stats":{...}, "chunker":{...}}
+ *              "reused_from","unread_backups", "changed_map","changed_from","changed_backups"},
+ *    "stats":{...}, "chunker":{...}}
  *
  * Decoding is strict about the record's frame (every top-level member present and typed) and
  * lenient inside source, stats and chunker: a member that is absent reads as zero or unknown
@@ -31,6 +32,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BvSnapshot, bv_snapshot_free);
 
 struct json_object *bv_snapshot_stats_json(const BvSnapshotStats *st)
 {
+        bool checked = st->bytes_map_checked > 0;
+
         return BV_JSON_OBJECT({ "bytes_read", json_object_new_uint64(st->bytes_read) },
                               { "bytes_read_cached", json_object_new_uint64(st->bytes_read_cached) },
                               { "bytes_read_direct", json_object_new_uint64(st->bytes_read_direct) },
@@ -42,6 +45,10 @@ struct json_object *bv_snapshot_stats_json(const BvSnapshotStats *st)
                               { "chunks", json_object_new_uint64(st->chunks) },
                               { "chunks_new", json_object_new_uint64(st->chunks_new) },
                               { "packs", json_object_new_uint64(st->packs) },
+                              { checked ? "bytes_map_checked" : NULL,
+                                checked ? json_object_new_uint64(st->bytes_map_checked) : NULL },
+                              { checked ? "bytes_map_wrong" : NULL,
+                                checked ? json_object_new_uint64(st->bytes_map_wrong) : NULL },
                               { "seconds", json_object_new_double(st->seconds) });
 }
 
@@ -99,7 +106,7 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
 {
         const char *kind = src->kind ? bv_source_kind_name(src->kind) : NULL;
         const BvSourceIdentity *id = &src->identity;
-        bool ident = src->has_identity, reused = src->reused_from[0] != 0;
+        bool ident = src->has_identity, reused = src->reused_from[0] != 0, changed = src->changed_from[0] != 0;
 
         return BV_JSON_OBJECT({ BV_JSON_OPT_STRING("path", src->path) },
                               { BV_JSON_OPT_STRING("host", src->host) },
@@ -114,7 +121,12 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
                               { ident ? "ctime_ns" : NULL, ident ? json_object_new_uint64(id->ctime_ns) : NULL },
                               { reused ? "reused_from" : NULL, reused ? json_object_new_string(src->reused_from) : NULL },
                               { src->unread_backups ? "unread_backups" : NULL,
-                                src->unread_backups ? json_object_new_uint64(src->unread_backups) : NULL });
+                                src->unread_backups ? json_object_new_uint64(src->unread_backups) : NULL },
+                              { BV_JSON_OPT_STRING("changed_map", src->changed_map) },
+                              { changed ? "changed_from" : NULL,
+                                changed ? json_object_new_string(src->changed_from) : NULL },
+                              { src->changed_backups ? "changed_backups" : NULL,
+                                src->changed_backups ? json_object_new_uint64(src->changed_backups) : NULL });
 }
 
 int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
@@ -172,6 +184,8 @@ static int stats_from_json(struct json_object *o, BvSnapshotStats *st)
             (r = bv_json_get_u64(o, "chunks", &st->chunks)) < 0 ||
             (r = bv_json_get_u64(o, "chunks_new", &st->chunks_new)) < 0 ||
             (r = bv_json_get_u64(o, "packs", &st->packs)) < 0 ||
+            (r = bv_json_get_u64(o, "bytes_map_checked", &st->bytes_map_checked)) < 0 ||
+            (r = bv_json_get_u64(o, "bytes_map_wrong", &st->bytes_map_wrong)) < 0 ||
             (r = bv_json_get_double(o, "seconds", &st->seconds)) < 0)
                 return r;
         if (!has_data)
@@ -247,28 +261,39 @@ static int probe_from_json(struct json_object *o, BvProbe *p)
         return 0;
 }
 
+/* A snapshot id member (absent: left ""). */
+static int snap_id_from_json(struct json_object *o, const char *key, char ret[SNAP_HEX_SIZE + 1])
+{
+        _cleanup_free_ char *id = NULL;
+        int r = bv_json_get_string(o, key, &id);
+
+        if (r < 0 || !id)
+                return r;
+        if (!bv_hex_is_lower(id, SNAP_HEX_SIZE) || id[SNAP_HEX_SIZE] != 0)
+                return -EBADMSG;
+        memcpy(ret, id, SNAP_HEX_SIZE + 1);
+        return 0;
+}
+
 /* The file identity (all four members, or none) and the reuse record. */
 static int identity_from_json(struct json_object *o, BvSnapshotSource *src)
 {
         BvSourceIdentity *id = &src->identity;
-        _cleanup_free_ char *reused = NULL;
         int r;
 
         if ((r = bv_json_get_u64(o, "dev", &id->dev)) < 0 || (r = bv_json_get_u64(o, "ino", &id->ino)) < 0 ||
             (r = bv_json_get_u64(o, "mtime_ns", &id->mtime_ns)) < 0 ||
             (r = bv_json_get_u64(o, "ctime_ns", &id->ctime_ns)) < 0 ||
             (r = bv_json_get_u64(o, "unread_backups", &src->unread_backups)) < 0 ||
-            (r = bv_json_get_string(o, "reused_from", &reused)) < 0)
+            (r = snap_id_from_json(o, "reused_from", src->reused_from)) < 0 ||
+            (r = snap_id_from_json(o, "changed_from", src->changed_from)) < 0 ||
+            (r = bv_json_get_u64(o, "changed_backups", &src->changed_backups)) < 0 ||
+            (r = bv_json_get_string(o, "changed_map", &src->changed_map)) < 0)
                 return r;
         src->has_identity = json_object_object_get_ex(o, "dev", NULL) && json_object_object_get_ex(o, "ino", NULL) &&
                             json_object_object_get_ex(o, "mtime_ns", NULL) &&
                             json_object_object_get_ex(o, "ctime_ns", NULL);
         id->size = src->size;
-        if (reused) {
-                if (!bv_hex_is_lower(reused, SNAP_HEX_SIZE) || reused[SNAP_HEX_SIZE] != 0)
-                        return -EBADMSG;
-                memcpy(src->reused_from, reused, SNAP_HEX_SIZE + 1);
-        }
         return 0;
 }
 

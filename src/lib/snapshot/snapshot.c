@@ -42,6 +42,7 @@ void bv_snapshot_source_done(BvSnapshotSource *s)
         free(s->host);
         free(s->abs_path);
         free(s->stable_name);
+        free(s->changed_map);
         bv_probe_done(&s->probe);
         *s = (BvSnapshotSource){};
 }

@@ -36,6 +36,12 @@ typedef struct BvSnapshotSource {
          * last one that read the source (0 for a backup that read it). */
         char reused_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
         uint64_t unread_backups;
+        /* A changed-block source: what tracked its changes ("qemu:dirty-bitmap:NAME"; NULL for
+         * none), the snapshot whose map filled the ranges it called unchanged ("" when the source
+         * was read whole), and how many backups in a row did so since the last whole read. */
+        char *changed_map;
+        char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        uint64_t changed_backups;
 } BvSnapshotSource;
 
 /* The one stats schema: a backup's counters, recorded in its snapshot and printed by backup,
@@ -52,6 +58,11 @@ typedef struct BvSnapshotStats {
         uint64_t chunks;        /* data chunks */
         uint64_t chunks_new;
         uint64_t packs;         /* packs written */
+        /* A whole read of a changed-block source checks its map: bytes of the parent's extents
+         * in ranges the map called unchanged that were compared, and of those, bytes that had
+         * changed all the same (the map was wrong). Recorded only when a check ran. */
+        uint64_t bytes_map_checked;
+        uint64_t bytes_map_wrong;
         double seconds;
 } BvSnapshotStats;
 

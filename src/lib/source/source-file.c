@@ -600,11 +600,7 @@ static int open_path(const char *path, bool want_direct, int *ret_fd, BvSourceKi
  * read_at), and whether the page cache can be asked. */
 static int setup_cache_reads(FileSource *s, const struct stat *st)
 {
-        s->identity = (BvSourceIdentity){
-                .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino, .size = (uint64_t)st->st_size,
-                .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
-                .ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec,
-        };
+        bv_source_identity_from_stat(st, &s->identity);
         s->probe_cache = true;
         s->cells = DIV_ROUND_UP(s->size, (uint64_t)s->read_size);
         s->cache_bits = calloc(DIV_ROUND_UP(s->cells, 8) ?: 1, 1);
@@ -641,6 +637,16 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
 
         if (!path || !ret)
                 return -EINVAL;
+        if (bv_source_is_nbd_uri(path))
+                return bv_source_open_nbd(path, opts, ret);
+        if (o.dirty_bitmap)
+                return -EINVAL; /* only an NBD export has one */
+        if (o.compare_with && o.thin_delta)
+                return -EINVAL;
+        if (o.compare_with)
+                return bv_source_open_compare(path, o.compare_with, &o, ret);
+        if (o.thin_delta)
+                return bv_source_open_thin_delta(path, o.thin_delta, &o, ret);
         if (o.read_size == 0)
                 o.read_size = DEFAULT_READ_SIZE;
         if (o.queue_depth == 0)

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "macro.h"
 #include "source.h"
@@ -58,13 +59,15 @@ const char *bv_source_kind_name(BvSourceKind k)
                 return "blockdev";
         case BV_SOURCE_STREAM:
                 return "stream";
+        case BV_SOURCE_NBD:
+                return "nbd";
         }
         return "unknown";
 }
 
 int bv_source_kind_from_name(const char *name, BvSourceKind *ret)
 {
-        for (BvSourceKind k = BV_SOURCE_FILE; k <= BV_SOURCE_STREAM; k++)
+        for (BvSourceKind k = BV_SOURCE_FILE; k <= BV_SOURCE_NBD; k++)
                 if (strcmp(name, bv_source_kind_name(k)) == 0) {
                         *ret = k;
                         return 0;
@@ -133,4 +136,76 @@ int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset)
         if (!s->ops->read_at)
                 return -EOPNOTSUPP;
         return s->ops->read_at(s->impl, buf, len, offset);
+}
+
+const char *bv_source_changed_map(const BvSource *s)
+{
+        return s->ops->changed_map ? s->ops->changed_map(s->impl) : NULL;
+}
+
+const char *bv_source_parent_map(const BvSource *s)
+{
+        const char *p = s->ops->parent_map ? s->ops->parent_map(s->impl) : NULL;
+
+        return p ?: bv_source_changed_map(s);
+}
+
+int bv_source_read_all(BvSource *s)
+{
+        if (!s->ops->read_all)
+                return -EOPNOTSUPP;
+        return s->ops->read_all(s->impl);
+}
+
+void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count)
+{
+        *ret = NULL;
+        *ret_count = 0;
+        if (s->ops->unchanged_ranges)
+                s->ops->unchanged_ranges(s->impl, ret, ret_count);
+}
+
+bool bv_source_is_nbd_uri(const char *path)
+{
+        static const char *const schemes[] = { "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://",
+                                               "nbds+vsock://" };
+
+        for (size_t i = 0; i < ELEMENTSOF(schemes); i++)
+                if (strncmp(path, schemes[i], strlen(schemes[i])) == 0)
+                        return true;
+        return false;
+}
+
+int bv_source_base_identity(const BvSource *s, BvSourceIdentity *ret)
+{
+        if (!s->ops->base_identity)
+                return -EOPNOTSUPP;
+        return s->ops->base_identity(s->impl, ret);
+}
+
+void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret)
+{
+        *ret = (BvSourceIdentity){
+                .dev = (uint64_t)st->st_dev, .ino = (uint64_t)st->st_ino, .size = (uint64_t)st->st_size,
+                .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
+                .ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec,
+        };
+}
+
+int bv_range_append(BvRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length)
+{
+        if (*n > 0 && (*v)[*n - 1].offset + (*v)[*n - 1].length == offset) {
+                (*v)[*n - 1].length += length;
+                return 0;
+        }
+        if (*n == *cap) {
+                size_t c = MAX(*cap * 2, (size_t)64);
+                void *p = reallocarray(*v, c, sizeof(BvRange));
+                if (!p)
+                        return -ENOMEM;
+                *v = p;
+                *cap = c;
+        }
+        (*v)[(*n)++] = (BvRange){ offset, length };
+        return 0;
 }

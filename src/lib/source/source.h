@@ -19,6 +19,7 @@ typedef enum {
         BV_SOURCE_FILE = 1,
         BV_SOURCE_BLOCKDEV = 2,
         BV_SOURCE_STREAM = 3,
+        BV_SOURCE_NBD = 4, /* an NBD export, by URI (source-nbd.c) */
 } BvSourceKind;
 
 typedef struct BvSourceOptions {
@@ -26,7 +27,19 @@ typedef struct BvSourceOptions {
         unsigned queue_depth; /* reads in flight; default 8, at most 256 */
         bool no_direct;       /* never O_DIRECT */
         bool no_uring;        /* force the pread path */
+        const char *dirty_bitmap; /* NBD: follow qemu's dirty bitmap of this name (NULL: none) */
+        const char *compare_with; /* a regular file: its previous version, a reflink copy (NULL: none) */
+        const char *thin_delta;   /* thin_delta's XML: only its changed ranges are read (NULL: none) */
 } BvSourceOptions;
+
+/* A range of the image. */
+typedef struct BvRange {
+        uint64_t offset, length;
+} BvRange;
+
+/* Appends a range to a growing array (*cap entries allocated), merged with the last one when it
+ * ends where this one starts. 0 or -ENOMEM. */
+int bv_range_append(BvRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length);
 
 typedef struct BvSource BvSource;
 
@@ -58,7 +71,21 @@ typedef struct BvSourceOps {
         bool (*uses_uring)(void *impl);
         bool (*uses_direct)(void *impl);
         int (*identity)(void *impl, BvSourceIdentity *ret); /* regular files: 0, else -EOPNOTSUPP */
+        /* A changed-block source whose map is relative to another file (its previous version):
+         * that file's identity, which the parent snapshot must have recorded. */
+        int (*base_identity)(void *impl, BvSourceIdentity *ret);
         void (*read_stats)(void *impl, BvSourceReadStats *ret);
+        /* A changed-block source: the name of what tracks its changes (for example
+         * "qemu:dirty-bitmap:NAME"), which the snapshot records; NULL for none. */
+        const char *(*changed_map)(void *impl);
+        /* The changed_map the parent snapshot must have recorded (NULL: changed_map itself): a
+         * thin delta is from the device the parent read to the one read now. */
+        const char *(*parent_map)(void *impl);
+        /* Called before the first next() when the parent cannot be paired with the map: deliver
+         * everything (no UNCHANGED extents), and remember the ranges the map calls unchanged. */
+        int (*read_all)(void *impl);
+        /* After read_all and the last next(): the ranges the map called unchanged, in order. */
+        void (*unchanged_ranges)(void *impl, const BvRange **ret, size_t *ret_count);
         uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         void (*free)(void *impl);
 } BvSourceOps;
@@ -67,7 +94,9 @@ typedef struct BvSourceOps {
  * the snapshot records. 0 or -ENOMEM (then impl is not freed). */
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret);
 
-/* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe. opts may be NULL for the defaults.
+/* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe;
+ * an NBD URI opens with bv_source_open_nbd, opts->compare_with with bv_source_open_compare and
+ * opts->thin_delta with bv_source_open_thin_delta. opts may be NULL for the defaults.
  * Errors: -ENOENT etc. from stat/open, -EISDIR for a directory, -ENODEV for a character device
  * or socket, -EINVAL for bad options. */
 int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
@@ -89,6 +118,45 @@ int bv_source_identity(const BvSource *s, BvSourceIdentity *ret);
 uint64_t bv_source_work(const BvSource *s);
 /* Zeroes when the source does not tell. */
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
+
+/* A changed-block source's map name (NULL for other sources); bv_source_read_all makes it read
+ * everything (-EOPNOTSUPP for other sources), after which bv_source_unchanged_ranges gives what
+ * the map called unchanged (none for other sources). */
+const char *bv_source_changed_map(const BvSource *s);
+/* What the parent must have recorded as its changed_map to be paired (see BvSourceOps). */
+const char *bv_source_parent_map(const BvSource *s);
+int bv_source_read_all(BvSource *s);
+void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count);
+
+/* The identity of the previous version a changed-block source compares with: -EOPNOTSUPP for
+ * sources that compare with none. */
+int bv_source_base_identity(const BvSource *s, BvSourceIdentity *ret);
+struct stat;
+void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret);
+
+/* The regular file at path, compared with compare_with, its previous version kept as a reflink
+ * copy or in a btrfs snapshot: ranges where FIEMAP shows both files share their blocks are
+ * delivered as UNCHANGED, the rest is read (holes are not). Errors: those of open, -EINVAL when
+ * either is not a regular file or both are the same file, -EOPNOTSUPP when the filesystem has
+ * no FIEMAP. opts may be NULL. */
+int bv_source_open_compare(const char *path, const char *compare_with, const BvSourceOptions *opts, BvSource **ret);
+
+/* The file or block device at path, read where the thin_delta XML at delta_path (thin_delta
+ * --snap1 OLD --snap2 NEW, NEW being what path holds) says it changed; the rest is delivered as
+ * UNCHANGED. Its changed_map is "lvm-thin:NEW", and the parent must have recorded "lvm-thin:OLD".
+ * Errors: those of open and of reading delta_path, -EBADMSG when delta_path is not thin_delta's
+ * output, -EINVAL for another kind of file. */
+int bv_source_open_thin_delta(const char *path, const char *delta_path, const BvSourceOptions *opts,
+                              BvSource **ret);
+
+/* Whether path is an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, nbd+vsock://). */
+bool bv_source_is_nbd_uri(const char *path);
+/* The export at an NBD URI, read with libnbd: queue_depth reads in flight on one connection,
+ * ranges the server reports as zero (base:allocation) never read, and with dirty_bitmap only the
+ * ranges qemu's bitmap marks dirty read (the rest delivered as UNCHANGED). Errors: the
+ * connection's errno (-ECONNREFUSED, -ENOENT ...), -EINVAL for a bad URI or options, -ENOMSG
+ * when the server does not export the dirty bitmap. */
+int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **ret);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
 int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);

@@ -52,8 +52,15 @@ static int pack_cmp(const void *a, const void *b)
         return memcmp(a, b, IDX_PACK_SIZE);
 }
 
-/* The sorted union of the segments' pack tables, and each cursor's remapping into it. */
-static int merge_packs(Cursor *cur, size_t k, uint8_t (**ret_packs)[IDX_PACK_SIZE], uint32_t *ret_n)
+static bool pack_dropped(const uint8_t (*drop)[IDX_PACK_SIZE], size_t ndrop, const uint8_t *id)
+{
+        return ndrop > 0 && bsearch(id, drop, ndrop, IDX_PACK_SIZE, pack_cmp);
+}
+
+/* The sorted union of the segments' pack tables (without the ndrop sorted packs of drop), and
+ * each cursor's remapping into it (UINT32_MAX for a dropped pack). */
+static int merge_packs(Cursor *cur, size_t k, const uint8_t (*drop)[IDX_PACK_SIZE], size_t ndrop,
+                       uint8_t (**ret_packs)[IDX_PACK_SIZE], uint32_t *ret_n)
 {
         _cleanup_free_ uint8_t(*packs)[IDX_PACK_SIZE] = NULL;
         uint64_t total = 0;
@@ -74,7 +81,8 @@ static int merge_packs(Cursor *cur, size_t k, uint8_t (**ret_packs)[IDX_PACK_SIZ
         total = n;
         n = 0;
         for (size_t i = 0; i < total; i++)
-                if (n == 0 || memcmp(packs[n - 1], packs[i], IDX_PACK_SIZE) != 0)
+                if ((n == 0 || memcmp(packs[n - 1], packs[i], IDX_PACK_SIZE) != 0) &&
+                    !pack_dropped(drop, ndrop, packs[i]))
                         memmove(packs[n++], packs[i], IDX_PACK_SIZE);
 
         for (size_t i = 0; i < k; i++) {
@@ -86,7 +94,7 @@ static int merge_packs(Cursor *cur, size_t k, uint8_t (**ret_packs)[IDX_PACK_SIZ
                 for (uint32_t j = 0; j < s->npacks; j++) {
                         const uint8_t(*p)[IDX_PACK_SIZE] =
                                 bsearch(s->packs + (size_t)j * IDX_PACK_SIZE, packs, n, IDX_PACK_SIZE, pack_cmp);
-                        cur[i].remap[j] = (uint32_t)(p - packs);
+                        cur[i].remap[j] = p ? (uint32_t)(p - packs) : UINT32_MAX;
                 }
         }
         *ret_packs = TAKE_PTR(packs);
@@ -94,7 +102,26 @@ static int merge_packs(Cursor *cur, size_t k, uint8_t (**ret_packs)[IDX_PACK_SIZ
         return 0;
 }
 
-static int merge_run(Cursor *cur, size_t k, SegWriter *w)
+/* gc's compaction: entries located in one of the sorted packs go to the list instead. */
+typedef struct MergeDrop {
+        const uint8_t (*packs)[IDX_PACK_SIZE];
+        size_t n;
+        SegWriter list;
+} MergeDrop;
+
+static int merge_add(SegWriter *w, MergeDrop *drop, const Cursor *c, const uint8_t *e)
+{
+        uint32_t pack = c->remap[get_le32(e + E_PACK)];
+        if (pack == UINT32_MAX) { /* a dropped pack's entry */
+                const uint8_t *id = c->seg->packs + (size_t)get_le32(e + E_PACK) * IDX_PACK_SIZE;
+                const uint8_t(*p)[IDX_PACK_SIZE] = bsearch(id, drop->packs, drop->n, IDX_PACK_SIZE, pack_cmp);
+                return seg_writer_add(&drop->list, e, (uint32_t)(p - drop->packs), get_le32(e + E_OFFSET),
+                                      get_le32(e + E_LENGTH), e[E_TYPE], e[E_MEMBER]);
+        }
+        return seg_writer_add(w, e, pack, get_le32(e + E_OFFSET), get_le32(e + E_LENGTH), e[E_TYPE], e[E_MEMBER]);
+}
+
+static int merge_run(Cursor *cur, size_t k, SegWriter *w, MergeDrop *drop)
 {
         _cleanup_free_ Cursor **heap = calloc(k, sizeof(Cursor *));
         uint8_t last[BV_ID_SIZE];
@@ -120,8 +147,7 @@ static int merge_run(Cursor *cur, size_t k, SegWriter *w)
 
                 /* Equal ids pop newest first: the first one is kept. */
                 if (!have_last || id_cmp(last, e) != 0) {
-                        r = seg_writer_add(w, e, c->remap[get_le32(e + E_PACK)], get_le32(e + E_OFFSET),
-                                           get_le32(e + E_LENGTH), e[E_TYPE], e[E_MEMBER]);
+                        r = merge_add(w, drop, c, e);
                         if (r < 0)
                                 return r;
                         memcpy(last, e, BV_ID_SIZE);
@@ -137,8 +163,9 @@ static int merge_run(Cursor *cur, size_t k, SegWriter *w)
         return 0;
 }
 
-/* Merges every segment of x->segs into one new segment. Caller holds update_mutex. */
-static int index_merge(BvIndex *x, Segment **ret)
+/* Merges every segment of x->segs into one new segment (with drop: without the entries of its
+ * packs, which go to its list, finished first). Caller holds update_mutex. */
+static int index_merge(BvIndex *x, MergeDrop *drop, uint64_t list_generation, Segment **ret_list, Segment **ret)
 {
         const SegArray *in = x->segs;
         _cleanup_free_ Cursor *cur = calloc(in->n, sizeof(Cursor));
@@ -160,15 +187,19 @@ static int index_merge(BvIndex *x, Segment **ret)
                         goto free_cursors;
                 }
         }
-        r = merge_packs(cur, in->n, &packs, &npacks);
+        r = merge_packs(cur, in->n, drop ? drop->packs : NULL, drop ? drop->n : 0, &packs, &npacks);
         if (r < 0)
                 goto free_cursors;
         r = seg_writer_begin(&w, x->dirfd, total, (const uint8_t(*)[IDX_PACK_SIZE])packs, npacks);
         if (r < 0)
                 goto free_cursors;
-        r = merge_run(cur, in->n, &w);
+        r = merge_run(cur, in->n, &w, drop);
+        if (r >= 0 && drop)
+                r = seg_writer_finish(&drop->list, list_generation, ret_list);
         if (r < 0) {
                 seg_writer_abort(&w);
+                if (drop)
+                        seg_writer_abort(&drop->list);
                 goto free_cursors;
         }
         /* The newest input's generation: the merged segment stands where its inputs stood. */
@@ -182,18 +213,51 @@ free_cursors:
         return r;
 }
 
+static int index_replace(BvIndex *x, Segment *merged);
+
 int bv_index_compact(BvIndex *x, unsigned max_segments)
 {
         Segment *merged = NULL;
-        SegArray *a;
         int r;
 
         BV_LOCK_GUARD(&x->update_mutex);
         if (x->segs->n <= max_segments || x->segs->n < 2)
                 return 0;
-        r = index_merge(x, &merged);
+        r = index_merge(x, NULL, 0, NULL, &merged);
         if (r < 0)
                 return r;
+        return index_replace(x, merged);
+}
+
+int bv_index_compact_drop(BvIndex *x, const uint8_t (*packs)[BV_PACK_ID_SIZE], size_t npacks, uint64_t list_max,
+                          int list_dirfd, uint64_t list_generation, char ret_list_name[BV_INDEX_NAME_MAX])
+{
+        Segment *merged = NULL, *list = NULL;
+        MergeDrop drop = { .packs = packs, .n = npacks };
+        int r;
+
+        if (npacks >= UINT32_MAX)
+                return -E2BIG;
+        BV_LOCK_GUARD(&x->update_mutex);
+        r = seg_writer_begin(&drop.list, list_dirfd, list_max, packs, (uint32_t)npacks);
+        if (r < 0)
+                return r;
+        r = index_merge(x, &drop, list_generation, &list, &merged);
+        if (r < 0) {
+                seg_writer_abort(&drop.list);
+                return r;
+        }
+        snprintf(ret_list_name, BV_INDEX_NAME_MAX, "%s", list->name);
+        segment_free(list);
+        return index_replace(x, merged);
+}
+
+/* Unlinks the inputs of a merge and publishes its output in their place. */
+static int index_replace(BvIndex *x, Segment *merged)
+{
+        SegArray *a;
+        int r = 0;
+
         a = segarray_new(1);
         if (!a) {
                 segment_free(merged); /* the file stays: duplicates are harmless */

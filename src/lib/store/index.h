@@ -89,6 +89,38 @@ int bv_index_compact(BvIndex *x, unsigned max_segments);
 
 int bv_index_stats(BvIndex *x, BvIndexStats *ret);
 
+/*
+ * Garbage collection (index-gc.c, docs/LIFECYCLE.md). Positions number the entries of the
+ * segments loaded now, [0, bv_index_positions()): segments newest first, entries in order; they
+ * hold until the index is refreshed or compacted. Unflushed entries have none.
+ */
+uint64_t bv_index_positions(BvIndex *x);
+/* bv_index_lookup through the mappings, with the winning entry's position. */
+int bv_index_lookup_position(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocation *ret, uint64_t *ret_pos);
+/* Calls cb for every entry of every segment in id order (streaming, with pread); winner: the
+ * entry a lookup returns for its id. A negative return stops the walk and is returned. */
+typedef int (*bv_index_walk_fn)(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, uint64_t pos, bool winner,
+                                void *userdata);
+int bv_index_walk(BvIndex *x, bv_index_walk_fn cb, void *userdata);
+/* Merges every segment into one without the entries located in packs (sorted): those (at most
+ * list_max) go to a condemned list, a segment file written first, durably, in list_dirfd with
+ * the pack table packs and generation list_generation, named in ret_list_name. Then the merged
+ * segment is made durable and its inputs unlinked. */
+int bv_index_compact_drop(BvIndex *x, const uint8_t (*packs)[BV_PACK_ID_SIZE], size_t npacks, uint64_t list_max,
+                          int list_dirfd, uint64_t list_generation, char ret_list_name[BV_INDEX_NAME_MAX]);
+
+/* A condemned list read back (mapped). */
+typedef struct BvIndexList BvIndexList;
+int bv_index_list_open(int dirfd, const char *name, BvIndexList **ret);
+void bv_index_list_free(BvIndexList *l);
+uint64_t bv_index_list_generation(const BvIndexList *l);
+uint64_t bv_index_list_count(const BvIndexList *l);
+size_t bv_index_list_packs(const BvIndexList *l, const uint8_t (**ret)[BV_PACK_ID_SIZE]);
+/* Entry i (< count), -EBADMSG for a pack position out of range. */
+int bv_index_list_entry(const BvIndexList *l, uint64_t i, uint8_t ret_id[BV_ID_SIZE], BvLocation *ret);
+/* -ENOENT if absent; *ret_entry: its number in the list. */
+int bv_index_list_find(const BvIndexList *l, const uint8_t id[BV_ID_SIZE], BvLocation *ret, uint64_t *ret_entry);
+
 /* Checks every segment's checksum and ordering; calls cb for each entry (for verify). */
 int bv_index_check(BvIndex *x, int (*cb)(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, void *ud),
                    void *userdata);

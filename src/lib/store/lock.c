@@ -3,7 +3,9 @@
  * Repository locks with flock(2): the kernel drops a lock when the last fd of its open file
  * description closes, so a crashed or killed process never leaves one behind. The lock
  * files are opened read-only (flock needs no write access), so a reader can lock a
- * repository on a read-only mount once the files exist.
+ * repository on a read-only mount once the files exist: a writer creates the readers' file
+ * too, so that a repository only ever backed up into (a drive of the appliance) can be read
+ * from a read-only mount (a restore-only target).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +81,13 @@ int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
                 fd = read_lock_readonly(repo_dirfd, fd);
         if (fd < 0)
                 return fd;
+        if (kind == BV_LOCK_WRITE) {
+                /* the readers' lock file, for later readers on a read-only mount */
+                int gc = lock_open(repo_dirfd, "locks/gc");
+                if (gc < 0)
+                        return gc;
+                safe_close(gc);
+        }
         if (!wait)
                 op |= LOCK_NB;
         while (flock(fd, op) < 0) {

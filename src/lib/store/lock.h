@@ -3,10 +3,11 @@
 
 /*
  * Repository locks: flock(2) on files in locks/, so a killed process never leaves one stuck.
- *   BV_LOCK_WRITE   exclusive on locks/write: one writer (backup, key change, compaction)
- *   BV_LOCK_READ    shared on locks/gc: readers (restore, verify, NBD export); garbage
- *                   collection takes it exclusively, so it never removes what is being read
- *   BV_LOCK_GC      exclusive on locks/gc
+ *   BV_LOCK_WRITE   exclusive on locks/write: one writer (backup, key change)
+ *   BV_LOCK_READ    shared on locks/gc: only readers that cannot write a lease (a read-only
+ *                   mount); every other reader holds a lease instead (repo/lease.h)
+ *   BV_LOCK_GC      exclusive on locks/gc: garbage collection and index compaction, one at a
+ *                   time
  * Readers never block on the writer.
  */
 

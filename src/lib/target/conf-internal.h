@@ -11,6 +11,7 @@ typedef enum ConfKind {
         CONF_TARGET,
         CONF_JOB,
         CONF_EXPORT,
+        CONF_GLOBAL,
 } ConfKind;
 
 /* The section being filled: its kind and its index in the config's array of that kind. */

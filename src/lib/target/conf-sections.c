@@ -10,12 +10,16 @@ static const char *const kind_names[] = {
         [CONF_TARGET] = "target",
         [CONF_JOB] = "job",
         [CONF_EXPORT] = "export",
+        [CONF_GLOBAL] = "global",
 };
 
-enum { T_UUID, T_KEY_FILE, T_REPOSITORY, T_MODE, T_POWER_OFF, T_LUKS, T_FS_OPTIONS };
+enum { T_UUID, T_KEY_FILE, T_REPOSITORY, T_MODE, T_POWER_OFF, T_LUKS, T_FS_OPTIONS, T_ON_SUCCESS, T_ON_FAILURE };
 static const char *const target_keys[] = {
-        "uuid", "key-file", "repository", "mode", "power-off", "luks", "fs-options", NULL,
+        "uuid", "key-file", "repository", "mode", "power-off", "luks", "fs-options", "on-success", "on-failure", NULL,
 };
+
+enum { G_ON_SUCCESS, G_ON_FAILURE };
+static const char *const global_keys[] = { "on-success", "on-failure", NULL };
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
@@ -37,6 +41,7 @@ static const char *const *const kind_keys[] = {
         [CONF_TARGET] = target_keys,
         [CONF_JOB] = job_keys,
         [CONF_EXPORT] = export_keys,
+        [CONF_GLOBAL] = global_keys,
 };
 
 /* Letters, digits, '.', '_' and '-', not starting with '.' or '-': names become parts of unit
@@ -60,6 +65,8 @@ static const char *entity_name(const BvConfig *c, const ConfSection *s)
                 return c->jobs[s->index].name;
         case CONF_EXPORT:
                 return c->exports[s->index].name;
+        case CONF_GLOBAL:
+                return "";
         default:
                 return NULL;
         }
@@ -112,15 +119,24 @@ int conf_section_open(BvConfig *c, const char *file, unsigned line, const char *
         *ret = (ConfSection){ .kind = CONF_INVALID };
         if (!*header)
                 return 0; /* keys before any section: each is reported by conf_section_set */
+        if (strcmp(header, "global") == 0) {
+                if (c->global_where.file)
+                        return conf_error(c, file, line, "[global] is defined twice (first at %s:%u)",
+                                          c->global_where.file, c->global_where.line);
+                c->global_where = (BvConfWhere){ file, line };
+                *ret = (ConfSection){ .kind = CONF_GLOBAL };
+                return 0;
+        }
         size_t klen = strcspn(header, " \t");
         const char *name = header + klen + strspn(header + klen, " \t");
         ConfKind kind = CONF_NONE;
         for (ConfKind k = CONF_TARGET; k <= CONF_EXPORT; k++)
                 if (strlen(kind_names[k]) == klen && strncmp(header, kind_names[k], klen) == 0)
                         kind = k;
-        if (kind == CONF_NONE)
+        if (kind == CONF_NONE || kind == CONF_GLOBAL)
                 return conf_error(c, file, line,
-                                  "unknown section [%s] (expected [target NAME], [job NAME] or [export NAME])",
+                                  "unknown section [%s] (expected [global], [target NAME], [job NAME] or "
+                                  "[export NAME])",
                                   header);
         if (!*name)
                 return conf_error(c, file, line, "[%s] needs a name, as in [%s NAME]", header, kind_names[kind]);
@@ -270,6 +286,10 @@ static int set_target_key(const Ctx *x, BvConfTarget *t, int key, const char *va
                 return set_bool(x, value, &t->power_off);
         case T_LUKS:
                 return set_bool(x, value, &t->luks);
+        case T_ON_SUCCESS:
+                return set_string(x, value, &t->on_success);
+        case T_ON_FAILURE:
+                return set_string(x, value, &t->on_failure);
         default:
                 return set_string(x, value, &t->fs_options);
         }
@@ -320,6 +340,11 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
         };
         switch (key) {
         case J_SOURCE:
+                if (strncmp(value, "command:", 8) == 0) {
+                        if (!value[8 + strspn(value + 8, " \t")])
+                                return conf_error(x->c, x->file, x->line, "source = command: names no command");
+                        return set_string(x, value, &j->source);
+                }
                 return set_absolute(x, value, &j->source);
         case J_SNAPSHOT:
                 return set_bool(x, value, &j->snapshot);
@@ -371,16 +396,16 @@ int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned lin
 {
         if (s->kind == CONF_INVALID)
                 return conf_error(c, file, line, "'%s' is outside of any section", key);
-        const char *kind = kind_names[s->kind], *name = entity_name(c, s);
+        const char *kind = kind_names[s->kind], *name = entity_name(c, s), *sp = *name ? " " : "";
         int k = -1;
         for (int i = 0; kind_keys[s->kind][i]; i++)
                 if (strcmp(kind_keys[s->kind][i], key) == 0)
                         k = i;
         if (k < 0)
-                return conf_error(c, file, line, "unknown key '%s' in [%s %s]", key, kind, name);
+                return conf_error(c, file, line, "unknown key '%s' in [%s%s%s]", key, kind, sp, name);
         if (s->seen[k])
-                return conf_error(c, file, line, "'%s' is set twice in [%s %s] (first on line %u)", key, kind, name,
-                                  s->seen[k]);
+                return conf_error(c, file, line, "'%s' is set twice in [%s%s%s] (first on line %u)", key, kind, sp,
+                                  name, s->seen[k]);
         s->seen[k] = line;
         if (!*value)
                 return conf_error(c, file, line, "'%s' has no value", key);
@@ -389,6 +414,8 @@ int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned lin
                 return set_target_key(&x, &c->targets[s->index], k, value);
         if (s->kind == CONF_JOB)
                 return set_job_key(&x, &c->jobs[s->index], k, value);
+        if (s->kind == CONF_GLOBAL)
+                return set_string(&x, value, k == G_ON_SUCCESS ? &c->on_success : &c->on_failure);
         return set_export_key(&x, &c->exports[s->index], k, value);
 }
 
@@ -422,7 +449,7 @@ static int finish_job(BvConfig *c, BvConfJob *j)
                 r = conf_error(c, f, l, "[job %s] has no source (set source = PATH or command = COMMAND)", j->name);
         else if (j->source && j->command)
                 r = conf_error(c, f, l, "[job %s] has both source and command (set one)", j->name);
-        else if (j->command && j->snapshot)
+        else if ((j->command || strncmp(j->source, "command:", 8) == 0) && j->snapshot)
                 r = conf_error(c, f, l, "[job %s]: snapshot = yes needs a source that is an LVM logical volume, "
                                "not a command", j->name);
         for (size_t i = 0; r >= 0 && i < j->n_targets; i++)

@@ -295,6 +295,7 @@ void bv_conf_free(BvConfig *c)
         for (size_t i = 0; i < c->n_targets; i++) {
                 BvConfTarget *t = &c->targets[i];
                 free(t->name), free(t->uuid), free(t->key_file), free(t->repository), free(t->fs_options);
+                free(t->on_success), free(t->on_failure);
         }
         for (size_t i = 0; i < c->n_jobs; i++) {
                 BvConfJob *j = &c->jobs[i];
@@ -314,6 +315,7 @@ void bv_conf_free(BvConfig *c)
         free(c->exports);
         free(c->errors);
         conf_free_strv(c->files, c->n_files);
+        free(c->on_success), free(c->on_failure);
         free(c);
 }
 

@@ -6,8 +6,9 @@
  * /etc/blkvault/conf.d/NAME.conf in name order, INI files (parsed with inih) with three kinds of
  * section:
  *
+ *   [global]       on-success, on-failure: the commands of every run (unless a target has its own)
  *   [target NAME]  a registered drive: uuid, key-file, repository, mode, power-off, luks,
- *                  fs-options
+ *                  fs-options, on-success, on-failure
  *   [job NAME]     what to back up: source or command, snapshot, targets, schedule, keep-*,
  *                  pre, post, max-age, on-success, on-failure
  *   [export NAME]  an NBD export (blkvault-nbd@NAME.service): repository, snapshot,
@@ -59,6 +60,7 @@ typedef struct BvConfTarget {
         bool power_off;
         bool luks;              /* default yes */
         char *fs_options;       /* extra mount options, or NULL */
+        char *on_success, *on_failure; /* after a run of the drive (else [global]'s) */
 } BvConfTarget;
 
 /* Retention: a count of -1 is "not set". */
@@ -70,7 +72,8 @@ typedef struct BvConfRetention {
 typedef struct BvConfJob {
         char *name;
         BvConfWhere where;
-        char *source;           /* a block device, an image file or an LVM logical volume; or NULL */
+        char *source;           /* a block device, an image file, an LVM logical volume or
+                                 * "command:CMD"; or NULL */
         char *command;          /* or a command whose standard output is the image */
         bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
         bool any_target;        /* targets = any (the default) */
@@ -104,6 +107,8 @@ typedef struct BvConfig {
         size_t n_exports;
         BvConfError *errors;
         size_t n_errors;
+        BvConfWhere global_where; /* the [global] line, file NULL when there is none */
+        char *on_success, *on_failure; /* [global] */
 } BvConfig;
 
 /* The main file to read: path if given, else $BLKVAULT_CONFIG if set, else the default. The

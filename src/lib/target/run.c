@@ -11,7 +11,12 @@
 
 #include "backup.h"
 #include "drive.h"
+#include "gc.h"
+#include "hooks.h"
+#include "jobsource.h"
 #include "macro.h"
+#include "power.h"
+#include "prune.h"
 #include "repo.h"
 #include "run.h"
 #include "verify.h"
@@ -29,41 +34,134 @@ static bool keeps_anything(const BvConfRetention *k)
                k->yearly >= 0 || k->within > 0;
 }
 
-/* One job into the repository at repo_path: backup, then verify what it wrote. */
-static void run_job(const BvConfTarget *t, const char *repo_path, const volatile sig_atomic_t *cancel,
-                    BvTargetRunJob *rj)
+/* The job's retention: prune its snapshots, then gc (locks/gc: waits for another gc). */
+static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob *rj)
+{
+        const BvConfRetention *k = &rj->job->keep;
+        BvPolicy p = { .last = MAX(k->last, 0), .hourly = MAX(k->hourly, 0), .daily = MAX(k->daily, 0),
+                       .weekly = MAX(k->weekly, 0), .monthly = MAX(k->monthly, 0), .yearly = MAX(k->yearly, 0),
+                       .within = (int64_t)MIN(k->within, (uint64_t)INT64_MAX) };
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        BvSecret secret = { .key_file = t->key_file };
+        _cleanup_free_ BvPruneItem *items = NULL;
+        size_t n = 0;
+        int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
+        if (r >= 0)
+                r = bv_prune(repo, &p, rj->job->name, false, &items, &n);
+        if (r < 0) {
+                rj->step = "prune", rj->result = r;
+                return;
+        }
+        rj->pruned = true;
+        rj->forgotten = (size_t)r, rj->kept = n - (size_t)r;
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st;
+        r = bv_gc(repo, &o, &st);
+        if (r < 0) {
+                rj->step = "gc", rj->result = r;
+                return;
+        }
+        rj->packs_deleted = st.packs_deleted, rj->bytes_deleted = st.bytes_deleted;
+}
+
+/* The first line of a program's output, without leading blanks (LVM indents its messages). */
+static void first_line(const char *out, char *buf, size_t size)
+{
+        out += strspn(out, " \t\n");
+        snprintf(buf, size, "%.*s", (int)strcspn(out, "\n"), out);
+}
+
+/* The job's source into the repository at repo_path, verify what it wrote, then prune by its
+ * retention. */
+static void backup_job(const BvConfTarget *t, const char *repo_path, const char *const vars[], BvTargetRunJob *rj)
 {
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         BvSecret secret = { .key_file = t->key_file };
         BvBackupStats stats = {};
         BvVerifyStats vs = {};
+        BvJobSource *js = NULL;
+        char out[1024];
 
-        if (!rj->job->source) {
-                rj->step = "backup", rj->result = -EOPNOTSUPP; /* command sources: not yet */
-                return;
-        }
         int r = bv_repo_open(repo_path, &secret, BV_OPEN_WRITE | BV_OPEN_WAIT, &repo);
         if (r < 0) {
                 rj->step = "open", rj->result = r;
                 return;
         }
-        BvBackupOptions opts = { .name = rj->job->name, .cancel = cancel };
-        r = bv_backup_path(repo, rj->job->source, &opts, &stats);
+        r = bv_job_source_open(rj->job, vars, &js, &rj->status, out, sizeof(out));
+        if (r == -ECHILD)
+                first_line(out, rj->detail, sizeof(rj->detail));
         if (r < 0) {
-                rj->step = "backup", rj->result = r;
+                rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
+                return;
+        }
+        BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled };
+        r = bv_backup(repo, bv_job_source(js), &opts, &stats);
+        int q = bv_job_source_close(js, &rj->status, out, sizeof(out));
+        if (q == -ECHILD && rj->job->snapshot)
+                first_line(out, rj->detail, sizeof(rj->detail));
+        if (r < 0) {
+                rj->step = r == -ECHILD ? "command" : "backup", rj->result = r;
                 return;
         }
         snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", stats.snapshot_id);
         rj->size = stats.size, rj->bytes_new = stats.counts.bytes_new;
+        if (q < 0) {
+                rj->step = rj->job->snapshot ? "snapshot removal" : "command", rj->result = q;
+                return;
+        }
         r = bv_verify(repo, stats.snapshot_id, true, count_problem, &rj->problems, &vs);
         if (r >= 0 && rj->problems > 0)
                 r = -EBADMSG;
-        if (r < 0)
+        if (r < 0) {
                 rj->step = "verify", rj->result = r;
+                return;
+        }
+        if (keeps_anything(&rj->job->keep)) {
+                bv_repo_close(TAKE_PTR(repo));
+                prune_job(t, repo_path, rj);
+        }
+}
+
+/* A hook of the job: 0, or -ECHILD with its exit status. */
+static int job_hook(const char *cmd, const char *const vars[], BvTargetRunJob *rj)
+{
+        int r = bv_hook_run(cmd, vars);
+        if (r > 0)
+                return rj->status = r, -ECHILD;
+        return r;
+}
+
+/* One job: pre, the backup (when pre succeeded), post (whatever the backup did, with its result
+ * in BLKVAULT_RESULT). */
+static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob *rj)
+{
+        _cleanup_free_ char *vj = NULL, *vt = NULL, *vr = NULL;
+        if (asprintf(&vj, "BLKVAULT_JOB=%s", rj->job->name) < 0 || asprintf(&vt, "BLKVAULT_TARGET=%s", t->name) < 0) {
+                rj->step = "pre", rj->result = -ENOMEM;
+                return;
+        }
+        const char *vars[] = { vj, vt, NULL, NULL };
+        int r = rj->job->pre ? job_hook(rj->job->pre, vars, rj) : 0;
+        if (r < 0) {
+                rj->step = "pre", rj->result = r;
+                return;
+        }
+        backup_job(t, repo_path, vars, rj);
+        if (!rj->job->post)
+                return;
+        if (asprintf(&vr, "BLKVAULT_RESULT=%s", rj->result < 0 ? "failed" : "ok") < 0)
+                vr = NULL;
+        vars[2] = vr;
+        int status = 0;
+        r = bv_hook_run(rj->job->post, vars);
+        if (r > 0)
+                status = r, r = -ECHILD;
+        if (r < 0 && rj->result >= 0)
+                rj->step = "post", rj->result = r, rj->status = status;
 }
 
 static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, const char *only_job,
-                    const volatile sig_atomic_t *cancel, BvTargetRun *run)
+                    BvTargetRun *run)
 {
         _cleanup_free_ char *repo_path = NULL;
         if (asprintf(&repo_path, "%s/%s", mnt, t->repository) < 0)
@@ -74,23 +172,23 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
         for (size_t i = 0; i < c->n_jobs; i++) {
                 if (!bv_conf_job_wants(&c->jobs[i], t->name) || (only_job && strcmp(c->jobs[i].name, only_job) != 0))
                         continue;
-                if (cancel && *cancel) {
+                if (bv_job_cancelled()) {
                         run->cancelled = true;
                         break;
                 }
                 BvTargetRunJob *rj = &run->jobs[run->n_jobs++];
                 rj->job = &c->jobs[i];
-                run_job(t, repo_path, cancel, rj);
+                run_job(t, repo_path, rj);
                 run->bytes_new += rj->bytes_new;
                 run->n_failed += rj->result < 0;
-                run->prune_unavailable |= keeps_anything(&rj->job->keep);
+                run->cancelled |= bv_job_cancelled(); /* also while the last job ran */
         }
         return 0;
 }
 
 /* Mounted: the jobs (none for a restore-only drive), then the unmount. */
 static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsdev, const char *mnt,
-                       const char *only_job, const volatile sig_atomic_t *cancel, BvTargetRun *run)
+                       const char *only_job, BvTargetRun *run)
 {
         BvDriveProbe pr;
         bool ro = t->mode == BV_TARGET_RESTORE_ONLY;
@@ -106,8 +204,7 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
                 rmdir(mnt);
                 return run->step = "mount", r;
         }
-        r = ro ? 0 : run_jobs(c, t, mnt, only_job, cancel, run);
-        run->cancelled |= cancel && *cancel;
+        r = ro ? 0 : run_jobs(c, t, mnt, only_job, run);
         if (umount2(mnt, 0) < 0 && r >= 0)
                 r = -errno, run->step = "unmount";
         rmdir(mnt);
@@ -115,7 +212,7 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
 }
 
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
-                        const char *run_dir, const volatile sig_atomic_t *cancel, BvTargetRun *ret)
+                        const char *run_dir, BvTargetRun *ret)
 {
         _cleanup_free_ char *lock = NULL, *mnt = NULL, *mapname = NULL;
         char mapper[256];
@@ -137,11 +234,17 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
                         return ret->step = "unlock", ret->result = r;
                 fsdev = mapper;
         }
-        int r = run_mounted(c, t, fsdev, mnt, only_job, cancel, ret);
+        int r = run_mounted(c, t, fsdev, mnt, only_job, ret);
         if (t->luks) {
                 int q = bv_luks_close(mapname);
                 if (q < 0 && r >= 0)
                         r = q, ret->step = "close";
+        }
+        if (r >= 0 && t->power_off) {
+                r = bv_drive_power_off(dev);
+                if (r < 0)
+                        ret->step = "power-off";
+                ret->powered_off = r >= 0;
         }
         return ret->result = r;
 }

@@ -111,3 +111,67 @@ int bv_json_get_string(struct json_object *o, const char *key, char **ret)
         *ret = copy;
         return 0;
 }
+
+/* The length of the valid UTF-8 sequence s starts with (1 to 4), or 0 (Unicode 15, table 3-7). */
+static size_t utf8_sequence(const unsigned char *s)
+{
+        unsigned char lo = 0x80, hi = 0xBF;
+        size_t n;
+
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xC2 && s[0] <= 0xDF)
+                n = 2;
+        else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+                n = 3;
+        else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+                n = 4;
+        else
+                return 0;
+        if (s[0] == 0xE0)
+                lo = 0xA0; /* overlong */
+        else if (s[0] == 0xED)
+                hi = 0x9F; /* surrogates */
+        else if (s[0] == 0xF0)
+                lo = 0x90; /* overlong */
+        else if (s[0] == 0xF4)
+                hi = 0x8F; /* beyond U+10FFFF */
+        if (s[1] < lo || s[1] > hi)
+                return 0;
+        for (size_t i = 2; i < n; i++) /* stops at the NUL: it is no continuation byte */
+                if ((s[i] & 0xC0) != 0x80)
+                        return 0;
+        return n;
+}
+
+int bv_json_text_utf8(const char *text, char **ret)
+{
+        static const char replacement[] = "\\ufffd";
+        const unsigned char *s = (const unsigned char *)text;
+        size_t len, n;
+        char *out, *p;
+
+        if (!text || !ret)
+                return -EINVAL;
+        len = strlen(text);
+        if (len > (SIZE_MAX - 1) / (sizeof(replacement) - 1))
+                return -ENOMEM;
+        out = p = malloc(len * (sizeof(replacement) - 1) + 1);
+        if (!out)
+                return -ENOMEM;
+        while (*s) {
+                n = utf8_sequence(s);
+                if (n == 0) {
+                        memcpy(p, replacement, sizeof(replacement) - 1);
+                        p += sizeof(replacement) - 1;
+                        s++;
+                        continue;
+                }
+                memcpy(p, s, n);
+                p += n;
+                s += n;
+        }
+        *p = 0;
+        *ret = out;
+        return 0;
+}

@@ -40,3 +40,9 @@ int bv_json_get_u64(struct json_object *o, const char *key, uint64_t *ret);
 int bv_json_get_double(struct json_object *o, const char *key, double *ret);
 /* *ret = a copy of the string (freed first). */
 int bv_json_get_string(struct json_object *o, const char *key, char **ret);
+
+/* JSON text as valid UTF-8 (RFC 8259 8.1): json-c copies the bytes of strings as they are, so a
+ * name or a path that is not UTF-8 would make the text invalid. Each byte that does not begin a
+ * valid UTF-8 sequence (stray continuation, overlong form, surrogate, beyond U+10FFFF, cut
+ * short) becomes the escape \ufffd; such bytes never occur outside strings. *ret is malloc'd. */
+int bv_json_text_utf8(const char *text, char **ret);

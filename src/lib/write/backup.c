@@ -27,10 +27,12 @@
 
 #include "backup.h"
 #include "buf.h"
+#include "changed.h"
 #include "chunker.h"
 #include "group.h"
 #include "hex.h"
 #include "index.h"
+#include "lock.h"
 #include "macro.h"
 #include "maptree.h"
 #include "object.h"
@@ -72,12 +74,13 @@ typedef struct Backup {
         /* Reading thread only. */
         BvMapBuilder *map;
         BvParentMap *parent; /* for UNCHANGED extents of a changed-block source */
+        BvSnapshot *changed_parent; /* the newest snapshot of a changed-block source's name */
         uint8_t *edge_buf;   /* the parts of UNCHANGED extents read from the source */
         Job *group;    /* the compression group being gathered */
         bool grouping; /* only when compressing */
         uint8_t (*prefix_ids)[BV_ID_SIZE];
         BvBackupStats stats;
-        const volatile sig_atomic_t *cancel; /* opts->cancel */
+        bool (*cancelled)(void); /* opts->cancelled */
 
         /* The job pool: free jobs wait in one queue, work for the workers in the other. */
         Job *jobs;         /* the pool's storage */
@@ -548,7 +551,7 @@ static void progress_report(const BvBackupOptions *opts, const Backup *b, uint64
 
 static int backup_cancelled(const Backup *b)
 {
-        return b->cancel && *b->cancel ? -ECANCELED : 0;
+        return b->cancelled && b->cancelled() ? -ECANCELED : 0;
 }
 
 /* Reads [offset, offset+len) with the source's read_at and feeds it to the splitter. */
@@ -692,14 +695,20 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
                 return r;
         bv_hex_encode(raw_id, sizeof(raw_id), s.id);
         memcpy(s.root, root, BV_ID_SIZE);
-        s.source = (BvSnapshotSource){ .path = (char *)bv_source_path(src), .kind = bv_source_kind(src), .size = size };
+        s.source = (BvSnapshotSource){ .path = (char *)bv_source_path(src), .kind = bv_source_kind(src), .size = size,
+                                       .changed_map = (char *)bv_source_changed_map(src) };
+        bool local = s.source.kind == BV_SOURCE_FILE || s.source.kind == BV_SOURCE_BLOCKDEV;
+        if (b->stats.changed_from[0]) {
+                memcpy(s.source.changed_from, b->stats.changed_from, sizeof(s.source.changed_from));
+                s.source.changed_backups = b->changed_parent->source.changed_backups + 1;
+        }
         /* Where it came from, so that a restore can be matched to its machine and device. */
         char host[256] = "", abs[PATH_MAX], stable[PATH_MAX];
         (void)gethostname(host, sizeof(host) - 1);
         s.source.host = host[0] ? host : NULL;
-        if (s.source.kind != BV_SOURCE_STREAM && realpath(s.source.path, abs))
+        if (local && realpath(s.source.path, abs))
                 s.source.abs_path = abs;
-        if (s.source.kind != BV_SOURCE_STREAM && bv_source_stable_name(s.source.path, stable, sizeof(stable)) == 0)
+        if (local && bv_source_stable_name(s.source.path, stable, sizeof(stable)) == 0)
                 s.source.stable_name = stable;
         s.source.has_identity = bv_source_identity(src, &s.source.identity) >= 0;
         if (reused) {
@@ -707,7 +716,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
                 s.source.unread_backups = reused->source.unread_backups + 1;
         }
         /* Probe failures are ignored: the snapshot then has no probe. */
-        if (s.source.kind != BV_SOURCE_STREAM && bv_source_probe(s.source.path, &s.source.probe) >= 0)
+        if (local && bv_source_probe(s.source.path, &s.source.probe) >= 0)
                 s.source.probed = true;
         s.stats = b->stats.counts;
         s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
@@ -768,6 +777,7 @@ static void backup_done(Backup *b)
 {
         bv_map_builder_free(b->map);
         bv_parent_map_free(b->parent);
+        bv_snapshot_free(b->changed_parent);
         free(b->edge_buf);
         bv_pack_writer_free(b->writer);
         bv_object_codec_free(b->pack_codec);
@@ -792,6 +802,18 @@ static unsigned threads_wanted(const BvBackupOptions *opts)
 }
 
 /* After the last extent: the map root, the last pack, the index, then the snapshot. */
+/* Compaction rewrites the index: never beside a gc (both take locks/gc). A gc running now
+ * compacts anyway, so a busy lock skips it. */
+static int backup_compact(Backup *b)
+{
+        _cleanup_close_ int fd = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_GC, false);
+        if (fd == -EBUSY)
+                return 0;
+        if (fd < 0)
+                return fd;
+        return bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
+}
+
 static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t start_s, uint64_t start_ns)
 {
         uint8_t root[BV_ID_SIZE];
@@ -813,7 +835,10 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         r = bv_index_flush(b->index);
         if (r < 0)
                 return r;
-        r = bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
+        r = backup_compact(b);
+        if (r >= 0 && b->changed_parent && !b->stats.changed_from[0])
+                r = bv_changed_check(b->repo, src, b->changed_parent, root, height, size,
+                                     &b->stats.counts.bytes_map_checked, &b->stats.counts.bytes_map_wrong);
         if (r < 0)
                 return r;
         b->stats.size = size;
@@ -846,6 +871,20 @@ static int backup_reuse(Backup *b, BvSource *src, const char *name, const BvSnap
         return snapshot_publish(b, src, name, start_s, parent->root, parent->height, parent->size, parent);
 }
 
+/* A changed-block source: the parent paired with its map, or a whole read (and why). */
+static int changed_setup(Backup *b, BvRepo *repo, BvSource *src, const char *name, const BvBackupOptions *opts)
+{
+        int r = bv_changed_parent(repo, b->pack_codec, b->index, src, name, opts, &b->changed_parent,
+                                  b->stats.changed_reason, sizeof(b->stats.changed_reason));
+
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return bv_source_read_all(src);
+        memcpy(b->stats.changed_from, b->changed_parent->id, sizeof(b->stats.changed_from));
+        return bv_parent_map_open(repo, b->changed_parent, &b->parent);
+}
+
 /* Backs up src: unread if it is an unchanged file, else read through the pipeline. */
 static int backup_body(Backup *b, BvRepo *repo, BvSource *src, const BvBackupOptions *opts, unsigned threads,
                        uint64_t start_s, uint64_t start_ns)
@@ -863,6 +902,8 @@ static int backup_body(Backup *b, BvRepo *repo, BvSource *src, const BvBackupOpt
         }
         if (r >= 0 && opts->parent)
                 r = bv_parent_map_open(repo, opts->parent, &b->parent);
+        else if (r >= 0 && bv_source_changed_map(src))
+                r = changed_setup(b, repo, src, name, opts);
         if (r >= 0)
                 r = bv_splitter_new(&b->chunker, &sp);
         if (r >= 0)
@@ -880,7 +921,7 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         Backup b = {
                 .lock = PTHREAD_MUTEX_INITIALIZER,
                 .pack_lock = PTHREAD_MUTEX_INITIALIZER,
-                .cancel = opts->cancel,
+                .cancelled = opts->cancelled,
         };
         uint64_t start_ns = bv_now_monotonic_ns(), start_s = bv_now_realtime_ns() / 1000000000ull;
         unsigned threads = threads_wanted(opts);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "repo.h"
@@ -17,9 +17,9 @@ typedef struct BvBackupOptions {
         unsigned full_read_every; /* 0: never force; N: at most N - 1 unread backups in a row */
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
-        /* when set and it becomes nonzero (e.g. from a signal handler), the backup stops at its
-         * next read or before it publishes, fails with -ECANCELED and publishes nothing */
-        const volatile sig_atomic_t *cancel;
+        /* when set and it returns true (a signal asked to stop), the backup stops at its next
+         * read or before it publishes, fails with -ECANCELED and publishes nothing */
+        bool (*cancelled)(void);
 } BvBackupOptions;
 
 typedef struct BvBackupStats {
@@ -30,6 +30,10 @@ typedef struct BvBackupStats {
         bool used_direct;
         /* the parent snapshot whose map was taken unread ("" when the source was read) */
         char reused_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        /* A changed-block source: the parent whose map filled the ranges it called unchanged
+         * ("" when it was read whole), and why it was read whole ("" when it was not). */
+        char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        char changed_reason[256];
 } BvBackupStats;
 
 /* Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
@@ -42,6 +46,10 @@ int bv_backup(BvRepo *r, BvSource *src, const BvBackupOptions *opts, BvBackupSta
  * snapshot of the same name and path recorded is not read: the new snapshot takes that one's map
  * (bytes_read 0) and records it in source.reused_from, unless opts->force_read or
  * opts->full_read_every asks for a read. */
+/* A changed-block source (bv_source_changed_map) without opts->parent is paired with the newest
+ * snapshot of the same name (changed.h): reused from it, or read whole with the reason in
+ * stats.changed_reason; a whole read with a parent that could have been paired checks the map
+ * (stats.counts.bytes_map_checked, bytes_map_wrong). */
 /* Opens path ("-": stdin) with opts->source and backs it up. */
 int bv_backup_path(BvRepo *r, const char *path, const BvBackupOptions *opts, BvBackupStats *ret_stats);
 

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The real-content image series the benchmarks share (bench/peers, bench/fs-compare): v1 made by
+images/make-image.sh, v2 and v3 by images/mutate.sh on a sparse copy of the version before."""
+import os
+import subprocess
+import sys
+import time
+
+IMAGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "images")
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def build_series(d, size, content_mib):
+    """Builds d/v1.img, v2.img and v3.img unless they exist (each made under a .tmp name first)."""
+    os.makedirs(d, exist_ok=True)
+    v = [os.path.join(d, f"v{i}.img") for i in (1, 2, 3)]
+    if not os.path.exists(v[0]):
+        log(f"building {v[0]} ({size}, {content_mib} MiB of files) with images/make-image.sh")
+        subprocess.run([f"{IMAGES}/make-image.sh", v[0] + ".tmp", size, "--content-mib", str(content_mib)],
+                       stdout=sys.stderr, check=True)
+        os.rename(v[0] + ".tmp", v[0])
+    for i in (1, 2):
+        if not os.path.exists(v[i]):
+            log(f"building {v[i]} with images/mutate.sh")
+            subprocess.run(["cp", "--sparse=always", v[i - 1], v[i] + ".tmp"], check=True)
+            subprocess.run([f"{IMAGES}/mutate.sh", v[i] + ".tmp", f"v{i + 1}"], stdout=sys.stderr, check=True)
+            os.rename(v[i] + ".tmp", v[i])
+    return v

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# prune-gc.sh [--quick] [--versions N]: prune and garbage collection, side by side in one run, on
+# repositories holding N (default 30) snapshots of an image series: a real-content image
+# (images/make-image.sh) and N-1 versions, each with 24 blocks of 128 KiB rewritten at seeded
+# offsets. Each tool keeps the newest 3: blkvault `prune --keep-last=3` (gc included), borg
+# `prune --keep-last=3` then `compact`, restic `forget --keep-last 3 --prune`. Wall time, CPU,
+# peak RSS and the repository size before and after. --quick: a 400 MiB image, 6 versions.
+# Goal: blkvault faster than both, with less memory.
+. "$(dirname "$0")/lib.sh"
+
+versions=30 size=2G content=600
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) versions=6 size=400M content=48 ;;
+        --versions) versions=$2; shift ;;
+        *) die "usage: prune-gc.sh [--quick] [--versions N]" ;;
+    esac
+    shift
+done
+[ "$(id -u)" = 0 ] || die "run as root (images/ needs loop devices; the page cache is dropped)"
+need borg restic openssl
+bench_build
+bench_secrets
+work=$BENCH_WORK/prune-gc
+rm -rf "$work"
+mkdir -p "$work"
+img=$work/disk.img
+
+# rewrite IMAGE SEED: 24 blocks of 128 KiB at seeded offsets in the first 90% of the image
+rewrite() {
+    local i off blocks=$(( $(stat -c %s "$1") / 131072 * 9 / 10 ))
+    for i in $(seq 24); do
+        off=$(( $(printf '%d' "0x$(printf '%s-%s' "$2" "$i" | sha256sum | cut -c1-8)") % blocks ))
+        head -c 131072 /dev/zero | openssl enc -aes-128-ctr -pass "pass:$2-$i" -nosalt -pbkdf2 2>/dev/null |
+            dd of="$1" bs=128K seek="$off" conv=notrunc status=none
+    done
+}
+
+log "image: $size with $content MiB of files, $versions versions"
+"$IMAGES_DIR/make-image.sh" "$img" "$size" --content-mib "$content" >/dev/null
+bv init "$work/bv" --key-file="$BENCH_KEY" >/dev/null
+borg init -q --encryption=repokey "$work/borg"
+restic init -q -r "$work/restic"
+for v in $(seq 1 "$versions"); do
+    [ "$v" = 1 ] || rewrite "$img" "prune-gc-$v"
+    bv backup "$work/bv" "$img" --key-file="$BENCH_KEY" --name=disk -q
+    borg create -q --compression zstd,3 "$work/borg::v$v" "$img"
+    restic -q -r "$work/restic" backup "$img" >/dev/null
+done
+log "backed up $versions versions into each repository"
+
+out=$(results_file prune-gc)
+{
+    printf 'Repositories of %s snapshots of a %s image series (%s MiB of files; each version rewrites 3 MiB); ' \
+        "$versions" "$size" "$content"
+    printf 'each tool keeps the newest 3. Timings on a shared machine are noisy.\n\n'
+} >>"$out"
+table_start "$out" "tool|commands|wall s|CPU s|peak RSS MiB|repository before MiB|after MiB"
+declare -A wall rss
+run() { # run TOOL LABEL CMD...: timed, with the repository size before and after
+    local tool=$1 repo=$2 label=$3; shift 3
+    local before; before=$(du_bytes "$repo")
+    drop_caches
+    timed "prune-gc-$tool" "$@"
+    wall[$tool]=$T_WALL rss[$tool]=$T_RSS
+    table_row "$out" "$tool|$label|$T_WALL|$T_CPU|$(calc "$T_RSS/1024" 1)|$(mib "$before")|$(mib "$(du_bytes "$repo")")"
+}
+run blkvault "$work/bv" "blkvault prune --keep-last=3" \
+    "$BLKVAULT" prune "$work/bv" --keep-last=3 --key-file="$BENCH_KEY" -q
+run borg "$work/borg" "borg prune --keep-last=3 && borg compact" \
+    sh -c 'borg prune --keep-last=3 "$1" && borg compact "$1"' _ "$work/borg"
+run restic "$work/restic" "restic forget --keep-last 3 --prune" \
+    restic -q -r "$work/restic" forget --keep-last 3 --prune
+"$BLKVAULT" verify "$work/bv" --key-file="$BENCH_KEY" -q || die "blkvault verify after prune"
+printf '\n' >>"$out"
+goal "$out" "blkvault prune+gc faster than borg and restic" \
+    "$(holds "${wall[blkvault]} < ${wall[borg]} && ${wall[blkvault]} < ${wall[restic]}")"
+goal "$out" "blkvault prune+gc uses less memory than borg and restic" \
+    "$(holds "${rss[blkvault]} < ${rss[borg]} && ${rss[blkvault]} < ${rss[restic]}")"
+log "results: $out"
+cat "$out"

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "gc.h"
+
+static const char usage_text[] =
+        "Usage: blkvault gc REPO [OPTIONS]\n\n"
+        "Reclaim the space of what no snapshot references: packs with nothing in use, packs of\n"
+        "interrupted backups, and (rewritten) packs whose unused share exceeds --max-unused.\n"
+        "Runs beside backups and NBD exports: what they may still read is deleted by a later gc.\n\n"
+        "  --dry-run              say what would be condemned; change nothing\n"
+        "  --max-unused=PERCENT   rewrite packs with more unused entries than this (default 10)\n"
+        "  --json                 the counters as a JSON object\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
+        "  -h, --help\n";
+
+struct json_object *json_gc_stats(const BvGcStats *s)
+{
+        return BV_JSON_OBJECT({ "snapshots", json_object_new_uint64(s->snapshots) },
+                              { "entries", json_object_new_uint64(s->entries) },
+                              { "entries_live", json_object_new_uint64(s->entries_live) },
+                              { "missing", json_object_new_uint64(s->missing) },
+                              { "packs", json_object_new_uint64(s->packs) },
+                              { "packs_dead", json_object_new_uint64(s->packs_dead) },
+                              { "packs_orphan", json_object_new_uint64(s->packs_orphan) },
+                              { "packs_rewritten", json_object_new_uint64(s->packs_rewritten) },
+                              { "bytes_condemned", json_object_new_uint64(s->bytes_condemned) },
+                              { "bytes_copied", json_object_new_uint64(s->bytes_copied) },
+                              { "packs_deleted", json_object_new_uint64(s->packs_deleted) },
+                              { "bytes_deleted", json_object_new_uint64(s->bytes_deleted) },
+                              { "entries_resurrected", json_object_new_uint64(s->entries_resurrected) },
+                              { "lists_finalized", json_object_new_uint64(s->lists_finalized) },
+                              { "lists_waiting", json_object_new_uint64(s->lists_waiting) },
+                              { "leases_live", json_object_new_uint64(s->leases_live) },
+                              { "leases_reaped", json_object_new_uint64(s->leases_reaped) },
+                              { "epoch", json_object_new_uint64(s->epoch) });
+}
+
+void print_gc_stats(const BvGcStats *s, bool dry_run)
+{
+        char a[32], b[32];
+        printf("%s snapshots reference %llu of %llu index entries\n", dry_run ? "gc (dry run):" : "gc:",
+               (unsigned long long)s->entries_live, (unsigned long long)s->entries);
+        printf("%s %llu of %llu packs (%llu unused, %llu of interrupted backups, %llu rewritten), %s; %s copied\n",
+               dry_run ? "would condemn" : "condemned",
+               (unsigned long long)(s->packs_dead + s->packs_orphan + s->packs_rewritten), (unsigned long long)s->packs,
+               (unsigned long long)s->packs_dead, (unsigned long long)s->packs_orphan,
+               (unsigned long long)s->packs_rewritten, format_bytes(s->bytes_condemned, a),
+               format_bytes(s->bytes_copied, b));
+        if (!dry_run)
+                printf("deleted %llu packs, %s\n", (unsigned long long)s->packs_deleted,
+                       format_bytes(s->bytes_deleted, a));
+        if (s->lists_waiting > 0)
+                printf("note: %llu condemned lists wait for older backups, restores or exports to end "
+                       "(a later gc deletes them)\n",
+                       (unsigned long long)s->lists_waiting);
+        if (s->missing > 0)
+                log_warning("%llu objects that snapshots reference are missing (run 'blkvault verify')",
+                            (unsigned long long)s->missing);
+}
+
+int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
+{
+        int r = bv_gc(repo, o, ret);
+        if (r == -EUCLEAN) {
+                log_error("cannot collect garbage in '%s': a damaged index segment, snapshot record or map hides "
+                          "what is in use (run 'blkvault verify')",
+                          path);
+                return EXIT_DAMAGE;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);
+        return EXIT_OK;
+}
+
+static int parse_max_unused(const char *arg, void *ret)
+{
+        return parse_unsigned_arg("--max-unused", arg, 0, 100, ret);
+}
+
+int cmd_gc(int argc, char **argv)
+{
+        SecretArgs sargs = {};
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        bool json = false;
+        const CliOption options[] = {
+                CLI_FLAG("dry-run", &o.dry_run),
+                CLI_PARSED("max-unused", parse_max_unused, &o.max_unused),
+                CLI_FLAG("json", &json),
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "gc", .usage = usage_text, .options = options, .secret = &sargs,
+                            .min_args = 1, .max_args = 1,
+                            .expected = "expected exactly one argument: REPO (see 'blkvault help gc')");
+        int r;
+        const char *path = argv[optind];
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        r = open_repo(path, &sargs, BV_OPEN_GC, &repo);
+        if (r != EXIT_OK)
+                return r;
+        BvGcStats st;
+        r = run_gc(repo, path, &o, &st);
+        if (r != EXIT_OK)
+                return r;
+        if (json) {
+                _cleanup_(json_object_putp) struct json_object *j = json_gc_stats(&st);
+                if (!j || bv_json_add(j, "dry_run", json_object_new_boolean(o.dry_run)) < 0)
+                        return log_error_errno(-ENOMEM, "cannot collect garbage in '%s'", path);
+                json_print(j);
+        } else
+                print_gc_stats(&st, o.dry_run);
+        return EXIT_OK;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gc.h"
+#include "prune.h"
+
+static const char usage_text[] =
+        "Usage: blkvault prune REPO --keep-...=N [OPTIONS]\n\n"
+        "Forget the snapshots that no rule keeps, per name, then reclaim their space (gc).\n"
+        "Protected snapshots are always kept. At least one --keep-* rule is needed.\n\n"
+        "  --keep-last=N      the N newest\n"
+        "  --keep-hourly=N, --keep-daily=N, --keep-weekly=N, --keep-monthly=N, --keep-yearly=N\n"
+        "                     the newest snapshot of each of the N newest hours, days, ISO weeks,\n"
+        "                     months or years (local time); -1: of every one\n"
+        "  --keep-within=DURATION  every snapshot within DURATION (s, min, h, d, w: 7d) of the newest\n"
+        "  --name=NAME        only the snapshots named NAME\n"
+        "  --dry-run          say what would be forgotten; change nothing\n"
+        "  --no-gc            forget only; leave reclaiming space to 'blkvault gc'\n"
+        "  --json             a JSON object: dry_run, forgotten, snapshots (each with action and rule), gc\n"
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
+        "  -h, --help\n";
+
+typedef struct PruneArgs {
+        BvPolicy policy;
+        const char *name;
+        bool dry_run, json, no_gc;
+} PruneArgs;
+
+static int parse_count(const char *option, const char *arg, int *ret)
+{
+        char *end;
+        if (!arg)
+                return EXIT_OK;
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        if (errno || end == arg || *end || v < -1 || v > INT_MAX) {
+                log_error("invalid --%s '%s' (a number of snapshots, or -1 for all)", option, arg);
+                return EXIT_USAGE;
+        }
+        *ret = (int)v;
+        return EXIT_OK;
+}
+
+/* The rules, given as strings: each checked after the command line is parsed. */
+static int parse_policy(const char *const counts[6], const char *within, BvPolicy *p)
+{
+        static const char *const names[6] = { "keep-last", "keep-hourly", "keep-daily",
+                                              "keep-weekly", "keep-monthly", "keep-yearly" };
+        int *dest[6] = { &p->last, &p->hourly, &p->daily, &p->weekly, &p->monthly, &p->yearly };
+        uint64_t w;
+        for (size_t i = 0; i < 6; i++) {
+                int r = parse_count(names[i], counts[i], dest[i]);
+                if (r != EXIT_OK)
+                        return r;
+        }
+        if (!within)
+                return EXIT_OK;
+        if (bv_conf_parse_duration(within, &w) < 0 || w == 0 || w > INT64_MAX) {
+                log_error("invalid --keep-within '%s' (a number and a unit: s, min, h, d or w, as in 7d)", within);
+                return EXIT_USAGE;
+        }
+        p->within = (int64_t)w;
+        return EXIT_OK;
+}
+
+static void print_items(const BvPruneItem *items, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                const BvSnapshot *s = items[i].snap;
+                char when[64];
+                format_time_local(s->time, when);
+                _cleanup_free_ char *name = escape_text(s->name ? s->name : "", 0);
+                printf("%-6s  %-8.8s  %-25s  %-24s %s\n", items[i].rule == BV_KEEP_NONE ? "forget" : "keep", s->id,
+                       when, name ? name : "?",
+                       items[i].rule == BV_KEEP_NONE ? "no rule keeps it" : bv_keep_rule_name(items[i].rule));
+        }
+}
+
+static struct json_object *json_items(const BvPruneItem *items, size_t n)
+{
+        _cleanup_(json_object_putp) struct json_object *arr = json_object_new_array();
+        for (size_t i = 0; arr && i < n; i++) {
+                BvKeepRule rule = items[i].rule;
+                struct json_object *o = json_snapshot(items[i].snap);
+                if (!o || bv_json_add(o, "action", json_object_new_string(rule == BV_KEEP_NONE ? "forget" : "keep")) < 0 ||
+                    (rule == BV_KEEP_NONE ? json_object_object_add(o, "rule", NULL)
+                                          : bv_json_add(o, "rule", json_object_new_string(bv_keep_rule_name(rule)))) < 0 ||
+                    bv_json_add(o, "protected", json_object_new_boolean(rule == BV_KEEP_PROTECTED)) < 0 ||
+                    json_object_array_add(arr, o) < 0) {
+                        json_object_put(o);
+                        return NULL;
+                }
+        }
+        return TAKE_PTR(arr);
+}
+
+int cmd_prune(int argc, char **argv)
+{
+        SecretArgs sargs = {};
+        PruneArgs a = {};
+        const char *counts[6] = {}, *within = NULL;
+        const CliOption options[] = {
+                CLI_STR("keep-last", &counts[0]),    CLI_STR("keep-hourly", &counts[1]),
+                CLI_STR("keep-daily", &counts[2]),   CLI_STR("keep-weekly", &counts[3]),
+                CLI_STR("keep-monthly", &counts[4]), CLI_STR("keep-yearly", &counts[5]),
+                CLI_STR("keep-within", &within),     CLI_STR("name", &a.name),
+                CLI_FLAG("dry-run", &a.dry_run),     CLI_FLAG("no-gc", &a.no_gc),
+                CLI_FLAG("json", &a.json),           {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "prune", .usage = usage_text, .options = options, .secret = &sargs,
+                            .min_args = 1, .max_args = 1,
+                            .expected = "expected exactly one argument: REPO (see 'blkvault help prune')");
+        const char *path = argv[optind];
+        int r = parse_policy(counts, within, &a.policy);
+        if (r != EXIT_OK)
+                return r;
+        bool gc = !a.dry_run && !a.no_gc;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        r = open_repo(path, &sargs, gc ? BV_OPEN_GC : BV_OPEN_READ, &repo);
+        if (r != EXIT_OK)
+                return r;
+        _cleanup_free_ BvPruneItem *items = NULL;
+        size_t n = 0;
+        r = bv_prune(repo, &a.policy, a.name, a.dry_run, &items, &n);
+        report_snapshot_damage(repo);
+        if (r == -EINVAL) {
+                log_error("prune needs a --keep-* rule (without one it would forget every snapshot)");
+                return EXIT_USAGE;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot prune '%s'", path);
+        int forgot = r;
+        if (!a.json)
+                print_items(items, n);
+        if (a.dry_run)
+                log_info("would forget %d of %zu snapshots (dry run: nothing changed)", forgot, n);
+        else
+                log_info("forgot %d of %zu snapshots", forgot, n);
+        BvGcStats st;
+        if (gc) {
+                BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+                r = run_gc(repo, path, &o, &st);
+                if (r != EXIT_OK)
+                        return r;
+                if (!a.json)
+                        print_gc_stats(&st, false);
+        }
+        if (a.json) {
+                _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
+                        { "dry_run", json_object_new_boolean(a.dry_run) },
+                        { "forgotten", json_object_new_int(forgot) }, { "snapshots", json_items(items, n) },
+                        { gc ? "gc" : NULL, gc ? json_gc_stats(&st) : NULL });
+                if (!o)
+                        return log_error_errno(-ENOMEM, "cannot prune '%s'", path);
+                json_print(o);
+        }
+        return EXIT_OK;
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * blkvault status [--json] [--check-age]: for each target and job what the runs recorded (the
+ * state files, state.h), the next scheduled run, and the age alarm: a job is in alarm when no
+ * drive it may run on has a good backup younger than its max-age. --check-age (run by
+ * blkvault-alarm.timer) logs each alarm as a journal warning and runs on-failure.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "schedule.h"
+#include "state.h"
+#include "timeutil.h"
+#include <systemd/sd-journal.h>
+
+#define BV_MESSAGE_ID_AGE_ALARM "MESSAGE_ID=8d2e4b7c1a9f4e3d9c6b5a4f3e2d1c0b"
+
+static const char usage_text[] =
+        "Usage: blkvault status [--json] [--check-age] [--config=FILE] [--state-dir=DIR]\n\n"
+        "For each registered drive (target) and job: the last run and its result, the last good\n"
+        "backup and its age, the next scheduled run, and the age alarm: a job is in alarm when no\n"
+        "drive it may run on has a good backup younger than its max-age (default 7d).\n\n"
+        "  --json                   print a JSON object (targets, jobs)\n"
+        "  --check-age              for each job in alarm, log a warning to the journal and run its\n"
+        "                           on-failure command (else [global]'s); exit status 11 if any\n"
+        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
+        "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
+        "  -h, --help\n";
+
+typedef struct StatusArgs {
+        const char *config, *state_dir;
+        bool json, check_age;
+} StatusArgs;
+
+/* "3d 4h", "5min", "12s" */
+static const char *format_age(uint64_t s, char buf[32])
+{
+        if (s >= 86400)
+                snprintf(buf, 32, "%llud %lluh", (unsigned long long)(s / 86400), (unsigned long long)(s % 86400 / 3600));
+        else if (s >= 3600)
+                snprintf(buf, 32, "%lluh %llumin", (unsigned long long)(s / 3600), (unsigned long long)(s % 3600 / 60));
+        else if (s >= 60)
+                snprintf(buf, 32, "%llumin", (unsigned long long)(s / 60));
+        else
+                snprintf(buf, 32, "%llus", (unsigned long long)s);
+        return buf;
+}
+
+static struct json_object *json_time(uint64_t t)
+{
+        char buf[32];
+        if (t == 0)
+                return NULL;
+        bv_format_time_utc(t, buf);
+        return json_object_new_string(buf);
+}
+
+static void print_target(const BvConfTarget *t, const BvRunState *s, bool ran, struct json_object *arr)
+{
+        char when[32], why[256] = "";
+        if (ran && s->result < 0)
+                describe_failure(s->step, s->result, s->status, why, sizeof(why));
+        if (arr) {
+                struct json_object *o = json_object_new_object();
+                json_object_object_add(o, "name", json_object_new_string(t->name));
+                json_object_object_add(o, "mode", json_object_new_string(t->mode == BV_TARGET_RESTORE_ONLY ?
+                                                                                  "restore-only" : "backup"));
+                json_object_object_add(o, "last_run", ran ? json_time(s->last_run) : NULL);
+                json_object_object_add(o, "result", !ran ? NULL : json_object_new_string(s->result < 0 ? "failed" : "ok"));
+                json_object_object_add(o, "error", *why ? json_object_new_string(why) : NULL);
+                json_object_array_add(arr, o);
+                return;
+        }
+        if (!ran) {
+                printf("target %s: never run\n", t->name);
+                return;
+        }
+        bv_format_time_utc(s->last_run, when);
+        printf("target %s: last run %s: %s\n", t->name, when, s->result < 0 ? why : "ok");
+}
+
+static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now, struct json_object *arr)
+{
+        char why[256] = "";
+        bool ran = st->last.last_run > 0;
+        if (ran && st->last.result < 0)
+                describe_failure(st->last.step, st->last.result, st->last.status, why, sizeof(why));
+        struct json_object *o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(j->name));
+        json_object_object_add(o, "last_run", ran ? json_time(st->last.last_run) : NULL);
+        json_object_object_add(o, "last_run_target", ran ? json_object_new_string(st->last_target) : NULL);
+        json_object_object_add(o, "result", !ran ? NULL : json_object_new_string(st->last.result < 0 ? "failed" : "ok"));
+        json_object_object_add(o, "error", *why ? json_object_new_string(why) : NULL);
+        json_object_object_add(o, "last_good", json_time(st->last_good));
+        json_object_object_add(o, "last_good_target", st->last_good ? json_object_new_string(st->good_target) : NULL);
+        json_object_object_add(o, "age_seconds", st->last_good && now >= st->last_good ?
+                                                         json_object_new_uint64(now - st->last_good) : NULL);
+        json_object_object_add(o, "max_age_seconds", json_object_new_uint64(j->max_age));
+        json_object_object_add(o, "schedule", j->schedule ? json_object_new_string(j->schedule) : NULL);
+        json_object_object_add(o, "next_run", next ? json_object_new_string(next) : NULL);
+        json_object_object_add(o, "alarm", json_object_new_boolean(st->alarm));
+        json_object_array_add(arr, o);
+}
+
+/* job NAME: last run TIME on TARGET: ok; last good backup TIME on TARGET (AGE old); next run
+ * NEXT; max-age 7d: ok|ALARM */
+static void job_text(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now)
+{
+        char when[32], good[32], age[32], max[32], why[256];
+        bv_conf_format_duration(j->max_age, max);
+        printf("job %s: ", j->name);
+        if (st->last.last_run == 0)
+                printf("never run; ");
+        else {
+                bv_format_time_utc(st->last.last_run, when);
+                if (st->last.result < 0)
+                        describe_failure(st->last.step, st->last.result, st->last.status, why, sizeof(why));
+                printf("last run %s on %s: %s; ", when, st->last_target, st->last.result < 0 ? why : "ok");
+        }
+        if (st->last_good == 0)
+                printf("no good backup; ");
+        else {
+                bv_format_time_utc(st->last_good, good);
+                printf("last good backup %s on %s (%s old); ", good, st->good_target,
+                       format_age(now > st->last_good ? now - st->last_good : 0, age));
+        }
+        printf("next run %s; max-age %s: %s\n", next ? next : j->schedule ? "never" : "not scheduled", max,
+               st->alarm ? "ALARM" : "ok");
+}
+
+/* The warning and on-failure of a job in alarm. */
+static void alarm_job(const BvConfig *c, const BvConfJob *j, const BvJobStatus *st)
+{
+        char max[32], good[32] = "never", line[512], what[160];
+        bv_conf_format_duration(j->max_age, max);
+        if (st->last_good)
+                bv_format_time_utc(st->last_good, good);
+        snprintf(line, sizeof(line), "job %s: no good backup on any drive within its max-age of %s (last good: %s%s%s)",
+                 j->name, max, good, st->last_good ? " on " : "", st->last_good ? st->good_target : "");
+        log_warning("%s", line);
+        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_AGE_ALARM, "PRIORITY=4", "JOB=%s", j->name,
+                        "MAX_AGE=%llu", (unsigned long long)j->max_age, "LAST_GOOD=%s", good,
+                        "LAST_GOOD_TARGET=%s", st->last_good ? st->good_target : "", NULL);
+        snprintf(what, sizeof(what), "the on-failure command of %s%s", j->on_failure ? "job " : "[global]",
+                 j->on_failure ? j->name : "");
+        run_hook(what, j->on_failure ? j->on_failure : c->on_failure, j->name, NULL, false, line);
+}
+
+static int status(const StatusArgs *a)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        _cleanup_(json_object_putp) struct json_object *top = NULL;
+        struct json_object *targets = NULL, *jobs = NULL;
+        uint64_t now = bv_now_realtime_ns() / 1000000000ull;
+        const char *dir = bv_state_dir(a->state_dir);
+        size_t alarms = 0;
+
+        int ec = load_config(a->config, true, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        if (a->json) {
+                top = json_object_new_object();
+                json_object_object_add(top, "targets", targets = json_object_new_array());
+                json_object_object_add(top, "jobs", jobs = json_object_new_array());
+        }
+        for (size_t i = 0; i < conf->n_targets && !(a->check_age && !a->json); i++) {
+                BvRunState s;
+                int r = bv_state_read(dir, conf->targets[i].name, NULL, &s);
+                if (r < 0 && r != -ENOENT)
+                        return log_error_errno(r, "cannot read the state of target %s in '%s'", conf->targets[i].name, dir);
+                print_target(&conf->targets[i], &s, r >= 0, targets);
+        }
+        for (size_t i = 0; i < conf->n_jobs; i++) {
+                const BvConfJob *j = &conf->jobs[i];
+                _cleanup_free_ char *next = NULL;
+                BvJobStatus st;
+                int r = bv_state_job_status(dir, conf, j, now, &st);
+                if (r < 0)
+                        return log_error_errno(r, "cannot read the state of job %s in '%s'", j->name, dir);
+                if (j->schedule)
+                        (void)bv_schedule_check(j->schedule, &next, NULL);
+                if (a->json)
+                        job_json(j, &st, next, now, jobs);
+                else if (!a->check_age)
+                        job_text(j, &st, next, now);
+                if (st.alarm && a->check_age)
+                        alarm_job(conf, j, &st);
+                alarms += st.alarm;
+        }
+        if (a->json)
+                json_print(top);
+        else if (a->check_age)
+                printf("age check: %zu jobs, %zu without a good backup within their max-age\n", conf->n_jobs, alarms);
+        return a->check_age && alarms > 0 ? EXIT_ALARM : EXIT_OK;
+}
+
+int cmd_status(int argc, char **argv)
+{
+        StatusArgs a = {};
+        const CliOption options[] = {
+                CLI_FLAG("json", &a.json),          CLI_FLAG("check-age", &a.check_age),
+                CLI_STR("config", &a.config),       CLI_STR("state-dir", &a.state_dir), {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "status", .usage = usage_text, .options = options, .max_args = 0,
+                            .expected = "status takes no arguments (see 'blkvault status --help')");
+        return status(&a);
+}

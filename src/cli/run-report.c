@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What a run of a drive leaves: a line per job and the one-line summary ("safe to unplug") on
+ * stdout, the journal entry with structured fields, sd_notify STATUS, the state files that
+ * `blkvault status` and the age alarm read, and the operator's on-success / on-failure commands.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hooks.h"
+#include "jobsource.h"
+#include "run.h"
+#include "state.h"
+#include "timeutil.h"
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+
+#define BV_MESSAGE_ID_TARGET_RUN "MESSAGE_ID=3f1c9a0e6b2d4c5e8a7f01b2c3d4e5f6"
+
+static void on_signal(int sig)
+{
+        bv_job_cancel();
+}
+
+void install_cancel_handler(void)
+{
+        struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+}
+
+/* "backup failed: No such file or directory", "pre failed: exit status 3" */
+void describe_failure(const char *step, int result, int status, char *buf, size_t size)
+{
+        if (strcmp(step, "jobs") == 0)
+                snprintf(buf, size, "%d %s failed", status, status == 1 ? "job" : "jobs");
+        else if (strcmp(step, "cancelled") == 0)
+                snprintf(buf, size, "cancelled");
+        else if (result == -ECHILD && status > 0)
+                snprintf(buf, size, "%s failed: exit status %d", step, status);
+        else
+                snprintf(buf, size, "%s failed: %s", step, strerror(-result));
+}
+
+int run_hook(const char *what, const char *cmd, const char *job, const char *target, bool ok, const char *summary)
+{
+        _cleanup_free_ char *vj = NULL, *vt = NULL, *vr = NULL, *vs = NULL;
+        if (!cmd)
+                return 0;
+        if ((job && asprintf(&vj, "BLKVAULT_JOB=%s", job) < 0) ||
+            (target && asprintf(&vt, "BLKVAULT_TARGET=%s", target) < 0) ||
+            asprintf(&vr, "BLKVAULT_RESULT=%s", ok ? "ok" : "failed") < 0 ||
+            asprintf(&vs, "BLKVAULT_SUMMARY=%s", summary) < 0)
+                return -ENOMEM;
+        const char *vars[5] = {}, **v = vars;
+        *v++ = vr, *v++ = vs;
+        if (vj)
+                *v++ = vj;
+        if (vt)
+                *v++ = vt;
+        fflush(stdout);
+        int r = bv_hook_run(cmd, vars);
+        if (r > 0)
+                log_warning("%s exited with status %d", what, r);
+        else if (r < 0)
+                log_warning("cannot run %s: %s", what, strerror(-r));
+        return r;
+}
+
+static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const char *state_dir, uint64_t now)
+{
+        const char *t = run->target->name, *name = j->job->name;
+        char b[32], line[800], what[160], why[600];
+
+        if (j->result < 0) {
+                describe_failure(j->step, j->result, j->status, why, sizeof(why));
+                if (j->detail[0])
+                        snprintf(why + strlen(why), sizeof(why) - strlen(why), " (%s)", j->detail);
+                snprintf(line, sizeof(line), "job %s on %s: %s", name, t, why);
+                fprintf(stderr, "error: target %s: job %s: %s\n", t, name, why);
+        } else {
+                snprintf(line, sizeof(line), "job %s on %s: snapshot %.8s, %s new, verified", name, t, j->snapshot_id,
+                         format_bytes(j->bytes_new, b));
+                printf("job %s: snapshot %.8s, %s new, verified\n", name, j->snapshot_id, format_bytes(j->bytes_new, b));
+        }
+        if (j->pruned)
+                printf("job %s: retention kept %zu snapshots, forgot %zu; gc deleted %llu packs, %s\n", name, j->kept,
+                       j->forgotten, (unsigned long long)j->packs_deleted, format_bytes(j->bytes_deleted, b));
+        int r = bv_state_record(state_dir, name, t, now, j->result, j->step, j->status, j->snapshot_id);
+        if (r < 0)
+                log_warning("cannot record the run of job %s in '%s': %s", name, state_dir, strerror(-r));
+        snprintf(what, sizeof(what), "the %s command of job %s", j->result < 0 ? "on-failure" : "on-success", name);
+        run_hook(what, j->result < 0 ? j->job->on_failure : j->job->on_success, name, t, j->result >= 0, line);
+}
+
+static void run_summary(const BvTargetRun *run, char *line, size_t size)
+{
+        const BvConfTarget *t = run->target;
+        char b[32], why[256];
+        const char *off = run->powered_off ? "; powered off" : "";
+
+        if (run->result < 0) {
+                describe_failure(run->step, run->result, 0, why, sizeof(why));
+                snprintf(line, size, "target %s: %s", t->name, why);
+        } else if (t->mode == BV_TARGET_RESTORE_ONLY)
+                snprintf(line, size, "target %s: restore-only, mounted read-only and nothing written%s; safe to unplug",
+                         t->name, off);
+        else
+                snprintf(line, size, "target %s: %s%zu jobs, %zu failed, %s new%s; safe to unplug", t->name,
+                         run->cancelled ? "cancelled, " : "", run->n_jobs, run->n_failed,
+                         format_bytes(run->bytes_new, b), off);
+}
+
+int report_run(const BvTargetRun *run, const BvConfig *conf, const char *state_dir)
+{
+        const BvConfTarget *t = run->target;
+        const char *result = run->result < 0 ? "failed" : run->n_failed > 0 || run->cancelled ? "partial" : "ok";
+        uint64_t now = bv_now_realtime_ns() / 1000000000ull;
+        bool ok = run->result >= 0 && run->n_failed == 0 && !run->cancelled;
+        char line[600], what[160];
+
+        state_dir = bv_state_dir(state_dir);
+        for (size_t i = 0; i < run->n_jobs; i++)
+                report_job(run, &run->jobs[i], state_dir, now);
+        run_summary(run, line, sizeof(line));
+        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_TARGET_RUN, "PRIORITY=%d", ok ? 5 : 3, "TARGET=%s", t->name,
+                        "JOBS=%zu", run->n_jobs, "BYTES=%llu", (unsigned long long)run->bytes_new, "RESULT=%s", result,
+                        NULL);
+        sd_notifyf(false, "STATUS=%s", line);
+        int r = bv_state_record(state_dir, t->name, NULL, now, ok ? 0 : run->result < 0 ? run->result : -EIO,
+                                run->result < 0 ? run->step : run->cancelled ? "cancelled" : "jobs", (int)run->n_failed,
+                                NULL);
+        if (r < 0)
+                log_warning("cannot record the run of target %s in '%s': %s", t->name, state_dir, strerror(-r));
+        if (run->result < 0)
+                log_error("%s", line);
+        else
+                printf("%s\n", line);
+        bool own = ok ? !!t->on_success : !!t->on_failure;
+        snprintf(what, sizeof(what), "the %s command of %s%s", ok ? "on-success" : "on-failure",
+                 own ? "target " : "[global]", own ? t->name : "");
+        run_hook(what, own ? (ok ? t->on_success : t->on_failure) : (ok ? conf->on_success : conf->on_failure), NULL,
+                 t->name, ok, line);
+        if (run->result < 0)
+                return exit_code_for(run->result);
+        return ok ? EXIT_OK : EXIT_ERROR;
+}

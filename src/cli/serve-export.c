@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * blkvault serve --export=NAME: the [export NAME] section of the configuration, served by
+ * nbdkit on the socket systemd passes (blkvault-nbd@NAME.service, activated by its .socket).
+ * The repository, the secret and the snapshot are checked here, with our messages, and then
+ * this process becomes nbdkit (exec: LISTEN_PID stays right), which takes the socket from
+ * LISTEN_FDS. The snapshot is pinned to what it resolved to at start.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+        "Usage: blkvault serve --export=NAME [--config=FILE]\n\n"
+        "Serve the export NAME of the configuration ([export NAME]: repository, snapshot, key-file\n"
+        "or passphrase-file, cache) with nbdkit on the socket that systemd passes (socket activation,\n"
+        "as blkvault-nbd@NAME.service does): this process becomes nbdkit.\n\n"
+        "  --export=NAME            the [export NAME] section\n"
+        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
+        "  -q, --quiet              no progress or status lines\n"
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
+        "  -h, --help\n";
+
+static int exec_export(const BvConfExport *e)
+{
+        SecretArgs s = { .key_file = e->key_file, .passphrase_file = e->passphrase_file };
+        _cleanup_(secret_done) BvSecret secret = {};
+        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        PluginArgs pa;
+        char *args[16] = { (char *)"nbdkit", (char *)"--foreground", (char *)"--readonly", NULL, (char *)"--log=stderr" };
+        size_t n = 5;
+
+        int r = check_export(e->repository, &s, e->snapshot, id, &secret);
+        if (r != EXIT_OK)
+                return r;
+        args[3] = (char *)nbdkit_threads_arg(&pa);
+        r = plugin_args(&pa, e->repository, id, e->cache, &s, &secret, args, &n);
+        secret_done(&secret);
+        if (r != EXIT_OK)
+                return r;
+        args[n] = NULL;
+        fflush(stdout);
+        execvp(args[0], args);
+        r = -errno;
+        plugin_args_done(&pa);
+        return log_error_errno(r, "cannot run nbdkit");
+}
+
+int serve_export(int argc, char **argv)
+{
+        _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
+        const char *config = NULL, *name = NULL;
+        const CliOption options[] = { CLI_STR("export", &name), CLI_STR("config", &config), {} };
+
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options, .max_args = 0,
+                            .expected = "serve --export=NAME takes no REPO or SNAPSHOT (the [export NAME] section "
+                                        "names them)");
+        if (!name) {
+                log_error("serve --export needs a NAME (--export=NAME)");
+                return EXIT_USAGE;
+        }
+        int ec = load_config(config, false, &conf);
+        if (ec != EXIT_OK)
+                return ec;
+        const BvConfExport *e = bv_conf_export_by_name(conf, name);
+        if (!e) {
+                log_error("no export '%s' in the configuration (an [export %s] section)", name, name);
+                return EXIT_ERROR;
+        }
+        return exec_export(e);
+}

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * gc's mark (one bit per index position, walking each snapshot's map once per distinct
+ * subtree), its condemned lists (gc/<16 hex>.idx) and their finalize (docs/LIFECYCLE.md).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "gc-internal.h"
+#include "macro.h"
+#include "maptree.h"
+#include "pack.h"
+
+int gc_pack_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_PACK_ID_SIZE);
+}
+
+static int list_name_cmp(const void *a, const void *b)
+{
+        return strcmp(((const GcList *)a)->name, ((const GcList *)b)->name);
+}
+
+static bool list_name_valid(const char *n)
+{
+        if (strlen(n) != 20 || strcmp(n + 16, ".idx") != 0)
+                return false;
+        for (int i = 0; i < 16; i++)
+                if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+static int list_add(Gc *g, const char *name)
+{
+        GcList *p = reallocarray(g->lists, g->nlists + 1, sizeof(GcList));
+        if (!p)
+                return -ENOMEM;
+        g->lists = p;
+        GcList *l = &g->lists[g->nlists];
+        *l = (GcList){};
+        snprintf(l->name, sizeof(l->name), "%s", name);
+        int r = bv_index_list_open(g->gc_dirfd, name, &l->list);
+        if (r < 0)
+                return r; /* a damaged list: gc stops rather than forget what it condemned */
+        l->bits = calloc(bv_index_list_count(l->list) / 8 + 1, 1);
+        if (!l->bits) {
+                bv_index_list_free(l->list);
+                return -ENOMEM;
+        }
+        g->nlists++;
+        return 0;
+}
+
+int gc_lists_load(Gc *g)
+{
+        DIR *d;
+        int r = bv_opendir_beneath(g->dirfd, "gc", &d);
+        if (r < 0)
+                return r;
+        struct dirent *de;
+        while (r >= 0 && (errno = 0, de = readdir(d)))
+                if (list_name_valid(de->d_name))
+                        r = list_add(g, de->d_name);
+        if (r >= 0 && errno)
+                r = negative_errno();
+        closedir(d);
+        if (r >= 0 && g->nlists > 1)
+                qsort(g->lists, g->nlists, sizeof(GcList), list_name_cmp);
+        return r;
+}
+
+void gc_lists_free(Gc *g)
+{
+        for (size_t i = 0; i < g->nlists; i++) {
+                bv_index_list_free(g->lists[i].list);
+                free(g->lists[i].bits);
+        }
+        free(g->lists);
+        g->lists = NULL;
+        g->nlists = 0;
+}
+
+/* 1: seen before (a node's subtree is then skipped), 0: marked now. */
+static int mark_id(Gc *g, const uint8_t id[BV_ID_SIZE])
+{
+        BvLocation loc;
+        uint64_t pos;
+        int r = bv_index_lookup_position(g->index, id, &loc, &pos);
+        if (r == 0) {
+                if (bit_test(g->bits, pos))
+                        return 1;
+                bit_set(g->bits, pos);
+                return 0;
+        }
+        if (r != -ENOENT)
+                return r;
+        for (size_t i = 0; i < g->nlists; i++)
+                if (bv_index_list_find(g->lists[i].list, id, &loc, &pos) == 0) {
+                        if (bit_test(g->lists[i].bits, pos))
+                                return 1;
+                        bit_set(g->lists[i].bits, pos);
+                        return 0;
+                }
+        g->st->missing++;
+        return 0;
+}
+
+static int mark_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
+{
+        return mark_id(userdata, id);
+}
+
+static int mark_extent(void *userdata, const BvMapExtent *e)
+{
+        int r = e->kind == BV_EXTENT_DATA ? mark_id(userdata, e->id) : 0;
+        return r < 0 ? r : 0;
+}
+
+/* A map node from the index, or from a condemned list that still holds it. */
+static int mark_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
+{
+        Gc *g = userdata;
+        BvLocation loc;
+        uint64_t entry;
+        void *enc;
+        int r = bv_repo_read_object_alloc(g->repo, g->codec, BV_OBJ_MAP, id, ret_node, ret_len);
+        if (r != -EUCLEAN)
+                return r;
+        for (size_t i = 0; i < g->nlists; i++)
+                if (bv_index_list_find(g->lists[i].list, id, &loc, &entry) == 0) {
+                        r = bv_repo_read_encoded(g->repo, g->codec, &loc, &enc);
+                        if (r < 0)
+                                return r;
+                        return bv_object_decode_alloc(g->codec, BV_OBJ_MAP, id, enc, loc.length, ret_node, ret_len);
+                }
+        return -EUCLEAN;
+}
+
+int gc_snap_cmp(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+int gc_mark(Gc *g)
+{
+        BvSnapshot *const *list;
+        size_t n;
+        int r = bv_repo_snapshots(g->repo, &list, &n);
+        if (r < 0)
+                return r;
+        g->npos = bv_index_positions(g->index);
+        g->bits = calloc(g->npos / 8 + 1, 1);
+        g->snaps = calloc(n + 1, sizeof(*g->snaps));
+        if (!g->bits || !g->snaps)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const BvSnapshot *s = list[i];
+                r = bv_map_walk(s->root, s->height, s->size, mark_fetch, g, mark_node, mark_extent, g);
+                if (r < 0)
+                        return r == -ENOENT ? -EUCLEAN : r;
+                snprintf(g->snaps[i], sizeof(g->snaps[i]), "%s", s->id);
+        }
+        g->nsnaps = n;
+        qsort(g->snaps, n, sizeof(*g->snaps), gc_snap_cmp);
+        g->st->snapshots = n;
+        return 0;
+}
+
+typedef struct Found {
+        uint8_t id[BV_ID_SIZE];
+        BvLocation loc;
+} Found;
+
+static int found_cmp(const void *a, const void *b)
+{
+        return memcmp(((const Found *)a)->loc.pack_id, ((const Found *)b)->loc.pack_id, BV_PACK_ID_SIZE);
+}
+
+/* Puts back into the index (a new durable segment) the entries of l that a snapshot references
+ * and the index lacks; *ret and *ret_n: them, sorted by pack. */
+static int resurrect(Gc *g, GcList *l, Found **ret, size_t *ret_n)
+{
+        _cleanup_free_ Found *f = NULL;
+        size_t n = 0, cap = 0;
+        int r = 0;
+
+        for (uint64_t i = 0; l->bits && i < bv_index_list_count(l->list); i++) {
+                Found x;
+                BvLocation cur;
+                if (!bit_test(l->bits, i))
+                        continue;
+                r = bv_index_list_entry(l->list, i, x.id, &x.loc);
+                if (r < 0)
+                        return r;
+                r = bv_index_lookup(g->index, x.id, &cur);
+                if (r == 0)
+                        continue;
+                if (r != -ENOENT)
+                        return r;
+                if (n == cap) {
+                        Found *p = reallocarray(f, cap = cap ? 2 * cap : 64, sizeof(Found));
+                        if (!p)
+                                return -ENOMEM;
+                        f = p;
+                }
+                f[n++] = x;
+        }
+        if (n > 1)
+                qsort(f, n, sizeof(Found), found_cmp);
+        for (size_t i = 0, j; i < n; i = j) {
+                for (j = i; j < n && memcmp(f[j].loc.pack_id, f[i].loc.pack_id, BV_PACK_ID_SIZE) == 0; j++)
+                        ;
+                _cleanup_free_ BvPackEntry *e = calloc(j - i, sizeof(BvPackEntry));
+                if (!e)
+                        return -ENOMEM;
+                for (size_t k = i; k < j; k++)
+                        e[k - i] = (BvPackEntry){ .type = f[k].loc.type, .member = f[k].loc.member,
+                                                  .offset = f[k].loc.offset, .length = f[k].loc.length };
+                for (size_t k = i; k < j; k++)
+                        memcpy(e[k - i].id, f[k].id, BV_ID_SIZE);
+                r = bv_index_add_pack(g->index, f[i].loc.pack_id, e, j - i);
+                if (r < 0)
+                        return r;
+        }
+        if (n > 0) {
+                r = bv_index_flush(g->index);
+                if (r < 0)
+                        return r;
+        }
+        g->st->entries_resurrected += n;
+        *ret = TAKE_PTR(f);
+        *ret_n = n;
+        return 0;
+}
+
+typedef struct PackIds {
+        uint8_t (*ids)[BV_PACK_ID_SIZE];
+        size_t n, cap;
+} PackIds;
+
+static int pack_ids_add(const uint8_t id[BV_PACK_ID_SIZE], void *userdata)
+{
+        PackIds *p = userdata;
+        if (p->n == p->cap) {
+                void *q = reallocarray(p->ids, p->cap = p->cap ? 2 * p->cap : 256, BV_PACK_ID_SIZE);
+                if (!q)
+                        return -ENOMEM;
+                p->ids = q;
+        }
+        memcpy(p->ids[p->n++], id, BV_PACK_ID_SIZE);
+        return 0;
+}
+
+static int unlink_pack(Gc *g, const uint8_t id[BV_PACK_ID_SIZE])
+{
+        int packs = bv_repo_dirfd(g->repo, "packs");
+        char path[64];
+        struct stat st;
+        bv_pack_path(id, path);
+        if (fstatat(packs, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : negative_errno(); /* a finalize that crashed did it */
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if (unlinkat(packs, path, 0) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        g->st->packs_deleted++;
+        g->st->bytes_deleted += (uint64_t)st.st_size;
+        path[2] = '\0';
+        _cleanup_close_ int sub = bv_open_dir_beneath(packs, path);
+        return sub < 0 ? sub : bv_fsync_dir(sub);
+}
+
+int gc_finalize(Gc *g, GcList *l)
+{
+        _cleanup_free_ Found *kept = NULL;
+        PackIds named = {};
+        const uint8_t(*packs)[BV_PACK_ID_SIZE];
+        size_t nkept = 0;
+        int r = resurrect(g, l, &kept, &nkept);
+        if (r >= 0)
+                r = bv_index_refresh(g->index); /* segments backups wrote meanwhile name their packs */
+        if (r >= 0)
+                r = bv_index_packs(g->index, pack_ids_add, &named);
+        if (r < 0)
+                goto out;
+        if (named.n > 1)
+                qsort(named.ids, named.n, BV_PACK_ID_SIZE, gc_pack_cmp);
+        size_t np = bv_index_list_packs(l->list, &packs);
+        for (size_t i = 0; i < np && r >= 0; i++) {
+                Found key;
+                memcpy(key.loc.pack_id, packs[i], BV_PACK_ID_SIZE);
+                if ((named.n > 0 && bsearch(packs[i], named.ids, named.n, BV_PACK_ID_SIZE, gc_pack_cmp)) ||
+                    (nkept > 0 && bsearch(&key, kept, nkept, sizeof(Found), found_cmp)))
+                        continue;
+                r = unlink_pack(g, packs[i]);
+        }
+        if (r >= 0 && unlinkat(g->gc_dirfd, l->name, 0) < 0 && errno != ENOENT)
+                r = negative_errno();
+        if (r >= 0)
+                r = bv_fsync_dir(g->gc_dirfd);
+        if (r >= 0)
+                g->st->lists_finalized++;
+out:
+        free(named.ids);
+        return r;
+}

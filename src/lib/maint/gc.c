@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A gc run (docs/LIFECYCLE.md, "gc in two phases"): reap dead leases, mark, condemn (rewrite
+ * packs, compact the index without the condemned packs' entries into a condemned list, bump the
+ * epoch), then finalize every list whose epoch all live leases have reached.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "gc-internal.h"
+#include "lease.h"
+#include "macro.h"
+#include "pack.h"
+
+enum {
+        PACK_NAMED = 1 << 0,  /* in an index segment's pack table */
+        PACK_LISTED = 1 << 1, /* in packs/ */
+        PACK_CONDEMN = 1 << 2,
+        PACK_REWRITE = 1 << 3,
+        PACK_PENDING = 1 << 4, /* in a condemned list that waits: condemned already */
+};
+
+typedef struct PackStat {
+        uint8_t id[BV_PACK_ID_SIZE];
+        uint64_t size;
+        uint32_t live, total; /* winning entries a snapshot references / entries */
+        uint8_t flags;
+} PackStat;
+
+typedef struct Packs {
+        PackStat *p;
+        size_t n, cap;
+} Packs;
+
+static int packs_add(Packs *ps, const uint8_t id[BV_PACK_ID_SIZE], uint64_t size, uint8_t flags)
+{
+        if (ps->n == ps->cap) {
+                void *q = reallocarray(ps->p, ps->cap = ps->cap ? 2 * ps->cap : 256, sizeof(PackStat));
+                if (!q)
+                        return -ENOMEM;
+                ps->p = q;
+        }
+        ps->p[ps->n++] = (PackStat){ .size = size, .flags = flags };
+        memcpy(ps->p[ps->n - 1].id, id, BV_PACK_ID_SIZE);
+        return 0;
+}
+
+static int on_named(const uint8_t id[BV_PACK_ID_SIZE], void *userdata)
+{
+        return packs_add(userdata, id, 0, PACK_NAMED);
+}
+
+static int on_listed(const uint8_t id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
+{
+        return packs_add(userdata, id, size, PACK_LISTED);
+}
+
+/* Every pack the index names or packs/ holds, once, sorted. */
+static int packs_collect(Gc *g, Packs *ps)
+{
+        int r = bv_index_packs(g->index, on_named, ps);
+        if (r >= 0)
+                r = bv_packset_list(bv_repo_packs(g->repo), on_listed, ps);
+        if (r < 0)
+                return r;
+        if (ps->n > 1)
+                qsort(ps->p, ps->n, sizeof(PackStat), gc_pack_cmp);
+        size_t n = 0;
+        for (size_t i = 0; i < ps->n; i++) {
+                if (n > 0 && memcmp(ps->p[n - 1].id, ps->p[i].id, BV_PACK_ID_SIZE) == 0) {
+                        ps->p[n - 1].flags |= ps->p[i].flags;
+                        ps->p[n - 1].size = MAX(ps->p[n - 1].size, ps->p[i].size);
+                } else
+                        ps->p[n++] = ps->p[i];
+        }
+        ps->n = n;
+        for (size_t i = 0; i < g->nlists; i++) {
+                const uint8_t(*ids)[BV_PACK_ID_SIZE];
+                size_t np = bv_index_list_packs(g->lists[i].list, &ids);
+                for (size_t j = 0; j < np && ps->n > 0; j++) {
+                        PackStat *p = bsearch(ids[j], ps->p, ps->n, sizeof(PackStat), gc_pack_cmp);
+                        if (p)
+                                p->flags |= PACK_PENDING;
+                }
+        }
+        return 0;
+}
+
+typedef struct Count {
+        Gc *g;
+        Packs *ps;
+} Count;
+
+static int count_entry(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, uint64_t pos, bool winner, void *ud)
+{
+        Count *c = ud;
+        PackStat *p = bsearch(loc->pack_id, c->ps->p, c->ps->n, sizeof(PackStat), gc_pack_cmp);
+        if (!p)
+                return -EBADMSG; /* every segment's packs were collected */
+        p->total++;
+        c->g->st->entries++;
+        if (winner && bit_test(c->g->bits, pos)) {
+                p->live++;
+                c->g->st->entries_live++;
+        }
+        return 0;
+}
+
+/* Decides each pack's fate; returns the number condemned. */
+static size_t packs_plan(Gc *g, Packs *ps, unsigned max_unused)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < ps->n; i++) {
+                PackStat *p = &ps->p[i];
+                if (p->flags & PACK_PENDING)
+                        continue;
+                if (!(p->flags & PACK_NAMED)) {
+                        p->flags |= PACK_CONDEMN;
+                        g->st->packs_orphan++;
+                } else if (p->live == 0) {
+                        p->flags |= PACK_CONDEMN;
+                        g->st->packs_dead++;
+                } else if ((p->flags & PACK_LISTED) && (uint64_t)(p->total - p->live) * 100 > (uint64_t)max_unused * p->total) {
+                        p->flags |= PACK_CONDEMN | PACK_REWRITE;
+                        g->st->packs_rewritten++;
+                }
+                if (p->flags & PACK_CONDEMN) {
+                        g->st->bytes_condemned += p->size;
+                        n++;
+                }
+        }
+        g->st->packs = ps->n;
+        return n;
+}
+
+/* ---- rewriting packs: their live objects, copied as they are stored, into new packs ---- */
+
+static bool object_live(Gc *g, const uint8_t pack[BV_PACK_ID_SIZE], const BvPackEntry *e)
+{
+        BvLocation loc;
+        uint64_t pos;
+        return bv_index_lookup_position(g->index, e->id, &loc, &pos) == 0 && bit_test(g->bits, pos) &&
+               memcmp(loc.pack_id, pack, BV_PACK_ID_SIZE) == 0 && loc.offset == e->offset;
+}
+
+static int copy_commit(Gc *g, BvPackWriter *w)
+{
+        uint8_t id[BV_PACK_ID_SIZE];
+        _cleanup_free_ BvPackEntry *e = NULL;
+        size_t n;
+        int r = bv_pack_writer_commit(w, id, &e, &n);
+        if (r == -ENODATA)
+                return 0;
+        return r < 0 ? r : bv_index_add_pack(g->index, id, e, n);
+}
+
+/* One object (a group: its n members) into w. */
+static int copy_append(BvPackWriter *w, const BvPackEntry *e, size_t n, const void *enc)
+{
+        if (e[0].type != BV_OBJ_GROUP)
+                return bv_pack_writer_append(w, e[0].type, e[0].id, e[0].raw_length, enc, e[0].length);
+        BvGroupMember m[BV_GROUP_MAX_MEMBERS];
+        if (n > BV_GROUP_MAX_MEMBERS)
+                return -EBADMSG;
+        for (size_t k = 0; k < n; k++) {
+                memcpy(m[k].id, e[k].id, BV_ID_SIZE);
+                m[k].length = e[k].raw_length;
+        }
+        return bv_pack_writer_append_group(w, m, n, enc, e[0].length);
+}
+
+static int copy_object(Gc *g, BvPackWriter *w, const PackStat *p, const BvPackEntry *e, size_t n)
+{
+        _cleanup_free_ void *buf = malloc(e[0].length);
+        if (!buf)
+                return -ENOMEM;
+        int r = bv_packset_read(bv_repo_packs(g->repo), p->id, e[0].offset, buf, e[0].length);
+        if (r < 0)
+                return r;
+        r = copy_append(w, e, n, buf);
+        if (r == -EFBIG) {
+                r = copy_commit(g, w);
+                if (r >= 0)
+                        r = copy_append(w, e, n, buf);
+        }
+        if (r < 0)
+                return r;
+        g->st->bytes_copied += e[0].length;
+        if (bv_pack_writer_size(w) >= bv_repo_config(g->repo)->pack_target)
+                return copy_commit(g, w);
+        return 0;
+}
+
+static int rewrite_pack(Gc *g, BvPackWriter *w, const PackStat *p)
+{
+        _cleanup_free_ BvPackEntry *e = NULL;
+        size_t n;
+        int r = bv_packset_read_index(bv_repo_packs(g->repo), g->codec, p->id, &e, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0, j; i < n; i = j) {
+                bool live = false;
+                for (j = i + 1; e[i].type == BV_OBJ_GROUP && j < n && e[j].offset == e[i].offset; j++)
+                        ;
+                for (size_t k = i; k < j && !live; k++)
+                        live = object_live(g, p->id, &e[k]);
+                if (live) {
+                        r = copy_object(g, w, p, e + i, j - i);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int rewrite_packs(Gc *g, const Packs *ps)
+{
+        BvPackWriter *w = NULL;
+        int r = 0;
+        if (g->st->packs_rewritten == 0)
+                return 0;
+        r = bv_pack_writer_new(bv_repo_dirfd(g->repo, "packs"), g->codec, &w);
+        for (size_t i = 0; i < ps->n && r >= 0; i++)
+                if (ps->p[i].flags & PACK_REWRITE)
+                        r = rewrite_pack(g, w, &ps->p[i]);
+        if (r >= 0)
+                r = copy_commit(g, w);
+        bv_pack_writer_free(w);
+        /* the copies' entries, durable before the index that drops the originals */
+        return r < 0 ? r : bv_index_flush(g->index);
+}
+
+/* Rewrites, then writes the condemned list and the index without the condemned packs, then
+ * moves the epoch to epoch + 1. */
+static int condemn(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, char list_name[BV_INDEX_NAME_MAX])
+{
+        _cleanup_free_ uint8_t(*ids)[BV_PACK_ID_SIZE] = calloc(ncondemned + 1, BV_PACK_ID_SIZE);
+        uint64_t list_max = 0;
+        size_t n = 0;
+        if (!ids)
+                return -ENOMEM;
+        int r = rewrite_packs(g, ps);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ps->n; i++)
+                if (ps->p[i].flags & PACK_CONDEMN) {
+                        memcpy(ids[n++], ps->p[i].id, BV_PACK_ID_SIZE);
+                        list_max += ps->p[i].total;
+                }
+        r = bv_index_compact_drop(g->index, (const uint8_t(*)[BV_PACK_ID_SIZE])ids, n, list_max, g->gc_dirfd,
+                                  epoch + 1, list_name);
+        if (r < 0)
+                return r;
+        return bv_gc_epoch_write(g->dirfd, epoch + 1);
+}
+
+/* ---- the run ---- */
+
+/* Whether a snapshot was committed since the mark (its references were not marked). */
+static int snapshots_added(Gc *g, bool *ret)
+{
+        BvSnapshot *const *list;
+        size_t n;
+        int r = bv_repo_reload(g->repo);
+        if (r >= 0)
+                r = bv_repo_snapshots(g->repo, &list, &n);
+        if (r < 0)
+                return r;
+        *ret = false;
+        for (size_t i = 0; i < n && !*ret; i++)
+                *ret = !bsearch(list[i]->id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp);
+        return 0;
+}
+
+/* Finalizes each list whose epoch W has come: W <= the epoch at the start and every lease seen
+ * then was at W or later; or W is the epoch this run moved to, no live lease is older now, and
+ * no snapshot was committed since the mark. */
+static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint64_t epoch)
+{
+        uint64_t now_min = 0;
+        size_t live;
+        bool rescanned = false, added = true;
+        int r = 0;
+
+        for (size_t i = 0; i < g->nlists && r >= 0; i++) {
+                GcList *l = &g->lists[i];
+                uint64_t w = bv_index_list_generation(l->list);
+                bool ready = w <= start_epoch && start_min >= w;
+                if (!ready && w <= epoch) {
+                        if (!rescanned) {
+                                r = bv_leases_scan(g->dirfd, &now_min, &live);
+                                if (r >= 0)
+                                        r = snapshots_added(g, &added);
+                                if (r < 0)
+                                        return r;
+                                rescanned = true;
+                        }
+                        ready = now_min >= w && !added;
+                }
+                if (ready)
+                        r = gc_finalize(g, l);
+                else
+                        g->st->lists_waiting++;
+        }
+        return r;
+}
+
+static int gc_prepare(Gc *g, uint64_t *ret_epoch, uint64_t *ret_min)
+{
+        size_t live;
+        if (mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        g->gc_dirfd = bv_open_dir_beneath(g->dirfd, "gc");
+        if (g->gc_dirfd < 0)
+                return g->gc_dirfd;
+        /* the leases first: whoever registers later reads an epoch this run has seen or moved to */
+        int r = bv_leases_scan(g->dirfd, ret_min, &live);
+        if (r < 0)
+                return r;
+        g->st->leases_reaped = (uint64_t)r;
+        g->st->leases_live = live;
+        r = bv_gc_epoch_read(g->dirfd, ret_epoch);
+        if (r >= 0)
+                r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
+        if (r >= 0)
+                r = bv_object_codec_new(bv_repo_keyring(g->repo), bv_repo_config(g->repo)->zstd_level, &g->codec);
+        if (r >= 0)
+                r = gc_lists_load(g);
+        return r;
+}
+
+/* A damaged index segment or snapshot record hides references: deleting is then unsafe. */
+static int gc_check_damage(Gc *g)
+{
+        const BvRepoProblem *p;
+        size_t n;
+        bv_repo_damaged(g->repo, &p, &n);
+        return n > 0 ? -EUCLEAN : 0;
+}
+
+int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
+{
+        Gc g = { .repo = repo, .index = bv_repo_index(repo), .dirfd = bv_repo_dirfd(repo, ""), .gc_dirfd = -EBADF, .st = st };
+        Packs ps = {};
+        uint64_t epoch = 0, min = 0;
+        char list_name[BV_INDEX_NAME_MAX] = "";
+        size_t ncondemned;
+
+        *st = (BvGcStats){};
+        int r = gc_prepare(&g, &epoch, &min);
+        if (r >= 0)
+                r = gc_mark(&g);
+        if (r >= 0)
+                r = gc_check_damage(&g);
+        if (r >= 0)
+                r = packs_collect(&g, &ps);
+        if (r >= 0) {
+                Count c = { &g, &ps };
+                r = bv_index_walk(g.index, count_entry, &c);
+        }
+        if (r < 0)
+                goto out;
+        ncondemned = packs_plan(&g, &ps, o->max_unused);
+        st->epoch = epoch;
+        if (o->dry_run) {
+                st->lists_waiting = g.nlists;
+                goto out;
+        }
+        if (ncondemned > 0) {
+                r = condemn(&g, &ps, ncondemned, epoch, list_name);
+                if (r < 0)
+                        goto out;
+                st->epoch = epoch + 1;
+                GcList *p = reallocarray(g.lists, g.nlists + 1, sizeof(GcList));
+                if (!p) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                g.lists = p;
+                g.lists[g.nlists] = (GcList){};
+                snprintf(g.lists[g.nlists].name, BV_INDEX_NAME_MAX, "%s", list_name);
+                r = bv_index_list_open(g.gc_dirfd, list_name, &g.lists[g.nlists].list);
+                if (r < 0)
+                        goto out;
+                g.nlists++;
+        }
+        r = finalize_lists(&g, epoch, min, st->epoch);
+out:
+        free(ps.p);
+        gc_lists_free(&g);
+        free(g.bits);
+        free(g.snaps);
+        bv_object_codec_free(g.codec);
+        safe_close(g.gc_dirfd);
+        return r;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+/*
+ * Leases and the gc epoch (docs/LIFECYCLE.md, "Leases"). Every process that uses a repository
+ * (a backup, a restore, a verify, an NBD export) holds a lease: leases/<16 hex>.lease, a small
+ * JSON file {"kind":...,"epoch":E,"pid":P,"snapshot":...} on which it holds flock(LOCK_EX) for as
+ * long as it runs, made visible only once locked. E is gc/epoch as read before the lease became
+ * visible, and the holder opens the index only after that. gc finalizes what it condemned for
+ * epoch W only when every live lease has an epoch >= W, so nothing a holder may read goes away.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+        BV_LEASE_READ = 0,
+        BV_LEASE_WRITE,
+        BV_LEASE_EXPORT,
+} BvLeaseKind;
+
+typedef struct BvLease BvLease;
+
+/* Reads the epoch (0 when gc/epoch is absent). -EBADMSG if it is not a decimal number. */
+int bv_gc_epoch_read(int repo_dirfd, uint64_t *ret);
+/* Writes gc/epoch durably (creating gc/). */
+int bv_gc_epoch_write(int repo_dirfd, uint64_t epoch);
+
+/* Reads the epoch, then makes a locked lease visible (creating leases/). snapshot may be NULL.
+ * *ret_epoch (if not NULL) gets the lease's epoch. -EROFS/-EACCES where leases/ cannot be
+ * written (the caller falls back to the shared locks/gc). */
+int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLease **ret, uint64_t *ret_epoch);
+/* Unlinks the lease and drops its lock. NULL is a no-op. */
+void bv_lease_release(BvLease *l);
+
+/* Tests every lease: one whose lock can be taken belongs to a holder that ended, and is
+ * unlinked (reaped). *ret_min_epoch gets the lowest epoch of the live ones (UINT64_MAX when none
+ * lives), *ret_live their number. A lease file that does not parse counts as live at epoch 0 (it
+ * is being written, or is damaged: finalize waits). Returns the number reaped. */
+int bv_leases_scan(int repo_dirfd, uint64_t *ret_min_epoch, size_t *ret_live);

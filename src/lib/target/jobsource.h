@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * What a job reads: its source (a block device or an image file), the standard output of its
+ * command (source = command:CMD, or command = CMD), or, with snapshot = yes, an LVM snapshot of
+ * its logical volume, made (lvcreate --snapshot) before reading and removed (lvremove) after,
+ * whatever happened. A run is cancelled (SIGTERM, a pulled drive) with bv_job_cancel: the next
+ * read of every job source fails with -ECANCELED, so the backup unwinds and publishes nothing,
+ * and the snapshot is still removed.
+ */
+
+#include <stdbool.h>
+
+#include "conf.h"
+#include "source.h"
+
+typedef struct BvJobSource BvJobSource;
+
+/* Async-signal-safe: cancels the runs of this process. */
+void bv_job_cancel(void);
+bool bv_job_cancelled(void);
+
+/* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
+const char *bv_job_command(const BvConfJob *j);
+
+/* Opens j's source for reading (vars: for a command's environment, as bv_hook_run). Fails with
+ * -errno; for a failed lvs, lvcreate or lvremove, -ECHILD with its exit status in *fail_status
+ * and its output in out (as bv_target_run). */
+int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource **ret, int *fail_status,
+                       char *out, size_t size);
+BvSource *bv_job_source(BvJobSource *js);
+/* Ends the command (SIGTERM when it still runs, then waits) and removes the snapshot, then frees
+ * js. 0; -ECHILD when the command exited with a status other than 0 or lvremove failed (its
+ * status in *fail_status, lvremove's output in out); -errno. */
+int bv_job_source_close(BvJobSource *js, int *fail_status, char *out, size_t size);

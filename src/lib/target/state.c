@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+#include "state.h"
+
+const char *bv_state_dir(const char *override)
+{
+        const char *e = getenv(BV_STATE_ENV);
+        return override ? override : e && *e ? e : BV_STATE_DIR;
+}
+
+static int state_name(const char *job, const char *target, char *buf, size_t size)
+{
+        int n = target ? snprintf(buf, size, "job-%s@%s", job, target) : snprintf(buf, size, "target-%s", job);
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static void parse_state(char *text, BvRunState *s)
+{
+        for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                char *v = strchr(l, '=');
+                if (!v)
+                        continue;
+                *v++ = '\0';
+                if (strcmp(l, "last-run") == 0)
+                        s->last_run = strtoull(v, NULL, 10);
+                else if (strcmp(l, "last-good") == 0)
+                        s->last_good = strtoull(v, NULL, 10);
+                else if (strcmp(l, "error") == 0)
+                        s->result = -abs(atoi(v));
+                else if (strcmp(l, "status") == 0)
+                        s->status = atoi(v);
+                else if (strcmp(l, "step") == 0)
+                        snprintf(s->step, sizeof(s->step), "%s", v);
+                else if (strcmp(l, "snapshot") == 0)
+                        snprintf(s->snapshot, sizeof(s->snapshot), "%s", v);
+                else if (strcmp(l, "result") == 0 && strcmp(v, "failed") == 0 && s->result == 0)
+                        s->result = -EIO;
+        }
+}
+
+int bv_state_read(const char *dir, const char *job, const char *target, BvRunState *ret)
+{
+        _cleanup_free_ void *data = NULL;
+        char name[2 * BV_CONF_NAME_MAX + 16];
+        size_t len;
+
+        int r = state_name(job, target, name, sizeof(name));
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        r = bv_read_file(dfd, name, 64 * 1024, &data, &len);
+        if (r < 0)
+                return r;
+        BvRunState s = {};
+        parse_state(data, &s);
+        *ret = s;
+        return 0;
+}
+
+int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
+                    const char *step, int status, const char *snapshot)
+{
+        char name[2 * BV_CONF_NAME_MAX + 16], text[512];
+        BvRunState old = {};
+
+        int r = state_name(job, target, name, sizeof(name));
+        if (r < 0)
+                return r;
+        r = bv_state_read(dir, job, target, &old);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        uint64_t good = result == 0 ? when : old.last_good;
+        const char *snap = result == 0 && snapshot ? snapshot : old.snapshot;
+        int n = snprintf(text, sizeof(text), "last-run=%llu\nresult=%s\nstep=%s\nerror=%d\nstatus=%d\nlast-good=%llu\n%s%s%s",
+                         (unsigned long long)when, result == 0 ? "ok" : "failed", result == 0 ? "" : step ?: "",
+                         -result, result == 0 ? 0 : status, (unsigned long long)good, *snap ? "snapshot=" : "", snap, *snap ? "\n" : "");
+        if (n < 0 || (size_t)n >= sizeof(text))
+                return -ENAMETOOLONG;
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        return bv_write_file_durable(dfd, name, text, (size_t)n, true);
+}
+
+int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, uint64_t now, BvJobStatus *ret)
+{
+        BvJobStatus st = {};
+        for (size_t i = 0; i < c->n_targets; i++) {
+                const BvConfTarget *t = &c->targets[i];
+                BvRunState s;
+                if (!bv_conf_job_wants(j, t->name))
+                        continue;
+                int r = bv_state_read(dir, j->name, t->name, &s);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        return r;
+                if (s.last_run > st.last.last_run)
+                        st.last = s, st.last_target = t->name;
+                if (s.last_good > st.last_good)
+                        st.last_good = s.last_good, st.good_target = t->name;
+        }
+        st.alarm = st.last_good == 0 || (now > st.last_good && now - st.last_good > j->max_age);
+        *ret = st;
+        return 0;
+}

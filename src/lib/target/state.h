@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * What the runs leave behind for `blkvault status` and the age alarm: one small text file per
+ * (job, target) and per target in the state directory (BV_STATE_DIR, or $BLKVAULT_STATE_DIR, or
+ * --state-dir), each replaced durably (tmpfile, fsync, rename, fsync dir) after every run:
+ *
+ *   STATE/job-JOB@TARGET   a job's runs on a target
+ *   STATE/target-TARGET    a target's runs
+ *
+ * each of lines "key=value": last-run=UNIX-SECONDS, result=ok|failed, step=STEP (what failed),
+ * error=ERRNO, status=N, last-good=UNIX-SECONDS (the last run that succeeded), snapshot=ID (job files: the
+ * snapshot it wrote). Unknown keys are ignored, so the files can grow.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+
+#define BV_STATE_DIR "/var/lib/blkvault/state"
+#define BV_STATE_ENV "BLKVAULT_STATE_DIR"
+
+typedef struct BvRunState {
+        uint64_t last_run;      /* unix seconds, 0: never */
+        int result;             /* 0 ok, else -errno of the step that failed */
+        char step[24];          /* what failed, or "" */
+        int status;             /* the exit status of the program that failed (-ECHILD), or, for a
+                                 * target whose step is "jobs", how many jobs failed */
+        uint64_t last_good;     /* unix seconds of the last run that succeeded, 0: never */
+        char snapshot[65];      /* the snapshot it wrote (jobs), or "" */
+} BvRunState;
+
+/* override if given, else $BLKVAULT_STATE_DIR if set, else BV_STATE_DIR. */
+const char *bv_state_dir(const char *override);
+
+/* Records a run at `when` (unix seconds): result 0 (then last_good = when and the snapshot) or
+ * -errno with the step that failed; the earlier last_good is kept. target NULL: the file of the
+ * target job_or_target itself. Creates the directory (0755) when missing. */
+int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
+                    const char *step, int status, const char *snapshot);
+/* The state of job on target (job NULL: of the target): -ENOENT when it never ran. */
+int bv_state_read(const char *dir, const char *job, const char *target, BvRunState *ret);
+
+/* A job over all the targets it may run on. */
+typedef struct BvJobStatus {
+        BvRunState last;        /* the latest run (any target) */
+        const char *last_target;
+        uint64_t last_good;     /* the newest good backup on any target, 0: none */
+        const char *good_target;
+        bool alarm;             /* no good backup younger than max-age */
+} BvJobStatus;
+
+/* Reads the state of job j on each target of c it may run on; now: unix seconds. */
+int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, uint64_t now, BvJobStatus *ret);

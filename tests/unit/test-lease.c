@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Leases and the gc epoch: a lease carries the epoch read before it became visible; a scan
+ * counts live leases and their lowest epoch and reaps those whose holder ended. */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bvtest.h"
+#include "lease.h"
+#include "macro.h"
+
+TEST(epoch_and_scan)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvLease *a = NULL, *b = NULL;
+        uint64_t e, min;
+        size_t live;
+
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(bv_gc_epoch_read(dfd, &e));
+        ASSERT_EQ(e, 0u);
+        ASSERT_EQ(bv_leases_scan(dfd, &min, &live), 0);
+        ASSERT_EQ(live, 0u);
+        ASSERT_EQ(min, UINT64_MAX);
+
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, NULL, &a, &e));
+        ASSERT_EQ(e, 0u);
+        ASSERT_OK(bv_gc_epoch_write(dfd, 5));
+        ASSERT_OK(bv_gc_epoch_read(dfd, &e));
+        ASSERT_EQ(e, 5u);
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, "00112233445566778899aabbccddeeff", &b, &e));
+        ASSERT_EQ(e, 5u);
+        ASSERT_EQ(bv_leases_scan(dfd, &min, &live), 0);
+        ASSERT_EQ(live, 2u);
+        ASSERT_EQ(min, 0u);
+        bv_lease_release(a);
+        ASSERT_EQ(bv_leases_scan(dfd, &min, &live), 0);
+        ASSERT_EQ(live, 1u);
+        ASSERT_EQ(min, 5u);
+
+        /* a holder that dies leaves its file, unlocked: the scan reaps it */
+        pid_t pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                BvLease *c = NULL;
+                _exit(bv_lease_take(dfd, BV_LEASE_READ, NULL, &c, NULL) < 0 ? 1 : 0);
+        }
+        int status;
+        ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ASSERT_EQ(bv_leases_scan(dfd, &min, &live), 1);
+        ASSERT_EQ(live, 1u);
+        ASSERT_EQ(min, 5u);
+        bv_lease_release(b);
+        ASSERT_EQ(bv_leases_scan(dfd, &min, &live), 0);
+        ASSERT_EQ(live, 0u);
+
+        /* a damaged epoch file is refused */
+        _cleanup_close_ int gfd = openat(dfd, "gc/epoch", O_WRONLY | O_TRUNC | O_CLOEXEC);
+        ASSERT_TRUE(gfd >= 0 && write(gfd, "x\n", 2) == 2);
+        ASSERT_ERROR(bv_gc_epoch_read(dfd, &e), EBADMSG);
+        bvtest_rm_rf(dir);
+}
+
+int main(void)
+{
+        RUN(epoch_and_scan);
+        return 0;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * thin_delta's XML into changed ranges. The fixtures in tests/unit/thin/ were made on the host,
+ * without device-mapper: thin_restore -i meta.xml -o meta.bin, then thin_delta --snap1 1 --snap2 2
+ * (delta.xml) and the same with --verbose (delta-verbose.xml). When thin_restore and thin_delta
+ * are installed, the test makes them again from meta.xml and parses what they print now.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+
+#include "bvtest.h"
+#include "fileio.h"
+#include "macro.h"
+#include "thin-delta.h"
+
+#define BLOCK (128u * 512)
+
+/* meta.xml: device 1 maps blocks 0-15 and 32-35; device 2 shares 0-3 and 6-15, remaps 4-5,
+ * no longer maps 32-35 and newly maps 40-42. */
+static const BvRange expected[] = { { 4 * BLOCK, 2 * BLOCK }, { 32 * BLOCK, 4 * BLOCK }, { 40 * BLOCK, 3 * BLOCK } };
+
+static void check_delta(const char *text)
+{
+        BvThinDelta d = {};
+
+        ASSERT_OK(bv_thin_delta_parse(text, strlen(text), &d));
+        ASSERT_EQ(d.block_bytes, BLOCK);
+        ASSERT_EQ(d.left, 1);
+        ASSERT_EQ(d.right, 2);
+        ASSERT_EQ(d.n_changed, ELEMENTSOF(expected));
+        for (size_t i = 0; i < ELEMENTSOF(expected); i++) {
+                ASSERT_EQ(d.changed[i].offset, expected[i].offset);
+                ASSERT_EQ(d.changed[i].length, expected[i].length);
+        }
+        bv_thin_delta_done(&d);
+}
+
+/* The file at path, NUL-terminated. */
+static char *read_text(const char *path)
+{
+        void *data = NULL;
+        size_t len;
+
+        ASSERT_OK(bv_read_file(AT_FDCWD, path, 1 << 20, &data, &len));
+        char *text = realloc(data, len + 1);
+        ASSERT_TRUE(text != NULL);
+        text[len] = 0;
+        return text;
+}
+
+/* The file at SOURCE_ROOT/tests/unit/thin/name; NULL without SOURCE_ROOT. */
+static char *fixture(const char *name)
+{
+        const char *root = getenv("SOURCE_ROOT");
+        char path[4096];
+
+        if (!root)
+                return NULL;
+        snprintf(path, sizeof(path), "%s/tests/unit/thin/%s", root, name);
+        return read_text(path);
+}
+
+TEST(fixtures)
+{
+        _cleanup_free_ char *plain = fixture("delta.xml"), *verbose = fixture("delta-verbose.xml");
+
+        if (!plain) {
+                printf("skip - fixtures: SOURCE_ROOT unset\n");
+                return;
+        }
+        check_delta(plain);
+        check_delta(verbose);
+}
+
+/* thin_restore and thin_delta, run now on meta.xml: what they print parses to the same ranges. */
+TEST(made_now)
+{
+        const char *root = getenv("SOURCE_ROOT");
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        char cmd[8192], path[4096];
+
+        if (!root || system("command -v thin_restore >/dev/null && command -v thin_delta >/dev/null") != 0) {
+                printf("skip - made_now: thin-provisioning-tools are not installed\n");
+                return;
+        }
+        for (int verbose = 0; verbose <= 1; verbose++) {
+                snprintf(path, sizeof(path), "%s/delta%d.xml", dir, verbose);
+                snprintf(cmd, sizeof(cmd),
+                         "truncate -s 8M '%s/meta.bin' && thin_restore -q -i '%s/tests/unit/thin/meta.xml' "
+                         "-o '%s/meta.bin' && thin_delta %s --snap1 1 --snap2 2 '%s/meta.bin' >'%s'",
+                         dir, root, dir, verbose ? "--verbose" : "", dir, path);
+                ASSERT_EQ(system(cmd), 0);
+                _cleanup_free_ char *text = read_text(path);
+                check_delta(text);
+        }
+        bvtest_rm_rf(dir);
+}
+
+TEST(refused)
+{
+        static const char *const bad[] = {
+                "",
+                "<superblock data_block_size=\"128\"></superblock>",                       /* no diff */
+                "<superblock><diff left=\"1\" right=\"2\"></diff></superblock>",          /* no block size */
+                "<superblock data_block_size=\"0\"><diff left=\"1\" right=\"2\"/></superblock>",
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<different begin=\"4\" length=\"2\"/><same begin=\"0\" length=\"4\"/></diff></superblock>",
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<different begin=\"4\" length=\"0\"/></diff></superblock>",
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<moved begin=\"4\" length=\"2\"/></diff></superblock>",
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<range begin=\"4\" length=\"2\"/></diff></superblock>",                   /* range outside a group */
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<different><range begin=\"4\" length=\"2\"/></diff></superblock>",        /* group not closed */
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<different begin=\"18446744073709551615\" length=\"2\"/></diff></superblock>",
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<different begin=\"-4\" length=\"2\"/></diff></superblock>",
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">text</diff></superblock>",
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\"></diff>",  /* truncated */
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\"/></superblock><superblock>",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                BvThinDelta d = { .left = 77 };
+                ASSERT_ERROR(bv_thin_delta_parse(bad[i], strlen(bad[i]), &d), EBADMSG);
+                ASSERT_EQ(d.left, 77); /* untouched */
+        }
+}
+
+TEST(nothing_changed)
+{
+        const char *text = "<?xml version=\"1.0\"?><!-- made by hand -->\n"
+                           "<superblock uuid=\"\" time=\"1\" transaction=\"2\" data_block_size=\"256\" "
+                           "nr_data_blocks=\"1024\">\n  <diff left=\"3\" right=\"4\">\n"
+                           "    <same begin=\"0\" length=\"16\"/>\n  </diff>\n</superblock>\n";
+        BvThinDelta d = {};
+
+        ASSERT_OK(bv_thin_delta_parse(text, strlen(text), &d));
+        ASSERT_EQ(d.block_bytes, 256 * 512);
+        ASSERT_EQ(d.n_changed, 0);
+        ASSERT_EQ(d.left, 3);
+        bv_thin_delta_done(&d);
+}
+
+int main(void)
+{
+        RUN(fixtures);
+        RUN(made_now);
+        RUN(refused);
+        RUN(nothing_changed);
+        return 0;
+}
