@@ -81,13 +81,6 @@ int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
                 fd = read_lock_readonly(repo_dirfd, fd);
         if (fd < 0)
                 return fd;
-        if (kind == BV_LOCK_WRITE) {
-                /* the readers' lock file, for later readers on a read-only mount */
-                int gc = lock_open(repo_dirfd, "locks/gc");
-                if (gc < 0)
-                        return gc;
-                safe_close(gc);
-        }
         if (!wait)
                 op |= LOCK_NB;
         while (flock(fd, op) < 0) {
