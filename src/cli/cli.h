@@ -7,6 +7,7 @@
  * returning an exit code.
  */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -263,6 +264,11 @@ void json_print(struct json_object *o);
 struct json_object *json_snapshot(const BvSnapshot *s);
 int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n);
 int json_add_members(struct json_object *o, struct json_object *from);
+
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked a long command (restore, a target's run) to
+ * stop, once catch_interrupts installed the handler that only sets it; 0 until then. */
+extern volatile sig_atomic_t interrupted;
+int catch_interrupts(void);
 
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);

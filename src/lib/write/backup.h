@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "repo.h"
@@ -19,6 +20,9 @@ typedef struct BvBackupOptions {
         /* If not NULL: on failure, where the source read that failed starts (source.error_offset);
          * opts->source.skip_unreadable makes such blocks zeroes recorded in the snapshot instead. */
         uint64_t *ret_error_offset;
+        /* when set and it returns true (a signal asked to stop), the backup stops at its next
+         * read or before it publishes, fails with -ECANCELED and publishes nothing */
+        bool (*cancelled)(void);
 } BvBackupOptions;
 
 typedef struct BvBackupStats {
