@@ -146,6 +146,7 @@ int cmd_verify(int argc, char **argv)
                 r = find_snapshot(repo, spec, &snap);
                 if (r != EXIT_OK)
                         return r;
+                vo.snapshot = spec = snap->id; /* NAME@latest and short ids resolved once, here */
         }
         if (rep.json)
                 rep.problems = json_object_new_array();
