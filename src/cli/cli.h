@@ -19,6 +19,15 @@
 #include "repo.h"
 
 
+/* The end of the usage text of the appliance commands (job, target): their shared options. */
+#define APPLIANCE_OPTIONS_HELP                                                                             \
+        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"                            \
+        "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"                \
+        "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n" \
+        "  -q, --quiet              no progress or status lines\n"                                         \
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"               \
+        "  -h, --help\n"
+
 /* The exit codes, each with one meaning: the one table, copied to EXIT STATUS in blkvault(1). */
 enum {
         EXIT_OK = 0,
@@ -29,7 +38,7 @@ enum {
         EXIT_BUSY = 5,       /* another writer holds the repository's lock */
         EXIT_FULL = 6,       /* the target (the repository's filesystem) is full */
         EXIT_IN_USE = 7,     /* a mountpoint, device or state directory is in use */
-        EXIT_TOO_SMALL = 8,  /* the restore destination is smaller than the image */
+        EXIT_TOO_SMALL = 8,  /* the restore destination (a device, a file's filesystem) is too small */
         EXIT_PERM = 9,       /* permission denied: the command needs root or the disk group */
         EXIT_NO_REPO = 10,   /* REPO is not a blkvault repository */
         EXIT_ALARM = 11,     /* status --check-age: a job has no good backup younger than its max-age */

@@ -15,12 +15,7 @@ static const char usage_text[] =
         "targets = any) that is attached and not restore-only, one drive after the other: unlock,\n"
         "mount, back up, verify, unmount, lock. No such drive attached is not an error. The last\n"
         "line sums up: \"job NAME: N targets, M failed\" (exit status 0 when none failed).\n\n"
-        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
-        "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
-        "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        APPLIANCE_OPTIONS_HELP;
 
 static int job_run(const char *config, const char *run_dir, const char *state_dir, const char *name)
 {

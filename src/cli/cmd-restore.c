@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "restore.h"
+#include "timeutil.h"
 
 static const char usage_text[] =
         "Usage: blkvault restore REPO SNAPSHOT DEST [OPTIONS]\n\n"
@@ -126,6 +127,15 @@ static int restore_finish(int r, const BvSnapshot *snap, const char *target, con
                 r = -errno;
                 (void)unlink(target);
         }
+        if ((r == -ENOSPC || r == -EDQUOT) && strcmp(dest, "-") != 0) {
+                /* the destination's filesystem, not the repository's: exit 8, not 6 */
+                char a[32], b[32];
+                log_error("the filesystem of '%s' is full: snapshot %.8s has %llu bytes (%s) of data (image %s); "
+                          "free space there or restore elsewhere; nothing was left behind", dest, snap->id,
+                          (unsigned long long)snap->stats.bytes_data, format_bytes(snap->stats.bytes_data, a),
+                          format_bytes(snap->size, b));
+                return EXIT_TOO_SMALL;
+        }
         if (r < 0)
                 return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
         return EXIT_OK;
@@ -172,8 +182,12 @@ int cmd_restore(int argc, char **argv)
                 return r;
         BvRestoreStats stats = {};
         if (to_stdout) {
+                uint64_t start = bv_now_monotonic_ns();
                 r = restore_to_stdout(repo, snap, &progress, &stats.bad_offset);
-                stats.size = snap->size;
+                /* a pipe gets every byte, holes too */
+                stats = (BvRestoreStats){ .size = snap->size, .bytes_written = r >= 0 ? snap->size : 0,
+                                          .seconds = (double)(bv_now_monotonic_ns() - start) / 1e9,
+                                          .bad_offset = stats.bad_offset };
         } else
                 r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);

@@ -412,8 +412,9 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
         if (stopping)
                 return EXIT_OK;
         if (!announced) {
-                log_error("nbdkit did not start serving (exit status %d)",
-                          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+                log_error("nbdkit did not start serving (exit status %d): its message above says why%s",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                          o->port ? " (a port in use? pick another with --port)" : "");
                 return EXIT_ERROR;
         }
         if (WIFSIGNALED(status)) {

@@ -31,12 +31,7 @@ static const char usage_text[] =
         "  --no-luks                no LUKS container (the filesystem's UUID names the drive)\n"
         "  --yes                    destroy what is on DEVICE\n"
         "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
-        "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
-        "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"
-        "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        APPLIANCE_OPTIONS_HELP;
 
 typedef struct FormatArgs {
         const char *device, *name, *fs, *key_dir, *config, *run_dir, *state_dir;
@@ -50,7 +45,7 @@ static int format_check_device(const FormatArgs *a)
         int fd = bv_drive_open_exclusive(a->device);
         if (fd == -EBUSY) {
                 log_error("'%s' is in use (mounted, or held by another device); refusing to format it", a->device);
-                return EXIT_BUSY;
+                return EXIT_IN_USE;
         }
         if (fd < 0)
                 return log_error_errno(fd, "cannot open '%s'", a->device);

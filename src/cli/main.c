@@ -103,8 +103,8 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return EXIT_USAGE;
         }
-        if (strcmp(argv[1], "help") == 0 && argc == 3) {
-                /* blkvault help CMD: the command's own --help */
+        if (strcmp(argv[1], "help") == 0 && argc >= 3 && strcmp(argv[2], "help") != 0) {
+                /* blkvault help CMD [SUB...]: the command's own --help */
                 for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                         if (strcmp(argv[2], commands[i].name) == 0) {
                                 char *args[] = { argv[2], (char *)"--help", NULL };
@@ -133,6 +133,6 @@ int main(int argc, char **argv)
                         free(args);
                         return r;
                 }
-        log_error("unknown command '%s' (see 'blkvault --help')", argv[1]);
+        log_error("unknown command '%s' (see 'blkvault help')", argv[1]);
         return EXIT_USAGE;
 }

@@ -22,7 +22,7 @@ expect_fail 2 "^error: option '--name' needs a value (see 'blkvault help backup'
 expect_fail 2 "^error: unknown option '-x' (see 'blkvault help list')$" bv list "$T/r" -x
 expect_fail 2 "^error: unknown option '--bogus' (see 'blkvault help verify')$" bv verify "$T/r" --bogus
 expect_fail 2 "^error: unknown option '--no' (see 'blkvault help restore')$" bv restore "$T/r" latest "$T/x" --no
-expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault --help')$" bv bakup
+expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault help')$" bv bakup
 
 # mount and umount say they need root (exit 9), before touching anything
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
@@ -52,4 +52,8 @@ for cmd in backup restore list info key verify; do
 done
 bv help backup | grep -q "^Usage: blkvault backup" || die "help backup shows no backup usage"
 expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault help')$" bv help bakup
+# help help is the top-level help; help CMD SUB... (help key export) is the command's help
+assert_eq "$(bv help help)" "$(bv --help)" "blkvault help help"
+assert_eq "$(bv help key export)" "$(bv key --help)" "blkvault help key export"
+expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault help')$" bv help bakup extra
 echo ok

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# blkvault(1) and blkvault.conf(5) render at 80 columns without a warning from man/groff (issue
+# blkvault(1), blkvault.conf(5) and blkvault-json(7) render at 80 columns without a warning from man/groff (issue
 # 12); blkvault(1) names every exit code of the table in src/cli/cli.h, every environment variable
 # the code reads, and every long option of every command (taken from the code's getopt tables by
 # tests/cli-options.py): a command's own options in its OPTIONS subsection, -q/-v/-h under "Every
@@ -63,4 +63,8 @@ done
 for section in '\[global\]' '\[target NAME\]' '\[job NAME\]' '\[export NAME\]'; do
     grep -q "^\.SH $section$" "$conf" || die "blkvault.conf(5) has no section $section"
 done
+json=$SOURCE_ROOT/docs/man/blkvault-json.7
+MANWIDTH=80 man --warnings -l "$json" >"$T/out" 2>"$T/err" || die "man -l failed: $(cat "$T/err")"
+[ ! -s "$T/err" ] || { cat "$T/err"; die "man --warnings printed warnings for blkvault-json(7)"; }
+grep -q '^\.SH JSON OUTPUT$' "$page" && grep -q 'blkvault-json (7)' "$page" || die "blkvault(1) does not point at blkvault-json(7)"
 echo "ok: $checked options of $(cut -d' ' -f1 "$T/options" | sort -u | wc -l) commands"

@@ -42,7 +42,7 @@ assert_same "$T/random" "$T/stdin.out"
 assert_eq "$(json_field "$T/stdin.json" bytes_new)" 0 "stdin copy of stored data was stored again"
 
 # list --json: oldest first, with snapshot, name, time, size, and the stats backup printed,
-# under the same names (docs/man/blkvault.1, JSON OUTPUT); "id" stays an alias until 0.3
+# under the same names (docs/man/blkvault-json.7); "id" stays an alias until 0.3
 bv list "$repo" --json > "$T/list.json"
 python3 - "$T/list.json" "$T/random.json" "$T/sparse.json" <<'PY'
 import json, sys

@@ -82,15 +82,15 @@ stop_serve
 ! grep -q "error" "$T/def.log" || { cat "$T/def.log" >&2; die "an error was logged while serving"; }
 
 # --- options are checked before anything starts ---------------------------------------------
-expect_fail 2 "invalid --cache 'banana' (a size such as 256M)" "$BLKVAULT" serve "$repo" disk --cache=banana
-expect_fail 2 "invalid --port '0' (1 to 65535)" "$BLKVAULT" serve "$repo" disk --port=0
-expect_fail 2 "invalid --port 'http' (1 to 65535)" "$BLKVAULT" serve "$repo" disk --port=http
-expect_fail 2 "invalid --address 'no such host.invalid': " "$BLKVAULT" serve "$repo" disk --address='no such host.invalid'
-expect_fail 2 "--socket excludes --port and --address" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --address=::1
-expect_fail 1 "cannot read the TLS key file '$T/none.psk': No such file or directory" \
+expect_fail 2 "^error: invalid --cache 'banana' (a size such as 256M)$" "$BLKVAULT" serve "$repo" disk --cache=banana
+expect_fail 2 "^error: invalid --port '0' (1 to 65535)$" "$BLKVAULT" serve "$repo" disk --port=0
+expect_fail 2 "^error: invalid --port 'http' (1 to 65535)$" "$BLKVAULT" serve "$repo" disk --port=http
+expect_fail 2 "^error: invalid --address 'no such host.invalid': " "$BLKVAULT" serve "$repo" disk --address='no such host.invalid'
+expect_fail 2 "^error: --socket excludes --port and --address" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --address=::1
+expect_fail 1 "^error: cannot read the TLS key file '$T/none.psk': No such file or directory" \
     "$BLKVAULT" serve "$repo" disk --port=10999 --tls-psk="$T/none.psk"
 printf 'not a key\n' > "$T/bad.psk"
-expect_fail 1 "'$T/bad.psk' holds no USER:HEXKEY line (make one with 'psktool -u USER -p FILE')" \
+expect_fail 1 "^error: '$T/bad.psk' holds no USER:HEXKEY line (make one with 'psktool -u USER -p FILE')$" \
     "$BLKVAULT" serve "$repo" disk --port=10999 --tls-psk="$T/bad.psk"
 [ ! -s "$T/.out" ] || die "a refused serve printed a URI"
 
@@ -108,7 +108,7 @@ BLKVAULT_PASSPHRASE=$pass timeout 60 "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" d
 [ "$rc" = 1 ] || { cat "$T/busy.err" >&2; die "serve on a busy port exited $rc, expected 1"; }
 [ ! -s "$T/busy.out" ] || die "serve on a busy port printed '$(cat "$T/busy.out")'"
 grep -q "Address already in use" "$T/busy.err" || { cat "$T/busy.err" >&2; die "no 'Address already in use'"; }
-grep -q "^error: nbdkit did not start serving (exit status 1)" "$T/busy.err" ||
+grep -qx "error: nbdkit did not start serving (exit status 1): its message above says why (a port in use? pick another with --port)" "$T/busy.err" ||
     { cat "$T/busy.err" >&2; die "no error line for the busy port"; }
 kill "$holder"
 

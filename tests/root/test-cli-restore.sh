@@ -15,8 +15,11 @@ bv backup "$repo" "$T/img" --name=img -q >/dev/null
 
 # standard output, through a pipe and into a file
 assert_eq "$(bv restore "$repo" img@latest - -q | sha256sum)" "$(sha256sum <"$T/img")" "restore to stdout"
-bv restore "$repo" img@latest - -q >"$T/out.stdout"
+bv restore "$repo" img@latest - -q >"$T/out.stdout" 2>"$T/stdout.err"
 assert_same "$T/img" "$T/out.stdout"
+# every byte went to the pipe, holes too: all of the image is written
+grep -Eqx "restored snapshot [0-9a-f]{8} to '-': 8\.0 MiB image, 8\.0 MiB written, in [0-9]+\.[0-9] s" "$T/stdout.err" ||
+    { cat "$T/stdout.err" >&2; die "restore to stdout reports another size written"; }
 expect_fail 2 "^error: --json and the destination '-' would both use standard output$" bv restore "$repo" img@latest - --json
 
 # an existing file: refused, untouched; --force replaces it
@@ -36,6 +39,15 @@ on_exit losetup -d "$dev"
 expect_fail 8 "^error: '$dev' is too small for snapshot [0-9a-f]\{8\}: the device has 4194304 bytes (4.0 MiB), the image 8388608 bytes (8.0 MiB); nothing was written$" \
     bv restore "$repo" img@latest "$dev"
 assert_eq "$(head -c 9 "$dev")" untouched "the small device was written"
+# a file on a filesystem too small for the data: exit 8 (too small), not 6 (the repository is
+# full), with the sizes, and nothing left behind
+mkdir "$T/tiny"
+mount -t tmpfs -o size=2M tmpfs "$T/tiny"
+on_exit "umount '$T/tiny'"
+expect_fail 8 "^error: the filesystem of '$T/tiny/out' is full: snapshot [0-9a-f]\{8\} has 6291456 bytes (6.0 MiB) of data (image 8.0 MiB); free space there or restore elsewhere; nothing was left behind$" \
+    bv restore "$repo" img@latest "$T/tiny/out"
+assert_eq "$(ls "$T/tiny")" "" "a restore that filled its filesystem left a file"
+umount "$T/tiny"
 # a large enough device is written
 truncate -s 8M "$T/big.img"
 dev2=$(losetup --find --show "$T/big.img")

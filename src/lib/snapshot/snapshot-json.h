@@ -4,7 +4,7 @@
 /*
  * The snapshot record's codec (docs/FORMAT.md, "Snapshots"): the typed BvSnapshot to and from
  * its JSON document, and the same encoders for its parts, so that the CLI's --json output uses
- * the names the record uses (docs/man/blkvault.1, "JSON OUTPUT"). The one library header
+ * the names the record uses (docs/man/blkvault-json.7). The one library header
  * besides json-util.h that speaks json-c.
  */
 

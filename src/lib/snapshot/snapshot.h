@@ -45,7 +45,7 @@ typedef struct BvSnapshotSource {
 } BvSnapshotSource;
 
 /* The one stats schema: a backup's counters, recorded in its snapshot and printed by backup,
- * list and info under these names (docs/man/blkvault.1, "JSON OUTPUT"). */
+ * list and info under these names (docs/man/blkvault-json.7). */
 typedef struct BvSnapshotStats {
         uint64_t bytes_read;    /* bytes read from the source (not holes) */
         uint64_t bytes_read_cached; /* of those, read through the page cache */
