@@ -21,6 +21,7 @@ static const struct {
         { "verify", cmd_verify, "check a repository, optionally reading every chunk" },
         { "info", cmd_info, "sizes, deduplication and compression of a repository" },
         { "key", cmd_key, "export, import, add, list, remove or change key slots" },
+        { "repair", cmd_repair, "rebuild the index from the packs, list what snapshots lost" },
         { "delete", cmd_delete, "forget snapshots" },
         { "protect", cmd_protect, "protect a snapshot from prune and delete" },
         { "prune", cmd_prune, "forget snapshots by a retention policy, then reclaim their space" },
@@ -39,7 +40,7 @@ static const struct {
         const char *name;
         int min;
 } repo_commands[] = {
-        { "backup", 2 }, { "list", 1 }, { "restore", 3 }, { "verify", 1 }, { "info", 1 },
+        { "backup", 2 }, { "list", 1 }, { "restore", 3 }, { "verify", 1 }, { "info", 1 }, { "repair", 1 },
         { "delete", 2 }, { "protect", 2 }, { "prune", 1 }, { "gc", 1 }, { "serve", 2 }, { "mount", 3 },
 };
 
