@@ -7,6 +7,7 @@
  * returning an exit code.
  */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -264,6 +265,11 @@ struct json_object *json_snapshot(const BvSnapshot *s);
 int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n);
 int json_add_members(struct json_object *o, struct json_object *from);
 
+/* The signal (SIGINT, SIGTERM, SIGHUP) that asked a long command (restore, a target's run) to
+ * stop, once catch_interrupts installed the handler that only sets it; 0 until then. */
+extern volatile sig_atomic_t interrupted;
+int catch_interrupts(void);
+
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);
 
@@ -280,6 +286,10 @@ int cmd_verify(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_key(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+
+/* The ranges a snapshot's backup could not read, one line each after prefix (info, verify). */
+void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix);
 int cmd_protect(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_gc(int argc, char **argv);

@@ -23,6 +23,8 @@ static const char usage_text[] =
         "  --json                   print the result as JSON\n"
         "  --threads=N              compression/encryption threads (default: one per CPU)\n"
         "  --no-direct              read through the page cache instead of O_DIRECT\n"
+        "  --skip-unreadable        store blocks the source cannot read (EIO) as zeroes and list them\n"
+        "                           in the snapshot, instead of failing\n"
         "  --force-read             read a file even if it is unchanged since its last snapshot\n"
         "  --full-read-every=N      read an unchanged file (or a whole NBD export) on every Nth backup\n"
         "  --dirty-bitmap=NAME      NBD: read only what qemu's dirty bitmap NAME marks dirty since the\n"
@@ -181,6 +183,7 @@ int cmd_backup(int argc, char **argv)
                 CLI_FLAG("json", &json),
                 CLI_PARSED("threads", parse_threads, &opts.threads),
                 CLI_FLAG("no-direct", &opts.source.no_direct),
+                CLI_FLAG("skip-unreadable", &opts.source.skip_unreadable),
                 CLI_FLAG("force-read", &opts.force_read),
                 CLI_PARSED("full-read-every", parse_full_read_every, &opts.full_read_every),
                 CLI_STR("dirty-bitmap", &opts.source.dirty_bitmap),
@@ -217,6 +220,8 @@ int cmd_backup(int argc, char **argv)
 
         BvBackupStats stats = {};
         BvSource *src = NULL;
+        uint64_t error_offset = UINT64_MAX;
+        opts.ret_error_offset = &error_offset;
         r = bv_source_open(source, &opts.source, &src);
         if (r < 0) {
                 progress_done(&progress);
@@ -227,6 +232,11 @@ int cmd_backup(int argc, char **argv)
         r = bv_backup(repo, src, &opts, &stats);
         bv_source_free(src);
         progress_done(&progress);
+        if (r == -EIO && error_offset != UINT64_MAX)
+                return log_error_errno(r, "backup of '%s' failed: cannot read it at offset %llu (0x%llx) "
+                                          "(nothing was published; --skip-unreadable stores such blocks "
+                                          "as zeroes)", source, (unsigned long long)error_offset,
+                                       (unsigned long long)error_offset);
         if (r < 0)
                 return backup_error(r, source);
         if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source))
@@ -240,6 +250,12 @@ int cmd_backup(int argc, char **argv)
         else if (stats.changed_reason[0])
                 log_warning("'%s' not compared with, read everything: %s", opts.source.compare_with,
                             stats.changed_reason);
+        if (stats.ranges_unreadable) {
+                char b[32];
+                log_warning("%s of '%s' did not read (%llu ranges): stored as zeroes, listed by 'blkvault info'",
+                            format_bytes(stats.bytes_unreadable, b), source,
+                            (unsigned long long)stats.ranges_unreadable);
+        }
 
         return backup_report(&stats, opts.name, source, json);
 }

@@ -85,7 +85,19 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
                        st->bytes_data ? 100.0 * (double)shared / (double)st->bytes_data : 0.0);
         else
                 printf("shared       nothing (no parent)\n");
+        print_unreadable(s, stdout, "unreadable   ");
         return EXIT_OK;
+}
+
+void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix)
+{
+        for (size_t i = 0; i < s->n_unreadable; i++) {
+                const BvByteRange *u = &s->unreadable[i];
+                char b[32];
+                fprintf(f, "%sbytes %llu-%llu (%s) did not read at backup: restored as zeroes\n", prefix,
+                        (unsigned long long)u->offset, (unsigned long long)(u->offset + u->length - 1),
+                        format_bytes(u->length, b));
+        }
 }
 
 int cmd_info(int argc, char **argv)

@@ -46,25 +46,6 @@ static int restore_report(const BvSnapshot *snap, const char *dest, const BvRest
         return EXIT_OK;
 }
 
-/* The signal (SIGINT, SIGTERM, SIGHUP) that asked the restore to stop; the handler only sets it. */
-static volatile sig_atomic_t interrupted;
-
-static void on_interrupt(int sig)
-{
-        interrupted = sig;
-}
-
-static int catch_interrupts(void)
-{
-        struct sigaction sa = { .sa_handler = on_interrupt, .sa_flags = SA_RESTART };
-
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 ||
-            sigaction(SIGHUP, &sa, NULL) < 0)
-                return log_error_errno(-errno, "cannot catch interrupting signals");
-        return EXIT_OK;
-}
-
 /* Reports a restore stopped by a signal; returns 128 + the signal, as a shell would. */
 static int report_interrupt(const BvSnapshot *snap, const char *dest, const BvRestoreStats *stats)
 {

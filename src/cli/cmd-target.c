@@ -33,10 +33,33 @@ static const char usage_text[] =
         "  --key-dir=DIR            where the key file goes (default " BV_KEY_DIR ")\n"
         APPLIANCE_OPTIONS_HELP;
 
+/* For tests only (argon2 under emulation is slow): fixed LUKS keyslot costs instead of the
+ * benchmark, as "ITERATIONS,MEMORY_KIB". */
+#define BV_TEST_LUKS_ARGON2_ENV "BLKVAULT_TEST_LUKS_ARGON2"
+
 typedef struct FormatArgs {
         const char *device, *name, *fs, *key_dir, *config, *run_dir, *state_dir;
         bool luks, yes;
+        const BvLuksCost *cost; /* NULL: benchmarked */
 } FormatArgs;
+
+/* $BLKVAULT_TEST_LUKS_ARGON2 into *cost (a->cost stays NULL when it is not set). */
+static int parse_test_cost(FormatArgs *a, BvLuksCost *cost)
+{
+        const char *env = getenv(BV_TEST_LUKS_ARGON2_ENV);
+        char *end;
+        if (!env || !env[0])
+                return EXIT_OK;
+        errno = 0;
+        unsigned long it = strtoul(env, &end, 10), mem = *end == ',' ? strtoul(end + 1, &end, 10) : 0;
+        if (errno || *end || it == 0 || mem == 0 || it > UINT32_MAX || mem > UINT32_MAX || env[0] == '-') {
+                log_error("%s must be ITERATIONS,MEMORY_KIB (e.g. 4,32768), not '%s'", BV_TEST_LUKS_ARGON2_ENV, env);
+                return EXIT_USAGE;
+        }
+        *cost = (BvLuksCost){ .iterations = (uint32_t)it, .memory_kib = (uint32_t)mem };
+        a->cost = cost;
+        return EXIT_OK;
+}
 
 /* Refuses a device in use, or one with something on it unless --yes (then wipes it). */
 static int format_check_device(const FormatArgs *a)
@@ -112,7 +135,7 @@ static int format_fs_and_repo(const FormatArgs *a, const char *dev, const char *
 static int format_luks(const FormatArgs *a, const char *key_file, char uuid[40], char fs_uuid[40])
 {
         char mapper[256], name[128];
-        int r = bv_luks_format(a->device, key_file, uuid);
+        int r = bv_luks_format(a->device, key_file, a->cost, uuid);
         if (r < 0)
                 return log_error_errno(r, "cannot create a LUKS2 container on '%s'", a->device);
         snprintf(name, sizeof(name), "blkvault-format-%s", a->name);
@@ -236,6 +259,7 @@ static int target_list(const char *config)
 int cmd_target(int argc, char **argv)
 {
         FormatArgs a = { .fs = "ext4", .key_dir = BV_KEY_DIR, .luks = true };
+        BvLuksCost cost;
         const CliOption options[] = {
                 CLI_STR("name", &a.name),       CLI_STR("fs", &a.fs),           CLI_UNSET("no-luks", &a.luks),
                 CLI_FLAG("yes", &a.yes),        CLI_STR("key-dir", &a.key_dir), CLI_STR("config", &a.config),
@@ -268,5 +292,6 @@ int cmd_target(int argc, char **argv)
                           BV_CONF_NAME_MAX);
                 return EXIT_USAGE;
         }
-        return target_format(&a);
+        int ec = parse_test_cost(&a, &cost);
+        return ec != EXIT_OK ? ec : target_format(&a);
 }

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -674,4 +675,22 @@ char *escape_text(const char *text, size_t max)
                 o = stpcpy(o, "...");
         *o = '\0';
         return out;
+}
+
+volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+        interrupted = sig;
+}
+
+int catch_interrupts(void)
+{
+        struct sigaction sa = { .sa_handler = on_interrupt, .sa_flags = SA_RESTART };
+
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 ||
+            sigaction(SIGHUP, &sa, NULL) < 0)
+                return log_error_errno(-errno, "cannot catch interrupting signals");
+        return EXIT_OK;
 }

@@ -24,7 +24,9 @@ struct json_object *json_snapshot(const BvSnapshot *s)
                               { "size", json_object_new_uint64(s->size) },
                               { "source", bv_snapshot_source_json(&s->source) },
                               { "chunker", bv_chunker_params_json(&s->chunker) },
-                              { "stats", bv_snapshot_stats_json(&s->stats) });
+                              { "stats", bv_snapshot_stats_json(&s->stats) },
+                              { s->n_unreadable ? "unreadable" : NULL,
+                                s->n_unreadable ? bv_snapshot_unreadable_json(s) : NULL });
 }
 
 int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n)

@@ -21,6 +21,7 @@ static const struct {
         { "verify", cmd_verify, "check a repository, optionally reading every chunk" },
         { "info", cmd_info, "sizes, deduplication and compression of a repository" },
         { "key", cmd_key, "export, import, add, list, remove or change key slots" },
+        { "repair", cmd_repair, "rebuild the index from the packs, list what snapshots lost" },
         { "delete", cmd_delete, "forget snapshots" },
         { "protect", cmd_protect, "protect a snapshot from prune and delete" },
         { "prune", cmd_prune, "forget snapshots by a retention policy, then reclaim their space" },
@@ -38,24 +39,29 @@ static const struct {
 static const struct {
         const char *name;
         int min;
+        bool fixed; /* takes exactly min arguments: with min of them, the first is REPO */
 } repo_commands[] = {
-        { "backup", 2 }, { "list", 1 }, { "restore", 3 }, { "verify", 1 }, { "info", 1 },
-        { "delete", 2 }, { "protect", 2 }, { "prune", 1 }, { "gc", 1 }, { "serve", 2 }, { "mount", 3 },
+        { "backup", 2, true }, { "list", 1, true }, { "restore", 3, true }, { "verify", 1 }, { "info", 1 },
+        { "repair", 1, true }, { "delete", 2 }, { "protect", 2 }, { "prune", 1, true }, { "gc", 1, true },
+        { "serve", 2 }, { "mount", 3 },
 };
 
-/* $BLKVAULT_REPO stands for a REPO left out: it goes before the first argument when that is not a
- * directory, or when there are fewer arguments than the command needs. Options must then give
+/* $BLKVAULT_REPO stands for a REPO left out: it goes before the first argument when there are fewer
+ * arguments than the command needs, or, for a command with optional arguments, when the first is
+ * not a directory (a command given all its arguments then says what is wrong with its REPO,
+ * rather than that there is one too many). Options must then give
  * their values with '=' (--name=NAME), so that arguments can be told from option values. */
 static char **env_repo_argv(int argc, char **argv, int *ret_argc)
 {
         const char *repo = getenv("BLKVAULT_REPO");
         int min = -1, first = -1, n = 0;
+        bool fixed = false;
         struct stat st;
         if (!repo || !*repo)
                 return NULL;
         for (size_t i = 0; i < sizeof(repo_commands) / sizeof(repo_commands[0]); i++)
                 if (strcmp(argv[0], repo_commands[i].name) == 0)
-                        min = repo_commands[i].min;
+                        min = repo_commands[i].min, fixed = repo_commands[i].fixed;
         if (min < 0)
                 return NULL;
         for (int i = 1; i < argc; i++)
@@ -64,7 +70,7 @@ static char **env_repo_argv(int argc, char **argv, int *ret_argc)
                                 first = i;
                         n++;
                 }
-        if (n >= min && stat(argv[first], &st) == 0 && S_ISDIR(st.st_mode))
+        if (n >= min && (fixed || (stat(argv[first], &st) == 0 && S_ISDIR(st.st_mode))))
                 return NULL;
         char **out = calloc((size_t)argc + 2, sizeof(*out));
         if (!out)

@@ -8,11 +8,18 @@
  *     its size at that fsync (writes here are appends, which is what blkvault does);
  *   - directory entries created, renamed or linked since the directory's last fsync: the
  *     operation is undone (links unlinked, renames renamed back, mkdirs removed).
+ *     A rename over an existing file that is undone brings the replaced file back.
  * What survives is what a program that follows the durability recipe has made durable. The
  * recipe is the thing under test: a repository must reopen and verify after any cut.
  *
- * Not simulated: reordering inside one file, partial sector writes (the pack and index
- * formats check every byte they read anyway).
+ * BV_POWERCUT_MODE=torn: unsynced appends are torn instead of dropped: half of them survives,
+ * and the last 512 bytes of that half hold garbage (a sector the cut caught mid-write).
+ * Not simulated: reordering inside one file (the pack and index formats check every byte
+ * they read anyway).
+ *
+ * BV_MALLOC_FAIL_AT=N: the Nth call of malloc, calloc or realloc made directly by the program
+ * itself (not by a library it uses) fails with ENOMEM; everything else is untouched. The
+ * program must fail cleanly, leaving its repository as it was.
  */
 /* Distinct pwrite and pwrite64 symbols: both are interposed. */
 #undef _FILE_OFFSET_BITS
@@ -26,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -46,6 +54,7 @@ typedef struct DirOp {
         char dir[PATH_MAX];  /* directory whose fsync makes it durable */
         char from[PATH_MAX]; /* absolute paths */
         char to[PATH_MAX];
+        char saved[PATH_MAX]; /* a rename's replaced file, kept under this name until durable */
         int done;            /* durable */
 } DirOp;
 
@@ -123,7 +132,7 @@ static void dirname_of(const char *path, char out[PATH_MAX])
                 *slash = '\0';
 }
 
-static void record_op(OpKind kind, const char *from, const char *to)
+static void record_op(OpKind kind, const char *from, const char *to, const char *saved)
 {
         pthread_mutex_lock(&lock);
         if (n_ops < MAX_DIROPS) {
@@ -131,9 +140,42 @@ static void record_op(OpKind kind, const char *from, const char *to)
                 *op = (DirOp){ .kind = kind };
                 snprintf(op->from, PATH_MAX, "%s", from);
                 snprintf(op->to, PATH_MAX, "%s", to);
+                snprintf(op->saved, PATH_MAX, "%s", saved);
                 dirname_of(to, op->dir);
         }
         pthread_mutex_unlock(&lock);
+}
+
+/* Before a rename over `to`: keep the file it replaces (a hard link), so that a cut can bring
+ * it back. Fills saved ("" when nothing is replaced). */
+static void save_replaced(const char *to, char saved[PATH_MAX])
+{
+        static long seq;
+        saved[0] = '\0';
+        if (access(to, F_OK) != 0)
+                return;
+        pthread_mutex_lock(&lock);
+        snprintf(saved, PATH_MAX, "%s.powercut-%d-%ld", to, (int)getpid(), seq++);
+        pthread_mutex_unlock(&lock);
+        if (link(to, saved) != 0)
+                saved[0] = '\0';
+}
+
+/* A torn append: half of the unsynced bytes survive, the last 512 of them garbage. */
+static void tear(File *f)
+{
+        struct stat st;
+        char junk[512];
+        if (fstat(f->fd, &st) != 0 || st.st_size <= f->synced) {
+                (void)ftruncate(f->fd, f->synced);
+                return;
+        }
+        off_t keep = f->synced + (st.st_size - f->synced) / 2;
+        off_t from = keep - 512 > f->synced ? keep - 512 : f->synced;
+        memset(junk, 0xa5, sizeof(junk));
+        (void)ftruncate(f->fd, keep);
+        if (keep > from)
+                (void)syscall(SYS_pwrite64, f->fd, junk, (size_t)(keep - from), from); /* not our pwrite64 */
 }
 
 /* The cut: undo what is not durable, newest first, and die. */
@@ -147,16 +189,21 @@ static void power_cut(void)
                 case OP_LINK:
                         unlink(op->to);
                         break;
-                case OP_RENAME:
-                        rename(op->to, op->from);
+                case OP_RENAME: /* the raw call: our rename() would take the lock held here */
+                        syscall(SYS_renameat, AT_FDCWD, op->to, AT_FDCWD, op->from);
+                        if (op->saved[0])
+                                syscall(SYS_renameat, AT_FDCWD, op->saved, AT_FDCWD, op->to);
                         break;
                 case OP_MKDIR:
                         rmdir(op->to);
                         break;
                 }
         }
+        const char *mode = getenv("BV_POWERCUT_MODE");
         for (size_t i = 0; i < n_files; i++)
-                if (files[i].fd >= 0)
+                if (files[i].fd >= 0 && mode && strcmp(mode, "torn") == 0)
+                        tear(&files[i]);
+                else if (files[i].fd >= 0)
                         (void)ftruncate(files[i].fd, files[i].synced);
         fprintf(stderr, "powercut: power cut at fsync #%ld\n", syncs);
         _exit(99);
@@ -179,8 +226,11 @@ static int on_sync(int fd)
                         n = readlink(proc, dir, sizeof(dir) - 1);
                         dir[n > 0 ? n : 0] = '\0';
                         for (size_t i = 0; i < n_ops; i++)
-                                if (strcmp(ops[i].dir, dir) == 0)
+                                if (!ops[i].done && strcmp(ops[i].dir, dir) == 0) {
                                         ops[i].done = 1;
+                                        if (ops[i].saved[0])
+                                                unlink(ops[i].saved);
+                                }
                 } else
                         for (size_t i = 0; i < n_files; i++)
                                 if (files[i].dev == st.st_dev && files[i].ino == st.st_ino)
@@ -239,7 +289,7 @@ int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
         if (r == 0) {
                 char to[PATH_MAX];
                 path_of(newdirfd, newpath, to);
-                record_op(OP_LINK, "", to);
+                record_op(OP_LINK, "", to, "");
         }
         return r;
 }
@@ -247,24 +297,30 @@ int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
 int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned flags)
 {
         REAL(renameat2, int, int, const char *, int, const char *, unsigned);
-        char from[PATH_MAX], to[PATH_MAX];
+        char from[PATH_MAX], to[PATH_MAX], saved[PATH_MAX];
         path_of(olddirfd, oldpath, from);
         path_of(newdirfd, newpath, to);
+        save_replaced(to, saved);
         int r = real_renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
         if (r == 0)
-                record_op(OP_RENAME, from, to);
+                record_op(OP_RENAME, from, to, saved);
+        else if (saved[0])
+                unlink(saved);
         return r;
 }
 
 int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
         REAL(renameat, int, int, const char *, int, const char *);
-        char from[PATH_MAX], to[PATH_MAX];
+        char from[PATH_MAX], to[PATH_MAX], saved[PATH_MAX];
         path_of(olddirfd, oldpath, from);
         path_of(newdirfd, newpath, to);
+        save_replaced(to, saved);
         int r = real_renameat(olddirfd, oldpath, newdirfd, newpath);
         if (r == 0)
-                record_op(OP_RENAME, from, to);
+                record_op(OP_RENAME, from, to, saved);
+        else if (saved[0])
+                unlink(saved);
         return r;
 }
 
@@ -280,7 +336,7 @@ int mkdirat(int dirfd, const char *path, mode_t mode)
         if (r == 0) {
                 char to[PATH_MAX];
                 path_of(dirfd, path, to);
-                record_op(OP_MKDIR, "", to);
+                record_op(OP_MKDIR, "", to, "");
         }
         return r;
 }

@@ -85,5 +85,10 @@ bv backup "$T/b" --name=b -q >/dev/null
 assert_eq "$(bv list --name=b | tail -n +2 | wc -l)" 2 "BLKVAULT_REPO backup"
 # an explicit REPO still wins
 assert_eq "$(bv list "$T/one" | tail -n +2 | wc -l)" 1 "explicit REPO with BLKVAULT_REPO set"
+# a command given all its arguments says what is wrong with its REPO, not that there is one too many
+expect_fail 10 "^error: repository '$T/typo' does not exist (create one with 'blkvault init $T/typo')$" bv list "$T/typo"
+# verify resolves NAME@latest (it looked the spec up again, by id only: No such file or directory)
+bv verify a@latest --read-data 2>&1 | grep -q "^ok: 1 snapshots, " || die "BLKVAULT_REPO verify NAME@latest"
 unset BLKVAULT_REPO
+bv verify "$repo" a@latest --read-data --written 2>&1 | grep -q "^ok: 1 snapshots, " || die "verify NAME@latest --written"
 echo ok

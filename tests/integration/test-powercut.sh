@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# A power cut at every fsync of a backup (tests/fault/powercut.c undoes every write and every
-# directory entry not yet made durable, then kills the process): after each cut the
+# A power cut at every fsync of a backup (tests/fault/powercut.c undoes or tears every write and
+# undoes every directory entry not yet made durable, then kills the process): after each cut the
 # repository opens, `verify --read-data` passes, the earlier snapshot restores bit-exact, the
 # interrupted snapshot is either absent or complete, and the next backup succeeds.
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -18,23 +18,27 @@ cat "$T/first" "$T/second" > "$T/image"
 
 run_cut() { # run_cut N CMD...: runs CMD with a power cut at fsync N; prints its exit status
     local rc=0
-    env LD_PRELOAD="$POWERCUT" BV_POWERCUT_AT="$1" \
+    env LD_PRELOAD="$POWERCUT" BV_POWERCUT_AT="$1" BV_POWERCUT_MODE="$mode" \
         ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "${@:2}" >/dev/null 2>"$T/cut.err" || rc=$?
     echo "$rc"
 }
 
 cuts=0
-for n in $(seq 1 60); do
+# every fsync with unsynced writes dropped; with them torn (half written, the
+# last sector of that half garbage) at every third
+for mode_n in $(seq 1 60 | sed 's/^/drop:/') $(seq 2 3 60 | sed "s/^/torn:/"); do
+    mode=${mode_n%%:*} n=${mode_n#*:}
+    [ "$mode" = "${done_mode:-}" ] && continue
     repo=$T/repo-$n
     bv init "$repo" --encryption=none >/dev/null
     bv backup "$repo" "$T/first" --name=first >/dev/null
     rc=$(run_cut "$n" "$BLKVAULT" backup "$repo" "$T/image" --name=second)
     case $rc in
         99) cuts=$((cuts + 1)) ;;
-        0) break ;;  # the backup finished before its Nth fsync: every point was tried
-        *) cat "$T/cut.err" >&2; die "backup under powercut.so (cut at $n) exited $rc" ;;
+        0) done_mode=$mode; rm -rf "$repo"; continue ;;  # finished before its Nth fsync: every point tried
+        *) cat "$T/cut.err" >&2; die "backup under powercut.so ($mode cut at $n) exited $rc" ;;
     esac
-    bv verify "$repo" --read-data >/dev/null 2>"$T/verify.err" || { cat "$T/verify.err" >&2; die "verify failed after a power cut at fsync $n"; }
+    bv verify "$repo" --read-data >/dev/null 2>"$T/verify.err" || { cat "$T/verify.err" >&2; die "verify failed after a power cut ($mode) at fsync $n"; }
     bv restore "$repo" first "$T/first.out" >/dev/null
     assert_same "$T/first" "$T/first.out"
     rm "$T/first.out"

@@ -30,6 +30,36 @@ grep -qx "ListenStream=/run/blkvault/nbd/%i.sock" "$socket" || die "socket does 
 grep -qx "ExecStart=.*/blkvault serve --export=%i" "$service" || die "the service does not serve the configured export %i"
 ! grep -q "EnvironmentFile" "$service" || die "the service still reads an EnvironmentFile"
 
+# scheduled verification: the timer and its service verify cleanly, and the service's command
+# line, with a configuration, reads a sample of the packs and records it in the repository
+vservice=$units/blkvault-verify@.service
+vtimer=$units/blkvault-verify@.timer
+[ -f "$vservice" ] && [ -f "$vtimer" ] || die "verify units not built in $units"
+sed "s|^ExecStart=[^ ]*/blkvault |ExecStart=$BLKVAULT |" "$vservice" > "$T/units/blkvault-verify@.service"
+cp "$vtimer" "$T/units/"
+rc=0
+(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-verify@main.timer" \
+    "$T/units/blkvault-verify@main.service") >"$T/verify.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify of the verify units complained"; }
+for key in Type=oneshot ProtectSystem=full PrivateNetwork=yes NoNewPrivileges=yes IOSchedulingClass=idle \
+           Environment=VERIFY_OPTIONS=--max-duration=1h EnvironmentFile=/etc/blkvault/verify/%i.conf; do
+    grep -qx "$key" "$vservice" || die "verify service lacks $key"
+done
+grep -qx "Persistent=yes" "$vtimer" && grep -qx "WantedBy=timers.target" "$vtimer" || die "verify timer"
+randfile "$T/vimg" 1 vimg
+bv init "$T/vrepo" --encryption=none >/dev/null
+bv backup "$T/vrepo" "$T/vimg" --name=v >/dev/null
+REPO=$T/vrepo VERIFY_OPTIONS=--sample=100 SECRET=
+vline=$(sed -n 's/^ExecStart=//p' "$vservice")
+vline=${vline//\$\{REPO\}/$REPO}
+vline=${vline//\$VERIFY_OPTIONS/$VERIFY_OPTIONS}
+vline=${vline//\$SECRET/$SECRET}
+read -r -a vcmd <<< "$vline"
+vcmd[0]=$BLKVAULT
+"${vcmd[@]}" >/dev/null 2>"$T/vrun.err" || { cat "$T/vrun.err" >&2; die "the verify service's command failed"; }
+grep -qx "scheduled: data of 1 of 1 packs read; 0 packs never read yet" "$T/vrun.err" || { cat "$T/vrun.err" >&2; die "verify service output"; }
+assert_eq "$(head -1 "$T/vrepo/verify-state")" "blkvault-verify-state 1" "verify-state header"
+
 # the ExecStart line, with the export's configuration, under socket activation
 [ -n "${NBD_PLUGIN:-}" ] || skip "no nbdkit plugin built: the activation part cannot run"
 need_cmd systemd-socket-activate nbdcopy

@@ -5,7 +5,7 @@
 # and carry their hardening; `udevadm test` of
 # udev/80-blkvault.rules on loop devices: a device with a filesystem UUID (a registered target
 # or not: the service tells them apart, and exits 0 for an unregistered one) pulls in
-# blkvault-target@UUID.service, a device without one pulls in nothing.
+# blkvault-target@KERNELNAME.service, a device without one pulls in nothing.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 need_cmd systemd-analyze udevadm losetup mkfs.ext4
@@ -22,8 +22,8 @@ for u in blkvault-target@.service blkvault-job@.service; do
         grep -qx "$key" "$units/$u" || die "$u lacks $key"
     done
 done
-grep -qx 'BindsTo=dev-disk-by\\x2duuid-%i.device' "$units/blkvault-target@.service" || die "the target service is not bound to its device"
-grep -qx 'ExecStart=.*/blkvault target run /dev/disk/by-uuid/%I' "$units/blkvault-target@.service" || die "target service ExecStart"
+grep -qx 'BindsTo=dev-%i.device' "$units/blkvault-target@.service" || die "the target service is not bound to its device"
+grep -qx 'ExecStart=.*/blkvault target run /dev/%I' "$units/blkvault-target@.service" || die "target service ExecStart"
 grep -qx 'ExecStart=.*/blkvault job run %i' "$units/blkvault-job@.service" || die "job service ExecStart"
 # the age alarm: a daily timer, enabled through timers.target, starts status --check-age
 u=blkvault-alarm.service
@@ -42,7 +42,7 @@ for u in blkvault-target@.service blkvault-job@.service; do
     grep -qx StateDirectory=blkvault "$units/$u" || die "$u cannot write the state of its runs"
 done
 rc=0
-(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-target@0b6c1b2a-1234-4321-abcd-0123456789ab.service" \
+(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-target@sda.service" \
     "$T/units/blkvault-job@vm1.service" "$T/units/blkvault-alarm.service" "$T/units/blkvault-alarm.timer") >"$T/verify.out" 2>&1 || rc=$?
 [ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify complained"; }
 
@@ -62,7 +62,7 @@ raw=$(losetup -f --show "$T/raw.img"); loops+=("$raw")
 uuid=$(blkid -s UUID -o value "$fs")
 udevadm test --action=add "/sys/class/block/${fs#/dev/}" >"$T/fs.out" 2>&1 || { cat "$T/fs.out" >&2; die "udevadm test failed"; }
 grep -q "^Reading rules file: /run/udev/rules.d/80-blkvault.rules$" "$T/fs.out" || die "udevadm test did not read the rule"
-grep -qx "SYSTEMD_WANTS=blkvault-target@$uuid.service" "$T/fs.out" || { grep SYSTEMD "$T/fs.out" >&2; die "a device with a filesystem UUID did not pull in its target service"; }
+grep -qx "SYSTEMD_WANTS=blkvault-target@${fs#/dev/}.service" "$T/fs.out" || { grep SYSTEMD "$T/fs.out" >&2; die "a device with a filesystem UUID did not pull in its target service"; }
 udevadm test --action=add "/sys/class/block/${raw#/dev/}" >"$T/raw.out" 2>&1 || { cat "$T/raw.out" >&2; die "udevadm test failed"; }
 ! grep -q "blkvault-target@" "$T/raw.out" || die "a device without a filesystem pulled in a target service"
 # the service of an unregistered drive: exit 0 at once, one line

@@ -8,7 +8,7 @@
 # kernel has no device-mapper, the LUKS path failing with the message that says so.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk blkid
+need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk blkid cryptsetup
 [ -e /dev/loop-control ] || skip "no loop devices"
 
 loops=()
@@ -66,4 +66,12 @@ if [ ! -e /dev/mapper/control ]; then
     assert_eq "$(blkid -s TYPE -o value "$pt")" crypto_LUKS "container written before the open failed"
     [ ! -e "$T/keys/luks.key" ] || die "a failed format left its key file"
     [ ! -e "$T/etc/conf.d/50-target-luks.conf" ] || die "a failed format registered its target"
+    # the test knob: fixed argon2id costs instead of the benchmark (the keyslot is written first)
+    BLKVAULT_TEST_LUKS_ARGON2=4,32768 expect_fail 1 "no device-mapper" bv target format "$pt" --name=luks --yes "${opts[@]}"
+    cryptsetup luksDump "$pt" >"$T/dump"
+    for want in "PBKDF:      argon2id" "Time cost:  4" "Memory:     32768" "Threads:    1"; do
+        grep -q "^[[:space:]]*$want\$" "$T/dump" || { cat "$T/dump"; die "keyslot lacks '$want'"; }
+    done
 fi
+BLKVAULT_TEST_LUKS_ARGON2=4 expect_fail 2 "^error: BLKVAULT_TEST_LUKS_ARGON2 must be ITERATIONS,MEMORY_KIB (e.g. 4,32768), not '4'$" \
+    bv target format "$pt" --name=luks --yes "${opts[@]}"

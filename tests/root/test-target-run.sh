@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # `blkvault target run` on loop devices formatted by `target format --no-luks` with ext4, XFS and
 # btrfs: every job of the target is backed up, verified and pruned by its keep-* (then gc), the
-# snapshot restores bit-exact,
-# the drive is left unmounted; by device or by name; two drives run at once one after the
+# snapshot restores bit-exact, the drive is left unmounted (restored from a read-only mount of
+# it); by device or by name; two drives run at once one after the
 # other; an unregistered drive is ignored (exit 0, one line); a restore-only drive is not
 # written to; a failing job gives exit 1 and its message; the errors of a name.
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -42,13 +42,18 @@ for fs in ext4 xfs btrfs; do
         { cat "$T/out"; die "$fs: the run did not prune by keep-daily"; }
     assert_eq "$(tail -n1 "$T/out")" "target usb-$fs: 1 jobs, 0 failed, 6.0 MiB new; safe to unplug"
     ! grep -q "$dev" /proc/self/mountinfo || die "$fs: the drive is still mounted"
-    mount "$dev" "$T/mnt"
+    mount -o ro "$dev" "$T/mnt"   # as an operator restores: nothing written to the drive
     bv restore "$T/mnt/blkvault" vm "$T/out.img" --key-file="$T/keys/usb-$fs.key" >/dev/null ||
         { umount "$T/mnt"; die "$fs: restore"; }
     umount "$T/mnt"
     assert_same "$T/vm.img" "$T/out.img"
     rm "$T/out.img"
 done
+# a repository written before backups made locks/gc too still opens on a read-only mount
+mount "${devs[ext4]}" "$T/mnt" && rm "$T/mnt/blkvault/locks/gc" && umount "$T/mnt"
+mount -o ro "${devs[ext4]}" "$T/mnt"
+bv verify "$T/mnt/blkvault" --key-file="$T/keys/usb-ext4.key" >/dev/null || { umount "$T/mnt"; die "verify on a read-only mount without locks/gc"; }
+umount "$T/mnt"
 
 # by name; two at once: both complete (the run lock orders them)
 bv target run usb-xfs "${opts[@]}" >"$T/a.out" 2>&1 &

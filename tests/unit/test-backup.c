@@ -5,6 +5,7 @@
  * boundary-resync rule on a concatenation, a full target (tmpfs) and SIGKILL at random times.
  */
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -817,10 +818,54 @@ TEST(errors)
         repo_done(r, rpath);
 }
 
+static unsigned count_snapshots(const char *rpath)
+{
+        _cleanup_free_ char *dir = NULL;
+        unsigned n = 0;
+        ASSERT_TRUE(asprintf(&dir, "%s/snapshots", rpath) > 0);
+        DIR *d = opendir(dir);
+        ASSERT_TRUE(d);
+        for (struct dirent *e; (e = readdir(d));)
+                n += e->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+static bool stop;
+static bool stop_asked(void)
+{
+        return stop;
+}
+
+/* A cancel callback that says stop (a signal, the drive pulled) stops the backup with -ECANCELED
+ * and publishes nothing; the next backup completes. */
+TEST(cancel)
+{
+        _cleanup_free_ char *rpath = tpath("repo"), *src = tpath("src");
+        _cleanup_free_ uint8_t *data = random_data(3 * MiB, 77);
+        BvRepo *r = repo_new(rpath, true, 0);
+        BvBackupOptions o = { .name = "c", .cancelled = stop_asked };
+        BvBackupStats st = { .counts.chunks = 12345 };
+
+        write_file(src, data, 3 * MiB);
+        stop = true;
+        ASSERT_ERROR(bv_backup_path(r, src, &o, &st), ECANCELED);
+        ASSERT_EQ(st.counts.chunks, 12345);
+        ASSERT_EQ(count_snapshots(rpath), 0u);
+        stop = false;
+        ASSERT_OK(bv_backup_path(r, src, &o, &st));
+        ASSERT_EQ(count_snapshots(rpath), 1u);
+        restore_check(r, st.snapshot_id, data, 3 * MiB);
+        ASSERT_OK(bv_verify(r, NULL, true, NULL, NULL, NULL));
+        repo_done(r, rpath);
+        unlink(src);
+}
+
 int main(void)
 {
         base = bvtest_tmpdir();
         RUN(errors);
+        RUN(cancel);
         RUN(random_plain);
         RUN(random_encrypted);
         RUN(zeros);

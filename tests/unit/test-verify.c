@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "info.h"
 #include "repo-fixture.h"
+#include "verify-state.h"
 #include "verify.h"
 
 #define MAX_PROBLEMS 64
@@ -178,8 +179,51 @@ TEST(reload_sees_new_snapshots)
         fixture_free(&f);
 }
 
+/* verify-state: what is saved loads back sorted by id; the order due puts damaged packs first,
+ * then never verified ones, then the oldest; anything malformed is -EBADMSG. */
+static void test_verify_state_file(void)
+{
+        char dir[] = "/tmp/bv-vstate-XXXXXX";
+        BvVerifyPackState in[3] = {}, *out = NULL;
+        size_t n = 0;
+
+        ASSERT_TRUE(mkdtemp(dir) != NULL);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(bv_verify_state_load(dfd, &out, &n)); /* no file: empty */
+        ASSERT_EQ(n, 0);
+        for (int i = 0; i < 3; i++)
+                memset(in[i].id, 0x30 - 0x10 * i, BV_PACK_ID_SIZE);
+        in[0].verified_ns = 5, in[1].verified_ns = 0, in[2].verified_ns = 7, in[2].bad = true;
+        ASSERT_OK(bv_verify_state_save(dfd, in, 3));
+        ASSERT_OK(bv_verify_state_load(dfd, &out, &n));
+        ASSERT_EQ(n, 3);
+        ASSERT_EQ(out[0].id[0], 0x10);
+        ASSERT_TRUE(out[0].bad && out[0].verified_ns == 7);
+        ASSERT_TRUE(bv_verify_state_find(out, n, in[0].id)->verified_ns == 5);
+        bv_verify_state_sort_due(out, n);
+        ASSERT_TRUE(out[0].bad && out[1].verified_ns == 0 && out[2].verified_ns == 5);
+        free(out);
+        static const char *const bad[] = {
+                "garbage\n",
+                "blkvault-verify-state 1\n0011 5 ok\n",
+                "blkvault-verify-state 1\n00112233445566778899aabbccddeeff 5 maybe\n",
+                "blkvault-verify-state 1\n00112233445566778899aabbccddeeff 5 ok", /* no newline */
+                "blkvault-verify-state 1\n00112233445566778899aabbccddeeff 5 ok\n"
+                "00112233445566778899aabbccddeeff 6 ok\n", /* twice */
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                ASSERT_OK(bv_write_file_durable(dfd, BV_VERIFY_STATE_FILE, bad[i], strlen(bad[i]), true));
+                ASSERT_ERROR(bv_verify_state_load(dfd, &out, &n), EBADMSG);
+        }
+        unlinkat(dfd, BV_VERIFY_STATE_FILE, 0);
+        close(dfd);
+        rmdir(dir);
+}
+
 int main(void)
 {
+        RUN(verify_state_file);
         RUN(clean_repository_and_info);
         RUN(damaged_chunk_in_two_snapshots);
         RUN(truncated_and_missing_packs);

@@ -22,3 +22,8 @@ typedef struct BvExtent {
 } BvExtent;
 
 #define BV_BLOCK_SIZE 4096u
+
+/* A byte range of an image (e.g. one a source could not read). */
+typedef struct BvByteRange {
+        uint64_t offset, length;
+} BvByteRange;

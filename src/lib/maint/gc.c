@@ -338,7 +338,7 @@ static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint6
                 bool ready = w <= start_epoch && start_min >= w;
                 if (!ready && w <= epoch) {
                         if (!rescanned) {
-                                r = bv_leases_scan(g->dirfd, &now_min, &live);
+                                r = bv_leases_scan(g->dirfd, true, &now_min, &live);
                                 if (r >= 0)
                                         r = snapshots_added(g, &added);
                                 if (r < 0)
@@ -355,16 +355,17 @@ static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint6
         return r;
 }
 
-static int gc_prepare(Gc *g, uint64_t *ret_epoch, uint64_t *ret_min)
+/* A dry run creates, reaps and deletes nothing: without gc/ there is no list to load. */
+static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_min)
 {
         size_t live;
-        if (mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
+        if (!dry_run && mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
                 return negative_errno();
         g->gc_dirfd = bv_open_dir_beneath(g->dirfd, "gc");
-        if (g->gc_dirfd < 0)
+        if (g->gc_dirfd < 0 && !(dry_run && g->gc_dirfd == -ENOENT))
                 return g->gc_dirfd;
         /* the leases first: whoever registers later reads an epoch this run has seen or moved to */
-        int r = bv_leases_scan(g->dirfd, ret_min, &live);
+        int r = bv_leases_scan(g->dirfd, !dry_run, ret_min, &live);
         if (r < 0)
                 return r;
         g->st->leases_reaped = (uint64_t)r;
@@ -374,7 +375,7 @@ static int gc_prepare(Gc *g, uint64_t *ret_epoch, uint64_t *ret_min)
                 r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
         if (r >= 0)
                 r = bv_object_codec_new(bv_repo_keyring(g->repo), bv_repo_config(g->repo)->zstd_level, &g->codec);
-        if (r >= 0)
+        if (r >= 0 && g->gc_dirfd >= 0)
                 r = gc_lists_load(g);
         return r;
 }
@@ -397,7 +398,7 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
         size_t ncondemned;
 
         *st = (BvGcStats){};
-        int r = gc_prepare(&g, &epoch, &min);
+        int r = gc_prepare(&g, o->dry_run, &epoch, &min);
         if (r >= 0)
                 r = gc_mark(&g);
         if (r >= 0)

@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "maptree.h"
 #include "timeutil.h"
+#include "verify-state.h"
 #include "verify.h"
 
 #define MAP_CACHE_NODES 256u
@@ -30,7 +31,9 @@ typedef struct Slot {
         uint8_t id[BV_ID_SIZE];
         BvLocation loc; /* where it is stored: the data check reads in this order */
         uint32_t length;
+        uint32_t rank; /* scheduled: the pack's place in the order packs are read */
         bool used;
+        bool skip;    /* written: referenced by the snapshot before, not read */
         bool bad;     /* set only after the data check */
         int error;
 } Slot;
@@ -48,15 +51,19 @@ typedef struct Verify {
         BvVerifyStats stats;
         IdSet chunks;
         bool read_data;
+        bool excluding; /* written: walking the snapshot before, whose chunks are not read */
         bool reporting; /* second walk: report occurrences of damaged chunks */
         const char *snapshot_id;
         pthread_mutex_t lock; /* data check workers */
         Slot **reads;         /* the chunks to read, in storage order */
-        size_t n_reads, next;
+        size_t n_reads, next, n_bad;
         BvGroupCache *groups;
         bool one_snapshot;    /* a missing pack matters only if the snapshot uses it */
         uint8_t (*used)[BV_PACK_ID_SIZE]; /* packs its data is located in (one_snapshot) */
         size_t n_used, cap_used;
+        const BvVerifyOptions *opts;
+        void *ud_schedule;
+        uint64_t deadline_ns; /* monotonic; 0: none */
         bv_progress_fn progress;  /* of the data check, under lock */
         void *progress_ud;
         uint64_t read_total, start_ns, progress_ns;
@@ -180,6 +187,12 @@ static int check_extent(Verify *v, const BvMapExtent *e)
                         report_id(v, e->offset, s->error, "chunk", e->id, BV_ID_SIZE);
                 return 0;
         }
+        if (v->excluding) {
+                r = idset_add(&v->chunks, e->id, &(BvLocation){}, (uint32_t)e->length);
+                if (r > 0)
+                        idset_find(&v->chunks, e->id)->skip = true;
+                return MIN(r, 0);
+        }
         if (e->length > BV_CHUNK_MAX_LIMIT) {
                 report_id(v, e->offset, -EBADMSG, "map node", e->id, BV_ID_SIZE);
                 return 0;
@@ -216,7 +229,8 @@ static int walk_snapshot(Verify *v, const BvSnapshot *snap)
         v->snapshot_id = snap->id;
         r = bv_map_reader_new(snap->root, snap->height, snap->size, map_fetch, v, MAP_CACHE_NODES, &map);
         if (r < 0) {
-                report(v, snap->id, 0, r, "map node", NULL);
+                if (!v->excluding)
+                        report(v, snap->id, 0, r, "map node", NULL);
                 return 0;
         }
         while (pos < snap->size) {
@@ -228,7 +242,7 @@ static int walk_snapshot(Verify *v, const BvSnapshot *snap)
                 if (r == -ENOMEM)
                         break;
                 if (r < 0) { /* the rest of this map cannot be reached */
-                        if (!v->reporting)
+                        if (!v->reporting && !v->excluding)
                                 report(v, snap->id, pos, r, "map node", NULL);
                         r = 0;
                         break;
@@ -249,8 +263,12 @@ static int walk_snapshot(Verify *v, const BvSnapshot *snap)
 /* Storage order: reading in it decodes each group once and reads each pack front to back. */
 static int read_cmp(const void *a, const void *b)
 {
-        const BvLocation *x = &(*(Slot *const *)a)->loc, *y = &(*(Slot *const *)b)->loc;
+        const Slot *sa = *(Slot *const *)a, *sb = *(Slot *const *)b;
+        const BvLocation *x = &sa->loc, *y = &sb->loc;
         int c = memcmp(x->pack_id, y->pack_id, BV_PACK_ID_SIZE);
+
+        if (sa->rank != sb->rank)
+                return sa->rank < sb->rank ? -1 : 1;
 
         if (c != 0)
                 return c;
@@ -290,6 +308,7 @@ static void *data_worker(void *userdata)
                 if (r < 0) {
                         s->bad = true;
                         s->error = r;
+                        v->n_bad++;
                 } else {
                         v->stats.chunks_checked++;
                         v->stats.bytes_checked += got;
@@ -300,16 +319,19 @@ static void *data_worker(void *userdata)
         return NULL;
 }
 
-/* Lists the chunks to read in storage order. */
-static int plan_reads(Verify *v)
+/* Lists the chunks to read in storage order (scheduled: packs in the order they are due, then
+ * storage order; want(rank) says whether a chunk's pack is read at all). */
+static int verify_plan_reads(Verify *v, bool (*want)(Verify *v, Slot *s))
 {
         v->reads = calloc(MAX(v->chunks.n, (size_t)1), sizeof(Slot *));
         if (!v->reads)
                 return -ENOMEM;
         v->n_reads = 0;
-        for (size_t i = 0; i < v->chunks.cap; i++)
-                if (v->chunks.slots[i].used)
-                        v->reads[v->n_reads++] = &v->chunks.slots[i];
+        for (size_t i = 0; i < v->chunks.cap; i++) {
+                Slot *s = &v->chunks.slots[i];
+                if (s->used && !s->skip && (!want || want(v, s)))
+                        v->reads[v->n_reads++] = s;
+        }
         qsort(v->reads, v->n_reads, sizeof(Slot *), read_cmp);
         v->read_total = 0;
         for (size_t i = 0; i < v->n_reads; i++)
@@ -318,34 +340,181 @@ static int plan_reads(Verify *v)
         return 0;
 }
 
-static int check_data(Verify *v)
+/* Reads v->reads[from, to) with a pool of threads. */
+static int verify_read_range(Verify *v, size_t from, size_t to)
 {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         unsigned n = (unsigned)(ncpu < 1 ? 1 : MIN(ncpu, (long)MAX_THREADS)), started = 0;
         pthread_t tids[MAX_THREADS];
-        int ret;
+        size_t saved = v->n_reads;
+        int ret = 0;
 
-        ret = plan_reads(v);
-        if (ret < 0)
-                return ret;
-        ret = bv_group_cache_new(GROUP_CACHE, 0, &v->groups);
-        if (ret < 0)
-                return ret;
-        v->next = 0;
+        if (!v->groups) {
+                ret = bv_group_cache_new(GROUP_CACHE, 0, &v->groups);
+                if (ret < 0)
+                        return ret;
+        }
+        v->next = from;
+        v->n_reads = to;
         for (; started < n; started++)
                 if (pthread_create(&tids[started], NULL, data_worker, v) != 0)
                         break;
-        if (started == 0)
+        if (started == 0) {
+                v->n_reads = saved;
                 return -EAGAIN;
+        }
         for (unsigned i = 0; i < started; i++) {
                 void *res;
                 pthread_join(tids[i], &res);
                 if ((intptr_t)res < 0)
                         ret = (int)(intptr_t)res;
         }
-        v->read_total = v->stats.bytes_checked; /* what was read in the end (damaged chunks were not) */
-        data_progress(v, true);
+        v->n_reads = saved;
+        if (to == saved) {
+                v->read_total = v->stats.bytes_checked; /* what was read in the end (damaged chunks were not) */
+                data_progress(v, true);
+        }
         return ret;
+}
+
+static int check_data(Verify *v)
+{
+        int r = verify_plan_reads(v, NULL);
+        return r < 0 ? r : verify_read_range(v, 0, v->n_reads);
+}
+
+/* ---- scheduled: the least recently verified packs first ---- */
+
+#define BATCH_BYTES (256ull << 20) /* packs read between two saves of the state */
+#define BATCH_PACKS 64u
+
+typedef struct Schedule {
+        BvVerifyPackState *packs; /* every pack on disk, in the order due */
+        size_t n, cap, selected;  /* the first `selected` are read */
+        struct PackRank { uint8_t id[BV_PACK_ID_SIZE]; uint32_t rank; } *by_id;
+} Schedule;
+
+static int schedule_on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
+{
+        Schedule *sc = userdata;
+        if (sc->n == sc->cap) {
+                void *p = realloc(sc->packs, (sc->cap = sc->cap ? 2 * sc->cap : 64) * sizeof(*sc->packs));
+                if (!p)
+                        return -ENOMEM;
+                sc->packs = p;
+        }
+        sc->packs[sc->n] = (BvVerifyPackState){ .size = size };
+        memcpy(sc->packs[sc->n++].id, pack_id, BV_PACK_ID_SIZE);
+        return 0;
+}
+
+static int rank_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_PACK_ID_SIZE);
+}
+
+static bool schedule_wants(Verify *v, Slot *s)
+{
+        Schedule *sc = (Schedule *)v->ud_schedule;
+        struct PackRank *pr = sc->n ? bsearch(s->loc.pack_id, sc->by_id, sc->n, sizeof(*pr), rank_cmp) : NULL;
+
+        if (!pr || pr->rank >= sc->selected)
+                return false; /* a missing pack is check_store's to report */
+        s->rank = pr->rank;
+        return true;
+}
+
+/* Lists the packs on disk with what the state says of them, due first, and picks the sample. */
+static int schedule_plan(Verify *v, Schedule *sc)
+{
+        _cleanup_free_ BvVerifyPackState *st = NULL;
+        uint64_t total = 0, want, sum = 0;
+        size_t n_st = 0;
+        int r;
+
+        r = bv_verify_state_load(bv_repo_dirfd(v->repo, ""), &st, &n_st);
+        if (r == -EBADMSG)
+                v->stats.state_reset = true, n_st = 0;
+        else if (r < 0)
+                return r;
+        r = bv_packset_list(bv_repo_packs(v->repo), schedule_on_pack, sc);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < sc->n; i++) {
+                const BvVerifyPackState *old = bv_verify_state_find(st, n_st, sc->packs[i].id);
+                if (old)
+                        sc->packs[i].verified_ns = old->verified_ns, sc->packs[i].bad = old->bad;
+                total += sc->packs[i].size;
+        }
+        bv_verify_state_sort_due(sc->packs, sc->n);
+        want = v->opts->sample_percent ? (total * v->opts->sample_percent + 99) / 100 : total;
+        for (sc->selected = 0; sc->selected < sc->n && (sc->selected == 0 || sum < want); sc->selected++)
+                sum += sc->packs[sc->selected].size;
+        sc->by_id = calloc(MAX(sc->n, (size_t)1), sizeof(*sc->by_id));
+        if (!sc->by_id)
+                return -ENOMEM;
+        for (size_t i = 0; i < sc->n; i++) {
+                memcpy(sc->by_id[i].id, sc->packs[i].id, BV_PACK_ID_SIZE);
+                sc->by_id[i].rank = (uint32_t)i;
+        }
+        if (sc->n > 0)
+                qsort(sc->by_id, sc->n, sizeof(*sc->by_id), rank_cmp);
+        return 0;
+}
+
+/* Reads the packs [first, last) of the schedule (their chunks start at reads[*pos]) and
+ * records them in the state. */
+static int schedule_batch(Verify *v, Schedule *sc, size_t first, size_t last, size_t *pos)
+{
+        size_t end = *pos;
+        uint64_t now;
+        int r;
+
+        while (end < v->n_reads && v->reads[end]->rank < last)
+                end++;
+        r = verify_read_range(v, *pos, end);
+        if (r < 0)
+                return r;
+        now = bv_now_realtime_ns();
+        for (size_t i = first; i < last; i++)
+                sc->packs[i].verified_ns = now, sc->packs[i].bad = false;
+        for (size_t i = *pos; i < end; i++)
+                if (v->reads[i]->bad)
+                        sc->packs[v->reads[i]->rank].bad = true;
+        *pos = end;
+        v->stats.packs_read += last - first;
+        return bv_verify_state_save(bv_repo_dirfd(v->repo, ""), sc->packs, sc->n);
+}
+
+static int check_scheduled(Verify *v)
+{
+        Schedule sc = {};
+        size_t first = 0, pos = 0;
+        int r;
+
+        v->ud_schedule = &sc;
+        r = schedule_plan(v, &sc);
+        if (r >= 0)
+                r = verify_plan_reads(v, schedule_wants);
+        while (r >= 0 && first < sc.selected) {
+                uint64_t bytes = 0;
+                size_t last = first;
+
+                if (v->deadline_ns && bv_now_monotonic_ns() >= v->deadline_ns) {
+                        v->stats.stopped = true;
+                        break;
+                }
+                while (last < sc.selected && last - first < BATCH_PACKS && bytes < BATCH_BYTES)
+                        bytes += sc.packs[last++].size;
+                r = schedule_batch(v, &sc, first, last, &pos);
+                first = last;
+        }
+        for (size_t i = 0; i < sc.n; i++)
+                v->stats.packs_never += sc.packs[i].verified_ns == 0;
+        free(sc.packs);
+        free(sc.by_id);
+        v->ud_schedule = NULL;
+        return r;
 }
 
 /* ---- index and packs ---- */
@@ -565,6 +734,29 @@ static int walk_all(Verify *v, BvSnapshot *const *list, size_t n)
         return 0;
 }
 
+/* written: the chunks of the snapshot before one (same name, older) are not read. */
+static int exclude_predecessor(Verify *v, const BvSnapshot *one)
+{
+        BvSnapshot *const *all;
+        size_t n, i;
+        int r;
+
+        r = bv_repo_snapshots(v->repo, &all, &n);
+        if (r < 0)
+                return r;
+        for (i = 0; i < n && all[i] != one; i++)
+                ;
+        while (i-- > 0)
+                if (strcmp(all[i]->name ? all[i]->name : "", one->name ? one->name : "") == 0)
+                        break;
+        if (i == (size_t)-1)
+                return 0; /* the first of its name: everything it references was written */
+        v->excluding = true;
+        r = walk_snapshot(v, all[i]);
+        v->excluding = false;
+        return r;
+}
+
 static int verify_run(Verify *v, const char *spec)
 {
         _cleanup_free_ BvSnapshot **owned = NULL;
@@ -580,6 +772,11 @@ static int verify_run(Verify *v, const char *spec)
                         return r;
                 list = (BvSnapshot *const *)&one;
                 n = 1;
+                if (v->opts->written) {
+                        r = exclude_predecessor(v, one);
+                        if (r < 0)
+                                return r;
+                }
         } else {
                 BvSnapshot **all = NULL;
                 r = load_all(v, &all, &n);
@@ -589,11 +786,12 @@ static int verify_run(Verify *v, const char *spec)
         }
         v->stats.snapshots = n;
         r = walk_all(v, list, n);
-        if (r >= 0 && v->read_data && v->chunks.n > 0)
+        if (r >= 0 && v->read_data && (v->opts->sample_percent || v->opts->max_duration_ns))
+                r = check_scheduled(v);
+        else if (r >= 0 && v->read_data && v->chunks.n > 0)
                 r = check_data(v);
-        /* Every chunk was either checked or marked bad: walk again for the places that use the
-         * bad ones only if there are any. */
-        if (r >= 0 && v->stats.chunks_checked < v->chunks.n) {
+        /* Walk again for the places that use bad chunks only if there are any. */
+        if (r >= 0 && v->n_bad > 0) {
                 v->reporting = true;
                 r = walk_all(v, list, n);
         }
@@ -608,19 +806,34 @@ static int verify_run(Verify *v, const char *spec)
 int bv_verify(BvRepo *r, const char *snapshot_spec, bool read_data,
               void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, BvVerifyStats *ret_stats)
 {
-        return bv_verify_progress(r, snapshot_spec, read_data, cb, userdata, NULL, NULL, ret_stats);
+        BvVerifyOptions o = { .snapshot = snapshot_spec, .read_data = read_data };
+        return bv_verify_opts(r, &o, cb, userdata, ret_stats);
 }
 
 int bv_verify_progress(BvRepo *r, const char *snapshot_spec, bool read_data,
                        void (*cb)(const BvVerifyProblem *p, void *ud), void *userdata, bv_progress_fn progress,
                        void *progress_userdata, BvVerifyStats *ret_stats)
 {
-        Verify v = { .repo = r, .cb = cb, .ud = userdata, .read_data = read_data, .progress = progress,
-                     .progress_ud = progress_userdata };
+        BvVerifyOptions o = { .snapshot = snapshot_spec, .read_data = read_data, .progress = progress,
+                              .progress_userdata = progress_userdata };
+        return bv_verify_opts(r, &o, cb, userdata, ret_stats);
+}
+
+int bv_verify_opts(BvRepo *r, const BvVerifyOptions *o, void (*cb)(const BvVerifyProblem *p, void *ud),
+                   void *userdata, BvVerifyStats *ret_stats)
+{
+        bool scheduled = o && (o->sample_percent || o->max_duration_ns);
+        Verify v = { .repo = r, .cb = cb, .ud = userdata, .opts = o };
+        const char *snapshot_spec = o ? o->snapshot : NULL;
         int ret;
 
-        if (!r)
+        if (!r || !o || o->sample_percent > 100 || (scheduled && (o->snapshot || !o->read_data)) ||
+            (o->written && !o->snapshot))
                 return -EINVAL;
+        v.read_data = o->read_data;
+        v.progress = o->progress, v.progress_ud = o->progress_userdata;
+        if (o->max_duration_ns)
+                v.deadline_ns = bv_now_monotonic_ns() + o->max_duration_ns;
         ret = bv_object_codec_new(bv_repo_keyring(r), bv_repo_config(r)->zstd_level, &v.codec);
         if (ret < 0)
                 return ret;

@@ -163,7 +163,7 @@ static uint64_t lease_epoch(int fd)
 }
 
 /* 1: live (epoch in *ret_epoch), 0: reaped or gone. */
-static int lease_test(int dirfd, const char *name, uint64_t *ret_epoch)
+static int lease_test(int dirfd, const char *name, bool reap, uint64_t *ret_epoch)
 {
         _cleanup_close_ int fd = bv_open_file_beneath(dirfd, name, O_RDONLY);
         if (fd == -ENOENT)
@@ -177,18 +177,23 @@ static int lease_test(int dirfd, const char *name, uint64_t *ret_epoch)
                 return 1;
         }
         /* its holder ended: nobody can lock it again once it is unlinked */
-        if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+        if (reap && unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
                 return negative_errno();
         return 0;
 }
 
-int bv_leases_scan(int repo_dirfd, uint64_t *ret_min_epoch, size_t *ret_live)
+int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live)
 {
-        _cleanup_close_ int dirfd = subdir(repo_dirfd, "leases", true);
+        _cleanup_close_ int dirfd = subdir(repo_dirfd, "leases", reap);
         uint64_t min = UINT64_MAX;
         size_t live = 0;
         int reaped = 0, r = 0;
 
+        if (dirfd == -ENOENT && !reap) { /* nothing to look at, and a dry run creates nothing */
+                *ret_min_epoch = min;
+                *ret_live = 0;
+                return 0;
+        }
         if (dirfd < 0)
                 return dirfd;
         DIR *d = NULL;
@@ -200,7 +205,7 @@ int bv_leases_scan(int repo_dirfd, uint64_t *ret_min_epoch, size_t *ret_live)
                 uint64_t e;
                 if (!lease_name_valid(de->d_name))
                         continue;
-                r = lease_test(dirfd, de->d_name, &e);
+                r = lease_test(dirfd, de->d_name, reap, &e);
                 if (r > 0) {
                         live++;
                         min = MIN(min, e);
@@ -218,8 +223,8 @@ int bv_leases_scan(int repo_dirfd, uint64_t *ret_min_epoch, size_t *ret_live)
 }
 
 /* gc: locks/gc, exclusively. Writers: locks/write, then a lease. Readers: a lease, or where
- * leases/ cannot be written (a read-only mount, no write permission) the shared locks/gc, which
- * keeps gc out while they read. */
+ * leases/ cannot be written (a read-only mount, no write permission, a full filesystem) the shared
+ * locks/gc, which keeps gc out while they read. */
 int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *ret_lock_fd, BvLease **ret_lease)
 {
         bool wait = !!(flags & BV_OPEN_WAIT);
@@ -239,7 +244,9 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
                            : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
                                                       : BV_LEASE_READ,
                            NULL, ret_lease, NULL);
-        if ((rr == -EROFS || rr == -EACCES || rr == -EPERM) && !(flags & BV_OPEN_WRITE)) {
+        /* a full filesystem too: a restore from a full backup disk must still read */
+        if ((rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
+            !(flags & BV_OPEN_WRITE)) {
                 rr = bv_lock_take(dirfd, BV_LOCK_READ, wait);
                 if (rr < 0)
                         return repo_problem_note(problem, dirfd, "locks/gc", false, rr);

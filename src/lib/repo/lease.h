@@ -35,7 +35,8 @@ uint64_t bv_lease_epoch(const BvLease *l);
 void bv_lease_release(BvLease *l);
 
 /* Tests every lease: one whose lock can be taken belongs to a holder that ended, and is
- * unlinked (reaped). *ret_min_epoch gets the lowest epoch of the live ones (UINT64_MAX when none
+ * unlinked (reaped; without reap, as for a dry run, it is only counted and leases/ is not created).
+ * *ret_min_epoch gets the lowest epoch of the live ones (UINT64_MAX when none
  * lives), *ret_live their number. A lease file that does not parse counts as live at epoch 0 (it
  * is being written, or is damaged: finalize waits). Returns the number reaped. */
-int bv_leases_scan(int repo_dirfd, uint64_t *ret_min_epoch, size_t *ret_live);
+int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live);

@@ -627,7 +627,7 @@ static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
                 return ret;
         if (!(flags & BV_OPEN_WRITE))
                 return 0;
-        if (r->n_damaged > 0) {
+        if (r->n_damaged > 0 && !(flags & BV_OPEN_REPAIR)) {
                 if (problem)
                         *problem = r->damaged[0];
                 return -EUCLEAN;

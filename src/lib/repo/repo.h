@@ -62,6 +62,7 @@ typedef enum {
                                   * without it, it is wiped as soon as the subkeys are derived */
         BV_OPEN_EXPORT = 1 << 3, /* a reader that serves a snapshot (its lease says so) */
         BV_OPEN_GC = 1 << 4,     /* garbage collection: locks/gc exclusively, no lease */
+        BV_OPEN_REPAIR = 1 << 5, /* with BV_OPEN_WRITE: accept damaged index segments (repair) */
 } BvOpenFlags;
 
 typedef struct BvRepo BvRepo;

@@ -129,6 +129,22 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
                                 src->changed_backups ? json_object_new_uint64(src->changed_backups) : NULL });
 }
 
+struct json_object *bv_snapshot_unreadable_json(const BvSnapshot *s)
+{
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && i < s->n_unreadable; i++) {
+                struct json_object *e = BV_JSON_OBJECT({ "offset", json_object_new_uint64(s->unreadable[i].offset) },
+                                                       { "length", json_object_new_uint64(s->unreadable[i].length) });
+                if (!e || json_object_array_add(a, e) < 0) {
+                        json_object_put(e);
+                        json_object_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
 int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
 {
         char root[2 * BV_ID_SIZE + 1], utc[32];
@@ -156,6 +172,13 @@ int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
                                { "chunker", bv_chunker_params_json(&s->chunker) });
         if (!o)
                 return -ENOMEM;
+        if (s->n_unreadable > 0) {
+                struct json_object *a = bv_snapshot_unreadable_json(s);
+                if (!a || json_object_object_add(o, "unreadable", a) < 0) {
+                        json_object_put(a);
+                        return -ENOMEM;
+                }
+        }
         text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         if (!text)
                 return -ENOMEM;
@@ -167,6 +190,36 @@ int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
 }
 
 /* ---- decoding ---- */
+
+/* "unreadable": [{"offset":O,"length":L}, ...], ascending, not overlapping, inside the image. */
+static int unreadable_from_json(struct json_object *o, BvSnapshot *s)
+{
+        struct json_object *a = NULL;
+        uint64_t end = 0;
+        size_t n;
+
+        if (!json_object_object_get_ex(o, "unreadable", &a))
+                return 0;
+        if (!json_object_is_type(a, json_type_array))
+                return -EBADMSG;
+        n = json_object_array_length(a);
+        if (n == 0)
+                return 0;
+        s->unreadable = calloc(n, sizeof(*s->unreadable));
+        if (!s->unreadable)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *e = json_object_array_get_idx(a, i);
+                BvByteRange *rg = &s->unreadable[i];
+                if (!json_object_is_type(e, json_type_object) || bv_json_get_u64(e, "offset", &rg->offset) < 0 ||
+                    bv_json_get_u64(e, "length", &rg->length) < 0 || rg->length == 0 || rg->offset < end ||
+                    rg->offset > s->size || rg->length > s->size - rg->offset)
+                        return -EBADMSG;
+                end = rg->offset + rg->length;
+        }
+        s->n_unreadable = n;
+        return 0;
+}
 
 static int stats_from_json(struct json_object *o, BvSnapshotStats *st)
 {
@@ -365,7 +418,7 @@ static int snapshot_fill(BvSnapshot *s, struct json_object *o)
         if (!s->name)
                 return -ENOMEM;
         if ((r = source_from_json(source, &s->source)) < 0 || (r = stats_from_json(stats, &s->stats)) < 0 ||
-            (r = chunker_from_json(chunker, &s->chunker)) < 0)
+            (r = chunker_from_json(chunker, &s->chunker)) < 0 || (r = unreadable_from_json(o, s)) < 0)
                 return r;
         return 0;
 }

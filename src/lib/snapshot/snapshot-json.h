@@ -20,5 +20,7 @@ int bv_snapshot_from_json(const char *json, size_t len, BvSnapshot **ret);
 
 /* New objects, NULL when out of memory. */
 struct json_object *bv_snapshot_stats_json(const BvSnapshotStats *st);
+/* [{"offset":O,"length":L}, ...] of the ranges the backup could not read (NULL: out of memory). */
+struct json_object *bv_snapshot_unreadable_json(const BvSnapshot *s);
 struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src);
 struct json_object *bv_chunker_params_json(const BvChunkerParams *p);

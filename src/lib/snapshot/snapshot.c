@@ -52,6 +52,7 @@ void bv_snapshot_free(BvSnapshot *s)
         if (!s)
                 return;
         free(s->name);
+        free(s->unreadable);
         bv_snapshot_source_done(&s->source);
         free(s);
 }

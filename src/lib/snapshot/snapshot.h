@@ -76,6 +76,9 @@ typedef struct BvSnapshot {
         BvSnapshotSource source;
         BvSnapshotStats stats;
         BvChunkerParams chunker;
+        /* Ranges the source could not read (backup --skip-unreadable): stored as zeroes. */
+        BvByteRange *unreadable;
+        size_t n_unreadable;
 } BvSnapshot;
 
 void bv_snapshot_free(BvSnapshot *s);

@@ -71,6 +71,9 @@ typedef struct FileSource {
         uint64_t region_end; /* end of the data region plan_pos is in */
         uint64_t stream_pos; /* bytes of a stream delivered so far */
         int error;           /* sticky: once failed, always failed */
+        bool skip_unreadable;
+        BvByteRange *unreadable;
+        size_t n_unreadable, cap_unreadable;
 } FileSource;
 
 
@@ -115,6 +118,7 @@ static void file_free(FileSource *s)
         for (unsigned i = 0; s->slots && i < s->nslots; i++)
                 free(s->slots[i].buf);
         free(s->slots);
+        free(s->unreadable);
         safe_close(s->fd);
         safe_close(s->fd_buffered);
         free(s->cache_bits);
@@ -422,6 +426,51 @@ static int stream_next(FileSource *s, BvExtent *ret)
         return 1;
 }
 
+static int unreadable_add(FileSource *s, uint64_t offset, uint64_t length)
+{
+        BvByteRange *last = s->n_unreadable ? &s->unreadable[s->n_unreadable - 1] : NULL;
+
+        if (last && last->offset + last->length == offset) {
+                last->length += length;
+                return 0;
+        }
+        if (s->n_unreadable == s->cap_unreadable) {
+                size_t cap = s->cap_unreadable ? 2 * s->cap_unreadable : 16;
+                BvByteRange *p = realloc(s->unreadable, cap * sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                s->unreadable = p;
+                s->cap_unreadable = cap;
+        }
+        s->unreadable[s->n_unreadable++] = (BvByteRange){ offset, length };
+        return 0;
+}
+
+/* A read of sl failed with error: read it again block by block, to name the first block that
+ * does not read (error_offset) or, with skip_unreadable, to deliver such blocks as zeroes. */
+static int salvage_slot(FileSource *s, Slot *sl, int error)
+{
+        int fd = s->fd_buffered >= 0 ? s->fd_buffered : s->fd; /* a short tail reads without O_DIRECT */
+
+        for (uint64_t pos = 0; pos < sl->length; pos += BV_BLOCK_SIZE) {
+                size_t n = (size_t)MIN((uint64_t)BV_BLOCK_SIZE, sl->length - pos);
+                ssize_t got = bv_pread_all(fd, (uint8_t *)sl->buf + pos, n, sl->offset + pos);
+                if (got == (ssize_t)n)
+                        continue;
+                if (got >= 0)
+                        return -ENODATA; /* it shrank under us */
+                if (got == -ENOMEM || !s->skip_unreadable) {
+                        s->read_stats.error_offset = sl->offset + pos;
+                        return (int)got;
+                }
+                memset((uint8_t *)sl->buf + pos, 0, n);
+                int r = unreadable_add(s, sl->offset + pos, n);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int source_next_queued(FileSource *s, BvExtent *ret)
 {
         release_held(s);
@@ -434,6 +483,10 @@ static int source_next_queued(FileSource *s, BvExtent *ret)
         Slot *sl = &s->slots[s->head];
         if (sl->kind == BV_EXTENT_DATA) {
                 r = complete_slot(s, sl);
+                if (r < 0 && r != -ENOMEM && r != -ENODATA) {
+                        s->read_stats.error_offset = sl->offset;
+                        r = salvage_slot(s, sl, r);
+                }
                 if (r < 0)
                         return r;
         }
@@ -506,7 +559,10 @@ static int file_identity(void *impl, BvSourceIdentity *ret)
 
 static void file_read_stats(void *impl, BvSourceReadStats *ret)
 {
-        *ret = ((FileSource *)impl)->read_stats;
+        FileSource *s = impl;
+        *ret = s->read_stats;
+        ret->unreadable = s->unreadable;
+        ret->n_unreadable = s->n_unreadable;
 }
 
 static void file_free_op(void *impl)
@@ -689,6 +745,7 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
         if (!s->direct)
                 (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
+        s->skip_unreadable = o.skip_unreadable;
         if (!o.no_uring && io_uring_queue_init(o.queue_depth, &s->ring, 0) == 0)
                 s->uring = true;
         r = alloc_slots(s, s->uring ? o.queue_depth : 1);

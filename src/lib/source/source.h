@@ -30,6 +30,9 @@ typedef struct BvSourceOptions {
         const char *dirty_bitmap; /* NBD: follow qemu's dirty bitmap of this name (NULL: none) */
         const char *compare_with; /* a regular file: its previous version, a reflink copy (NULL: none) */
         const char *thin_delta;   /* thin_delta's XML: only its changed ranges are read (NULL: none) */
+        /* A block that does not read (EIO) is delivered as zeroes and listed in the read stats,
+         * instead of failing the read. */
+        bool skip_unreadable;
 } BvSourceOptions;
 
 /* A range of the image. */
@@ -55,6 +58,9 @@ typedef struct BvSourceIdentity {
 typedef struct BvSourceReadStats {
         uint64_t bytes_cached;
         uint64_t bytes_direct;
+        uint64_t error_offset;        /* where the read that failed the source starts (a block) */
+        const BvByteRange *unreadable; /* skip_unreadable: the blocks delivered as zeroes, merged; */
+        size_t n_unreadable;           /* owned by the source */
 } BvSourceReadStats;
 
 /*

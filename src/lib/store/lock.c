@@ -11,14 +11,18 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "lock.h"
 #include "macro.h"
 
 /* locks/<name>, resolved beneath the repository: neither locks/ nor the file may be a symbolic
- * link, and the file must be a regular one (a FIFO must not hang the open). */
-static int lock_open(int repo_dirfd, const char *path)
+ * link, and the file must be a regular one (a FIFO must not hang the open). Whoever can create
+ * one lock file creates both, so that a reader finds locks/gc on a read-only mount of a drive that
+ * only ever saw backups (which take locks/write). */
+static int lock_open(int repo_dirfd, const char *path, const char *sibling)
 {
         int fd;
 
@@ -26,31 +30,48 @@ static int lock_open(int repo_dirfd, const char *path)
                 return negative_errno();
         fd = bv_open_file_beneath(repo_dirfd, path, O_RDONLY | O_CREAT);
         if (fd == -EROFS || fd == -EACCES)
-                fd = bv_open_file_beneath(repo_dirfd, path, O_RDONLY);
+                return bv_open_file_beneath(repo_dirfd, path, O_RDONLY);
+        if (fd >= 0) {
+                int s = bv_open_file_beneath(repo_dirfd, sibling, O_RDONLY | O_CREAT);
+                if (s >= 0)
+                        close(s);
+        }
         return fd;
+}
+
+/* A shared lock on a read-only filesystem whose locks/gc was never made (a repository written
+ * before lock_open made both files): nothing can collect garbage through a read-only mount, so
+ * the reader goes on with a shared lock on the repository directory, which no one else takes. */
+static int read_lock_readonly(int repo_dirfd, int fd)
+{
+        struct statvfs st;
+        if (fd != -ENOENT || fstatvfs(repo_dirfd, &st) < 0 || !(st.f_flag & ST_RDONLY))
+                return fd;
+        fd = openat(repo_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? negative_errno() : fd;
 }
 
 int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
 {
         _cleanup_close_ int fd = -EBADF;
-        const char *path;
+        const char *path, *sibling;
         int op;
 
         switch (kind) {
         case BV_LOCK_WRITE:
-                path = "locks/write";
+                path = "locks/write", sibling = "locks/gc";
                 op = LOCK_EX;
                 break;
         case BV_LOCK_READ:
-                path = "locks/gc";
+                path = "locks/gc", sibling = "locks/write";
                 op = LOCK_SH;
                 break;
         case BV_LOCK_GC:
-                path = "locks/gc";
+                path = "locks/gc", sibling = "locks/write";
                 op = LOCK_EX;
                 break;
         case BV_LOCK_COMMIT:
-                path = "locks/commit";
+                path = "locks/commit", sibling = "locks/gc";
                 op = LOCK_EX;
                 break;
         default:
@@ -59,16 +80,11 @@ int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
         if (repo_dirfd < 0)
                 return -EBADF;
 
-        fd = lock_open(repo_dirfd, path);
+        fd = lock_open(repo_dirfd, path, sibling);
+        if (kind == BV_LOCK_READ)
+                fd = read_lock_readonly(repo_dirfd, fd);
         if (fd < 0)
                 return fd;
-        if (kind == BV_LOCK_WRITE) {
-                /* the readers' lock file, for later readers on a read-only mount */
-                int gc = lock_open(repo_dirfd, "locks/gc");
-                if (gc < 0)
-                        return gc;
-                safe_close(gc);
-        }
         if (!wait)
                 op |= LOCK_NB;
         while (flock(fd, op) < 0) {

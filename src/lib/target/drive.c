@@ -221,7 +221,7 @@ static int read_key(const char *key_file, void **ret, size_t *ret_len, size_t *r
         return bv_read_secret_file(AT_FDCWD, key_file, 8192, 1, false, ret, ret_len, ret_size);
 }
 
-int bv_luks_format(const char *dev, const char *key_file, char ret_uuid[40])
+int bv_luks_format(const char *dev, const char *key_file, const BvLuksCost *cost, char ret_uuid[40])
 {
         struct crypt_device *cd = NULL;
         void *key;
@@ -234,6 +234,10 @@ int bv_luks_format(const char *dev, const char *key_file, char ret_uuid[40])
         r = crypt_init(&cd, dev);
         struct crypt_pbkdf_type pbkdf = { .type = CRYPT_KDF_ARGON2ID, .hash = "sha256",
                                           .time_ms = 2000, .max_memory_kb = 1048576, .parallel_threads = 4 };
+        if (cost)
+                pbkdf = (struct crypt_pbkdf_type){ .type = CRYPT_KDF_ARGON2ID, .hash = "sha256",
+                                                   .iterations = cost->iterations, .max_memory_kb = cost->memory_kib,
+                                                   .parallel_threads = 1, .flags = CRYPT_PBKDF_NO_BENCHMARK };
         struct crypt_params_luks2 params = { .pbkdf = &pbkdf, .sector_size = 512 };
         if (r >= 0)
                 r = crypt_format(cd, CRYPT_LUKS2, "aes", "xts-plain64", NULL, NULL, 64, &params);

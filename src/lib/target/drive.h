@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define BV_KEY_DIR "/etc/blkvault/keys"
 #define BV_KEY_FILE_BYTES 64
@@ -49,9 +50,15 @@ int bv_drive_mount(const char *dev, const char *fstype, const char *dir, const c
  * mode 0400, never over an existing file (-EEXIST). */
 int bv_key_file_create(const char *dir, const char *name, char **ret_path);
 
+/* Fixed argon2id costs of a LUKS2 keyslot, instead of the benchmark (tests under emulation). */
+typedef struct BvLuksCost {
+        uint32_t iterations;
+        uint32_t memory_kib;
+} BvLuksCost;
+
 /* LUKS2 with argon2id on dev, its only keyslot opened by the key file's content; its UUID into
- * ret_uuid. */
-int bv_luks_format(const char *dev, const char *key_file, char ret_uuid[40]);
+ * ret_uuid. cost NULL: benchmarked to 2 s, up to 1 GiB and 4 threads; else exactly cost, 1 thread. */
+int bv_luks_format(const char *dev, const char *key_file, const BvLuksCost *cost, char ret_uuid[40]);
 /* Opens the container on dev as /dev/mapper/NAME (ret_path) with the key file. -ENXIO without
  * device-mapper in the kernel. */
 int bv_luks_open(const char *dev, const char *name, const char *key_file, char *ret_path, size_t size);

@@ -94,7 +94,7 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
                 rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
                 return;
         }
-        BvBackupOptions opts = { .name = rj->job->name };
+        BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled };
         r = bv_backup(repo, bv_job_source(js), &opts, &stats);
         int q = bv_job_source_close(js, &rj->status, out, sizeof(out));
         if (q == -ECHILD && rj->job->snapshot)
@@ -109,7 +109,10 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
                 rj->step = rj->job->snapshot ? "snapshot removal" : "command", rj->result = q;
                 return;
         }
-        r = bv_verify(repo, stats.snapshot_id, true, count_problem, &rj->problems, &vs);
+        /* What this run wrote: the chunks the job's snapshot before this one does not use. */
+        BvVerifyOptions vo = { .snapshot = stats.snapshot_id, .read_data = true, .written = true };
+        r = bv_verify_opts(repo, &vo, count_problem, &rj->problems, &vs);
+
         if (r >= 0 && rj->problems > 0)
                 r = -EBADMSG;
         if (r < 0) {
@@ -181,6 +184,7 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 run_job(t, repo_path, rj);
                 run->bytes_new += rj->bytes_new;
                 run->n_failed += rj->result < 0;
+                run->cancelled |= bv_job_cancelled(); /* also while the last job ran */
         }
         return 0;
 }

@@ -65,6 +65,8 @@ typedef struct Job {
 
 typedef struct Backup {
         BvRepo *repo;
+        const BvByteRange *unreadable; /* the source's, recorded in the snapshot */
+        size_t n_unreadable;
         BvIndex *index;
         const BvKeyring *keyring;
         BvChunkerParams chunker;
@@ -81,6 +83,7 @@ typedef struct Backup {
         bool grouping; /* only when compressing */
         uint8_t (*prefix_ids)[BV_ID_SIZE];
         BvBackupStats stats;
+        bool (*cancelled)(void); /* opts->cancelled */
 
         /* The job pool: free jobs wait in one queue, work for the workers in the other. */
         Job *jobs;         /* the pool's storage */
@@ -549,6 +552,11 @@ static void progress_report(const BvBackupOptions *opts, const Backup *b, uint64
         opts->progress(&p, opts->progress_userdata);
 }
 
+static int backup_cancelled(const Backup *b)
+{
+        return b->cancelled && b->cancelled() ? -ECANCELED : 0;
+}
+
 /* Reads [offset, offset+len) with the source's read_at and feeds it to the splitter. */
 static int feed_read_at(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offset, uint64_t len)
 {
@@ -559,7 +567,9 @@ static int feed_read_at(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offse
         }
         while (len > 0) {
                 size_t n = (size_t)MIN(len, (uint64_t)EDGE_READ);
-                int r = bv_source_read_at(src, b->edge_buf, n, offset);
+                int r = backup_cancelled(b);
+                if (r >= 0)
+                        r = bv_source_read_at(src, b->edge_buf, n, offset);
                 if (r >= 0)
                         r = bv_splitter_feed(sp, offset, b->edge_buf, n, on_extent, b);
                 if (r < 0)
@@ -641,6 +651,8 @@ static int backup_read(Backup *b, BvSource *src, BvSplitter *sp, const BvBackupO
                 if (r < 0)
                         return r;
                 r = backup_get_error(b);
+                if (r >= 0)
+                        r = backup_cancelled(b);
                 if (r < 0)
                         return r;
                 if (opts->progress) {
@@ -712,6 +724,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         if (local && bv_source_probe(s.source.path, &s.source.probe) >= 0)
                 s.source.probed = true;
         s.stats = b->stats.counts;
+        s.unreadable = (BvByteRange *)b->unreadable, s.n_unreadable = b->n_unreadable;
         s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
                                        .max = b->chunker.max }; /* not the key */
         _cleanup_close_ int gc_lock = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_COMMIT, true);
@@ -845,6 +858,13 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
         bv_source_read_stats(src, &rs);
         b->stats.counts.bytes_read_cached = rs.bytes_cached;
         b->stats.counts.bytes_read_direct = rs.bytes_direct;
+        b->unreadable = rs.unreadable, b->n_unreadable = rs.n_unreadable;
+        for (size_t i = 0; i < rs.n_unreadable; i++)
+                b->stats.bytes_unreadable += rs.unreadable[i].length;
+        b->stats.ranges_unreadable = rs.n_unreadable;
+        r = backup_cancelled(b);
+        if (r < 0)
+                return r;
         return snapshot_publish(b, src, name, start_s, root, height, size, NULL);
 }
 
@@ -852,6 +872,9 @@ static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t st
 static int backup_reuse(Backup *b, BvSource *src, const char *name, const BvSnapshot *parent, uint64_t start_s,
                         uint64_t start_ns)
 {
+        int r = backup_cancelled(b);
+        if (r < 0)
+                return r;
         b->stats.size = parent->size;
         b->stats.counts = (BvSnapshotStats){
                 .bytes_zero = parent->stats.bytes_zero, .bytes_hole = parent->stats.bytes_hole,
@@ -911,6 +934,7 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         Backup b = {
                 .lock = PTHREAD_MUTEX_INITIALIZER,
                 .pack_lock = PTHREAD_MUTEX_INITIALIZER,
+                .cancelled = opts->cancelled,
         };
         uint64_t start_ns = bv_now_monotonic_ns(), start_s = bv_now_realtime_ns() / 1000000000ull;
         unsigned threads = threads_wanted(opts);
@@ -920,6 +944,11 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         if (r >= 0)
                 r = backup_body(&b, repo, src, opts, threads, start_s, start_ns);
         if (r < 0) {
+                if (opts->ret_error_offset) {
+                        BvSourceReadStats rs;
+                        bv_source_read_stats(src, &rs);
+                        *opts->ret_error_offset = rs.error_offset;
+                }
                 backup_abort(&b, r);
                 backup_done(&b);
                 return r;

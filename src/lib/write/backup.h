@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "repo.h"
@@ -16,6 +17,12 @@ typedef struct BvBackupOptions {
         unsigned full_read_every; /* 0: never force; N: at most N - 1 unread backups in a row */
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
+        /* If not NULL: on failure, where the source read that failed starts (source.error_offset);
+         * opts->source.skip_unreadable makes such blocks zeroes recorded in the snapshot instead. */
+        uint64_t *ret_error_offset;
+        /* when set and it returns true (a signal asked to stop), the backup stops at its next
+         * read or before it publishes, fails with -ECANCELED and publishes nothing */
+        bool (*cancelled)(void);
 } BvBackupOptions;
 
 typedef struct BvBackupStats {
@@ -30,6 +37,7 @@ typedef struct BvBackupStats {
          * ("" when it was read whole), and why it was read whole ("" when it was not). */
         char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
         char changed_reason[256];
+        uint64_t bytes_unreadable, ranges_unreadable; /* skip_unreadable: stored as zeroes */
 } BvBackupStats;
 
 /* Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
