@@ -62,6 +62,23 @@ TEST(read_shared_gc_exclusive)
         bvtest_rm_rf(dir);
 }
 
+/* locks/commit: one holder at a time, independent of locks/gc */
+TEST(commit_lock)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int c = bv_lock_take(dfd, BV_LOCK_COMMIT, false);
+        _cleanup_close_ int gc = bv_lock_take(dfd, BV_LOCK_GC, false);
+
+        ASSERT_TRUE(c >= 0);
+        ASSERT_TRUE(gc >= 0);
+        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_COMMIT, false), EBUSY);
+        c = safe_close(c);
+        c = bv_lock_take(dfd, BV_LOCK_COMMIT, false);
+        ASSERT_TRUE(c >= 0);
+        bvtest_rm_rf(dir);
+}
+
 TEST(bad_arguments)
 {
         _cleanup_free_ char *dir = bvtest_tmpdir();
@@ -69,7 +86,7 @@ TEST(bad_arguments)
         _cleanup_close_ int file = -EBADF;
 
         ASSERT_ERROR(bv_lock_take(dfd, 0, false), EINVAL);
-        ASSERT_ERROR(bv_lock_take(dfd, 4, false), EINVAL);
+        ASSERT_ERROR(bv_lock_take(dfd, 5, false), EINVAL);
         ASSERT_ERROR(bv_lock_take(-1, BV_LOCK_WRITE, false), EBADF);
         /* locks/ is a file: the lock cannot be created */
         file = openat(dfd, "locks", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
@@ -145,6 +162,7 @@ int main(void)
 {
         RUN(exclusive_write_lock);
         RUN(read_shared_gc_exclusive);
+        RUN(commit_lock);
         RUN(bad_arguments);
         RUN(killed_holder_releases);
         RUN(wait_for_holder);
