@@ -173,6 +173,24 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
         return log_error_errno(r, "cannot read the NBD export '%s' (is the server running?)", source);
 }
 
+/* A change map that was not used (the whole source was read instead), and what did not read. */
+static void warn_read_everything(const BvSourceOptions *so, const BvBackupStats *stats, const char *source)
+{
+        if (stats->changed_reason[0] && so->dirty_bitmap)
+                log_warning("dirty bitmap '%s' not used, read everything: %s", so->dirty_bitmap,
+                            stats->changed_reason);
+        else if (stats->changed_reason[0] && so->thin_delta)
+                log_warning("thin delta '%s' not used, read everything: %s", so->thin_delta, stats->changed_reason);
+        else if (stats->changed_reason[0])
+                log_warning("'%s' not compared with, read everything: %s", so->compare_with, stats->changed_reason);
+        if (stats->ranges_unreadable) {
+                char b[32];
+                log_warning("%s of '%s' did not read (%llu ranges): stored as zeroes, listed by 'blkvault info'",
+                            format_bytes(stats->bytes_unreadable, b), source,
+                            (unsigned long long)stats->ranges_unreadable);
+        }
+}
+
 int cmd_backup(int argc, char **argv)
 {
         SecretArgs sargs = {};
@@ -241,21 +259,6 @@ int cmd_backup(int argc, char **argv)
                 return backup_error(r, source);
         if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source))
                 log_info("note: io_uring is unavailable, read with pread");
-        if (stats.changed_reason[0] && opts.source.dirty_bitmap)
-                log_warning("dirty bitmap '%s' not used, read everything: %s", opts.source.dirty_bitmap,
-                            stats.changed_reason);
-        else if (stats.changed_reason[0] && opts.source.thin_delta)
-                log_warning("thin delta '%s' not used, read everything: %s", opts.source.thin_delta,
-                            stats.changed_reason);
-        else if (stats.changed_reason[0])
-                log_warning("'%s' not compared with, read everything: %s", opts.source.compare_with,
-                            stats.changed_reason);
-        if (stats.ranges_unreadable) {
-                char b[32];
-                log_warning("%s of '%s' did not read (%llu ranges): stored as zeroes, listed by 'blkvault info'",
-                            format_bytes(stats.bytes_unreadable, b), source,
-                            (unsigned long long)stats.ranges_unreadable);
-        }
-
+        warn_read_everything(&opts.source, &stats, source);
         return backup_report(&stats, opts.name, source, json);
 }

@@ -65,14 +65,14 @@ grep -q "^snapshot     $id_a2$" "$T/info" || { cat "$T/info"; die "info names no
 grep -q "^host         $(hostname)$" "$T/info" || { cat "$T/info"; die "info names no host"; }
 grep -q "^source       $T/a2 (file)$" "$T/info" || { cat "$T/info"; die "info names no source"; }
 grep -q "^parent       ${id_a1:0:8}$" "$T/info" || { cat "$T/info"; die "info names no parent"; }
-# chunk cuts make the unchanged half a little less than 1 MiB
-grep -Eq "^shared       [0-9.]* [KM]i*B of 2.0 MiB data with its parent \((4[5-9]|50)%\)$" "$T/info" ||
+# chunk cuts (the chunker key is random) make the unchanged half somewhat less than 1 MiB
+grep -Eq "^shared       [0-9.]* [KM]i*B of 2.0 MiB data with its parent \((4[0-9]|50)%\)$" "$T/info" ||
     { cat "$T/info"; die "info does not say what is shared"; }
 bv info "$repo" "$id_a1" | grep -q "^parent       (none: the first snapshot of its name)$" || die "info of the first snapshot"
 bv info "$repo" a@latest --json | python3 -c "
 import json, sys
 o = json.load(sys.stdin)
-assert o['parent'] == sys.argv[1] and 0.45 < o['bytes_shared'] / (1 << 21) <= 0.5 and o['stats']['bytes_data'] == 2 << 20, o
+assert o['parent'] == sys.argv[1] and 0.40 < o['bytes_shared'] / (1 << 21) <= 0.5 and o['stats']['bytes_data'] == 2 << 20, o
 " "$id_a1"
 expect_fail 2 "^error: expected REPO \[SNAPSHOT\] (see 'blkvault help info')$" bv info "$repo" a b
 # BLKVAULT_REPO stands for a REPO left out

@@ -762,20 +762,26 @@ void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret)
         memcpy(ret->key, bv_keyring_chunker_key(r->keyring), sizeof(ret->key));
 }
 
-int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
+/* The master secret sealed by secret, for a key change or a new slot: needs a repository opened
+ * for writing with BV_OPEN_KEYS (else the master secret is already wiped) and encryption. */
+static int seal_master(BvRepo *r, const BvSecret *secret, BvKeyFile *ret_kf)
 {
-        BvKeyFile kf;
-        int ret;
-
-        if (!r)
-                return -EINVAL;
         if (!(r->flags & BV_OPEN_WRITE))
                 return -EPERM;
         if (r->cf.config.cipher == BV_CIPHER_NONE)
                 return -EOPNOTSUPP;
         if (!r->master) /* opened without BV_OPEN_KEYS */
                 return -EPERM;
-        ret = keyfile_seal(r->cf.id, new_secret, r->master, &kf);
+        return keyfile_seal(r->cf.id, secret, r->master, ret_kf);
+}
+
+int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
+{
+        BvKeyFile kf;
+
+        if (!r)
+                return -EINVAL;
+        int ret = seal_master(r, new_secret, &kf);
         if (ret < 0)
                 return ret;
         return write_keyfile(r->dirfd, &kf, true);
@@ -930,17 +936,10 @@ int bv_repo_key_slots(BvRepo *r, char ***ret, size_t *ret_n)
 int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret)
 {
         BvKeyFile kf;
-        int ret;
 
-        if (!bv_key_slot_valid(slot))
+        if (!r || !bv_key_slot_valid(slot))
                 return -EINVAL;
-        if (!(r->flags & BV_OPEN_WRITE))
-                return -EPERM;
-        if (r->cf.config.cipher == BV_CIPHER_NONE)
-                return -EOPNOTSUPP;
-        if (!r->master) /* opened without BV_OPEN_KEYS */
-                return -EPERM;
-        ret = keyfile_seal(r->cf.id, secret, r->master, &kf);
+        int ret = seal_master(r, secret, &kf);
         if (ret < 0)
                 return ret;
         return write_keyfile_slot(r->dirfd, slot, &kf, false);

@@ -77,14 +77,19 @@ static int get_section(json_object *o, const char *key, const char *name, json_o
         return get_string(*ret, name, ret_name);
 }
 
-/* Checks "format" and "version" first, so that a newer version says so instead of failing
- * on a field it changed. */
-static int check_header(json_object *o, const char *format, int64_t version)
+/* Parses a document and checks its "format" and "version" first, so that a newer version says so
+ * instead of failing on a field it changed. */
+static int parse_document(const char *json, size_t len, const char *format, int64_t version,
+                          json_object **ret)
 {
+        _cleanup_(json_object_putp) json_object *o = NULL;
         const char *s;
         json_object *v;
         int r;
 
+        r = bv_json_parse_object(json, len, JSON_MAX_DEPTH, &o);
+        if (r < 0)
+                return r;
         r = get_string(o, "format", &s);
         if (r < 0)
                 return r;
@@ -95,6 +100,7 @@ static int check_header(json_object *o, const char *format, int64_t version)
                 return r;
         if (json_object_get_int64(v) != version)
                 return -EPROTONOSUPPORT;
+        *ret = TAKE_PTR(o);
         return 0;
 }
 
@@ -156,10 +162,7 @@ int bv_repo_config_parse(const char *json, size_t len, BvRepoConfigFile *ret)
 
         if (!ret)
                 return -EINVAL;
-        r = bv_json_parse_object(json, len, JSON_MAX_DEPTH, &o);
-        if (r < 0)
-                return r;
-        r = check_header(o, CONFIG_FORMAT, CONFIG_VERSION);
+        r = parse_document(json, len, CONFIG_FORMAT, CONFIG_VERSION, &o);
         if (r < 0)
                 return r;
         r = get_hex(o, "id", f.id, sizeof(f.id));
@@ -315,10 +318,7 @@ int bv_repo_keyfile_parse(const char *json, size_t len, BvKeyFile *ret)
 
         if (!ret)
                 return -EINVAL;
-        r = bv_json_parse_object(json, len, JSON_MAX_DEPTH, &o);
-        if (r < 0)
-                return r;
-        r = check_header(o, KEYFILE_FORMAT, KEYFILE_VERSION);
+        r = parse_document(json, len, KEYFILE_FORMAT, KEYFILE_VERSION, &o);
         if (r < 0)
                 return r;
         r = get_hex(o, "repository", kf.repository, sizeof(kf.repository));
