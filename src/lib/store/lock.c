@@ -51,32 +51,25 @@ static int read_lock_readonly(int repo_dirfd, int fd)
         return fd < 0 ? negative_errno() : fd;
 }
 
+/* Each kind's file, the file made beside it (so that both exist once either was taken), and how. */
+static const struct {
+        const char *path, *sibling;
+        int op;
+} lock_kinds[] = {
+        [BV_LOCK_WRITE] = { "locks/write", "locks/gc", LOCK_EX },
+        [BV_LOCK_READ] = { "locks/gc", "locks/write", LOCK_SH },
+        [BV_LOCK_GC] = { "locks/gc", "locks/write", LOCK_EX },
+        [BV_LOCK_COMMIT] = { "locks/commit", "locks/gc", LOCK_EX },
+};
+
 int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
 {
         _cleanup_close_ int fd = -EBADF;
-        const char *path, *sibling;
-        int op;
 
-        switch (kind) {
-        case BV_LOCK_WRITE:
-                path = "locks/write", sibling = "locks/gc";
-                op = LOCK_EX;
-                break;
-        case BV_LOCK_READ:
-                path = "locks/gc", sibling = "locks/write";
-                op = LOCK_SH;
-                break;
-        case BV_LOCK_GC:
-                path = "locks/gc", sibling = "locks/write";
-                op = LOCK_EX;
-                break;
-        case BV_LOCK_COMMIT:
-                path = "locks/commit", sibling = "locks/gc";
-                op = LOCK_EX;
-                break;
-        default:
+        if ((unsigned)kind >= sizeof(lock_kinds) / sizeof(lock_kinds[0]) || !lock_kinds[kind].path)
                 return -EINVAL;
-        }
+        const char *path = lock_kinds[kind].path, *sibling = lock_kinds[kind].sibling;
+        int op = lock_kinds[kind].op;
         if (repo_dirfd < 0)
                 return -EBADF;
 

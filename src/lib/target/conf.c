@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ini.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,12 +320,20 @@ void bv_conf_free(BvConfig *c)
         free(c);
 }
 
+/* The item of an array of configuration sections whose name (a char * at name_offset) is name. */
+static const void *section_by_name(const void *items, size_t n, size_t size, size_t name_offset, const char *name)
+{
+        for (size_t i = 0; i < n; i++) {
+                const char *item = (const char *)items + i * size;
+                if (strcmp(*(char *const *)(item + name_offset), name) == 0)
+                        return item;
+        }
+        return NULL;
+}
+
 const BvConfTarget *bv_conf_target_by_name(const BvConfig *c, const char *name)
 {
-        for (size_t i = 0; i < c->n_targets; i++)
-                if (strcmp(c->targets[i].name, name) == 0)
-                        return &c->targets[i];
-        return NULL;
+        return section_by_name(c->targets, c->n_targets, sizeof(*c->targets), offsetof(BvConfTarget, name), name);
 }
 
 const BvConfTarget *bv_conf_target_by_uuid(const BvConfig *c, const char *uuid)
@@ -337,18 +346,12 @@ const BvConfTarget *bv_conf_target_by_uuid(const BvConfig *c, const char *uuid)
 
 const BvConfJob *bv_conf_job_by_name(const BvConfig *c, const char *name)
 {
-        for (size_t i = 0; i < c->n_jobs; i++)
-                if (strcmp(c->jobs[i].name, name) == 0)
-                        return &c->jobs[i];
-        return NULL;
+        return section_by_name(c->jobs, c->n_jobs, sizeof(*c->jobs), offsetof(BvConfJob, name), name);
 }
 
 const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name)
 {
-        for (size_t i = 0; i < c->n_exports; i++)
-                if (strcmp(c->exports[i].name, name) == 0)
-                        return &c->exports[i];
-        return NULL;
+        return section_by_name(c->exports, c->n_exports, sizeof(*c->exports), offsetof(BvConfExport, name), name);
 }
 
 bool bv_conf_job_wants(const BvConfJob *j, const char *target)
