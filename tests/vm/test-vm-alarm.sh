@@ -34,6 +34,7 @@ StateDirectory=
 Environment=BLKVAULT_CONFIG=$d/blkvault.conf BLKVAULT_STATE_DIR=$d/state ASAN_OPTIONS=${ASAN_OPTIONS:-} UBSAN_OPTIONS=${UBSAN_OPTIONS:-}
 ExecStart=
 ExecStart=$BLKVAULT status --check-age
+$(vm_unit_sees_build_tree)
 EOF
 systemctl daemon-reload
 vm_log "alarm: units in place"

@@ -76,6 +76,7 @@ Environment=BLKVAULT_CONFIG=$etc/blkvault.conf BLKVAULT_STATE_DIR=/run/vmtest/st
 EnvironmentFile=-/run/vmtest/unit.env
 ReadWritePaths=
 ReadWritePaths=/run
+$(vm_unit_sees_build_tree)
 EOF
     systemctl daemon-reload
     udevadm control --reload

@@ -4,7 +4,8 @@
 # with /sys/block/sda/device/delete) is registered (--no-luks), a run backs up a job to it, and
 # after unmounting blkvault powers it off (no udisks in the guest: through sysfs delete): the
 # summary says "powered off", the disk is gone from the kernel, and what was written is intact
-# (read back after plugging the stick again).
+# (the host restores it from the stick's image once the guest is off; plugging the stick into the
+# guest again made the guest's 9p root return EIO under TCG now and then).
 # One script in two roles (tests/vm/vm-lib.sh): the host plugs the stick when the guest is ready.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/vm/vm-lib.sh"
@@ -29,16 +30,9 @@ guest() {
     for i in $(seq 100); do [ -e /sys/block/sda ] || break; sleep 0.1; done
     [ ! -e /sys/block/sda ] && [ ! -b /dev/sda ] || die "the stick is still there after power-off"
     vm_log "powered off"
-    vm_mark replug
-    vm_await replugged
-    local d=
-    for i in $(seq 300); do d=$(ls /sys/block | grep '^sd' | head -n1); [ -n "$d" ] && [ -b "/dev/$d" ] && break; sleep 0.2; done
-    [ -n "$d" ] || die "the stick did not come back"
-    mount -o ro "/dev/$d" "$T/mnt"
-    bv restore "$T/mnt/blkvault" a "$T/back.img" --key-file="$T/keys/stick.key" >/dev/null
-    umount "$T/mnt"
-    assert_same "$T/a.img" "$T/back.img"
-    vm_log "the powered-off stick kept the backup"
+    # for the host, which reads the stick's image after the guest is off
+    cp "$T/keys/stick.key" "$VM_RESULTS/stick.key"
+    sha256sum <"$T/a.img" | cut -d' ' -f1 >"$VM_RESULTS/a.sha"
 }
 if vm_in_guest; then guest; exit 0; fi
 
@@ -48,9 +42,13 @@ vm_start -- bash "$0"
 vm_wait_for ready
 vm_qmp usb-plug stick "$T/stick.img" >/dev/null
 vm_tell plugged
-vm_wait_for replug
-# the guest removed the disk; the USB device is still attached in QEMU: unplug it, plug it anew
-vm_qmp usb-unplug stick >/dev/null
-vm_qmp usb-plug stick2 "$T/stick.img" >/dev/null
-vm_tell replugged
 vm_finish
+loop=$(losetup -f --show -r "$T/stick.img") || die "cannot attach the stick's image"
+on_exit losetup -d "$loop"
+mkdir -p "$T/mnt"
+mount -o ro "$loop" "$T/mnt" || die "cannot mount the stick's filesystem"
+on_exit umount "$T/mnt"
+"$BLKVAULT" restore "$T/mnt/blkvault" a "$T/back.img" --key-file="$VM_DIR/stick.key" >/dev/null ||
+    die "cannot restore from the powered-off stick"
+assert_eq "$(sha256sum <"$T/back.img" | cut -d' ' -f1)" "$(cat "$VM_DIR/a.sha")" "the powered-off stick kept the backup"
+echo "ok: the powered-off stick kept the backup"

@@ -82,3 +82,12 @@ vm_await() {
     done
     die "no '$name' from the host within $secs s"
 }
+
+# For a test's drop-in of a hardened unit: PrivateTmp= gives the unit its own /tmp and /var/tmp,
+# which hides a build tree below them (a clone in /tmp, as CI may make) and the binary under
+# test with it; the drop-in then turns it off. The installed units keep PrivateTmp=yes.
+vm_unit_sees_build_tree() {
+    case "$BUILD_ROOT:$SOURCE_ROOT" in
+    /tmp/* | /var/tmp/* | *:/tmp/* | *:/var/tmp/*) printf 'PrivateTmp=no\nReadWritePaths=/tmp /var/tmp\n' ;;
+    esac
+}
