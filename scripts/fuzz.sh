@@ -15,6 +15,9 @@ cd "$(dirname "$0")/.."
 
 seconds=${BLKVAULT_FUZZ_SECONDS:-20}
 min_cov=${BLKVAULT_FUZZ_MIN_COV:-300}
+# A target over a small parser has a lower floor: thin-delta's whole parser (source/thin-delta.c,
+# 280 lines, with what it links) reaches about 255 points and no more.
+declare -A floor_of=([thin-delta]=200)
 builddir=${FUZZ_BUILDDIR:-build-fuzz}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
@@ -46,12 +49,14 @@ for t in "${targets[@]}"; do
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
     crashes=$(find "$work/$t/artifacts" -type f | wc -l)
     verdict=ok
+    floor=${floor_of[$t]:-$min_cov}
+    [ "$floor" -le "$min_cov" ] || floor=$min_cov
     if [ "$rc" != 0 ]; then
         verdict="FAILED (exit $rc)"
-    elif [ "${cov:-0}" -lt "$min_cov" ]; then
+    elif [ "${cov:-0}" -lt "$floor" ]; then
         verdict="FAILED (coverage below the floor)"
     fi
-    printf 'fuzz %-16s %3s s  cov: %-5s (floor %s)  execs: %-9s %s\n' "$t" "$seconds" "${cov:-?}" "$min_cov" \
+    printf 'fuzz %-16s %3s s  cov: %-5s (floor %s)  execs: %-9s %s\n' "$t" "$seconds" "${cov:-?}" "$floor" \
         "${execs:-?}" "$verdict"
     if [ "$verdict" != ok ] || [ "$crashes" != 0 ]; then
         failed=$((failed + 1))
