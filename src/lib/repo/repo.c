@@ -778,13 +778,8 @@ static int seal_master(BvRepo *r, const BvSecret *secret, BvKeyFile *ret_kf)
 int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
 {
         BvKeyFile kf;
-
-        if (!r)
-                return -EINVAL;
-        int ret = seal_master(r, new_secret, &kf);
-        if (ret < 0)
-                return ret;
-        return write_keyfile(r->dirfd, &kf, true);
+        int ret = r ? seal_master(r, new_secret, &kf) : -EINVAL;
+        return ret < 0 ? ret : write_keyfile(r->dirfd, &kf, true);
 }
 
 /* A snapshot record skipped by the list: kept as damage (the caller holds snap_lock). */
@@ -936,13 +931,8 @@ int bv_repo_key_slots(BvRepo *r, char ***ret, size_t *ret_n)
 int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret)
 {
         BvKeyFile kf;
-
-        if (!r || !bv_key_slot_valid(slot))
-                return -EINVAL;
-        int ret = seal_master(r, secret, &kf);
-        if (ret < 0)
-                return ret;
-        return write_keyfile_slot(r->dirfd, slot, &kf, false);
+        int ret = r && bv_key_slot_valid(slot) ? seal_master(r, secret, &kf) : -EINVAL;
+        return ret < 0 ? ret : write_keyfile_slot(r->dirfd, slot, &kf, false);
 }
 
 int bv_repo_key_remove(BvRepo *r, const char *slot)
