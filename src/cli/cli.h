@@ -266,9 +266,12 @@ int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n);
 int json_add_members(struct json_object *o, struct json_object *from);
 
 /* The signal (SIGINT, SIGTERM, SIGHUP) that asked a long command (restore, a target's run) to
- * stop, once catch_interrupts installed the handler that only sets it; 0 until then. */
+ * stop, once catch_interrupts installed the one handler of these signals; 0 until then. The
+ * handler sets it, then calls cancel (async-signal-safe; NULL: none), e.g. bv_job_cancel: the
+ * backup under way fails and unwinds, the drive is unmounted and locked, LVM snapshots are
+ * removed. Returns an exit code. */
 extern volatile sig_atomic_t interrupted;
-int catch_interrupts(void);
+int catch_interrupts(void (*cancel)(void));
 
 /* Standard --help handling: prints usage to stdout and returns EXIT_OK. */
 int print_usage(const char *text);
@@ -318,9 +321,6 @@ int cmd_status(int argc, char **argv);
  * the run). Returns the exit code. */
 struct BvTargetRun;
 int report_run(const struct BvTargetRun *run, const BvConfig *conf, const char *state_dir);
-/* SIGTERM, SIGINT and SIGHUP cancel the run (bv_job_cancel): the backup under way fails and
- * unwinds, the drive is unmounted and locked, LVM snapshots are removed. */
-void install_cancel_handler(void);
 /* "STEP failed: exit status N" (result -ECHILD with a status) or "STEP failed: strerror". */
 void describe_failure(const char *step, int result, int status, char *buf, size_t size);
 /* Runs an operator's command cmd (NULL: nothing) with BLKVAULT_JOB, BLKVAULT_TARGET (when not

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "drive.h"
+#include "jobsource.h"
 #include "run.h"
 #include "state.h"
 
@@ -29,7 +30,9 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
                 log_error("no job '%s' in the configuration", name);
                 return EXIT_ERROR;
         }
-        install_cancel_handler();
+        ec = catch_interrupts(bv_job_cancel);
+        if (ec != EXIT_OK)
+                return ec;
         size_t ran = 0, failed = 0;
         for (size_t i = 0; i < conf->n_targets; i++) {
                 const BvConfTarget *t = &conf->targets[i];

@@ -158,7 +158,7 @@ int cmd_restore(int argc, char **argv)
         opts.progress = progress_update;
         opts.progress_userdata = &progress;
         opts.cancel = &interrupted;
-        r = catch_interrupts();
+        r = catch_interrupts(NULL);
         if (r != EXIT_OK)
                 return r;
         BvRestoreStats stats = {};

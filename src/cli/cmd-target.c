@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "drive.h"
+#include "jobsource.h"
 #include "run.h"
 #include "state.h"
 #include <systemd/sd-daemon.h>
@@ -232,7 +233,9 @@ static int target_run(const FormatArgs *a, const char *what)
         }
         BvTargetRun run;
         sd_notifyf(false, "STATUS=target %s: running", t->name);
-        install_cancel_handler();
+        ec = catch_interrupts(bv_job_cancel);
+        if (ec != EXIT_OK)
+                return ec;
         bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &run);
         ec = report_run(&run, conf, a->state_dir);
         bv_target_run_done(&run);

@@ -678,16 +678,20 @@ char *escape_text(const char *text, size_t max)
 }
 
 volatile sig_atomic_t interrupted;
+static void (*interrupt_cancel)(void);
 
 static void on_interrupt(int sig)
 {
         interrupted = sig;
+        if (interrupt_cancel)
+                interrupt_cancel();
 }
 
-int catch_interrupts(void)
+int catch_interrupts(void (*cancel)(void))
 {
         struct sigaction sa = { .sa_handler = on_interrupt, .sa_flags = SA_RESTART };
 
+        interrupt_cancel = cancel;
         sigemptyset(&sa.sa_mask);
         if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 ||
             sigaction(SIGHUP, &sa, NULL) < 0)

@@ -5,14 +5,12 @@
  * `blkvault status` and the age alarm read, and the operator's on-success / on-failure commands.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "hooks.h"
-#include "jobsource.h"
 #include "run.h"
 #include "state.h"
 #include "timeutil.h"
@@ -20,20 +18,6 @@
 #include <systemd/sd-journal.h>
 
 #define BV_MESSAGE_ID_TARGET_RUN "MESSAGE_ID=3f1c9a0e6b2d4c5e8a7f01b2c3d4e5f6"
-
-static void on_signal(int sig)
-{
-        bv_job_cancel();
-}
-
-void install_cancel_handler(void)
-{
-        struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-}
 
 /* "backup failed: No such file or directory", "pre failed: exit status 3" */
 void describe_failure(const char *step, int result, int status, char *buf, size_t size)
