@@ -4,11 +4,11 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hooks.h"
 #include "macro.h"
+#include "process.h"
 
 extern char **environ;
 
@@ -60,14 +60,10 @@ static int hook_spawn(const char *command, const char *const vars[], int out_fd)
 
 int bv_hook_run(const char *command, const char *const vars[])
 {
-        int status;
         pid_t pid = hook_spawn(command, vars, -1);
         if (pid < 0)
                 return pid;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return bv_wait_exit(pid);
 }
 
 int bv_hook_spawn_piped(const char *command, const char *const vars[], int *ret_fd)

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "drive.h"
 #include "hooks.h"
 #include "jobsource.h"
 #include "macro.h"
+#include "process.h"
 
 static int cancelled;
 static pid_t command_pid; /* the command being read, for bv_job_cancel to end */
@@ -45,15 +45,14 @@ const char *bv_job_command(const BvConfJob *j)
 
 static int reap(BvJobSource *js)
 {
-        int st;
         if (js->pid <= 0)
                 return 0;
-        while (waitpid(js->pid, &st, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
+        int r = bv_wait_exit(js->pid);
+        if (r < 0)
+                return r;
         js->pid = 0;
         __atomic_store_n(&command_pid, 0, __ATOMIC_SEQ_CST);
-        js->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        js->status = r;
         return 0;
 }
 
