@@ -159,6 +159,7 @@ static int status(const StatusArgs *a)
         uint64_t now = bv_now_realtime_ns() / 1000000000ull;
         const char *dir = bv_state_dir(a->state_dir);
         size_t alarms = 0;
+        bool show = a->json || !a->check_age; /* --check-age alone prints only the alarms */
 
         int ec = load_config(a->config, true, &conf);
         if (ec != EXIT_OK)
@@ -168,7 +169,7 @@ static int status(const StatusArgs *a)
                 json_object_object_add(top, "targets", targets = json_object_new_array());
                 json_object_object_add(top, "jobs", jobs = json_object_new_array());
         }
-        for (size_t i = 0; i < conf->n_targets && !(a->check_age && !a->json); i++) {
+        for (size_t i = 0; i < conf->n_targets && show; i++) {
                 BvRunState s;
                 int r = bv_state_read(dir, conf->targets[i].name, NULL, &s);
                 if (r < 0 && r != -ENOENT)
@@ -182,11 +183,11 @@ static int status(const StatusArgs *a)
                 int r = bv_state_job_status(dir, conf, j, now, &st);
                 if (r < 0)
                         return log_error_errno(r, "cannot read the state of job %s in '%s'", j->name, dir);
-                if (j->schedule)
+                if (show && j->schedule) /* systemd-analyze: only for the next run shown */
                         (void)bv_schedule_check(j->schedule, &next, NULL);
                 if (a->json)
                         job_json(j, &st, next, now, jobs);
-                else if (!a->check_age)
+                else if (show)
                         job_text(j, &st, next, now);
                 if (st.alarm && a->check_age)
                         alarm_job(conf, j, &st);
