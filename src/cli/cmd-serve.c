@@ -86,15 +86,13 @@ static int check_address(const ServeOptions *o)
         return -1;
 }
 
+/* --port=N, checked here, handed to nbdkit as given */
 static int parse_port(const char *arg, void *ret)
 {
-        char *end;
-        long v = strtol(arg, &end, 10);
+        unsigned port;
 
-        if (end == arg || *end || v < 1 || v > 65535) {
-                log_error("invalid --port '%s' (1 to 65535)", arg);
+        if (parse_unsigned_arg("--port", arg, 1, 65535, &port) < 0)
                 return -EINVAL;
-        }
         *(const char **)ret = arg;
         return 0;
 }
