@@ -111,22 +111,25 @@ typedef struct CliOption {
 
 /* A command's command line: --help prints usage; secret (if not NULL) takes the secret options;
  * options ends with an entry without a name. With expected set, fewer than min_args or more than
- * max_args (-1: any) arguments after the options are refused with that message. */
+ * max_args (-1: any) arguments after the options are refused with that message. repo: the first
+ * argument is REPO, which $BLKVAULT_REPO stands for when it is left out. */
 typedef struct CliCommand {
         const char *name, *usage;
         const CliOption *options;
         SecretArgs *secret;
         int min_args, max_args;
         const char *expected;
+        bool repo;
 } CliCommand;
 
-/* Parses argv with getopt_long. Returns -1 when the command should go on (its arguments start at
- * argv[optind]), otherwise the exit code to return (0 after --help). */
-int cli_parse(const CliCommand *cmd, int argc, char **argv);
+/* Parses *argvp with getopt_long (and puts $BLKVAULT_REPO in, for a repo command: then *argcp and
+ * *argvp change). Returns -1 when the command should go on (its arguments start at
+ * (*argvp)[optind]), otherwise the exit code to return (0 after --help). */
+int cli_parse(const CliCommand *cmd, int *argcp, char ***argvp);
 /* cli_parse with a CliCommand of the fields given, returning its exit code from the caller. */
 #define CLI_PARSE_OR_RETURN(argc, argv, ...)                                                               \
         do {                                                                                               \
-                int _ec = cli_parse(&(CliCommand){ __VA_ARGS__ }, (argc), (argv));                         \
+                int _ec = cli_parse(&(CliCommand){ __VA_ARGS__ }, &(argc), &(argv));                       \
                 if (_ec >= 0)                                                                              \
                         return _ec;                                                                        \
         } while (0)

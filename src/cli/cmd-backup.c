@@ -211,7 +211,7 @@ int cmd_backup(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 2, .max_args = 2,
+                                        .min_args = 2, .max_args = 2, .repo = true,
                                         .expected = "expected two arguments: REPO SOURCE"
                                                     " (see 'blkvault backup --help')");
         int r;

@@ -96,7 +96,7 @@ int cmd_gc(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "gc", .usage = usage_text, .options = options, .secret = &sargs,
-                            .min_args = 1, .max_args = 1,
+                            .min_args = 1, .max_args = 1, .repo = true,
                             .expected = "expected exactly one argument: REPO (see 'blkvault help gc')");
         int r;
         const char *path = argv[optind];

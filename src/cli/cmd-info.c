@@ -106,7 +106,7 @@ int cmd_info(int argc, char **argv)
         bool json = false;
         const CliOption options[] = { CLI_FLAG("json", &json), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "info", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 1, .max_args = 2,
+                                        .min_args = 1, .max_args = 2, .repo = true,
                                         .expected = "expected REPO [SNAPSHOT] (see 'blkvault help info')");
         int r;
         const char *path = argv[optind];

@@ -201,7 +201,7 @@ static int parse_key_args(int argc, char **argv, KeyArgs *a)
                 {},
         };
         return cli_parse(&(CliCommand){ .name = "key", .usage = usage_text, .options = options, .secret = &a->cur },
-                         argc, argv);
+                         &argc, &argv);
 }
 
 int cmd_key(int argc, char **argv)

@@ -535,7 +535,7 @@ int cmd_mount(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "mount", .usage = mount_usage, .options = options, .secret = &sargs,
-                                        .min_args = 3, .max_args = 3,
+                                        .min_args = 3, .max_args = 3, .repo = true,
                                         .expected = "expected three arguments: REPO SNAPSHOT MOUNTPOINT"
                                                     " (see 'blkvault mount --help')");
         int r;

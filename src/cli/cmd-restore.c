@@ -134,7 +134,7 @@ int cmd_restore(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "restore", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 3, .max_args = 3,
+                                        .min_args = 3, .max_args = 3, .repo = true,
                                         .expected = "expected three arguments: REPO SNAPSHOT DEST"
                                                     " (see 'blkvault restore --help')");
         int r;

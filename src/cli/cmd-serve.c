@@ -97,7 +97,8 @@ static int parse_port(const char *arg, void *ret)
         return 0;
 }
 
-static int parse_options(int argc, char **argv, ServeOptions *o, SecretArgs *sargs)
+/* *argcp and *argvp: with $BLKVAULT_REPO put in (cli_parse) */
+static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs *sargs)
 {
         const CliOption options[] = {
                 CLI_STR("socket", &o->socket),
@@ -108,8 +109,8 @@ static int parse_options(int argc, char **argv, ServeOptions *o, SecretArgs *sar
                 CLI_PARSED("cache", parse_cache_size, &o->cache),
                 {},
         };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
-                                        .min_args = 2, .max_args = 2,
+        CLI_PARSE_OR_RETURN(*argcp, *argvp, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
+                                        .min_args = 2, .max_args = 2, .repo = true,
                                         .expected = "expected two arguments: REPO SNAPSHOT"
                                                     " (see 'blkvault serve --help')");
         if (o->socket && (o->port || o->address)) {
@@ -449,7 +450,7 @@ int cmd_serve(int argc, char **argv)
         for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
                 if (strncmp(argv[i], "--export", 8) == 0)
                         return serve_export(argc, argv);
-        int r = parse_options(argc, argv, &o, &sargs);
+        int r = parse_options(&argc, &argv, &o, &sargs);
         if (r >= 0)
                 return r;
         const char *path = argv[optind], *spec = argv[optind + 1];

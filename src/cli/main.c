@@ -2,7 +2,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
 
 #include "cli.h"
@@ -34,57 +33,6 @@ static const struct {
         { "config", cmd_config, "check the appliance's configuration (config check)" },
         { "status", cmd_status, "last runs, good backups, next runs and age alarms of targets and jobs" },
 };
-
-/* The commands whose first argument is REPO, with how many arguments they need at least. */
-static const struct {
-        const char *name;
-        int min;
-        bool fixed; /* takes exactly min arguments: with min of them, the first is REPO */
-} repo_commands[] = {
-        { "backup", 2, true }, { "list", 1, true }, { "restore", 3, true }, { "verify", 1 }, { "info", 1 },
-        { "repair", 1, true }, { "delete", 2 }, { "protect", 2 }, { "prune", 1, true }, { "gc", 1, true },
-        { "serve", 2 }, { "mount", 3 },
-};
-
-/* $BLKVAULT_REPO stands for a REPO left out: it goes before the first argument when there are fewer
- * arguments than the command needs, or, for a command with optional arguments, when the first is
- * not a directory (a command given all its arguments then says what is wrong with its REPO,
- * rather than that there is one too many). Options must then give
- * their values with '=' (--name=NAME), so that arguments can be told from option values. */
-static char **env_repo_argv(int argc, char **argv, int *ret_argc)
-{
-        const char *repo = getenv("BLKVAULT_REPO");
-        int min = -1, first = -1, n = 0;
-        bool fixed = false;
-        struct stat st;
-        if (!repo || !*repo)
-                return NULL;
-        for (size_t i = 0; i < sizeof(repo_commands) / sizeof(repo_commands[0]); i++)
-                if (strcmp(argv[0], repo_commands[i].name) == 0)
-                        min = repo_commands[i].min, fixed = repo_commands[i].fixed;
-        if (min < 0)
-                return NULL;
-        for (int i = 1; i < argc; i++)
-                if (argv[i][0] != '-' || strcmp(argv[i], "-") == 0) {
-                        if (first < 0)
-                                first = i;
-                        n++;
-                }
-        if (n >= min && (fixed || (stat(argv[first], &st) == 0 && S_ISDIR(st.st_mode))))
-                return NULL;
-        char **out = calloc((size_t)argc + 2, sizeof(*out));
-        if (!out)
-                return NULL;
-        int at = first < 0 ? argc : first;
-        for (int i = 0, j = 0; i <= argc; i++) {
-                if (i == at)
-                        out[j++] = (char *)repo;
-                if (i < argc)
-                        out[j++] = argv[i];
-        }
-        *ret_argc = argc + 1;
-        return out;
-}
 
 static void usage(FILE *f)
 {
@@ -131,12 +79,9 @@ int main(int argc, char **argv)
         opterr = 0;
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[1], commands[i].name) == 0) {
-                        int n = argc - 1;
-                        char **args = env_repo_argv(n, argv + 1, &n);
-                        r = commands[i].run(n, args ? args : argv + 1);
+                        r = commands[i].run(argc - 1, argv + 1);
                         if (r == EXIT_USAGE && !error_printed())
-                                log_option_error(n, args ? args : argv + 1, argv[1]);
-                        free(args);
+                                log_option_error(argc - 1, argv + 1, argv[1]);
                         return r;
                 }
         log_error("unknown command '%s' (see 'blkvault help')", argv[1]);

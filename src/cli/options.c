@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -48,8 +49,38 @@ static bool build_tables(const CliCommand *cmd, struct option *longs, size_t max
         return true;
 }
 
-int cli_parse(const CliCommand *cmd, int argc, char **argv)
+/* $BLKVAULT_REPO stands for a REPO left out. After getopt_long the arguments are argv[optind..]:
+ * REPO goes before them when there are fewer than the command needs, or, for a command with
+ * optional arguments, when the first is not a directory (a command given all its arguments then
+ * says what is wrong with its REPO, rather than that there is one too many). The new argv lives
+ * until we exit. */
+static void env_repo_insert(const CliCommand *cmd, int *argc, char ***argv)
 {
+        static char **env_argv;
+        const char *repo = getenv("BLKVAULT_REPO");
+        int n = *argc - optind;
+        struct stat st;
+
+        if (!cmd->repo || !repo || !*repo)
+                return;
+        if (n >= cmd->min_args &&
+            (cmd->min_args == cmd->max_args || (stat((*argv)[optind], &st) == 0 && S_ISDIR(st.st_mode))))
+                return;
+        char **out = calloc((size_t)*argc + 2, sizeof(*out));
+        if (!out)
+                return; /* then REPO is missing, and the command says so */
+        memcpy(out, *argv, sizeof(*out) * (size_t)optind);
+        out[optind] = (char *)repo;
+        memcpy(out + optind + 1, *argv + optind, sizeof(*out) * (size_t)n);
+        free(env_argv);
+        *argv = env_argv = out;
+        (*argc)++;
+}
+
+int cli_parse(const CliCommand *cmd, int *argcp, char ***argvp)
+{
+        int argc = *argcp;
+        char **argv = *argvp;
         struct option longs[OPTIONS_MAX + ELEMENTSOF(secret_options) + ELEMENTSOF(common_options) + 2];
         char shorts[OPTIONS_MAX + ELEMENTSOF(common_options) + 2];
         int c;
@@ -76,7 +107,8 @@ int cli_parse(const CliCommand *cmd, int argc, char **argv)
                 else if (o->parse(optarg, o->ret) < 0)
                         return EXIT_USAGE;
         }
-        int n = argc - optind;
+        env_repo_insert(cmd, argcp, argvp);
+        int n = *argcp - optind;
         if (cmd->expected && (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args))) {
                 log_error("%s", cmd->expected);
                 return EXIT_USAGE;
