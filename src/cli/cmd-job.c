@@ -21,7 +21,6 @@ static const char usage_text[] =
 static int job_run(const char *config, const char *run_dir, const char *state_dir, const char *name)
 {
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
-        char line[512];
         int ec = load_config(config, true, &conf);
         if (ec != EXIT_OK)
                 return ec;
@@ -53,8 +52,7 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
                 printf("job %s: none of its targets is attached; nothing done\n", j->name);
                 return ec;
         }
-        snprintf(line, sizeof(line), "job %s: %zu targets, %zu failed", j->name, ran, failed);
-        printf("%s\n", line);
+        printf("job %s: %zu targets, %zu failed\n", j->name, ran, failed);
         return ec;
 }
 
