@@ -38,6 +38,7 @@ assert_eq "$(grep -c '^job a: snapshot [0-9a-f]\{8\}, 2.0 MiB new, verified$' "$
 ! grep -q '^job b' "$T/out" || die "job run a also ran job b"
 grep -qx "target usb-1: 1 jobs, 0 failed, 2.0 MiB new; safe to unplug" "$T/out" || die "usb-1 summary"
 grep -qx "target usb-2: 1 jobs, 0 failed, 2.0 MiB new; safe to unplug" "$T/out" || die "usb-2 summary"
+assert_eq "$(tail -n1 "$T/out")" "job a: 2 targets, 0 failed" "job a's summary, the last line"
 mount "${loops[0]}" "$T/mnt"
 names=$(bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-1.key" --json | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))')
 umount "$T/mnt"
