@@ -135,6 +135,12 @@ j = {x["name"]: x for x in json.load(sys.stdin)["jobs"]}
 assert j["cmd"]["alarm"] is True and j["pre"]["alarm"] is True and j["pre"]["last_good"] is None, j
 assert 8 * 86400 <= j["cmd"]["age_seconds"] < 8 * 86400 + 3600, j
 ' || die "status --json in alarm"
+# an on-failure command that fails is warned about; a state directory that cannot be read is an error
+sed -i 's/^on-failure = echo "global failed.*$/on-failure = exit 5/' "$conf"
+rc=0; bv status --check-age --config="$conf" >/dev/null 2>"$T/err" || rc=$?
+assert_eq "$rc" 11 "exit status of an alarm whose on-failure fails"
+grep -qx "warning: the on-failure command of \[global\] exited with status 5" "$T/err" || { cat "$T/err"; die "a failing on-failure"; }
+expect_fail 1 "^error: cannot read the state of target usb-1 in '$T/a.img': Not a directory$" bv status --config="$conf" --state-dir="$T/a.img"
 
 # -- SIGTERM cancels a run: the command ends, nothing is published, the drive is unmounted
 cat > "$conf" <<EOF

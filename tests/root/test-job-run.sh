@@ -44,6 +44,13 @@ names=$(bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-1.key" --json | python
 umount "$T/mnt"
 assert_eq "$names" "a" "snapshots on usb-1 after job run a"
 
+# a state directory that cannot be written: a warning for each record, the run still succeeds
+bv job run a "${opts[@]}" --state-dir="$T/a.img" >/dev/null 2>"$T/err"
+assert_eq "$(cat "$T/err")" "warning: cannot record the run of job a in '$T/a.img': Not a directory
+warning: cannot record the run of target usb-1 in '$T/a.img': Not a directory
+warning: cannot record the run of job a in '$T/a.img': Not a directory
+warning: cannot record the run of target usb-2 in '$T/a.img': Not a directory" "warnings of an unwritable state directory"
+
 # a restore-only target is skipped; nothing attached: said, exit 0
 sed -i 's/^mode = backup$/mode = restore-only/' "$T/etc/conf.d/50-target-usb-1.conf"
 assert_eq "$(bv job run b "${opts[@]}")" "job b: none of its targets is attached; nothing done"
