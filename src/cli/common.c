@@ -616,27 +616,6 @@ void secret_env_scrub(void)
         env_scrub("BLKVAULT_NEW_PASSPHRASE");
 }
 
-/* Length of the valid UTF-8 sequence at s (1 to 4), 0 if it is not one; *ret_cp its code point. */
-static size_t utf8_sequence(const unsigned char *s, uint32_t *ret_cp)
-{
-        static const uint32_t min_cp[] = { 0, 0, 0x80, 0x800, 0x10000 };
-        size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
-        uint32_t cp;
-
-        if (n == 0 || s[0] > 0xf4)
-                return 0;
-        cp = s[0] & (0x7f >> n);
-        for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = cp << 6 | (s[i] & 0x3f);
-        }
-        if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        *ret_cp = cp;
-        return n;
-}
-
 /* Code points that change how a terminal shows what follows: C1 controls, bidi controls. */
 static bool unsafe_code_point(uint32_t cp)
 {
@@ -654,7 +633,7 @@ char *escape_text(const char *text, size_t max)
                 return NULL;
         for (size_t i = 0; i < end;) {
                 uint32_t cp = 0;
-                size_t n = s[i] >= 0x80 ? utf8_sequence(s + i, &cp) : 1;
+                size_t n = bv_utf8_sequence(s + i, &cp);
                 if (s[i] == '\\') {
                         o = stpcpy(o, "\\\\");
                         i++;

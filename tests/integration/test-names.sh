@@ -63,6 +63,9 @@ bv restore "$repo" "${id_b:0:8}" "$T/out-b" -q
 assert_same "$T/b" "$T/out-b"
 # an unknown spec is echoed escaped
 expect_fail 1 "^error: no snapshot matches 'no\\\\x1bsuch' (see 'blkvault list')$" bv restore "$repo" $'no\esuch' "$T/x" -q
+# a bidi override (U+202E) and a C1 control (U+009B) as bytes, other UTF-8 (U+00E9) as it is
+expect_fail 1 "^error: no snapshot matches 'r\\\\xe2\\\\x80\\\\xaeé\\\\xc2\\\\x9b' (see 'blkvault list')$" \
+    bv restore "$repo" $'r\xe2\x80\xae\xc3\xa9\xc2\x9b' "$T/x" -q
 
 # --json is valid JSON (UTF-8) whatever bytes a name or a source path holds: each byte that is
 # not UTF-8 becomes U+FFFD, UTF-8 and control characters come out as themselves

@@ -112,14 +112,17 @@ int bv_json_get_string(struct json_object *o, const char *key, char **ret)
         return 0;
 }
 
-/* The length of the valid UTF-8 sequence s starts with (1 to 4), or 0 (Unicode 15, table 3-7). */
-static size_t utf8_sequence(const unsigned char *s)
+size_t bv_utf8_sequence(const unsigned char *s, uint32_t *ret_cp)
 {
         unsigned char lo = 0x80, hi = 0xBF;
+        uint32_t cp;
         size_t n;
 
-        if (s[0] < 0x80)
+        if (s[0] < 0x80) {
+                if (ret_cp)
+                        *ret_cp = s[0];
                 return 1;
+        }
         if (s[0] >= 0xC2 && s[0] <= 0xDF)
                 n = 2;
         else if (s[0] >= 0xE0 && s[0] <= 0xEF)
@@ -141,6 +144,11 @@ static size_t utf8_sequence(const unsigned char *s)
         for (size_t i = 2; i < n; i++) /* stops at the NUL: it is no continuation byte */
                 if ((s[i] & 0xC0) != 0x80)
                         return 0;
+        cp = s[0] & (0x7F >> n);
+        for (size_t i = 1; i < n; i++)
+                cp = cp << 6 | (s[i] & 0x3F);
+        if (ret_cp)
+                *ret_cp = cp;
         return n;
 }
 
@@ -160,7 +168,7 @@ int bv_json_text_utf8(const char *text, char **ret)
         if (!out)
                 return -ENOMEM;
         while (*s) {
-                n = utf8_sequence(s);
+                n = bv_utf8_sequence(s, NULL);
                 if (n == 0) {
                         memcpy(p, replacement, sizeof(replacement) - 1);
                         p += sizeof(replacement) - 1;

@@ -41,6 +41,11 @@ int bv_json_get_double(struct json_object *o, const char *key, double *ret);
 /* *ret = a copy of the string (freed first). */
 int bv_json_get_string(struct json_object *o, const char *key, char **ret);
 
+/* The length of the valid UTF-8 sequence s starts with (1 to 4; an ASCII byte, NUL too, is 1),
+ * or 0 (Unicode 15, table 3-7: no stray continuation, overlong form, surrogate, beyond U+10FFFF or
+ * cut sequence); its code point into *ret_cp (if not NULL). */
+size_t bv_utf8_sequence(const unsigned char *s, uint32_t *ret_cp);
+
 /* JSON text as valid UTF-8 (RFC 8259 8.1): json-c copies the bytes of strings as they are, so a
  * name or a path that is not UTF-8 would make the text invalid. Each byte that does not begin a
  * valid UTF-8 sequence (stray continuation, overlong form, surrogate, beyond U+10FFFF, cut
