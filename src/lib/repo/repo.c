@@ -94,7 +94,6 @@ static int secret_file_read(const char *path, SecretFile *ret)
         return 0;
 }
 
-/* The key-encryption key of a key file from the secret that matches its kdf. */
 /* The key-encryption key from a passphrase (scrypt key files) or key material (hkdf ones). */
 static int derive_kek_from(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
                            uint8_t kek[BV_KEY_SIZE])
@@ -110,6 +109,7 @@ static int derive_kek_from(const BvKeyFile *kf, const char *passphrase, const vo
         return bv_hkdf_sha256(material, material_len, kf->salt, sizeof(kf->salt), KEY_FILE_INFO, kek, BV_KEY_SIZE);
 }
 
+/* The same from a secret: the passphrase, or the key file's contents read here. */
 static int derive_kek(const BvKeyFile *kf, const BvSecret *secret, uint8_t kek[BV_KEY_SIZE])
 {
         SecretFile sf = {};
@@ -203,14 +203,30 @@ static int keyfile_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *
         return 0;
 }
 
-/* Opens keys/<slot> with the secret into master (secure memory of BV_MASTER_SIZE). */
+int bv_repo_keyfile_open(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
+                         uint8_t master[BV_MASTER_SIZE])
+{
+        uint8_t *kek = bv_secure_alloc(BV_KEY_SIZE);
+        BvKeyFile c = *kf; /* key_crypt takes the tag writable (it writes it when sealing) */
+        int r;
+
+        if (!kek)
+                return -ENOMEM;
+        r = derive_kek_from(kf, passphrase, material, material_len, kek);
+        if (r >= 0)
+                r = key_crypt(false, kek, c.repository, c.nonce, c.sealed, master, c.sealed + BV_MASTER_SIZE);
+        bv_secure_free(kek, BV_KEY_SIZE);
+        return r == -EBADMSG ? -ENOKEY : r;
+}
+
+/* Opens keys/<slot> with the secret into master (secure memory of BV_MASTER_SIZE). A key file's
+ * material is read at the first slot that needs it and kept in *sf for the others. */
 static int keyslot_unseal(int dirfd, const char *slot, const uint8_t repo_id[BV_REPO_ID_SIZE],
-                          const BvSecret *secret, uint8_t *master)
+                          const BvSecret *secret, SecretFile *sf, uint8_t *master)
 {
         char name[5 + BV_KEY_SLOT_MAX + 1];
         _cleanup_free_ char *json = NULL;
         BvKeyFile kf;
-        uint8_t *kek;
         size_t len;
         int r;
 
@@ -227,15 +243,12 @@ static int keyslot_unseal(int dirfd, const char *slot, const uint8_t repo_id[BV_
                 return r;
         if (memcmp(kf.repository, repo_id, BV_REPO_ID_SIZE) != 0)
                 return -ENOKEY; /* the key of another repository */
-
-        kek = bv_secure_alloc(BV_KEY_SIZE);
-        if (!kek)
-                return -ENOMEM;
-        r = derive_kek(&kf, secret, kek);
-        if (r >= 0)
-                r = key_crypt(false, kek, repo_id, kf.nonce, kf.sealed, master, kf.sealed + BV_MASTER_SIZE);
-        bv_secure_free(kek, BV_KEY_SIZE);
-        return r == -EBADMSG ? -ENOKEY : r;
+        if (!kf.scrypt && secret->key_file && !sf->data) {
+                r = secret_file_read(secret->key_file, sf);
+                if (r < 0)
+                        return r;
+        }
+        return bv_repo_keyfile_open(&kf, secret->passphrase, sf->data, sf->len, master);
 }
 
 void bv_key_slots_free(char **names, size_t n)
@@ -297,6 +310,7 @@ static int keyslots_list(int dirfd, char ***ret, size_t *ret_n)
 static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
                           uint8_t *master)
 {
+        SecretFile sf = {};
         char **names;
         size_t n;
         int r = keyslots_list(dirfd, &names, &n);
@@ -304,25 +318,10 @@ static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], con
                 return r;
         r = -ENOKEY;
         for (size_t i = 0; i < n && r == -ENOKEY; i++)
-                r = keyslot_unseal(dirfd, names[i], repo_id, secret, master);
+                r = keyslot_unseal(dirfd, names[i], repo_id, secret, &sf, master);
+        secret_file_done(&sf);
         bv_key_slots_free(names, n);
         return r;
-}
-
-int bv_repo_keyfile_open(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
-                         uint8_t master[BV_MASTER_SIZE])
-{
-        uint8_t *kek = bv_secure_alloc(BV_KEY_SIZE);
-        BvKeyFile c = *kf; /* key_crypt takes the tag writable (it writes it when sealing) */
-        int r;
-
-        if (!kek)
-                return -ENOMEM;
-        r = derive_kek_from(kf, passphrase, material, material_len, kek);
-        if (r >= 0)
-                r = key_crypt(false, kek, c.repository, c.nonce, c.sealed, master, c.sealed + BV_MASTER_SIZE);
-        bv_secure_free(kek, BV_KEY_SIZE);
-        return r == -EBADMSG ? -ENOKEY : r;
 }
 
 static int config_mac(const BvRepoConfigFile *f, const BvKeyring *k, uint8_t out[BV_HASH_SIZE])
