@@ -2,8 +2,9 @@
 /*
  * nbdkit-blkvault-plugin: serves one snapshot of a blkvault repository as a read-only NBD
  * export, through the library's read path (bv_image_*). All connections share one open image
- * and its chunk cache; the repository is opened after nbdkit forks, holding the shared reader
- * lock so garbage collection never removes what is being served.
+ * and its chunk cache; the repository is opened after nbdkit forks, holding an export lease
+ * (or the shared gc lock where leases/ cannot be written) so garbage collection never removes
+ * what is being served.
  *
  * Decoding is CPU work (authenticate, decompress), so at most `workers` threads decode at once,
  * twice the CPUs by default: nbdkit starts 16 threads per connection, and a client with
@@ -190,7 +191,6 @@ static int load_secret(BvSecret *secret)
         return 0;
 }
 
-/* Opening the repository derives keys (scrypt) and may start reader threads: after fork. */
 /* What the repository left out as damaged (index segments at open, snapshot records while the
  * list loaded): named in the log as the CLI warns of them, since the export goes on without.
  * nbdkit has no warning level; nbdkit_debug would be shown only with -v. */
@@ -213,6 +213,7 @@ static void log_damage(void)
         }
 }
 
+/* Opening the repository derives keys (scrypt) and may start reader threads: after fork. */
 static int blkvault_after_fork(void)
 {
         BvSecret secret;

@@ -117,3 +117,19 @@ stop_nbdkit
 grep -q "^nbdkit: error: skipping damaged snapshot record snapshots/$other.snap in '$repo3': Bad message (see 'blkvault verify')$" "$T/skipped.log" ||
     { cat "$T/skipped.log" >&2; die "the plugin did not name the damaged snapshot record"; }
 echo "ok: a damaged record of another snapshot is skipped with a warning naming it"
+
+# A damaged index segment (another backup's): the export of a snapshot the other segments
+# locate still serves it whole, and the plugin's log names the segment it left out.
+repo4=$T/repo-index
+bv init "$repo4" --encryption=none >/dev/null
+bv backup "$repo4" "$img" --name=other -q
+seg=$(cd "$repo4/index" && ls)
+assert_eq "$(echo "$seg" | wc -l)" 1 "segments after one backup"
+bv backup "$repo4" "$text" --name=text -q
+flip_byte "$repo4/index/$seg" 20 # the entry count: the header checksum no longer matches
+start_nbdkit segment repo="$repo4" snapshot=text
+nbdcopy "$NBD_URI" - | cmp - "$text" || die "the export changed with another backup's index segment damaged"
+stop_nbdkit
+grep -q "^nbdkit: error: index segment 'index/$seg' in '$repo4' does not read (Bad message): left out; what it locates cannot be read (see 'blkvault verify')$" "$T/segment.log" ||
+    { cat "$T/segment.log" >&2; die "the plugin did not name the damaged index segment"; }
+echo "ok: a damaged index segment of another backup is left out with a warning naming it"

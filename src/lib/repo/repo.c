@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The repository: creation, opening (config, key, keyring, index, packs, lock), key changes,
- * the snapshot list and the authenticated object read every other module goes through.
+ * The repository: creation, opening (config, key, keyring, index, packs, lock), key changes
+ * (the key files themselves: repokey.c), the snapshot list and the authenticated object read
+ * every other module goes through.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 
 #include "fileio.h"
 #include "hex.h"
-#include "kdf.h"
 #include "lease.h"
 #include "lock.h"
 #include "macro.h"
@@ -23,11 +23,6 @@
 #include "timeutil.h"
 
 #define CONFIG_MAX (64u * 1024)
-#define KEYFILE_MAX (64u * 1024)
-#define SECRET_FILE_MAX (64u * 1024)
-#define SECRET_FILE_MIN 16u
-#define KEY_AAD_PREFIX "blkvault-key-v1"
-#define KEY_FILE_INFO "blkvault v1 key-file"
 
 static const char *const repo_subdirs[] = { "keys", "packs", "index", "snapshots", "locks", "tmp" };
 
@@ -70,259 +65,6 @@ void bv_repo_config_default(BvRepoConfig *c)
                 .zstd_level = 3,
                 .pack_target = BV_PACK_TARGET_DEFAULT,
         };
-}
-
-/* The secret material of a key file, in locked memory. */
-typedef struct SecretFile {
-        uint8_t *data;
-        size_t len, cap;
-} SecretFile;
-
-static void secret_file_done(SecretFile *s)
-{
-        bv_secure_free(s->data, s->cap);
-        *s = (SecretFile){};
-}
-
-static int secret_file_read(const char *path, SecretFile *ret)
-{
-        SecretFile s = {};
-        int r = bv_read_secret_file(AT_FDCWD, path, SECRET_FILE_MAX, 0, false, (void **)&s.data, &s.len, &s.cap);
-        if (r < 0)
-                return r;
-        *ret = s;
-        return 0;
-}
-
-/* The key-encryption key of a key file from the secret that matches its kdf. */
-/* The key-encryption key from a passphrase (scrypt key files) or key material (hkdf ones). */
-static int derive_kek_from(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
-                           uint8_t kek[BV_KEY_SIZE])
-{
-        if (kf->scrypt) {
-                if (!passphrase)
-                        return -ENOKEY;
-                return bv_scrypt(passphrase, strlen(passphrase), kf->salt, sizeof(kf->salt), kf->log2_n, kf->r,
-                                 kf->p, kek, BV_KEY_SIZE);
-        }
-        if (!material || material_len < SECRET_FILE_MIN)
-                return -ENOKEY;
-        return bv_hkdf_sha256(material, material_len, kf->salt, sizeof(kf->salt), KEY_FILE_INFO, kek, BV_KEY_SIZE);
-}
-
-static int derive_kek(const BvKeyFile *kf, const BvSecret *secret, uint8_t kek[BV_KEY_SIZE])
-{
-        SecretFile sf = {};
-        int r;
-
-        if (!secret)
-                return -ENOKEY;
-        if (kf->scrypt || !secret->key_file)
-                return derive_kek_from(kf, secret->passphrase, NULL, 0, kek);
-        r = secret_file_read(secret->key_file, &sf);
-        if (r < 0)
-                return r;
-        r = derive_kek_from(kf, NULL, sf.data, sf.len, kek);
-        secret_file_done(&sf);
-        return r;
-}
-
-static void key_aad(const uint8_t repo_id[BV_REPO_ID_SIZE], uint8_t aad[sizeof(KEY_AAD_PREFIX) - 1 + BV_REPO_ID_SIZE])
-{
-        memcpy(aad, KEY_AAD_PREFIX, sizeof(KEY_AAD_PREFIX) - 1);
-        memcpy(aad + sizeof(KEY_AAD_PREFIX) - 1, repo_id, BV_REPO_ID_SIZE);
-}
-
-/* AES-256-GCM under kek, in either direction. */
-static int key_crypt(bool seal, const uint8_t kek[BV_KEY_SIZE], const uint8_t repo_id[BV_REPO_ID_SIZE],
-                     const uint8_t nonce[BV_NONCE_SIZE], const uint8_t *in, uint8_t *out, uint8_t *tag)
-{
-        uint8_t aad[sizeof(KEY_AAD_PREFIX) - 1 + BV_REPO_ID_SIZE];
-        BvAead *a = NULL;
-        int r;
-
-        key_aad(repo_id, aad);
-        r = bv_aead_new(BV_CIPHER_AES256GCM, kek, &a);
-        if (r < 0)
-                return r;
-        if (seal)
-                r = bv_aead_seal(a, nonce, aad, sizeof(aad), in, BV_MASTER_SIZE, out, tag);
-        else
-                r = bv_aead_open(a, nonce, aad, sizeof(aad), in, BV_MASTER_SIZE, out, tag);
-        bv_aead_free(a);
-        return r;
-}
-
-/* A secret to seal the key with: exactly one of a passphrase and a key file. */
-static int secret_check(const BvSecret *secret)
-{
-        if (!secret || (!secret->passphrase && !secret->key_file))
-                return -ENOKEY;
-        if (secret->passphrase && secret->key_file)
-                return -EINVAL;
-        return 0;
-}
-
-/* Seals master under a fresh salt and nonce into kf. */
-static int keyfile_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
-                        const uint8_t *master, BvKeyFile *ret)
-{
-        BvKeyFile kf = {};
-        uint8_t *kek;
-        int r;
-
-        r = secret_check(secret);
-        if (r < 0)
-                return r;
-        memcpy(kf.repository, repo_id, BV_REPO_ID_SIZE);
-        if (secret->passphrase) {
-                kf.scrypt = true;
-                kf.log2_n = BV_SCRYPT_DEFAULT_LOG2_N;
-                kf.r = BV_SCRYPT_DEFAULT_R;
-                kf.p = BV_SCRYPT_DEFAULT_P;
-        }
-        r = bv_random_bytes(kf.salt, sizeof(kf.salt));
-        if (r < 0)
-                return r;
-        r = bv_random_bytes(kf.nonce, sizeof(kf.nonce));
-        if (r < 0)
-                return r;
-
-        kek = bv_secure_alloc(BV_KEY_SIZE);
-        if (!kek)
-                return -ENOMEM;
-        r = derive_kek(&kf, secret, kek);
-        if (r == -ENOKEY && !kf.scrypt)
-                r = -EINVAL; /* a key file too short to be a key */
-        if (r >= 0)
-                r = key_crypt(true, kek, repo_id, kf.nonce, master, kf.sealed, kf.sealed + BV_MASTER_SIZE);
-        bv_secure_free(kek, BV_KEY_SIZE);
-        if (r < 0)
-                return r;
-        *ret = kf;
-        return 0;
-}
-
-/* Opens keys/<slot> with the secret into master (secure memory of BV_MASTER_SIZE). */
-static int keyslot_unseal(int dirfd, const char *slot, const uint8_t repo_id[BV_REPO_ID_SIZE],
-                          const BvSecret *secret, uint8_t *master)
-{
-        char name[5 + BV_KEY_SLOT_MAX + 1];
-        _cleanup_free_ char *json = NULL;
-        BvKeyFile kf;
-        uint8_t *kek;
-        size_t len;
-        int r;
-
-        if (!secret || (!secret->passphrase && !secret->key_file))
-                return -ENOKEY;
-        snprintf(name, sizeof(name), "keys/%s", slot);
-        r = bv_read_file_beneath(dirfd, name, KEYFILE_MAX, (void **)&json, &len);
-        if (r == -ENOENT)
-                return -ENOKEY;
-        if (r < 0)
-                return r;
-        r = bv_repo_keyfile_parse(json, len, &kf);
-        if (r < 0)
-                return r;
-        if (memcmp(kf.repository, repo_id, BV_REPO_ID_SIZE) != 0)
-                return -ENOKEY; /* the key of another repository */
-
-        kek = bv_secure_alloc(BV_KEY_SIZE);
-        if (!kek)
-                return -ENOMEM;
-        r = derive_kek(&kf, secret, kek);
-        if (r >= 0)
-                r = key_crypt(false, kek, repo_id, kf.nonce, kf.sealed, master, kf.sealed + BV_MASTER_SIZE);
-        bv_secure_free(kek, BV_KEY_SIZE);
-        return r == -EBADMSG ? -ENOKEY : r;
-}
-
-void bv_key_slots_free(char **names, size_t n)
-{
-        for (size_t i = 0; names && i < n; i++)
-                free(names[i]);
-        free(names);
-}
-
-bool bv_key_slot_valid(const char *slot)
-{
-        size_t n = strlen(slot);
-        if (n == 0 || n > BV_KEY_SLOT_MAX || slot[0] == '.' || slot[0] == '-')
-                return false;
-        return strspn(slot, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == n;
-}
-
-/* The key slots in keys/, sorted, "default" first. */
-static int keyslots_list(int dirfd, char ***ret, size_t *ret_n)
-{
-        _cleanup_free_ char **names = NULL;
-        struct dirent *de;
-        size_t n = 0;
-        DIR *d;
-        int r = bv_opendir_beneath(dirfd, "keys", &d);
-        if (r < 0)
-                return r;
-        while ((de = readdir(d))) {
-                if (!bv_key_slot_valid(de->d_name) || strchr(de->d_name, '~'))
-                        continue;
-                char **nn = realloc(names, (n + 2) * sizeof(*names));
-                char *dup = nn ? strdup(de->d_name) : NULL;
-                if (nn)
-                        names = nn;
-                if (!dup) {
-                        closedir(d);
-                        bv_key_slots_free(names, n);
-                        names = NULL;
-                        return -ENOMEM;
-                }
-                names[n++] = dup;
-        }
-        closedir(d);
-        for (size_t i = 1; i < n; i++) /* insertion sort, "default" first */
-                for (size_t j = i; j > 0; j--) {
-                        bool dflt = strcmp(names[j], "default") == 0 && strcmp(names[j - 1], "default") != 0;
-                        if (!dflt && (strcmp(names[j - 1], "default") == 0 || strcmp(names[j - 1], names[j]) <= 0))
-                                break;
-                        char *t = names[j];
-                        names[j] = names[j - 1];
-                        names[j - 1] = t;
-                }
-        *ret = TAKE_PTR(names);
-        *ret_n = n;
-        return 0;
-}
-
-/* Tries every key slot: the secret opens the first it fits. */
-static int keyfile_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret,
-                          uint8_t *master)
-{
-        char **names;
-        size_t n;
-        int r = keyslots_list(dirfd, &names, &n);
-        if (r < 0)
-                return r;
-        r = -ENOKEY;
-        for (size_t i = 0; i < n && r == -ENOKEY; i++)
-                r = keyslot_unseal(dirfd, names[i], repo_id, secret, master);
-        bv_key_slots_free(names, n);
-        return r;
-}
-
-int bv_repo_keyfile_open(const BvKeyFile *kf, const char *passphrase, const void *material, size_t material_len,
-                         uint8_t master[BV_MASTER_SIZE])
-{
-        uint8_t *kek = bv_secure_alloc(BV_KEY_SIZE);
-        BvKeyFile c = *kf; /* key_crypt takes the tag writable (it writes it when sealing) */
-        int r;
-
-        if (!kek)
-                return -ENOMEM;
-        r = derive_kek_from(kf, passphrase, material, material_len, kek);
-        if (r >= 0)
-                r = key_crypt(false, kek, c.repository, c.nonce, c.sealed, master, c.sealed + BV_MASTER_SIZE);
-        bv_secure_free(kek, BV_KEY_SIZE);
-        return r == -EBADMSG ? -ENOKEY : r;
 }
 
 static int config_mac(const BvRepoConfigFile *f, const BvKeyring *k, uint8_t out[BV_HASH_SIZE])
@@ -376,24 +118,6 @@ static int open_empty_dir(const char *path, int *ret_fd)
         return 0;
 }
 
-static int write_keyfile_slot(int dirfd, const char *slot, const BvKeyFile *kf, bool replace)
-{
-        _cleanup_free_ char *json = NULL;
-        _cleanup_close_ int kfd = -EBADF;
-        int r = bv_repo_keyfile_format(kf, &json);
-        if (r < 0)
-                return r;
-        kfd = bv_open_dir_beneath(dirfd, "keys");
-        if (kfd < 0)
-                return kfd;
-        return bv_write_file_durable(kfd, slot, json, strlen(json), replace);
-}
-
-static int write_keyfile(int dirfd, const BvKeyFile *kf, bool replace)
-{
-        return write_keyfile_slot(dirfd, "default", kf, replace);
-}
-
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvKeyring, bv_keyring_free);
 
 /* Prepares everything in memory first (so that a bad secret leaves nothing behind), then
@@ -418,7 +142,7 @@ static int init_files(int dirfd, const BvRepoConfig *cfg, const BvSecret *secret
         if (cfg->cipher != BV_CIPHER_NONE) {
                 r = bv_random_bytes(master, BV_MASTER_SIZE);
                 if (r >= 0)
-                        r = keyfile_seal(f.id, secret, master, &kf);
+                        r = repo_key_seal(f.id, secret, master, &kf);
         }
         if (r >= 0)
                 r = bv_keyring_new(cfg->cipher, master, f.id, &k);
@@ -441,7 +165,7 @@ static int init_files(int dirfd, const BvRepoConfig *cfg, const BvSecret *secret
         if (r < 0)
                 return r;
         if (cfg->cipher != BV_CIPHER_NONE) {
-                r = write_keyfile(dirfd, &kf, false);
+                r = repo_key_write(dirfd, "default", &kf, false);
                 if (r < 0)
                         return r;
         }
@@ -466,7 +190,7 @@ int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secr
         if (cfg->cipher == BV_CIPHER_NONE && secret && (secret->passphrase || secret->key_file))
                 return -EINVAL; /* a secret would protect nothing */
         if (cfg->cipher != BV_CIPHER_NONE) {
-                r = secret_check(secret); /* before the directory is created */
+                r = repo_secret_check(secret); /* before the directory is created */
                 if (r < 0)
                         return r;
         }
@@ -573,7 +297,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
                 return -ENOMEM;
         memset(r->master, 0, BV_MASTER_SIZE);
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
-                ret = keyfile_unseal(r->dirfd, r->cf.id, secret, r->master);
+                ret = repo_key_unseal(r->dirfd, r->cf.id, secret, r->master);
                 if (ret < 0)
                         return repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
         }
@@ -772,14 +496,14 @@ static int seal_master(BvRepo *r, const BvSecret *secret, BvKeyFile *ret_kf)
                 return -EOPNOTSUPP;
         if (!r->master) /* opened without BV_OPEN_KEYS */
                 return -EPERM;
-        return keyfile_seal(r->cf.id, secret, r->master, ret_kf);
+        return repo_key_seal(r->cf.id, secret, r->master, ret_kf);
 }
 
 int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
 {
         BvKeyFile kf;
         int ret = r ? seal_master(r, new_secret, &kf) : -EINVAL;
-        return ret < 0 ? ret : write_keyfile(r->dirfd, &kf, true);
+        return ret < 0 ? ret : repo_key_write(r->dirfd, "default", &kf, true);
 }
 
 /* A snapshot record skipped by the list: kept as damage (the caller holds snap_lock). */
@@ -925,52 +649,30 @@ int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type
 
 int bv_repo_key_slots(BvRepo *r, char ***ret, size_t *ret_n)
 {
-        return keyslots_list(r->dirfd, ret, ret_n);
+        return repo_key_slots(r->dirfd, ret, ret_n);
 }
 
 int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret)
 {
         BvKeyFile kf;
         int ret = r && bv_key_slot_valid(slot) ? seal_master(r, secret, &kf) : -EINVAL;
-        return ret < 0 ? ret : write_keyfile_slot(r->dirfd, slot, &kf, false);
+        return ret < 0 ? ret : repo_key_write(r->dirfd, slot, &kf, false);
 }
 
 int bv_repo_key_remove(BvRepo *r, const char *slot)
 {
-        char **names;
-        size_t n;
-        bool found = false;
-        int ret;
-
         if (!bv_key_slot_valid(slot))
                 return -EINVAL;
         if (!(r->flags & BV_OPEN_WRITE))
                 return -EPERM;
-        ret = keyslots_list(r->dirfd, &names, &n);
-        if (ret < 0)
-                return ret;
-        for (size_t i = 0; i < n; i++)
-                found = found || strcmp(names[i], slot) == 0;
-        bv_key_slots_free(names, n);
-        if (!found)
-                return -ENOENT;
-        if (n == 1)
-                return -EMLINK; /* the last slot: removing it would lose the repository */
-        _cleanup_close_ int kfd = bv_open_dir_beneath(r->dirfd, "keys");
-        if (kfd < 0)
-                return kfd;
-        if (unlinkat(kfd, slot, 0) < 0)
-                return negative_errno();
-        return fsync(kfd) < 0 ? negative_errno() : 0;
+        return repo_key_remove(r->dirfd, slot);
 }
 
 int bv_repo_key_export(BvRepo *r, const char *slot, char **ret, size_t *ret_len)
 {
-        char name[5 + BV_KEY_SLOT_MAX + 1];
         if (!bv_key_slot_valid(slot))
                 return -EINVAL;
-        snprintf(name, sizeof(name), "keys/%s", slot);
-        return bv_read_file_beneath(r->dirfd, name, KEYFILE_MAX, (void **)ret, ret_len);
+        return repo_key_read(r->dirfd, slot, ret, ret_len);
 }
 
 int bv_repo_key_import(const char *path, const char *slot, const char *json, size_t len)
@@ -993,5 +695,5 @@ int bv_repo_key_import(const char *path, const char *slot, const char *json, siz
                 return r;
         if (memcmp(kf.repository, f.id, BV_REPO_ID_SIZE) != 0)
                 return -EXDEV; /* another repository's key */
-        return write_keyfile_slot(fd, slot, &kf, false);
+        return repo_key_write(fd, slot, &kf, false);
 }

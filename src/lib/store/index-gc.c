@@ -41,7 +41,7 @@ int bv_index_lookup_position(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocatio
 
         pthread_rwlock_rdlock(&x->seg_lock);
         for (size_t i = 0; i < x->segs->n && r == -ENOENT; i++) {
-                r = segment_find_entry(x->segs->s[i], id, ret, &entry);
+                r = segment_find(x->segs->s[i], id, false, ret, &entry);
                 if (r == 0)
                         *ret_pos = base + entry;
                 base += x->segs->s[i]->count;
@@ -155,5 +155,5 @@ int bv_index_list_entry(const BvIndexList *l, uint64_t i, uint8_t ret_id[BV_ID_S
 
 int bv_index_list_find(const BvIndexList *l, const uint8_t id[BV_ID_SIZE], BvLocation *ret, uint64_t *ret_entry)
 {
-        return segment_find_entry(l->seg, id, ret, ret_entry);
+        return segment_find(l->seg, id, false, ret, ret_entry);
 }

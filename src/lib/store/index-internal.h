@@ -151,9 +151,9 @@ int id_cmp(const uint8_t *a, const uint8_t *b);
 bool segment_name_valid(const char *name);
 void segment_free(Segment *s);
 int segment_open(int dirfd, const char *name, Segment **ret);
-int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret);
-/* The same through the mapping, with the entry's number in the segment. */
-int segment_find_entry(const Segment *s, const uint8_t id[BV_ID_SIZE], BvLocation *ret, uint64_t *ret_entry);
+/* ret_entry (if not NULL): the entry's number in the segment. */
+int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret,
+                 uint64_t *ret_entry);
 void seg_writer_abort(SegWriter *w);
 int seg_writer_begin(SegWriter *w, int dirfd, uint64_t max_count, const uint8_t (*packs)[IDX_PACK_SIZE],
                      uint32_t npacks);

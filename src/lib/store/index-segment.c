@@ -244,21 +244,8 @@ static int64_t entries_search(const uint8_t *base, uint64_t n, uint64_t first, c
  * search. With via_pread the bucket is read with pread instead of through the mapping: a
  * writer probing millions of new ids then maps only filters and fan-out tables, instead of
  * every entry page a false positive's fault (and the kernel's fault-around) touches. */
-static int segment_find_at(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret,
-                           uint64_t *ret_entry);
-
-int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret)
-{
-        return segment_find_at(s, id, via_pread, ret, NULL);
-}
-
-int segment_find_entry(const Segment *s, const uint8_t id[BV_ID_SIZE], BvLocation *ret, uint64_t *ret_entry)
-{
-        return segment_find_at(s, id, false, ret, ret_entry);
-}
-
-static int segment_find_at(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret,
-                           uint64_t *ret_entry)
+int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret,
+                 uint64_t *ret_entry)
 {
         uint8_t buf[IDX_PREAD_BUCKET * IDX_ENTRY_SIZE];
         const uint8_t *base, *e;

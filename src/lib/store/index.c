@@ -105,7 +105,7 @@ static int segs_find(BvIndex *x, const uint8_t id[BV_ID_SIZE], bool via_pread, B
 
         pthread_rwlock_rdlock(&x->seg_lock);
         for (size_t i = 0; i < x->segs->n && r == -ENOENT; i++) {
-                r = segment_find(x->segs->s[i], id, via_pread, ret);
+                r = segment_find(x->segs->s[i], id, via_pread, ret, NULL);
                 if (r == 0 && pack_missing(x, ret->pack_id))
                         r = -ENOENT; /* an older segment may locate it elsewhere */
         }
