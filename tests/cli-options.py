@@ -25,7 +25,7 @@ if "--shared" in sys.argv:
 pairs = set()
 for path in sorted((root / "src/cli").glob("cmd-*.c")):
     text = path.read_text()
-    for call in re.finditer(r"(?:CLI_PARSE_OR_RETURN\(argc, argv,|cli_parse\(&\(CliCommand\)\{)(.*?);", text, re.S):
+    for call in re.finditer(r"(?:CLI_PARSE_OR_RETURN\([^,]*, [^,]*,|cli_parse\(&\(CliCommand\)\{)(.*?);", text, re.S):
         args = call.group(1)
         cmd = re.search(r'\.name = "([a-z]+)"', args).group(1)
         opts = ["help"] + macros["COMMON_OPTIONS"]
