@@ -54,13 +54,14 @@ typedef struct ListArgs {
 static int parse_last(const char *arg, void *ret)
 {
         char *end;
-        size_t *last = ret;
 
-        *last = strtoul(arg, &end, 10);
-        if (end == arg || *end || *last == 0 || arg[0] == '-') {
+        errno = 0;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (end == arg || *end || errno || v == 0 || arg[0] == '-') {
                 log_error("invalid --last '%s' (a number of snapshots, 1 or more)", arg);
                 return -EINVAL;
         }
+        *(size_t *)ret = v;
         return 0;
 }
 

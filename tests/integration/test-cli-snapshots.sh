@@ -49,6 +49,7 @@ bv list "$repo" --utc >"$T/utc"
 head -1 "$T/utc" | grep -q "TIME (UTC)" || die "list --utc's header: $(head -1 "$T/utc")"
 grep -q " +0900 " "$T/utc" && die "list --utc shows local time"
 expect_fail 2 "^error: invalid --last '0' (a number of snapshots, 1 or more)$" bv list "$repo" --last=0
+expect_fail 2 "^error: invalid --last '99999999999999999999' (a number of snapshots, 1 or more)$" bv list "$repo" --last=99999999999999999999
 
 # the source is recorded with the host and its absolute path (the backup ran in $T/sub with ../a)
 bv list "$repo" --json | python3 -c "
