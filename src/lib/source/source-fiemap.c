@@ -52,7 +52,7 @@ typedef struct FiemapSource {
         BvSourceIdentity identity, base; /* the file's, and its previous version's */
         Segment *seg;
         size_t n_seg, cap_seg, at; /* at: the segment being delivered */
-        BvRange *shared;
+        BvByteRange *shared;
         size_t n_shared, cap_shared;
         uint64_t pos;
         bool read_all;
@@ -250,7 +250,7 @@ static int fiemap_read_all(void *impl)
         return 0;
 }
 
-static void fiemap_unchanged_ranges(void *impl, const BvRange **ret, size_t *ret_count)
+static void fiemap_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
 {
         FiemapSource *s = impl;
 

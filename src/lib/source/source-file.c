@@ -426,26 +426,6 @@ static int stream_next(FileSource *s, BvExtent *ret)
         return 1;
 }
 
-static int unreadable_add(FileSource *s, uint64_t offset, uint64_t length)
-{
-        BvByteRange *last = s->n_unreadable ? &s->unreadable[s->n_unreadable - 1] : NULL;
-
-        if (last && last->offset + last->length == offset) {
-                last->length += length;
-                return 0;
-        }
-        if (s->n_unreadable == s->cap_unreadable) {
-                size_t cap = s->cap_unreadable ? 2 * s->cap_unreadable : 16;
-                BvByteRange *p = realloc(s->unreadable, cap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                s->unreadable = p;
-                s->cap_unreadable = cap;
-        }
-        s->unreadable[s->n_unreadable++] = (BvByteRange){ offset, length };
-        return 0;
-}
-
 /* A read of sl failed with error: read it again block by block, to name the first block that
  * does not read (error_offset) or, with skip_unreadable, to deliver such blocks as zeroes. */
 static int salvage_slot(FileSource *s, Slot *sl, int error)
@@ -464,7 +444,8 @@ static int salvage_slot(FileSource *s, Slot *sl, int error)
                         return (int)got;
                 }
                 memset((uint8_t *)sl->buf + pos, 0, n);
-                int r = unreadable_add(s, sl->offset + pos, n);
+                int r = bv_range_append(&s->unreadable, &s->n_unreadable, &s->cap_unreadable, sl->offset + pos,
+                                        n);
                 if (r < 0)
                         return r;
         }

@@ -158,7 +158,7 @@ int bv_changed_check(BvRepo *r, BvSource *src, const BvSnapshot *parent, const u
         BvParentMap *before = NULL, *now = NULL;
         _cleanup_free_ uint8_t *buf = malloc(MAX((size_t)CHECK_READ, (size_t)BV_CHUNK_MAX_LIMIT));
         uint64_t checked = 0, wrong = 0;
-        const BvRange *ranges;
+        const BvByteRange *ranges;
         size_t n;
         int rr;
 
