@@ -401,12 +401,8 @@ static int complete_slot(FileSource *s, Slot *sl)
 
         if ((uint64_t)sl->res < sl->length) {
                 /* a short read from the ring: finish it synchronously */
-                ssize_t n = bv_pread_all(slot_fd(s, sl), (uint8_t *)sl->buf + sl->res, sl->length - (uint64_t)sl->res,
-                                         sl->offset + (uint64_t)sl->res);
-                if (n < 0)
-                        return (int)n;
-                if ((uint64_t)n < sl->length - (uint64_t)sl->res)
-                        return -ENODATA;
+                return bv_source_pread(slot_fd(s, sl), (uint8_t *)sl->buf + sl->res, sl->length - (uint64_t)sl->res,
+                                       sl->offset + (uint64_t)sl->res);
         }
         return 0;
 }
@@ -500,12 +496,9 @@ static int file_next_op(void *impl, BvExtent *ret)
 static int file_read_at(void *impl, void *buf, size_t len, uint64_t offset)
 {
         FileSource *s = impl;
-        /* buf need not be aligned for O_DIRECT: read through the page cache when we can */
-        ssize_t n = bv_pread_all(s->fd_buffered >= 0 ? s->fd_buffered : s->fd, buf, len, offset);
 
-        if (n < 0)
-                return (int)n;
-        return (size_t)n == len ? 0 : -ENODATA; /* it shrank under us */
+        /* buf need not be aligned for O_DIRECT: read through the page cache when we can */
+        return bv_source_pread(s->fd_buffered >= 0 ? s->fd_buffered : s->fd, buf, len, offset);
 }
 
 static uint64_t file_size(void *impl)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "source.h"
 
@@ -190,6 +191,15 @@ void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret)
                 .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
                 .ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec,
         };
+}
+
+int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset)
+{
+        ssize_t n = bv_pread_all(fd, buf, len, offset);
+
+        if (n < 0)
+                return (int)n;
+        return (size_t)n == len ? 0 : -ENODATA;
 }
 
 int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length)

@@ -39,6 +39,10 @@ typedef struct BvSourceOptions {
  * one when it ends where this one starts. 0 or -ENOMEM. */
 int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length);
 
+/* For source implementations: exactly len bytes of fd at offset. 0, the read's -errno, or
+ * -ENODATA when the file ends sooner (it shrank under us). */
+int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset);
+
 typedef struct BvSource BvSource;
 
 /* What identifies a regular file's content without reading it (as restic compares it): equal
