@@ -23,22 +23,15 @@ struct BvSource {
 
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret)
 {
-        BvSource *s;
-
         if (!ops || !ops->next || !ops->size || !ops->free || !path || !ret)
                 return -EINVAL;
-        s = calloc(1, sizeof(*s));
-        if (!s)
+        _cleanup_free_ BvSource *s = calloc(1, sizeof(*s));
+        if (!s || !(s->path = strdup(path)))
                 return -ENOMEM;
-        s->path = strdup(path);
-        if (!s->path) {
-                free(s);
-                return -ENOMEM;
-        }
         s->ops = ops;
         s->impl = impl;
         s->kind = kind;
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
