@@ -810,7 +810,6 @@ static unsigned threads_wanted(const BvBackupOptions *opts)
         return (unsigned)MIN(n, (long)MAX_THREADS);
 }
 
-/* After the last extent: the map root, the last pack, the index, then the snapshot. */
 /* Compaction rewrites the index: never beside a gc (both take locks/gc). A gc running now
  * compacts anyway, so a busy lock skips it. */
 static int backup_compact(Backup *b)
@@ -823,6 +822,7 @@ static int backup_compact(Backup *b)
         return bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
 }
 
+/* After the last extent: the map root, the last pack, the index, then the snapshot. */
 static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t start_s, uint64_t start_ns)
 {
         uint8_t root[BV_ID_SIZE];
