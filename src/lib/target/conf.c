@@ -366,6 +366,13 @@ bool bv_conf_job_wants(const BvConfJob *j, const char *target)
         return false;
 }
 
+const char *bv_conf_job_command(const BvConfJob *j)
+{
+        if (j->command)
+                return j->command;
+        return j->source && strncmp(j->source, "command:", 8) == 0 ? j->source + 8 : NULL;
+}
+
 static const struct {
         const char *unit;
         uint64_t seconds;
