@@ -211,9 +211,7 @@ int cmd_backup(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 2, .max_args = 2, .repo = true,
-                                        .expected = "expected two arguments: REPO SOURCE"
-                                                    " (see 'blkvault backup --help')");
+                                        .args = "REPO SOURCE", .repo = true);
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
         if (opts.source.dirty_bitmap && !bv_source_is_nbd_uri(source)) {

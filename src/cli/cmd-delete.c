@@ -21,9 +21,7 @@ int cmd_delete(int argc, char **argv)
         bool force = false;
         const CliOption options[] = { CLI_FLAG("force", &force), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "delete", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 2, .max_args = -1, .repo = true,
-                                        .expected = "expected: blkvault delete REPO SNAP..."
-                                                    " (see 'blkvault delete --help')");
+                                        .args = "REPO SNAP...", .repo = true);
         int r, n = argc - optind - 1;
         const char *path = argv[optind];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);

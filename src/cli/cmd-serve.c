@@ -110,9 +110,7 @@ static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs 
                 {},
         };
         CLI_PARSE_OR_RETURN(*argcp, *argvp, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
-                                        .min_args = 2, .max_args = 2, .repo = true,
-                                        .expected = "expected two arguments: REPO SNAPSHOT"
-                                                    " (see 'blkvault serve --help')");
+                                        .args = "REPO SNAPSHOT", .repo = true);
         if (o->socket && (o->port || o->address)) {
                 log_error("--socket excludes --port and --address");
                 return EXIT_USAGE;

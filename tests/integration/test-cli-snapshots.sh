@@ -77,7 +77,7 @@ import json, sys
 o = json.load(sys.stdin)
 assert o['parent'] == sys.argv[1] and 0.40 < o['bytes_shared'] / (1 << 21) <= 0.5 and o['stats']['bytes_data'] == 2 << 20, o
 " "$id_a1"
-expect_fail 2 "^error: expected REPO \[SNAPSHOT\] (see 'blkvault help info')$" bv info "$repo" a b
+expect_fail 2 "^error: expected 'blkvault info REPO \[SNAPSHOT\]' (see 'blkvault help info')$" bv info "$repo" a b
 # BLKVAULT_REPO stands for a REPO left out
 export BLKVAULT_REPO=$repo
 assert_eq "$(bv list --name=b --json | python3 -c "import json,sys; print([s['id'] for s in json.load(sys.stdin)])")" "['$id_b']" "BLKVAULT_REPO list"
