@@ -120,7 +120,8 @@ typedef struct CliKeyword {
  * options, as usage shows them ("REPO [SNAPSHOT]", "REPO SNAP...", "": none): a word is one
  * argument, [WORD] an optional one, WORD... one or more; a word starting with '-' is an option.
  * Too few or too many are refused with the one usage error (usage_error). keywords (ending with
- * an entry without a name): the first argument is one of them, followed by its args. repo: the first argument is REPO, which $BLKVAULT_REPO stands for when it is
+ * an entry without a name): the first argument is one of them, followed by its args; "help"
+ * there is --help. repo: the first argument is REPO, which $BLKVAULT_REPO stands for when it is
  * left out. */
 typedef struct CliCommand {
         const char *name, *usage;

@@ -120,7 +120,7 @@ static int keyword_usage_error(const char *command, const CliKeyword *k)
         return usage_error(command, form);
 }
 
-/* The first argument of a keyword command: one of its keywords with its arguments.
+/* The first argument of a keyword command: "help", or one of its keywords with its arguments.
  * Returns -1 if the command goes on, else an exit code. */
 static int check_keyword(const CliCommand *cmd, int argc, char **argv)
 {
@@ -129,6 +129,8 @@ static int check_keyword(const CliCommand *cmd, int argc, char **argv)
         char list[256] = "";
         size_t used = 0;
 
+        if (strcmp(word, "help") == 0)
+                return print_usage(cmd->usage);
         for (; k->name; k++)
                 if (strcmp(k->name, word) == 0)
                         return count_fits(k->args, argc - optind - 1) ? -1 : keyword_usage_error(cmd->name, k);

@@ -61,4 +61,10 @@ expect_usage "job run NAME" job start a
 expect_usage "job run NAME" job run
 expect_usage "config check" config show
 expect_usage "config check" config check extra
+# 'blkvault KEYWORD help' is the command's help, as 'blkvault help KEYWORD' is
+for cmd in key target job config; do
+    bv "$cmd" help >"$T/help" || die "'blkvault $cmd help' exited non-zero"
+    assert_eq "$(cat "$T/help")" "$(bv help "$cmd")" "blkvault $cmd help"
+    head -1 "$T/help" | grep -q "^Usage: blkvault $cmd " || die "'blkvault $cmd help' does not show its usage"
+done
 echo "ok"
