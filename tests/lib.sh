@@ -27,13 +27,35 @@ trap _run_cleanups EXIT
 export BLKVAULT_STATE_DIR=$T/state
 
 # attach_loop VAR LOSETUP-ARGS...: attaches a loop device and sets VAR to it; it is detached at
-# exit (retried: a device a filesystem just released can be busy for a moment).
-detach_loop() { for _ in 1 2 3 4 5; do losetup -d "$1" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
+# exit. detach_loop DEV detaches it earlier (retried: a device a filesystem just released can be
+# busy for a moment). Both detach DEV only while it is still backed by the file attach_loop gave
+# it: once this test (or the program it tests) has let the device go, its number may be another
+# test's, and detaching that would pull the device from under the other test.
+declare -A _loop_file=()
+detach_loop() {
+    local back
+    back=$(losetup -n -O BACK-FILE "$1" 2>/dev/null) || return 0
+    [ -n "$back" ] && [ "$back" = "${_loop_file[$1]:-}" ] || return 0
+    for _ in 1 2 3 4 5; do losetup -d "$1" 2>/dev/null && return 0; sleep 0.5; done
+    return 1
+}
 attach_loop() {
     local _l
     _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device (losetup ${*:2})"
+    _loop_file[$_l]=$(losetup -n -O BACK-FILE "$_l")
     on_exit "detach_loop $_l"
     printf -v "$1" %s "$_l"
+}
+
+# loop_target VAR NAME SIZE ARGS...: a loop device of SIZE (on $T/NAME.img) made the target NAME
+# by `blkvault target format --no-luks` with ARGS (--fs, --config, ...), its key in
+# $T/keys/NAME.key; VAR is set to the device.
+loop_target() {
+    local _dev
+    truncate -s "$3" "$T/$2.img"
+    attach_loop _dev "$T/$2.img"
+    bv target format "$_dev" --name="$2" --no-luks --key-dir="$T/keys" "${@:4}" >/dev/null
+    printf -v "$1" %s "$_dev"
 }
 
 # Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.
