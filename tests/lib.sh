@@ -58,6 +58,16 @@ loop_target() {
     printf -v "$1" %s "$_dev"
 }
 
+# mount_small_fs DIR SIZE: a new ext4 filesystem of SIZE in the image DIR.img, mounted on DIR
+# until exit: a target small enough for a test to fill.
+mount_small_fs() {
+    truncate -s "$2" "$1.img"
+    mkfs.ext4 -q -F "$1.img"
+    mkdir -p "$1"
+    mount -o loop "$1.img" "$1" || die "cannot mount $1.img (ext4) on a loop device"
+    on_exit "umount -l '$1'"
+}
+
 # Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.
 bv() { "$BLKVAULT" "$@"; }
 
