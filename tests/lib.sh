@@ -68,6 +68,24 @@ mount_small_fs() {
     on_exit "umount -l '$1'"
 }
 
+# stall_start AFTER ERR CMD...: runs CMD in the background under tests/fault/stall.so, which
+# holds it inside a write once AFTER bytes are written (with BV_STALL_WRITE=1 in the environment,
+# write(2) counts too); CMD's stderr goes to ERR. Returns once CMD is held there, with its pid
+# in $pid (killed at exit); `touch "$T/gate"` lets it go on.
+stall_start() {
+    local after=$1 err=$2; shift 2
+    [ -n "${STALL:-}" ] && [ -f "$STALL" ] || die "STALL (tests/fault/stall.so) is not built"
+    [ -n "${_stall_cleanup:-}" ] || { on_exit 'kill -KILL ${pid:-}'; _stall_cleanup=1; }
+    rm -f "$T/gate" "$T/gate.waiting"
+    env LD_PRELOAD="$STALL" BV_STALL_AFTER="$after" BV_STALL_GATE="$T/gate" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$@" 2>"$err" &
+    pid=$!
+    while [ ! -e "$T/gate.waiting" ]; do
+        kill -0 $pid 2>/dev/null || { cat "$err" >&2; die "'$*' ended before it was held in a write after $after bytes"; }
+        sleep 0.05
+    done
+}
+
 # Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.
 bv() { "$BLKVAULT" "$@"; }
 
