@@ -229,7 +229,7 @@ int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProble
                 return negative_errno();
         r = read_config(fd, &f);
         if (r < 0)
-                return repo_problem_note(ret_problem, fd, "config", false, r);
+                return bv_repo_problem_note(ret_problem, fd, "config", false, r);
         *ret = f.config;
         return 0;
 }
@@ -299,7 +299,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
                 ret = repo_key_unseal(r->dirfd, r->cf.id, secret, r->master);
                 if (ret < 0)
-                        return repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
+                        return bv_repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
         }
         ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
         if (ret < 0)
@@ -325,7 +325,7 @@ static int open_stores(BvRepo *r, BvRepoProblem *problem)
                 if (r->fds[i] == -ENOENT)
                         return -EUCLEAN;
                 if (r->fds[i] < 0)
-                        return repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
+                        return bv_repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
         }
         ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
@@ -392,7 +392,7 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
                 return negative_errno();
         rr = read_config(r->dirfd, &r->cf);
         if (rr < 0)
-                return repo_problem_note(problem, r->dirfd, "config", false, rr);
+                return bv_repo_problem_note(problem, r->dirfd, "config", false, rr);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
@@ -517,7 +517,7 @@ static void on_record_skipped(const char *file, int error, void *userdata)
                 return; /* the record is skipped all the same, only not named */
         r->damaged = p;
         snprintf(path, sizeof(path), "snapshots/%.50s", file);
-        (void)repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
+        (void)bv_repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
 }
 
 static int load_snapshots(BvRepo *r)
