@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "macro.h"
 #include "source.h"
@@ -90,17 +91,10 @@ static int map_file(int fd, Extents *ret)
                         return errno == ENOTTY || errno == EINVAL ? -EOPNOTSUPP : negative_errno();
                 if (fm->fm_mapped_extents == 0)
                         return 0;
-                for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
-                        if (ret->n == ret->cap) {
-                                size_t cap = MAX(ret->cap * 2, (size_t)64);
-                                void *p = reallocarray(ret->v, cap, sizeof(struct fiemap_extent));
-                                if (!p)
-                                        return -ENOMEM;
-                                ret->v = p;
-                                ret->cap = cap;
-                        }
-                        ret->v[ret->n++] = fm->fm_extents[i];
-                }
+                if (BV_ARRAY_RESERVE(ret->v, ret->cap, ret->n + fm->fm_mapped_extents, 64) < 0)
+                        return -ENOMEM;
+                memcpy(ret->v + ret->n, fm->fm_extents, fm->fm_mapped_extents * sizeof(struct fiemap_extent));
+                ret->n += fm->fm_mapped_extents;
                 const struct fiemap_extent *last = &fm->fm_extents[fm->fm_mapped_extents - 1];
                 if (last->fe_flags & FIEMAP_EXTENT_LAST)
                         return 0;
@@ -118,14 +112,8 @@ static int segment_add(FiemapSource *s, BvExtentKind kind, uint64_t offset, uint
                 s->seg[s->n_seg - 1].length = end - s->seg[s->n_seg - 1].offset;
                 return 0;
         }
-        if (s->n_seg == s->cap_seg) {
-                size_t cap = MAX(s->cap_seg * 2, (size_t)64);
-                void *p = reallocarray(s->seg, cap, sizeof(Segment));
-                if (!p)
-                        return -ENOMEM;
-                s->seg = p;
-                s->cap_seg = cap;
-        }
+        if (BV_ARRAY_RESERVE(s->seg, s->cap_seg, s->n_seg + 1, 64) < 0)
+                return -ENOMEM;
         s->seg[s->n_seg++] = (Segment){ kind, offset, end - offset };
         return 0;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "macro.h"
 #include "source.h"
 
@@ -92,14 +93,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NbdSource, nbd_source_free);
 
 static int status_add(Status *st, uint64_t end, uint32_t flags)
 {
-        if (st->n == st->cap) {
-                size_t cap = MAX(st->cap * 2, (size_t)64);
-                void *p = reallocarray(st->v, cap, sizeof(*st->v));
-                if (!p)
-                        return -ENOMEM;
-                st->v = p;
-                st->cap = cap;
-        }
+        if (BV_ARRAY_RESERVE(st->v, st->cap, st->n + 1, 64) < 0)
+                return -ENOMEM;
         st->v[st->n].end = end;
         st->v[st->n].flags = flags;
         st->n++;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "macro.h"
 #include "source.h"
@@ -201,14 +202,9 @@ int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, ui
                 (*v)[*n - 1].length += length;
                 return 0;
         }
-        if (*n == *cap) {
-                size_t c = MAX(*cap * 2, (size_t)64);
-                void *p = reallocarray(*v, c, sizeof(BvByteRange));
-                if (!p)
-                        return -ENOMEM;
-                *v = p;
-                *cap = c;
-        }
+        int r = BV_ARRAY_RESERVE(*v, *cap, *n + 1, 64);
+        if (r < 0)
+                return r;
         (*v)[(*n)++] = (BvByteRange){ offset, length };
         return 0;
 }

@@ -263,14 +263,8 @@ static int pack_commit_locked(Backup *b)
 
 static int pending_ids_add(Backup *b, const uint8_t id[BV_ID_SIZE])
 {
-        if (b->n_pending_ids == b->cap_pending_ids) {
-                size_t cap = MAX(b->cap_pending_ids * 2, (size_t)1024);
-                void *p = reallocarray(b->pending_ids, cap, BV_ID_SIZE);
-                if (!p)
-                        return -ENOMEM;
-                b->pending_ids = p;
-                b->cap_pending_ids = cap;
-        }
+        if (BV_ARRAY_RESERVE(b->pending_ids, b->cap_pending_ids, b->n_pending_ids + 1, 1024) < 0)
+                return -ENOMEM;
         memcpy(b->pending_ids[b->n_pending_ids++], id, BV_ID_SIZE);
         return 0;
 }
