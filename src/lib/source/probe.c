@@ -179,13 +179,9 @@ int bv_source_probe(const char *path, BvProbe *ret)
         struct stat st;
         int r;
 
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int fd = bv_source_open_fd(path, O_NONBLOCK, &st);
         if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
+                return fd;
         if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
                 return -ENODEV;
         r = probe_fd(fd, &p);

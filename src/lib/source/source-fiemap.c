@@ -259,14 +259,10 @@ static const BvSourceOps thin_ops = {
 static int open_regular(const char *path, int *ret_fd, BvSourceIdentity *ret_id)
 {
         struct stat st;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = bv_source_open_fd(path, 0, &st);
 
         if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
+                return fd;
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
         bv_source_identity_from_stat(&st, ret_id);

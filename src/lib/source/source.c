@@ -5,6 +5,7 @@
  * every source alike.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -185,6 +186,19 @@ void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret)
                 .mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec,
                 .ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec,
         };
+}
+
+int bv_source_open_fd(const char *path, int flags, struct stat *ret_st)
+{
+        struct stat st;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | flags);
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        *ret_st = st;
+        return TAKE_FD(fd);
 }
 
 int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset)

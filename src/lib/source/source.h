@@ -39,6 +39,11 @@ typedef struct BvSourceOptions {
  * one when it ends where this one starts. 0 or -ENOMEM. */
 int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length);
 
+/* For source implementations: path opened read-only (O_CLOEXEC | O_NOCTTY | flags) and its stat
+ * in *ret_st. The fd, or -errno: those of open and fstat, -EISDIR for a directory. */
+struct stat;
+int bv_source_open_fd(const char *path, int flags, struct stat *ret_st);
+
 /* For source implementations: exactly len bytes of fd at offset. 0, the read's -errno, or
  * -ENODATA when the file ends sooner (it shrank under us). */
 int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset);
@@ -136,7 +141,6 @@ void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size
 /* The identity of the previous version a changed-block source compares with: -EOPNOTSUPP for
  * sources that compare with none. */
 int bv_source_base_identity(const BvSource *s, BvSourceIdentity *ret);
-struct stat;
 void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret);
 
 /* The regular file at path, compared with compare_with, its previous version kept as a reflink
