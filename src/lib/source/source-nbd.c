@@ -7,7 +7,7 @@
  * A planner walks the export in order, asking the server's block status a window at a time for
  * "base:allocation" (ranges that read as zeroes are delivered as holes and never read) and, with a
  * dirty bitmap, for "qemu:dirty-bitmap:NAME" (bit 0: dirty). Clean ranges are delivered as
- * UNCHANGED: the backup takes them from the parent snapshot. After read_all (the parent cannot
+ * UNCHANGED: the backup takes them from the parent snapshot. In a whole read (the parent cannot
  * be paired with the bitmap) everything is read, and the clean ranges are only remembered, so
  * that the backup can check the bitmap against what it read.
  */
@@ -52,11 +52,9 @@ typedef struct NbdSource {
         char *map_name; /* "qemu:dirty-bitmap:NAME", or NULL */
         uint64_t size;
         size_t read_size;
-        bool read_all;
         Status alloc, dirty;
         uint64_t status_end; /* block status is known up to here */
-        BvByteRange *clean;      /* after read_all: what the bitmap calls clean */
-        size_t n_clean, cap_clean;
+        BvWholeRead wr;      /* unchanged: what the bitmap calls clean, noted in a whole read */
 
         NbdSlot *slots;
         unsigned nslots, head, count;
@@ -84,7 +82,7 @@ static void nbd_source_free(NbdSource *s)
         free(s->slots);
         free(s->alloc.v);
         free(s->dirty.v);
-        free(s->clean);
+        free(s->wr.unchanged);
         free(s->map_name);
         free(s);
 }
@@ -174,15 +172,18 @@ static BvExtentKind segment(NbdSource *s, uint64_t pos, uint64_t *end, bool *cle
         if (s->alloc.wanted)
                 alloc = status_at(&s->alloc, pos, end);
         *clean = !(dirty & STATE_DIRTY);
-        if (*clean && !s->read_all)
+        if (*clean && !s->wr.whole)
                 return BV_EXTENT_UNCHANGED;
         return alloc & STATE_ZERO ? BV_EXTENT_HOLE : BV_EXTENT_DATA;
 }
 
-/* After read_all, remembers a range the bitmap calls clean. */
+/* In a whole read, notes a range the bitmap calls clean. */
 static int clean_note(NbdSource *s, bool clean, uint64_t from, uint64_t to)
 {
-        return clean && s->read_all ? bv_range_append(&s->clean, &s->n_clean, &s->cap_clean, from, to - from) : 0;
+        BvWholeRead *w = &s->wr;
+
+        return clean && w->whole ? bv_range_append(&w->unchanged, &w->n_unchanged, &w->cap_unchanged, from, to - from)
+                                 : 0;
 }
 
 /* Starts the run at plan_pos: the longest stretch of one kind the known status gives. */
@@ -304,22 +305,9 @@ static const char *nbd_changed_map(void *impl)
         return ((NbdSource *)impl)->map_name;
 }
 
-static int nbd_read_all(void *impl)
+static BvWholeRead *nbd_whole_read(void *impl)
 {
-        NbdSource *s = impl;
-
-        if (s->plan_pos > 0)
-                return -EBUSY; /* already reading */
-        s->read_all = true;
-        return 0;
-}
-
-static void nbd_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
-{
-        NbdSource *s = impl;
-
-        *ret = s->clean;
-        *ret_count = s->n_clean;
+        return &((NbdSource *)impl)->wr;
 }
 
 static void nbd_free_op(void *impl)
@@ -329,7 +317,7 @@ static void nbd_free_op(void *impl)
 
 static const BvSourceOps nbd_ops = {
         .next = nbd_next, .read_at = nbd_read_at, .size = nbd_size, .changed_map = nbd_changed_map,
-        .read_all = nbd_read_all, .unchanged_ranges = nbd_unchanged_ranges, .free = nbd_free_op,
+        .whole_read = nbd_whole_read, .free = nbd_free_op,
 };
 
 /* Connects, asking for the contexts; checks that the dirty bitmap is offered. */

@@ -20,7 +20,8 @@ struct BvSource {
         void *impl;
         BvSourceKind kind;
         char *path;
-        int error; /* sticky: once failed, always failed */
+        int error;    /* sticky: once failed, always failed */
+        bool started; /* next() was called */
 };
 
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret)
@@ -121,6 +122,7 @@ int bv_source_next(BvSource *s, BvExtent *ret)
 
         if (s->error < 0)
                 return s->error;
+        s->started = true;
         r = s->ops->next(s->impl, ret);
         if (r < 0)
                 s->error = r;
@@ -148,17 +150,22 @@ const char *bv_source_parent_map(const BvSource *s)
 
 int bv_source_read_all(BvSource *s)
 {
-        if (!s->ops->read_all)
+        BvWholeRead *w = s->ops->whole_read ? s->ops->whole_read(s->impl) : NULL;
+
+        if (!w)
                 return -EOPNOTSUPP;
-        return s->ops->read_all(s->impl);
+        if (s->started)
+                return -EBUSY; /* already reading */
+        w->whole = true;
+        return 0;
 }
 
 void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count)
 {
-        *ret = NULL;
-        *ret_count = 0;
-        if (s->ops->unchanged_ranges)
-                s->ops->unchanged_ranges(s->impl, ret, ret_count);
+        const BvWholeRead *w = s->ops->whole_read ? s->ops->whole_read(s->impl) : NULL;
+
+        *ret = w ? w->unchanged : NULL;
+        *ret_count = w ? w->n_unchanged : 0;
 }
 
 bool bv_source_is_nbd_uri(const char *path)

@@ -50,6 +50,15 @@ int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset);
 
 typedef struct BvSource BvSource;
 
+/* What a changed-block source keeps for a whole read (bv_source_read_all): once whole is set
+ * (before the first next()) it delivers everything, no UNCHANGED extents, and unchanged holds,
+ * in order, the ranges its map calls unchanged. */
+typedef struct BvWholeRead {
+        bool whole;
+        BvByteRange *unchanged;
+        size_t n_unchanged, cap_unchanged;
+} BvWholeRead;
+
 /* What identifies a regular file's content without reading it (as restic compares it): equal
  * device, inode, size, mtime and ctime mean the content is what it was. Taken at open. */
 typedef struct BvSourceIdentity {
@@ -91,11 +100,9 @@ typedef struct BvSourceOps {
         /* The changed_map the parent snapshot must have recorded (NULL: changed_map itself): a
          * thin delta is from the device the parent read to the one read now. */
         const char *(*parent_map)(void *impl);
-        /* Called before the first next() when the parent cannot be paired with the map: deliver
-         * everything (no UNCHANGED extents), and remember the ranges the map calls unchanged. */
-        int (*read_all)(void *impl);
-        /* After read_all and the last next(): the ranges the map called unchanged, in order. */
-        void (*unchanged_ranges)(void *impl, const BvByteRange **ret, size_t *ret_count);
+        /* A changed-block source's whole-read state, which bv_source_read_all sets when the
+         * parent cannot be paired with the map and bv_source_unchanged_ranges reads. */
+        BvWholeRead *(*whole_read)(void *impl);
         uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         void (*free)(void *impl);
 } BvSourceOps;
@@ -130,8 +137,8 @@ uint64_t bv_source_work(const BvSource *s);
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 
 /* A changed-block source's map name (NULL for other sources); bv_source_read_all makes it read
- * everything (-EOPNOTSUPP for other sources), after which bv_source_unchanged_ranges gives what
- * the map called unchanged (none for other sources). */
+ * everything (-EOPNOTSUPP for other sources, -EBUSY once next() was called), after which
+ * bv_source_unchanged_ranges gives what the map called unchanged (none for other sources). */
 const char *bv_source_changed_map(const BvSource *s);
 /* What the parent must have recorded as its changed_map to be paired (see BvSourceOps). */
 const char *bv_source_parent_map(const BvSource *s);
