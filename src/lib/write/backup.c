@@ -959,11 +959,20 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         return 0;
 }
 
+/* -EINVAL for a snapshot name bv_snapshot_name_problem refuses: opts->name, or the default
+ * name of the source at path. */
+static int name_check(const BvBackupOptions *opts, const char *path)
+{
+        const char *name = opts && opts->name ? opts->name : bv_backup_default_name(path);
+
+        return bv_snapshot_name_problem(name) ? -EINVAL : 0;
+}
+
 int bv_backup(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats)
 {
         static const BvBackupOptions no_opts = {};
 
-        if (!repo || !src)
+        if (!repo || !src || name_check(opts, bv_source_path(src)) < 0)
                 return -EINVAL;
         return backup_run(repo, src, opts ?: &no_opts, ret_stats);
 }
@@ -973,9 +982,7 @@ int bv_backup_path(BvRepo *repo, const char *path, const BvBackupOptions *opts, 
         BvSource *src = NULL;
         int r;
 
-        if (!repo || !path)
-                return -EINVAL;
-        if (bv_snapshot_name_problem(opts && opts->name ? opts->name : bv_backup_default_name(path)))
+        if (!repo || !path || name_check(opts, path) < 0)
                 return -EINVAL;
         r = bv_source_open(path, opts ? &opts->source : NULL, &src);
         if (r < 0)
