@@ -25,7 +25,6 @@
 #include "source.h"
 #include "thin-delta.h"
 
-#define DEFAULT_READ_SIZE (1024u * 1024u)
 #define FIEMAP_BATCH 512u
 /* Extents whose physical address says nothing about their content, or that are not plain blocks. */
 #define NOT_SHAREABLE (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_UNWRITTEN | \
@@ -262,8 +261,8 @@ static int source_alloc(const BvSourceOptions *opts, FiemapSource **ret)
         if (!s)
                 return -ENOMEM;
         s->fd = -EBADF;
-        s->read_size = opts && opts->read_size ? opts->read_size : DEFAULT_READ_SIZE;
-        if (s->read_size > 64u * 1024 * 1024)
+        s->read_size = opts && opts->read_size ? opts->read_size : BV_SOURCE_READ_SIZE;
+        if (s->read_size > BV_SOURCE_READ_SIZE_MAX)
                 return -EINVAL;
         s->buf = malloc(s->read_size);
         if (!s->buf)

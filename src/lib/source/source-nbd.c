@@ -20,10 +20,7 @@
 #include "macro.h"
 #include "source.h"
 
-#define DEFAULT_READ_SIZE (1024u * 1024u)
-#define DEFAULT_QUEUE_DEPTH 8u
-#define MAX_READ_SIZE (32u * 1024u * 1024u) /* qemu-nbd's largest request */
-#define MAX_QUEUE_DEPTH 256u
+#define NBD_READ_SIZE_MAX (32u * 1024u * 1024u) /* qemu-nbd's largest request */
 #define STATUS_WINDOW (1024ull * 1024 * 1024) /* bytes of block status asked at once */
 #define ALLOCATION_CONTEXT "base:allocation"
 #define DIRTY_PREFIX "qemu:dirty-bitmap:"
@@ -357,9 +354,9 @@ int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **
 
         if (!uri || !ret || !bv_source_is_nbd_uri(uri))
                 return -EINVAL;
-        o.read_size = o.read_size ?: DEFAULT_READ_SIZE;
-        o.queue_depth = o.queue_depth ?: DEFAULT_QUEUE_DEPTH;
-        if (o.read_size > MAX_READ_SIZE || o.queue_depth > MAX_QUEUE_DEPTH ||
+        o.read_size = o.read_size ?: BV_SOURCE_READ_SIZE;
+        o.queue_depth = o.queue_depth ?: BV_SOURCE_QUEUE_DEPTH;
+        if (o.read_size > NBD_READ_SIZE_MAX || o.queue_depth > BV_SOURCE_QUEUE_DEPTH_MAX ||
             (o.dirty_bitmap && (!o.dirty_bitmap[0] || strlen(o.dirty_bitmap) > 1023)))
                 return -EINVAL;
 

@@ -22,6 +22,12 @@ typedef enum {
         BV_SOURCE_NBD = 4, /* an NBD export, by URI (source-nbd.c) */
 } BvSourceKind;
 
+/* BvSourceOptions' defaults and limits (an NBD export's reads are at most 32 MiB). */
+#define BV_SOURCE_READ_SIZE (1024u * 1024u)
+#define BV_SOURCE_READ_SIZE_MAX (64u * 1024u * 1024u)
+#define BV_SOURCE_QUEUE_DEPTH 8u
+#define BV_SOURCE_QUEUE_DEPTH_MAX 256u
+
 typedef struct BvSourceOptions {
         size_t read_size;     /* bytes per read; default 1 MiB; a multiple of 4096, at most 64 MiB */
         unsigned queue_depth; /* reads in flight; default 8, at most 256 */
