@@ -38,6 +38,16 @@ for kind in garbage fifo symlink; do
 done
 rm "$repo/gc/epoch"
 
+# the epoch at its limit: gc refuses to move it (wrapping to 0 would let a list finalize while
+# older leases live), naming the file
+printf '18446744073709551615\n' > "$repo/gc/epoch"
+randfile "$T/b.img" 1 hostile-gc-b
+bv backup "$repo" "$T/b.img" --name=b -q
+bv delete "$repo" a >/dev/null
+expect_fail 1 "^error: cannot collect garbage in '$repo' (nothing was lost): 'gc/epoch' holds the largest epoch (18446744073709551615): remove it once no backup, restore or export runs$" bv gc "$repo"
+assert_eq "$(cat "$repo/gc/epoch")" 18446744073709551615 "gc/epoch after a refused gc"
+rm "$repo/gc/epoch"
+
 bv gc "$repo" >/dev/null
 bv verify "$repo" --read-data >/dev/null
 echo ok
