@@ -476,6 +476,9 @@ size_t snapshot_names(BvSnapshot *const *list, size_t n, char *buf, size_t size)
         return distinct;
 }
 
+/* find_latest's spec is no form of latest (exit codes are >= 0, and EXIT_ERROR is 1) */
+#define NOT_LATEST (-1)
+
 static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         static const char suffix[] = "@latest";
@@ -485,7 +488,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
         size_t n;
 
         if (!scoped && strcmp(spec, "latest") != 0)
-                return 1;
+                return NOT_LATEST;
         int r = bv_repo_snapshots(repo, &list, &n);
         report_snapshot_damage(repo);
         if (r < 0)
@@ -518,7 +521,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         int r = find_latest(repo, spec, ret);
-        if (r != 1)
+        if (r != NOT_LATEST)
                 return r;
         r = bv_repo_find_snapshot(repo, spec, ret);
         report_snapshot_damage(repo);

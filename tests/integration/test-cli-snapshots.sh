@@ -30,6 +30,7 @@ assert_same "$T/a2" "$T/a.out"
 bv restore "$repo" b@latest "$T/b.out" -q >/dev/null
 assert_same "$T/b" "$T/b.out"
 expect_fail 1 "^error: no snapshot is named 'c' (see 'blkvault list')$" bv restore "$repo" c@latest "$T/x"
+assert_eq "$(cat "$T/.err")" "error: no snapshot is named 'c' (see 'blkvault list')" "one error, said once"
 # with one name, 'latest' is that name's newest
 bv init "$T/one" --encryption=none >/dev/null
 bv backup "$T/one" "$T/b" --name=b -q >/dev/null
@@ -37,6 +38,7 @@ bv restore "$T/one" latest "$T/one.out" -q >/dev/null
 assert_same "$T/b" "$T/one.out"
 bv init "$T/empty" --encryption=none >/dev/null
 expect_fail 1 "^error: the repository has no snapshot yet$" bv restore "$T/empty" latest "$T/x"
+assert_eq "$(cat "$T/.err")" "error: the repository has no snapshot yet" "one error, said once"
 
 # list: --name, --last, local time by default, --utc
 assert_eq "$(bv list "$repo" --name=a | awk 'NR > 1 { print $1 }' | tr '\n' ' ')" "${id_a1:0:8} ${id_a2:0:8} " "list --name=a"
