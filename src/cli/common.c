@@ -454,9 +454,6 @@ static const char *snap_name(const BvSnapshot *s)
         return s->name ? s->name : "";
 }
 
-/* NAME@latest: the newest snapshot named NAME. A bare "latest" only when every snapshot has the
- * same name: after a backup of another source it would silently pick that one. Returns 1 when
- * spec is neither (the library resolves it), otherwise an exit code. */
 size_t snapshot_names(BvSnapshot *const *list, size_t n, char *buf, size_t size)
 {
         size_t used = 0, distinct = 0;
@@ -476,9 +473,11 @@ size_t snapshot_names(BvSnapshot *const *list, size_t n, char *buf, size_t size)
         return distinct;
 }
 
-/* find_latest's spec is no form of latest (exit codes are >= 0, and EXIT_ERROR is 1) */
-#define NOT_LATEST (-1)
+#define NOT_LATEST (-1) /* not an exit code (EXIT_ERROR is 1) */
 
+/* NAME@latest: the newest snapshot named NAME. A bare "latest" only when every snapshot has the
+ * same name: after a backup of another source it would silently pick that one. Returns
+ * NOT_LATEST when spec is neither (the library resolves it), otherwise an exit code. */
 static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         static const char suffix[] = "@latest";
