@@ -226,7 +226,7 @@ static int open_repo_dir(const char *path, BvRepoProblem *problem, int *ret_fd, 
                 return negative_errno();
         r = read_config(fd, ret_config);
         if (r < 0)
-                return repo_problem_note(problem, fd, "config", false, r);
+                return bv_repo_problem_note(problem, fd, "config", false, r);
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -313,7 +313,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
                 ret = repo_key_unseal(r->dirfd, r->cf.id, secret, r->master);
                 if (ret < 0)
-                        return repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
+                        return bv_repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
         }
         ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
         if (ret < 0)
@@ -339,7 +339,7 @@ static int open_stores(BvRepo *r, BvRepoProblem *problem)
                 if (r->fds[i] == -ENOENT)
                         return -EUCLEAN;
                 if (r->fds[i] < 0)
-                        return repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
+                        return bv_repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
         }
         ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
@@ -527,7 +527,7 @@ static void on_record_skipped(const char *file, int error, void *userdata)
                 return; /* the record is skipped all the same, only not named */
         r->damaged = p;
         snprintf(path, sizeof(path), "snapshots/%.50s", file);
-        (void)repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
+        (void)bv_repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
 }
 
 static int load_snapshots(BvRepo *r)

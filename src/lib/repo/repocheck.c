@@ -14,7 +14,7 @@
 #include "macro.h"
 #include "repo-internal.h"
 
-int repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error)
+int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error)
 {
         mode_t mode = 0;
         int k;
@@ -53,7 +53,7 @@ int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n
                 char path[64];
 
                 snprintf(path, sizeof(path), "index/%.32s", d[i].name);
-                (void)repo_problem_note(&p[(*n)++], dirfd, path, false, d[i].error);
+                (void)bv_repo_problem_note(&p[(*n)++], dirfd, path, false, d[i].error);
         }
         return 0;
 }
@@ -120,7 +120,7 @@ int repo_check_packs(int dirfd, BvIndex *index, BvPackSet *packs, BvRepoProblem 
         r = bv_packset_list_strict(packs, on_present, &c.present, refused);
         if (r < 0 && refused[0]) {
                 snprintf(path, sizeof(path), "packs/%s", refused);
-                r = repo_problem_note(p, dirfd, path, !strchr(refused, '/'), r);
+                r = bv_repo_problem_note(p, dirfd, path, !strchr(refused, '/'), r);
         }
         if (r >= 0 && c.present.n > 0)
                 qsort(c.present.ids, c.present.n, BV_PACK_ID_SIZE, id_cmp);
