@@ -148,8 +148,9 @@ int cli_parse(const CliCommand *cmd, int *argcp, char ***argvp);
                         return _ec;                                                                        \
         } while (0)
 
-/* Option parsers for CliOption.parse: --threads=N (1..256, into an unsigned), --cache=SIZE (checked
- * with check_size_arg, stored as given). */
+/* Option parsers for CliOption.parse: --threads=N (1..256, into an unsigned), --cache=SIZE (digits
+ * and an optional K, M, G or T, from 1 byte to 2^63 - 1: the plugin's cache cannot be turned off;
+ * stored as given, for the plugin's cache=). */
 int parse_threads(const char *arg, void *ret);
 /* A whole number from min to max for option; reports "invalid OPTION 'ARG' (MIN to MAX)". */
 int parse_unsigned_arg(const char *option, const char *arg, unsigned min, unsigned max, unsigned *ret);
@@ -254,10 +255,6 @@ void plugin_args_done(PluginArgs *pa);
  * and removes them, so that no child inherits them and /proc/PID/environ of this long-running
  * process does not show them. Call once the secret has been read. */
 void secret_env_scrub(void);
-
-/* A size option (--cache=256M): digits and an optional K, M, G or T. Reports a bad one; returns
- * an exit code. */
-int check_size_arg(const char *option, const char *arg);
 
 /* text as it may be shown on a terminal: control characters, DEL, C1 and bidi controls and bytes
  * that are not UTF-8 as \xNN, newline and tab as \n and \t, backslash doubled. At most max bytes

@@ -41,6 +41,18 @@ expect_usage "serve REPO SNAPSHOT" serve "$T/r"
 expect_usage "serve --export=NAME" serve --export=x "$T/r"
 expect_fail 2 "--socket excludes --port and --address" bv serve "$T/r" latest --socket="$T/s" --port=10999
 expect_usage "mount REPO SNAPSHOT MOUNTPOINT" mount "$T/r" latest
+# --cache: a size; 0 is refused (the cache cannot be turned off), as is one beyond 2^63 bytes
+for cmd in serve mount; do
+    args=("$T/r" latest) && [ "$cmd" = mount ] && args+=("$T")
+    for size in 0 0M 00k; do
+        expect_fail 2 "" bv "$cmd" "${args[@]}" --cache="$size"
+        assert_eq "$(cat "$T/.err")" "error: invalid --cache '$size' (a size such as 256M: the cache cannot be turned off)" "$cmd --cache=$size"
+    done
+    for size in 8388608T 99999999999999999999 12Q -1 +5M 5MB ''; do
+        expect_fail 2 "" bv "$cmd" "${args[@]}" --cache="$size"
+        assert_eq "$(cat "$T/.err")" "error: invalid --cache '$size' (a size such as 256M)" "$cmd --cache=$size"
+    done
+done
 expect_fail 2 "invalid --partition '0'" bv mount "$T/r" latest "$T" --partition=0
 : > "$T/file"
 expect_fail 2 "is not a directory" bv mount "$T/r" latest "$T/file"
