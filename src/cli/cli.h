@@ -45,13 +45,16 @@ enum {
         EXIT_ALARM = 11,     /* status --check-age: a job has no good backup younger than its max-age */
 };
 
-/* "error: <formatted>: <strerror(-r)>" on stderr; returns the exit code for r. */
-int log_error_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Printed only with -v. */
-void log_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The messages on stderr: "error: ", "warning: " or nothing before the formatted text, then
+ * ": strerror(-r)" when r < 0. A verbose one is printed only with -v. Returns exit_code_for(r). */
+typedef enum CliLog { CLI_LOG_ERROR, CLI_LOG_WARNING, CLI_LOG_INFO, CLI_LOG_VERBOSE } CliLog;
+int log_full(CliLog kind, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "error: <formatted>: <strerror(-r)>"; returns the exit code for r. */
+#define log_error_errno(r, ...) log_full(CLI_LOG_ERROR, (r), __VA_ARGS__)
+#define log_error(...) ((void)log_full(CLI_LOG_ERROR, 0, __VA_ARGS__))
+#define log_warning(...) ((void)log_full(CLI_LOG_WARNING, 0, __VA_ARGS__))
+#define log_info(...) ((void)log_full(CLI_LOG_INFO, 0, __VA_ARGS__))
+#define log_verbose(...) ((void)log_full(CLI_LOG_VERBOSE, 0, __VA_ARGS__))
 
 /* -q (no progress or status lines: a script's stderr holds the messages only) and -v (more
  * detail), accepted by every command: cli_parse adds COMMON_OPTIONS to every table and hands them
