@@ -20,14 +20,20 @@
 #include "repo.h"
 
 
-/* The end of the usage text of the appliance commands (job, target): their shared options. */
+/* The end of every command's usage text: the options cli_parse gives every command
+ * (COMMON_OPTIONS and --help), after the secret options of those that open a repository
+ * (SECRET_OPTIONS) and the shared options of the appliance commands (job, target). */
+#define COMMON_OPTIONS_HELP                                                                                \
+        "  -q, --quiet              no progress or status lines\n"                                         \
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"               \
+        "  -h, --help\n"
+#define SECRET_OPTIONS_HELP                                                                                \
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
 #define APPLIANCE_OPTIONS_HELP                                                                             \
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"                            \
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"                \
         "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n" \
-        "  -q, --quiet              no progress or status lines\n"                                         \
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"               \
-        "  -h, --help\n"
+        COMMON_OPTIONS_HELP
 
 /* The exit codes, each with one meaning: the one table, copied to EXIT STATUS in blkvault(1). */
 enum {

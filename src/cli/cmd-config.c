@@ -13,9 +13,7 @@ static const char usage_text[] =
         "beside it, in name order) and report every mistake as FILE:LINE: MESSAGE. Schedules are\n"
         "checked with systemd-analyze calendar. The exit status is 1 when anything is wrong.\n\n"
         "  --config=FILE            read FILE and FILE's directory/conf.d instead (also $" BV_CONF_ENV ")\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        COMMON_OPTIONS_HELP;
 
 static void print_conf_error(const BvConfError *e)
 {

@@ -10,10 +10,7 @@ static const char usage_text[] =
         "Usage: blkvault delete REPO SNAP... [OPTIONS]\n\n"
         "Forget snapshots. Their space is reclaimed by 'blkvault gc'.\n\n"
         "  --force      forget protected snapshots too\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 int cmd_delete(int argc, char **argv)
 {

@@ -483,10 +483,7 @@ static const char mount_usage[] =
         "  --partition=N            mount partition N (default: the whole disk's filesystem, or the\n"
         "                           first partition holding a known filesystem)\n"
         "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
 static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
@@ -584,9 +581,7 @@ static const char umount_usage[] =
         "Usage: blkvault umount MOUNTPOINT\n\n"
         "Undo 'blkvault mount': unmount the filesystem, detach the loop device and the NBD\n"
         "attachment, stop the server and remove the state. Works also when the server died.\n\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        COMMON_OPTIONS_HELP;
 
 int cmd_umount(int argc, char **argv)
 {

@@ -8,10 +8,7 @@ static const char usage_text[] =
         "Usage: blkvault protect REPO SNAP [OPTIONS]\n\n"
         "Protect a snapshot from prune and delete (or, with --unprotect, lift that).\n\n"
         "  --unprotect\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 int cmd_protect(int argc, char **argv)
 {

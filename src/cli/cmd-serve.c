@@ -54,10 +54,7 @@ static const char usage_text[] =
         "  --export=NAME            serve the configuration's [export NAME] section instead of REPO\n"
         "                           SNAPSHOT, on the socket systemd passes\n"
         "  --config=FILE            with --export: the configuration (also $" BV_CONF_ENV ")\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 typedef struct ServeOptions {
         const char *socket, *port, *address, *tls_psk, *cache;
