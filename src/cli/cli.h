@@ -304,21 +304,8 @@ int print_usage(const char *text);
  * FILE:LINE: MESSAGE and fails. Returns an exit code. */
 int load_config(const char *path, bool may_be_missing, BvConfig **ret);
 
-int cmd_init(int argc, char **argv);
-int cmd_backup(int argc, char **argv);
-int cmd_list(int argc, char **argv);
-int cmd_restore(int argc, char **argv);
-int cmd_verify(int argc, char **argv);
-int cmd_info(int argc, char **argv);
-int cmd_key(int argc, char **argv);
-int cmd_delete(int argc, char **argv);
-int cmd_repair(int argc, char **argv);
-
 /* The ranges a snapshot's backup could not read, one line each after prefix (info, verify). */
 void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix);
-int cmd_protect(int argc, char **argv);
-int cmd_prune(int argc, char **argv);
-int cmd_gc(int argc, char **argv);
 
 /* cmd-gc.c, shared with prune: runs bv_gc reporting a failure (returns an exit code), and the
  * counters as JSON (NULL: out of memory). */
@@ -327,16 +314,31 @@ struct BvGcStats;
 int run_gc(BvRepo *repo, const char *path, const struct BvGcOptions *o, struct BvGcStats *ret);
 struct json_object *json_gc_stats(const struct BvGcStats *s);
 void print_gc_stats(const struct BvGcStats *s, bool dry_run);
-int cmd_serve(int argc, char **argv);
+
 /* serve-export.c: blkvault serve --export=NAME (cmd_serve hands it over). */
 int serve_export(int argc, char **argv);
+
+/* The commands, one cmd-NAME.c each (main.c's table; the generator is run by its own name). */
+int cmd_init(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_key(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_protect(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
-int cmd_config(int argc, char **argv);
 int cmd_target(int argc, char **argv);
 int cmd_job(int argc, char **argv);
-int cmd_generator(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_generator(int argc, char **argv);
 
 /* run-report.c: reports a target run: the jobs, the summary line with "safe to unplug", the
  * journal entry, sd_notify STATUS, the state files in state_dir (NULL: bv_state_dir's) and the
