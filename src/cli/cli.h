@@ -169,6 +169,9 @@ int parse_cache_size(const char *arg, void *ret);
  * in a _cleanup_(bv_repo_closep) variable. */
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close)
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
+/* Why the repository at path does not open (r), said so that the user knows what to do: it does
+ * not exist, is not a repository, needs other rights. Returns the exit code. */
+int log_open_error(const char *path, int r);
 /* Declares repo, opened with open_repo, or returns open_repo's exit code from the caller. */
 #define OPEN_REPO_OR_RETURN(repo, path, s, flags)                                                          \
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;                                                     \

@@ -501,7 +501,7 @@ static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
                 return EXIT_IN_USE;
         }
         if (!realpath(repo, s->repo))
-                return log_error_errno(-errno, "cannot open repository '%s'", repo);
+                return log_open_error(repo, -errno);
         state_dir_for(s->mountpoint, s->dir, sizeof(s->dir));
         return EXIT_OK;
 }

@@ -268,8 +268,7 @@ void secret_done(BvSecret *s)
         *s = (BvSecret){};
 }
 
-/* Why a repository does not open, said so that the user knows what to do. */
-static int log_open_error(const char *path, int r)
+int log_open_error(const char *path, int r)
 {
         struct stat st;
         if (r == -ENOENT && stat(path, &st) < 0) {
