@@ -508,24 +508,14 @@ static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
 
 static int parse_partition(const char *arg, void *ret)
 {
-        char *end;
-        long v;
-
-        errno = 0;
-        v = strtol(arg, &end, 10);
-        if (errno || *end || v < 1 || v > 4096) {
-                log_error("invalid --partition '%s' (a partition number from 1)", arg);
-                return -EINVAL;
-        }
-        *(int *)ret = (int)v;
-        return 0;
+        return parse_unsigned_arg("--partition", arg, 1, 4096, ret);
 }
 
 int cmd_mount(int argc, char **argv)
 {
         SecretArgs sargs = {};
         const char *cache = NULL;
-        int partition = 0;
+        unsigned partition = 0;
         const CliOption options[] = {
                 CLI_PARSED("partition", parse_partition, &partition),
                 CLI_PARSED("cache", parse_cache_size, &cache),
@@ -568,7 +558,7 @@ int cmd_mount(int argc, char **argv)
                 (void)rmdir(s.dir);
                 return log_error_errno(r, "cannot write the state file in '%s'", s.dir);
         }
-        r = mount_steps(&s, &sargs, &secret, cache, partition);
+        r = mount_steps(&s, &sargs, &secret, cache, (int)partition);
         if (r != EXIT_OK) {
                 /* undo what was set up; teardown reports what it cannot undo */
                 (void)teardown(&s, false);

@@ -53,7 +53,9 @@ for cmd in serve mount; do
         assert_eq "$(cat "$T/.err")" "error: invalid --cache '$size' (a size such as 256M)" "$cmd --cache=$size"
     done
 done
-expect_fail 2 "invalid --partition '0'" bv mount "$T/r" latest "$T" --partition=0
+for n in 0 4097 -1 2x ''; do
+    expect_fail 2 "^error: invalid --partition '$n' (1 to 4096)$" bv mount "$T/r" latest "$T" --partition="$n"
+done
 : > "$T/file"
 expect_fail 2 "is not a directory" bv mount "$T/r" latest "$T/file"
 expect_fail 7 "'/' is already a mountpoint" bv mount "$T/r" latest /
