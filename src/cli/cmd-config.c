@@ -54,7 +54,7 @@ static int config_check(const char *path)
                 return log_error_errno(r, "cannot read the configuration '%s'", main_path);
         r = bv_conf_check_schedules(c);
         if (r == -ENOENT)
-                fprintf(stderr, "warning: systemd-analyze is not installed: schedules not checked\n");
+                log_warning("systemd-analyze is not installed: schedules not checked");
         else if (r < 0)
                 return log_error_errno(r, "cannot check the schedules");
         for (size_t i = 0; i < c->n_errors; i++)

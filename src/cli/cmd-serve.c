@@ -430,15 +430,13 @@ static void warn_unprotected(const ServeOptions *o)
         if (!o->port || o->tls_psk)
                 return;
         if (is_localhost(o->address))
-                fprintf(stderr,
-                        "warning: TCP port %s on %s is open to every local user, unauthenticated and "
-                        "unencrypted: use --tls-psk=FILE or the default Unix socket\n",
-                        o->port, o->address);
+                log_warning("TCP port %s on %s is open to every local user, unauthenticated and unencrypted: "
+                            "use --tls-psk=FILE or the default Unix socket",
+                            o->port, o->address);
         else
-                fprintf(stderr,
-                        "warning: TCP port %s on %s is open to anyone who can reach it, unauthenticated "
-                        "and unencrypted: use --tls-psk=FILE\n",
-                        o->port, o->address);
+                log_warning("TCP port %s on %s is open to anyone who can reach it, unauthenticated and "
+                            "unencrypted: use --tls-psk=FILE",
+                            o->port, o->address);
 }
 
 int cmd_serve(int argc, char **argv)
