@@ -33,13 +33,18 @@ int cmd_delete(int argc, char **argv)
         }
         for (int i = 0; i < n; i++) {
                 const BvSnapshot *s = snaps[i];
+                bool again = false;
+                for (int j = 0; j < i && !again; j++) /* named twice (by name and by id, say): once */
+                        again = snaps[j] == s;
+                if (again)
+                        continue;
                 r = bv_snapshot_forget(bv_repo_dirfd(repo, "snapshots"), s->id, force);
                 if (r == -EPERM) {
                         log_error("snapshot %.8s is protected (use --force, or 'blkvault protect --unprotect')",
                                   s->id);
                         return EXIT_ERROR;
                 }
-                if (r < 0 && !(r == -ENOENT && i > 0)) /* a snapshot named twice is gone the second time */
+                if (r < 0)
                         return log_error_errno(r, "cannot delete snapshot %.8s", s->id);
                 log_info("snapshot %.8s deleted", s->id);
         }
