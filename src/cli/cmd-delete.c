@@ -7,7 +7,7 @@
 #include "snapshot-forget.h"
 
 static const char usage_text[] =
-        "Usage: blkvault delete REPO SNAP... [OPTIONS]\n\n"
+        "Usage: blkvault delete REPO SNAPSHOT... [OPTIONS]\n\n"
         "Forget snapshots. Their space is reclaimed by 'blkvault gc'.\n\n"
         "  --force      forget protected snapshots too\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
@@ -18,7 +18,7 @@ int cmd_delete(int argc, char **argv)
         bool force = false;
         const CliOption options[] = { CLI_FLAG("force", &force), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "delete", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .args = "REPO SNAP...", .repo = true);
+                                        .args = "REPO SNAPSHOT...", .repo = true);
         int r, n = argc - optind - 1;
         const char *path = argv[optind];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);

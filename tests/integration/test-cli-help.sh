@@ -38,8 +38,8 @@ expect_usage "info REPO [SNAPSHOT]" info "$T/r" latest extra
 expect_usage "repair REPO" repair "$T/r" extra
 expect_usage "gc REPO" gc
 expect_usage "prune REPO" prune
-expect_usage "delete REPO SNAP..." delete "$T/r"
-expect_usage "protect REPO SNAP" protect "$T/r" a b
+expect_usage "delete REPO SNAPSHOT..." delete "$T/r"
+expect_usage "protect REPO SNAPSHOT" protect "$T/r" a b
 expect_usage "status" status extra
 expect_usage "serve REPO SNAPSHOT" serve "$T/r"
 expect_usage "serve --export=NAME" serve --export=x "$T/r"

@@ -28,8 +28,8 @@ expect_fail 2 "^error: 'latest' is ambiguous: the repository holds snapshots of 
     bv protect "$repo" latest
 expect_fail 1 "^error: no snapshot matches 'no\\\\x1bsuch' (see 'blkvault list')$" bv protect "$repo" $'no\esuch'
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2 "snapshots after refused deletes"
-expect_fail 2 "^error: expected 'blkvault delete REPO SNAP\.\.\.' (see 'blkvault help delete')$" bv delete "$repo"
-expect_fail 2 "^error: expected 'blkvault protect REPO SNAP' (see 'blkvault help protect')$" bv protect "$repo"
+expect_fail 2 "^error: expected 'blkvault delete REPO SNAPSHOT\.\.\.' (see 'blkvault help delete')$" bv delete "$repo"
+expect_fail 2 "^error: expected 'blkvault protect REPO SNAPSHOT' (see 'blkvault help protect')$" bv protect "$repo"
 
 assert_eq "$(bv protect "$repo" a@latest --unprotect 2>&1)" "snapshot ${id_a:0:8} is no longer protected" "unprotect's line"
 [ ! -e "$repo/snapshots/$id_a.protect" ] || die "the marker stayed after --unprotect"
