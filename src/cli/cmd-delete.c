@@ -9,7 +9,7 @@
 static const char usage_text[] =
         "Usage: blkvault delete REPO SNAPSHOT... [OPTIONS]\n\n"
         "Forget snapshots. Their space is reclaimed by 'blkvault gc'.\n\n"
-        "  --force      forget protected snapshots too\n"
+        "  --force                  forget protected snapshots too\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 int cmd_delete(int argc, char **argv)

@@ -7,7 +7,7 @@
 static const char usage_text[] =
         "Usage: blkvault protect REPO SNAPSHOT [OPTIONS]\n\n"
         "Protect a snapshot from prune and delete (or, with --unprotect, lift that).\n\n"
-        "  --unprotect\n"
+        "  --unprotect              lift the protection\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 int cmd_protect(int argc, char **argv)
