@@ -165,6 +165,10 @@ const char *problem_refusal(const BvRepoProblem *p, char *buf, size_t size);
 /* Reports an open that failed over one entry (a refusal, a damaged index segment for a writer);
  * returns the exit code, or -1 if p names nothing to report. */
 int report_open_problem(const char *path, const BvRepoProblem *p, int r);
+/* After a command's own open beneath the repository failed with r (-ELOOP, -EBADFD, -ENOTDIR or
+ * -EISDIR; gc/, leases/, locks/, verify-state): names the entry that is a symbolic link or of
+ * another type, and returns EXIT_ERROR; -1 when r is another error or no entry is amiss. */
+int report_refused_entry(BvRepo *repo, const char *path, int r);
 /* Warns of each damaged file the repository left out since *reported (index segments, snapshot
  * records), then advances *reported. */
 void report_damage(BvRepo *repo, size_t *reported);

@@ -74,6 +74,9 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
                           path);
                 return EXIT_DAMAGE;
         }
+        int e = r < 0 ? report_refused_entry(repo, path, r) : -1;
+        if (e >= 0)
+                return e;
         if (r < 0)
                 return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);
         return EXIT_OK;

@@ -159,7 +159,8 @@ int cmd_verify(int argc, char **argv)
         progress_done(&progress);
         if (r < 0 && r != -EBADMSG) {
                 json_object_put(rep.problems);
-                return log_error_errno(r, "cannot verify '%s'", path);
+                int e = report_refused_entry(repo, path, r);
+                return e >= 0 ? e : log_error_errno(r, "cannot verify '%s'", path);
         }
         if (rep.json) {
                 struct json_object *o = json_object_new_object();
