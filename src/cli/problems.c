@@ -11,7 +11,6 @@
 #include "cli.h"
 #include "fileio.h"
 #include "hex.h"
-#include "macro.h"
 
 const char *problem_refusal(const BvRepoProblem *p, char *buf, size_t size)
 {
@@ -60,35 +59,9 @@ int report_open_problem(const char *path, const BvRepoProblem *p, int r)
                           path, p->path, strerror(-r), path);
                 return EXIT_DAMAGE;
         }
-        return -1;
-}
-
-int report_refused_entry(BvRepo *repo, const char *path, int r)
-{
-        static const struct {
-                const char *name;
-                bool dir;
-        } entries[] = {
-                { "gc", true },        { "leases", true },        { "locks", true },
-                { "locks/gc", false }, { "locks/commit", false }, { "verify-state", false },
-        };
-        char what[96];
-
-        if (r != -ELOOP && r != -EBADFD && r != -ENOTDIR && r != -EISDIR)
-                return -1;
-        for (size_t i = 0; i < ELEMENTSOF(entries); i++) {
-                BvRepoProblem p = { .want_dir = entries[i].dir };
-                mode_t mode = 0;
-                int k = bv_beneath_culprit(bv_repo_dirfd(repo, ""), entries[i].name, entries[i].dir, &mode);
-                if (k <= 0 || (size_t)k >= sizeof(p.path))
-                        continue;
-                snprintf(p.path, sizeof(p.path), "%.*s", k, entries[i].name);
-                p.want_dir |= (size_t)k < strlen(entries[i].name); /* a component on the way */
-                p.mode = mode;
-                if (problem_refusal(&p, what, sizeof(what))) {
-                        log_error("refusing '%s' in repository '%s': it is %s", p.path, path, what);
-                        return EXIT_ERROR;
-                }
+        if (r == -EBADMSG && strcmp(p->path, "gc/epoch") == 0) {
+                log_error("cannot open repository '%s': '%s' is damaged (%s)", path, p->path, strerror(-r));
+                return EXIT_DAMAGE;
         }
         return -1;
 }

@@ -464,7 +464,7 @@ static int finish_job(BvConfig *c, BvConfJob *j)
                 r = conf_error(c, f, l, "[job %s] has no source (set source = PATH or command = COMMAND)", j->name);
         else if (j->source && j->command)
                 r = conf_error(c, f, l, "[job %s] has both source and command (set one)", j->name);
-        else if ((j->command || strncmp(j->source, "command:", 8) == 0) && j->snapshot)
+        else if (bv_conf_job_command(j) && j->snapshot)
                 r = conf_error(c, f, l, "[job %s]: snapshot = yes needs a source that is an LVM logical volume, "
                                "not a command", j->name);
         if (r >= 0 && keeps_nothing(&j->keep))
