@@ -17,7 +17,10 @@ id_a=$(snap_id "$repo" a)
 id_b=$(snap_id "$repo" b)
 
 assert_eq "$(bv protect "$repo" a 2>&1)" "snapshot ${id_a:0:8} is protected" "protect's line"
-expect_fail 1 "^error: snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect')$" bv delete "$repo" a
+expect_fail 1 "^error: snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect'); nothing was deleted$" bv delete "$repo" a
+# a protected snapshot among others forgets nothing, as a typo does (b is named first)
+expect_fail 1 "^error: snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect'); nothing was deleted$" \
+    bv delete "$repo" b a
 expect_fail 1 "^error: no snapshot matches 'nosuch' (see 'blkvault list')$" bv delete "$repo" b nosuch
 assert_eq "$(cat "$T/.err")" "error: no snapshot matches 'nosuch' (see 'blkvault list')" "the only message for nosuch"
 # snapshots are named as restore names them: a bare 'latest' of two names is refused, NAME@latest

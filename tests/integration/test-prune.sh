@@ -31,6 +31,9 @@ bv protect "$repo" "${ids[0]}" 2>/dev/null
 
 # usage errors
 expect_fail 2 "^error: prune needs a --keep-\* rule (without one it would forget every snapshot)$" bv prune "$repo"
+# rules given, but each 0: they keep nothing, which is not "no rule"
+expect_fail 2 "^error: the rules --keep-last=0 --keep-daily=0 keep nothing: prune would forget every snapshot (give a count above 0, or -1; 'blkvault delete' forgets snapshots by name)$" \
+    bv prune "$repo" --keep-last=0 --keep-daily=0
 expect_fail 2 "^error: invalid --keep-daily 'x' (a number of snapshots, or -1 for all)$" bv prune "$repo" --keep-daily=x
 expect_fail 2 "^error: invalid --keep-last '-2' (a number of snapshots, or -1 for all)$" bv prune "$repo" --keep-last=-2
 expect_fail 2 "^error: invalid --keep-within '3x' (a number and a unit: s, min, h, d or w, as in 7d)$" \
