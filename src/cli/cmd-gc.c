@@ -3,6 +3,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "gc.h"
@@ -79,6 +80,16 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
                           "(%llu): remove it once no backup, restore or export runs",
                           path, (unsigned long long)ret->epoch);
                 return EXIT_ERROR;
+        }
+        if (r < 0 && ret->problem.path[0]) {
+                char what[96];
+                if (problem_refusal(&ret->problem, what, sizeof(what))) {
+                        log_error("refusing '%s' in repository '%s': it is %s", ret->problem.path, path, what);
+                        return EXIT_ERROR;
+                }
+                log_error("cannot collect garbage in '%s' (nothing was lost): '%s' %s (%s)", path,
+                          ret->problem.path, r == -EBADMSG ? "is damaged" : "cannot be read", strerror(-r));
+                return r == -EBADMSG ? EXIT_DAMAGE : EXIT_ERROR;
         }
         if (r < 0)
                 return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);

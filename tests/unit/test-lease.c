@@ -21,7 +21,7 @@ TEST(epoch_and_scan)
         ASSERT_TRUE(dfd >= 0);
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 0u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 0u);
         ASSERT_EQ(min, UINT64_MAX);
 
@@ -32,11 +32,11 @@ TEST(epoch_and_scan)
         ASSERT_EQ(e, 5u);
         ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, "00112233445566778899aabbccddeeff", &b, &e));
         ASSERT_EQ(e, 5u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 2u);
         ASSERT_EQ(min, 0u);
         bv_lease_release(a);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 1u);
         ASSERT_EQ(min, 5u);
 
@@ -49,11 +49,11 @@ TEST(epoch_and_scan)
         }
         int status;
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 1);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 1);
         ASSERT_EQ(live, 1u);
         ASSERT_EQ(min, 5u);
         bv_lease_release(b);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 0u);
 
         /* a damaged epoch file is refused */

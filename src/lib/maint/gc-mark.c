@@ -47,8 +47,13 @@ static int list_add(Gc *g, const char *name)
         *l = (GcList){};
         snprintf(l->name, sizeof(l->name), "%s", name);
         int r = bv_index_list_open(g->gc_dirfd, name, &l->list);
+        if (r < 0 && r != -ENOMEM) { /* a damaged list: gc stops rather than forget what it condemned */
+                char path[BV_REPO_PROBLEM_PATH];
+                snprintf(path, sizeof(path), "gc/%s", name);
+                return bv_repo_problem_note(&g->st->problem, g->dirfd, path, false, r);
+        }
         if (r < 0)
-                return r; /* a damaged list: gc stops rather than forget what it condemned */
+                return r;
         l->bits = calloc(bv_index_list_count(l->list) / 8 + 1, 1);
         if (!l->bits) {
                 bv_index_list_free(l->list);

@@ -34,6 +34,7 @@ typedef struct BvGcStats {
         uint64_t lists_finalized, lists_waiting;
         uint64_t leases_live, leases_reaped;
         uint64_t epoch;                      /* the gc epoch when gc ended */
+        BvRepoProblem problem;               /* on failure, the entry that stopped gc (empty path: none) */
 } BvGcStats;
 
 /* -EUCLEAN when a damaged index segment or snapshot record hides what is referenced (gc would

@@ -20,7 +20,7 @@
 #include "random.h"
 #include "repo-internal.h"
 
-#define LEASE_NAME_LEN 22 /* 16 hex digits + ".lease" */
+#define LEASE_NAME_LEN (BV_LEASE_NAME_SIZE - 1) /* 16 hex digits + ".lease" */
 #define LEASE_MAX 4096
 
 struct BvLease {
@@ -182,7 +182,8 @@ static int lease_test(int dirfd, const char *name, bool reap, uint64_t *ret_epoc
         return 0;
 }
 
-int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live)
+int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live,
+                   char failed[BV_LEASE_NAME_SIZE])
 {
         _cleanup_close_ int dirfd = subdir(repo_dirfd, "leases", reap);
         uint64_t min = UINT64_MAX;
@@ -194,6 +195,8 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
                 *ret_live = 0;
                 return 0;
         }
+        if (failed)
+                failed[0] = '\0';
         if (dirfd < 0)
                 return dirfd;
         DIR *d = NULL;
@@ -211,6 +214,8 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
                         min = MIN(min, e);
                 } else if (r == 0)
                         reaped++;
+                else if (failed)
+                        snprintf(failed, BV_LEASE_NAME_SIZE, "%s", de->d_name);
         }
         if (r >= 0 && errno)
                 r = negative_errno();

@@ -94,6 +94,11 @@ int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, Bv
 int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *ret_problem,
                         BvRepo **ret);
 
+/* Fills *p for path (relative to the repository at dirfd) and error, as bv_repo_open_report does:
+ * for a refusal by type (-ELOOP, -EBADFD, -ENOTDIR, -EISDIR) it names the component at fault and
+ * what it is. Returns error. */
+int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error);
+
 /* What was met damaged and left out: index segments (at open and reload) and snapshot records
  * (when the snapshot list was loaded), in the order met. Owned by the repository. */
 void bv_repo_damaged(BvRepo *r, const BvRepoProblem **ret, size_t *ret_count);

@@ -34,6 +34,11 @@ int repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_d
         return error;
 }
 
+int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error)
+{
+        return repo_problem_note(p, dirfd, path, want_dir, error);
+}
+
 int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n)
 {
         _cleanup_free_ BvIndexDamage *d = NULL;
