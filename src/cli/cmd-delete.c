@@ -26,17 +26,18 @@ int cmd_delete(int argc, char **argv)
         int r;
         const char *path = argv[optind];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
-        /* resolve every name first: a typo forgets nothing */
+        /* resolve every name first, as restore does (NAME@latest; a bare 'latest' only with one
+         * name): a typo forgets nothing */
         const BvSnapshot *s;
         for (int i = optind + 1; i < argc; i++) {
-                r = bv_repo_find_snapshot(repo, argv[i], &s);
-                if (r < 0)
-                        return log_error_errno(r, "cannot find snapshot '%s' in '%s'", argv[i], path);
+                r = find_snapshot(repo, argv[i], &s);
+                if (r != EXIT_OK)
+                        return r;
         }
         for (int i = optind + 1; i < argc; i++) {
-                r = bv_repo_find_snapshot(repo, argv[i], &s); /* the list read at open: resolves as above */
-                if (r < 0)
-                        return log_error_errno(r, "cannot find snapshot '%s' in '%s'", argv[i], path);
+                r = find_snapshot(repo, argv[i], &s); /* the list read at open: resolves as above */
+                if (r != EXIT_OK)
+                        return r;
                 r = bv_snapshot_forget(bv_repo_dirfd(repo, "snapshots"), s->id, force);
                 if (r == -EPERM) {
                         log_error("snapshot %.8s is protected (use --force, or 'blkvault protect --unprotect')",

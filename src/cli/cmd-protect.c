@@ -26,9 +26,9 @@ int cmd_protect(int argc, char **argv)
         const char *path = argv[optind], *spec = argv[optind + 1];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         const BvSnapshot *s;
-        r = bv_repo_find_snapshot(repo, spec, &s);
-        if (r < 0)
-                return log_error_errno(r, "cannot find snapshot '%s' in '%s'", spec, path);
+        r = find_snapshot(repo, spec, &s); /* as restore names it */
+        if (r != EXIT_OK)
+                return r;
         r = bv_snapshot_protect(bv_repo_dirfd(repo, "snapshots"), s->id, on);
         if (r < 0)
                 return log_error_errno(r, "cannot %s snapshot %.8s", on ? "protect" : "unprotect", s->id);
