@@ -76,3 +76,10 @@ bv restore "$repo" "${ids[5]}" "$T/r6" 2>/dev/null
 assert_same "$T/s6" "$T/r6"
 bv restore "$repo" "${ids[0]}" "$T/r1" 2>/dev/null
 assert_same "$T/s1" "$T/r1"
+
+# a record whose time does not fit a signed 64-bit count of seconds (2^63: the codec takes any
+# u64): prune must not overflow computing how old the others are (UBSan stopped it in the policy)
+backup_at odd o1 '2026-03-01 10:00'
+backup_at odd o2 '2026-03-02 10:00'
+"$RENAME_SNAPSHOT" "$repo" "${ids[-1]}" odd 9223372036854775808
+bv prune "$repo" --keep-within=1d --name=odd --dry-run >"$T/odd.out" 2>&1 || { cat "$T/odd.out" >&2; die "prune with a time of 2^63"; }

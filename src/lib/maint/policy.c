@@ -63,7 +63,9 @@ static int apply_group(const BvPolicy *p, const BvPolicySnap *snaps, size_t top,
                         if (last_left > 0)
                                 last_left--;
                 }
-                if (rule == BV_KEEP_NONE && p->within > 0 && newest - snaps[i].time <= p->within)
+                /* unsigned: times far apart must not overflow */
+                if (rule == BV_KEEP_NONE && p->within > 0 && newest >= snaps[i].time &&
+                    (uint64_t)newest - (uint64_t)snaps[i].time <= (uint64_t)p->within)
                         rule = BV_KEEP_WITHIN;
                 for (int r = 0; r < N_BUCKET_RULES; r++) {
                         int64_t b = bucket_of(snaps[i].time, r);
