@@ -34,8 +34,10 @@ static void parse_state(char *text, BvRunState *s)
                         s->last_run = strtoull(v, NULL, 10);
                 else if (strcmp(l, "last-good") == 0)
                         s->last_good = strtoull(v, NULL, 10);
-                else if (strcmp(l, "error") == 0)
-                        s->result = -abs(atoi(v));
+                else if (strcmp(l, "error") == 0) {
+                        long e = strtol(v, NULL, 10); /* an errno: anything else reads as EIO */
+                        s->result = e <= -4096 || e >= 4096 ? -EIO : -(int)labs(e);
+                }
                 else if (strcmp(l, "status") == 0)
                         s->status = atoi(v);
                 else if (strcmp(l, "step") == 0)
@@ -113,7 +115,10 @@ int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, 
                 if (s.last_good > st.last_good)
                         st.last_good = s.last_good, st.good_target = t->name;
         }
-        st.alarm = st.last_good == 0 || (now > st.last_good && now - st.last_good > j->max_age);
+        /* a good backup dated over a day ahead was recorded under a clock set ahead: it must not
+         * silence the alarm until that date */
+        st.alarm = st.last_good == 0 || (now > st.last_good && now - st.last_good > j->max_age) ||
+                   (st.last_good > now && st.last_good - now > BV_STATE_FUTURE_SLACK);
         *ret = st;
         return 0;
 }

@@ -21,6 +21,8 @@
 
 #define BV_STATE_DIR "/var/lib/blkvault/state"
 #define BV_STATE_ENV "BLKVAULT_STATE_DIR"
+/* A last good backup dated further ahead of the clock than this does not count (a clock set ahead). */
+#define BV_STATE_FUTURE_SLACK (24 * 3600)
 
 typedef struct BvRunState {
         uint64_t last_run;      /* unix seconds, 0: never */
@@ -49,7 +51,7 @@ typedef struct BvJobStatus {
         const char *last_target;
         uint64_t last_good;     /* the newest good backup on any target, 0: none */
         const char *good_target;
-        bool alarm;             /* no good backup younger than max-age */
+        bool alarm;             /* no good backup younger than max-age (or dated over a day ahead) */
 } BvJobStatus;
 
 /* Reads the state of job j on each target of c it may run on; now: unix seconds. */
