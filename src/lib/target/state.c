@@ -108,8 +108,15 @@ int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, 
                 int r = bv_state_read(dir, j->name, t->name, &s);
                 if (r == -ENOENT)
                         continue;
-                if (r < 0)
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0) {
+                        if (!st.bad_target) {
+                                st.bad_target = t->name, st.bad_error = r;
+                                (void)state_name(j->name, t->name, st.bad_file, sizeof(st.bad_file));
+                        }
+                        continue;
+                }
                 if (s.last_run > st.last.last_run)
                         st.last = s, st.last_target = t->name;
                 if (s.last_good > st.last_good)

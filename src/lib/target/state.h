@@ -52,7 +52,11 @@ typedef struct BvJobStatus {
         uint64_t last_good;     /* the newest good backup on any target, 0: none */
         const char *good_target;
         bool alarm;             /* no good backup younger than max-age (or dated over a day ahead) */
+        const char *bad_target; /* the first target whose state file did not read (left out), or NULL */
+        int bad_error;          /* and why (-errno) */
+        char bad_file[2 * BV_CONF_NAME_MAX + 16]; /* its file name in the state directory */
 } BvJobStatus;
 
-/* Reads the state of job j on each target of c it may run on; now: unix seconds. */
+/* Reads the state of job j on each target of c it may run on; now: unix seconds. A state file
+ * that does not read costs only what it describes: it is left out and named in bad_*. */
 int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, uint64_t now, BvJobStatus *ret);
