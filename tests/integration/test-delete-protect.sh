@@ -43,3 +43,13 @@ expect_fail 1 "is protected" bv delete "$repo" vm1@latest
 bv delete "$repo" vm2@latest 2>/dev/null
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["name"] for s in json.load(sys.stdin)])')" "['vm1']" "snapshots after delete vm2@latest"
 expect_fail 1 "^error: no snapshot is named 'vm2' (see 'blkvault list')$" bv delete "$repo" vm2@latest
+
+# a marker that is a directory (someone else's): delete --force forgets the snapshot and says so
+# (it said "cannot delete snapshot: Is a directory" after the record was gone)
+vm1=$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["snapshot"] for s in json.load(sys.stdin) if s["name"] == "vm1"][0])')
+bv protect "$repo" "$vm1" --unprotect 2>/dev/null
+mkdir "$repo/snapshots/$vm1.protect"
+expect_fail 1 "snapshot ${vm1:0:8} is protected" bv delete "$repo" "$vm1"
+bv delete "$repo" "$vm1" --force >"$T/del.out" 2>&1 || { cat "$T/del.out" >&2; die "delete --force with a directory marker"; }
+grep -qx "snapshot ${vm1:0:8} deleted" "$T/del.out" || { cat "$T/del.out" >&2; die "delete --force did not say it deleted"; }
+[ ! -e "$repo/snapshots/$vm1.snap" ] || die "the record stayed"
