@@ -100,3 +100,7 @@ grep -q "^keep    ${k2:0:8}  2026-01-02 10:00:00 +0000  skew                    
     { cat "$T/skew.out" >&2; die "the newest real snapshot is not kept within a day of itself"; }
 bv prune "$repo" --name=skew --keep-within=1d --no-gc >/dev/null 2>&1
 [ -e "$repo/snapshots/$k2.snap" ] || die "prune forgot the newest real snapshot beside a future-dated one"
+# and NAME@latest names it with a warning: it may not be the last snapshot written
+bv restore "$repo" skew@latest "$T/skew.img" >/dev/null 2>"$T/skew.err"
+grep -qx "warning: skew@latest is snapshot ${k3:0:8}, dated 2099-01-01 10:00:00 +0000, after the current time: it was made while the clock was set ahead and may not be the last one written (see 'blkvault list')" "$T/skew.err" ||
+    { cat "$T/skew.err" >&2; die "no warning for a future-dated latest"; }
