@@ -3,7 +3,6 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 #include "gc.h"
@@ -68,7 +67,14 @@ void print_gc_stats(const BvGcStats *s, bool dry_run)
 
 int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
 {
-        int r = bv_gc(repo, o, ret);
+        BvRepoProblem problem;
+        BvGcOptions named = *o;
+        named.problem = &problem;
+        int e, r = bv_gc(repo, &named, ret);
+        if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
+                return e; /* refused: a lease, gc/, gc/epoch, a list, a pack that is not what it must be */
+        if (r < 0 && problem.path[0])
+                return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost): '%s'", path, problem.path);
         if (r == -EUCLEAN) {
                 log_error("cannot collect garbage in '%s': a damaged index segment, snapshot record or map hides "
                           "what is in use (run 'blkvault verify')",
@@ -80,16 +86,6 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
                           "(%llu): remove it once no backup, restore or export runs",
                           path, (unsigned long long)ret->epoch);
                 return EXIT_ERROR;
-        }
-        if (r < 0 && ret->problem.path[0]) {
-                char what[96];
-                if (problem_refusal(&ret->problem, what, sizeof(what))) {
-                        log_error("refusing '%s' in repository '%s': it is %s", ret->problem.path, path, what);
-                        return EXIT_ERROR;
-                }
-                log_error("cannot collect garbage in '%s' (nothing was lost): '%s' %s (%s)", path,
-                          ret->problem.path, r == -EBADMSG ? "is damaged" : "cannot be read", strerror(-r));
-                return r == -EBADMSG ? EXIT_DAMAGE : EXIT_ERROR;
         }
         if (r < 0)
                 return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);
@@ -113,8 +109,7 @@ int cmd_gc(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "gc", .usage = usage_text, .options = options, .secret = &sargs,
-                            .min_args = 1, .max_args = 1, .repo = true,
-                            .expected = "expected exactly one argument: REPO (see 'blkvault help gc')");
+                            .args = "REPO", .repo = true);
         int r;
         const char *path = argv[optind];
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;

@@ -257,7 +257,8 @@ static int condemn(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, ch
                                   epoch + 1, list_name);
         if (r < 0)
                 return r;
-        return bv_gc_epoch_write(g->dirfd, epoch + 1);
+        r = bv_gc_epoch_write(g->dirfd, epoch + 1);
+        return r < 0 ? gc_note(g, "gc/epoch", false, r) : 0;
 }
 
 /* ---- the run ---- */
@@ -322,18 +323,6 @@ static int condemn_locked(Gc *g, const Packs *ps, size_t ncondemned, uint64_t ep
         return r < 0 ? r : 1;
 }
 
-/* bv_leases_scan, naming the lease that stopped it. */
-static int gc_leases_scan(Gc *g, bool reap, uint64_t *ret_min, size_t *ret_live)
-{
-        char failed[BV_LEASE_NAME_SIZE], path[BV_LEASE_NAME_SIZE + 8];
-        int r = bv_leases_scan(g->dirfd, reap, ret_min, ret_live, failed);
-        if (r < 0 && failed[0]) {
-                snprintf(path, sizeof(path), "leases/%s", failed);
-                return bv_repo_problem_note(&g->st->problem, g->dirfd, path, false, r);
-        }
-        return r;
-}
-
 /* Finalizes each list whose epoch W has come: W <= the epoch at the start and every lease seen
  * then was at W or later; or W is the epoch this run moved to, no live lease is older now, and
  * no snapshot was committed since the mark. */
@@ -350,7 +339,7 @@ static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint6
                 bool ready = w <= start_epoch && start_min >= w;
                 if (!ready && w <= epoch) {
                         if (!rescanned) {
-                                r = gc_leases_scan(g, true, &now_min, &live);
+                                r = bv_leases_scan(g->dirfd, true, &now_min, &live, g->problem);
                                 if (r >= 0)
                                         r = snapshots_added(g, &added);
                                 if (r < 0)
@@ -372,21 +361,20 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
 {
         size_t live;
         if (!dry_run && mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
-                return negative_errno();
+                return gc_note(g, "gc", true, negative_errno());
         g->gc_dirfd = bv_open_dir_beneath(g->dirfd, "gc");
         if (g->gc_dirfd < 0 && !(dry_run && g->gc_dirfd == -ENOENT))
-                return g->gc_dirfd;
+                return gc_note(g, "gc", true, g->gc_dirfd);
         /* the leases first: whoever registers later reads an epoch this run has seen or moved to */
-        int r = gc_leases_scan(g, !dry_run, ret_min, &live);
+        int r = bv_leases_scan(g->dirfd, !dry_run, ret_min, &live, g->problem);
         if (r < 0)
                 return r;
         g->st->leases_reaped = (uint64_t)r;
         g->st->leases_live = live;
         r = bv_gc_epoch_read(g->dirfd, ret_epoch);
-        if (r < 0 && r != -ENOMEM)
-                return bv_repo_problem_note(&g->st->problem, g->dirfd, "gc/epoch", false, r);
-        if (r >= 0)
-                r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
+        if (r < 0)
+                return gc_note(g, "gc/epoch", false, r);
+        r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
         if (r >= 0)
                 r = bv_object_codec_new(bv_repo_keyring(g->repo), bv_repo_config(g->repo)->zstd_level, &g->codec);
         if (r >= 0 && g->gc_dirfd >= 0)
@@ -405,13 +393,16 @@ static int gc_check_damage(Gc *g)
 
 int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
 {
-        Gc g = { .repo = repo, .index = bv_repo_index(repo), .dirfd = bv_repo_dirfd(repo, ""), .gc_dirfd = -EBADF, .st = st };
+        Gc g = { .repo = repo, .index = bv_repo_index(repo), .dirfd = bv_repo_dirfd(repo, ""), .gc_dirfd = -EBADF,
+                 .st = st, .problem = o->problem };
         Packs ps = {};
         uint64_t epoch = 0, min = 0;
         char list_name[BV_INDEX_NAME_MAX] = "";
         size_t ncondemned;
 
         *st = (BvGcStats){};
+        if (o->problem)
+                *o->problem = (BvRepoProblem){};
         int r = gc_prepare(&g, o->dry_run, &epoch, &min);
         if (r >= 0)
                 r = gc_mark(&g);

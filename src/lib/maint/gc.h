@@ -18,6 +18,9 @@
 typedef struct BvGcOptions {
         bool dry_run;        /* mark and plan; change nothing */
         unsigned max_unused; /* percent of a pack's entries that may be unused before it is rewritten */
+        /* If not NULL: on failure, the entry of the repository at fault (a lease, gc/, gc/epoch, a
+         * condemned list, a pack to delete), if one was; an empty path otherwise. */
+        BvRepoProblem *problem;
 } BvGcOptions;
 
 typedef struct BvGcStats {
@@ -34,7 +37,6 @@ typedef struct BvGcStats {
         uint64_t lists_finalized, lists_waiting;
         uint64_t leases_live, leases_reaped;
         uint64_t epoch;                      /* the gc epoch when gc ended */
-        BvRepoProblem problem;               /* on failure, the entry that stopped gc (empty path: none) */
 } BvGcStats;
 
 /* -EUCLEAN when a damaged index segment or snapshot record hides what is referenced (gc would

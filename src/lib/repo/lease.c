@@ -20,7 +20,7 @@
 #include "random.h"
 #include "repo-internal.h"
 
-#define LEASE_NAME_LEN (BV_LEASE_NAME_SIZE - 1) /* 16 hex digits + ".lease" */
+#define LEASE_NAME_LEN 22 /* 16 hex digits + ".lease" */
 #define LEASE_MAX 4096
 
 struct BvLease {
@@ -144,10 +144,7 @@ static bool lease_name_valid(const char *n)
 {
         if (strlen(n) != LEASE_NAME_LEN || strcmp(n + 16, ".lease") != 0)
                 return false;
-        for (int i = 0; i < 16; i++)
-                if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
-                        return false;
-        return true;
+        return bv_hex_is_lower_prefix(n, 16);
 }
 
 /* The epoch of a lease held by a live holder (0 when it does not parse). */
@@ -182,8 +179,7 @@ static int lease_test(int dirfd, const char *name, bool reap, uint64_t *ret_epoc
         return 0;
 }
 
-int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live,
-                   char failed[BV_LEASE_NAME_SIZE])
+int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live, BvRepoProblem *ret_problem)
 {
         _cleanup_close_ int dirfd = subdir(repo_dirfd, "leases", reap);
         uint64_t min = UINT64_MAX;
@@ -195,14 +191,12 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
                 *ret_live = 0;
                 return 0;
         }
-        if (failed)
-                failed[0] = '\0';
         if (dirfd < 0)
-                return dirfd;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, dirfd);
         DIR *d = NULL;
-        r = bv_opendir_beneath(repo_dirfd, "leases", &d);
+        r = bv_opendir_beneath(dirfd, ".", &d); /* the leases/ just opened, not a second lookup */
         if (r < 0)
-                return r;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, r);
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d))) {
                 uint64_t e;
@@ -214,11 +208,14 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
                         min = MIN(min, e);
                 } else if (r == 0)
                         reaped++;
-                else if (failed)
-                        snprintf(failed, BV_LEASE_NAME_SIZE, "%s", de->d_name);
+                else {
+                        char path[sizeof("leases/") + LEASE_NAME_LEN];
+                        snprintf(path, sizeof(path), "leases/%s", de->d_name);
+                        r = bv_repo_problem_note(ret_problem, repo_dirfd, path, false, r);
+                }
         }
         if (r >= 0 && errno)
-                r = negative_errno();
+                r = bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, negative_errno());
         closedir(d);
         if (r < 0)
                 return r;
@@ -239,16 +236,16 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
         if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
                 rr = bv_lock_take(dirfd, (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE, wait);
                 if (rr < 0)
-                        return repo_problem_note(problem, dirfd,
+                        return bv_repo_problem_note(problem, dirfd,
                                                  (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
                 *ret_lock_fd = rr;
         }
-        /* a damaged gc/epoch stops gc and writers, naming it; a reader keeps gc out instead */
-        rr = bv_gc_epoch_read(dirfd, &epoch);
-        if (rr < 0 && rr != -ENOMEM && (flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
-                return repo_problem_note(problem, dirfd, "gc/epoch", false, rr);
-        if (flags & BV_OPEN_GC)
+        if (flags & BV_OPEN_GC) /* gc reads gc/epoch itself, and names it when it is damaged */
                 return 0;
+        /* a damaged gc/epoch stops writers, naming it; a reader keeps gc out instead */
+        rr = bv_gc_epoch_read(dirfd, &epoch);
+        if (rr < 0 && rr != -ENOMEM && (flags & BV_OPEN_WRITE))
+                return bv_repo_problem_note(problem, dirfd, "gc/epoch", false, rr);
         bool epoch_bad = rr < 0 && rr != -ENOMEM;
         rr = rr < 0 ? rr : bv_lease_take(dirfd,
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
@@ -260,11 +257,11 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
             !(flags & BV_OPEN_WRITE)) {
                 rr = bv_lock_take(dirfd, BV_LOCK_READ, wait);
                 if (rr < 0)
-                        return repo_problem_note(problem, dirfd, "locks/gc", false, rr);
+                        return bv_repo_problem_note(problem, dirfd, "locks/gc", false, rr);
                 *ret_lock_fd = rr;
                 return 0;
         }
         if (rr < 0)
-                return repo_problem_note(problem, dirfd, "leases", true, rr);
+                return bv_repo_problem_note(problem, dirfd, "leases", true, rr);
         return 0;
 }
