@@ -32,4 +32,18 @@ expect_fail 3 "^error: target usb-1: the repository 'blkvault' on the drive is n
 mount -o ro "$forged" "$T/mnt"
 assert_eq "$(ls -A "$T/mnt/blkvault/snapshots")" "" "snapshots on the forged drive"
 umount "$T/mnt"
+
+
+# the real drive again, with its job's state file damaged (a FIFO): the run replaces it (it warned
+# "cannot record" at every run, so status never saw another good backup on this drive)
+losetup -d "$forged"
+attach_loop real "$T/real.img"
+mkdir -p "$BLKVAULT_STATE_DIR"
+rm -f "$BLKVAULT_STATE_DIR/job-secret@usb-1" && mkfifo "$BLKVAULT_STATE_DIR/job-secret@usb-1"
+bv target run usb-1 "${opts[@]}" >"$T/run.out" 2>"$T/run.err" || { cat "$T/run.out" "$T/run.err" >&2; die "the run on the real drive"; }
+[ ! -s "$T/run.err" ] || { cat "$T/run.err" >&2; die "the run warned"; }
+[ -f "$BLKVAULT_STATE_DIR/job-secret@usb-1" ] || die "the damaged state file was not replaced"
+out=$(bv status --config="$conf" --check-age 2>"$T/status.err")
+assert_eq "$out" "age check: 1 jobs, 0 without a good backup within their max-age"
+[ ! -s "$T/status.err" ] || { cat "$T/status.err" >&2; die "status warned"; }
 echo ok

@@ -93,8 +93,10 @@ int bv_state_record(const char *dir, const char *job, const char *target, uint64
         if (r < 0)
                 return r;
         r = bv_state_read(dir, job, target, &old);
-        if (r < 0 && r != -ENOENT)
+        if (r == -ENOMEM)
                 return r;
+        if (r < 0) /* none, or one that does not read (a FIFO, too large): replaced, or no run records again */
+                old = (BvRunState){};
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
         uint64_t good = result == 0 ? when : old.last_good;
