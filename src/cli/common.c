@@ -347,10 +347,6 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
         }
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
                 return e;
-        if (r == -EBADMSG && strcmp(problem.path, "gc/epoch") == 0) { /* a writer's open */
-                log_error("cannot open repository '%s': '%s' is damaged (%s)", path, problem.path, strerror(-r));
-                return EXIT_DAMAGE;
-        }
         if (r < 0)
                 return log_open_error(path, r);
         report_damage(*ret, &damage_reported);

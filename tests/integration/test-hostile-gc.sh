@@ -29,15 +29,12 @@ for kind in garbage fifo symlink; do
     timeout 20 "$BLKVAULT" list "$repo" >/dev/null
     # writers and gc refuse, naming the file
     if [ $kind = garbage ]; then
-        expect_fail 4 "^error: cannot open repository '$repo': 'gc/epoch' is damaged (Bad message)$" \
-            timeout 20 "$BLKVAULT" backup "$repo" "$T/src.img" -q
-        expect_fail 4 "^error: cannot collect garbage in '$repo' (nothing was lost): 'gc/epoch': Bad message$" \
-            timeout 20 "$BLKVAULT" gc "$repo"
+        pattern="^error: cannot open repository '$repo': 'gc/epoch' $what$"
     else
         pattern="^error: refusing 'gc/epoch' in repository '$repo': $what$"
-        expect_fail $rc "$pattern" timeout 20 "$BLKVAULT" backup "$repo" "$T/src.img" -q
-        expect_fail $rc "$pattern" timeout 20 "$BLKVAULT" gc "$repo"
     fi
+    expect_fail $rc "$pattern" timeout 20 "$BLKVAULT" backup "$repo" "$T/src.img" -q
+    expect_fail $rc "$pattern" timeout 20 "$BLKVAULT" gc "$repo"
 done
 rm "$repo/gc/epoch"
 

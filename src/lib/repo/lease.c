@@ -240,12 +240,12 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
                                                  (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
                 *ret_lock_fd = rr;
         }
-        if (flags & BV_OPEN_GC) /* gc reads gc/epoch itself, and names it when it is damaged */
-                return 0;
-        /* a damaged gc/epoch stops writers, naming it; a reader keeps gc out instead */
+        /* a damaged gc/epoch stops gc and writers, naming it; a reader keeps gc out instead */
         rr = bv_gc_epoch_read(dirfd, &epoch);
-        if (rr < 0 && rr != -ENOMEM && (flags & BV_OPEN_WRITE))
+        if (rr < 0 && rr != -ENOMEM && (flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
                 return bv_repo_problem_note(problem, dirfd, "gc/epoch", false, rr);
+        if (flags & BV_OPEN_GC)
+                return 0;
         bool epoch_bad = rr < 0 && rr != -ENOMEM;
         rr = rr < 0 ? rr : bv_lease_take(dirfd,
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
