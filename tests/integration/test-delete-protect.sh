@@ -42,3 +42,16 @@ assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["nam
 bv protect "$repo" a 2>/dev/null
 bv delete "$repo" a --force 2>/dev/null
 [ -z "$(ls "$repo/snapshots")" ] || die "files left in snapshots/: $(ls "$repo/snapshots")"
+
+randfile "$T/v2.img" 1 delete-protect-v2
+bv backup "$repo" "$T/v2.img" --name=vm1 -q
+
+# a marker that is a directory (someone else's): delete --force forgets the snapshot and says so
+# (it said "cannot delete snapshot: Is a directory" after the record was gone)
+vm1=$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["snapshot"] for s in json.load(sys.stdin) if s["name"] == "vm1"][0])')
+bv protect "$repo" "$vm1" --unprotect 2>/dev/null
+mkdir "$repo/snapshots/$vm1.protect"
+expect_fail 1 "snapshot ${vm1:0:8} is protected" bv delete "$repo" "$vm1"
+bv delete "$repo" "$vm1" --force >"$T/del.out" 2>&1 || { cat "$T/del.out" >&2; die "delete --force with a directory marker"; }
+grep -qx "snapshot ${vm1:0:8} deleted" "$T/del.out" || { cat "$T/del.out" >&2; die "delete --force did not say it deleted"; }
+[ ! -e "$repo/snapshots/$vm1.snap" ] || die "the record stayed"
