@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "info.h"
 #include "macro.h"
 #include "maptree.h"
@@ -115,14 +116,8 @@ static int collect_parent(void *userdata, const BvMapExtent *e)
 
         if (e->kind != BV_EXTENT_DATA)
                 return 0;
-        if (sh->n == sh->cap) {
-                size_t cap = sh->cap ? 2 * sh->cap : 1024;
-                void *p = reallocarray(sh->ids, cap, BV_ID_SIZE);
-                if (!p)
-                        return -ENOMEM;
-                sh->ids = p;
-                sh->cap = cap;
-        }
+        if (BV_ARRAY_RESERVE(sh->ids, sh->cap, sh->n + 1, 1024) < 0)
+                return -ENOMEM;
         memcpy(sh->ids[sh->n++], e->id, BV_ID_SIZE);
         return 0;
 }

@@ -452,14 +452,10 @@ static int list_segments(Repair *R, char (**ret)[SEGMENT_NAME_LEN + 1], size_t *
         while ((de = readdir(d))) {
                 if (!segment_name(de->d_name))
                         continue;
-                if (n == cap) {
-                        void *p = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
-                        if (!p) {
-                                closedir(d);
-                                free(names);
-                                return -ENOMEM;
-                        }
-                        names = p;
+                if (BV_ARRAY_RESERVE(names, cap, n + 1, 64) < 0) {
+                        closedir(d);
+                        free(names);
+                        return -ENOMEM;
                 }
                 memcpy(names[n++], de->d_name, SEGMENT_NAME_LEN + 1);
         }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "chunks.h"
 #include "fileio.h"
 #include "hex.h"
@@ -403,12 +404,8 @@ static int state_note(Verify *v, int error)
 static int schedule_on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
 {
         Schedule *sc = userdata;
-        if (sc->n == sc->cap) {
-                void *p = realloc(sc->packs, (sc->cap = sc->cap ? 2 * sc->cap : 64) * sizeof(*sc->packs));
-                if (!p)
-                        return -ENOMEM;
-                sc->packs = p;
-        }
+        if (BV_ARRAY_RESERVE(sc->packs, sc->cap, sc->n + 1, 64) < 0)
+                return -ENOMEM;
         sc->packs[sc->n] = (BvVerifyPackState){ .size = size };
         memcpy(sc->packs[sc->n++].id, pack_id, BV_PACK_ID_SIZE);
         return 0;
@@ -540,14 +537,8 @@ static int pack_id_cmp(const void *a, const void *b)
 
 static int pack_push(uint8_t (**ids)[BV_PACK_ID_SIZE], size_t *n, size_t *cap, const uint8_t id[BV_PACK_ID_SIZE])
 {
-        if (*n == *cap) {
-                size_t c = *cap ? 2 * *cap : 64;
-                void *p = realloc(*ids, c * BV_PACK_ID_SIZE);
-                if (!p)
-                        return -ENOMEM;
-                *ids = p;
-                *cap = c;
-        }
+        if (BV_ARRAY_RESERVE(*ids, *cap, *n + 1, 64) < 0)
+                return -ENOMEM;
         memcpy((*ids)[(*n)++], id, BV_PACK_ID_SIZE);
         return 0;
 }
@@ -672,13 +663,9 @@ static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
                                 goto oom;
                         continue;
                 }
-                if (n == cap) {
-                        char **p = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*p));
-                        if (!p) {
-                                free(id);
-                                goto oom;
-                        }
-                        names = p;
+                if (BV_ARRAY_RESERVE(names, cap, n + 1, 16) < 0) {
+                        free(id);
+                        goto oom;
                 }
                 names[n++] = id;
         }

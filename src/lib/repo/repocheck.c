@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "macro.h"
 #include "repo-internal.h"
@@ -64,14 +65,8 @@ typedef struct PackIds {
 
 static int ids_push(PackIds *l, const uint8_t id[BV_PACK_ID_SIZE])
 {
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? 2 * l->cap : 64;
-                void *q = reallocarray(l->ids, cap, BV_PACK_ID_SIZE);
-                if (!q)
-                        return -ENOMEM;
-                l->ids = q;
-                l->cap = cap;
-        }
+        if (BV_ARRAY_RESERVE(l->ids, l->cap, l->n + 1, 64) < 0)
+                return -ENOMEM;
         memcpy(l->ids[l->n++], id, BV_PACK_ID_SIZE);
         return 0;
 }
