@@ -14,7 +14,6 @@
 #include "buf.h"
 #include "fileio.h"
 #include "gc-internal.h"
-#include "hex.h"
 #include "macro.h"
 #include "maptree.h"
 #include "pack.h"
@@ -27,13 +26,6 @@ int gc_pack_cmp(const void *a, const void *b)
 static int list_name_cmp(const void *a, const void *b)
 {
         return strcmp(((const GcList *)a)->name, ((const GcList *)b)->name);
-}
-
-static bool list_name_valid(const char *n)
-{
-        if (strlen(n) != 20 || strcmp(n + 16, ".idx") != 0)
-                return false;
-        return bv_hex_is_lower_prefix(n, 16);
 }
 
 int gc_list_add(Gc *g, const char *name, bool mark)
@@ -68,7 +60,7 @@ int gc_lists_load(Gc *g)
                 return gc_note(g, "gc", true, r);
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d)))
-                if (list_name_valid(de->d_name))
+                if (bv_index_name_valid(de->d_name))
                         r = gc_list_add(g, de->d_name, true);
         if (r >= 0 && errno)
                 r = gc_note(g, "gc", true, negative_errno());

@@ -431,12 +431,6 @@ static int storage_cmp(const void *a, const void *b)
         return (int)x->member - (int)y->member;
 }
 
-static bool segment_name(const char *name)
-{
-        return strlen(name) == SEGMENT_NAME_LEN && strcmp(name + 16, ".idx") == 0 &&
-               bv_hex_is_lower_prefix(name, 16);
-}
-
 /* The names of the segment files in index/ now (a malloc'd array of SEGMENT_NAME_LEN + 1). */
 static int list_segments(Repair *R, char (**ret)[SEGMENT_NAME_LEN + 1], size_t *ret_n)
 {
@@ -450,7 +444,7 @@ static int list_segments(Repair *R, char (**ret)[SEGMENT_NAME_LEN + 1], size_t *
         if (r < 0)
                 return r;
         while ((de = readdir(d))) {
-                if (!segment_name(de->d_name))
+                if (!bv_index_name_valid(de->d_name)) /* what the index opens, upper-case hex too */
                         continue;
                 if (BV_ARRAY_RESERVE(names, cap, n + 1, 64) < 0) {
                         closedir(d);
