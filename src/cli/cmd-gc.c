@@ -103,8 +103,7 @@ int cmd_gc(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "gc", .usage = usage_text, .options = options, .secret = &sargs,
-                            .min_args = 1, .max_args = 1, .repo = true,
-                            .expected = "expected exactly one argument: REPO (see 'blkvault help gc')");
+                            .args = "REPO", .repo = true);
         int r;
         const char *path = argv[optind];
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;

@@ -131,8 +131,7 @@ int cmd_verify(int argc, char **argv)
                                       CLI_PARSED("max-duration", parse_max_duration, &vo.max_duration_ns),
                                       CLI_FLAG("written", &vo.written), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "verify", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 1, .max_args = 2, .repo = true,
-                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
+                                        .args = "REPO [SNAPSHOT]", .repo = true);
         int r;
         const char *path = argv[optind], *spec = optind + 1 < argc ? argv[optind + 1] : NULL;
         vo.snapshot = spec;

@@ -194,7 +194,7 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
         if (dirfd < 0)
                 return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, dirfd);
         DIR *d = NULL;
-        r = bv_opendir_beneath(repo_dirfd, "leases", &d);
+        r = bv_opendir_beneath(dirfd, ".", &d); /* the leases/ just opened, not a second lookup */
         if (r < 0)
                 return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, r);
         struct dirent *de;

@@ -65,8 +65,9 @@ typedef struct PackIds {
 
 static int ids_push(PackIds *l, const uint8_t id[BV_PACK_ID_SIZE])
 {
-        if (BV_ARRAY_RESERVE(l->ids, l->cap, l->n + 1, 64) < 0)
-                return -ENOMEM;
+        int r = BV_ARRAY_RESERVE(l->ids, l->cap, l->n + 1, 64);
+        if (r < 0)
+                return r;
         memcpy(l->ids[l->n++], id, BV_PACK_ID_SIZE);
         return 0;
 }

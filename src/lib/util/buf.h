@@ -2,9 +2,9 @@
 #pragma once
 
 #include <errno.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Grows the byte buffer *buf of *cap bytes to hold at least need bytes, keeping its contents.
  * -ENOMEM leaves it as it was. */
@@ -22,30 +22,27 @@ static inline int bv_buf_reserve(uint8_t **buf, size_t *cap, size_t need)
         return 0;
 }
 
-/* Grows the array *array of *cap elements of size bytes to hold at least need, doubling from
- * first (at least 1), so that appending one at a time costs amortized O(1); contents kept.
- * -ENOMEM (also when the size would overflow) leaves it as it was. */
-static inline int bv_array_reserve(void **array, size_t *cap, size_t need, size_t size, size_t first)
+/* Makes room for need elements of size bytes in the array *array_ptr (a T **) of *cap elements:
+ * when it is short, it grows to twice its capacity (first when it is empty), or to need if that is
+ * more. -ENOMEM leaves it as it was. The pointer is copied in and out with memcpy, so that any T * can
+ * be passed without breaking strict aliasing. Use it through BV_ARRAY_RESERVE. */
+static inline int bv_array_reserve(void *array_ptr, size_t *cap, size_t need, size_t size, size_t first)
 {
-        size_t c = *cap ? *cap : first ? first : 1, bytes;
-        void *p;
+        void *old, *p;
+        size_t n;
 
         if (need <= *cap)
                 return 0;
-        while (c < need)
-                if (__builtin_mul_overflow(c, (size_t)2, &c))
-                        return -ENOMEM;
-        if (__builtin_mul_overflow(c, size, &bytes))
-                return -ENOMEM;
-        p = realloc(*array, bytes);
+        n = *cap ? (*cap > SIZE_MAX / 2 ? SIZE_MAX : 2 * *cap) : first;
+        if (n < need)
+                n = need;
+        memcpy(&old, array_ptr, sizeof(old));
+        p = reallocarray(old, n, size);
         if (!p)
                 return -ENOMEM;
-        *array = p;
-        *cap = c;
+        memcpy(array_ptr, &p, sizeof(p));
+        *cap = n;
         return 0;
 }
-
-/* bv_array_reserve for a typed array and its capacity, e.g.
- * BV_ARRAY_RESERVE(l->ids, l->cap, l->n + 1, 64). */
-#define BV_ARRAY_RESERVE(array, cap, need, first)                                                          \
-        bv_array_reserve((void **)&(array), &(cap), (need), sizeof(*(array)), (first))
+#define BV_ARRAY_RESERVE(array, cap, need, first)                                                       \
+        bv_array_reserve(&(array), &(cap), (need), sizeof(*(array)), (first))
