@@ -126,7 +126,7 @@ static int count_shared(void *userdata, const BvMapExtent *e)
 {
         Shared *sh = userdata;
 
-        if (e->kind == BV_EXTENT_DATA && bsearch(e->id, sh->ids, sh->n, BV_ID_SIZE, id_cmp))
+        if (e->kind == BV_EXTENT_DATA && sh->n > 0 && bsearch(e->id, sh->ids, sh->n, BV_ID_SIZE, id_cmp))
                 sh->shared += e->length;
         return 0;
 }
@@ -147,7 +147,8 @@ int bv_snapshot_shared_bytes(BvRepo *r, const BvSnapshot *snap, const BvSnapshot
                 return rr;
         rr = bv_map_walk(parent->root, parent->height, parent->size, shared_fetch, &sh, NULL, collect_parent, &sh);
         if (rr >= 0) {
-                qsort(sh.ids, sh.n, BV_ID_SIZE, id_cmp);
+                if (sh.n > 0) /* a parent without data: sh.ids is NULL, which qsort and bsearch must not get */
+                        qsort(sh.ids, sh.n, BV_ID_SIZE, id_cmp);
                 rr = bv_map_walk(snap->root, snap->height, snap->size, shared_fetch, &sh, NULL, count_shared, &sh);
         }
         bv_object_codec_free(sh.codec);
