@@ -10,7 +10,7 @@
 typedef struct GcList {
         char name[BV_INDEX_NAME_MAX];
         BvIndexList *list;
-        uint8_t *bits; /* one per entry: referenced by a snapshot, and not in the index */
+        uint8_t *bits; /* one per entry: referenced by a snapshot, and not in the index (NULL: not marked) */
 } GcList;
 
 typedef struct Gc {
