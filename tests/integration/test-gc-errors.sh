@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The error paths of gc, prune, repair and scheduled verify, each with its exact message and exit
 # status: an entry of the repository that is refused (a lease, gc/, gc/epoch, a condemned list,
-# verify-state that is a FIFO, a symbolic link or a directory) is named, as is one that does not
-# parse; a damaged index segment stops gc; another gc or writer holding the lock is said so. No
-# command hangs on a FIFO, and the repository is whole afterwards.
+# verify-state that is a FIFO, a symbolic link or a directory; a pack or lock file repair meets)
+# is named, as is one that does not parse; a damaged index segment stops gc; another gc or writer
+# holding the lock is said so. No command hangs on a FIFO, and the repository is whole afterwards.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd openssl python3 flock mkfifo timeout
 
@@ -76,6 +76,17 @@ release
 hold "$repo/locks/write"
 expect_fail 5 "^error: repository '$repo' is locked by another writer (a backup or key change is running)$" t repair "$repo"
 release
+
+# repair: a lock file it cannot take, a pack it must not follow (as repair --force and writers do)
+rm -f "$repo/locks/write" && mkfifo "$repo/locks/write"
+expect_fail 1 "^error: refusing 'locks/write' in repository '$repo': it is a FIFO$" t repair "$repo"
+rm "$repo/locks/write"
+pack=$(cd "$repo/packs" && find . -name '*.pack' | sed 's|^\./||' | head -1)
+mv "$repo/packs/$pack" "$T/pack.real" && ln -s "$T/pack.real" "$repo/packs/$pack"
+expect_fail 1 "^error: refusing 'packs/$pack' in repository '$repo': it is a symbolic link$" t repair "$repo"
+grep -q "^lost:" "$T/.out" && die "repair listed losses for a pack it refused"
+expect_fail 1 "^error: refusing 'packs/$pack' in repository '$repo': it is a symbolic link$" t repair "$repo" --force
+rm "$repo/packs/$pack" && mv "$T/pack.real" "$repo/packs/$pack"
 
 # scheduled verify: verify-state that is a FIFO, a symbolic link, a directory
 mkfifo "$repo/verify-state"
