@@ -25,12 +25,12 @@ TEST(epoch_and_scan)
         ASSERT_EQ(live, 0u);
         ASSERT_EQ(min, UINT64_MAX);
 
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, NULL, &a, &e));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, &a, &e, NULL));
         ASSERT_EQ(e, 0u);
         ASSERT_OK(bv_gc_epoch_write(dfd, 5));
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 5u);
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, "00112233445566778899aabbccddeeff", &b, &e));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, &b, &e, NULL));
         ASSERT_EQ(e, 5u);
         ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 2u);
@@ -45,7 +45,7 @@ TEST(epoch_and_scan)
         ASSERT_TRUE(pid >= 0);
         if (pid == 0) {
                 BvLease *c = NULL;
-                _exit(bv_lease_take(dfd, BV_LEASE_READ, NULL, &c, NULL) < 0 ? 1 : 0);
+                _exit(bv_lease_take(dfd, BV_LEASE_READ, &c, NULL, NULL) < 0 ? 1 : 0);
         }
         int status;
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -63,7 +63,8 @@ TEST(epoch_and_scan)
         bvtest_rm_rf(dir);
 }
 
-/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too). */
+/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too); so does
+ * a gc/epoch that is a FIFO when a lease is taken. */
 TEST(scan_refuses_and_names)
 {
         _cleanup_free_ char *dir = bvtest_tmpdir();
@@ -91,6 +92,13 @@ TEST(scan_refuses_and_names)
         ASSERT_TRUE(mkfifoat(dfd, "leases/not-a-lease", 0600) == 0);
         ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, &p), 0);
         ASSERT_EQ(live, 0u);
+        /* a lease is taken after reading gc/epoch: an epoch that is a FIFO is named */
+        BvLease *l = NULL;
+        ASSERT_TRUE(mkdirat(dfd, "gc", 0700) == 0 && mkfifoat(dfd, "gc/epoch", 0600) == 0);
+        ASSERT_ERROR(bv_lease_take(dfd, BV_LEASE_READ, &l, NULL, &p), EBADFD);
+        ASSERT_STREQ(p.path, "gc/epoch");
+        ASSERT_EQ(p.mode, (uint32_t)S_IFIFO);
+        ASSERT_TRUE(l == NULL);
         bvtest_rm_rf(dir);
 }
 

@@ -84,7 +84,7 @@ static int lease_link(BvLease *l, int fd, const char *tmpname, const char *json)
         return bv_tmpfile_link(l->dirfd, fd, tmpname, l->name, false);
 }
 
-int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLease **ret, uint64_t *ret_epoch)
+int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch, BvRepoProblem *ret_problem)
 {
         _cleanup_free_ BvLease *l = calloc(1, sizeof(*l));
         _cleanup_close_ int fd = -EBADF;
@@ -94,27 +94,27 @@ int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLeas
 
         if (!l)
                 return -ENOMEM;
-        if ((unsigned)kind >= ELEMENTSOF(kind_names) || (snapshot && strlen(snapshot) > 64))
+        if ((unsigned)kind >= ELEMENTSOF(kind_names))
                 return -EINVAL;
         r = bv_gc_epoch_read(repo_dirfd, &epoch);
         if (r < 0)
-                return r;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "gc/epoch", false, r);
         l->dirfd = subdir(repo_dirfd, "leases", true);
         if (l->dirfd < 0)
-                return l->dirfd;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, l->dirfd);
         r = bv_tmpfile_open_prefix(l->dirfd, ".tmp-", &fd, tmpname);
         if (r >= 0 && flock(fd, LOCK_EX) < 0) /* nobody else can see it yet: never blocks */
                 r = negative_errno();
         if (r >= 0) {
-                snprintf(json, sizeof(json), "{\"kind\":\"%s\",\"epoch\":%" PRIu64 ",\"pid\":%d,\"snapshot\":\"%s\"}\n",
-                         kind_names[kind], epoch, (int)getpid(), snapshot ? snapshot : "");
+                snprintf(json, sizeof(json), "{\"kind\":\"%s\",\"epoch\":%" PRIu64 ",\"pid\":%d,\"snapshot\":\"\"}\n",
+                         kind_names[kind], epoch, (int)getpid());
                 r = lease_link(l, fd, tmpname, json);
         }
         if (r < 0) {
                 if (fd >= 0)
                         bv_tmpfile_discard(l->dirfd, tmpname);
                 safe_close(l->dirfd);
-                return r;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, r);
         }
         l->fd = TAKE_FD(fd);
         l->epoch = epoch;
@@ -245,17 +245,17 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
                            : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
                                                       : BV_LEASE_READ,
-                           NULL, ret_lease, NULL);
+                           ret_lease, NULL, problem);
         /* a full filesystem too: a restore from a full backup disk must still read */
         if ((rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
             !(flags & BV_OPEN_WRITE)) {
+                if (problem)
+                        *problem = (BvRepoProblem){}; /* not a failure: the reader reads under locks/gc */
                 rr = bv_lock_take(dirfd, BV_LOCK_READ, wait);
                 if (rr < 0)
                         return bv_repo_problem_note(problem, dirfd, "locks/gc", false, rr);
                 *ret_lock_fd = rr;
                 return 0;
         }
-        if (rr < 0)
-                return bv_repo_problem_note(problem, dirfd, "leases", true, rr);
-        return 0;
+        return rr < 0 ? rr : 0; /* bv_lease_take named gc/epoch or leases/ */
 }
