@@ -189,6 +189,9 @@ void report_missing_packs(BvRepo *repo);
 
 /* Resolves a snapshot spec, reporting failures; returns an exit code. */
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret);
+/* The distinct names of list, in order of first appearance, as "a, b" into buf (cut at size);
+ * returns how many there are. */
+size_t snapshot_names(BvSnapshot *const *list, size_t n, char *buf, size_t size);
 
 /* progress.c: the progress line on stderr when it is a terminal (and not -q): work done of its
  * total, the rate over the last seconds and the ETA of the work left (rate.h). */

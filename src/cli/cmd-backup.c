@@ -194,6 +194,10 @@ static void warn_read_everything(const BvSourceOptions *so, const BvBackupStats 
                 log_warning("thin delta '%s' not used, read everything: %s", so->thin_delta, stats->changed_reason);
         else if (stats->changed_reason[0])
                 log_warning("'%s' not compared with, read everything: %s", so->compare_with, stats->changed_reason);
+        if (stats->lost_from[0])
+                log_warning("'%s' is unchanged, but its last snapshot %.8s lost chunks (see 'blkvault repair'): read "
+                            "it again",
+                            source, stats->lost_from);
         if (stats->ranges_unreadable) {
                 char b[32];
                 log_warning("%s of '%s' did not read (%llu ranges): stored as zeroes, listed by 'blkvault info'",

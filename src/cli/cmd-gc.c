@@ -81,6 +81,12 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
                           path);
                 return EXIT_DAMAGE;
         }
+        if (r == -EOVERFLOW) {
+                log_error("cannot collect garbage in '%s' (nothing was lost): 'gc/epoch' holds the largest epoch "
+                          "(%llu): remove it once no backup, restore or export runs",
+                          path, (unsigned long long)ret->epoch);
+                return EXIT_ERROR;
+        }
         if (r < 0)
                 return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);
         return EXIT_OK;

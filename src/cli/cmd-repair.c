@@ -101,8 +101,7 @@ int cmd_repair(int argc, char **argv)
                 return EXIT_DAMAGE;
         }
         if (r == -EBADMSG) {
-                log_error("data is lost in '%s': back its sources up again (image files with --force-read) to heal "
-                          "what they still hold", path);
+                log_error("data is lost in '%s': back its sources up again to heal what they still hold", path);
                 return EXIT_DAMAGE;
         }
         log_info("ok: %llu packs, %llu objects whole, %llu snapshots whole%s", (unsigned long long)st.packs,
