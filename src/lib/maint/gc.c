@@ -288,11 +288,8 @@ static int snapshots_added_since_mark(Gc *g, bool *ret)
         *ret = false;
         while (!*ret && (errno = 0, de = readdir(d))) {
                 char id[sizeof(*g->snaps)];
-                size_t len = strlen(de->d_name);
-                if (len < 6 || len - 5 >= sizeof(id) || strcmp(de->d_name + len - 5, ".snap") != 0)
-                        continue;
-                snprintf(id, sizeof(id), "%.*s", (int)(len - 5), de->d_name);
-                *ret = !bsearch(id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp);
+                if (bv_snapshot_file_id(de->d_name, id)) /* only records: a stray .snap is no backup */
+                        *ret = !bsearch(id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp);
         }
         r = errno && !*ret ? negative_errno() : 0;
         closedir(d);

@@ -637,7 +637,7 @@ static int name_cmp(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Ids of every snapshots/<32 hex>.snap, sorted. */
+/* Ids of every snapshot record in snapshots/ (bv_snapshot_file_id), sorted. */
 static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
 {
         char **names = NULL;
@@ -650,19 +650,13 @@ static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
         if (err < 0)
                 return err;
         while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                uint8_t raw[BV_SNAPSHOT_ID_SIZE];
-                char *id;
+                char hex[2 * BV_SNAPSHOT_ID_SIZE + 1], *id;
 
-                if (len != 2 * BV_SNAPSHOT_ID_SIZE + 5 || strcmp(de->d_name + len - 5, ".snap") != 0)
+                if (!bv_snapshot_file_id(de->d_name, hex)) /* the records every reader lists */
                         continue;
-                id = strndup(de->d_name, 2 * BV_SNAPSHOT_ID_SIZE);
-                if (!id || bv_hex_decode(id, raw, sizeof(raw)) < 0) {
-                        free(id);
-                        if (!id)
-                                goto oom;
-                        continue;
-                }
+                id = strdup(hex);
+                if (!id)
+                        goto oom;
                 if (BV_ARRAY_RESERVE(names, cap, n + 1, 16) < 0) {
                         free(id);
                         goto oom;
