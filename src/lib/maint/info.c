@@ -147,7 +147,8 @@ int bv_snapshot_shared_bytes(BvRepo *r, const BvSnapshot *snap, const BvSnapshot
                 return rr;
         rr = bv_map_walk(parent->root, parent->height, parent->size, shared_fetch, &sh, NULL, collect_parent, &sh);
         if (rr >= 0) {
-                if (sh.n > 0) /* a parent without data: sh.ids is NULL, which qsort and bsearch must not get */
+                /* a parent without data: sh.ids is NULL, which qsort and bsearch must not get */
+                if (sh.n > 0)
                         qsort(sh.ids, sh.n, BV_ID_SIZE, id_cmp);
                 rr = bv_map_walk(snap->root, snap->height, snap->size, shared_fetch, &sh, NULL, count_shared, &sh);
         }

@@ -56,8 +56,9 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
                         r = bv_snapshot_forget(dirfd, items[i].snap->id, false);
                         if (r < 0 && r != -ENOENT) {
                                 char path[sizeof("snapshots/.snap") + 2 * BV_SNAPSHOT_ID_SIZE];
+                                int top = bv_repo_dirfd(repo, "");
                                 snprintf(path, sizeof(path), "snapshots/%s.snap", items[i].snap->id);
-                                return bv_repo_problem_note(ret_problem, bv_repo_dirfd(repo, ""), path, false, r);
+                                return bv_repo_problem_note(ret_problem, top, path, false, r);
                         }
                 }
                 forgot++;

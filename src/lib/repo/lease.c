@@ -84,7 +84,8 @@ static int lease_link(BvLease *l, int fd, const char *tmpname, const char *json)
         return bv_tmpfile_link(l->dirfd, fd, tmpname, l->name, false);
 }
 
-int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch, BvRepoProblem *ret_problem)
+int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
+                  BvRepoProblem *ret_problem)
 {
         _cleanup_free_ BvLease *l = calloc(1, sizeof(*l));
         _cleanup_close_ int fd = -EBADF;
@@ -106,7 +107,8 @@ int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret
         if (r >= 0 && flock(fd, LOCK_EX) < 0) /* nobody else can see it yet: never blocks */
                 r = negative_errno();
         if (r >= 0) {
-                snprintf(json, sizeof(json), "{\"kind\":\"%s\",\"epoch\":%" PRIu64 ",\"pid\":%d,\"snapshot\":\"\"}\n",
+                snprintf(json, sizeof(json),
+                         "{\"kind\":\"%s\",\"epoch\":%" PRIu64 ",\"pid\":%d,\"snapshot\":\"\"}\n",
                          kind_names[kind], epoch, (int)getpid());
                 r = lease_link(l, fd, tmpname, json);
         }

@@ -31,7 +31,8 @@ int bv_gc_epoch_write(int repo_dirfd, uint64_t epoch);
  * left empty (reserved). *ret_epoch (if not NULL) gets the lease's epoch. -EROFS/-EACCES where
  * leases/ cannot be written (the caller falls back to the shared locks/gc). On failure
  * *ret_problem (if not NULL) names gc/epoch or leases/, whichever failed. */
-int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch, BvRepoProblem *ret_problem);
+int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
+                  BvRepoProblem *ret_problem);
 /* The epoch the lease was taken at. */
 uint64_t bv_lease_epoch(const BvLease *l);
 /* Unlinks the lease and drops its lock. NULL is a no-op. */
