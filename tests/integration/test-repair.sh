@@ -69,6 +69,17 @@ grep -q "^damaged: index segment index/$(basename "$seg"): Bad message$" "$T/e" 
 bv backup "$repo" "$T/img1" --name=n1 >/dev/null
 ids[1]=$(bv list "$repo" --json | grep -o '"id": *"[0-9a-f]*"' | tail -1 | grep -o '[0-9a-f]\{32\}')
 restore_all "after a damaged segment was rebuilt"
+# the same with a segment named in upper-case hex, which the index opens too: the rebuild
+# removes it (it left it, and writers kept refusing the repository)
+seg=$(find "$repo/index" -name '*.idx' | head -1)
+mv "$seg" "$repo/index/ABCDEF0123456789.idx"
+flip_byte "$repo/index/ABCDEF0123456789.idx" 100
+expect_fail 4 "^error: refusing to write to repository '$repo': index segment 'index/ABCDEF0123456789.idx' does not read" \
+    bv backup "$repo" "$T/img1" --name=refused
+bv repair "$repo" --force >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair --force of a damaged upper-case segment"; }
+[ ! -e "$repo/index/ABCDEF0123456789.idx" ] || die "repair --force left the damaged segment ABCDEF0123456789.idx"
+bv repair "$repo" 2>&1 >/dev/null | grep -q "nothing to repair" || die "a repair after the rebuild found work"
+restore_all "after a damaged upper-case segment was rebuilt"
 
 # 3. bit rot in the pack of n2 (compression groups): what n2 lost is listed by byte range, where
 # verify finds the damage; nothing is written without --force

@@ -29,12 +29,12 @@ TEST(epoch_and_scan)
         ASSERT_EQ(live, 0u);
         ASSERT_EQ(min, UINT64_MAX);
 
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, NULL, &a, &e));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, &a, &e, NULL));
         ASSERT_EQ(e, 0u);
         ASSERT_OK(bv_gc_epoch_write(dfd, 5));
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 5u);
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, "00112233445566778899aabbccddeeff", &b, &e));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, &b, &e, NULL));
         ASSERT_EQ(e, 5u);
         ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 2u);
@@ -49,7 +49,7 @@ TEST(epoch_and_scan)
         ASSERT_TRUE(pid >= 0);
         if (pid == 0) {
                 BvLease *c = NULL;
-                _exit(bv_lease_take(dfd, BV_LEASE_READ, NULL, &c, NULL) < 0 ? 1 : 0);
+                _exit(bv_lease_take(dfd, BV_LEASE_READ, &c, NULL, NULL) < 0 ? 1 : 0);
         }
         int status;
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -67,7 +67,8 @@ TEST(epoch_and_scan)
         bvtest_rm_rf(dir);
 }
 
-/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too). */
+/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too); so does
+ * a gc/epoch that is a FIFO when a lease is taken. */
 TEST(scan_refuses_and_names)
 {
         _cleanup_free_ char *dir = bvtest_tmpdir();
@@ -95,14 +96,20 @@ TEST(scan_refuses_and_names)
         ASSERT_TRUE(mkfifoat(dfd, "leases/not-a-lease", 0600) == 0);
         ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, &p), 0);
         ASSERT_EQ(live, 0u);
+        /* a lease is taken after reading gc/epoch: an epoch that is a FIFO is named */
+        BvLease *l = NULL;
+        ASSERT_TRUE(mkdirat(dfd, "gc", 0700) == 0 && mkfifoat(dfd, "gc/epoch", 0600) == 0);
+        ASSERT_ERROR(bv_lease_take(dfd, BV_LEASE_READ, &l, NULL, &p), EBADFD);
+        ASSERT_STREQ(p.path, "gc/epoch");
+        ASSERT_EQ(p.mode, (uint32_t)S_IFIFO);
+        ASSERT_TRUE(l == NULL);
         bvtest_rm_rf(dir);
 }
 
-/* The snapshot's name is a JSON string however it is spelt: a quote and a backslash read back
- * as they were, and the epoch with them (the name was copied unescaped: the file did not parse). */
-TEST(snapshot_escaped)
+/* A lease file is one JSON object that docs/LIFECYCLE.md describes: kind, epoch, pid and an
+ * empty snapshot, read back as written. */
+TEST(file_format)
 {
-        static const char name[] = "a\"b\\c\"}";
         _cleanup_free_ char *dir = bvtest_tmpdir();
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         _cleanup_(json_object_putp) struct json_object *o = NULL;
@@ -114,7 +121,7 @@ TEST(snapshot_escaped)
 
         ASSERT_TRUE(dfd >= 0);
         ASSERT_OK(bv_gc_epoch_write(dfd, 7));
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, name, &l, NULL));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, &l, NULL, NULL));
         snprintf(path, sizeof(path), "%s/leases", dir);
         DIR *d = opendir(path);
         ASSERT_TRUE(d != NULL);
@@ -128,7 +135,13 @@ TEST(snapshot_escaped)
         ASSERT_TRUE(n > 0 && buf[n - 1] == '\n');
         ASSERT_OK(bv_json_parse_object(buf, (size_t)n, 2, &o));
         ASSERT_OK(bv_json_get_string(o, "snapshot", &snapshot));
-        ASSERT_STREQ(snapshot, name);
+        ASSERT_STREQ(snapshot, "");
+        _cleanup_free_ char *kind = NULL;
+        ASSERT_OK(bv_json_get_string(o, "kind", &kind));
+        ASSERT_STREQ(kind, "export");
+        uint64_t pid = 0;
+        ASSERT_OK(bv_json_get_u64(o, "pid", &pid));
+        ASSERT_EQ(pid, (uint64_t)getpid());
         ASSERT_OK(bv_json_get_u64(o, "epoch", &e));
         ASSERT_EQ(e, 7u);
         bv_lease_release(l);
@@ -139,6 +152,6 @@ int main(void)
 {
         RUN(epoch_and_scan);
         RUN(scan_refuses_and_names);
-        RUN(snapshot_escaped);
+        RUN(file_format);
         return 0;
 }
