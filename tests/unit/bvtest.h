@@ -4,10 +4,12 @@
 /* Minimal assertions for unit tests: a failure prints where and what, then aborts. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ASSERT_TRUE(expr)                                                                                  \
         do {                                                                                               \
@@ -105,4 +107,27 @@ static inline void bvtest_rm_rf(const char *path)
         if (system(cmd) != 0)
                 fprintf(stderr, "warning: could not remove %s, ignoring\n", path);
         free(cmd);
+}
+
+/* A fresh temporary directory open as dfd (a repository's directory for the store tests);
+ * bvtest_dir_done closes and removes it. */
+typedef struct BvTestDir {
+        char *dir;
+        int dfd;
+} BvTestDir;
+
+static inline BvTestDir bvtest_dir_new(void)
+{
+        BvTestDir d = { .dir = bvtest_tmpdir() };
+
+        d.dfd = open(d.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(d.dfd >= 0);
+        return d;
+}
+
+static inline void bvtest_dir_done(BvTestDir *d)
+{
+        close(d->dfd);
+        bvtest_rm_rf(d->dir);
+        free(d->dir);
 }

@@ -19,27 +19,6 @@
 #define H_PACK_COUNT 32
 #define H_ENTRIES_OFF 72
 
-typedef struct Repo {
-        char *dir;
-        int dfd;
-} Repo;
-
-static Repo repo_new(void)
-{
-        Repo r = { .dir = bvtest_tmpdir() };
-
-        r.dfd = open(r.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        ASSERT_TRUE(r.dfd >= 0);
-        return r;
-}
-
-static void repo_done(Repo *r)
-{
-        safe_close(r->dfd);
-        bvtest_rm_rf(r->dir);
-        free(r->dir);
-}
-
 static void make_id(uint8_t id[BV_ID_SIZE], uint64_t n)
 {
         bvtest_fill_random(id, BV_ID_SIZE, n * 0x9e3779b97f4a7c15ull + 1);
@@ -158,7 +137,7 @@ static void rewrite_segment(int dfd, void (*fix)(uint8_t *data, size_t *len), bo
 }
 
 /* A repository holding one segment of ids 0..99 in pack 1. */
-static void write_one_segment(Repo *r)
+static void write_one_segment(BvTestDir *r)
 {
         BvIndex *x = NULL;
 
@@ -170,7 +149,7 @@ static void write_one_segment(Repo *r)
 
 TEST(empty_repository)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         BvIndexStats st = { .entries = 99 };
 
@@ -188,12 +167,12 @@ TEST(empty_repository)
         bv_index_free(x);
 
         ASSERT_ERROR(bv_index_open(-1, &x), EINVAL);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(claim_semantics)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         uint8_t id[BV_ID_SIZE], other[BV_ID_SIZE];
 
@@ -221,13 +200,13 @@ TEST(claim_semantics)
         bv_index_unclaim(x, other);
         ASSERT_EQ(bv_index_claim(x, other), 1);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* Many claims and unclaims exercise growth and backward-shift deletion. */
 TEST(claim_table_growth)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         uint8_t id[BV_ID_SIZE];
 
@@ -245,12 +224,12 @@ TEST(claim_table_growth)
                 ASSERT_EQ(bv_index_claim(x, id), i % 2 == 0 ? 1 : 0);
         }
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(add_lookup_flush_reopen)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL, *y = NULL;
         BvIndexStats st;
 
@@ -287,13 +266,13 @@ TEST(add_lookup_flush_reopen)
         expect_absent(y, 5005);
         ASSERT_OK(bv_index_check(y, NULL, NULL));
         bv_index_free(y);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* A newer location of an id wins: in the pending table, across segments and after merging. */
 TEST(compaction)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL, *y = NULL;
         BvIndexStats st;
 
@@ -331,12 +310,12 @@ TEST(compaction)
         expect_id(y, 1, 1500, 0);
         expect_id(y, 9, 9999, 0);
         bv_index_free(y);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(refresh_sees_other_handle)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *writer = NULL, *reader = NULL;
         BvIndexStats st;
 
@@ -366,7 +345,7 @@ TEST(refresh_sees_other_handle)
         expect_id(reader, 2, 150, 0);
         bv_index_free(writer);
         bv_index_free(reader);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 typedef struct CheckCount {
@@ -388,7 +367,7 @@ static int count_cb(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, void *u
 
 TEST(check_visits_every_entry)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         CheckCount c = {};
         uint64_t want = 0;
@@ -407,7 +386,7 @@ TEST(check_visits_every_entry)
         c = (CheckCount){ .fail_at = 10 };
         ASSERT_ERROR(bv_index_check(x, count_cb, &c), ECANCELED);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 static void flip_count(uint8_t *data, size_t *len)
@@ -466,7 +445,7 @@ static void bad_pack_position(uint8_t *data, size_t *len)
  * without it. */
 static void expect_open_error(void (*fix)(uint8_t *, size_t *), bool fix_header, int err)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         BvIndexDamage *d = NULL;
         BvIndexStats st;
@@ -483,7 +462,7 @@ static void expect_open_error(void (*fix)(uint8_t *, size_t *), bool fix_header,
         ASSERT_EQ(st.segments, 0);
         free(d);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(corrupt_segments_at_open)
@@ -501,7 +480,7 @@ TEST(corrupt_segments_at_open)
 
 TEST(corrupt_body_found_by_check)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
 
         write_one_segment(&r);
@@ -509,12 +488,12 @@ TEST(corrupt_body_found_by_check)
         ASSERT_OK(bv_index_open(r.dfd, &x)); /* the body is not read at open */
         ASSERT_ERROR(bv_index_check(x, NULL, NULL), EBADMSG);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(pack_position_out_of_range)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL, *y = NULL;
         uint8_t id[BV_ID_SIZE];
         BvLocation loc;
@@ -534,13 +513,13 @@ TEST(pack_position_out_of_range)
         ASSERT_EQ(count_segments(r.dfd), 2);
         bv_index_free(x);
         bv_index_free(y);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* Segment files the index did not write are ignored; a non-directory fd fails. */
 TEST(foreign_files)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         int fd;
 
@@ -555,7 +534,7 @@ TEST(foreign_files)
         ASSERT_TRUE(fd >= 0);
         ASSERT_ERROR(bv_index_open(fd, &x), ENOTDIR);
         close(fd);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 static int named_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], void *ud)
@@ -568,7 +547,7 @@ static int named_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], void *ud)
  * again); a newer location wins; the pack tables list what the segments name. */
 TEST(missing_packs)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         uint8_t lost[BV_PACK_ID_SIZE], id[BV_ID_SIZE];
         size_t named = 0;
@@ -594,7 +573,7 @@ TEST(missing_packs)
         ASSERT_OK(bv_index_set_missing_packs(x, NULL, 0));
         expect_id(x, 1, 6, 0);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 #define THREADS 4
@@ -627,7 +606,7 @@ static void *claim_worker(void *p)
 
 TEST(concurrent_claims)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         pthread_t t[THREADS];
         ClaimWorker w[THREADS];
@@ -648,7 +627,7 @@ TEST(concurrent_claims)
                 ASSERT_EQ(wins[i], i < THREAD_IDS / 3 ? 0 : 1);
         free(wins);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 typedef struct LookupWorker {
@@ -672,7 +651,7 @@ static void *lookup_worker(void *p)
 /* Lookups keep finding old entries while another thread flushes, compacts and refreshes. */
 TEST(lookups_during_updates)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         LookupWorker w = {};
         pthread_t t;
@@ -693,7 +672,7 @@ TEST(lookups_during_updates)
         ASSERT_TRUE(w.lookups > 0);
         expect_id(x, 11, 11499, 0);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* The seed corpus doubles as golden files: a segment written by the first version must keep
@@ -703,7 +682,7 @@ static bool golden_segment(void)
 {
         const char *root = getenv("SOURCE_ROOT");
         char *path = NULL;
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         void *data;
         size_t len;
@@ -711,7 +690,7 @@ static bool golden_segment(void)
 
         if (!root) {
                 printf("skip - golden_segment: SOURCE_ROOT unset\n");
-                repo_done(&r);
+                bvtest_dir_done(&r);
                 return false;
         }
         ASSERT_TRUE(asprintf(&path, "%s/tests/fuzz/corpus/index-segment", root) > 0);
@@ -739,7 +718,7 @@ static bool golden_segment(void)
         free(data);
         close(src);
         free(path);
-        repo_done(&r);
+        bvtest_dir_done(&r);
         return true;
 }
 

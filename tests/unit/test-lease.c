@@ -10,20 +10,27 @@
 #include "lease.h"
 #include "macro.h"
 
+/* A scan that reaps finds REAPED leases of ended holders and LIVE others, the lowest epoch MIN. */
+static void expect_scan(int dfd, int reaped, size_t live, uint64_t min)
+{
+        uint64_t m;
+        size_t l;
+
+        ASSERT_EQ(bv_leases_scan(dfd, true, &m, &l), reaped);
+        ASSERT_EQ(l, live);
+        ASSERT_EQ(m, min);
+}
+
 TEST(epoch_and_scan)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvTestDir d = bvtest_dir_new();
+        int dfd = d.dfd;
         BvLease *a = NULL, *b = NULL;
-        uint64_t e, min;
-        size_t live;
+        uint64_t e;
 
-        ASSERT_TRUE(dfd >= 0);
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 0u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
-        ASSERT_EQ(live, 0u);
-        ASSERT_EQ(min, UINT64_MAX);
+        expect_scan(dfd, 0, 0, UINT64_MAX);
 
         ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, NULL, &a, &e));
         ASSERT_EQ(e, 0u);
@@ -32,13 +39,9 @@ TEST(epoch_and_scan)
         ASSERT_EQ(e, 5u);
         ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, "00112233445566778899aabbccddeeff", &b, &e));
         ASSERT_EQ(e, 5u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
-        ASSERT_EQ(live, 2u);
-        ASSERT_EQ(min, 0u);
+        expect_scan(dfd, 0, 2, 0);
         bv_lease_release(a);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
-        ASSERT_EQ(live, 1u);
-        ASSERT_EQ(min, 5u);
+        expect_scan(dfd, 0, 1, 5);
 
         /* a holder that dies leaves its file, unlocked: the scan reaps it */
         pid_t pid = fork();
@@ -49,18 +52,15 @@ TEST(epoch_and_scan)
         }
         int status;
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 1);
-        ASSERT_EQ(live, 1u);
-        ASSERT_EQ(min, 5u);
+        expect_scan(dfd, 1, 1, 5);
         bv_lease_release(b);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
-        ASSERT_EQ(live, 0u);
+        expect_scan(dfd, 0, 0, UINT64_MAX);
 
         /* a damaged epoch file is refused */
         _cleanup_close_ int gfd = openat(dfd, "gc/epoch", O_WRONLY | O_TRUNC | O_CLOEXEC);
         ASSERT_TRUE(gfd >= 0 && write(gfd, "x\n", 2) == 2);
         ASSERT_ERROR(bv_gc_epoch_read(dfd, &e), EBADMSG);
-        bvtest_rm_rf(dir);
+        bvtest_dir_done(&d);
 }
 
 int main(void)
