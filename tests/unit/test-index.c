@@ -86,6 +86,17 @@ static void expect_absent(BvIndex *x, uint64_t n)
         ASSERT_EQ(loc.offset, 4242); /* untouched on failure */
 }
 
+/* The index maps SEGMENTS segments holding ENTRIES entries; returns all its stats. */
+static BvIndexStats expect_stats(BvIndex *x, uint64_t segments, uint64_t entries)
+{
+        BvIndexStats st = { .entries = 99, .segments = 99 };
+
+        ASSERT_OK(bv_index_stats(x, &st));
+        ASSERT_EQ(st.segments, segments);
+        ASSERT_EQ(st.entries, entries);
+        return st;
+}
+
 static size_t count_segments(int dfd)
 {
         int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -151,13 +162,10 @@ TEST(empty_repository)
 {
         BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
-        BvIndexStats st = { .entries = 99 };
 
         ASSERT_OK(bv_index_open(r.dfd, &x));
         expect_absent(x, 1);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.entries, 0);
-        ASSERT_EQ(st.segments, 0);
+        expect_stats(x, 0, 0);
         ASSERT_EQ(bv_index_pending(x), 0);
         ASSERT_OK(bv_index_flush(x)); /* nothing to write */
         ASSERT_OK(bv_index_compact(x, 0));
@@ -248,9 +256,7 @@ TEST(add_lookup_flush_reopen)
                 expect_id(x, i < 3000 ? 1 : 2, i, 0);
         for (uint64_t i = 5000; i < 6000; i++)
                 expect_absent(x, i);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.entries, 5000);
-        ASSERT_EQ(st.segments, 1);
+        st = expect_stats(x, 1, 5000);
         ASSERT_TRUE(st.bytes > 5000 * 48 && st.filter_bytes >= 5000 * 12 / 8);
 
         /* Entries added after a flush land in a second segment. */
@@ -274,7 +280,6 @@ TEST(compaction)
 {
         BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL, *y = NULL;
-        BvIndexStats st;
 
         ASSERT_OK(bv_index_open(r.dfd, &x));
         for (uint64_t s = 0; s < 10; s++) {
@@ -292,9 +297,7 @@ TEST(compaction)
         ASSERT_EQ(count_segments(r.dfd), 11);
         ASSERT_OK(bv_index_compact(x, 4));
         ASSERT_EQ(count_segments(r.dfd), 1);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.segments, 1);
-        ASSERT_EQ(st.entries, 10000);
+        expect_stats(x, 1, 10000);
         for (uint64_t i = 0; i < 10000; i++) {
                 if (i >= 500 && i < 1500)
                         expect_id(x, 100, i, 3);
@@ -317,7 +320,6 @@ TEST(refresh_sees_other_handle)
 {
         BvTestDir r = bvtest_dir_new();
         BvIndex *writer = NULL, *reader = NULL;
-        BvIndexStats st;
 
         ASSERT_OK(bv_index_open(r.dfd, &writer));
         ASSERT_OK(bv_index_open(r.dfd, &reader));
@@ -335,12 +337,9 @@ TEST(refresh_sees_other_handle)
         ASSERT_OK(bv_index_compact(writer, 1));
         ASSERT_EQ(count_segments(r.dfd), 1);
         expect_id(reader, 2, 150, 0);
-        ASSERT_OK(bv_index_stats(reader, &st));
-        ASSERT_EQ(st.segments, 2);
+        expect_stats(reader, 2, 200);
         ASSERT_OK(bv_index_refresh(reader));
-        ASSERT_OK(bv_index_stats(reader, &st));
-        ASSERT_EQ(st.segments, 1);
-        ASSERT_EQ(st.entries, 200);
+        expect_stats(reader, 1, 200);
         expect_id(reader, 1, 50, 0);
         expect_id(reader, 2, 150, 0);
         bv_index_free(writer);
@@ -448,7 +447,6 @@ static void expect_open_error(void (*fix)(uint8_t *, size_t *), bool fix_header,
         BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         BvIndexDamage *d = NULL;
-        BvIndexStats st;
         size_t n = 0;
 
         write_one_segment(&r);
@@ -458,8 +456,7 @@ static void expect_open_error(void (*fix)(uint8_t *, size_t *), bool fix_header,
         ASSERT_EQ(n, 1);
         ASSERT_EQ(d[0].error, -err);
         ASSERT_EQ(strlen(d[0].name), 20);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.segments, 0);
+        expect_stats(x, 0, 0);
         free(d);
         bv_index_free(x);
         bvtest_dir_done(&r);
