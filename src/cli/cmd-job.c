@@ -61,10 +61,7 @@ int cmd_job(int argc, char **argv)
         const char *config = NULL, *run_dir = NULL, *state_dir = NULL;
         const CliOption options[] = { CLI_STR("config", &config), CLI_STR("run-dir", &run_dir),
                                       CLI_STR("state-dir", &state_dir), {} };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options);
-        if (optind + 2 != argc || strcmp(argv[optind], "run") != 0) {
-                log_error("expected 'blkvault job run NAME' (see 'blkvault job --help')");
-                return EXIT_USAGE;
-        }
+        static const CliKeyword keywords[] = { { "run", "NAME" }, {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options, .keywords = keywords);
         return job_run(config, run_dir, state_dir, argv[optind + 1]);
 }

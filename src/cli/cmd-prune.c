@@ -116,8 +116,7 @@ int cmd_prune(int argc, char **argv)
                 CLI_FLAG("json", &a.json),           {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "prune", .usage = usage_text, .options = options, .secret = &sargs,
-                            .min_args = 1, .max_args = 1, .repo = true,
-                            .expected = "expected exactly one argument: REPO (see 'blkvault help prune')");
+                            .args = "REPO", .repo = true);
         const char *path = argv[optind];
         int r = parse_policy(counts, within, &a.policy);
         if (r != EXIT_OK)

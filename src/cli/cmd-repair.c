@@ -64,8 +64,7 @@ int cmd_repair(int argc, char **argv)
         bool force = false;
         const CliOption options[] = { CLI_FLAG("force", &force), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "repair", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 1, .max_args = 1, .repo = true,
-                                        .expected = "expected REPO (see 'blkvault repair --help')");
+                                        .args = "REPO", .repo = true);
         int r;
         const char *path = argv[optind];
         /* Without --force nothing is written, but no backup may change the packs meanwhile. */

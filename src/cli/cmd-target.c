@@ -268,18 +268,16 @@ int cmd_target(int argc, char **argv)
                 CLI_FLAG("yes", &a.yes),        CLI_STR("key-dir", &a.key_dir), CLI_STR("config", &a.config),
                 CLI_STR("run-dir", &a.run_dir), CLI_STR("state-dir", &a.state_dir), {},
         };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "target", .usage = usage_text, .options = options);
-        const char *verb = optind < argc ? argv[optind] : "";
-        if (strcmp(verb, "list") == 0 && optind + 1 == argc)
+        static const CliKeyword keywords[] = {
+                { "format", "DEVICE --name=NAME" }, { "run", "DEVICE|NAME" }, { "list", "" }, {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "target", .usage = usage_text, .options = options,
+                            .keywords = keywords);
+        const char *verb = argv[optind];
+        if (strcmp(verb, "list") == 0)
                 return target_list(a.config);
-        if (strcmp(verb, "run") == 0 && optind + 2 == argc)
+        if (strcmp(verb, "run") == 0)
                 return target_run(&a, argv[optind + 1]);
-        if (strcmp(verb, "format") != 0 || optind + 2 != argc) {
-                log_error("expected 'blkvault target format DEVICE --name=NAME', 'target run DEVICE|NAME' or "
-                          "'target list' "
-                          "(see 'blkvault target --help')");
-                return EXIT_USAGE;
-        }
         a.device = argv[optind + 1];
         if (!a.name) {
                 log_error("target format needs --name=NAME");

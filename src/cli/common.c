@@ -455,7 +455,7 @@ static const char *snap_name(const BvSnapshot *s)
 }
 
 /* NAME@latest: the newest snapshot named NAME. A bare "latest" only when every snapshot has the
- * same name: after a backup of another source it would silently pick that one. Returns 1 when
+ * same name: after a backup of another source it would silently pick that one. Returns -1 when
  * spec is neither (the library resolves it), otherwise an exit code. */
 static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
@@ -466,7 +466,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
         size_t n;
 
         if (!scoped && strcmp(spec, "latest") != 0)
-                return 1;
+                return -1;
         int r = bv_repo_snapshots(repo, &list, &n);
         report_snapshot_damage(repo);
         if (r < 0)
@@ -510,7 +510,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         int r = find_latest(repo, spec, ret);
-        if (r != 1)
+        if (r >= 0) /* an exit code: EXIT_ERROR is 1, so "not mine" is -1 */
                 return r;
         r = bv_repo_find_snapshot(repo, spec, ret);
         report_snapshot_damage(repo);

@@ -168,7 +168,7 @@ expect_fail 1 "^$T/nul.conf:2: line holds a NUL byte$" bv config check --config=
 # an empty configuration is fine
 : > "$T/empty.conf"
 assert_eq "$(bv config check --config="$T/empty.conf")" "configuration ok: 0 targets, 0 jobs, 0 exports (1 file read)"
-expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault config --help')$" bv config
-expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault config --help')$" bv config show
+expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault help config')$" bv config
+expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault help config')$" bv config show
 printf '[job x]\nsource = /dev/sdb\ntargets = , ,\n' > "$T/t.conf"
 expect_fail 1 "^$T/t.conf:3: targets names no target (a list of names, or any)$" bv config check --config="$T/t.conf"

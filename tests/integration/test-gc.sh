@@ -25,7 +25,7 @@ check_all() {
 backup() { bv backup "$repo" "$T/$1.img" --name="$1" -q; }
 
 expect_fail 2 "^error: invalid --max-unused '101' (0 to 100)$" bv gc "$repo" --max-unused=101
-expect_fail 2 "^error: expected exactly one argument: REPO (see 'blkvault help gc')$" bv gc
+expect_fail 2 "^error: expected 'blkvault gc REPO' (see 'blkvault help gc')$" bv gc
 
 # A. two snapshots, one forgotten by prune: its pack goes in the same run
 randfile "$T/a.img" 4 gc-a

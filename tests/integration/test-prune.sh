@@ -35,7 +35,7 @@ expect_fail 2 "^error: invalid --keep-daily 'x' (a number of snapshots, or -1 fo
 expect_fail 2 "^error: invalid --keep-last '-2' (a number of snapshots, or -1 for all)$" bv prune "$repo" --keep-last=-2
 expect_fail 2 "^error: invalid --keep-within '3x' (a number and a unit: s, min, h, d or w, as in 7d)$" \
     bv prune "$repo" --keep-within=3x
-expect_fail 2 "^error: expected exactly one argument: REPO (see 'blkvault help prune')$" bv prune --keep-last=1
+expect_fail 2 "^error: expected 'blkvault prune REPO' (see 'blkvault help prune')$" bv prune --keep-last=1
 
 # list shows the protected snapshot, in text and JSON
 bv list "$repo" | grep -q "^${ids[0]:0:8} .* \[protected\]$" || die "list does not show the protected snapshot"

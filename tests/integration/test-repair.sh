@@ -35,7 +35,7 @@ state() { (cd "$repo" && find index packs snapshots -type f | sort | xargs sha25
 
 bv repair "$repo" >/dev/null 2>"$T/e"
 grep -qx "ok: 3 packs, [0-9]* objects whole, 3 snapshots whole; nothing to repair" "$T/e" || { cat "$T/e" >&2; die "repair of a whole repository"; }
-expect_fail 2 "error: expected REPO (see 'blkvault repair --help')" bv repair
+expect_fail 2 "^error: expected 'blkvault repair REPO' (see 'blkvault help repair')$" bv repair
 bv repair --help | grep -q "^Usage: blkvault repair REPO" || die "repair --help"
 
 # 1. an index segment deleted: restores fail; repair names it and writes nothing; --force rebuilds

@@ -49,4 +49,4 @@ warning: cannot record the run of target usb-2 in '$T/a.img': Not a directory" "
 sed -i 's/^mode = backup$/mode = restore-only/' "$T/etc/conf.d/50-target-usb-1.conf"
 assert_eq "$(bv job run b "${opts[@]}")" "job b: none of its targets is attached; nothing done"
 expect_fail 1 "^error: no job 'c' in the configuration$" bv job run c "${opts[@]}"
-expect_fail 2 "^error: expected 'blkvault job run NAME' (see 'blkvault job --help')$" bv job start a
+expect_fail 2 "^error: expected 'blkvault job run NAME' (see 'blkvault help job')$" bv job start a

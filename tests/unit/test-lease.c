@@ -16,7 +16,7 @@ static void expect_scan(int dfd, int reaped, size_t live, uint64_t min)
         uint64_t m;
         size_t l;
 
-        ASSERT_EQ(bv_leases_scan(dfd, true, &m, &l), reaped);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &m, &l, NULL), reaped);
         ASSERT_EQ(l, live);
         ASSERT_EQ(m, min);
 }
@@ -63,8 +63,39 @@ TEST(epoch_and_scan)
         bvtest_dir_done(&d);
 }
 
+/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too). */
+TEST(scan_refuses_and_names)
+{
+        BvTestDir d = bvtest_dir_new();
+        int dfd = d.dfd;
+        BvRepoProblem p;
+        uint64_t min;
+        size_t live;
+
+        ASSERT_TRUE(mkdirat(dfd, "leases", 0700) == 0);
+        ASSERT_TRUE(mkfifoat(dfd, "leases/00112233445566aa.lease", 0600) == 0);
+        for (int reap = 0; reap <= 1; reap++) {
+                ASSERT_ERROR(bv_leases_scan(dfd, reap, &min, &live, &p), EBADFD);
+                ASSERT_STREQ(p.path, "leases/00112233445566aa.lease");
+                ASSERT_EQ(p.mode, (uint32_t)S_IFIFO);
+                ASSERT_EQ(p.error, -EBADFD);
+        }
+        ASSERT_TRUE(unlinkat(dfd, "leases/00112233445566aa.lease", 0) == 0);
+        ASSERT_TRUE(symlinkat("/dev/null", dfd, "leases/00112233445566bb.lease") == 0);
+        ASSERT_ERROR(bv_leases_scan(dfd, true, &min, &live, &p), ELOOP);
+        ASSERT_STREQ(p.path, "leases/00112233445566bb.lease");
+        ASSERT_EQ(p.mode, (uint32_t)S_IFLNK);
+        /* what is not named like a lease is not looked at */
+        ASSERT_TRUE(unlinkat(dfd, "leases/00112233445566bb.lease", 0) == 0);
+        ASSERT_TRUE(mkfifoat(dfd, "leases/not-a-lease", 0600) == 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, &p), 0);
+        ASSERT_EQ(live, 0u);
+        bvtest_dir_done(&d);
+}
+
 int main(void)
 {
         RUN(epoch_and_scan);
+        RUN(scan_refuses_and_names);
         return 0;
 }

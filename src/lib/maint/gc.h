@@ -18,6 +18,9 @@
 typedef struct BvGcOptions {
         bool dry_run;        /* mark and plan; change nothing */
         unsigned max_unused; /* percent of a pack's entries that may be unused before it is rewritten */
+        /* If not NULL: on failure, the entry of the repository at fault (a lease, gc/, gc/epoch, a
+         * condemned list, a pack to delete), if one was; an empty path otherwise. */
+        BvRepoProblem *problem;
 } BvGcOptions;
 
 typedef struct BvGcStats {

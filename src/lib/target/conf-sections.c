@@ -449,7 +449,7 @@ static int finish_job(BvConfig *c, BvConfJob *j)
                 r = conf_error(c, f, l, "[job %s] has no source (set source = PATH or command = COMMAND)", j->name);
         else if (j->source && j->command)
                 r = conf_error(c, f, l, "[job %s] has both source and command (set one)", j->name);
-        else if ((j->command || strncmp(j->source, "command:", 8) == 0) && j->snapshot)
+        else if (bv_conf_job_command(j) && j->snapshot)
                 r = conf_error(c, f, l, "[job %s]: snapshot = yes needs a source that is an LVM logical volume, "
                                "not a command", j->name);
         for (size_t i = 0; r >= 0 && i < j->n_targets; i++)

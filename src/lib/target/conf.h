@@ -144,6 +144,8 @@ const BvConfJob *bv_conf_job_by_name(const BvConfig *c, const char *name);
 const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name);
 /* Does job run on target? */
 bool bv_conf_job_wants(const BvConfJob *j, const char *target);
+/* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
+const char *bv_conf_job_command(const BvConfJob *j);
 
 /* Registers a target: writes its section to conf.d/50-target-NAME.conf beside main_path (durably,
  * never over an existing file: -EEXIST); the file's path in *ret_path. */

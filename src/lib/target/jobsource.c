@@ -36,13 +36,6 @@ struct BvJobSource {
         char *snapshot;         /* VG/LV of the snapshot to remove */
 };
 
-const char *bv_job_command(const BvConfJob *j)
-{
-        if (j->command)
-                return j->command;
-        return j->source && strncmp(j->source, "command:", 8) == 0 ? j->source + 8 : NULL;
-}
-
 static int reap(BvJobSource *js)
 {
         if (js->pid <= 0)
@@ -177,7 +170,7 @@ static int lvm_snapshot(const char *path, const char *job, char **ret_name, char
 static int open_inner(BvJobSource *js, const BvConfJob *j, const char *const vars[], int *fail_status, char *out,
                       size_t size)
 {
-        const char *cmd = bv_job_command(j);
+        const char *cmd = bv_conf_job_command(j);
         _cleanup_free_ char *snap_path = NULL;
         char fdpath[64];
 
@@ -210,7 +203,7 @@ int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource
                 out[0] = '\0';
         int r = open_inner(js, j, vars, fail_status, out, size);
         if (r >= 0) {
-                const char *cmd = bv_job_command(j);
+                const char *cmd = bv_conf_job_command(j);
                 r = bv_source_new(&js_ops, js, bv_source_kind(js->inner), cmd ? cmd : j->source, &js->outer);
         }
         if (r < 0) {
