@@ -44,12 +44,12 @@ rewrite() {
 log "image: $size with $content MiB of files, $versions versions"
 "$IMAGES_DIR/make-image.sh" "$img" "$size" --content-mib "$content" >/dev/null
 bv init "$work/bv" --key-file="$BENCH_KEY" >/dev/null
-borg init -q --encryption=repokey "$work/borg"
+borg init --encryption=repokey "$work/borg"
 restic init -q -r "$work/restic"
 for v in $(seq 1 "$versions"); do
     [ "$v" = 1 ] || rewrite "$img" "prune-gc-$v"
     bv backup "$work/bv" "$img" --key-file="$BENCH_KEY" --name=disk -q
-    borg create -q --compression zstd,3 "$work/borg::v$v" "$img"
+    borg create --compression zstd,3 "$work/borg::v$v" "$img"
     restic -q -r "$work/restic" backup "$img" >/dev/null
 done
 log "backed up $versions versions into each repository"

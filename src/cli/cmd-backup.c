@@ -37,10 +37,7 @@ static const char usage_text[] =
         "                           the last snapshot of the same name read to SOURCE; only the ranges\n"
         "                           it marks changed are read\n"
         "  --wait                   wait for another writer instead of failing\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The new snapshot, its stats nested as list prints them, and how the source was read. Until
  * 0.3 the stats are also repeated at the top level, where earlier releases printed them. */
@@ -194,6 +191,10 @@ static void warn_read_everything(const BvSourceOptions *so, const BvBackupStats 
                 log_warning("thin delta '%s' not used, read everything: %s", so->thin_delta, stats->changed_reason);
         else if (stats->changed_reason[0])
                 log_warning("'%s' not compared with, read everything: %s", so->compare_with, stats->changed_reason);
+        if (stats->lost_from[0])
+                log_warning("'%s' is unchanged, but its last snapshot %.8s lost chunks (see 'blkvault repair'): read "
+                            "it again",
+                            source, stats->lost_from);
         if (stats->ranges_unreadable) {
                 char b[32];
                 log_warning("%s of '%s' did not read (%llu ranges): stored as zeroes, listed by 'blkvault info'",

@@ -15,10 +15,7 @@ static const char usage_text[] =
         "  --dry-run              say what would be condemned; change nothing\n"
         "  --max-unused=PERCENT   rewrite packs with more unused entries than this (default 10)\n"
         "  --json                 the counters as a JSON object\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 struct json_object *json_gc_stats(const BvGcStats *s)
 {
@@ -80,6 +77,12 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
                           "what is in use (run 'blkvault verify')",
                           path);
                 return EXIT_DAMAGE;
+        }
+        if (r == -EOVERFLOW) {
+                log_error("cannot collect garbage in '%s' (nothing was lost): 'gc/epoch' holds the largest epoch "
+                          "(%llu): remove it once no backup, restore or export runs",
+                          path, (unsigned long long)ret->epoch);
+                return EXIT_ERROR;
         }
         if (r < 0)
                 return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);

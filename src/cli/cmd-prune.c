@@ -23,10 +23,7 @@ static const char usage_text[] =
         "  --dry-run          say what would be forgotten; change nothing\n"
         "  --no-gc            forget only; leave reclaiming space to 'blkvault gc'\n"
         "  --json             a JSON object: dry_run, forgotten, snapshots (each with action and rule), gc\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 typedef struct PruneArgs {
         BvPolicy policy;
@@ -102,6 +99,22 @@ static struct json_object *json_items(const BvPruneItem *items, size_t n)
         return TAKE_PTR(arr);
 }
 
+/* --name that no snapshot has (a typo?): says so, with the names there are. */
+static void warn_no_such_name(BvRepo *repo, const char *path, const char *name)
+{
+        BvSnapshot *const *list;
+        char names[1024];
+        size_t n;
+
+        if (bv_repo_snapshots(repo, &list, &n) < 0)
+                return;
+        _cleanup_free_ char *e = escape_text(name, 0);
+        if (snapshot_names(list, n, names, sizeof(names)) == 0)
+                log_warning("no snapshot is named '%s' in '%s' (it has none)", e ? e : "?", path);
+        else
+                log_warning("no snapshot is named '%s' in '%s' (names: %s)", e ? e : "?", path, names);
+}
+
 int cmd_prune(int argc, char **argv)
 {
         SecretArgs sargs = {};
@@ -137,6 +150,8 @@ int cmd_prune(int argc, char **argv)
         if (r < 0)
                 return log_error_errno(r, "cannot prune '%s'", path);
         int forgot = r;
+        if (a.name && n == 0)
+                warn_no_such_name(repo, path, a.name);
         if (!a.json)
                 print_items(items, n);
         if (a.dry_run)

@@ -169,13 +169,21 @@ static int target_format(const FormatArgs *a)
                 return ec;
         const BvConfTarget *old = bv_conf_target_by_name(conf, a->name);
         if (old) {
-                log_error("target '%s' is already registered (%s:%u)", a->name, old->where.file, old->where.line);
+                log_error("target '%s' is already registered (%s:%u): give this drive another --name (to reuse the "
+                          "name, remove that section and move the old drive's key file away)",
+                          a->name, old->where.file, old->where.line);
                 return EXIT_ERROR;
         }
         ec = format_check_device(a);
         if (ec != EXIT_OK)
                 return ec;
         int r = bv_key_file_create(a->key_dir, a->name, &key_file);
+        if (r == -EEXIST) {
+                log_error("the key file '%s/%s.key' exists: it opens the drive once registered as %s; move it away "
+                          "(keep it while that drive's backups matter) or give this drive another --name",
+                          a->key_dir, a->name, a->name);
+                return EXIT_ERROR;
+        }
         if (r < 0)
                 return log_error_errno(r, "cannot create the key file '%s/%s.key'", a->key_dir, a->name);
         ec = a->luks ? format_luks(a, key_file, uuid, fs_uuid) :

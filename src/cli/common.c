@@ -19,37 +19,36 @@
 #include "passphrase.h"
 #include "timeutil.h"
 
-static void vlog(const char *prefix, const char *fmt, va_list ap, int r)
-{
-        fputs(prefix, stderr);
-        vfprintf(stderr, fmt, ap);
-        if (r < 0)
-                fprintf(stderr, ": %s", strerror(-r));
-        fputc('\n', stderr);
-}
-
 static bool errors;
+/* -q and -v: -1 quiet, 0, 1 verbose */
+static int verbosity;
 
 bool error_printed(void)
 {
         return errors;
 }
 
-void log_error(const char *fmt, ...)
+int log_full(CliLog kind, int r, const char *fmt, ...)
 {
+        static const char *const prefixes[] = {
+                [CLI_LOG_ERROR] = "error: ",
+                [CLI_LOG_WARNING] = "warning: ",
+                [CLI_LOG_INFO] = "",
+                [CLI_LOG_VERBOSE] = "",
+        };
         va_list ap;
-        errors = true;
-        va_start(ap, fmt);
-        vlog("error: ", fmt, ap, 0);
-        va_end(ap);
-}
 
-void log_warning(const char *fmt, ...)
-{
-        va_list ap;
+        if (kind == CLI_LOG_VERBOSE && verbosity <= 0)
+                return exit_code_for(r);
+        errors = errors || kind == CLI_LOG_ERROR;
+        fputs(prefixes[kind], stderr);
         va_start(ap, fmt);
-        vlog("warning: ", fmt, ap, 0);
+        vfprintf(stderr, fmt, ap);
         va_end(ap);
+        if (r < 0)
+                fprintf(stderr, ": %s", strerror(-r));
+        fputc('\n', stderr);
+        return exit_code_for(r);
 }
 
 void log_option_error(int argc, char **argv, const char *command)
@@ -66,9 +65,6 @@ void log_option_error(int argc, char **argv, const char *command)
                 log_error("unknown option '-%c' (see 'blkvault help %s')", optopt ? optopt : '?', command);
 }
 
-/* -q and -v: -1 quiet, 0, 1 verbose */
-static int verbosity;
-
 bool verbosity_parse(int opt)
 {
         if (opt != 'q' && opt != 'v')
@@ -80,24 +76,6 @@ bool verbosity_parse(int opt)
 bool is_quiet(void)
 {
         return verbosity < 0;
-}
-
-void log_verbose(const char *fmt, ...)
-{
-        va_list ap;
-        if (verbosity <= 0)
-                return;
-        va_start(ap, fmt);
-        vlog("", fmt, ap, 0);
-        va_end(ap);
-}
-
-void log_info(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        vlog("", fmt, ap, 0);
-        va_end(ap);
 }
 
 int exit_code_for(int r)
@@ -121,16 +99,6 @@ int exit_code_for(int r)
         default:
                 return EXIT_ERROR;
         }
-}
-
-int log_error_errno(int r, const char *fmt, ...)
-{
-        va_list ap;
-        errors = true;
-        va_start(ap, fmt);
-        vlog("error: ", fmt, ap, r);
-        va_end(ap);
-        return exit_code_for(r);
 }
 
 bool secret_args_parse(SecretArgs *s, int opt, const char *arg)
@@ -300,8 +268,7 @@ void secret_done(BvSecret *s)
         *s = (BvSecret){};
 }
 
-/* Why a repository does not open, said so that the user knows what to do. */
-static int log_open_error(const char *path, int r)
+int log_open_error(const char *path, int r)
 {
         struct stat st;
         if (r == -ENOENT && stat(path, &st) < 0) {
@@ -454,9 +421,30 @@ static const char *snap_name(const BvSnapshot *s)
         return s->name ? s->name : "";
 }
 
+size_t snapshot_names(BvSnapshot *const *list, size_t n, char *buf, size_t size)
+{
+        size_t used = 0, distinct = 0;
+
+        buf[0] = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool seen = false;
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = strcmp(snap_name(list[j]), snap_name(list[i])) == 0;
+                if (seen)
+                        continue;
+                distinct++;
+                if (used < size)
+                        used += (size_t)snprintf(buf + used, size - used, "%s%s", distinct > 1 ? ", " : "",
+                                                 snap_name(list[i]));
+        }
+        return distinct;
+}
+
+#define NOT_LATEST (-1) /* not an exit code (EXIT_ERROR is 1) */
+
 /* NAME@latest: the newest snapshot named NAME. A bare "latest" only when every snapshot has the
- * same name: after a backup of another source it would silently pick that one. Returns -1 when
- * spec is neither (the library resolves it), otherwise an exit code. */
+ * same name: after a backup of another source it would silently pick that one. Returns
+ * NOT_LATEST when spec is neither (the library resolves it), otherwise an exit code. */
 static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         static const char suffix[] = "@latest";
@@ -466,7 +454,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
         size_t n;
 
         if (!scoped && strcmp(spec, "latest") != 0)
-                return -1;
+                return NOT_LATEST;
         int r = bv_repo_snapshots(repo, &list, &n);
         report_snapshot_damage(repo);
         if (r < 0)
@@ -485,19 +473,8 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
                 log_error("the repository has no snapshot yet");
                 return EXIT_ERROR;
         }
-        char names[1024] = "";
-        size_t used = 0, distinct = 0;
-        for (size_t i = 0; i < n; i++) {
-                bool seen = false;
-                for (size_t j = 0; j < i && !seen; j++)
-                        seen = strcmp(snap_name(list[j]), snap_name(list[i])) == 0;
-                if (seen)
-                        continue;
-                distinct++;
-                if (used < sizeof(names))
-                        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
-                                                 distinct > 1 ? ", " : "", snap_name(list[i]));
-        }
+        char names[1024];
+        size_t distinct = snapshot_names(list, n, names, sizeof(names));
         if (distinct > 1) {
                 log_error("'latest' is ambiguous: the repository holds snapshots of %zu names (%s); say which "
                           "with NAME@latest", distinct, names);
@@ -510,7 +487,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         int r = find_latest(repo, spec, ret);
-        if (r >= 0) /* an exit code: EXIT_ERROR is 1, so "not mine" is -1 */
+        if (r != NOT_LATEST)
                 return r;
         r = bv_repo_find_snapshot(repo, spec, ret);
         report_snapshot_damage(repo);

@@ -45,8 +45,11 @@ warning: cannot record the run of target usb-1 in '$T/a.img': Not a directory
 warning: cannot record the run of job a in '$T/a.img': Not a directory
 warning: cannot record the run of target usb-2 in '$T/a.img': Not a directory" "warnings of an unwritable state directory"
 
-# a restore-only target is skipped; nothing attached: said, exit 0
+# a restore-only target is skipped, and named: it is attached, so "none is attached" would be
+# wrong; nothing attached at all: said, exit 0
 sed -i 's/^mode = backup$/mode = restore-only/' "$T/etc/conf.d/50-target-usb-1.conf"
+assert_eq "$(bv job run b "${opts[@]}")" "job b: its attached targets are restore-only (usb-1); nothing done"
+detach_loop "${devs[1]}" || die "cannot detach usb-1's loop device ${devs[1]}"
 assert_eq "$(bv job run b "${opts[@]}")" "job b: none of its targets is attached; nothing done"
 expect_fail 1 "^error: no job 'c' in the configuration$" bv job run c "${opts[@]}"
 expect_fail 2 "^error: expected 'blkvault job run NAME' (see 'blkvault help job')$" bv job start a

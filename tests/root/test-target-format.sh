@@ -45,8 +45,13 @@ dev=${devs[ext4]}
 uuid=$(blkid -s UUID -o value "$dev")
 expect_fail 1 "^error: '$dev' holds ext4 (UUID $uuid); refusing to format it (--yes destroys it)$" \
     bv target format "$dev" --name=other --no-luks "${opts[@]}"
-expect_fail 1 "^error: target 'usb-xfs' is already registered ($T/etc/conf.d/50-target-usb-xfs.conf:2)$" \
+expect_fail 1 "^error: target 'usb-xfs' is already registered ($T/etc/conf.d/50-target-usb-xfs.conf:2): give this drive another --name (to reuse the name, remove that section and move the old drive's key file away)$" \
     bv target format "$dev" --name=usb-xfs --no-luks --yes "${opts[@]}"
+# the section removed by hand, the old drive's key file still there: said what it is, and kept
+mv "$T/etc/conf.d/50-target-usb-xfs.conf" "$T/usb-xfs.conf"
+expect_fail 1 "^error: the key file '$T/keys/usb-xfs.key' exists: it opens the drive once registered as usb-xfs; move it away (keep it while that drive's backups matter) or give this drive another --name$" \
+    bv target format "$dev" --name=usb-xfs --no-luks --yes "${opts[@]}"
+mv "$T/usb-xfs.conf" "$T/etc/conf.d/50-target-usb-xfs.conf"
 expect_fail 2 "^error: unknown filesystem 'vfat' (ext4, xfs or btrfs)$" bv target format "$dev" --name=x --fs=vfat "${opts[@]}"
 expect_fail 2 "^error: target format needs --name=NAME$" bv target format "$dev" "${opts[@]}"
 truncate -s 64M "$T/pt.img"

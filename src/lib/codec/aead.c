@@ -182,20 +182,14 @@ static bool args_ok(const BvAead *a, const uint8_t *nonce, const uint8_t *tag, c
         return a && nonce && tag && (aad || aad_len == 0) && ((in && out) || len == 0);
 }
 
-int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
-                 const void *in, size_t len, void *out, uint8_t tag[BV_TAG_SIZE])
+/* GCM sealing: the tag into tag. */
+static int gcm_seal(BvAead *a, const uint8_t *nonce, const void *aad, size_t aad_len, const void *in, size_t len,
+                    void *out, uint8_t tag[BV_TAG_SIZE])
 {
-        EVP_CIPHER_CTX *ctx;
+        EVP_CIPHER_CTX *ctx = gcm_run(a, true, nonce, aad, aad_len, in, len, out);
         uint8_t t[BV_TAG_SIZE];
         int outl;
 
-        if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
-                return -EINVAL;
-
-        if (a->cipher == BV_CIPHER_NONE)
-                return none_crypt(a, aad, aad_len, in, len, out, tag, NULL);
-
-        ctx = gcm_run(a, true, nonce, aad, aad_len, in, len, out);
         if (!ctx || EVP_EncryptFinal_ex(ctx, t, &outl) != 1 ||
             EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, BV_TAG_SIZE, t) != 1)
                 return -EIO;
@@ -203,20 +197,15 @@ int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad,
         return 0;
 }
 
-int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
-                 const void *in, size_t len, void *out, const uint8_t tag[BV_TAG_SIZE])
+/* GCM opening against the tag expect: -EBADMSG (and out wiped) when it does not match. */
+static int gcm_open(BvAead *a, const uint8_t *nonce, const void *aad, size_t aad_len, const void *in, size_t len,
+                    void *out, const uint8_t expect[BV_TAG_SIZE])
 {
         EVP_CIPHER_CTX *ctx;
         uint8_t t[BV_TAG_SIZE];
         int outl;
 
-        if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
-                return -EINVAL;
-
-        if (a->cipher == BV_CIPHER_NONE)
-                return none_crypt(a, aad, aad_len, in, len, out, NULL, tag);
-
-        memcpy(t, tag, BV_TAG_SIZE);
+        memcpy(t, expect, BV_TAG_SIZE);
         ctx = gcm_run(a, false, nonce, aad, aad_len, in, len, out);
         if (!ctx || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, BV_TAG_SIZE, t) != 1) {
                 bv_wipe(out, len);
@@ -227,4 +216,29 @@ int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad,
                 return -EBADMSG;
         }
         return 0;
+}
+
+/* Either direction, as none_crypt: sealing (expect NULL) writes tag, opening checks expect. */
+static int aead_crypt(BvAead *a, const uint8_t *nonce, const void *aad, size_t aad_len, const void *in, size_t len,
+                      void *out, uint8_t *tag, const uint8_t *expect)
+{
+        if (!args_ok(a, nonce, expect ? expect : tag, aad, aad_len, in, len, out))
+                return -EINVAL;
+        if (a->cipher == BV_CIPHER_NONE)
+                return none_crypt(a, aad, aad_len, in, len, out, tag, expect);
+        if (expect)
+                return gcm_open(a, nonce, aad, aad_len, in, len, out, expect);
+        return gcm_seal(a, nonce, aad, aad_len, in, len, out, tag);
+}
+
+int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
+                 const void *in, size_t len, void *out, uint8_t tag[BV_TAG_SIZE])
+{
+        return aead_crypt(a, nonce, aad, aad_len, in, len, out, tag, NULL);
+}
+
+int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
+                 const void *in, size_t len, void *out, const uint8_t tag[BV_TAG_SIZE])
+{
+        return aead_crypt(a, nonce, aad, aad_len, in, len, out, NULL, tag);
 }

@@ -418,6 +418,10 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
                 goto out;
         ncondemned = packs_plan(&g, &ps, o->max_unused);
         st->epoch = epoch;
+        if (ncondemned > 0 && epoch == UINT64_MAX) { /* W = epoch + 1 would wrap to 0: ready at once */
+                r = -EOVERFLOW;
+                goto out;
+        }
         if (o->dry_run) {
                 st->lists_waiting = g.nlists;
                 goto out;

@@ -41,5 +41,6 @@ typedef struct BvGcStats {
 
 /* -EUCLEAN when a damaged index segment or snapshot record hides what is referenced (gc would
  * delete what it cannot see is used), or a snapshot's map cannot be read. -ENOSPC when the
- * copies or the new index do not fit: nothing is lost, the next run starts over. */
+ * copies or the new index do not fit: nothing is lost, the next run starts over. -EOVERFLOW when
+ * gc/epoch holds UINT64_MAX (no repository reaches it; one written by someone else may). */
 int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *ret);

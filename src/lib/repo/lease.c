@@ -230,6 +230,7 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
 int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *ret_lock_fd, BvLease **ret_lease)
 {
         bool wait = !!(flags & BV_OPEN_WAIT);
+        uint64_t epoch;
         int rr;
 
         if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
@@ -238,16 +239,21 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
                         return bv_repo_problem_note(problem, dirfd,
                                                  (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
                 *ret_lock_fd = rr;
-                if (flags & BV_OPEN_GC)
-                        return 0;
         }
-        rr = bv_lease_take(dirfd,
+        /* a damaged gc/epoch stops gc and writers, naming it; a reader keeps gc out instead */
+        rr = bv_gc_epoch_read(dirfd, &epoch);
+        if (rr < 0 && rr != -ENOMEM && (flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
+                return bv_repo_problem_note(problem, dirfd, "gc/epoch", false, rr);
+        if (flags & BV_OPEN_GC)
+                return 0;
+        bool epoch_bad = rr < 0 && rr != -ENOMEM;
+        rr = rr < 0 ? rr : bv_lease_take(dirfd,
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
                            : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
                                                       : BV_LEASE_READ,
                            NULL, ret_lease, NULL);
         /* a full filesystem too: a restore from a full backup disk must still read */
-        if ((rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
+        if ((epoch_bad || rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
             !(flags & BV_OPEN_WRITE)) {
                 rr = bv_lock_take(dirfd, BV_LOCK_READ, wait);
                 if (rr < 0)

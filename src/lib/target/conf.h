@@ -63,7 +63,9 @@ typedef struct BvConfTarget {
         char *on_success, *on_failure; /* after a run of the drive (else [global]'s) */
 } BvConfTarget;
 
-/* Retention: a count of -1 is "not set". */
+/* Retention: a count of BV_CONF_KEEP_UNSET is "not set"; -1 keeps one of every period, as
+ * prune's --keep-*=-1 (BvPolicy). */
+#define BV_CONF_KEEP_UNSET (-2)
 typedef struct BvConfRetention {
         int last, hourly, daily, weekly, monthly, yearly;
         uint64_t within; /* seconds, 0 = not set */
