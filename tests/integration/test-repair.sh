@@ -104,7 +104,7 @@ expect_fail 4 "^error: the index of '$repo' needs a rebuild: run 'blkvault repai
 grep -q "^lost: snapshot ${ids[3]:0:8} (n3, [^)]*): bytes 0-2097151 (2.0 MiB): map$" "$T/.out" || { cat "$T/.out" >&2; die "n3's loss is not listed"; }
 grep -qx "1 snapshots of 5 lost 2.0 MiB in 1 ranges" "$T/.err" || { cat "$T/.err" >&2; die "the summary of what is lost"; }
 # --force rebuilds the index without the pack, and says that data is lost still
-expect_fail 4 "^error: data is lost in '$repo': back its sources up again (image files with --force-read) to heal what they still hold$" \
+expect_fail 4 "^error: data is lost in '$repo': back its sources up again to heal what they still hold$" \
     bv repair "$repo" --force
 grep -qx "warning: pack 'packs/${pack[3]#"$repo/packs/"}' named by the index is missing: what it held is stored again" "$T/.err" ||
     { cat "$T/.err" >&2; die "the missing pack is not named"; }
