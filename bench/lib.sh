@@ -59,6 +59,15 @@ bench_secrets() {
 
 bv() { "$BLKVAULT" "$@"; }
 
+# The executable of a peer bench/peers-install.sh installed (status "ok"), else FALLBACK:
+#   restic=$(peer_exe restic /usr/bin/restic)
+peer_exe() {
+    local path
+    path=$(awk -F'\t' -v n="$1" '$1 == n && $2 == "ok" {print $3}' \
+        "${PEERS_CACHE:-/var/cache/blkvault-bench}/status.tsv" 2>/dev/null)
+    if [ -n "$path" ] && [ -x "$path" ]; then printf '%s\n' "$path"; else printf '%s\n' "$2"; fi
+}
+
 # Load on the machine, for the report.
 load_note() { printf 'load average: %s (nproc %s)\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"; }
 

@@ -24,6 +24,7 @@ class Tool:
     dir_source = True        # can back up a directory (the dedup tests back up the parts at once)
     sparse_restore = True    # has a sparse restore mode
     plain_restore = True     # has a plain (zeroes written) restore mode
+    unique_names = False     # snapshot names must differ (the unchanged image is named v3-again)
     settings = ""
 
     def __init__(self, exe, work):
@@ -82,6 +83,7 @@ class Blkvault(Tool):
 
 class Borg(Tool):
     name = "borg"
+    unique_names = True   # borg 1.2 refuses a second archive of the same name
     settings = f"repokey (AES-CTR + HMAC-SHA256), zstd,3, --chunker-params {BORG_CHUNKER}, one thread"
 
     def env(self):
@@ -100,6 +102,7 @@ class Borg(Tool):
 
 
 class Borg2(Borg):
+    unique_names = False
     name = "borg2"
     settings = f"-e aes256-ocb (key in the repository), zstd,3, --chunker-params {BORG_CHUNKER}, one thread"
 

@@ -4,8 +4,9 @@
 # repositories holding N (default 30) snapshots of an image series: a real-content image
 # (images/make-image.sh) and N-1 versions, each with 24 blocks of 128 KiB rewritten at seeded
 # offsets. Each tool keeps the newest 3: blkvault `prune --keep-last=3` (gc included), borg
-# `prune --keep-last=3` then `compact`, restic `forget --keep-last 3 --prune`. Wall time, CPU,
-# peak RSS and the repository size before and after. --quick: a 400 MiB image, 6 versions.
+# `prune --keep-last=3` then `compact`, restic `forget --keep-last 3 --prune` (the newest restic
+# bench/peers-install.sh built, else Debian's). Wall time, CPU, peak RSS and the repository size
+# before and after. --quick: a 400 MiB image, 6 versions.
 # Goal: blkvault faster than both, with less memory.
 . "$(dirname "$0")/lib.sh"
 
@@ -19,7 +20,10 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ "$(id -u)" = 0 ] || die "run as root (images/ needs loop devices; the page cache is dropped)"
-need borg restic openssl
+need borg openssl
+restic_exe=$(peer_exe restic /usr/bin/restic)
+[ -x "$restic_exe" ] || die "missing tool: restic"
+restic() { "$restic_exe" "$@"; }
 bench_build
 bench_secrets
 work=$BENCH_WORK/prune-gc
@@ -40,12 +44,12 @@ rewrite() {
 log "image: $size with $content MiB of files, $versions versions"
 "$IMAGES_DIR/make-image.sh" "$img" "$size" --content-mib "$content" >/dev/null
 bv init "$work/bv" --key-file="$BENCH_KEY" >/dev/null
-borg init -q --encryption=repokey "$work/borg"
+borg init --encryption=repokey "$work/borg"
 restic init -q -r "$work/restic"
 for v in $(seq 1 "$versions"); do
     [ "$v" = 1 ] || rewrite "$img" "prune-gc-$v"
     bv backup "$work/bv" "$img" --key-file="$BENCH_KEY" --name=disk -q
-    borg create -q --compression zstd,3 "$work/borg::v$v" "$img"
+    borg create --compression zstd,3 "$work/borg::v$v" "$img"
     restic -q -r "$work/restic" backup "$img" >/dev/null
 done
 log "backed up $versions versions into each repository"
@@ -54,7 +58,8 @@ out=$(results_file prune-gc)
 {
     printf 'Repositories of %s snapshots of a %s image series (%s MiB of files; each version rewrites 3 MiB); ' \
         "$versions" "$size" "$content"
-    printf 'each tool keeps the newest 3. Timings on a shared machine are noisy.\n\n'
+    printf 'each tool keeps the newest 3. Timings on a shared machine are noisy. %s; %s.\n\n' \
+        "$(borg --version)" "$(restic version | cut -d' ' -f1-2)"
 } >>"$out"
 table_start "$out" "tool|commands|wall s|CPU s|peak RSS MiB|repository before MiB|after MiB"
 declare -A wall rss
@@ -71,7 +76,7 @@ run blkvault "$work/bv" "blkvault prune --keep-last=3" \
 run borg "$work/borg" "borg prune --keep-last=3 && borg compact" \
     sh -c 'borg prune --keep-last=3 "$1" && borg compact "$1"' _ "$work/borg"
 run restic "$work/restic" "restic forget --keep-last 3 --prune" \
-    restic -q -r "$work/restic" forget --keep-last 3 --prune
+    "$restic_exe" -q -r "$work/restic" forget --keep-last 3 --prune
 "$BLKVAULT" verify "$work/bv" --key-file="$BENCH_KEY" -q || die "blkvault verify after prune"
 printf '\n' >>"$out"
 goal "$out" "blkvault prune+gc faster than borg and restic" \

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """cli-options.py SOURCE_ROOT: every long option of every command, from the code: each
-command's cli_parse call (CLI_PARSE_OR_RETURN) in src/cli/cmd-*.c, with its CliOption table
-(CLI_FLAG("name", ...), { .name = "name", ... }), the secret options when it passes .secret
-(SECRET_OPTIONS in cli.h), and --help with COMMON_OPTIONS, which cli_parse gives every command.
+command's cli_parse call (CLI_PARSE_OR_RETURN) in src/cli/*.c (cmd-NAME.c, and serve-export.c for
+serve --export), with its CliOption table (CLI_FLAG("name", ...), { .name = "name", ... }), the
+secret options when it passes .secret (SECRET_OPTIONS in cli.h), and --help with COMMON_OPTIONS,
+which cli_parse gives every command.
 Prints "COMMAND OPTION" lines (OPTION without its dashes). With --shared it prints "MACRO OPTION"
 for the options the macros add instead."""
 import pathlib
@@ -23,7 +24,7 @@ if "--shared" in sys.argv:
     sys.exit(0)
 
 pairs = set()
-for path in sorted((root / "src/cli").glob("cmd-*.c")):
+for path in sorted((root / "src/cli").glob("*.c")):
     text = path.read_text()
     for call in re.finditer(r"(?:CLI_PARSE_OR_RETURN\([^,]*, [^,]*,|cli_parse\(&\(CliCommand\)\{)(.*?);", text, re.S):
         args = call.group(1)

@@ -27,13 +27,63 @@ trap _run_cleanups EXIT
 export BLKVAULT_STATE_DIR=$T/state
 
 # attach_loop VAR LOSETUP-ARGS...: attaches a loop device and sets VAR to it; it is detached at
-# exit (retried: a device a filesystem just released can be busy for a moment).
-detach_loop() { for _ in 1 2 3 4 5; do losetup -d "$1" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
+# exit. detach_loop DEV detaches it earlier (retried: a device a filesystem just released can be
+# busy for a moment). Both detach DEV only while it is still backed by the file attach_loop gave
+# it: once this test (or the program it tests) has let the device go, its number may be another
+# test's, and detaching that would pull the device from under the other test.
+declare -A _loop_file=()
+detach_loop() {
+    local back
+    back=$(losetup -n -O BACK-FILE "$1" 2>/dev/null) || return 0
+    [ -n "$back" ] && [ "$back" = "${_loop_file[$1]:-}" ] || return 0
+    for _ in 1 2 3 4 5; do losetup -d "$1" 2>/dev/null && return 0; sleep 0.5; done
+    return 1
+}
 attach_loop() {
     local _l
     _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device (losetup ${*:2})"
+    _loop_file[$_l]=$(losetup -n -O BACK-FILE "$_l")
     on_exit "detach_loop $_l"
     printf -v "$1" %s "$_l"
+}
+
+# loop_target VAR NAME SIZE ARGS...: a loop device of SIZE (on $T/NAME.img) made the target NAME
+# by `blkvault target format --no-luks` with ARGS (--fs, --config, ...), its key in
+# $T/keys/NAME.key; VAR is set to the device.
+loop_target() {
+    local _dev
+    truncate -s "$3" "$T/$2.img"
+    attach_loop _dev "$T/$2.img"
+    bv target format "$_dev" --name="$2" --no-luks --key-dir="$T/keys" "${@:4}" >/dev/null
+    printf -v "$1" %s "$_dev"
+}
+
+# mount_small_fs DIR SIZE: a new ext4 filesystem of SIZE in the image DIR.img, mounted on DIR
+# until exit: a target small enough for a test to fill.
+mount_small_fs() {
+    truncate -s "$2" "$1.img"
+    mkfs.ext4 -q -F "$1.img"
+    mkdir -p "$1"
+    mount -o loop "$1.img" "$1" || die "cannot mount $1.img (ext4) on a loop device"
+    on_exit "umount -l '$1'"
+}
+
+# stall_start AFTER ERR CMD...: runs CMD in the background under tests/fault/stall.so, which
+# holds it inside a write once AFTER bytes are written (with BV_STALL_WRITE=1 in the environment,
+# write(2) counts too); CMD's stderr goes to ERR. Returns once CMD is held there, with its pid
+# in $pid (killed at exit); `touch "$T/gate"` lets it go on.
+stall_start() {
+    local after=$1 err=$2; shift 2
+    [ -n "${STALL:-}" ] && [ -f "$STALL" ] || die "STALL (tests/fault/stall.so) is not built"
+    [ -n "${_stall_cleanup:-}" ] || { on_exit 'kill -KILL ${pid:-}'; _stall_cleanup=1; }
+    rm -f "$T/gate" "$T/gate.waiting"
+    env LD_PRELOAD="$STALL" BV_STALL_AFTER="$after" BV_STALL_GATE="$T/gate" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$@" 2>"$err" &
+    pid=$!
+    while [ ! -e "$T/gate.waiting" ]; do
+        kill -0 $pid 2>/dev/null || { cat "$err" >&2; die "'$*' ended before it was held in a write after $after bytes"; }
+        sleep 0.05
+    done
 }
 
 # Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.

@@ -109,18 +109,32 @@ typedef struct CliOption {
 #define CLI_STR(n, p) { .name = (n), .arg = (p) }
 #define CLI_PARSED(n, fn, p) { .name = (n), .parse = (fn), .ret = (p) }
 
+/* A keyword of a command whose first argument is one (key change, target run...): args, the
+ * arguments that follow it, as CliCommand's. */
+typedef struct CliKeyword {
+        const char *name, *args;
+} CliKeyword;
+
 /* A command's command line: --help prints usage; secret (if not NULL) takes the secret options;
- * options ends with an entry without a name. With expected set, fewer than min_args or more than
- * max_args (-1: any) arguments after the options are refused with that message. repo: the first
- * argument is REPO, which $BLKVAULT_REPO stands for when it is left out. */
+ * options ends with an entry without a name. args (if not NULL) names the arguments after the
+ * options, as usage shows them ("REPO [SNAPSHOT]", "REPO SNAP...", "": none): a word is one
+ * argument, [WORD] an optional one, WORD... one or more; a word starting with '-' is an option.
+ * Too few or too many are refused with the one usage error (usage_error). keywords (ending with
+ * an entry without a name): the first argument is one of them, followed by its args; "help"
+ * there is --help. repo: the first argument is REPO, which $BLKVAULT_REPO stands for when it is
+ * left out. */
 typedef struct CliCommand {
         const char *name, *usage;
         const CliOption *options;
         SecretArgs *secret;
-        int min_args, max_args;
-        const char *expected;
+        const char *args;
+        const CliKeyword *keywords;
         bool repo;
 } CliCommand;
+
+/* The one phrasing of a command line that lacks or has too many arguments:
+ * "error: expected 'blkvault COMMAND ARGS' (see 'blkvault help COMMAND')". Returns EXIT_USAGE. */
+int usage_error(const char *command, const char *args);
 
 /* Parses *argvp with getopt_long (and puts $BLKVAULT_REPO in, for a repo command: then *argcp and
  * *argvp change). Returns -1 when the command should go on (its arguments start at
@@ -175,6 +189,9 @@ void report_missing_packs(BvRepo *repo);
 
 /* Resolves a snapshot spec, reporting failures; returns an exit code. */
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret);
+/* The distinct names of list, in order of first appearance, as "a, b" into buf (cut at size);
+ * returns how many there are. */
+size_t snapshot_names(BvSnapshot *const *list, size_t n, char *buf, size_t size);
 
 /* progress.c: the progress line on stderr when it is a terminal (and not -q): work done of its
  * total, the rate over the last seconds and the ETA of the work left (rate.h). */

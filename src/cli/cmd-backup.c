@@ -121,6 +121,17 @@ static void warn_mounted_rw(const char *source)
                     source, what, m, m, m);
 }
 
+/* A path (not - nor an NBD URI) that does not exist: said before the repository is opened and a
+ * passphrase asked for. */
+static bool source_missing(const char *source)
+{
+        struct stat st;
+
+        if (strcmp(source, "-") == 0 || bv_source_is_nbd_uri(source) || stat(source, &st) == 0)
+                return false;
+        return errno == ENOENT || errno == ENOTDIR;
+}
+
 static int parse_full_read_every(const char *arg, void *ret)
 {
         return parse_unsigned_arg("--full-read-every", arg, 1, 1000000, ret);
@@ -183,6 +194,10 @@ static void warn_read_everything(const BvSourceOptions *so, const BvBackupStats 
                 log_warning("thin delta '%s' not used, read everything: %s", so->thin_delta, stats->changed_reason);
         else if (stats->changed_reason[0])
                 log_warning("'%s' not compared with, read everything: %s", so->compare_with, stats->changed_reason);
+        if (stats->lost_from[0])
+                log_warning("'%s' is unchanged, but its last snapshot %.8s lost chunks (see 'blkvault repair'): read "
+                            "it again",
+                            source, stats->lost_from);
         if (stats->ranges_unreadable) {
                 char b[32];
                 log_warning("%s of '%s' did not read (%llu ranges): stored as zeroes, listed by 'blkvault info'",
@@ -211,9 +226,7 @@ int cmd_backup(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 2, .max_args = 2, .repo = true,
-                                        .expected = "expected two arguments: REPO SOURCE"
-                                                    " (see 'blkvault backup --help')");
+                                        .args = "REPO SOURCE", .repo = true);
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
         if (opts.source.dirty_bitmap && !bv_source_is_nbd_uri(source)) {
@@ -227,6 +240,10 @@ int cmd_backup(int argc, char **argv)
                 log_error("invalid snapshot name '%s'%s: %s", shown ? shown : "?",
                           opts.name ? "" : " (the source's file name: choose one with --name)", problem);
                 return EXIT_USAGE;
+        }
+        if (source_missing(source)) {
+                log_error("source '%s' does not exist", source);
+                return EXIT_ERROR;
         }
 
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0));

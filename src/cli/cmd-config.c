@@ -76,10 +76,8 @@ int cmd_config(int argc, char **argv)
 {
         const char *path = NULL;
         const CliOption options[] = { CLI_STR("config", &path), {} };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "config", .usage = usage_text, .options = options);
-        if (optind + 1 != argc || strcmp(argv[optind], "check") != 0) {
-                log_error("expected 'blkvault config check' (see 'blkvault config --help')");
-                return EXIT_USAGE;
-        }
+        static const CliKeyword keywords[] = { { "check", "" }, {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "config", .usage = usage_text, .options = options,
+                            .keywords = keywords);
         return config_check(path);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "snapshot-forget.h"
@@ -20,30 +21,28 @@ int cmd_delete(int argc, char **argv)
         bool force = false;
         const CliOption options[] = { CLI_FLAG("force", &force), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "delete", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 2, .max_args = -1, .repo = true,
-                                        .expected = "expected: blkvault delete REPO SNAP..."
-                                                    " (see 'blkvault delete --help')");
-        int r;
+                                        .args = "REPO SNAP...", .repo = true);
+        int r, n = argc - optind - 1;
         const char *path = argv[optind];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
+        _cleanup_free_ const BvSnapshot **snaps = calloc((size_t)n, sizeof(*snaps));
+        if (!snaps)
+                return log_error_errno(-ENOMEM, "cannot delete snapshots");
         /* resolve every name first: a typo forgets nothing */
-        const BvSnapshot *s;
-        for (int i = optind + 1; i < argc; i++) {
-                r = bv_repo_find_snapshot(repo, argv[i], &s);
-                if (r < 0)
-                        return log_error_errno(r, "cannot find snapshot '%s' in '%s'", argv[i], path);
+        for (int i = 0; i < n; i++) {
+                r = find_snapshot(repo, argv[optind + 1 + i], &snaps[i]);
+                if (r != EXIT_OK)
+                        return r;
         }
-        for (int i = optind + 1; i < argc; i++) {
-                r = bv_repo_find_snapshot(repo, argv[i], &s); /* the list read at open: resolves as above */
-                if (r < 0)
-                        return log_error_errno(r, "cannot find snapshot '%s' in '%s'", argv[i], path);
+        for (int i = 0; i < n; i++) {
+                const BvSnapshot *s = snaps[i];
                 r = bv_snapshot_forget(bv_repo_dirfd(repo, "snapshots"), s->id, force);
                 if (r == -EPERM) {
                         log_error("snapshot %.8s is protected (use --force, or 'blkvault protect --unprotect')",
                                   s->id);
                         return EXIT_ERROR;
                 }
-                if (r < 0 && !(r == -ENOENT && i > optind + 1))
+                if (r < 0 && !(r == -ENOENT && i > 0)) /* a snapshot named twice is gone the second time */
                         return log_error_errno(r, "cannot delete snapshot %.8s", s->id);
                 log_info("snapshot %.8s deleted", s->id);
         }

@@ -67,12 +67,25 @@ void print_gc_stats(const BvGcStats *s, bool dry_run)
 
 int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
 {
-        int r = bv_gc(repo, o, ret);
+        BvRepoProblem problem;
+        BvGcOptions named = *o;
+        named.problem = &problem;
+        int e, r = bv_gc(repo, &named, ret);
+        if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
+                return e; /* refused: a lease, gc/, gc/epoch, a list, a pack that is not what it must be */
+        if (r < 0 && problem.path[0])
+                return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost): '%s'", path, problem.path);
         if (r == -EUCLEAN) {
                 log_error("cannot collect garbage in '%s': a damaged index segment, snapshot record or map hides "
                           "what is in use (run 'blkvault verify')",
                           path);
                 return EXIT_DAMAGE;
+        }
+        if (r == -EOVERFLOW) {
+                log_error("cannot collect garbage in '%s' (nothing was lost): 'gc/epoch' holds the largest epoch "
+                          "(%llu): remove it once no backup, restore or export runs",
+                          path, (unsigned long long)ret->epoch);
+                return EXIT_ERROR;
         }
         if (r < 0)
                 return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);
@@ -96,8 +109,7 @@ int cmd_gc(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "gc", .usage = usage_text, .options = options, .secret = &sargs,
-                            .min_args = 1, .max_args = 1, .repo = true,
-                            .expected = "expected exactly one argument: REPO (see 'blkvault help gc')");
+                            .args = "REPO", .repo = true);
         int r;
         const char *path = argv[optind];
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;

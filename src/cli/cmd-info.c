@@ -106,8 +106,7 @@ int cmd_info(int argc, char **argv)
         bool json = false;
         const CliOption options[] = { CLI_FLAG("json", &json), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "info", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 1, .max_args = 2, .repo = true,
-                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault help info')");
+                                        .args = "REPO [SNAPSHOT]", .repo = true);
         int r;
         const char *path = argv[optind];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);

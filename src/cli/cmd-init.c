@@ -126,8 +126,7 @@ int cmd_init(int argc, char **argv)
 
         bv_repo_config_default(&cfg);
         CLI_PARSE_OR_RETURN(argc, argv, .name = "init", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 1, .max_args = 1,
-                                        .expected = "expected exactly one argument: REPO (see 'blkvault init --help')");
+                                        .args = "REPO");
         const char *path = argv[optind];
 
         BvChunkerParams params = cfg.chunker;

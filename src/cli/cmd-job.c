@@ -32,13 +32,19 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
         ec = catch_interrupts(bv_job_cancel);
         if (ec != EXIT_OK)
                 return ec;
-        size_t ran = 0, failed = 0;
+        size_t ran = 0, failed = 0, ro_len = 0;
+        char ro[512] = ""; /* the attached restore-only targets, left alone */
         for (size_t i = 0; i < conf->n_targets; i++) {
                 const BvConfTarget *t = &conf->targets[i];
                 _cleanup_free_ char *dev = NULL;
-                if (!bv_conf_job_wants(j, t->name) || t->mode == BV_TARGET_RESTORE_ONLY ||
-                    bv_drive_find_by_uuid(t->uuid, &dev) < 0)
+                if (!bv_conf_job_wants(j, t->name) || bv_drive_find_by_uuid(t->uuid, &dev) < 0)
                         continue;
+                if (t->mode == BV_TARGET_RESTORE_ONLY) {
+                        if (ro_len < sizeof(ro))
+                                ro_len += (size_t)snprintf(ro + ro_len, sizeof(ro) - ro_len, "%s%s",
+                                                           ro_len ? ", " : "", t->name);
+                        continue;
+                }
                 BvTargetRun run;
                 bv_target_run_drive(conf, t, dev, j->name, run_dir, &run);
                 int r = report_run(&run, conf, state_dir);
@@ -47,6 +53,10 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
                         ec = r;
                 failed += r != EXIT_OK;
                 ran++;
+        }
+        if (ran == 0 && ro[0]) {
+                printf("job %s: its attached targets are restore-only (%s); nothing done\n", j->name, ro);
+                return ec;
         }
         if (ran == 0) {
                 printf("job %s: none of its targets is attached; nothing done\n", j->name);
@@ -61,10 +71,7 @@ int cmd_job(int argc, char **argv)
         const char *config = NULL, *run_dir = NULL, *state_dir = NULL;
         const CliOption options[] = { CLI_STR("config", &config), CLI_STR("run-dir", &run_dir),
                                       CLI_STR("state-dir", &state_dir), {} };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options);
-        if (optind + 2 != argc || strcmp(argv[optind], "run") != 0) {
-                log_error("expected 'blkvault job run NAME' (see 'blkvault job --help')");
-                return EXIT_USAGE;
-        }
+        static const CliKeyword keywords[] = { { "run", "NAME" }, {} };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "job", .usage = usage_text, .options = options, .keywords = keywords);
         return job_run(config, run_dir, state_dir, argv[optind + 1]);
 }

@@ -200,29 +200,24 @@ static int parse_key_args(int argc, char **argv, KeyArgs *a)
                 CLI_FLAG("paper", &a->paper),
                 {},
         };
-        return cli_parse(&(CliCommand){ .name = "key", .usage = usage_text, .options = options, .secret = &a->cur },
+        static const CliKeyword keywords[] = {
+                { "change", "REPO" }, { "export", "REPO [FILE|-]" }, { "import", "REPO FILE" },
+                { "add", "REPO" },    { "list", "REPO" },            { "remove", "REPO SLOT" },
+                {},
+        };
+        return cli_parse(&(CliCommand){ .name = "key", .usage = usage_text, .options = options, .secret = &a->cur,
+                                        .keywords = keywords },
                          &argc, &argv);
 }
 
 int cmd_key(int argc, char **argv)
 {
-        static const struct { const char *name; int min, max; } verbs[] = {
-                { "change", 1, 1 }, { "export", 1, 2 }, { "import", 2, 2 },
-                { "add", 1, 1 }, { "list", 1, 1 }, { "remove", 2, 2 },
-        };
         KeyArgs a = { .new = { .new_secret = true } };
         int r = parse_key_args(argc, argv, &a);
         if (r >= 0)
                 return r;
-        const char *verb = optind < argc ? argv[optind] : "";
+        const char *verb = argv[optind];
         int nargs = argc - optind - 1;
-        size_t v = 0;
-        while (v < ELEMENTSOF(verbs) && strcmp(verbs[v].name, verb) != 0)
-                v++;
-        if (v == ELEMENTSOF(verbs) || nargs < verbs[v].min || nargs > verbs[v].max) {
-                log_error("expected: blkvault key change|export|import|add|list|remove REPO ... (see 'blkvault help key')");
-                return EXIT_USAGE;
-        }
         const char *path = argv[optind + 1];
         if (strcmp(verb, "import") == 0)
                 return key_import(path, argv[optind + 2], &a);

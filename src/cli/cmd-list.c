@@ -73,8 +73,7 @@ static int parse_list_args(int argc, char **argv, SecretArgs *s, ListArgs *a, co
                 CLI_FLAG("utc", &a->utc),   {},
         };
         int r = cli_parse(&(CliCommand){ .name = "list", .usage = usage_text, .options = options, .secret = s,
-                                         .min_args = 1, .max_args = 1, .repo = true,
-                                         .expected = "expected exactly one argument: REPO (see 'blkvault help list')" },
+                                         .args = "REPO", .repo = true },
                           &argc, &argv);
         if (r < 0)
                 *ret_repo = argv[optind];

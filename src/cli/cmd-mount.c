@@ -535,9 +535,7 @@ int cmd_mount(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "mount", .usage = mount_usage, .options = options, .secret = &sargs,
-                                        .min_args = 3, .max_args = 3, .repo = true,
-                                        .expected = "expected three arguments: REPO SNAPSHOT MOUNTPOINT"
-                                                    " (see 'blkvault mount --help')");
+                                        .args = "REPO SNAPSHOT MOUNTPOINT", .repo = true);
         int r;
         if (geteuid() != 0) {
                 log_error("mount needs root (it sets up a loop device and mounts a filesystem): run it with sudo");
@@ -592,8 +590,7 @@ static const char umount_usage[] =
 
 int cmd_umount(int argc, char **argv)
 {
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "umount", .usage = umount_usage, .min_args = 1, .max_args = 1,
-                                        .expected = "expected one argument: MOUNTPOINT (see 'blkvault umount --help')");
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "umount", .usage = umount_usage, .args = "MOUNTPOINT");
         int r;
         if (geteuid() != 0) {
                 log_error("umount needs root (it unmounts a filesystem and detaches a loop device): run it with sudo");

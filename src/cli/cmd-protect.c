@@ -19,16 +19,14 @@ int cmd_protect(int argc, char **argv)
         bool on = true;
         const CliOption options[] = { CLI_UNSET("unprotect", &on), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "protect", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 2, .max_args = 2, .repo = true,
-                                        .expected = "expected: blkvault protect REPO SNAP"
-                                                    " (see 'blkvault protect --help')");
+                                        .args = "REPO SNAP", .repo = true);
         int r;
         const char *path = argv[optind], *spec = argv[optind + 1];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         const BvSnapshot *s;
-        r = bv_repo_find_snapshot(repo, spec, &s);
-        if (r < 0)
-                return log_error_errno(r, "cannot find snapshot '%s' in '%s'", spec, path);
+        r = find_snapshot(repo, spec, &s);
+        if (r != EXIT_OK)
+                return r;
         r = bv_snapshot_protect(bv_repo_dirfd(repo, "snapshots"), s->id, on);
         if (r < 0)
                 return log_error_errno(r, "cannot %s snapshot %.8s", on ? "protect" : "unprotect", s->id);

@@ -102,6 +102,22 @@ static struct json_object *json_items(const BvPruneItem *items, size_t n)
         return TAKE_PTR(arr);
 }
 
+/* --name that no snapshot has (a typo?): says so, with the names there are. */
+static void warn_no_such_name(BvRepo *repo, const char *path, const char *name)
+{
+        BvSnapshot *const *list;
+        char names[1024];
+        size_t n;
+
+        if (bv_repo_snapshots(repo, &list, &n) < 0)
+                return;
+        _cleanup_free_ char *e = escape_text(name, 0);
+        if (snapshot_names(list, n, names, sizeof(names)) == 0)
+                log_warning("no snapshot is named '%s' in '%s' (it has none)", e ? e : "?", path);
+        else
+                log_warning("no snapshot is named '%s' in '%s' (names: %s)", e ? e : "?", path, names);
+}
+
 int cmd_prune(int argc, char **argv)
 {
         SecretArgs sargs = {};
@@ -116,8 +132,7 @@ int cmd_prune(int argc, char **argv)
                 CLI_FLAG("json", &a.json),           {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "prune", .usage = usage_text, .options = options, .secret = &sargs,
-                            .min_args = 1, .max_args = 1, .repo = true,
-                            .expected = "expected exactly one argument: REPO (see 'blkvault help prune')");
+                            .args = "REPO", .repo = true);
         const char *path = argv[optind];
         int r = parse_policy(counts, within, &a.policy);
         if (r != EXIT_OK)
@@ -138,6 +153,8 @@ int cmd_prune(int argc, char **argv)
         if (r < 0)
                 return log_error_errno(r, "cannot prune '%s'", path);
         int forgot = r;
+        if (a.name && n == 0)
+                warn_no_such_name(repo, path, a.name);
         if (!a.json)
                 print_items(items, n);
         if (a.dry_run)

@@ -64,8 +64,7 @@ int cmd_repair(int argc, char **argv)
         bool force = false;
         const CliOption options[] = { CLI_FLAG("force", &force), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "repair", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 1, .max_args = 1, .repo = true,
-                                        .expected = "expected REPO (see 'blkvault repair --help')");
+                                        .args = "REPO", .repo = true);
         int r;
         const char *path = argv[optind];
         /* Without --force nothing is written, but no backup may change the packs meanwhile. */
@@ -94,8 +93,7 @@ int cmd_repair(int argc, char **argv)
                 return EXIT_DAMAGE;
         }
         if (r == -EBADMSG) {
-                log_error("data is lost in '%s': back its sources up again (image files with --force-read) to heal "
-                          "what they still hold", path);
+                log_error("data is lost in '%s': back its sources up again to heal what they still hold", path);
                 return EXIT_DAMAGE;
         }
         log_info("ok: %llu packs, %llu objects whole, %llu snapshots whole%s", (unsigned long long)st.packs,

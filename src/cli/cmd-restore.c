@@ -134,9 +134,7 @@ int cmd_restore(int argc, char **argv)
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "restore", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 3, .max_args = 3, .repo = true,
-                                        .expected = "expected three arguments: REPO SNAPSHOT DEST"
-                                                    " (see 'blkvault restore --help')");
+                                        .args = "REPO SNAPSHOT DEST", .repo = true);
         int r;
         const char *path = argv[optind], *spec = argv[optind + 1], *dest = argv[optind + 2];
 

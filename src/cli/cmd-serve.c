@@ -39,7 +39,7 @@
 
 static const char usage_text[] =
         "Usage: blkvault serve REPO SNAPSHOT [OPTIONS]\n"
-        "       blkvault serve --export=NAME [--config=FILE]   (see 'blkvault serve --export=x --help')\n\n"
+        "       blkvault serve --export=NAME [--config=FILE]\n\n"
         "Serve SNAPSHOT over NBD with nbdkit in the foreground (Ctrl-C stops it) and print its URI\n"
         "once it listens. By default it listens on a Unix socket in a private directory that only\n"
         "this user can enter. The export is read-only unless --writable, which stacks nbdkit's cow\n"
@@ -51,6 +51,9 @@ static const char usage_text[] =
         "                           made by 'psktool -u USER -p FILE')\n"
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
+        "  --export=NAME            serve the configuration's [export NAME] section instead of REPO\n"
+        "                           SNAPSHOT, on the socket systemd passes\n"
+        "  --config=FILE            with --export: the configuration (also $" BV_CONF_ENV ")\n"
         "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
         "  -q, --quiet              no progress or status lines\n"
         "  -v, --verbose            more detail (timings, how the repository was opened)\n"
@@ -110,9 +113,7 @@ static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs 
                 {},
         };
         CLI_PARSE_OR_RETURN(*argcp, *argvp, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
-                                        .min_args = 2, .max_args = 2, .repo = true,
-                                        .expected = "expected two arguments: REPO SNAPSHOT"
-                                                    " (see 'blkvault serve --help')");
+                                        .args = "REPO SNAPSHOT", .repo = true);
         if (o->socket && (o->port || o->address)) {
                 log_error("--socket excludes --port and --address");
                 return EXIT_USAGE;

@@ -207,7 +207,6 @@ int cmd_status(int argc, char **argv)
                 CLI_FLAG("json", &a.json),          CLI_FLAG("check-age", &a.check_age),
                 CLI_STR("config", &a.config),       CLI_STR("state-dir", &a.state_dir), {},
         };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "status", .usage = usage_text, .options = options, .max_args = 0,
-                            .expected = "status takes no arguments (see 'blkvault status --help')");
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "status", .usage = usage_text, .options = options, .args = "");
         return status(&a);
 }

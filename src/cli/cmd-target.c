@@ -169,13 +169,21 @@ static int target_format(const FormatArgs *a)
                 return ec;
         const BvConfTarget *old = bv_conf_target_by_name(conf, a->name);
         if (old) {
-                log_error("target '%s' is already registered (%s:%u)", a->name, old->where.file, old->where.line);
+                log_error("target '%s' is already registered (%s:%u): give this drive another --name (to reuse the "
+                          "name, remove that section and move the old drive's key file away)",
+                          a->name, old->where.file, old->where.line);
                 return EXIT_ERROR;
         }
         ec = format_check_device(a);
         if (ec != EXIT_OK)
                 return ec;
         int r = bv_key_file_create(a->key_dir, a->name, &key_file);
+        if (r == -EEXIST) {
+                log_error("the key file '%s/%s.key' exists: it opens the drive once registered as %s; move it away "
+                          "(keep it while that drive's backups matter) or give this drive another --name",
+                          a->key_dir, a->name, a->name);
+                return EXIT_ERROR;
+        }
         if (r < 0)
                 return log_error_errno(r, "cannot create the key file '%s/%s.key'", a->key_dir, a->name);
         ec = a->luks ? format_luks(a, key_file, uuid, fs_uuid) :
@@ -268,18 +276,16 @@ int cmd_target(int argc, char **argv)
                 CLI_FLAG("yes", &a.yes),        CLI_STR("key-dir", &a.key_dir), CLI_STR("config", &a.config),
                 CLI_STR("run-dir", &a.run_dir), CLI_STR("state-dir", &a.state_dir), {},
         };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "target", .usage = usage_text, .options = options);
-        const char *verb = optind < argc ? argv[optind] : "";
-        if (strcmp(verb, "list") == 0 && optind + 1 == argc)
+        static const CliKeyword keywords[] = {
+                { "format", "DEVICE --name=NAME" }, { "run", "DEVICE|NAME" }, { "list", "" }, {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "target", .usage = usage_text, .options = options,
+                            .keywords = keywords);
+        const char *verb = argv[optind];
+        if (strcmp(verb, "list") == 0)
                 return target_list(a.config);
-        if (strcmp(verb, "run") == 0 && optind + 2 == argc)
+        if (strcmp(verb, "run") == 0)
                 return target_run(&a, argv[optind + 1]);
-        if (strcmp(verb, "format") != 0 || optind + 2 != argc) {
-                log_error("expected 'blkvault target format DEVICE --name=NAME', 'target run DEVICE|NAME' or "
-                          "'target list' "
-                          "(see 'blkvault target --help')");
-                return EXIT_USAGE;
-        }
         a.device = argv[optind + 1];
         if (!a.name) {
                 log_error("target format needs --name=NAME");

@@ -131,8 +131,7 @@ int cmd_verify(int argc, char **argv)
                                       CLI_PARSED("max-duration", parse_max_duration, &vo.max_duration_ns),
                                       CLI_FLAG("written", &vo.written), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "verify", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .min_args = 1, .max_args = 2, .repo = true,
-                                        .expected = "expected REPO [SNAPSHOT] (see 'blkvault verify --help')");
+                                        .args = "REPO [SNAPSHOT]", .repo = true);
         int r;
         const char *path = argv[optind], *spec = optind + 1 < argc ? argv[optind + 1] : NULL;
         vo.snapshot = spec;
@@ -151,14 +150,21 @@ int cmd_verify(int argc, char **argv)
         if (rep.json)
                 rep.problems = json_object_new_array();
         BvVerifyStats stats = {};
+        BvRepoProblem problem;
         Progress progress;
         progress_init(&progress, "verify: read", rep.json || !vo.read_data);
         rep.progress = &progress;
         vo.progress = progress_update, vo.progress_userdata = &progress;
+        vo.problem = &problem;
         r = bv_verify_opts(repo, &vo, on_problem, &rep, &stats);
         progress_done(&progress);
         if (r < 0 && r != -EBADMSG) {
+                int e;
                 json_object_put(rep.problems);
+                if ((e = report_open_problem(path, &problem, r)) >= 0)
+                        return e; /* verify-state refused */
+                if (problem.path[0])
+                        return log_error_errno(r, "cannot verify '%s': '%s'", path, problem.path);
                 return log_error_errno(r, "cannot verify '%s'", path);
         }
         if (rep.json) {

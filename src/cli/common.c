@@ -454,9 +454,30 @@ static const char *snap_name(const BvSnapshot *s)
         return s->name ? s->name : "";
 }
 
+size_t snapshot_names(BvSnapshot *const *list, size_t n, char *buf, size_t size)
+{
+        size_t used = 0, distinct = 0;
+
+        buf[0] = 0;
+        for (size_t i = 0; i < n; i++) {
+                bool seen = false;
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = strcmp(snap_name(list[j]), snap_name(list[i])) == 0;
+                if (seen)
+                        continue;
+                distinct++;
+                if (used < size)
+                        used += (size_t)snprintf(buf + used, size - used, "%s%s", distinct > 1 ? ", " : "",
+                                                 snap_name(list[i]));
+        }
+        return distinct;
+}
+
+#define NOT_LATEST (-1) /* not an exit code (EXIT_ERROR is 1) */
+
 /* NAME@latest: the newest snapshot named NAME. A bare "latest" only when every snapshot has the
- * same name: after a backup of another source it would silently pick that one. Returns 1 when
- * spec is neither (the library resolves it), otherwise an exit code. */
+ * same name: after a backup of another source it would silently pick that one. Returns
+ * NOT_LATEST when spec is neither (the library resolves it), otherwise an exit code. */
 static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         static const char suffix[] = "@latest";
@@ -466,7 +487,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
         size_t n;
 
         if (!scoped && strcmp(spec, "latest") != 0)
-                return 1;
+                return NOT_LATEST;
         int r = bv_repo_snapshots(repo, &list, &n);
         report_snapshot_damage(repo);
         if (r < 0)
@@ -485,19 +506,8 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
                 log_error("the repository has no snapshot yet");
                 return EXIT_ERROR;
         }
-        char names[1024] = "";
-        size_t used = 0, distinct = 0;
-        for (size_t i = 0; i < n; i++) {
-                bool seen = false;
-                for (size_t j = 0; j < i && !seen; j++)
-                        seen = strcmp(snap_name(list[j]), snap_name(list[i])) == 0;
-                if (seen)
-                        continue;
-                distinct++;
-                if (used < sizeof(names))
-                        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s",
-                                                 distinct > 1 ? ", " : "", snap_name(list[i]));
-        }
+        char names[1024];
+        size_t distinct = snapshot_names(list, n, names, sizeof(names));
         if (distinct > 1) {
                 log_error("'latest' is ambiguous: the repository holds snapshots of %zu names (%s); say which "
                           "with NAME@latest", distinct, names);
@@ -510,7 +520,7 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         int r = find_latest(repo, spec, ret);
-        if (r != 1)
+        if (r != NOT_LATEST)
                 return r;
         r = bv_repo_find_snapshot(repo, spec, ret);
         report_snapshot_damage(repo);

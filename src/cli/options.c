@@ -49,6 +49,26 @@ static bool build_tables(const CliCommand *cmd, struct option *longs, size_t max
         return true;
 }
 
+/* How many arguments args names: *min the required words, *max those and the [optional] ones,
+ * -1 after a WORD... */
+static void count_args(const char *args, int *min, int *max)
+{
+        int required = 0, optional = 0;
+        bool many = !args; /* none named: any number */
+
+        for (const char *w = args ? args + strspn(args, " ") : ""; *w; w += strspn(w, " ")) {
+                size_t len = strcspn(w, " ");
+                if (*w == '[')
+                        optional++;
+                else if (*w != '-')
+                        required++;
+                many = many || (len > 3 && strncmp(w + len - 3, "...", 3) == 0);
+                w += len;
+        }
+        *min = required;
+        *max = many ? -1 : required + optional;
+}
+
 /* $BLKVAULT_REPO stands for a REPO left out. After getopt_long the arguments are argv[optind..]:
  * REPO goes before them when there are fewer than the command needs, or, for a command with
  * optional arguments, when the first is not a directory (a command given all its arguments then
@@ -58,13 +78,13 @@ static void env_repo_insert(const CliCommand *cmd, int *argc, char ***argv)
 {
         static char **env_argv;
         const char *repo = getenv("BLKVAULT_REPO");
-        int n = *argc - optind;
+        int n = *argc - optind, min, max;
         struct stat st;
 
         if (!cmd->repo || !repo || !*repo)
                 return;
-        if (n >= cmd->min_args &&
-            (cmd->min_args == cmd->max_args || (stat((*argv)[optind], &st) == 0 && S_ISDIR(st.st_mode))))
+        count_args(cmd->args, &min, &max);
+        if (n >= min && (min == max || (stat((*argv)[optind], &st) == 0 && S_ISDIR(st.st_mode))))
                 return;
         char **out = calloc((size_t)*argc + 2, sizeof(*out));
         if (!out)
@@ -75,6 +95,52 @@ static void env_repo_insert(const CliCommand *cmd, int *argc, char ***argv)
         free(env_argv);
         *argv = env_argv = out;
         (*argc)++;
+}
+
+int usage_error(const char *command, const char *args)
+{
+        log_error("expected 'blkvault %s%s%s' (see 'blkvault help %s')", command, *args ? " " : "", args, command);
+        return EXIT_USAGE;
+}
+
+/* Whether n arguments are as many as args names. */
+static bool count_fits(const char *args, int n)
+{
+        int min, max;
+
+        count_args(args, &min, &max);
+        return n >= min && (max < 0 || n <= max);
+}
+
+static int keyword_usage_error(const char *command, const CliKeyword *k)
+{
+        char form[256];
+
+        snprintf(form, sizeof(form), "%s%s%s", k->name, *k->args ? " " : "", k->args);
+        return usage_error(command, form);
+}
+
+/* The first argument of a keyword command: "help", or one of its keywords with its arguments.
+ * Returns -1 if the command goes on, else an exit code. */
+static int check_keyword(const CliCommand *cmd, int argc, char **argv)
+{
+        const char *word = optind < argc ? argv[optind] : "";
+        const CliKeyword *k = cmd->keywords;
+        char list[256] = "";
+        size_t used = 0;
+
+        if (strcmp(word, "help") == 0)
+                return print_usage(cmd->usage);
+        for (; k->name; k++)
+                if (strcmp(k->name, word) == 0)
+                        return count_fits(k->args, argc - optind - 1) ? -1 : keyword_usage_error(cmd->name, k);
+        if (!cmd->keywords[1].name) /* the only keyword: its whole form */
+                return keyword_usage_error(cmd->name, cmd->keywords);
+        for (k = cmd->keywords; k->name && used < sizeof(list); k++)
+                used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", used ? "|" : "", k->name);
+        if (used < sizeof(list))
+                snprintf(list + used, sizeof(list) - used, " ...");
+        return usage_error(cmd->name, list);
 }
 
 int cli_parse(const CliCommand *cmd, int *argcp, char ***argvp)
@@ -108,11 +174,10 @@ int cli_parse(const CliCommand *cmd, int *argcp, char ***argvp)
                         return EXIT_USAGE;
         }
         env_repo_insert(cmd, argcp, argvp);
-        int n = *argcp - optind;
-        if (cmd->expected && (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args))) {
-                log_error("%s", cmd->expected);
-                return EXIT_USAGE;
-        }
+        if (cmd->keywords)
+                return check_keyword(cmd, *argcp, *argvp);
+        if (cmd->args && !count_fits(cmd->args, *argcp - optind))
+                return usage_error(cmd->name, cmd->args);
         return -1;
 }
 

@@ -49,6 +49,10 @@ int report_open_problem(const char *path, const BvRepoProblem *p, int r)
                 log_error("refusing '%s' in repository '%s': it is %s", p->path, path, what);
                 return EXIT_ERROR;
         }
+        if (r == -EBADMSG && strcmp(p->path, "gc/epoch") == 0) {
+                log_error("cannot open repository '%s': '%s' is damaged (%s)", path, p->path, strerror(-r));
+                return EXIT_DAMAGE;
+        }
         return -1;
 }
 

@@ -55,9 +55,8 @@ int serve_export(int argc, char **argv)
         const char *config = NULL, *name = NULL;
         const CliOption options[] = { CLI_STR("export", &name), CLI_STR("config", &config), {} };
 
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options, .max_args = 0,
-                            .expected = "serve --export=NAME takes no REPO or SNAPSHOT (the [export NAME] section "
-                                        "names them)");
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options,
+                            .args = "--export=NAME"); /* no REPO or SNAPSHOT: the [export NAME] section names them */
         if (!name) {
                 log_error("serve --export needs a NAME (--export=NAME)");
                 return EXIT_USAGE;

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (d.block_bytes == 0 || d.block_bytes % 512 != 0)
                 abort();
         for (size_t i = 0; i < d.n_changed; i++) {
-                const BvRange *r = &d.changed[i];
+                const BvByteRange *r = &d.changed[i];
                 if (r->length == 0 || (i > 0 && r->offset <= end) || r->offset % d.block_bytes != 0 ||
                     r->length % d.block_bytes != 0 || r->offset + r->length < r->offset)
                         abort();

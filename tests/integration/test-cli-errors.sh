@@ -24,6 +24,16 @@ expect_fail 2 "^error: unknown option '--bogus' (see 'blkvault help verify')$" b
 expect_fail 2 "^error: unknown option '--no' (see 'blkvault help restore')$" bv restore "$T/r" latest "$T/x" --no
 expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault help')$" bv bakup
 
+# a source that does not exist is named as such, before the repository is opened (no passphrase
+# is asked for) and before anything is written
+expect_fail 1 "^error: source '$T/nosuch' does not exist$" bv backup "$T/r" "$T/nosuch"
+assert_eq "$(cat "$T/.err")" "error: source '$T/nosuch' does not exist" "the only message for a missing source"
+expect_fail 1 "^error: source 'nosuch' does not exist$" bv backup "$T/r" nosuch
+expect_fail 1 "^error: source '$T/nodir/x' does not exist$" bv backup "$T/r" "$T/nodir/x"
+assert_eq "$(bv list "$T/r" --json)" "[]" "snapshots after backups of missing sources"
+BLKVAULT_PASSPHRASE=pw bv init "$T/enc" >/dev/null 2>&1
+expect_fail 1 "^error: source '$T/nosuch' does not exist$" bv backup "$T/enc" "$T/nosuch" </dev/null
+
 # mount and umount say they need root (exit 9), before touching anything
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 mkdir -p "$T/mp"

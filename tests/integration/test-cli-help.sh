@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Every command's --help runs, exits 0 and names the command; bad usage exits 2.
+# Every command's --help runs, exits 0 and names the command; bad usage exits 2, and too few or
+# too many arguments are said one way: "expected 'blkvault CMD ARGS' (see 'blkvault help CMD')".
 . "$SOURCE_ROOT/tests/lib.sh"
+
+# expect_usage FORM CMD ARG...: 'blkvault CMD ARG...' exits 2 with the one usage error, naming FORM
+expect_usage() {
+    local form=$1; shift
+    expect_fail 2 "" bv "$@"
+    assert_eq "$(cat "$T/.err")" "error: expected 'blkvault $form' (see 'blkvault help $1')" "usage error of 'blkvault $*'"
+}
 
 bv --help | grep '^Usage: blkvault COMMAND' >/dev/null || die "top-level --help"
 bv --version | grep '^blkvault ' >/dev/null || die "--version"
@@ -10,7 +18,7 @@ for cmd in init backup list restore verify info key serve mount umount config ta
     echo "$out" | grep "^Usage: blkvault $cmd" >/dev/null || die "$cmd --help does not show its usage"
 done
 expect_fail 2 "unknown command 'frobnicate'" bv frobnicate
-expect_fail 2 "expected exactly one argument" bv init
+expect_usage "init REPO" init
 expect_fail 2 "unknown encryption 'rot13'" bv init "$T/r" --encryption=rot13
 expect_fail 2 "invalid --chunk-size" bv init "$T/r" --chunk-size=1:2
 expect_fail 2 "invalid chunk sizes" bv init "$T/r" --encryption=none --chunk-size=64K:16K:256K
@@ -18,18 +26,45 @@ expect_fail 2 "invalid --compression" bv init "$T/r" --compression=lz4
 expect_fail 2 "invalid --threads '0'" bv backup "$T/r" "$T/x" --threads=0
 expect_fail 2 "invalid --threads '4x'" bv restore "$T/r" latest "$T/x" --threads=4x
 expect_fail 2 "^error: unknown option '--frob' (see 'blkvault help list')$" bv list "$T/r" --frob
-expect_fail 2 "expected exactly one argument: REPO" bv list
-expect_fail 2 "expected two arguments: REPO SOURCE" bv backup "$T/r"
-expect_fail 2 "expected three arguments: REPO SNAPSHOT DEST" bv restore "$T/r" latest
-expect_fail 2 "expected REPO \[SNAPSHOT\]" bv verify "$T/r" latest extra
-expect_fail 2 "^error: expected: blkvault key change|export|import|add|list|remove REPO ... (see 'blkvault help key')$" bv key rotate "$T/r"
-expect_fail 2 "expected two arguments: REPO SNAPSHOT" bv serve "$T/r"
+expect_usage "list REPO" list
+expect_usage "backup REPO SOURCE" backup "$T/r"
+expect_usage "restore REPO SNAPSHOT DEST" restore "$T/r" latest
+expect_usage "verify REPO [SNAPSHOT]" verify "$T/r" latest extra
+expect_usage "info REPO [SNAPSHOT]" info "$T/r" latest extra
+expect_usage "repair REPO" repair "$T/r" extra
+expect_usage "gc REPO" gc
+expect_usage "prune REPO" prune
+expect_usage "delete REPO SNAP..." delete "$T/r"
+expect_usage "protect REPO SNAP" protect "$T/r" a b
+expect_usage "status" status extra
+expect_usage "serve REPO SNAPSHOT" serve "$T/r"
+expect_usage "serve --export=NAME" serve --export=x "$T/r"
 expect_fail 2 "--socket excludes --port and --address" bv serve "$T/r" latest --socket="$T/s" --port=10999
-expect_fail 2 "expected three arguments: REPO SNAPSHOT MOUNTPOINT" bv mount "$T/r" latest
+expect_usage "mount REPO SNAPSHOT MOUNTPOINT" mount "$T/r" latest
 expect_fail 2 "invalid --partition '0'" bv mount "$T/r" latest "$T" --partition=0
 : > "$T/file"
 expect_fail 2 "is not a directory" bv mount "$T/r" latest "$T/file"
 expect_fail 7 "'/' is already a mountpoint" bv mount "$T/r" latest /
-expect_fail 2 "expected one argument: MOUNTPOINT" bv umount
+expect_usage "umount MOUNTPOINT" umount
+# the commands whose first argument is a keyword: an unknown one lists them, a known one with too
+# few or too many arguments gets its own form
+expect_usage "key change|export|import|add|list|remove ..." key rotate "$T/r"
+expect_usage "key change|export|import|add|list|remove ..." key
+expect_usage "key import REPO FILE" key import "$T/r"
+expect_usage "key export REPO [FILE|-]" key export "$T/r" a b
+expect_usage "key remove REPO SLOT" key remove "$T/r"
+expect_usage "target format|run|list ..." target eject /dev/null
+expect_usage "target format DEVICE --name=NAME" target format
+expect_usage "target run DEVICE|NAME" target run a b
+expect_usage "target list" target list extra
+expect_usage "job run NAME" job start a
+expect_usage "job run NAME" job run
+expect_usage "config check" config show
+expect_usage "config check" config check extra
+# 'blkvault KEYWORD help' is the command's help, as 'blkvault help KEYWORD' is
+for cmd in key target job config; do
+    bv "$cmd" help >"$T/help" || die "'blkvault $cmd help' exited non-zero"
+    assert_eq "$(cat "$T/help")" "$(bv help "$cmd")" "blkvault $cmd help"
+    head -1 "$T/help" | grep -q "^Usage: blkvault $cmd " || die "'blkvault $cmd help' does not show its usage"
+done
 echo "ok"
-expect_fail 2 "^error: expected 'blkvault target format DEVICE --name=NAME', 'target run DEVICE|NAME' or 'target list' (see 'blkvault target --help')$" bv target eject /dev/null

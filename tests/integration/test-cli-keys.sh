@@ -59,5 +59,5 @@ expect_fail 1 "^error: '$repo' has no key slot 'nosuch' (see 'blkvault key list 
 bv restore "$repo" latest "$T/a2.out" --passphrase-file="$T/pass2" -q >/dev/null
 assert_same "$T/a" "$T/a2.out"
 expect_fail 2 "^error: invalid --slot 'A B' (1 to 64 of a-z, 0-9, '.', '_', '-')$" bv key add "$repo" --slot='A B'
-expect_fail 2 "^error: expected: blkvault key change|export|import|add|list|remove REPO ... (see 'blkvault help key')$" bv key frob "$repo"
+expect_fail 2 "^error: expected 'blkvault key change|export|import|add|list|remove ...' (see 'blkvault help key')$" bv key frob "$repo"
 echo ok

@@ -30,6 +30,7 @@ assert_same "$T/a2" "$T/a.out"
 bv restore "$repo" b@latest "$T/b.out" -q >/dev/null
 assert_same "$T/b" "$T/b.out"
 expect_fail 1 "^error: no snapshot is named 'c' (see 'blkvault list')$" bv restore "$repo" c@latest "$T/x"
+assert_eq "$(cat "$T/.err")" "error: no snapshot is named 'c' (see 'blkvault list')" "the only message for c@latest"
 # with one name, 'latest' is that name's newest
 bv init "$T/one" --encryption=none >/dev/null
 bv backup "$T/one" "$T/b" --name=b -q >/dev/null
@@ -37,6 +38,7 @@ bv restore "$T/one" latest "$T/one.out" -q >/dev/null
 assert_same "$T/b" "$T/one.out"
 bv init "$T/empty" --encryption=none >/dev/null
 expect_fail 1 "^error: the repository has no snapshot yet$" bv restore "$T/empty" latest "$T/x"
+assert_eq "$(cat "$T/.err")" "error: the repository has no snapshot yet" "the only message for latest of none"
 
 # list: --name, --last, local time by default, --utc
 assert_eq "$(bv list "$repo" --name=a | awk 'NR > 1 { print $1 }' | tr '\n' ' ')" "${id_a1:0:8} ${id_a2:0:8} " "list --name=a"
@@ -75,7 +77,7 @@ import json, sys
 o = json.load(sys.stdin)
 assert o['parent'] == sys.argv[1] and 0.40 < o['bytes_shared'] / (1 << 21) <= 0.5 and o['stats']['bytes_data'] == 2 << 20, o
 " "$id_a1"
-expect_fail 2 "^error: expected REPO \[SNAPSHOT\] (see 'blkvault help info')$" bv info "$repo" a b
+expect_fail 2 "^error: expected 'blkvault info REPO \[SNAPSHOT\]' (see 'blkvault help info')$" bv info "$repo" a b
 # BLKVAULT_REPO stands for a REPO left out
 export BLKVAULT_REPO=$repo
 assert_eq "$(bv list --name=b --json | python3 -c "import json,sys; print([s['id'] for s in json.load(sys.stdin)])")" "['$id_b']" "BLKVAULT_REPO list"

@@ -46,7 +46,7 @@ for with in 0 1; do
         done
     done
     assert_eq "$(comp $with backup repo --thr)" "--threads=" "'backup --thr' (bash-completion $with)"
-    assert_eq "$(comp $with key "")" "$(printf '%s\n' add change export import list remove)" "key's subcommands (bash-completion $with)"
+    assert_eq "$(comp $with key "")" "$(printf '%s\n' add change export help import list remove)" "key's subcommands (bash-completion $with)"
     assert_eq "$(comp $with restore "$T/repo" latest "$T/image.")" "$(printf '%s\n' "$T/image.qcow" "$T/image.raw")" \
         "file names (bash-completion $with)"
 done

@@ -31,6 +31,7 @@ targets = any
 schedule = daily
 keep-daily = 7
 keep-weekly = 4
+keep-monthly = -1   ; as prune's --keep-monthly=-1: one of every month
 max-age = 7d
 EOF
 cat > "$d/conf.d/20-more.conf" <<'EOF'
@@ -110,6 +111,10 @@ source = command:
 [job c3]
 source = command:cat /dev/sdz
 snapshot = yes
+[job k0]
+source = /dev/sdz
+keep-last = 0
+keep-daily = 0
 EOF
 f=$d/conf.d/10-bad.conf
 cat > "$T/expected" <<EOF
@@ -127,7 +132,7 @@ $f:10: key-file must be an absolute path, not 'keys/c.key'
 $f:11: [job vm2]: snapshot = yes needs a source that is an LVM logical volume, not a command
 $f:14: [job vm2]: unknown target 'usb-x' (no [target usb-x])
 $f:15: [job vm2]: invalid schedule 'every full moon' (Failed to parse calendar specification 'every full moon': Invalid argument)
-$f:16: invalid value '-3' for keep-daily (expected a whole number from 0 to 1000000)
+$f:16: invalid value '-3' for keep-daily (expected a whole number from 0 to 1000000, or -1 for every one)
 $f:17: invalid duration '7x' for max-age (expected a number and a unit: s, min, h, d or w, as in 7d)
 $f:18: 'pre' has no value
 $f:19: unknown section [thing x] (expected [global], [target NAME], [job NAME] or [export NAME])
@@ -145,6 +150,7 @@ $f:43: [global] is defined twice (first at $f:40)
 $f:45: [job c2] has no source (set source = PATH or command = COMMAND)
 $f:46: source = command: names no command
 $f:47: [job c3]: snapshot = yes needs a source that is an LVM logical volume, not a command
+$f:50: [job k0]: its keep-* rules keep nothing (all 0), so each run would forget every snapshot: keep at least one, or set no keep-* to prune nothing
 EOF
 rc=0
 bv config check --config="$d/blkvault.conf" >"$T/out" 2>"$T/err" || rc=$?
@@ -168,7 +174,7 @@ expect_fail 1 "^$T/nul.conf:2: line holds a NUL byte$" bv config check --config=
 # an empty configuration is fine
 : > "$T/empty.conf"
 assert_eq "$(bv config check --config="$T/empty.conf")" "configuration ok: 0 targets, 0 jobs, 0 exports (1 file read)"
-expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault config --help')$" bv config
-expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault config --help')$" bv config show
+expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault help config')$" bv config
+expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault help config')$" bv config show
 printf '[job x]\nsource = /dev/sdb\ntargets = , ,\n' > "$T/t.conf"
 expect_fail 1 "^$T/t.conf:3: targets names no target (a list of names, or any)$" bv config check --config="$T/t.conf"

@@ -17,14 +17,22 @@ id_a=$(snap_id "$repo" a)
 
 bv protect "$repo" a 2>/dev/null
 expect_fail 1 "snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect')" bv delete "$repo" a
-expect_fail 1 "cannot find snapshot 'nosuch' in '$repo'" bv delete "$repo" b nosuch
+expect_fail 1 "^error: no snapshot matches 'nosuch' (see 'blkvault list')$" bv delete "$repo" b nosuch
+assert_eq "$(cat "$T/.err")" "error: no snapshot matches 'nosuch' (see 'blkvault list')" "the only message for nosuch"
+# snapshots are named as restore names them: a bare 'latest' of two names is refused, NAME@latest
+# is that name's newest, a name is shown escaped
+expect_fail 2 "^error: 'latest' is ambiguous: the repository holds snapshots of 2 names (a, b); say which with NAME@latest$" \
+    bv delete "$repo" latest
+expect_fail 2 "^error: 'latest' is ambiguous: the repository holds snapshots of 2 names (a, b); say which with NAME@latest$" \
+    bv protect "$repo" latest
+expect_fail 1 "^error: no snapshot matches 'no\\\\x1bsuch' (see 'blkvault list')$" bv protect "$repo" $'no\esuch'
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2 "snapshots after refused deletes"
-expect_fail 2 "expected: blkvault delete REPO SNAP..." bv delete "$repo"
-expect_fail 2 "expected: blkvault protect REPO SNAP" bv protect "$repo"
+expect_fail 2 "^error: expected 'blkvault delete REPO SNAP\.\.\.' (see 'blkvault help delete')$" bv delete "$repo"
+expect_fail 2 "^error: expected 'blkvault protect REPO SNAP' (see 'blkvault help protect')$" bv protect "$repo"
 
-bv protect "$repo" a --unprotect 2>/dev/null
+bv protect "$repo" a@latest --unprotect 2>/dev/null
 [ ! -e "$repo/snapshots/$id_a.protect" ] || die "the marker stayed after --unprotect"
-bv delete "$repo" b 2>/dev/null
+bv delete "$repo" b@latest 2>/dev/null
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["name"] for s in json.load(sys.stdin)])')" "['a']" "snapshots after delete"
 bv protect "$repo" a 2>/dev/null
 bv delete "$repo" a --force 2>/dev/null

@@ -13,24 +13,13 @@
 #     EUCLEAN) and publishes nothing.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd openssl python3
-[ -n "${STALL:-}" ] && [ -f "$STALL" ] || die "STALL (tests/fault/stall.so) is not built"
 
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
 pid=
-on_exit 'kill -KILL $pid'
+on_exit 'kill -KILL $pid'   # a backup left running (held, or in the background) when the test fails
 # stalled_backup IMAGE NAME AFTER: a backup held in a write once AFTER bytes are written
-stalled_backup() {
-    rm -f "$T/gate" "$T/gate.waiting"
-    env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_AFTER="$3" BV_STALL_GATE="$T/gate" \
-        ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
-        "$BLKVAULT" backup "$repo" "$1" --name="$2" -q 2>"$T/backup.err" &
-    pid=$!
-    while [ ! -e "$T/gate.waiting" ]; do
-        kill -0 $pid 2>/dev/null || { cat "$T/backup.err" >&2; die "the backup ended before it was held"; }
-        sleep 0.05
-    done
-}
+stalled_backup() { BV_STALL_WRITE=1 stall_start "$3" "$T/backup.err" "$BLKVAULT" backup "$repo" "$1" --name="$2" -q; }
 finish_backup() { touch "$T/gate"; wait $pid || { cat "$T/backup.err" >&2; die "the held backup failed"; }; pid=; }
 restores() { bv restore "$repo" "$1" "$T/restored" 2>/dev/null; assert_same "$2" "$T/restored"; rm -f "$T/restored"; }
 check() {

@@ -35,7 +35,7 @@ expect_fail 2 "^error: invalid --keep-daily 'x' (a number of snapshots, or -1 fo
 expect_fail 2 "^error: invalid --keep-last '-2' (a number of snapshots, or -1 for all)$" bv prune "$repo" --keep-last=-2
 expect_fail 2 "^error: invalid --keep-within '3x' (a number and a unit: s, min, h, d or w, as in 7d)$" \
     bv prune "$repo" --keep-within=3x
-expect_fail 2 "^error: expected exactly one argument: REPO (see 'blkvault help prune')$" bv prune --keep-last=1
+expect_fail 2 "^error: expected 'blkvault prune REPO' (see 'blkvault help prune')$" bv prune --keep-last=1
 
 # list shows the protected snapshot, in text and JSON
 bv list "$repo" | grep -q "^${ids[0]:0:8} .* \[protected\]$" || die "list does not show the protected snapshot"
@@ -71,6 +71,10 @@ assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print([(s["na
     "[('db', '${ids[0]:0:8}'), ('web', '${ids[6]:0:8}'), ('web', '${ids[7]:0:8}'), ('db', '${ids[5]:0:8}')]" "snapshots after prune"
 bv prune "$repo" --name=db --keep-last=1 --no-gc >/dev/null 2>"$T/err"
 assert_eq "$(cat "$T/err")" "forgot 0 of 2 snapshots" "a second prune forgets nothing"
+# a --name that no snapshot has (a typo) is said, not a silent "forgot 0 of 0"
+bv prune "$repo" --name=dbb --keep-last=1 --no-gc >/dev/null 2>"$T/err"
+assert_eq "$(cat "$T/err")" "warning: no snapshot is named 'dbb' in '$repo' (names: db, web)
+forgot 0 of 0 snapshots" "prune --name of no snapshot"
 bv verify "$repo" >/dev/null 2>&1 || die "verify after prune"
 bv restore "$repo" "${ids[5]}" "$T/r6" 2>/dev/null
 assert_same "$T/s6" "$T/r6"

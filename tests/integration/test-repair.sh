@@ -35,7 +35,7 @@ state() { (cd "$repo" && find index packs snapshots -type f | sort | xargs sha25
 
 bv repair "$repo" >/dev/null 2>"$T/e"
 grep -qx "ok: 3 packs, [0-9]* objects whole, 3 snapshots whole; nothing to repair" "$T/e" || { cat "$T/e" >&2; die "repair of a whole repository"; }
-expect_fail 2 "error: expected REPO (see 'blkvault repair --help')" bv repair
+expect_fail 2 "^error: expected 'blkvault repair REPO' (see 'blkvault help repair')$" bv repair
 bv repair --help | grep -q "^Usage: blkvault repair REPO" || die "repair --help"
 
 # 1. an index segment deleted: restores fail; repair names it and writes nothing; --force rebuilds
@@ -81,11 +81,15 @@ grep -q "^damaged: object [0-9a-f]\{64\} in pack ${pack[2]#"$repo/packs/"} at of
 grep -q "^lost: snapshot ${ids[2]:0:8} (n2, [^)]*): bytes $first-[0-9]* ([^)]*): data$" "$T/.out" || { cat "$T/.out" >&2; die "n2's loss is not listed from offset $first"; }
 [ "$(grep -c "^lost:" "$T/.out")" = "$(grep -c "^lost: snapshot ${ids[2]:0:8}" "$T/.out")" ] || die "another snapshot is listed as lossy"
 state | cmp -s - "$T/before" || die "repair without --force changed the repository"
-expect_fail 4 "error: data is lost in '$repo': back its sources up again (image files with --force-read) to heal what they still hold" bv repair "$repo" --force
+expect_fail 4 "error: data is lost in '$repo': back its sources up again to heal what they still hold" bv repair "$repo" --force
 # the damaged chunks are no longer indexed: backing n2's source up again stores them again, and
-# the old snapshot reads whole
-# (an unchanged image file is not read again unless asked: its snapshot would take the old map)
-bv backup "$repo" "$T/img2" --name=n2 --force-read >/dev/null
+# the old snapshot reads whole. The image file is unchanged, but its last snapshot lost chunks:
+# it is read again without --force-read (taking the old map would make a snapshot damaged from
+# birth, which a run's verify --written would call good)
+bv backup "$repo" "$T/img2" --name=n2 >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "backup of n2 after the rebuild"; }
+grep -q "unchanged since" "$T/e" && die "an unchanged image whose snapshot lost chunks was not read again"
+grep -qxF "warning: '$T/img2' is unchanged, but its last snapshot ${ids[2]:0:8} lost chunks (see 'blkvault repair'): read it again" "$T/e" || { cat "$T/e" >&2; die "no word of why the source was read"; }
+bv verify "$repo" n2@latest >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "the new snapshot of n2 is damaged"; }
 bv repair "$repo" >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair after the healing backup"; }
 grep -qx "ok: [0-9]* packs, [0-9]* objects whole, 5 snapshots whole; nothing to repair" "$T/e" || { cat "$T/e" >&2; die "repair after healing"; }
 restore_all "after the healing backup"

@@ -7,7 +7,6 @@
 # .blkvault-restore-*), and a rerun succeeds. tests/fault/stall.so holds the restore inside a
 # write after 4 MiB, so that the signal arrives mid-way without any timing.
 . "$SOURCE_ROOT/tests/lib.sh"
-[ -n "${STALL:-}" ] && [ -f "$STALL" ] || die "STALL (tests/fault/stall.so) is not built"
 
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
@@ -15,21 +14,8 @@ randfile "$T/img" 24 interrupt
 bv backup "$repo" "$T/img" --name=img -q >/dev/null
 id=$(bv list "$repo" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"][:8])')
 mkdir "$T/out"
-pid=
-on_exit 'kill -KILL $pid'   # a restore left held in stall.so's write when the test fails
-
 # start_stalled DEST: a restore held in a write after 4 MiB; sets pid once it is held there
-start_stalled() {
-    rm -f "$T/gate" "$T/gate.waiting"
-    env LD_PRELOAD="$STALL" BV_STALL_AFTER=$((4 << 20)) BV_STALL_GATE="$T/gate" \
-        ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
-        "$BLKVAULT" restore "$repo" img "$1" --threads=2 -q 2>"$T/restore.err" &
-    pid=$!
-    while [ ! -e "$T/gate.waiting" ]; do
-        kill -0 $pid 2>/dev/null || { cat "$T/restore.err" >&2; die "the restore ended before 4 MiB"; }
-        sleep 0.05
-    done
-}
+start_stalled() { stall_start $((4 << 20)) "$T/restore.err" "$BLKVAULT" restore "$repo" img "$1" --threads=2 -q; }
 # leftovers: what is in the destination directory other than temporary files of a restore
 leftovers() { (cd "$T/out" && ls -A | grep -v '^\.blkvault-restore-' || true); }
 

@@ -39,15 +39,19 @@ start_nbdkit() {
     local sock=$T/$name.sock
     rm -f "$sock"
     "${NBD_ENV[@]}" nbdkit -f -U "$sock" -r "$NBD_PLUGIN" "$@" 2>"$T/$name.log" &
-    NBD_PID=$!
+    NBD_PID=$! NBD_NAME=$name
     on_exit "kill $NBD_PID; wait $NBD_PID"
     NBD_URI="nbd+unix:///?socket=$sock"
     wait_socket "$sock" "$NBD_PID" || { cat "$T/$name.log" >&2; die "nbdkit ($name) did not start"; }
 }
 
+# stop_nbdkit, stop_serve: stop the server; it must exit 0 (nbdkit and serve exit 0 on SIGTERM),
+# and so must not have ended on its own with an error (or a sanitizer's report) before.
 stop_nbdkit() {
+    local rc=0
     kill "$NBD_PID" 2>/dev/null || true
-    wait "$NBD_PID" 2>/dev/null || true
+    wait "$NBD_PID" || rc=$?
+    [ "$rc" = 0 ] || { cat "$T/$NBD_NAME.log" >&2; die "nbdkit ($NBD_NAME) exited $rc when stopped"; }
 }
 
 # The python3 that has libnbd's bindings (python3-libnbd installs them for the system python).
@@ -66,7 +70,7 @@ nbd_python() {
 start_serve() {
     local name=$1 i; shift
     "${NBD_ENV[@]}" "$BLKVAULT" serve "$@" >"$T/$name.out" 2>"$T/$name.log" &
-    SERVE_PID=$!
+    SERVE_PID=$! SERVE_NAME=$name
     on_exit "kill $SERVE_PID; wait $SERVE_PID"
     SERVE_URI=
     for i in $(seq 1 600); do
@@ -80,8 +84,37 @@ start_serve() {
 }
 
 stop_serve() {
+    local rc=0
     kill "$SERVE_PID" 2>/dev/null || true
-    wait "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" || rc=$?
+    [ "$rc" = 0 ] || { cat "$T/$SERVE_NAME.log" >&2; die "blkvault serve ($SERVE_NAME) exited $rc when stopped"; }
+}
+
+# plain_repo REPO IMG: a repository of unencrypted, uncompressed, fixed 64 KiB chunks (the bytes
+# stored for a chunk are its plaintext) holding IMG as the snapshot 'disk'.
+plain_repo() {
+    bv init "$1" --encryption=none --compression=none --chunker=fixed --chunk-size=64K:64K:64K >/dev/null
+    bv backup "$1" "$2" --name=disk >/dev/null
+}
+
+# damage_stored REPO IMG OFFSET: inverts the byte stored in plain_repo REPO's packs for byte
+# OFFSET of IMG (found by the 64 bytes from OFFSET on, which must be in one pack only).
+damage_stored() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import glob, sys
+img = open(sys.argv[2], "rb").read()
+off = int(sys.argv[3])
+needle = img[off:off + 64]
+hits = [(p, b.find(needle)) for p in glob.glob(sys.argv[1] + "/packs/*/*.pack")
+        for b in [open(p, "rb").read()] if b.find(needle) >= 0]
+assert len(hits) == 1, ("the data of image offset %d is in %d places" % (off, len(hits)), hits)
+p, i = hits[0]
+with open(p, "r+b") as f:
+    f.seek(i)
+    c = f.read(1)
+    f.seek(i)
+    f.write(bytes([c[0] ^ 0xff]))
+PY
 }
 
 # A TCP port nothing listens on at this moment (the kernel's choice on 127.0.0.1).

@@ -12,29 +12,13 @@
 need_cmd nbdcopy openssl
 PY=$(nbd_python) || skip "python3-libnbd is not installed"
 
-# uncompressed, unencrypted, fixed 64 KiB chunks: the stored bytes of a chunk are its plaintext
 img=$T/disk.img
 randfile "$img" 32 nbdhangup
 repo=$T/repo
-bv init "$repo" --encryption=none --compression=none --chunker=fixed --chunk-size=64K:64K:64K >/dev/null
-bv backup "$repo" "$img" --name=disk >/dev/null
+plain_repo "$repo" "$img"
 # damage the chunk at image offset 24 MiB: nbdcopy meets it after many requests are queued
 target=$((24 << 20))
-"$PY" - "$img" "$repo" "$target" <<'PY'
-import glob, sys
-img = open(sys.argv[1], "rb").read()
-off = int(sys.argv[3])
-needle = img[off:off + 64]
-hits = [(p, b.find(needle)) for p in glob.glob(sys.argv[2] + "/packs/*/*.pack")
-        for b in [open(p, "rb").read()] if b.find(needle) >= 0]
-assert len(hits) == 1, hits
-p, i = hits[0]
-with open(p, "r+b") as f:
-    f.seek(i + 10)
-    c = f.read(1)
-    f.seek(i + 10)
-    f.write(bytes([c[0] ^ 0xff]))
-PY
+damage_stored "$repo" "$img" $((target + 10))
 
 sock=$T/hang.sock
 start_serve hang "$repo" disk --socket="$sock" || die "serve did not start"

@@ -7,34 +7,13 @@
 need_cmd openssl
 PY=$(nbd_python) || skip "python3-libnbd is not installed"
 
-# uncompressed, unencrypted, fixed 64 KiB chunks: the stored bytes of a chunk are its plaintext
 img=$T/disk.img
 randfile "$img" 8 nbddamage
 repo=$T/repo
-bv init "$repo" --encryption=none --compression=none --chunker=fixed --chunk-size=64K:64K:64K >/dev/null
-bv backup "$repo" "$img" --name=disk >/dev/null
-
+plain_repo "$repo" "$img"
 # flip one byte of the data stored for image offset 3 MiB + 100
 target=$((3 * 1048576 + 100))
-"$PY" - "$img" "$repo" "$target" <<'PY'
-import glob, sys
-img = open(sys.argv[1], "rb").read()
-off = int(sys.argv[3])
-needle = img[off:off + 64]
-hits = []
-for p in glob.glob(sys.argv[2] + "/packs/*/*.pack"):
-    b = open(p, "rb").read()
-    i = b.find(needle)
-    if i >= 0:
-        hits.append((p, i))
-assert len(hits) == 1, hits
-p, i = hits[0]
-with open(p, "r+b") as f:
-    f.seek(i)
-    c = f.read(1)
-    f.seek(i)
-    f.write(bytes([c[0] ^ 0xff]))
-PY
+damage_stored "$repo" "$img" "$target"
 
 start_nbdkit damaged repo="$repo" snapshot=disk
 "$PY" - "$img" "$NBD_URI" "$target" <<'PY'

@@ -41,7 +41,7 @@ pid=$!
 for _ in $(seq 1 600); do [ -s "$T/uri-p" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 [ -s "$T/uri-p" ] || { cat "$T/plain.err" >&2; die "serve on a plain stderr did not start"; }
 nbdcopy "$(cat "$T/uri-p")" "$T/copy" || die "nbdcopy from the export failed"
-kill $pid; wait $pid || true
+kill $pid; wait $pid || die "serve exited $? when stopped"
 assert_eq "$(sha256sum <"$T/copy")" "$(sha256sum <"$T/img")" "the export served with --passphrase-command"
 if grep -Eq $'\r|\x1b|deriving|starting nbdkit' "$T/plain.err"; then cat -A "$T/plain.err" >&2; die "status lines on a non-terminal"; fi
 echo ok

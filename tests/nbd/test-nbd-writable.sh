@@ -43,7 +43,7 @@ for off in (0, 5 * 1048576 + 123, 20 * 1048576):
 assert h.pread(1 << 20, 10 << 20) == img[10 << 20:11 << 20]
 h.shutdown()
 PY
-kill "$pid"; wait "$pid" || true
+kill "$pid"; wait "$pid" || die "serve --writable exited $? when stopped"
 
 repo_files > "$T/after"
 diff -u "$T/before" "$T/after" >&2 || die "serving --writable changed the repository"

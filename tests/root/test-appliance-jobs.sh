@@ -13,21 +13,14 @@ need_root
 need_cmd losetup mkfs.ext4 sha256sum python3
 [ -e /dev/loop-control ] || skip "no loop devices"
 
-loops=()
-detach_all() { for l in "${loops[@]}"; do for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done; done; }
-on_exit detach_all
-on_exit "umount -l $T/run/target-usb-1 $T/mnt"
-attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
-
 conf=$T/etc/blkvault.conf
 state=$T/state
 mkdir -p "$T/etc" "$T/mnt"
 opts=(--config="$conf" --run-dir="$T/run")
 randfile "$T/a.img" 3 jobs-a
 randfile "$T/b.img" 1 jobs-b
-truncate -s 300M "$T/usb.img"
-attach dev "$T/usb.img"
-bv target format "$dev" --name=usb-1 --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+loop_target dev usb-1 300M "${opts[@]}"
+on_exit "umount -l $T/run/target-usb-1 $T/mnt"
 uuid=$(blkid -s UUID -o value "$dev")
 key=$T/keys/usb-1.key
 # snapshot names on the drive

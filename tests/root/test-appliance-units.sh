@@ -52,13 +52,10 @@ rc=0
 mkdir -p /run/udev/rules.d
 cp "$SOURCE_ROOT/udev/80-blkvault.rules" /run/udev/rules.d/
 on_exit "rm -f /run/udev/rules.d/80-blkvault.rules; [ $made_run_udev = 0 ] || rm -rf /run/udev"
-loops=()
-detach_all() { for l in "${loops[@]}"; do losetup -d "$l" 2>/dev/null || true; done; }
-on_exit detach_all
 truncate -s 64M "$T/fs.img" "$T/raw.img"
 mkfs.ext4 -q "$T/fs.img"
-fs=$(losetup -f --show "$T/fs.img"); loops+=("$fs")
-raw=$(losetup -f --show "$T/raw.img"); loops+=("$raw")
+attach_loop fs "$T/fs.img"
+attach_loop raw "$T/raw.img"
 uuid=$(blkid -s UUID -o value "$fs")
 udevadm test --action=add "/sys/class/block/${fs#/dev/}" >"$T/fs.out" 2>&1 || { cat "$T/fs.out" >&2; die "udevadm test failed"; }
 grep -q "^Reading rules file: /run/udev/rules.d/80-blkvault.rules$" "$T/fs.out" || die "udevadm test did not read the rule"

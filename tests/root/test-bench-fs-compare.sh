@@ -16,8 +16,7 @@ expect_fail 2 "error: unknown filesystem 'zfs' (ext4, xfs or btrfs)" "$fsc" --fs
 expect_fail 2 "error: '$T/nosuch' does not exist" "$fsc" --device "$T/nosuch" --work "$T/w"
 # a named device is destroyed only when confirmed: without a terminal, only with --yes
 truncate -s 64M "$T/dev.img"
-loop=$(losetup -f --show "$T/dev.img") || die "cannot attach a loop device"
-on_exit losetup -d "$loop"
+attach_loop loop "$T/dev.img"
 randfile "$T/data" 1 fsc
 dd if="$T/data" of="$loop" bs=1M conv=fsync status=none
 expect_fail 2 "error: bench/fs-compare formats '$loop' several times, destroying what is on it: pass --yes" \

@@ -22,10 +22,10 @@ out=$T/out
 "$peers" --quick --work "$T/work" --out "$out" \
     --tools blkvault,borg,restic-debian,restic,kopia >"$T/run.log" 2>&1 || { tail -30 "$T/run.log"; die "bench/peers --quick failed"; }
 
-# CSV: the header, 12 cases for each of the 5 tools; installed tools ok on every backup
+# CSV: the header, 13 cases for each of the 5 tools; installed tools ok on every backup
 csv=$out/peers.csv
 assert_eq "$(head -1 "$csv")" "tool,version,case,status,reps,wall_s,sync_s,cpu_s,user_s,sys_s,max_rss_mib,written_mib,read_mib,repo_mib,growth_mib,restored_alloc_mib,bitexact,dedup_pct" "CSV header"
-assert_eq "$(( $(wc -l <"$csv") - 1 ))" 60 "CSV rows"
+assert_eq "$(( $(wc -l <"$csv") - 1 ))" 65 "CSV rows"
 /usr/bin/python3 - "$csv" <<'PY' || die "CSV content"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -34,8 +34,7 @@ assert_eq "$(ls "$T" | grep -c blkvault-)" 0 "temporary files left beside DEST"
 # a device smaller than the image: refused before anything is written, both sizes named
 truncate -s 4M "$T/small.img"
 printf 'untouched' | dd of="$T/small.img" conv=notrunc status=none
-dev=$(losetup --find --show "$T/small.img")
-on_exit losetup -d "$dev"
+attach_loop dev "$T/small.img"
 expect_fail 8 "^error: '$dev' is too small for snapshot [0-9a-f]\{8\}: the device has 4194304 bytes (4.0 MiB), the image 8388608 bytes (8.0 MiB); nothing was written$" \
     bv restore "$repo" img@latest "$dev"
 assert_eq "$(head -c 9 "$dev")" untouched "the small device was written"
@@ -50,8 +49,7 @@ assert_eq "$(ls "$T/tiny")" "" "a restore that filled its filesystem left a file
 umount "$T/tiny"
 # a large enough device is written
 truncate -s 8M "$T/big.img"
-dev2=$(losetup --find --show "$T/big.img")
-on_exit losetup -d "$dev2"
+attach_loop dev2 "$T/big.img"
 bv restore "$repo" img@latest "$dev2" -q >/dev/null
 cmp "$T/img" "$dev2" || die "the device restore differs"
 echo ok

@@ -69,15 +69,14 @@ scenario() {
 }
 
 # mount_fs FS: a fresh filesystem of kind FS on a loop device at $mnt
-LOOP=
 mount_fs() {
     truncate -s 512M "$T/$1.fs"
     "mkfs.$1" -q "$T/$1.fs" >/dev/null
-    LOOP=$(losetup -f --show "$T/$1.fs")
+    attach_loop LOOP "$T/$1.fs"
     mount "$LOOP" "$mnt"
 }
-umount_fs() { umount "$mnt"; losetup -d "$LOOP"; LOOP=; }
-on_exit 'mountpoint -q "$mnt" && umount "$mnt"; [ -z "$LOOP" ] || losetup -d "$LOOP"'
+umount_fs() { umount "$mnt"; detach_loop "$LOOP"; }
+on_exit 'mountpoint -q "$mnt" && umount "$mnt"'
 
 mount_fs xfs
 scenario xfs "$mnt"

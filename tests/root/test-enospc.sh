@@ -5,13 +5,9 @@
 # verify, and after freeing space a new backup succeeds.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd losetup mkfs.ext4 openssl
+need_cmd mkfs.ext4 openssl
 
-truncate -s 48M "$T/target.img"
-mkfs.ext4 -q -F "$T/target.img"
-mkdir "$T/mnt"
-mount -o loop "$T/target.img" "$T/mnt" || skip "cannot mount a loop device here"
-on_exit umount -l "$T/mnt"
+mount_small_fs "$T/mnt" 48M
 
 randfile "$T/small" 4 small
 randfile "$T/big" 96 big

@@ -6,13 +6,9 @@
 # fails with exit 6.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd losetup mkfs.ext4 openssl
+need_cmd mkfs.ext4 openssl
 
-truncate -s 32M "$T/target.img"
-mkfs.ext4 -q -F "$T/target.img"
-mkdir "$T/mnt"
-mount -o loop "$T/target.img" "$T/mnt" || skip "cannot mount a loop device here"
-on_exit umount -l "$T/mnt"
+mount_small_fs "$T/mnt" 32M
 
 repo=$T/mnt/repo
 randfile "$T/a.img" 4 full-a

@@ -7,13 +7,9 @@
 # freed gc completes.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd losetup mkfs.ext4 openssl fallocate
+need_cmd mkfs.ext4 openssl fallocate
 
-truncate -s 64M "$T/target.img"
-mkfs.ext4 -q -F "$T/target.img"
-mkdir "$T/mnt"
-mount -o loop "$T/target.img" "$T/mnt" || skip "cannot mount a loop device here"
-on_exit umount -l "$T/mnt"
+mount_small_fs "$T/mnt" 64M
 
 repo=$T/mnt/repo
 bv init "$repo" --encryption=none --compression=none >/dev/null

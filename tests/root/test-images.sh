@@ -28,13 +28,12 @@ done
 
 # LOOP attached read-only for checks; fsck_all and snapshot_content need it attached
 attach_ro() {
-    LOOP=$(losetup -f --show -r "$img")
-    on_exit "losetup -d $LOOP"
+    attach_loop LOOP -r "$img"
     partx -a "$LOOP" 2>/dev/null || true
     for _ in $(seq 50); do [ -b "${LOOP}p3" ] && return 0; sleep 0.1; done
     die "no partition nodes on $LOOP"
 }
-detach() { losetup -d "$LOOP"; }
+detach() { detach_loop "$LOOP"; }
 
 fsck_all() {
     e2fsck -fn "${LOOP}p1" >"$T/fsck.out" 2>&1 || { cat "$T/fsck.out"; die "e2fsck ($1)"; }

@@ -8,20 +8,14 @@ need_root
 need_cmd losetup mkfs.ext4
 [ -e /dev/loop-control ] || skip "no loop devices"
 
-loops=()
-detach_all() { for l in "${loops[@]}"; do for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done; done; }
-on_exit detach_all
-attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
-
 conf=$T/etc/blkvault.conf
 mkdir -p "$T/etc" "$T/mnt"
 opts=(--config="$conf" --run-dir="$T/run")
 randfile "$T/a.img" 2 job-a
 randfile "$T/b.img" 3 job-b
+devs=()
 for n in 1 2; do
-    truncate -s 300M "$T/$n.img"
-    attach dev "$T/$n.img"
-    bv target format "$dev" --name="usb-$n" --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+    loop_target "devs[$n]" "usb-$n" 300M "${opts[@]}"
 done
 
 cat > "$conf" <<EOF
@@ -39,7 +33,7 @@ assert_eq "$(grep -c '^job a: snapshot [0-9a-f]\{8\}, 2.0 MiB new, verified$' "$
 grep -qx "target usb-1: 1 jobs, 0 failed, 2.0 MiB new; safe to unplug" "$T/out" || die "usb-1 summary"
 grep -qx "target usb-2: 1 jobs, 0 failed, 2.0 MiB new; safe to unplug" "$T/out" || die "usb-2 summary"
 assert_eq "$(tail -n1 "$T/out")" "job a: 2 targets, 0 failed" "job a's summary, the last line"
-mount "${loops[0]}" "$T/mnt"
+mount "${devs[1]}" "$T/mnt"
 names=$(bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-1.key" --json | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))')
 umount "$T/mnt"
 assert_eq "$names" "a" "snapshots on usb-1 after job run a"
@@ -51,8 +45,12 @@ warning: cannot record the run of target usb-1 in '$T/a.img': Not a directory
 warning: cannot record the run of job a in '$T/a.img': Not a directory
 warning: cannot record the run of target usb-2 in '$T/a.img': Not a directory" "warnings of an unwritable state directory"
 
-# a restore-only target is skipped; nothing attached: said, exit 0
+# a restore-only target is skipped, and named: it is attached, so "none is attached" would be
+# wrong; nothing attached at all: said, exit 0
 sed -i 's/^mode = backup$/mode = restore-only/' "$T/etc/conf.d/50-target-usb-1.conf"
+assert_eq "$(bv job run b "${opts[@]}")" "job b: its attached targets are restore-only (usb-1); nothing done"
+losetup -d "${loops[0]}"
+loops=("${loops[@]:1}")
 assert_eq "$(bv job run b "${opts[@]}")" "job b: none of its targets is attached; nothing done"
 expect_fail 1 "^error: no job 'c' in the configuration$" bv job run c "${opts[@]}"
-expect_fail 2 "^error: expected 'blkvault job run NAME' (see 'blkvault job --help')$" bv job start a
+expect_fail 2 "^error: expected 'blkvault job run NAME' (see 'blkvault help job')$" bv job start a

@@ -16,13 +16,13 @@ need_cmd losetup mkfs.ext4 nbdfuse fusermount3 openssl
 img=$T/disk.img
 truncate -s 64M "$img"
 mkfs.ext4 -q -F "$img"
-loop=$(losetup -f --show "$img")
+attach_loop loop "$img"
 mkdir -p "$T/mnt"
 mount "$loop" "$T/mnt"
 randfile "$T/mnt/data.bin" 3 mountsecret
 cp "$T/mnt/data.bin" "$T/data.bin"
 umount "$T/mnt"
-losetup -d "$loop"
+detach_loop "$loop"
 
 pass='mount passphrase words'
 repo=$T/repo

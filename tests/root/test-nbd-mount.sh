@@ -29,7 +29,7 @@ mkdir -p "$T/src/dir/sub" && echo "hello from blkvault" > "$T/src/dir/sub/hello.
 declare -A fstype=([1]=ext4 [2]=xfs [3]=btrfs)
 for i in 1 2 3; do
     read -r off size < <(part_loop $i)
-    loop=$(losetup -f --show -o "$off" --sizelimit "$size" "$img")
+    attach_loop loop -o "$off" --sizelimit "$size" "$img"
     case $i in
     1) mkfs.ext4 -q -F "$loop" ;;
     2) mkfs.xfs -q -f "$loop" ;;
@@ -39,7 +39,7 @@ for i in 1 2 3; do
     cp -a "$T/src/." "$T/mnt/"
     echo "partition $i" > "$T/mnt/which"
     umount "$T/mnt"
-    losetup -d "$loop"
+    detach_loop "$loop"
 done
 
 repo=$T/repo

@@ -8,7 +8,6 @@
 need_root
 need_cmd losetup
 [ -e /dev/loop-control ] || skip "no loop devices"
-[ -n "${STALL:-}" ] && [ -f "$STALL" ] || die "STALL (tests/fault/stall.so) is not built"
 
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
@@ -16,19 +15,8 @@ randfile "$T/img" 24 devinterrupt
 size=$((24 << 20))
 bv backup "$repo" "$T/img" --name=img -q >/dev/null
 truncate -s 32M "$T/dev.img"
-dev=$(losetup -f --show "$T/dev.img") || die "cannot attach a loop device"
-on_exit "losetup -d $dev"
-pid=
-on_exit 'kill -KILL $pid'   # a restore left held in stall.so's write when the test fails
-
-env LD_PRELOAD="$STALL" BV_STALL_AFTER=$((4 << 20)) BV_STALL_GATE="$T/gate" \
-    ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" \
-    "$BLKVAULT" restore "$repo" img "$dev" --threads=2 -q 2>"$T/restore.err" &
-pid=$!
-while [ ! -e "$T/gate.waiting" ]; do
-    kill -0 $pid 2>/dev/null || { cat "$T/restore.err" >&2; die "the restore ended before 4 MiB"; }
-    sleep 0.05
-done
+attach_loop dev "$T/dev.img"
+stall_start $((4 << 20)) "$T/restore.err" "$BLKVAULT" restore "$repo" img "$dev" --threads=2 -q
 kill -TERM $pid
 touch "$T/gate"
 rc=0

@@ -11,17 +11,14 @@ need_root
 need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sfdisk blkid cryptsetup
 [ -e /dev/loop-control ] || skip "no loop devices"
 
-loops=()
-detach_all() { for l in "${loops[@]}"; do for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done; done; }
-on_exit detach_all
-attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
-
 conf=$T/etc/blkvault.conf
 opts=(--key-dir="$T/keys" --config="$conf")
 mkdir -p "$T/mnt"
+declare -A devs
 for fs in ext4 xfs btrfs; do
     truncate -s 400M "$T/$fs.img"
-    attach dev "$T/$fs.img"
+    attach_loop dev "$T/$fs.img"
+    devs[$fs]=$dev
     bv target format "$dev" --name="usb-$fs" --fs="$fs" --no-luks "${opts[@]}" >"$T/out"
     uuid=$(blkid -s UUID -o value "$dev")
     assert_eq "$(blkid -s TYPE -o value "$dev")" "$fs" "filesystem made by target format"
@@ -41,20 +38,25 @@ done
 assert_eq "$(bv config check --config="$conf")" "configuration ok: 3 targets, 0 jobs, 0 exports (4 files read)"
 bv target list --config="$conf" >"$T/list"
 assert_eq "$(wc -l < "$T/list")" 3 "targets listed"
-grep -q "^usb-xfs  *$(blkid -s UUID -o value "${loops[1]}") backup  *no-luks attached ${loops[1]}$" "$T/list" || { cat "$T/list"; die "target list"; }
+grep -q "^usb-xfs  *$(blkid -s UUID -o value "${devs[xfs]}") backup  *no-luks attached ${devs[xfs]}$" "$T/list" || { cat "$T/list"; die "target list"; }
 
 # refusals: a filesystem, a partition table, a registered name, an unknown filesystem
-dev=${loops[0]}
+dev=${devs[ext4]}
 uuid=$(blkid -s UUID -o value "$dev")
 expect_fail 1 "^error: '$dev' holds ext4 (UUID $uuid); refusing to format it (--yes destroys it)$" \
     bv target format "$dev" --name=other --no-luks "${opts[@]}"
-expect_fail 1 "^error: target 'usb-xfs' is already registered ($T/etc/conf.d/50-target-usb-xfs.conf:2)$" \
+expect_fail 1 "^error: target 'usb-xfs' is already registered ($T/etc/conf.d/50-target-usb-xfs.conf:2): give this drive another --name (to reuse the name, remove that section and move the old drive's key file away)$" \
     bv target format "$dev" --name=usb-xfs --no-luks --yes "${opts[@]}"
+# the section removed by hand, the old drive's key file still there: said what it is, and kept
+mv "$T/etc/conf.d/50-target-usb-xfs.conf" "$T/usb-xfs.conf"
+expect_fail 1 "^error: the key file '$T/keys/usb-xfs.key' exists: it opens the drive once registered as usb-xfs; move it away (keep it while that drive's backups matter) or give this drive another --name$" \
+    bv target format "$dev" --name=usb-xfs --no-luks --yes "${opts[@]}"
+mv "$T/usb-xfs.conf" "$T/etc/conf.d/50-target-usb-xfs.conf"
 expect_fail 2 "^error: unknown filesystem 'vfat' (ext4, xfs or btrfs)$" bv target format "$dev" --name=x --fs=vfat "${opts[@]}"
 expect_fail 2 "^error: target format needs --name=NAME$" bv target format "$dev" "${opts[@]}"
 truncate -s 64M "$T/pt.img"
 echo 'label: gpt' | sfdisk -q "$T/pt.img"
-attach pt "$T/pt.img"
+attach_loop pt "$T/pt.img"
 expect_fail 1 "^error: '$pt' holds a gpt partition table; refusing to format it (--yes destroys it)$" \
     bv target format "$pt" --name=pt --no-luks "${opts[@]}"
 [ ! -e "$T/keys/pt.key" ] || die "a refused format left a key file"

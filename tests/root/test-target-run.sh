@@ -11,11 +11,6 @@ need_root
 need_cmd losetup mkfs.ext4 mkfs.xfs mkfs.btrfs sha256sum
 [ -e /dev/loop-control ] || skip "no loop devices"
 
-loops=()
-detach_all() { for l in "${loops[@]}"; do for _ in 1 2 3 4 5; do losetup -d "$l" 2>/dev/null && break; sleep 0.5; done; done; }
-on_exit detach_all
-attach() { local _l; _l=$(losetup -f --show "${@:2}") || die "cannot attach a loop device"; loops+=("$_l"); printf -v "$1" %s "$_l"; }
-
 conf=$T/etc/blkvault.conf
 mkdir -p "$T/etc" "$T/mnt"
 opts=(--config="$conf" --run-dir="$T/run")
@@ -27,10 +22,7 @@ keep-daily = 7
 EOF
 declare -A devs
 for fs in ext4 xfs btrfs; do
-    truncate -s 400M "$T/$fs.img"
-    attach dev "$T/$fs.img"
-    devs[$fs]=$dev
-    bv target format "$dev" --name="usb-$fs" --fs="$fs" --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+    loop_target "devs[$fs]" "usb-$fs" 400M --fs="$fs" "${opts[@]}"
 done
 
 # by device: the job backed up and verified, the drive unmounted, the snapshot restores
@@ -71,7 +63,7 @@ assert_eq "$(tail -n1 "$T/b.out")" "target usb-btrfs: 1 jobs, 0 failed, 0 B new;
 # unregistered: ignored, exit 0, one line
 truncate -s 64M "$T/stray.img"
 mkfs.ext4 -q "$T/stray.img"
-attach stray "$T/stray.img"
+attach_loop stray "$T/stray.img"
 out=$(bv target run "$stray" "${opts[@]}" 2>&1)
 assert_eq "$out" "debug: '$stray' (UUID $(blkid -s UUID -o value "$stray")) is not a registered target, ignoring"
 
@@ -89,5 +81,5 @@ grep -qx "target usb-xfs: 1 jobs, 1 failed, 0 B new; safe to unplug" "$T/.out" |
 
 # names
 expect_fail 1 "^error: no target 'usb-zz' in the configuration (see 'blkvault target list')$" bv target run usb-zz "${opts[@]}"
-losetup -d "${devs[btrfs]}"
+detach_loop "${devs[btrfs]}"
 expect_fail 1 "^error: target 'usb-btrfs' (UUID [0-9a-f-]*) is not attached$" bv target run usb-btrfs "${opts[@]}"

@@ -21,7 +21,7 @@ TEST(epoch_and_scan)
         ASSERT_TRUE(dfd >= 0);
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 0u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 0u);
         ASSERT_EQ(min, UINT64_MAX);
 
@@ -32,11 +32,11 @@ TEST(epoch_and_scan)
         ASSERT_EQ(e, 5u);
         ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, "00112233445566778899aabbccddeeff", &b, &e));
         ASSERT_EQ(e, 5u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 2u);
         ASSERT_EQ(min, 0u);
         bv_lease_release(a);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 1u);
         ASSERT_EQ(min, 5u);
 
@@ -49,11 +49,11 @@ TEST(epoch_and_scan)
         }
         int status;
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 1);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 1);
         ASSERT_EQ(live, 1u);
         ASSERT_EQ(min, 5u);
         bv_lease_release(b);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
         ASSERT_EQ(live, 0u);
 
         /* a damaged epoch file is refused */
@@ -63,8 +63,40 @@ TEST(epoch_and_scan)
         bvtest_rm_rf(dir);
 }
 
+/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too). */
+TEST(scan_refuses_and_names)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvRepoProblem p;
+        uint64_t min;
+        size_t live;
+
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_TRUE(mkdirat(dfd, "leases", 0700) == 0);
+        ASSERT_TRUE(mkfifoat(dfd, "leases/00112233445566aa.lease", 0600) == 0);
+        for (int reap = 0; reap <= 1; reap++) {
+                ASSERT_ERROR(bv_leases_scan(dfd, reap, &min, &live, &p), EBADFD);
+                ASSERT_STREQ(p.path, "leases/00112233445566aa.lease");
+                ASSERT_EQ(p.mode, (uint32_t)S_IFIFO);
+                ASSERT_EQ(p.error, -EBADFD);
+        }
+        ASSERT_TRUE(unlinkat(dfd, "leases/00112233445566aa.lease", 0) == 0);
+        ASSERT_TRUE(symlinkat("/dev/null", dfd, "leases/00112233445566bb.lease") == 0);
+        ASSERT_ERROR(bv_leases_scan(dfd, true, &min, &live, &p), ELOOP);
+        ASSERT_STREQ(p.path, "leases/00112233445566bb.lease");
+        ASSERT_EQ(p.mode, (uint32_t)S_IFLNK);
+        /* what is not named like a lease is not looked at */
+        ASSERT_TRUE(unlinkat(dfd, "leases/00112233445566bb.lease", 0) == 0);
+        ASSERT_TRUE(mkfifoat(dfd, "leases/not-a-lease", 0600) == 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, &p), 0);
+        ASSERT_EQ(live, 0u);
+        bvtest_rm_rf(dir);
+}
+
 int main(void)
 {
         RUN(epoch_and_scan);
+        RUN(scan_refuses_and_names);
         return 0;
 }

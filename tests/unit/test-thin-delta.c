@@ -18,7 +18,7 @@
 
 /* meta.xml: device 1 maps blocks 0-15 and 32-35; device 2 shares 0-3 and 6-15, remaps 4-5,
  * no longer maps 32-35 and newly maps 40-42. */
-static const BvRange expected[] = { { 4 * BLOCK, 2 * BLOCK }, { 32 * BLOCK, 4 * BLOCK }, { 40 * BLOCK, 3 * BLOCK } };
+static const BvByteRange expected[] = { { 4 * BLOCK, 2 * BLOCK }, { 32 * BLOCK, 4 * BLOCK }, { 40 * BLOCK, 3 * BLOCK } };
 
 static void check_delta(const char *text)
 {

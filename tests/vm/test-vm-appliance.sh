@@ -220,11 +220,10 @@ truncate -s 32M "$T/stray.img"
 mkfs.ext4 -q -F -U "$stray_uuid" "$T/stray.img"
 # usb-b: `target format --no-luks` on a loop device; the guest sees the results directory
 mkdir -p "$T/vm"
-loop=$(losetup -f --show "$T/b.img")
-on_exit "losetup -d $loop"
+attach_loop loop "$T/b.img"
 bv target format "$loop" --name=usb-b --fs=btrfs --no-luks --key-dir="$T/vm/keys" --config="$T/vm/blkvault.conf" >/dev/null ||
     die "target format --no-luks of usb-b"
-losetup -d "$loop"
+detach_loop "$loop"
 
 # on the guest's marker WAIT: plug (+ID) or unplug (-ID) the sticks, then tell it DONE
 host_step() {

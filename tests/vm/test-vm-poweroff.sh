@@ -43,8 +43,7 @@ vm_wait_for ready
 vm_qmp usb-plug stick "$T/stick.img" >/dev/null
 vm_tell plugged
 vm_finish
-loop=$(losetup -f --show -r "$T/stick.img") || die "cannot attach the stick's image"
-on_exit losetup -d "$loop"
+attach_loop loop -r "$T/stick.img"
 mkdir -p "$T/mnt"
 mount -o ro "$loop" "$T/mnt" || die "cannot mount the stick's filesystem"
 on_exit umount "$T/mnt"

@@ -280,6 +280,27 @@ static size_t hybrid_scan(BvSplitter *s, bool flush)
         }
 }
 
+/* Rolls the gear hash h over buf[*pos, end) and stops just past the first byte after which none
+ * of mask's bits is set (a cut: true), or at end (false). */
+static inline bool gear_scan(const BvSplitter *s, size_t *pos, size_t end, uint64_t mask, uint64_t *h)
+{
+        const uint8_t *b = s->buf;
+        uint64_t x = *h;
+
+        for (size_t i = *pos; i < end; i++) {
+                x = (x << 1) + s->gear[b[i]];
+                if (!(x & mask)) {
+                        *pos = i + 1;
+                        *h = x;
+                        return true;
+                }
+        }
+        if (*pos < end)
+                *pos = end;
+        *h = x;
+        return false;
+}
+
 /* cdc and fixed: advance s->scan over [scan, fill); return true if a cut falls at s->scan. */
 
 static bool cdc_scan(BvSplitter *s)
@@ -293,31 +314,11 @@ static bool cdc_scan(BvSplitter *s)
                         return false;
         }
 
-        const uint8_t *b = s->buf;
-        size_t i = s->scan, end = MIN(s->fill, s->start + (size_t)s->max);
+        size_t end = MIN(s->fill, s->start + (size_t)s->max);
         size_t normal = MIN(end, s->start + (size_t)s->normal);
-        uint64_t h = s->hash;
-        bool cut = false;
+        bool cut = gear_scan(s, &s->scan, normal, s->mask_small, &s->hash) ||
+                   gear_scan(s, &s->scan, end, s->mask_large, &s->hash);
 
-        for (; i < normal; i++) {
-                h = (h << 1) + s->gear[b[i]];
-                if (!(h & s->mask_small)) {
-                        cut = true;
-                        i++;
-                        goto done;
-                }
-        }
-        for (; i < end; i++) {
-                h = (h << 1) + s->gear[b[i]];
-                if (!(h & s->mask_large)) {
-                        cut = true;
-                        i++;
-                        goto done;
-                }
-        }
-done:
-        s->scan = i;
-        s->hash = h;
         return cut || s->scan - s->start == s->max;
 }
 

@@ -155,21 +155,25 @@ static int none_crypt(BvAead *a, const void *aad, size_t aad_len, const void *in
         return 0;
 }
 
-/* Runs aad and data through an initialized GCM context, in int-sized pieces. */
-static int gcm_update(EVP_CIPHER_CTX *ctx, const void *aad, size_t aad_len, const void *in, size_t len,
-                      void *out)
+/* Starts one GCM operation of the keyed context of direction enc under nonce and runs aad and
+ * data through it, in int-sized pieces; returns the context to finish it with, or NULL. */
+static EVP_CIPHER_CTX *gcm_run(BvAead *a, bool enc, const uint8_t *nonce, const void *aad, size_t aad_len,
+                               const void *in, size_t len, void *out)
 {
+        EVP_CIPHER_CTX *ctx = gcm_ctx(a, enc);
         const uint8_t *pa = aad, *pi = in;
         uint8_t *po = out;
         int outl;
 
+        if (!ctx || EVP_CipherInit_ex2(ctx, NULL, NULL, nonce, enc, NULL) != 1)
+                return NULL;
         for (size_t off = 0; off < aad_len; off += AEAD_PIECE)
                 if (EVP_CipherUpdate(ctx, NULL, &outl, pa + off, (int)MIN(aad_len - off, AEAD_PIECE)) != 1)
-                        return -EIO;
+                        return NULL;
         for (size_t off = 0; off < len; off += AEAD_PIECE)
                 if (EVP_CipherUpdate(ctx, po + off, &outl, pi + off, (int)MIN(len - off, AEAD_PIECE)) != 1)
-                        return -EIO;
-        return 0;
+                        return NULL;
+        return ctx;
 }
 
 static bool args_ok(const BvAead *a, const uint8_t *nonce, const uint8_t *tag, const void *aad, size_t aad_len,
@@ -178,57 +182,63 @@ static bool args_ok(const BvAead *a, const uint8_t *nonce, const uint8_t *tag, c
         return a && nonce && tag && (aad || aad_len == 0) && ((in && out) || len == 0);
 }
 
-int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
-                 const void *in, size_t len, void *out, uint8_t tag[BV_TAG_SIZE])
+/* GCM sealing: the tag into tag. */
+static int gcm_seal(BvAead *a, const uint8_t *nonce, const void *aad, size_t aad_len, const void *in, size_t len,
+                    void *out, uint8_t tag[BV_TAG_SIZE])
 {
+        EVP_CIPHER_CTX *ctx = gcm_run(a, true, nonce, aad, aad_len, in, len, out);
         uint8_t t[BV_TAG_SIZE];
-        int outl, r;
+        int outl;
 
-        if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
-                return -EINVAL;
-
-        if (a->cipher == BV_CIPHER_NONE)
-                return none_crypt(a, aad, aad_len, in, len, out, tag, NULL);
-
-        if (!gcm_ctx(a, true) || EVP_EncryptInit_ex2(a->enc, NULL, NULL, nonce, NULL) != 1)
-                return -EIO;
-        r = gcm_update(a->enc, aad, aad_len, in, len, out);
-        if (r < 0)
-                return r;
-        if (EVP_EncryptFinal_ex(a->enc, t, &outl) != 1 ||
-            EVP_CIPHER_CTX_ctrl(a->enc, EVP_CTRL_AEAD_GET_TAG, BV_TAG_SIZE, t) != 1)
+        if (!ctx || EVP_EncryptFinal_ex(ctx, t, &outl) != 1 ||
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, BV_TAG_SIZE, t) != 1)
                 return -EIO;
         memcpy(tag, t, BV_TAG_SIZE);
         return 0;
 }
 
-int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
-                 const void *in, size_t len, void *out, const uint8_t tag[BV_TAG_SIZE])
+/* GCM opening against the tag expect: -EBADMSG (and out wiped) when it does not match. */
+static int gcm_open(BvAead *a, const uint8_t *nonce, const void *aad, size_t aad_len, const void *in, size_t len,
+                    void *out, const uint8_t expect[BV_TAG_SIZE])
 {
+        EVP_CIPHER_CTX *ctx;
         uint8_t t[BV_TAG_SIZE];
-        int outl, r;
+        int outl;
 
-        if (!args_ok(a, nonce, tag, aad, aad_len, in, len, out))
-                return -EINVAL;
-
-        if (a->cipher == BV_CIPHER_NONE)
-                return none_crypt(a, aad, aad_len, in, len, out, NULL, tag);
-
-        memcpy(t, tag, BV_TAG_SIZE);
-        if (!gcm_ctx(a, false) || EVP_DecryptInit_ex2(a->dec, NULL, NULL, nonce, NULL) != 1)
-                return -EIO;
-        r = gcm_update(a->dec, aad, aad_len, in, len, out);
-        if (r < 0) {
-                bv_wipe(out, len);
-                return r;
-        }
-        if (EVP_CIPHER_CTX_ctrl(a->dec, EVP_CTRL_AEAD_SET_TAG, BV_TAG_SIZE, t) != 1) {
+        memcpy(t, expect, BV_TAG_SIZE);
+        ctx = gcm_run(a, false, nonce, aad, aad_len, in, len, out);
+        if (!ctx || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, BV_TAG_SIZE, t) != 1) {
                 bv_wipe(out, len);
                 return -EIO;
         }
-        if (EVP_DecryptFinal_ex(a->dec, t, &outl) != 1) {
+        if (EVP_DecryptFinal_ex(ctx, t, &outl) != 1) {
                 bv_wipe(out, len);
                 return -EBADMSG;
         }
         return 0;
+}
+
+/* Either direction, as none_crypt: sealing (expect NULL) writes tag, opening checks expect. */
+static int aead_crypt(BvAead *a, const uint8_t *nonce, const void *aad, size_t aad_len, const void *in, size_t len,
+                      void *out, uint8_t *tag, const uint8_t *expect)
+{
+        if (!args_ok(a, nonce, expect ? expect : tag, aad, aad_len, in, len, out))
+                return -EINVAL;
+        if (a->cipher == BV_CIPHER_NONE)
+                return none_crypt(a, aad, aad_len, in, len, out, tag, expect);
+        if (expect)
+                return gcm_open(a, nonce, aad, aad_len, in, len, out, expect);
+        return gcm_seal(a, nonce, aad, aad_len, in, len, out, tag);
+}
+
+int bv_aead_seal(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
+                 const void *in, size_t len, void *out, uint8_t tag[BV_TAG_SIZE])
+{
+        return aead_crypt(a, nonce, aad, aad_len, in, len, out, tag, NULL);
+}
+
+int bv_aead_open(BvAead *a, const uint8_t nonce[BV_NONCE_SIZE], const void *aad, size_t aad_len,
+                 const void *in, size_t len, void *out, const uint8_t tag[BV_TAG_SIZE])
+{
+        return aead_crypt(a, nonce, aad, aad_len, in, len, out, NULL, tag);
 }

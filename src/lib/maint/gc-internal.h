@@ -25,7 +25,14 @@ typedef struct Gc {
         char (*snaps)[2 * BV_SNAPSHOT_ID_SIZE + 1]; /* the snapshots marked, sorted */
         size_t nsnaps;
         BvGcStats *st;
+        BvRepoProblem *problem; /* BvGcOptions.problem */
 } Gc;
+
+/* Names path (below the repository) as the entry at fault for error; returns error. */
+static inline int gc_note(Gc *g, const char *path, bool want_dir, int error)
+{
+        return bv_repo_problem_note(g->problem, g->dirfd, path, want_dir, error);
+}
 
 static inline bool bit_test(const uint8_t *b, uint64_t i)
 {

@@ -13,6 +13,7 @@
 
 #include "fileio.h"
 #include "gc-internal.h"
+#include "hex.h"
 #include "macro.h"
 #include "maptree.h"
 #include "pack.h"
@@ -31,10 +32,7 @@ static bool list_name_valid(const char *n)
 {
         if (strlen(n) != 20 || strcmp(n + 16, ".idx") != 0)
                 return false;
-        for (int i = 0; i < 16; i++)
-                if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
-                        return false;
-        return true;
+        return bv_hex_is_lower_prefix(n, 16);
 }
 
 static int list_add(Gc *g, const char *name)
@@ -47,8 +45,11 @@ static int list_add(Gc *g, const char *name)
         *l = (GcList){};
         snprintf(l->name, sizeof(l->name), "%s", name);
         int r = bv_index_list_open(g->gc_dirfd, name, &l->list);
-        if (r < 0)
-                return r; /* a damaged list: gc stops rather than forget what it condemned */
+        if (r < 0) { /* a damaged list: gc stops rather than forget what it condemned */
+                char path[sizeof("gc/") + BV_INDEX_NAME_MAX];
+                snprintf(path, sizeof(path), "gc/%s", name);
+                return gc_note(g, path, false, r);
+        }
         l->bits = calloc(bv_index_list_count(l->list) / 8 + 1, 1);
         if (!l->bits) {
                 bv_index_list_free(l->list);
@@ -63,13 +64,13 @@ int gc_lists_load(Gc *g)
         DIR *d;
         int r = bv_opendir_beneath(g->dirfd, "gc", &d);
         if (r < 0)
-                return r;
+                return gc_note(g, "gc", true, r);
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d)))
                 if (list_name_valid(de->d_name))
                         r = list_add(g, de->d_name);
         if (r >= 0 && errno)
-                r = negative_errno();
+                r = gc_note(g, "gc", true, negative_errno());
         closedir(d);
         if (r >= 0 && g->nlists > 1)
                 qsort(g->lists, g->nlists, sizeof(GcList), list_name_cmp);
@@ -258,18 +259,26 @@ static int pack_ids_add(const uint8_t id[BV_PACK_ID_SIZE], void *userdata)
         return 0;
 }
 
+/* The pack's path below packs/ named as the entry at fault. */
+static int unlink_pack_refused(Gc *g, const char *pack_path, int error)
+{
+        char path[sizeof("packs/") + 64];
+        snprintf(path, sizeof(path), "packs/%s", pack_path);
+        return gc_note(g, path, false, error);
+}
+
 static int unlink_pack(Gc *g, const uint8_t id[BV_PACK_ID_SIZE])
 {
         int packs = bv_repo_dirfd(g->repo, "packs");
         char path[64];
         struct stat st;
         bv_pack_path(id, path);
-        if (fstatat(packs, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : negative_errno(); /* a finalize that crashed did it */
+        if (fstatat(packs, path, &st, AT_SYMLINK_NOFOLLOW) < 0) /* ENOENT: a finalize that crashed did it */
+                return errno == ENOENT ? 0 : unlink_pack_refused(g, path, negative_errno());
         if (!S_ISREG(st.st_mode))
-                return -EBADFD;
+                return unlink_pack_refused(g, path, -EBADFD);
         if (unlinkat(packs, path, 0) < 0)
-                return errno == ENOENT ? 0 : negative_errno();
+                return errno == ENOENT ? 0 : unlink_pack_refused(g, path, negative_errno());
         g->st->packs_deleted++;
         g->st->bytes_deleted += (uint64_t)st.st_size;
         path[2] = '\0';

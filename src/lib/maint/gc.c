@@ -257,7 +257,8 @@ static int condemn(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, ch
                                   epoch + 1, list_name);
         if (r < 0)
                 return r;
-        return bv_gc_epoch_write(g->dirfd, epoch + 1);
+        r = bv_gc_epoch_write(g->dirfd, epoch + 1);
+        return r < 0 ? gc_note(g, "gc/epoch", false, r) : 0;
 }
 
 /* ---- the run ---- */
@@ -338,7 +339,7 @@ static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint6
                 bool ready = w <= start_epoch && start_min >= w;
                 if (!ready && w <= epoch) {
                         if (!rescanned) {
-                                r = bv_leases_scan(g->dirfd, true, &now_min, &live);
+                                r = bv_leases_scan(g->dirfd, true, &now_min, &live, g->problem);
                                 if (r >= 0)
                                         r = snapshots_added(g, &added);
                                 if (r < 0)
@@ -360,19 +361,20 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
 {
         size_t live;
         if (!dry_run && mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
-                return negative_errno();
+                return gc_note(g, "gc", true, negative_errno());
         g->gc_dirfd = bv_open_dir_beneath(g->dirfd, "gc");
         if (g->gc_dirfd < 0 && !(dry_run && g->gc_dirfd == -ENOENT))
-                return g->gc_dirfd;
+                return gc_note(g, "gc", true, g->gc_dirfd);
         /* the leases first: whoever registers later reads an epoch this run has seen or moved to */
-        int r = bv_leases_scan(g->dirfd, !dry_run, ret_min, &live);
+        int r = bv_leases_scan(g->dirfd, !dry_run, ret_min, &live, g->problem);
         if (r < 0)
                 return r;
         g->st->leases_reaped = (uint64_t)r;
         g->st->leases_live = live;
         r = bv_gc_epoch_read(g->dirfd, ret_epoch);
-        if (r >= 0)
-                r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
+        if (r < 0)
+                return gc_note(g, "gc/epoch", false, r);
+        r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
         if (r >= 0)
                 r = bv_object_codec_new(bv_repo_keyring(g->repo), bv_repo_config(g->repo)->zstd_level, &g->codec);
         if (r >= 0 && g->gc_dirfd >= 0)
@@ -391,13 +393,16 @@ static int gc_check_damage(Gc *g)
 
 int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
 {
-        Gc g = { .repo = repo, .index = bv_repo_index(repo), .dirfd = bv_repo_dirfd(repo, ""), .gc_dirfd = -EBADF, .st = st };
+        Gc g = { .repo = repo, .index = bv_repo_index(repo), .dirfd = bv_repo_dirfd(repo, ""), .gc_dirfd = -EBADF,
+                 .st = st, .problem = o->problem };
         Packs ps = {};
         uint64_t epoch = 0, min = 0;
         char list_name[BV_INDEX_NAME_MAX] = "";
         size_t ncondemned;
 
         *st = (BvGcStats){};
+        if (o->problem)
+                *o->problem = (BvRepoProblem){};
         int r = gc_prepare(&g, o->dry_run, &epoch, &min);
         if (r >= 0)
                 r = gc_mark(&g);
@@ -413,6 +418,10 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
                 goto out;
         ncondemned = packs_plan(&g, &ps, o->max_unused);
         st->epoch = epoch;
+        if (ncondemned > 0 && epoch == UINT64_MAX) { /* W = epoch + 1 would wrap to 0: ready at once */
+                r = -EOVERFLOW;
+                goto out;
+        }
         if (o->dry_run) {
                 st->lists_waiting = g.nlists;
                 goto out;

@@ -18,6 +18,9 @@
 typedef struct BvGcOptions {
         bool dry_run;        /* mark and plan; change nothing */
         unsigned max_unused; /* percent of a pack's entries that may be unused before it is rewritten */
+        /* If not NULL: on failure, the entry of the repository at fault (a lease, gc/, gc/epoch, a
+         * condemned list, a pack to delete), if one was; an empty path otherwise. */
+        BvRepoProblem *problem;
 } BvGcOptions;
 
 typedef struct BvGcStats {
@@ -38,5 +41,6 @@ typedef struct BvGcStats {
 
 /* -EUCLEAN when a damaged index segment or snapshot record hides what is referenced (gc would
  * delete what it cannot see is used), or a snapshot's map cannot be read. -ENOSPC when the
- * copies or the new index do not fit: nothing is lost, the next run starts over. */
+ * copies or the new index do not fit: nothing is lost, the next run starts over. -EOVERFLOW when
+ * gc/epoch holds UINT64_MAX (no repository reaches it; one written by someone else may). */
 int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *ret);

@@ -394,6 +394,12 @@ typedef struct Schedule {
         struct PackRank { uint8_t id[BV_PACK_ID_SIZE]; uint32_t rank; } *by_id;
 } Schedule;
 
+/* verify-state named as the entry at fault for error; returns error. */
+static int state_note(Verify *v, int error)
+{
+        return bv_repo_problem_note(v->opts->problem, bv_repo_dirfd(v->repo, ""), BV_VERIFY_STATE_FILE, false, error);
+}
+
 static int schedule_on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
 {
         Schedule *sc = userdata;
@@ -436,7 +442,7 @@ static int schedule_plan(Verify *v, Schedule *sc)
         if (r == -EBADMSG)
                 v->stats.state_reset = true, n_st = 0;
         else if (r < 0)
-                return r;
+                return state_note(v, r);
         r = bv_packset_list(bv_repo_packs(v->repo), schedule_on_pack, sc);
         if (r < 0)
                 return r;
@@ -483,7 +489,8 @@ static int schedule_batch(Verify *v, Schedule *sc, size_t first, size_t last, si
                         sc->packs[v->reads[i]->rank].bad = true;
         *pos = end;
         v->stats.packs_read += last - first;
-        return bv_verify_state_save(bv_repo_dirfd(v->repo, ""), sc->packs, sc->n);
+        r = bv_verify_state_save(bv_repo_dirfd(v->repo, ""), sc->packs, sc->n);
+        return r < 0 ? state_note(v, r) : 0;
 }
 
 static int check_scheduled(Verify *v)
@@ -830,6 +837,8 @@ int bv_verify_opts(BvRepo *r, const BvVerifyOptions *o, void (*cb)(const BvVerif
         if (!r || !o || o->sample_percent > 100 || (scheduled && (o->snapshot || !o->read_data)) ||
             (o->written && !o->snapshot))
                 return -EINVAL;
+        if (o->problem)
+                *o->problem = (BvRepoProblem){};
         v.read_data = o->read_data;
         v.progress = o->progress, v.progress_ud = o->progress_userdata;
         if (o->max_duration_ns)

@@ -35,6 +35,9 @@ typedef struct BvVerifyOptions {
         uint64_t max_duration_ns;
         bv_progress_fn progress;  /* see bv_verify_progress; NULL: none */
         void *progress_userdata;
+        /* If not NULL: on failure, the entry of the repository at fault (verify-state, refused or
+         * not written), if one was; an empty path otherwise. */
+        BvRepoProblem *problem;
 } BvVerifyOptions;
 
 /* Verifies structure (snapshots, map trees, that every referenced id is indexed, index

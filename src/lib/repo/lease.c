@@ -144,10 +144,7 @@ static bool lease_name_valid(const char *n)
 {
         if (strlen(n) != LEASE_NAME_LEN || strcmp(n + 16, ".lease") != 0)
                 return false;
-        for (int i = 0; i < 16; i++)
-                if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
-                        return false;
-        return true;
+        return bv_hex_is_lower_prefix(n, 16);
 }
 
 /* The epoch of a lease held by a live holder (0 when it does not parse). */
@@ -182,7 +179,7 @@ static int lease_test(int dirfd, const char *name, bool reap, uint64_t *ret_epoc
         return 0;
 }
 
-int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live)
+int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live, BvRepoProblem *ret_problem)
 {
         _cleanup_close_ int dirfd = subdir(repo_dirfd, "leases", reap);
         uint64_t min = UINT64_MAX;
@@ -195,11 +192,11 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
                 return 0;
         }
         if (dirfd < 0)
-                return dirfd;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, dirfd);
         DIR *d = NULL;
-        r = bv_opendir_beneath(repo_dirfd, "leases", &d);
+        r = bv_opendir_beneath(dirfd, ".", &d); /* the leases/ just opened, not a second lookup */
         if (r < 0)
-                return r;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, r);
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d))) {
                 uint64_t e;
@@ -211,9 +208,14 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
                         min = MIN(min, e);
                 } else if (r == 0)
                         reaped++;
+                else {
+                        char path[sizeof("leases/") + LEASE_NAME_LEN];
+                        snprintf(path, sizeof(path), "leases/%s", de->d_name);
+                        r = bv_repo_problem_note(ret_problem, repo_dirfd, path, false, r);
+                }
         }
         if (r >= 0 && errno)
-                r = negative_errno();
+                r = bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, negative_errno());
         closedir(d);
         if (r < 0)
                 return r;
@@ -228,32 +230,38 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
 int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *ret_lock_fd, BvLease **ret_lease)
 {
         bool wait = !!(flags & BV_OPEN_WAIT);
+        uint64_t epoch;
         int rr;
 
         if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
                 rr = bv_lock_take(dirfd, (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE, wait);
                 if (rr < 0)
-                        return repo_problem_note(problem, dirfd,
+                        return bv_repo_problem_note(problem, dirfd,
                                                  (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
                 *ret_lock_fd = rr;
-                if (flags & BV_OPEN_GC)
-                        return 0;
         }
-        rr = bv_lease_take(dirfd,
+        /* a damaged gc/epoch stops gc and writers, naming it; a reader keeps gc out instead */
+        rr = bv_gc_epoch_read(dirfd, &epoch);
+        if (rr < 0 && rr != -ENOMEM && (flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
+                return bv_repo_problem_note(problem, dirfd, "gc/epoch", false, rr);
+        if (flags & BV_OPEN_GC)
+                return 0;
+        bool epoch_bad = rr < 0 && rr != -ENOMEM;
+        rr = rr < 0 ? rr : bv_lease_take(dirfd,
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
                            : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
                                                       : BV_LEASE_READ,
                            NULL, ret_lease, NULL);
         /* a full filesystem too: a restore from a full backup disk must still read */
-        if ((rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
+        if ((epoch_bad || rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
             !(flags & BV_OPEN_WRITE)) {
                 rr = bv_lock_take(dirfd, BV_LOCK_READ, wait);
                 if (rr < 0)
-                        return repo_problem_note(problem, dirfd, "locks/gc", false, rr);
+                        return bv_repo_problem_note(problem, dirfd, "locks/gc", false, rr);
                 *ret_lock_fd = rr;
                 return 0;
         }
         if (rr < 0)
-                return repo_problem_note(problem, dirfd, "leases", true, rr);
+                return bv_repo_problem_note(problem, dirfd, "leases", true, rr);
         return 0;
 }

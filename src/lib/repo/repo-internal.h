@@ -7,10 +7,6 @@
 #include "lease.h"
 #include "repo.h"
 
-/* Fills *p (if not NULL) for path (relative to the repository at dirfd) and error; for a refusal
- * by type (-ELOOP, -EBADFD, -ENOTDIR) names the component at fault and what it is. Returns error. */
-int repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error);
-
 /* The index's damaged segments as problems (index/<name>), appended to *list. */
 int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n);
 

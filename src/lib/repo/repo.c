@@ -214,6 +214,23 @@ static int read_config(int dirfd, BvRepoConfigFile *ret)
         return bv_repo_config_parse(json, len, ret);
 }
 
+/* Opens the repository directory path (the user's own path: the one place where symbolic links
+ * are followed) and reads its config; what is wrong with the config is noted in problem, which
+ * may be NULL. */
+static int open_repo_dir(const char *path, BvRepoProblem *problem, int *ret_fd, BvRepoConfigFile *ret_config)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int r;
+
+        if (fd < 0)
+                return negative_errno();
+        r = read_config(fd, ret_config);
+        if (r < 0)
+                return bv_repo_problem_note(problem, fd, "config", false, r);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProblem *ret_problem)
 {
         _cleanup_close_ int fd = -EBADF;
@@ -224,12 +241,9 @@ int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProble
                 *ret_problem = (BvRepoProblem){};
         if (!path || !ret)
                 return -EINVAL;
-        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        r = read_config(fd, &f);
+        r = open_repo_dir(path, ret_problem, &fd, &f);
         if (r < 0)
-                return repo_problem_note(ret_problem, fd, "config", false, r);
+                return r;
         *ret = f.config;
         return 0;
 }
@@ -299,7 +313,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
                 ret = repo_key_unseal(r->dirfd, r->cf.id, secret, r->master);
                 if (ret < 0)
-                        return repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
+                        return bv_repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
         }
         ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
         if (ret < 0)
@@ -325,7 +339,7 @@ static int open_stores(BvRepo *r, BvRepoProblem *problem)
                 if (r->fds[i] == -ENOENT)
                         return -EUCLEAN;
                 if (r->fds[i] < 0)
-                        return repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
+                        return bv_repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
         }
         ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
@@ -386,13 +400,9 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
         if (!r->path)
                 return -ENOMEM;
 
-        /* The user's own path: the one place where symbolic links are followed. */
-        r->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (r->dirfd < 0)
-                return negative_errno();
-        rr = read_config(r->dirfd, &r->cf);
+        rr = open_repo_dir(path, problem, &r->dirfd, &r->cf);
         if (rr < 0)
-                return repo_problem_note(problem, r->dirfd, "config", false, rr);
+                return rr;
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
@@ -517,7 +527,7 @@ static void on_record_skipped(const char *file, int error, void *userdata)
                 return; /* the record is skipped all the same, only not named */
         r->damaged = p;
         snprintf(path, sizeof(path), "snapshots/%.50s", file);
-        (void)repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
+        (void)bv_repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
 }
 
 static int load_snapshots(BvRepo *r)
@@ -684,10 +694,7 @@ int bv_repo_key_import(const char *path, const char *slot, const char *json, siz
 
         if (!bv_key_slot_valid(slot))
                 return -EINVAL;
-        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        r = read_config(fd, &f);
+        r = open_repo_dir(path, NULL, &fd, &f);
         if (r < 0)
                 return r;
         r = bv_repo_keyfile_parse(json, len, &kf);

@@ -9,11 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "macro.h"
 #include "repo-internal.h"
 
-int repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error)
+int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error)
 {
         mode_t mode = 0;
         int k;
@@ -52,7 +53,7 @@ int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n
                 char path[64];
 
                 snprintf(path, sizeof(path), "index/%.32s", d[i].name);
-                (void)repo_problem_note(&p[(*n)++], dirfd, path, false, d[i].error);
+                (void)bv_repo_problem_note(&p[(*n)++], dirfd, path, false, d[i].error);
         }
         return 0;
 }
@@ -64,14 +65,9 @@ typedef struct PackIds {
 
 static int ids_push(PackIds *l, const uint8_t id[BV_PACK_ID_SIZE])
 {
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? 2 * l->cap : 64;
-                void *q = reallocarray(l->ids, cap, BV_PACK_ID_SIZE);
-                if (!q)
-                        return -ENOMEM;
-                l->ids = q;
-                l->cap = cap;
-        }
+        int r = BV_ARRAY_RESERVE(l->ids, l->cap, l->n + 1, 64);
+        if (r < 0)
+                return r;
         memcpy(l->ids[l->n++], id, BV_PACK_ID_SIZE);
         return 0;
 }
@@ -124,7 +120,7 @@ int repo_check_packs(int dirfd, BvIndex *index, BvPackSet *packs, BvRepoProblem 
         r = bv_packset_list_strict(packs, on_present, &c.present, refused);
         if (r < 0 && refused[0]) {
                 snprintf(path, sizeof(path), "packs/%s", refused);
-                r = repo_problem_note(p, dirfd, path, !strchr(refused, '/'), r);
+                r = bv_repo_problem_note(p, dirfd, path, !strchr(refused, '/'), r);
         }
         if (r >= 0 && c.present.n > 0)
                 qsort(c.present.ids, c.present.n, BV_PACK_ID_SIZE, id_cmp);

@@ -226,13 +226,14 @@ int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret)
         return 0;
 }
 
-static int add_hex(json_object *o, const char *key, const void *data, size_t len)
+/* A new JSON string of the hex digits of data; NULL: -ENOMEM. */
+static json_object *hex_json(const void *data, size_t len)
 {
         _cleanup_free_ char *h = malloc(2 * len + 1);
         if (!h)
-                return -ENOMEM;
+                return NULL;
         bv_hex_encode(data, len, h);
-        return bv_json_add(o, key, json_object_new_string(h));
+        return json_object_new_string(h);
 }
 
 /* Serializes o (pretty, trailing newline) into a malloc'd string. */
@@ -248,36 +249,39 @@ static int to_text(json_object *o, char **ret)
         return 0;
 }
 
+static json_object *chunker_json(const BvChunkerParams *p, const char *kind)
+{
+        return BV_JSON_OBJECT({ "kind", json_object_new_string(kind) },
+                              { "min", json_object_new_int64(p->min) },
+                              { "avg", json_object_new_int64(p->avg) },
+                              { "max", json_object_new_int64(p->max) });
+}
+
+static json_object *compression_json(int zstd_level)
+{
+        return BV_JSON_OBJECT({ "codec", json_object_new_string(zstd_level != 0 ? "zstd" : "none") },
+                              { "level", json_object_new_int(zstd_level) });
+}
+
 int bv_repo_config_format(const BvRepoConfigFile *f, char **ret)
 {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        _cleanup_(json_object_putp) json_object *ch = json_object_new_object();
-        _cleanup_(json_object_putp) json_object *co = json_object_new_object();
+        _cleanup_(json_object_putp) json_object *o = NULL;
         const BvRepoConfig *c = &f->config;
         const char *cipher = bv_cipher_name(c->cipher), *kind = bv_chunker_kind_name(c->chunker.kind);
-        int r;
 
-        if (!o || !ch || !co)
-                return -ENOMEM;
         if (!cipher || !kind)
                 return -EINVAL;
-        if ((r = bv_json_add(ch, "kind", json_object_new_string(kind))) < 0 ||
-            (r = bv_json_add(ch, "min", json_object_new_int64(c->chunker.min))) < 0 ||
-            (r = bv_json_add(ch, "avg", json_object_new_int64(c->chunker.avg))) < 0 ||
-            (r = bv_json_add(ch, "max", json_object_new_int64(c->chunker.max))) < 0 ||
-            (r = bv_json_add(co, "codec", json_object_new_string(c->zstd_level != 0 ? "zstd" : "none"))) < 0 ||
-            (r = bv_json_add(co, "level", json_object_new_int(c->zstd_level))) < 0)
-                return r;
-        if ((r = bv_json_add(o, "format", json_object_new_string(CONFIG_FORMAT))) < 0 ||
-            (r = bv_json_add(o, "version", json_object_new_int(CONFIG_VERSION))) < 0 ||
-            (r = add_hex(o, "id", f->id, sizeof(f->id))) < 0 ||
-            (r = bv_json_add(o, "created", json_object_new_int64((int64_t)f->created))) < 0 ||
-            (r = bv_json_add(o, "encryption", json_object_new_string(cipher))) < 0 ||
-            (r = bv_json_add(o, "chunker", TAKE_PTR(ch))) < 0 ||
-            (r = bv_json_add(o, "compression", TAKE_PTR(co))) < 0 ||
-            (r = bv_json_add(o, "pack_target", json_object_new_int64(c->pack_target))) < 0 ||
-            (r = add_hex(o, "mac", f->mac, sizeof(f->mac))) < 0)
-                return r;
+        o = BV_JSON_OBJECT({ "format", json_object_new_string(CONFIG_FORMAT) },
+                           { "version", json_object_new_int(CONFIG_VERSION) },
+                           { "id", hex_json(f->id, sizeof(f->id)) },
+                           { "created", json_object_new_int64((int64_t)f->created) },
+                           { "encryption", json_object_new_string(cipher) },
+                           { "chunker", chunker_json(&c->chunker, kind) },
+                           { "compression", compression_json(c->zstd_level) },
+                           { "pack_target", json_object_new_int64(c->pack_target) },
+                           { "mac", hex_json(f->mac, sizeof(f->mac)) });
+        if (!o)
+                return -ENOMEM;
         return to_text(o, ret);
 }
 
@@ -342,30 +346,29 @@ int bv_repo_keyfile_parse(const char *json, size_t len, BvKeyFile *ret)
         return 0;
 }
 
+static json_object *kdf_json(const BvKeyFile *kf)
+{
+        bool sc = kf->scrypt;
+
+        return BV_JSON_OBJECT({ "algorithm", json_object_new_string(sc ? "scrypt" : "hkdf-sha256") },
+                              { sc ? "log2_n" : NULL, sc ? json_object_new_int64(kf->log2_n) : NULL },
+                              { sc ? "r" : NULL, sc ? json_object_new_int64(kf->r) : NULL },
+                              { sc ? "p" : NULL, sc ? json_object_new_int64(kf->p) : NULL },
+                              { "salt", hex_json(kf->salt, sizeof(kf->salt)) });
+}
+
 int bv_repo_keyfile_format(const BvKeyFile *kf, char **ret)
 {
-        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
-        _cleanup_(json_object_putp) json_object *kdf = json_object_new_object();
-        int r;
+        _cleanup_(json_object_putp) json_object *o =
+                BV_JSON_OBJECT({ "format", json_object_new_string(KEYFILE_FORMAT) },
+                               { "version", json_object_new_int(KEYFILE_VERSION) },
+                               { "repository", hex_json(kf->repository, sizeof(kf->repository)) },
+                               { "kdf", kdf_json(kf) },
+                               { "cipher", json_object_new_string("aes-256-gcm") },
+                               { "nonce", hex_json(kf->nonce, sizeof(kf->nonce)) },
+                               { "sealed", hex_json(kf->sealed, sizeof(kf->sealed)) });
 
-        if (!o || !kdf)
+        if (!o)
                 return -ENOMEM;
-        if ((r = bv_json_add(kdf, "algorithm", json_object_new_string(kf->scrypt ? "scrypt" : "hkdf-sha256"))) < 0)
-                return r;
-        if (kf->scrypt &&
-            ((r = bv_json_add(kdf, "log2_n", json_object_new_int64(kf->log2_n))) < 0 ||
-             (r = bv_json_add(kdf, "r", json_object_new_int64(kf->r))) < 0 ||
-             (r = bv_json_add(kdf, "p", json_object_new_int64(kf->p))) < 0))
-                return r;
-        if ((r = add_hex(kdf, "salt", kf->salt, sizeof(kf->salt))) < 0)
-                return r;
-        if ((r = bv_json_add(o, "format", json_object_new_string(KEYFILE_FORMAT))) < 0 ||
-            (r = bv_json_add(o, "version", json_object_new_int(KEYFILE_VERSION))) < 0 ||
-            (r = add_hex(o, "repository", kf->repository, sizeof(kf->repository))) < 0 ||
-            (r = bv_json_add(o, "kdf", TAKE_PTR(kdf))) < 0 ||
-            (r = bv_json_add(o, "cipher", json_object_new_string("aes-256-gcm"))) < 0 ||
-            (r = add_hex(o, "nonce", kf->nonce, sizeof(kf->nonce))) < 0 ||
-            (r = add_hex(o, "sealed", kf->sealed, sizeof(kf->sealed))) < 0)
-                return r;
         return to_text(o, ret);
 }

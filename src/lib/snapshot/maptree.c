@@ -383,6 +383,25 @@ static int node_decode(const void *data, size_t len, MapNode **ret)
         return 0;
 }
 
+/* Fetches node id and decodes it. */
+static int node_fetch(bv_map_fetch_fn fetch, void *userdata, const uint8_t id[BV_ID_SIZE], MapNode **ret)
+{
+        _cleanup_free_ void *data = NULL;
+        MapNode *n;
+        size_t len = 0;
+        int r;
+
+        r = fetch(userdata, id, &data, &len);
+        if (r < 0)
+                return r;
+        r = node_decode(data, len, &n);
+        if (r < 0)
+                return r;
+        memcpy(n->id, id, BV_ID_SIZE);
+        *ret = n;
+        return 0;
+}
+
 int bv_map_node_parse(const void *node, size_t len, unsigned *ret_level, size_t *ret_count,
                       uint64_t *ret_length)
 {
@@ -529,9 +548,7 @@ static int node_find(const MapNode *n, unsigned level, uint64_t total, uint64_t 
 static int reader_step(BvMapReader *r, const uint8_t id[BV_ID_SIZE], unsigned level, uint64_t total,
                        uint64_t rel, MapEntry *ret)
 {
-        _cleanup_free_ void *data = NULL;
         MapNode *n = NULL;
-        size_t len = 0;
         int k;
 
         {
@@ -545,13 +562,9 @@ static int reader_step(BvMapReader *r, const uint8_t id[BV_ID_SIZE], unsigned le
         }
 
         /* Fetch and parse outside the lock. */
-        k = r->fetch(r->userdata, id, &data, &len);
+        k = node_fetch(r->fetch, r->userdata, id, &n);
         if (k < 0)
                 return k;
-        k = node_decode(data, len, &n);
-        if (k < 0)
-                return k;
-        memcpy(n->id, id, BV_ID_SIZE);
         k = node_find(n, level, total, rel, ret);
         if (k < 0) {
                 free(n);
@@ -643,9 +656,7 @@ typedef struct MapWalk {
 static int walk_node(const MapWalk *w, const uint8_t id[BV_ID_SIZE], unsigned level, uint64_t offset,
                      uint64_t total)
 {
-        _cleanup_free_ void *data = NULL;
         _cleanup_free_ MapNode *n = NULL;
-        size_t len = 0;
         int r;
 
         if (w->node_fn) {
@@ -653,10 +664,7 @@ static int walk_node(const MapWalk *w, const uint8_t id[BV_ID_SIZE], unsigned le
                 if (r != 0)
                         return r < 0 ? r : 0;
         }
-        r = w->fetch(w->fetch_userdata, id, &data, &len);
-        if (r < 0)
-                return r;
-        r = node_decode(data, len, &n);
+        r = node_fetch(w->fetch, w->fetch_userdata, id, &n);
         if (r < 0)
                 return r;
         if (n->level != level || node_total(n) != total)

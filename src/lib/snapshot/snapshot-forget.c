@@ -32,39 +32,39 @@ static int exists(int dirfd, const char *name)
         return errno == ENOENT ? 0 : -errno;
 }
 
+/* Fills in the file names of snapshot id; returns whether it is protected (1) or not (0). */
+static int lookup(int snapshots_dirfd, const char *id, char snap[64], char protect[64])
+{
+        int r = names(id, snap, protect);
+        return r < 0 ? r : exists(snapshots_dirfd, protect);
+}
+
 int bv_snapshot_is_protected(int snapshots_dirfd, const char *id)
 {
         char snap[64], protect[64];
-        int r = names(id, snap, protect);
-        return r < 0 ? r : exists(snapshots_dirfd, protect);
+        return lookup(snapshots_dirfd, id, snap, protect);
 }
 
 int bv_snapshot_protect(int snapshots_dirfd, const char *id, bool on)
 {
         char snap[64], protect[64];
-        int r = names(id, snap, protect);
-        if (r < 0)
-                return r;
-        r = exists(snapshots_dirfd, snap);
+        int protected = lookup(snapshots_dirfd, id, snap, protect);
+        if (protected < 0)
+                return protected;
+        int r = exists(snapshots_dirfd, snap);
         if (r <= 0)
                 return r < 0 ? r : -ENOENT;
-        r = exists(snapshots_dirfd, protect);
-        if (r < 0 || r == (int)on)
-                return r < 0 ? r : 0;
+        if (protected == (int)on)
+                return 0;
         if (on)
-                r = bv_write_file_durable(snapshots_dirfd, protect, "", 0, false);
-        else
-                r = unlinkat(snapshots_dirfd, protect, 0) < 0 ? -errno : bv_fsync_dir(snapshots_dirfd);
-        return r;
+                return bv_write_file_durable(snapshots_dirfd, protect, "", 0, false);
+        return unlinkat(snapshots_dirfd, protect, 0) < 0 ? -errno : bv_fsync_dir(snapshots_dirfd);
 }
 
 int bv_snapshot_forget(int snapshots_dirfd, const char *id, bool force)
 {
         char snap[64], protect[64];
-        int r = names(id, snap, protect);
-        if (r < 0)
-                return r;
-        r = exists(snapshots_dirfd, protect);
+        int r = lookup(snapshots_dirfd, id, snap, protect);
         if (r < 0)
                 return r;
         if (r > 0 && !force)

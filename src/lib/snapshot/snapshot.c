@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "endian.h"
 #include "fileio.h"
 #include "hex.h"
@@ -241,16 +242,9 @@ static int list_read(DIR *d, int dirfd, BvObjectCodec *codec, ListItem **ret, si
 
                 if (!snapshot_file_id(de->d_name, id))
                         continue;
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 16;
-                        ListItem *p = reallocarray(items, ncap, sizeof(*p));
-                        if (!p) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        items = p;
-                        cap = ncap;
-                }
+                r = BV_ARRAY_RESERVE(items, cap, n + 1, 16);
+                if (r < 0)
+                        break;
                 r = list_load(dirfd, codec, id, &items[n]);
                 if (r == -ENOENT || (r < 0 && load_error_is_damage(r))) {
                         char name[BV_SNAPSHOT_FILE_MAX];

@@ -52,7 +52,7 @@ typedef struct FiemapSource {
         BvSourceIdentity identity, base; /* the file's, and its previous version's */
         Segment *seg;
         size_t n_seg, cap_seg, at; /* at: the segment being delivered */
-        BvRange *shared;
+        BvByteRange *shared;
         size_t n_shared, cap_shared;
         uint64_t pos;
         bool read_all;
@@ -188,11 +188,9 @@ static int fiemap_next(void *impl, BvExtent *ret)
         *ret = (BvExtent){ .kind = kind, .offset = s->pos, .length = end - s->pos };
         if (kind == BV_EXTENT_DATA) {
                 ret->length = MIN(ret->length, (uint64_t)s->read_size);
-                ssize_t n = bv_pread_all(s->fd, s->buf, (size_t)ret->length, s->pos);
-                if (n < 0)
-                        return (int)n;
-                if ((uint64_t)n < ret->length)
-                        return -ENODATA; /* it shrank under us */
+                int r = bv_source_pread(s->fd, s->buf, (size_t)ret->length, s->pos);
+                if (r < 0)
+                        return r;
                 ret->data = s->buf;
         }
         s->pos += ret->length;
@@ -201,12 +199,7 @@ static int fiemap_next(void *impl, BvExtent *ret)
 
 static int fiemap_read_at(void *impl, void *buf, size_t len, uint64_t offset)
 {
-        FiemapSource *s = impl;
-        ssize_t n = bv_pread_all(s->fd, buf, len, offset);
-
-        if (n < 0)
-                return (int)n;
-        return (size_t)n == len ? 0 : -ENODATA;
+        return bv_source_pread(((FiemapSource *)impl)->fd, buf, len, offset);
 }
 
 static uint64_t fiemap_size(void *impl)
@@ -250,7 +243,7 @@ static int fiemap_read_all(void *impl)
         return 0;
 }
 
-static void fiemap_unchanged_ranges(void *impl, const BvRange **ret, size_t *ret_count)
+static void fiemap_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
 {
         FiemapSource *s = impl;
 

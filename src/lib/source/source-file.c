@@ -401,12 +401,8 @@ static int complete_slot(FileSource *s, Slot *sl)
 
         if ((uint64_t)sl->res < sl->length) {
                 /* a short read from the ring: finish it synchronously */
-                ssize_t n = bv_pread_all(slot_fd(s, sl), (uint8_t *)sl->buf + sl->res, sl->length - (uint64_t)sl->res,
-                                         sl->offset + (uint64_t)sl->res);
-                if (n < 0)
-                        return (int)n;
-                if ((uint64_t)n < sl->length - (uint64_t)sl->res)
-                        return -ENODATA;
+                return bv_source_pread(slot_fd(s, sl), (uint8_t *)sl->buf + sl->res, sl->length - (uint64_t)sl->res,
+                                       sl->offset + (uint64_t)sl->res);
         }
         return 0;
 }
@@ -424,26 +420,6 @@ static int stream_next(FileSource *s, BvExtent *ret)
                            .data = s->slots[0].buf };
         s->stream_pos += (uint64_t)n;
         return 1;
-}
-
-static int unreadable_add(FileSource *s, uint64_t offset, uint64_t length)
-{
-        BvByteRange *last = s->n_unreadable ? &s->unreadable[s->n_unreadable - 1] : NULL;
-
-        if (last && last->offset + last->length == offset) {
-                last->length += length;
-                return 0;
-        }
-        if (s->n_unreadable == s->cap_unreadable) {
-                size_t cap = s->cap_unreadable ? 2 * s->cap_unreadable : 16;
-                BvByteRange *p = realloc(s->unreadable, cap * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                s->unreadable = p;
-                s->cap_unreadable = cap;
-        }
-        s->unreadable[s->n_unreadable++] = (BvByteRange){ offset, length };
-        return 0;
 }
 
 /* A read of sl failed with error: read it again block by block, to name the first block that
@@ -464,7 +440,8 @@ static int salvage_slot(FileSource *s, Slot *sl, int error)
                         return (int)got;
                 }
                 memset((uint8_t *)sl->buf + pos, 0, n);
-                int r = unreadable_add(s, sl->offset + pos, n);
+                int r = bv_range_append(&s->unreadable, &s->n_unreadable, &s->cap_unreadable, sl->offset + pos,
+                                        n);
                 if (r < 0)
                         return r;
         }
@@ -519,12 +496,9 @@ static int file_next_op(void *impl, BvExtent *ret)
 static int file_read_at(void *impl, void *buf, size_t len, uint64_t offset)
 {
         FileSource *s = impl;
-        /* buf need not be aligned for O_DIRECT: read through the page cache when we can */
-        ssize_t n = bv_pread_all(s->fd_buffered >= 0 ? s->fd_buffered : s->fd, buf, len, offset);
 
-        if (n < 0)
-                return (int)n;
-        return (size_t)n == len ? 0 : -ENODATA; /* it shrank under us */
+        /* buf need not be aligned for O_DIRECT: read through the page cache when we can */
+        return bv_source_pread(s->fd_buffered >= 0 ? s->fd_buffered : s->fd, buf, len, offset);
 }
 
 static uint64_t file_size(void *impl)

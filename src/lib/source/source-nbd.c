@@ -54,7 +54,7 @@ typedef struct NbdSource {
         bool read_all;
         Status alloc, dirty;
         uint64_t status_end; /* block status is known up to here */
-        BvRange *clean;      /* after read_all: what the bitmap calls clean */
+        BvByteRange *clean;      /* after read_all: what the bitmap calls clean */
         size_t n_clean, cap_clean;
 
         NbdSlot *slots;
@@ -319,7 +319,7 @@ static int nbd_read_all(void *impl)
         return 0;
 }
 
-static void nbd_unchanged_ranges(void *impl, const BvRange **ret, size_t *ret_count)
+static void nbd_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
 {
         NbdSource *s = impl;
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "source.h"
 
@@ -157,7 +158,7 @@ int bv_source_read_all(BvSource *s)
         return s->ops->read_all(s->impl);
 }
 
-void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count)
+void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count)
 {
         *ret = NULL;
         *ret_count = 0;
@@ -192,7 +193,16 @@ void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret)
         };
 }
 
-int bv_range_append(BvRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length)
+int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset)
+{
+        ssize_t n = bv_pread_all(fd, buf, len, offset);
+
+        if (n < 0)
+                return (int)n;
+        return (size_t)n == len ? 0 : -ENODATA;
+}
+
+int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length)
 {
         if (*n > 0 && (*v)[*n - 1].offset + (*v)[*n - 1].length == offset) {
                 (*v)[*n - 1].length += length;
@@ -200,12 +210,12 @@ int bv_range_append(BvRange **v, size_t *n, size_t *cap, uint64_t offset, uint64
         }
         if (*n == *cap) {
                 size_t c = MAX(*cap * 2, (size_t)64);
-                void *p = reallocarray(*v, c, sizeof(BvRange));
+                void *p = reallocarray(*v, c, sizeof(BvByteRange));
                 if (!p)
                         return -ENOMEM;
                 *v = p;
                 *cap = c;
         }
-        (*v)[(*n)++] = (BvRange){ offset, length };
+        (*v)[(*n)++] = (BvByteRange){ offset, length };
         return 0;
 }

@@ -35,14 +35,13 @@ typedef struct BvSourceOptions {
         bool skip_unreadable;
 } BvSourceOptions;
 
-/* A range of the image. */
-typedef struct BvRange {
-        uint64_t offset, length;
-} BvRange;
+/* Appends a range (extent.h) to a growing array (*cap entries allocated), merged with the last
+ * one when it ends where this one starts. 0 or -ENOMEM. */
+int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length);
 
-/* Appends a range to a growing array (*cap entries allocated), merged with the last one when it
- * ends where this one starts. 0 or -ENOMEM. */
-int bv_range_append(BvRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length);
+/* For source implementations: exactly len bytes of fd at offset. 0, the read's -errno, or
+ * -ENODATA when the file ends sooner (it shrank under us). */
+int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset);
 
 typedef struct BvSource BvSource;
 
@@ -91,7 +90,7 @@ typedef struct BvSourceOps {
          * everything (no UNCHANGED extents), and remember the ranges the map calls unchanged. */
         int (*read_all)(void *impl);
         /* After read_all and the last next(): the ranges the map called unchanged, in order. */
-        void (*unchanged_ranges)(void *impl, const BvRange **ret, size_t *ret_count);
+        void (*unchanged_ranges)(void *impl, const BvByteRange **ret, size_t *ret_count);
         uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         void (*free)(void *impl);
 } BvSourceOps;
@@ -132,7 +131,7 @@ const char *bv_source_changed_map(const BvSource *s);
 /* What the parent must have recorded as its changed_map to be paired (see BvSourceOps). */
 const char *bv_source_parent_map(const BvSource *s);
 int bv_source_read_all(BvSource *s);
-void bv_source_unchanged_ranges(const BvSource *s, const BvRange **ret, size_t *ret_count);
+void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count);
 
 /* The identity of the previous version a changed-block source compares with: -EOPNOTSUPP for
  * sources that compare with none. */

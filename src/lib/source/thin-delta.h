@@ -17,7 +17,7 @@
 typedef struct BvThinDelta {
         uint64_t block_bytes; /* the pool's data block: data_block_size sectors of 512 bytes */
         uint64_t left, right; /* the thin device ids compared (--snap1, --snap2) */
-        BvRange *changed;     /* in order, merged, in bytes */
+        BvByteRange *changed;     /* in order, merged, in bytes */
         size_t n_changed;
 } BvThinDelta;
 

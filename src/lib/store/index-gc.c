@@ -50,16 +50,6 @@ int bv_index_lookup_position(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocatio
         return r;
 }
 
-static void cursor_location(const Cursor *c, BvLocation *loc)
-{
-        const uint8_t *e = c->cur;
-        memcpy(loc->pack_id, c->seg->packs + (size_t)get_le32(e + E_PACK) * IDX_PACK_SIZE, IDX_PACK_SIZE);
-        loc->offset = get_le32(e + E_OFFSET);
-        loc->length = get_le32(e + E_LENGTH);
-        loc->type = e[E_TYPE];
-        loc->member = e[E_MEMBER];
-}
-
 int bv_index_walk(BvIndex *x, bv_index_walk_fn cb, void *userdata)
 {
         BV_LOCK_GUARD(&x->update_mutex);
@@ -86,7 +76,7 @@ int bv_index_walk(BvIndex *x, bv_index_walk_fn cb, void *userdata)
                 BvLocation loc;
                 bool winner = !have_last || id_cmp(last, c->cur) != 0;
                 uint64_t pos = seg_base(in, c->rank) + c->next - c->nbuf + c->pos;
-                cursor_location(c, &loc);
+                segment_entry_location(c->seg, c->cur, &loc);
                 memcpy(last, c->cur, BV_ID_SIZE);
                 have_last = true;
                 r = cb(c->cur, &loc, pos, winner, userdata);
@@ -145,11 +135,7 @@ int bv_index_list_entry(const BvIndexList *l, uint64_t i, uint8_t ret_id[BV_ID_S
         if (get_le32(e + E_PACK) >= s->npacks)
                 return -EBADMSG;
         memcpy(ret_id, e, BV_ID_SIZE);
-        memcpy(ret->pack_id, s->packs + (size_t)get_le32(e + E_PACK) * IDX_PACK_SIZE, IDX_PACK_SIZE);
-        ret->offset = get_le32(e + E_OFFSET);
-        ret->length = get_le32(e + E_LENGTH);
-        ret->type = e[E_TYPE];
-        ret->member = e[E_MEMBER];
+        segment_entry_location(s, e, ret);
         return 0;
 }
 

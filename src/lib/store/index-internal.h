@@ -154,6 +154,8 @@ int segment_open(int dirfd, const char *name, Segment **ret);
 /* ret_entry (if not NULL): the entry's number in the segment. */
 int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret,
                  uint64_t *ret_entry);
+/* The location entry e of s records; its pack number must be below s->npacks. */
+void segment_entry_location(const Segment *s, const uint8_t *e, BvLocation *ret);
 void seg_writer_abort(SegWriter *w);
 int seg_writer_begin(SegWriter *w, int dirfd, uint64_t max_count, const uint8_t (*packs)[IDX_PACK_SIZE],
                      uint32_t npacks);

@@ -210,7 +210,7 @@ int segment_open(int dirfd, const char *name, Segment **ret)
         return 0;
 }
 
-static void entry_location(const Segment *s, const uint8_t *e, BvLocation *ret)
+void segment_entry_location(const Segment *s, const uint8_t *e, BvLocation *ret)
 {
         uint32_t pack = get_le32(e + E_PACK);
 
@@ -279,7 +279,7 @@ int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread,
         e = base + i * IDX_ENTRY_SIZE;
         if (get_le32(e + E_PACK) >= s->npacks)
                 return -EBADMSG;
-        entry_location(s, e, ret);
+        segment_entry_location(s, e, ret);
         if (ret_entry)
                 *ret_entry = lo + (uint64_t)i;
         return 0;
@@ -552,7 +552,7 @@ int segment_check(const Segment *s, int (*cb)(const uint8_t id[BV_ID_SIZE], cons
                         r = -EBADMSG;
                         break;
                 }
-                entry_location(s, c.cur, &loc);
+                segment_entry_location(s, c.cur, &loc);
                 if (cb)
                         r = cb(c.cur, &loc, userdata);
         }

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "endian.h"
 #include "fileio.h"
 #include "hash.h"
@@ -414,14 +415,8 @@ int bv_index_add_pack(BvIndex *x, const uint8_t pack_id[BV_PACK_ID_SIZE], const 
         BV_LOCK_GUARD(&x->pending_mutex);
         if (t->npacks >= UINT32_MAX - 1)
                 return -E2BIG;
-        if (t->npacks == t->packs_cap) {
-                size_t cap = t->packs_cap ? t->packs_cap * 2 : 64;
-                void *p = realloc(t->packs, cap * IDX_PACK_SIZE);
-                if (!p)
-                        return -ENOMEM;
-                t->packs = p;
-                t->packs_cap = cap;
-        }
+        if (BV_ARRAY_RESERVE(t->packs, t->packs_cap, t->npacks + 1, 64) < 0)
+                return -ENOMEM;
         /* Reserve room for every entry first, so that a failure leaves the table unchanged. */
         while ((t->used + n) * 4 > t->cap * 3)
                 if (pending_rebuild(t, pending_grown(t->cap)) < 0)

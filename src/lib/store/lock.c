@@ -66,7 +66,7 @@ int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
 {
         _cleanup_close_ int fd = -EBADF;
 
-        if ((unsigned)kind >= sizeof(lock_kinds) / sizeof(lock_kinds[0]) || !lock_kinds[kind].path)
+        if ((unsigned)kind >= ELEMENTSOF(lock_kinds) || !lock_kinds[kind].path)
                 return -EINVAL;
         const char *path = lock_kinds[kind].path, *sibling = lock_kinds[kind].sibling;
         int op = lock_kinds[kind].op;

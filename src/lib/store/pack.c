@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "endian.h"
 #include "fileio.h"
 #include "hash.h"
@@ -355,14 +356,9 @@ static int64_t pack_writer_put_object(BvPackWriter *w, size_t n, const void *enc
 
         if (len > UINT32_MAX - start || n > PACK_MAX_ENTRIES - w->count)
                 return -EFBIG;
-        if (w->count + n > w->cap) {
-                size_t cap = MAX(w->cap ? w->cap * 2 : 1024, w->count + n);
-                BvPackEntry *e = realloc(w->entries, cap * sizeof(*e));
-                if (!e)
-                        return -ENOMEM;
-                w->entries = e;
-                w->cap = cap;
-        }
+        r = BV_ARRAY_RESERVE(w->entries, w->cap, w->count + n, 1024);
+        if (r < 0)
+                return r;
         if (w->fd < 0) {
                 r = pack_writer_start(w);
                 if (r < 0)

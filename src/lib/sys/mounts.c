@@ -100,11 +100,11 @@ static void devset_fill(DevSet *set, dev_t dev)
 
         snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(dev), minor(dev));
         char *real = realpath(p, NULL);
-        if (!real)
-                return;
-        devset_add_sysfs(set, real);
-        free(real);
-        if (set->n == 0) /* no dev file: take dev as it is */
+        if (real) {
+                devset_add_sysfs(set, real);
+                free(real);
+        }
+        if (set->n == 0) /* no sysfs entry (no /sys) or no dev file: take dev as it is */
                 set->devs[set->n++] = dev;
         for (size_t i = 0; i < set->n; i++) {
                 char dir[PATH_MAX];
@@ -152,6 +152,18 @@ static ssize_t mount_device(const DevSet *set, unsigned maj, unsigned min, const
         return -1;
 }
 
+/* The kernel's name of device i of set; without /sys, the name the mount's source resolves to
+ * (/dev/mapper/x: "dm-3"). */
+static void mount_device_name(const DevSet *set, size_t i, const char *source, char *buf, size_t size)
+{
+        _cleanup_free_ char *real = NULL;
+        const char *name = set->names[i];
+
+        if (!*name && strncmp(source, "/dev/", 5) == 0 && (real = realpath(source, NULL)))
+                name = strrchr(real, '/') + 1;
+        snprintf(buf, size, "%s", *name ? name : "?");
+}
+
 int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_size, char *ret_device,
                            size_t device_size)
 {
@@ -177,7 +189,7 @@ int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_si
                         continue;
                 mountinfo_unescape(mp);
                 snprintf(ret_mountpoint, mountpoint_size, "%s", mp);
-                snprintf(ret_device, device_size, "%s", set->names[i][0] ? set->names[i] : "?");
+                mount_device_name(set, (size_t)i, source, ret_device, device_size);
                 return 1;
         }
         return 0;

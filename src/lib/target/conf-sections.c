@@ -100,7 +100,8 @@ static int conf_add(BvConfig *c, ConfKind kind, char *name, BvConfWhere where, s
                         return -ENOMEM;
                 c->jobs = a;
                 a[c->n_jobs] = (BvConfJob){ .name = name, .where = where, .any_target = true,
-                                            .keep = { -1, -1, -1, -1, -1, -1, 0 },
+                                            .keep = { BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET,
+                                                      BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, 0 },
                                             .max_age = BV_CONF_DEFAULT_MAX_AGE };
                 *ret_index = c->n_jobs++;
         } else {
@@ -203,11 +204,12 @@ static int set_count(const Ctx *x, const char *value, int *dest)
 {
         char *end;
         errno = 0;
-        long n = isdigit((unsigned char)value[0]) ? strtol(value, &end, 10) : -1;
-        if (n < 0 || errno || *end || n > 1000000)
+        long n = strcmp(value, "-1") == 0 ? -1 : isdigit((unsigned char)value[0]) ? strtol(value, &end, 10) : -2;
+        if (n < -1 || errno || (n >= 0 && *end) || n > 1000000)
                 return conf_error(x->c, x->file, x->line,
-                                  "invalid value '%s' for %s (expected a whole number from 0 to 1000000)", value,
-                                  x->key);
+                                  "invalid value '%s' for %s (expected a whole number from 0 to 1000000, or -1 for "
+                                  "every one)",
+                                  value, x->key);
         *dest = (int)n;
         return 0;
 }
@@ -439,6 +441,19 @@ static int finish_target(BvConfig *c, size_t i)
         return r;
 }
 
+/* Some keep-* count is set, and every one set is 0 (keep-within is never 0). */
+static bool keeps_nothing(const BvConfRetention *k)
+{
+        const int counts[] = { k->last, k->hourly, k->daily, k->weekly, k->monthly, k->yearly };
+        bool set = false;
+        for (size_t i = 0; i < ELEMENTSOF(counts); i++) {
+                if (counts[i] != BV_CONF_KEEP_UNSET && counts[i] != 0)
+                        return false;
+                set |= counts[i] == 0;
+        }
+        return set && k->within == 0;
+}
+
 static int finish_job(BvConfig *c, BvConfJob *j)
 {
         const char *f = j->where.file;
@@ -449,9 +464,12 @@ static int finish_job(BvConfig *c, BvConfJob *j)
                 r = conf_error(c, f, l, "[job %s] has no source (set source = PATH or command = COMMAND)", j->name);
         else if (j->source && j->command)
                 r = conf_error(c, f, l, "[job %s] has both source and command (set one)", j->name);
-        else if ((j->command || strncmp(j->source, "command:", 8) == 0) && j->snapshot)
+        else if (bv_conf_job_command(j) && j->snapshot)
                 r = conf_error(c, f, l, "[job %s]: snapshot = yes needs a source that is an LVM logical volume, "
                                "not a command", j->name);
+        if (r >= 0 && keeps_nothing(&j->keep))
+                r = conf_error(c, f, l, "[job %s]: its keep-* rules keep nothing (all 0), so each run would forget "
+                               "every snapshot: keep at least one, or set no keep-* to prune nothing", j->name);
         for (size_t i = 0; r >= 0 && i < j->n_targets; i++)
                 if (!bv_conf_target_by_name(c, j->targets[i]))
                         r = conf_error(c, j->targets_where.file, j->targets_where.line,

@@ -110,25 +110,33 @@ static int conf_handler(void *user, const char *section, const char *key, const 
         return 1;
 }
 
-int bv_conf_parse_text(BvConfig *c, const char *label, const char *text, size_t size)
+/* Records a copy of name in c->files, which the entries and diagnostics of that file point to. */
+static int conf_add_file(BvConfig *c, const char *name, const char **ret)
 {
-        char *file = strdup(label);
+        _cleanup_free_ char *file = strdup(name);
         if (!file)
                 return -ENOMEM;
         char **files = reallocarray(c->files, c->n_files + 1, sizeof(*files));
-        if (!files) {
-                free(file);
+        if (!files)
                 return -ENOMEM;
-        }
         c->files = files;
-        c->files[c->n_files++] = file;
+        *ret = c->files[c->n_files++] = TAKE_PTR(file);
+        return 0;
+}
+
+int bv_conf_parse_text(BvConfig *c, const char *label, const char *text, size_t size)
+{
+        const char *file;
+        int r = conf_add_file(c, label, &file);
+        if (r < 0)
+                return r;
 
         Parse p = { .c = c, .file = file, .text = text, .end = text + size, .pos = text };
 #if HAVE_INI_RUNTIME_OPTIONS
         /* An indented line is a key of its own, not the continuation of the previous value. */
         ini_allow_multiline = false;
 #endif
-        int r = ini_parse_stream(conf_reader, &p, conf_handler, &p);
+        r = ini_parse_stream(conf_reader, &p, conf_handler, &p);
         if (p.oom)
                 return p.oom;
         if (r > 0 && conf_error(c, file, (unsigned)r, "expected '[section]', 'key = value' or a comment") < 0)
@@ -148,16 +156,10 @@ static int conf_load_file(BvConfig *c, const char *path, bool optional)
         if (r == -ENOENT && optional)
                 return 0;
         if (r < 0) {
-                char *file = strdup(path);
-                if (!file)
-                        return -ENOMEM;
-                char **files = reallocarray(c->files, c->n_files + 1, sizeof(*files));
-                if (!files) {
-                        free(file);
-                        return -ENOMEM;
-                }
-                c->files = files;
-                c->files[c->n_files++] = file;
+                const char *file;
+                int k = conf_add_file(c, path, &file);
+                if (k < 0)
+                        return k;
                 if (r == -EFBIG)
                         return conf_error(c, file, 0, "larger than %d bytes", BV_CONF_FILE_MAX);
                 if (r == -EBADFD)
@@ -362,6 +364,13 @@ bool bv_conf_job_wants(const BvConfJob *j, const char *target)
                 if (strcmp(j->targets[i], target) == 0)
                         return true;
         return false;
+}
+
+const char *bv_conf_job_command(const BvConfJob *j)
+{
+        if (j->command)
+                return j->command;
+        return j->source && strncmp(j->source, "command:", 8) == 0 ? j->source + 8 : NULL;
 }
 
 static const struct {

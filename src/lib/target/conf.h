@@ -63,7 +63,9 @@ typedef struct BvConfTarget {
         char *on_success, *on_failure; /* after a run of the drive (else [global]'s) */
 } BvConfTarget;
 
-/* Retention: a count of -1 is "not set". */
+/* Retention: a count of BV_CONF_KEEP_UNSET is "not set"; -1 keeps one of every period, as
+ * prune's --keep-*=-1 (BvPolicy). */
+#define BV_CONF_KEEP_UNSET (-2)
 typedef struct BvConfRetention {
         int last, hourly, daily, weekly, monthly, yearly;
         uint64_t within; /* seconds, 0 = not set */
@@ -144,6 +146,8 @@ const BvConfJob *bv_conf_job_by_name(const BvConfig *c, const char *name);
 const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name);
 /* Does job run on target? */
 bool bv_conf_job_wants(const BvConfJob *j, const char *target);
+/* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
+const char *bv_conf_job_command(const BvConfJob *j);
 
 /* Registers a target: writes its section to conf.d/50-target-NAME.conf beside main_path (durably,
  * never over an existing file: -EEXIST); the file's path in *ret_path. */

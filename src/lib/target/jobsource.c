@@ -36,13 +36,6 @@ struct BvJobSource {
         BvLvmSnap *snapshot;    /* snapshot = yes */
 };
 
-const char *bv_job_command(const BvConfJob *j)
-{
-        if (j->command)
-                return j->command;
-        return j->source && strncmp(j->source, "command:", 8) == 0 ? j->source + 8 : NULL;
-}
-
 static int reap(BvJobSource *js)
 {
         if (js->pid <= 0)
@@ -120,7 +113,7 @@ static int js_read_all(void *impl)
         return bv_source_read_all(((BvJobSource *)impl)->inner);
 }
 
-static void js_unchanged_ranges(void *impl, const BvRange **ret, size_t *ret_count)
+static void js_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
 {
         bv_source_unchanged_ranges(((BvJobSource *)impl)->inner, ret, ret_count);
 }
@@ -140,7 +133,7 @@ static const BvSourceOps js_ops = {
 static int open_inner(BvJobSource *js, const BvConfJob *j, const char *target, const char *const vars[],
                       int *fail_status, char *out, size_t size)
 {
-        const char *cmd = bv_job_command(j);
+        const char *cmd = bv_conf_job_command(j);
         char fdpath[64];
 
         if (cmd) {
@@ -169,7 +162,7 @@ int bv_job_source_open(const BvConfJob *j, const char *target, const char *const
                 out[0] = '\0';
         int r = open_inner(js, j, target, vars, fail_status, out, size);
         if (r >= 0) {
-                const char *cmd = bv_job_command(j);
+                const char *cmd = bv_conf_job_command(j);
                 r = bv_source_new(&js_ops, js, bv_source_kind(js->inner), cmd ? cmd : j->source, &js->outer);
         }
         if (r < 0) {

@@ -21,9 +21,6 @@ typedef struct BvJobSource BvJobSource;
 void bv_job_cancel(void);
 bool bv_job_cancelled(void);
 
-/* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
-const char *bv_job_command(const BvConfJob *j);
-
 /* Opens j's source for reading in a run to target (vars: for a command's environment, as
  * bv_hook_run). Fails with -errno; for a failed lvs, lvcreate, lvremove or dmsetup, -ECHILD with
  * its exit status in *fail_status and its output in out (as bv_target_run). */

@@ -30,16 +30,24 @@ static void count_problem(const BvVerifyProblem *p, void *ud)
 
 static bool keeps_anything(const BvConfRetention *k)
 {
-        return k->last >= 0 || k->hourly >= 0 || k->daily >= 0 || k->weekly >= 0 || k->monthly >= 0 ||
-               k->yearly >= 0 || k->within > 0;
+        return k->last != BV_CONF_KEEP_UNSET || k->hourly != BV_CONF_KEEP_UNSET || k->daily != BV_CONF_KEEP_UNSET ||
+               k->weekly != BV_CONF_KEEP_UNSET || k->monthly != BV_CONF_KEEP_UNSET ||
+               k->yearly != BV_CONF_KEEP_UNSET || k->within > 0;
+}
+
+/* A count of the configuration as the policy takes it: not set is 0 (rule unused). */
+static int keep_count(int n)
+{
+        return n == BV_CONF_KEEP_UNSET ? 0 : n;
 }
 
 /* The job's retention: prune its snapshots, then gc (locks/gc: waits for another gc). */
 static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob *rj)
 {
         const BvConfRetention *k = &rj->job->keep;
-        BvPolicy p = { .last = MAX(k->last, 0), .hourly = MAX(k->hourly, 0), .daily = MAX(k->daily, 0),
-                       .weekly = MAX(k->weekly, 0), .monthly = MAX(k->monthly, 0), .yearly = MAX(k->yearly, 0),
+        BvPolicy p = { .last = keep_count(k->last), .hourly = keep_count(k->hourly), .daily = keep_count(k->daily),
+                       .weekly = keep_count(k->weekly), .monthly = keep_count(k->monthly),
+                       .yearly = keep_count(k->yearly),
                        .within = (int64_t)MIN(k->within, (uint64_t)INT64_MAX) };
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         BvSecret secret = { .key_file = t->key_file };

@@ -23,6 +23,21 @@ static int state_name(const char *job, const char *target, char *buf, size_t siz
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* error=N as bv_state_record writes it (an errno, 0 for none). What it cannot have written (a
+ * number beyond any errno, not a number) keeps what result= said: negating INT_MIN, as abs() did,
+ * is undefined. */
+static int parse_error(const char *v, int result)
+{
+        char *end;
+        long e;
+
+        errno = 0;
+        e = strtol(v, &end, 10);
+        if (errno != 0 || end == v || *end != '\0' || e <= -4096 || e >= 4096)
+                return result;
+        return -(int)labs(e);
+}
+
 static void parse_state(char *text, BvRunState *s)
 {
         for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -35,7 +50,7 @@ static void parse_state(char *text, BvRunState *s)
                 else if (strcmp(l, "last-good") == 0)
                         s->last_good = strtoull(v, NULL, 10);
                 else if (strcmp(l, "error") == 0)
-                        s->result = -abs(atoi(v));
+                        s->result = parse_error(v, s->result);
                 else if (strcmp(l, "status") == 0)
                         s->status = atoi(v);
                 else if (strcmp(l, "step") == 0)

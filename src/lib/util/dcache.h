@@ -56,7 +56,7 @@ void bv_dcache_free(BvDecodeCache *c);
  * thread (waited for), or decoded here by fn. *ret is NULL (and 0 returned) only as flags say. */
 int bv_dcache_get(BvDecodeCache *c, const void *key, unsigned flags, BvDecodeFn fn, void *userdata,
                   BvDecodeEntry **ret);
-/* Drops a reference after taken more bytes of the entry were copied out. */
+/* Drops a reference; taken: how many more bytes of the entry were copied out meanwhile. */
 void bv_dcache_put(BvDecodeCache *c, BvDecodeEntry *e, size_t taken);
 /* The decoded bytes of a referenced entry. */
 const uint8_t *bv_dcache_data(const BvDecodeEntry *e, size_t *ret_len);

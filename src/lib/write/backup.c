@@ -907,7 +907,7 @@ static int backup_body(Backup *b, BvRepo *repo, BvSource *src, const BvBackupOpt
         BvSplitter *sp = NULL;
         int r;
 
-        r = bv_unchanged_parent(repo, b->pack_codec, b->index, src, name, opts, &reuse);
+        r = bv_unchanged_parent(repo, b->pack_codec, b->index, src, name, opts, &reuse, b->stats.lost_from);
         if (r > 0) {
                 r = backup_reuse(b, src, name, reuse, start_s, start_ns);
                 bv_snapshot_free(reuse);

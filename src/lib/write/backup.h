@@ -33,6 +33,9 @@ typedef struct BvBackupStats {
         bool used_direct;
         /* the parent snapshot whose map was taken unread ("" when the source was read) */
         char reused_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        /* the unchanged file's parent that was not taken because the index no longer locates all
+         * of its map (repair --force left damaged chunks out): the source was read again */
+        char lost_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
         /* A changed-block source: the parent whose map filled the ranges it called unchanged
          * ("" when it was read whole), and why it was read whole ("" when it was not). */
         char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];

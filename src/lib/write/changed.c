@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockscan.h"
 #include "changed.h"
 #include "macro.h"
 
@@ -103,9 +104,8 @@ static int source_matches(BvRepo *r, BvSource *src, const BvMapExtent *e, uint8_
                 rr = bv_source_read_at(src, buf, len, pos);
                 if (rr < 0)
                         return rr;
-                for (size_t i = 0; i < len; i++)
-                        if (buf[i])
-                                return 0;
+                if (!bv_is_zero(buf, len))
+                        return 0;
                 pos += len;
         }
         return 1;
@@ -158,7 +158,7 @@ int bv_changed_check(BvRepo *r, BvSource *src, const BvSnapshot *parent, const u
         BvParentMap *before = NULL, *now = NULL;
         _cleanup_free_ uint8_t *buf = malloc(MAX((size_t)CHECK_READ, (size_t)BV_CHUNK_MAX_LIMIT));
         uint64_t checked = 0, wrong = 0;
-        const BvRange *ranges;
+        const BvByteRange *ranges;
         size_t n;
         int rr;
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "macro.h"
+#include "maptree.h"
 #include "unchanged.h"
 
 static bool identity_equal(const BvSourceIdentity *a, const BvSourceIdentity *b)
@@ -23,12 +25,52 @@ static BvSnapshot *newest_of(BvSnapshot **list, size_t n, const char *name, cons
         return NULL;
 }
 
+typedef struct Whole {
+        BvRepo *repo;
+        BvObjectCodec *codec;
+        BvIndex *index;
+} Whole;
+
+static int whole_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
+{
+        Whole *w = userdata;
+        return bv_repo_read_object_alloc(w->repo, w->codec, BV_OBJ_MAP, id, ret_node, ret_len);
+}
+
+static int whole_check(Whole *w, const uint8_t id[BV_ID_SIZE])
+{
+        BvLocation loc;
+        int r = bv_index_lookup(w->index, id, &loc);
+        return r == -ENOENT ? -EUCLEAN : r;
+}
+
+static int whole_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
+{
+        return whole_check(userdata, id);
+}
+
+static int whole_extent(void *userdata, const BvMapExtent *e)
+{
+        return e->kind == BV_EXTENT_DATA ? whole_check(userdata, e->id) : 0;
+}
+
+/* Whether the index still locates every map node and data chunk of p: repair --force leaves
+ * out what it found damaged, and a snapshot taking p's map unread would be damaged from birth.
+ * 1 whole, 0 not (or its map does not read), -ENOMEM. */
+static int map_whole(BvRepo *r, BvObjectCodec *codec, BvIndex *index, const BvSnapshot *p)
+{
+        Whole w = { .repo = r, .codec = codec, .index = index };
+        int rr = bv_map_walk(p->root, p->height, p->size, whole_fetch, &w, whole_node, whole_extent, &w);
+        if (rr == -ENOMEM)
+                return rr;
+        return rr >= 0;
+}
+
 int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSource *src, const char *name,
-                        const BvBackupOptions *opts, BvSnapshot **ret_parent)
+                        const BvBackupOptions *opts, BvSnapshot **ret_parent, char *ret_lost_from)
 {
         BvSourceIdentity id;
         BvSnapshot **list = NULL;
-        BvLocation loc;
         size_t n = 0;
         int rr;
 
@@ -41,8 +83,11 @@ int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSourc
         BvSnapshot *p = newest_of(list, n, name, bv_source_path(src));
         bool ok = p && p->source.has_identity && p->size == id.size &&
                   identity_equal(&p->source.identity, &id) &&
-                  (opts->full_read_every == 0 || p->source.unread_backups + 1 < opts->full_read_every) &&
-                  bv_index_lookup(index, p->root, &loc) >= 0;
+                  (opts->full_read_every == 0 || p->source.unread_backups + 1 < opts->full_read_every);
+        rr = ok ? map_whole(r, codec, index, p) : 0;
+        if (ok && rr == 0)
+                snprintf(ret_lost_from, 2 * BV_SNAPSHOT_ID_SIZE + 1, "%s", p->id);
+        ok = rr > 0;
         if (ok) {
                 for (size_t i = 0; i < n; i++)
                         if (list[i] == p)
@@ -50,5 +95,5 @@ int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSourc
                 *ret_parent = p;
         }
         bv_snapshot_list_free(list, n);
-        return ok ? 1 : 0;
+        return rr < 0 ? rr : ok ? 1 : 0;
 }

@@ -8,9 +8,11 @@
 #include "index.h"
 
 /* The newest snapshot of name whose source is the regular file at src's path, if its recorded
- * identity equals src's, its map is still stored, and opts allow skipping the read
+ * identity equals src's, its map is still stored and whole, and opts allow skipping the read
  * (!force_read, and fewer than full_read_every - 1 unread backups in a row since the last
  * read): 1 with *ret_parent set (free with bv_snapshot_free), 0 when the source must be read,
- * or -errno (the snapshot list could not be read). */
+ * or -errno (the snapshot list could not be read). A snapshot whose map names a node or chunk
+ * the index no longer locates (repair --force left it out) is not taken: 0, with its hex id in
+ * ret_lost_from (2 * BV_SNAPSHOT_ID_SIZE + 1 bytes; untouched otherwise). */
 int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSource *src, const char *name,
-                        const BvBackupOptions *opts, BvSnapshot **ret_parent);
+                        const BvBackupOptions *opts, BvSnapshot **ret_parent, char *ret_lost_from);
