@@ -20,14 +20,20 @@
 #include "repo.h"
 
 
-/* The end of the usage text of the appliance commands (job, target): their shared options. */
+/* The end of every command's usage text: the options cli_parse gives every command
+ * (COMMON_OPTIONS and --help), after the secret options of those that open a repository
+ * (SECRET_OPTIONS) and the shared options of the appliance commands (job, target). */
+#define COMMON_OPTIONS_HELP                                                                                \
+        "  -q, --quiet              no progress or status lines\n"                                         \
+        "  -v, --verbose            more detail (timings, how the repository was opened)\n"               \
+        "  -h, --help\n"
+#define SECRET_OPTIONS_HELP                                                                                \
+        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
 #define APPLIANCE_OPTIONS_HELP                                                                             \
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"                            \
         "  --run-dir=DIR            the run lock and mountpoints (default " BV_RUN_DIR ")\n"                \
         "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n" \
-        "  -q, --quiet              no progress or status lines\n"                                         \
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"               \
-        "  -h, --help\n"
+        COMMON_OPTIONS_HELP
 
 /* The exit codes, each with one meaning: the one table, copied to EXIT STATUS in blkvault(1). */
 enum {
@@ -45,13 +51,16 @@ enum {
         EXIT_ALARM = 11,     /* status --check-age: a job has no good backup younger than its max-age */
 };
 
-/* "error: <formatted>: <strerror(-r)>" on stderr; returns the exit code for r. */
-int log_error_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Printed only with -v. */
-void log_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The messages on stderr: "error: ", "warning: " or nothing before the formatted text, then
+ * ": strerror(-r)" when r < 0. A verbose one is printed only with -v. Returns exit_code_for(r). */
+typedef enum CliLog { CLI_LOG_ERROR, CLI_LOG_WARNING, CLI_LOG_INFO, CLI_LOG_VERBOSE } CliLog;
+int log_full(CliLog kind, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "error: <formatted>: <strerror(-r)>"; returns the exit code for r. */
+#define log_error_errno(r, ...) log_full(CLI_LOG_ERROR, (r), __VA_ARGS__)
+#define log_error(...) ((void)log_full(CLI_LOG_ERROR, 0, __VA_ARGS__))
+#define log_warning(...) ((void)log_full(CLI_LOG_WARNING, 0, __VA_ARGS__))
+#define log_info(...) ((void)log_full(CLI_LOG_INFO, 0, __VA_ARGS__))
+#define log_verbose(...) ((void)log_full(CLI_LOG_VERBOSE, 0, __VA_ARGS__))
 
 /* -q (no progress or status lines: a script's stderr holds the messages only) and -v (more
  * detail), accepted by every command: cli_parse adds COMMON_OPTIONS to every table and hands them
@@ -148,8 +157,9 @@ int cli_parse(const CliCommand *cmd, int *argcp, char ***argvp);
                         return _ec;                                                                        \
         } while (0)
 
-/* Option parsers for CliOption.parse: --threads=N (1..256, into an unsigned), --cache=SIZE (checked
- * with check_size_arg, stored as given). */
+/* Option parsers for CliOption.parse: --threads=N (1..256, into an unsigned), --cache=SIZE (digits
+ * and an optional K, M, G or T, from 1 byte to 2^63 - 1: the plugin's cache cannot be turned off;
+ * stored as given, for the plugin's cache=). */
 int parse_threads(const char *arg, void *ret);
 /* A whole number from min to max for option; reports "invalid OPTION 'ARG' (MIN to MAX)". */
 int parse_unsigned_arg(const char *option, const char *arg, unsigned min, unsigned max, unsigned *ret);
@@ -159,6 +169,9 @@ int parse_cache_size(const char *arg, void *ret);
  * in a _cleanup_(bv_repo_closep) variable. */
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close)
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
+/* Why the repository at path does not open (r), said so that the user knows what to do: it does
+ * not exist, is not a repository, needs other rights. Returns the exit code. */
+int log_open_error(const char *path, int r);
 /* Declares repo, opened with open_repo, or returns open_repo's exit code from the caller. */
 #define OPEN_REPO_OR_RETURN(repo, path, s, flags)                                                          \
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;                                                     \
@@ -258,10 +271,6 @@ void plugin_args_done(PluginArgs *pa);
  * process does not show them. Call once the secret has been read. */
 void secret_env_scrub(void);
 
-/* A size option (--cache=256M): digits and an optional K, M, G or T. Reports a bad one; returns
- * an exit code. */
-int check_size_arg(const char *option, const char *arg);
-
 /* text as it may be shown on a terminal: control characters, DEL, C1 and bidi controls and bytes
  * that are not UTF-8 as \xNN, newline and tab as \n and \t, backslash doubled. At most max bytes
  * of text (0: all), then "..." if it was longer. malloc'd; NULL if out of memory. */
@@ -301,21 +310,8 @@ int print_usage(const char *text);
  * FILE:LINE: MESSAGE and fails. Returns an exit code. */
 int load_config(const char *path, bool may_be_missing, BvConfig **ret);
 
-int cmd_init(int argc, char **argv);
-int cmd_backup(int argc, char **argv);
-int cmd_list(int argc, char **argv);
-int cmd_restore(int argc, char **argv);
-int cmd_verify(int argc, char **argv);
-int cmd_info(int argc, char **argv);
-int cmd_key(int argc, char **argv);
-int cmd_delete(int argc, char **argv);
-int cmd_repair(int argc, char **argv);
-
 /* The ranges a snapshot's backup could not read, one line each after prefix (info, verify). */
 void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix);
-int cmd_protect(int argc, char **argv);
-int cmd_prune(int argc, char **argv);
-int cmd_gc(int argc, char **argv);
 
 /* cmd-gc.c, shared with prune: runs bv_gc reporting a failure (returns an exit code), and the
  * counters as JSON (NULL: out of memory). */
@@ -324,16 +320,31 @@ struct BvGcStats;
 int run_gc(BvRepo *repo, const char *path, const struct BvGcOptions *o, struct BvGcStats *ret);
 struct json_object *json_gc_stats(const struct BvGcStats *s);
 void print_gc_stats(const struct BvGcStats *s, bool dry_run);
-int cmd_serve(int argc, char **argv);
+
 /* serve-export.c: blkvault serve --export=NAME (cmd_serve hands it over). */
 int serve_export(int argc, char **argv);
+
+/* The commands, one cmd-NAME.c each (main.c's table; the generator is run by its own name). */
+int cmd_init(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_key(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_protect(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
-int cmd_config(int argc, char **argv);
 int cmd_target(int argc, char **argv);
 int cmd_job(int argc, char **argv);
-int cmd_generator(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_generator(int argc, char **argv);
 
 /* run-report.c: reports a target run: the jobs, the summary line with "safe to unplug", the
  * journal entry, sd_notify STATUS, the state files in state_dir (NULL: bv_state_dir's) and the

@@ -37,10 +37,7 @@ static const char usage_text[] =
         "                           the last snapshot of the same name read to SOURCE; only the ranges\n"
         "                           it marks changed are read\n"
         "  --wait                   wait for another writer instead of failing\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The new snapshot, its stats nested as list prints them, and how the source was read. Until
  * 0.3 the stats are also repeated at the top level, where earlier releases printed them. */

@@ -13,9 +13,7 @@ static const char usage_text[] =
         "beside it, in name order) and report every mistake as FILE:LINE: MESSAGE. Schedules are\n"
         "checked with systemd-analyze calendar. The exit status is 1 when anything is wrong.\n\n"
         "  --config=FILE            read FILE and FILE's directory/conf.d instead (also $" BV_CONF_ENV ")\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        COMMON_OPTIONS_HELP;
 
 static void print_conf_error(const BvConfError *e)
 {
@@ -56,7 +54,7 @@ static int config_check(const char *path)
                 return log_error_errno(r, "cannot read the configuration '%s'", main_path);
         r = bv_conf_check_schedules(c);
         if (r == -ENOENT)
-                fprintf(stderr, "warning: systemd-analyze is not installed: schedules not checked\n");
+                log_warning("systemd-analyze is not installed: schedules not checked");
         else if (r < 0)
                 return log_error_errno(r, "cannot check the schedules");
         for (size_t i = 0; i < c->n_errors; i++)

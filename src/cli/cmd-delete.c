@@ -7,13 +7,10 @@
 #include "snapshot-forget.h"
 
 static const char usage_text[] =
-        "Usage: blkvault delete REPO SNAP... [OPTIONS]\n\n"
+        "Usage: blkvault delete REPO SNAPSHOT... [OPTIONS]\n\n"
         "Forget snapshots. Their space is reclaimed by 'blkvault gc'.\n\n"
-        "  --force      forget protected snapshots too\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        "  --force                  forget protected snapshots too\n"
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 int cmd_delete(int argc, char **argv)
 {
@@ -21,7 +18,7 @@ int cmd_delete(int argc, char **argv)
         bool force = false;
         const CliOption options[] = { CLI_FLAG("force", &force), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "delete", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .args = "REPO SNAP...", .repo = true);
+                                        .args = "REPO SNAPSHOT...", .repo = true);
         int r, n = argc - optind - 1;
         const char *path = argv[optind];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
@@ -36,13 +33,18 @@ int cmd_delete(int argc, char **argv)
         }
         for (int i = 0; i < n; i++) {
                 const BvSnapshot *s = snaps[i];
+                bool again = false;
+                for (int j = 0; j < i && !again; j++) /* named twice (by name and by id, say): once */
+                        again = snaps[j] == s;
+                if (again)
+                        continue;
                 r = bv_snapshot_forget(bv_repo_dirfd(repo, "snapshots"), s->id, force);
                 if (r == -EPERM) {
                         log_error("snapshot %.8s is protected (use --force, or 'blkvault protect --unprotect')",
                                   s->id);
                         return EXIT_ERROR;
                 }
-                if (r < 0 && !(r == -ENOENT && i > 0)) /* a snapshot named twice is gone the second time */
+                if (r < 0)
                         return log_error_errno(r, "cannot delete snapshot %.8s", s->id);
                 log_info("snapshot %.8s deleted", s->id);
         }

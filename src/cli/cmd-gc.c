@@ -15,10 +15,7 @@ static const char usage_text[] =
         "  --dry-run              say what would be condemned; change nothing\n"
         "  --max-unused=PERCENT   rewrite packs with more unused entries than this (default 10)\n"
         "  --json                 the counters as a JSON object\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 struct json_object *json_gc_stats(const BvGcStats *s)
 {

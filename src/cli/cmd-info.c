@@ -15,10 +15,7 @@ static const char usage_text[] =
         "describe that snapshot: source, host, content, sizes, the backup's counters, and how much of\n"
         "its data its parent (the previous snapshot of its name) holds too.\n\n"
         "  --json                   print as JSON\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The previous snapshot of s's name, or NULL. */
 static const BvSnapshot *parent_of(BvRepo *repo, const BvSnapshot *s)

@@ -23,10 +23,7 @@ static const char usage_text[] =
         "  --slot=NAME              the slot (export, import, change, add)\n"
         "  --paper                  export as printable text with a checksum per line\n"
         "  --new-passphrase-file=FILE, --new-key-file=FILE (or $BLKVAULT_NEW_PASSPHRASE, or a prompt)\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 typedef struct KeyArgs {
         SecretArgs cur, new;

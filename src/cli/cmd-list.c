@@ -18,10 +18,7 @@ static const char usage_text[] =
         "  --last=N     only the newest N (of NAME, with --name)\n"
         "  --utc        times in UTC\n"
         "  --json       a JSON list: snapshot, name, time, time_utc, size, protected, source, chunker, stats\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* "gpt: ext4 'root', xfs 'data'" from the probe, for the table. */
 void describe_probe(const BvSnapshotSource *src, char *buf, size_t size)

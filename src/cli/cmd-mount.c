@@ -483,10 +483,7 @@ static const char mount_usage[] =
         "  --partition=N            mount partition N (default: the whole disk's filesystem, or the\n"
         "                           first partition holding a known filesystem)\n"
         "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
 static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
@@ -504,31 +501,21 @@ static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
                 return EXIT_IN_USE;
         }
         if (!realpath(repo, s->repo))
-                return log_error_errno(-errno, "cannot open repository '%s'", repo);
+                return log_open_error(repo, -errno);
         state_dir_for(s->mountpoint, s->dir, sizeof(s->dir));
         return EXIT_OK;
 }
 
 static int parse_partition(const char *arg, void *ret)
 {
-        char *end;
-        long v;
-
-        errno = 0;
-        v = strtol(arg, &end, 10);
-        if (errno || *end || v < 1 || v > 4096) {
-                log_error("invalid --partition '%s' (a partition number from 1)", arg);
-                return -EINVAL;
-        }
-        *(int *)ret = (int)v;
-        return 0;
+        return parse_unsigned_arg("--partition", arg, 1, 4096, ret);
 }
 
 int cmd_mount(int argc, char **argv)
 {
         SecretArgs sargs = {};
         const char *cache = NULL;
-        int partition = 0;
+        unsigned partition = 0;
         const CliOption options[] = {
                 CLI_PARSED("partition", parse_partition, &partition),
                 CLI_PARSED("cache", parse_cache_size, &cache),
@@ -571,7 +558,7 @@ int cmd_mount(int argc, char **argv)
                 (void)rmdir(s.dir);
                 return log_error_errno(r, "cannot write the state file in '%s'", s.dir);
         }
-        r = mount_steps(&s, &sargs, &secret, cache, partition);
+        r = mount_steps(&s, &sargs, &secret, cache, (int)partition);
         if (r != EXIT_OK) {
                 /* undo what was set up; teardown reports what it cannot undo */
                 (void)teardown(&s, false);
@@ -584,9 +571,7 @@ static const char umount_usage[] =
         "Usage: blkvault umount MOUNTPOINT\n\n"
         "Undo 'blkvault mount': unmount the filesystem, detach the loop device and the NBD\n"
         "attachment, stop the server and remove the state. Works also when the server died.\n\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        COMMON_OPTIONS_HELP;
 
 int cmd_umount(int argc, char **argv)
 {

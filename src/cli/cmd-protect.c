@@ -5,13 +5,10 @@
 #include "snapshot-forget.h"
 
 static const char usage_text[] =
-        "Usage: blkvault protect REPO SNAP [OPTIONS]\n\n"
+        "Usage: blkvault protect REPO SNAPSHOT [OPTIONS]\n\n"
         "Protect a snapshot from prune and delete (or, with --unprotect, lift that).\n\n"
-        "  --unprotect\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        "  --unprotect              lift the protection\n"
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 int cmd_protect(int argc, char **argv)
 {
@@ -19,7 +16,7 @@ int cmd_protect(int argc, char **argv)
         bool on = true;
         const CliOption options[] = { CLI_UNSET("unprotect", &on), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "protect", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .args = "REPO SNAP", .repo = true);
+                                        .args = "REPO SNAPSHOT", .repo = true);
         int r;
         const char *path = argv[optind], *spec = argv[optind + 1];
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);

@@ -23,10 +23,7 @@ static const char usage_text[] =
         "  --dry-run          say what would be forgotten; change nothing\n"
         "  --no-gc            forget only; leave reclaiming space to 'blkvault gc'\n"
         "  --json             a JSON object: dry_run, forgotten, snapshots (each with action and rule), gc\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 typedef struct PruneArgs {
         BvPolicy policy;

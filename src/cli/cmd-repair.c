@@ -14,10 +14,7 @@ static const char usage_text[] =
         "without --force. The exit status is 4 when data is lost or the index needs --force.\n\n"
         "  --force      rebuild the index from the packs (damaged objects are left out, so the\n"
         "               next backup that meets their content stores it again)\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 static void on_event(const BvRepairEvent *e, void *userdata)
 {

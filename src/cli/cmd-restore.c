@@ -20,10 +20,7 @@ static const char usage_text[] =
         "  --force                  replace an existing file (written beside it, renamed at the end)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The result line, or the JSON document with --json. */
 static int restore_report(const BvSnapshot *snap, const char *dest, const BvRestoreStats *stats, bool json)

@@ -54,10 +54,7 @@ static const char usage_text[] =
         "  --export=NAME            serve the configuration's [export NAME] section instead of REPO\n"
         "                           SNAPSHOT, on the socket systemd passes\n"
         "  --config=FILE            with --export: the configuration (also $" BV_CONF_ENV ")\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 typedef struct ServeOptions {
         const char *socket, *port, *address, *tls_psk, *cache;
@@ -433,15 +430,13 @@ static void warn_unprotected(const ServeOptions *o)
         if (!o->port || o->tls_psk)
                 return;
         if (is_localhost(o->address))
-                fprintf(stderr,
-                        "warning: TCP port %s on %s is open to every local user, unauthenticated and "
-                        "unencrypted: use --tls-psk=FILE or the default Unix socket\n",
-                        o->port, o->address);
+                log_warning("TCP port %s on %s is open to every local user, unauthenticated and unencrypted: "
+                            "use --tls-psk=FILE or the default Unix socket",
+                            o->port, o->address);
         else
-                fprintf(stderr,
-                        "warning: TCP port %s on %s is open to anyone who can reach it, unauthenticated "
-                        "and unencrypted: use --tls-psk=FILE\n",
-                        o->port, o->address);
+                log_warning("TCP port %s on %s is open to anyone who can reach it, unauthenticated and "
+                            "unencrypted: use --tls-psk=FILE",
+                            o->port, o->address);
 }
 
 int cmd_serve(int argc, char **argv)

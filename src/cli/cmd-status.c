@@ -28,9 +28,7 @@ static const char usage_text[] =
         "                           on-failure command (else [global]'s); exit status 11 if any\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        COMMON_OPTIONS_HELP;
 
 typedef struct StatusArgs {
         const char *config, *state_dir;

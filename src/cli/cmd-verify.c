@@ -23,10 +23,7 @@ static const char usage_text[] =
         "  --written                with SNAPSHOT and --read-data: read only the chunks that the\n"
         "                           snapshot before it of the same name does not reference\n"
         "  --json                   print the result as JSON\n"
-        "  --passphrase-file=FILE, --passphrase-fd=N, --passphrase-command=CMD, --key-file=FILE\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* --sample, --max-duration and --written (scheduled verification) */
 static int parse_sample(const char *arg, void *ret)

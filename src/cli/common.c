@@ -19,37 +19,36 @@
 #include "passphrase.h"
 #include "timeutil.h"
 
-static void vlog(const char *prefix, const char *fmt, va_list ap, int r)
-{
-        fputs(prefix, stderr);
-        vfprintf(stderr, fmt, ap);
-        if (r < 0)
-                fprintf(stderr, ": %s", strerror(-r));
-        fputc('\n', stderr);
-}
-
 static bool errors;
+/* -q and -v: -1 quiet, 0, 1 verbose */
+static int verbosity;
 
 bool error_printed(void)
 {
         return errors;
 }
 
-void log_error(const char *fmt, ...)
+int log_full(CliLog kind, int r, const char *fmt, ...)
 {
+        static const char *const prefixes[] = {
+                [CLI_LOG_ERROR] = "error: ",
+                [CLI_LOG_WARNING] = "warning: ",
+                [CLI_LOG_INFO] = "",
+                [CLI_LOG_VERBOSE] = "",
+        };
         va_list ap;
-        errors = true;
-        va_start(ap, fmt);
-        vlog("error: ", fmt, ap, 0);
-        va_end(ap);
-}
 
-void log_warning(const char *fmt, ...)
-{
-        va_list ap;
+        if (kind == CLI_LOG_VERBOSE && verbosity <= 0)
+                return exit_code_for(r);
+        errors = errors || kind == CLI_LOG_ERROR;
+        fputs(prefixes[kind], stderr);
         va_start(ap, fmt);
-        vlog("warning: ", fmt, ap, 0);
+        vfprintf(stderr, fmt, ap);
         va_end(ap);
+        if (r < 0)
+                fprintf(stderr, ": %s", strerror(-r));
+        fputc('\n', stderr);
+        return exit_code_for(r);
 }
 
 void log_option_error(int argc, char **argv, const char *command)
@@ -66,9 +65,6 @@ void log_option_error(int argc, char **argv, const char *command)
                 log_error("unknown option '-%c' (see 'blkvault help %s')", optopt ? optopt : '?', command);
 }
 
-/* -q and -v: -1 quiet, 0, 1 verbose */
-static int verbosity;
-
 bool verbosity_parse(int opt)
 {
         if (opt != 'q' && opt != 'v')
@@ -80,24 +76,6 @@ bool verbosity_parse(int opt)
 bool is_quiet(void)
 {
         return verbosity < 0;
-}
-
-void log_verbose(const char *fmt, ...)
-{
-        va_list ap;
-        if (verbosity <= 0)
-                return;
-        va_start(ap, fmt);
-        vlog("", fmt, ap, 0);
-        va_end(ap);
-}
-
-void log_info(const char *fmt, ...)
-{
-        va_list ap;
-        va_start(ap, fmt);
-        vlog("", fmt, ap, 0);
-        va_end(ap);
 }
 
 int exit_code_for(int r)
@@ -121,16 +99,6 @@ int exit_code_for(int r)
         default:
                 return EXIT_ERROR;
         }
-}
-
-int log_error_errno(int r, const char *fmt, ...)
-{
-        va_list ap;
-        errors = true;
-        va_start(ap, fmt);
-        vlog("error: ", fmt, ap, r);
-        va_end(ap);
-        return exit_code_for(r);
 }
 
 bool secret_args_parse(SecretArgs *s, int opt, const char *arg)
@@ -300,8 +268,7 @@ void secret_done(BvSecret *s)
         *s = (BvSecret){};
 }
 
-/* Why a repository does not open, said so that the user knows what to do. */
-static int log_open_error(const char *path, int r)
+int log_open_error(const char *path, int r)
 {
         struct stat st;
         if (r == -ENOENT && stat(path, &st) < 0) {

@@ -201,25 +201,30 @@ int parse_threads(const char *arg, void *ret)
         return parse_unsigned_arg("--threads", arg, 1, 256, ret);
 }
 
-int check_size_arg(const char *option, const char *arg)
-{
-        char *end;
-
-        errno = 0;
-        (void)strtoull(arg, &end, 10);
-        if (end != arg && !errno && *end && strchr("kKmMgGtT", *end))
-                end++;
-        if (end == arg || errno || *end || arg[0] == '-' || arg[0] == '+') {
-                log_error("invalid %s '%s' (a size such as 256M)", option, arg);
-                return EXIT_USAGE;
-        }
-        return EXIT_OK;
-}
-
 int parse_cache_size(const char *arg, void *ret)
 {
-        if (check_size_arg("--cache", arg) != EXIT_OK)
+        static const char units[] = "kKmMgGtT";
+        const char *unit;
+        char *end;
+        unsigned long long v;
+        unsigned shift = 0;
+
+        errno = 0;
+        v = strtoull(arg, &end, 10);
+        unit = end != arg && *end ? strchr(units, *end) : NULL;
+        if (unit) {
+                shift = 10 * (1 + (unsigned)(unit - units) / 2);
+                end++;
+        }
+        /* nbdkit takes at most 2^63 - 1 bytes */
+        if (!(arg[0] >= '0' && arg[0] <= '9') || errno || *end || v >> (63 - shift) != 0) {
+                log_error("invalid --cache '%s' (a size such as 256M)", arg);
                 return -EINVAL;
+        }
+        if (v == 0) {
+                log_error("invalid --cache '%s' (a size such as 256M: the cache cannot be turned off)", arg);
+                return -EINVAL;
+        }
         *(const char **)ret = arg;
         return 0;
 }

@@ -73,17 +73,15 @@ void report_damage(BvRepo *repo, size_t *reported)
                 else
                         snprintf(why, sizeof(why), "%s", strerror(-p->error));
                 if (strncmp(p->path, "snapshots/", 10) == 0)
-                        fprintf(stderr, "warning: skipping snapshot record %s: %s\n", p->path, why);
+                        log_warning("skipping snapshot record %s: %s", p->path, why);
                 else if (p->mode)
-                        fprintf(stderr,
-                                "warning: index segment '%s' is %s: left out; what it locates cannot be read until the "
-                                "repository is repaired (see 'blkvault verify')\n",
-                                p->path, what);
+                        log_warning("index segment '%s' is %s: left out; what it locates cannot be read until the "
+                                    "repository is repaired (see 'blkvault verify')",
+                                    p->path, what);
                 else
-                        fprintf(stderr,
-                                "warning: index segment '%s' does not read (%s): left out; what it locates cannot be "
-                                "read until the repository is repaired (see 'blkvault verify')\n",
-                                p->path, why);
+                        log_warning("index segment '%s' does not read (%s): left out; what it locates cannot be "
+                                    "read until the repository is repaired (see 'blkvault verify')",
+                                    p->path, why);
         }
 }
 
@@ -97,7 +95,6 @@ void report_missing_packs(BvRepo *repo)
                 char path[64];
 
                 bv_pack_path(ids[i], path);
-                fprintf(stderr, "warning: pack 'packs/%s' named by the index is missing: what it held is stored again\n",
-                        path);
+                log_warning("pack 'packs/%s' named by the index is missing: what it held is stored again", path);
         }
 }

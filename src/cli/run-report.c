@@ -79,7 +79,7 @@ static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const ch
                 if (j->detail[0])
                         snprintf(why + strlen(why), sizeof(why) - strlen(why), " (%s)", j->detail);
                 snprintf(line, sizeof(line), "job %s on %s: %s", name, t, why);
-                fprintf(stderr, "error: target %s: job %s: %s\n", t, name, why);
+                log_error("target %s: job %s: %s", t, name, why);
         } else {
                 snprintf(line, sizeof(line), "job %s on %s: snapshot %.8s, %s new, verified", name, t, j->snapshot_id,
                          format_bytes(j->bytes_new, b));

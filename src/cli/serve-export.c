@@ -20,9 +20,7 @@ static const char usage_text[] =
         "as blkvault-nbd@NAME.service does): this process becomes nbdkit.\n\n"
         "  --export=NAME            the [export NAME] section\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
-        "  -q, --quiet              no progress or status lines\n"
-        "  -v, --verbose            more detail (timings, how the repository was opened)\n"
-        "  -h, --help\n";
+        COMMON_OPTIONS_HELP;
 
 static int exec_export(const BvConfExport *e)
 {

@@ -13,18 +13,22 @@ expect_usage() {
 
 bv --help | grep '^Usage: blkvault COMMAND' >/dev/null || die "top-level --help"
 bv --version | grep '^blkvault ' >/dev/null || die "--version"
-for cmd in init backup list restore verify info key serve mount umount config target job; do
+# every command the top-level help lists (main.c's table)
+commands=$(bv --help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p')
+[ "$(echo "$commands" | wc -w)" -ge 19 ] || die "blkvault --help lists too few commands: $commands"
+for cmd in $commands; do
     out=$(bv "$cmd" --help) || die "$cmd --help exited non-zero"
     echo "$out" | grep "^Usage: blkvault $cmd" >/dev/null || die "$cmd --help does not show its usage"
 done
-expect_fail 2 "unknown command 'frobnicate'" bv frobnicate
+expect_fail 2 "^error: unknown command 'frobnicate' (see 'blkvault help')$" bv frobnicate
 expect_usage "init REPO" init
-expect_fail 2 "unknown encryption 'rot13'" bv init "$T/r" --encryption=rot13
-expect_fail 2 "invalid --chunk-size" bv init "$T/r" --chunk-size=1:2
-expect_fail 2 "invalid chunk sizes" bv init "$T/r" --encryption=none --chunk-size=64K:16K:256K
-expect_fail 2 "invalid --compression" bv init "$T/r" --compression=lz4
-expect_fail 2 "invalid --threads '0'" bv backup "$T/r" "$T/x" --threads=0
-expect_fail 2 "invalid --threads '4x'" bv restore "$T/r" latest "$T/x" --threads=4x
+expect_fail 2 "^error: unknown encryption 'rot13' (aes-256-gcm or none)$" bv init "$T/r" --encryption=rot13
+expect_fail 2 "^error: invalid --chunk-size '1:2' (expected MIN:AVG:MAX)$" bv init "$T/r" --chunk-size=1:2
+expect_fail 2 "^error: invalid chunk sizes 65536:16384:262144 for the hybrid chunker (need min < avg < max, multiples of 4 KiB for hybrid and fixed, at most 4 MiB)$" \
+    bv init "$T/r" --encryption=none --chunk-size=64K:16K:256K
+expect_fail 2 "^error: invalid --compression 'lz4' (zstd, zstd:LEVEL 1-19, or none)$" bv init "$T/r" --compression=lz4
+expect_fail 2 "^error: invalid --threads '0' (1 to 256)$" bv backup "$T/r" "$T/x" --threads=0
+expect_fail 2 "^error: invalid --threads '4x' (1 to 256)$" bv restore "$T/r" latest "$T/x" --threads=4x
 expect_fail 2 "^error: unknown option '--frob' (see 'blkvault help list')$" bv list "$T/r" --frob
 expect_usage "list REPO" list
 expect_usage "backup REPO SOURCE" backup "$T/r"
@@ -34,17 +38,31 @@ expect_usage "info REPO [SNAPSHOT]" info "$T/r" latest extra
 expect_usage "repair REPO" repair "$T/r" extra
 expect_usage "gc REPO" gc
 expect_usage "prune REPO" prune
-expect_usage "delete REPO SNAP..." delete "$T/r"
-expect_usage "protect REPO SNAP" protect "$T/r" a b
+expect_usage "delete REPO SNAPSHOT..." delete "$T/r"
+expect_usage "protect REPO SNAPSHOT" protect "$T/r" a b
 expect_usage "status" status extra
 expect_usage "serve REPO SNAPSHOT" serve "$T/r"
 expect_usage "serve --export=NAME" serve --export=x "$T/r"
-expect_fail 2 "--socket excludes --port and --address" bv serve "$T/r" latest --socket="$T/s" --port=10999
+expect_fail 2 "^error: --socket excludes --port and --address$" bv serve "$T/r" latest --socket="$T/s" --port=10999
 expect_usage "mount REPO SNAPSHOT MOUNTPOINT" mount "$T/r" latest
-expect_fail 2 "invalid --partition '0'" bv mount "$T/r" latest "$T" --partition=0
+# --cache: a size; 0 is refused (the cache cannot be turned off), as is one beyond 2^63 bytes
+for cmd in serve mount; do
+    args=("$T/r" latest) && [ "$cmd" = mount ] && args+=("$T")
+    for size in 0 0M 00k; do
+        expect_fail 2 "" bv "$cmd" "${args[@]}" --cache="$size"
+        assert_eq "$(cat "$T/.err")" "error: invalid --cache '$size' (a size such as 256M: the cache cannot be turned off)" "$cmd --cache=$size"
+    done
+    for size in 8388608T 99999999999999999999 12Q -1 +5M 5MB ''; do
+        expect_fail 2 "" bv "$cmd" "${args[@]}" --cache="$size"
+        assert_eq "$(cat "$T/.err")" "error: invalid --cache '$size' (a size such as 256M)" "$cmd --cache=$size"
+    done
+done
+for n in 0 4097 -1 2x ''; do
+    expect_fail 2 "^error: invalid --partition '$n' (1 to 4096)$" bv mount "$T/r" latest "$T" --partition="$n"
+done
 : > "$T/file"
-expect_fail 2 "is not a directory" bv mount "$T/r" latest "$T/file"
-expect_fail 7 "'/' is already a mountpoint" bv mount "$T/r" latest /
+expect_fail 2 "^error: mountpoint '$T/file' is not a directory$" bv mount "$T/r" latest "$T/file"
+expect_fail 7 "^error: '/' is already a mountpoint$" bv mount "$T/r" latest /
 expect_usage "umount MOUNTPOINT" umount
 # the commands whose first argument is a keyword: an unknown one lists them, a known one with too
 # few or too many arguments gets its own form

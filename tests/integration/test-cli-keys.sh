@@ -22,7 +22,7 @@ bv key export "$repo" "${P[@]}" >"$T/key.stdout"
 assert_same "$T/key.json" "$T/key.stdout"
 bv key export "$repo" "$T/key.paper" --paper "${P[@]}" 2>/dev/null
 rm "$repo/keys/default"
-expect_fail 3 "wrong passphrase or key" bv list "$repo" "${P[@]}"
+expect_fail 3 "^error: cannot open repository '$repo': wrong passphrase or key$" bv list "$repo" "${P[@]}"
 bv key import "$repo" "$T/key.json" 2>/dev/null
 bv restore "$repo" latest "$T/a.out" "${P[@]}" -q >/dev/null
 assert_same "$T/a" "$T/a.out"
@@ -51,7 +51,7 @@ bv key add "$repo" "${P[@]}" --new-passphrase-file="$T/pass2" 2>/dev/null
 assert_eq "$(bv key list "$repo" "${P[@]}" | tr '\n' ' ')" "default key-1 " "key list"
 bv list "$repo" --passphrase-file="$T/pass2" >/dev/null
 bv key remove "$repo" default "${P[@]}" 2>/dev/null
-expect_fail 3 "wrong passphrase or key" bv list "$repo" "${P[@]}"
+expect_fail 3 "^error: cannot open repository '$repo': wrong passphrase or key$" bv list "$repo" "${P[@]}"
 expect_fail 1 "^error: 'key-1' is the last key slot of '$repo': removing it would make every snapshot unreadable (add another first with 'blkvault key add')$" \
     bv key remove "$repo" key-1 --passphrase-file="$T/pass2"
 expect_fail 1 "^error: '$repo' has no key slot 'nosuch' (see 'blkvault key list $repo')$" \

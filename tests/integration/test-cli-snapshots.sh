@@ -91,7 +91,7 @@ assert_eq "$(bv list "$T/one" | tail -n +2 | wc -l)" 1 "explicit REPO with BLKVA
 # a command given all its arguments says what is wrong with its REPO, not that there is one too many
 expect_fail 10 "^error: repository '$T/typo' does not exist (create one with 'blkvault init $T/typo')$" bv list "$T/typo"
 expect_fail 10 "^error: repository '$T/typo' does not exist (create one with 'blkvault init $T/typo')$" bv protect "$T/typo" a@latest
-expect_fail 1 "^error: cannot open repository '$T/typo': No such file or directory$" bv mount "$T/typo" a@latest "$T"
+expect_fail 10 "^error: repository '$T/typo' does not exist (create one with 'blkvault init $T/typo')$" bv mount "$T/typo" a@latest "$T"
 # serve --export takes its repository from its [export] section: BLKVAULT_REPO is not put before it
 printf '[export x]\nrepository = %s\nsnapshot = latest\n' "$T/typo" >"$T/export.conf"
 expect_fail 10 "^error: repository '$T/typo' does not exist (create one with 'blkvault init $T/typo')$" bv serve --export=x --config="$T/export.conf"

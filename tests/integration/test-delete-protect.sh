@@ -14,9 +14,10 @@ randfile "$T/b" 1 dp-b
 bv backup "$repo" "$T/a" --name=a >/dev/null
 bv backup "$repo" "$T/b" --name=b >/dev/null
 id_a=$(snap_id "$repo" a)
+id_b=$(snap_id "$repo" b)
 
-bv protect "$repo" a 2>/dev/null
-expect_fail 1 "snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect')" bv delete "$repo" a
+assert_eq "$(bv protect "$repo" a 2>&1)" "snapshot ${id_a:0:8} is protected" "protect's line"
+expect_fail 1 "^error: snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect')$" bv delete "$repo" a
 expect_fail 1 "^error: no snapshot matches 'nosuch' (see 'blkvault list')$" bv delete "$repo" b nosuch
 assert_eq "$(cat "$T/.err")" "error: no snapshot matches 'nosuch' (see 'blkvault list')" "the only message for nosuch"
 # snapshots are named as restore names them: a bare 'latest' of two names is refused, NAME@latest
@@ -27,12 +28,13 @@ expect_fail 2 "^error: 'latest' is ambiguous: the repository holds snapshots of 
     bv protect "$repo" latest
 expect_fail 1 "^error: no snapshot matches 'no\\\\x1bsuch' (see 'blkvault list')$" bv protect "$repo" $'no\esuch'
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2 "snapshots after refused deletes"
-expect_fail 2 "^error: expected 'blkvault delete REPO SNAP\.\.\.' (see 'blkvault help delete')$" bv delete "$repo"
-expect_fail 2 "^error: expected 'blkvault protect REPO SNAP' (see 'blkvault help protect')$" bv protect "$repo"
+expect_fail 2 "^error: expected 'blkvault delete REPO SNAPSHOT\.\.\.' (see 'blkvault help delete')$" bv delete "$repo"
+expect_fail 2 "^error: expected 'blkvault protect REPO SNAPSHOT' (see 'blkvault help protect')$" bv protect "$repo"
 
-bv protect "$repo" a@latest --unprotect 2>/dev/null
+assert_eq "$(bv protect "$repo" a@latest --unprotect 2>&1)" "snapshot ${id_a:0:8} is no longer protected" "unprotect's line"
 [ ! -e "$repo/snapshots/$id_a.protect" ] || die "the marker stayed after --unprotect"
-bv delete "$repo" b@latest 2>/dev/null
+# a snapshot named twice (by name and by id) is deleted once
+assert_eq "$(bv delete "$repo" b@latest "$id_b" 2>&1)" "snapshot ${id_b:0:8} deleted" "delete's line"
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["name"] for s in json.load(sys.stdin)])')" "['a']" "snapshots after delete"
 bv protect "$repo" a 2>/dev/null
 bv delete "$repo" a --force 2>/dev/null

@@ -86,20 +86,20 @@ for args in "" "--read-data"; do
 done
 
 # init: cannot create repository, exit 1, and nothing created or changed
-expect_fail 1 "cannot create repository '$T/nosuch/repo': No such file or directory" \
+expect_fail 1 "^error: cannot create repository '$T/nosuch/repo': No such file or directory$" \
     bv init "$T/nosuch/repo" --encryption=none
 [ ! -e "$T/nosuch" ] || die "init created the missing parent"
 cp "$T/a" "$T/a.before"
-expect_fail 1 "cannot create repository '$T/a': Not a directory" bv init "$T/a" --encryption=none
+expect_fail 1 "^error: cannot create repository '$T/a': Not a directory$" bv init "$T/a" --encryption=none
 assert_same "$T/a.before" "$T/a"
 mkdir "$T/notempty"
 echo keep > "$T/notempty/file"
-expect_fail 1 "cannot create repository '$T/notempty': Directory not empty" bv init "$T/notempty" --encryption=none
+expect_fail 1 "^error: cannot create repository '$T/notempty': Directory not empty$" bv init "$T/notempty" --encryption=none
 assert_eq "$(ls -A "$T/notempty")" "file" "init wrote into a non-empty directory"
 cp "$repo/config" "$T/config.before"
-expect_fail 1 "cannot create repository '$repo': File exists" bv init "$repo" --encryption=none
+expect_fail 1 "^error: cannot create repository '$repo': File exists$" bv init "$repo" --encryption=none
 assert_same "$T/config.before" "$repo/config"
-expect_fail 3 "the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file, --passphrase-fd, --passphrase-command or --key-file" \
+expect_fail 3 "^error: the repository is encrypted: set BLKVAULT_PASSPHRASE, or use --passphrase-file, --passphrase-fd, --passphrase-command or --key-file$" \
     env -u BLKVAULT_PASSPHRASE "$BLKVAULT" init "$T/nosecret" </dev/null
 [ ! -e "$T/nosecret" ] || die "init without a secret created the directory"
 echo ok

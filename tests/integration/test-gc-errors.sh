@@ -48,7 +48,7 @@ rm "$repo/gc" && mv "$T/gc.real" "$repo/gc"
 mkfifo "$repo/gc/epoch"
 expect_fail 1 "^error: refusing 'gc/epoch' in repository '$repo': it is a FIFO$" t gc "$repo"
 rm "$repo/gc/epoch" && echo twelve >"$repo/gc/epoch"
-expect_fail 4 "^error: cannot collect garbage in '$repo' (nothing was lost): 'gc/epoch': Bad message$" t gc "$repo"
+expect_fail 4 "^error: cannot open repository '$repo': 'gc/epoch' is damaged (Bad message)$" t gc "$repo"
 rm "$repo/gc/epoch"
 
 # a condemned list that is a FIFO, then one that does not parse: gc stops rather than forget it

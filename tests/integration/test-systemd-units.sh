@@ -99,7 +99,7 @@ esac
 
 expect_fail 1 "^error: no export 'vm2' in the configuration (an \\[export vm2\\] section)$" \
     env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm2
-expect_fail 2 "^error: serve --export=NAME takes no REPO or SNAPSHOT (the \\[export NAME\\] section names them)$" \
+expect_fail 2 "^error: expected 'blkvault serve --export=NAME' (see 'blkvault help serve')$" \
     env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1 "$repo" latest
 sed -i "s|^passphrase-file = .*|passphrase-file = $T/wrong|" "$T/etc/blkvault.conf"
 printf 'other words\n' > "$T/wrong"

@@ -49,8 +49,7 @@ warning: cannot record the run of target usb-2 in '$T/a.img': Not a directory" "
 # wrong; nothing attached at all: said, exit 0
 sed -i 's/^mode = backup$/mode = restore-only/' "$T/etc/conf.d/50-target-usb-1.conf"
 assert_eq "$(bv job run b "${opts[@]}")" "job b: its attached targets are restore-only (usb-1); nothing done"
-losetup -d "${loops[0]}"
-loops=("${loops[@]:1}")
+detach_loop "${devs[1]}" || die "cannot detach usb-1's loop device ${devs[1]}"
 assert_eq "$(bv job run b "${opts[@]}")" "job b: none of its targets is attached; nothing done"
 expect_fail 1 "^error: no job 'c' in the configuration$" bv job run c "${opts[@]}"
 expect_fail 2 "^error: expected 'blkvault job run NAME' (see 'blkvault help job')$" bv job start a
