@@ -5,7 +5,8 @@
 # only what thin_delta reports changed since. A thin pool on vda holds an ext4 filesystem with
 # 8 MiB of data. Run 1 reads everything (no kept snapshot, and says so); after 768 KiB are
 # rewritten in three places, run 2 reads a few MiB of the 32 MiB volume, at least what changed,
-# and its snapshot restores bit-exact to the kept snapshot's content, fsck clean. A thin_delta
+# and its snapshot restores bit-exact to the kept snapshot's content, fsck clean. A cancelled run
+# removes its new snapshot and leaves the kept one as it was. A thin_delta
 # that fails (a wrapper), a kept snapshot that is gone and one replaced by another thin device
 # (not what the last backup read, although the pool gave it the same thin device id) make the
 # run read everything, each saying why. The pool's metadata snapshot is never left held
@@ -27,7 +28,15 @@ cat > "$T/bin/thin_delta" <<EOF
 [ -z "\$FAIL_THIN_DELTA" ] || { echo "injected failure" >&2; exit 1; }
 exec $real_thin_delta "\$@"
 EOF
-chmod +x "$T/bin/thin_delta"
+# cancel the run (SIGTERM to blkvault) right after the new snapshot was made
+real_lvcreate=$(command -v lvcreate)
+cat > "$T/bin/lvcreate" <<EOF
+#!/bin/sh
+rc=0; $real_lvcreate "\$@" || rc=\$?
+[ -z "\$CANCEL_AFTER_SNAPSHOT" ] || kill -TERM \$PPID
+exit \$rc
+EOF
+chmod +x "$T/bin/thin_delta" "$T/bin/lvcreate"
 export PATH=$T/bin:$PATH
 
 vm_log "thin: pool and volume"
@@ -89,6 +98,15 @@ umount "$T/mnt"
 assert_eq "$(sha256sum < "$T/restored.img")" "$(sha256sum < "$T/snap.img")" "the restored image against the kept snapshot"
 e2fsck -fn "$T/restored.img" >"$T/fsck" 2>&1 || { cat "$T/fsck"; die "fsck of the restored image"; }
 rm "$T/snap.img" "$T/restored.img"
+
+# a run that fails (cancelled): the new snapshot is removed, the kept one stays as it was
+uuid() { lvs --noheadings -o lv_uuid "vg0/$base" | tr -d ' '; }
+kept=$(uuid)
+expect_fail 1 "^error: target usb-1: job data: backup failed: Operation canceled$" \
+    env CANCEL_AFTER_SNAPSHOT=1 "$BLKVAULT" job run data "${opts[@]}"
+assert_eq "$(held)" "-" "the pool's held metadata root after a cancelled run"
+assert_eq "$(lvnames)" "$base data pool " "volumes after a cancelled run"
+assert_eq "$(uuid)" "$kept" "the kept snapshot after a cancelled run"
 
 vm_log "thin: fallbacks"
 run 3 FAIL_THIN_DELTA=1
