@@ -105,6 +105,12 @@ static int blkvault_config(const char *key, const char *value)
                 int64_t size = nbdkit_parse_size(value);
                 if (size < 0)
                         return -1;
+                /* the library would take 0 as "the default" (64M): say so instead */
+                if (size == 0) {
+                        nbdkit_error("invalid cache=%s (a size such as 256M: the cache cannot be turned off)",
+                                     value);
+                        return -1;
+                }
                 image_options.cache_bytes = (size_t)size;
                 return 0;
         } else if (strcmp(key, "readahead") == 0)
@@ -153,7 +159,7 @@ static int blkvault_config_complete(void)
         "passphrase-file=<FILE> the repository passphrase (or $BLKVAULT_PASSPHRASE).\n"                    \
         "passphrase-fd=<N>     read the passphrase from file descriptor N (a pipe) once.\n"              \
         "key-file=<FILE>       the repository key file.\n"                                                 \
-        "cache=<SIZE>          decoded chunks and groups kept (default 256M).\n"                          \
+        "cache=<SIZE>          decoded chunks and groups kept (default 256M; not 0).\n"                   \
         "readahead=<N>         chunks read ahead on sequential reads (default 8).\n"                      \
         "workers=<N>           threads decoding at once (default twice the CPUs)."
 

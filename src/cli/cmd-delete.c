@@ -31,6 +31,18 @@ int cmd_delete(int argc, char **argv)
                 if (r != EXIT_OK)
                         return r;
         }
+        /* and every protection: a protected one among them forgets nothing either */
+        for (int i = 0; i < n && !force; i++) {
+                r = bv_snapshot_is_protected(bv_repo_dirfd(repo, "snapshots"), snaps[i]->id);
+                if (r < 0)
+                        return log_error_errno(r, "cannot delete snapshot %.8s", snaps[i]->id);
+                if (r > 0) {
+                        log_error("snapshot %.8s is protected (use --force, or 'blkvault protect --unprotect'); "
+                                  "nothing was deleted",
+                                  snaps[i]->id);
+                        return EXIT_ERROR;
+                }
+        }
         for (int i = 0; i < n; i++) {
                 const BvSnapshot *s = snaps[i];
                 bool again = false;

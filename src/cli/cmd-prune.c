@@ -31,6 +31,9 @@ typedef struct PruneArgs {
         bool dry_run, json, no_gc;
 } PruneArgs;
 
+static const char *const count_names[6] = { "keep-last",  "keep-hourly",  "keep-daily",
+                                            "keep-weekly", "keep-monthly", "keep-yearly" };
+
 static int parse_count(const char *option, const char *arg, int *ret)
 {
         char *end;
@@ -49,12 +52,10 @@ static int parse_count(const char *option, const char *arg, int *ret)
 /* The rules, given as strings: each checked after the command line is parsed. */
 static int parse_policy(const char *const counts[6], const char *within, BvPolicy *p)
 {
-        static const char *const names[6] = { "keep-last", "keep-hourly", "keep-daily",
-                                              "keep-weekly", "keep-monthly", "keep-yearly" };
         int *dest[6] = { &p->last, &p->hourly, &p->daily, &p->weekly, &p->monthly, &p->yearly };
         uint64_t w;
         for (size_t i = 0; i < 6; i++) {
-                int r = parse_count(names[i], counts[i], dest[i]);
+                int r = parse_count(count_names[i], counts[i], dest[i]);
                 if (r != EXIT_OK)
                         return r;
         }
@@ -97,6 +98,24 @@ static struct json_object *json_items(const BvPruneItem *items, size_t n)
                 }
         }
         return TAKE_PTR(arr);
+}
+
+/* A policy that keeps nothing: no rule, or counts that are all 0. */
+static int refuse_empty_policy(const char *const counts[6])
+{
+        char given[256] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < 6; i++)
+                if (counts[i] && used < sizeof(given))
+                        used += (size_t)snprintf(given + used, sizeof(given) - used, "%s--%s=%s", used ? " " : "",
+                                                 count_names[i], counts[i]);
+        if (!given[0])
+                log_error("prune needs a --keep-* rule (without one it would forget every snapshot)");
+        else
+                log_error("the rules %s keep nothing: prune would forget every snapshot (give a count above 0, or -1; "
+                          "'blkvault delete' forgets snapshots by name)",
+                          given);
+        return EXIT_USAGE;
 }
 
 /* --name that no snapshot has (a typo?): says so, with the names there are. */
@@ -143,10 +162,8 @@ int cmd_prune(int argc, char **argv)
         size_t n = 0;
         r = bv_prune(repo, &a.policy, a.name, a.dry_run, &items, &n);
         report_snapshot_damage(repo);
-        if (r == -EINVAL) {
-                log_error("prune needs a --keep-* rule (without one it would forget every snapshot)");
-                return EXIT_USAGE;
-        }
+        if (r == -EINVAL)
+                return refuse_empty_policy(counts);
         if (r < 0)
                 return log_error_errno(r, "cannot prune '%s'", path);
         int forgot = r;

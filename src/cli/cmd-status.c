@@ -181,6 +181,9 @@ static int status(const StatusArgs *a)
                 int r = bv_state_job_status(dir, conf, j, now, &st);
                 if (r < 0)
                         return log_error_errno(r, "cannot read the state of job %s in '%s'", j->name, dir);
+                if (st.bad_target)
+                        log_warning("cannot read the state of job %s on %s ('%s/%s'): %s, ignoring", j->name,
+                                    st.bad_target, dir, st.bad_file, strerror(-st.bad_error));
                 if (show && j->schedule) /* systemd-analyze: only for the next run shown */
                         (void)bv_schedule_check(j->schedule, &next, NULL);
                 if (a->json)

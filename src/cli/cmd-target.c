@@ -62,8 +62,9 @@ static int parse_test_cost(FormatArgs *a, BvLuksCost *cost)
         return EXIT_OK;
 }
 
-/* Refuses a device in use, or one with something on it unless --yes (then wipes it). */
-static int format_check_device(const FormatArgs *a)
+/* Refuses a device in use, or one with something on it unless --yes (then *ret_wipe: the caller
+ * wipes it once the format can start). */
+static int format_check_device(const FormatArgs *a, bool *ret_wipe)
 {
         BvDriveProbe pr;
         int fd = bv_drive_open_exclusive(a->device);
@@ -77,7 +78,8 @@ static int format_check_device(const FormatArgs *a)
         int r = bv_drive_probe(a->device, &pr);
         if (r < 0)
                 return log_error_errno(r, "cannot probe '%s'", a->device);
-        if (!pr.pttype[0] && !pr.type[0])
+        *ret_wipe = pr.pttype[0] || pr.type[0];
+        if (!*ret_wipe)
                 return EXIT_OK;
         if (!a->yes) {
                 if (pr.pttype[0])
@@ -88,9 +90,6 @@ static int format_check_device(const FormatArgs *a)
                                   pr.type, pr.uuid[0] ? pr.uuid : "none");
                 return EXIT_ERROR;
         }
-        r = bv_drive_wipe(a->device);
-        if (r < 0)
-                return log_error_errno(r, "cannot wipe '%s'", a->device);
         return EXIT_OK;
 }
 
@@ -174,9 +173,12 @@ static int target_format(const FormatArgs *a)
                           a->name, old->where.file, old->where.line);
                 return EXIT_ERROR;
         }
-        ec = format_check_device(a);
+        bool wipe = false;
+        ec = format_check_device(a, &wipe);
         if (ec != EXIT_OK)
                 return ec;
+        /* The key file before anything is destroyed: a format that cannot start leaves the drive as
+         * it was. */
         int r = bv_key_file_create(a->key_dir, a->name, &key_file);
         if (r == -EEXIST) {
                 log_error("the key file '%s/%s.key' exists: it opens the drive once registered as %s; move it away "
@@ -186,6 +188,11 @@ static int target_format(const FormatArgs *a)
         }
         if (r < 0)
                 return log_error_errno(r, "cannot create the key file '%s/%s.key'", a->key_dir, a->name);
+        r = wipe ? bv_drive_wipe(a->device) : 0;
+        if (r < 0) {
+                unlink(key_file);
+                return log_error_errno(r, "cannot wipe '%s'", a->device);
+        }
         ec = a->luks ? format_luks(a, key_file, uuid, fs_uuid) :
                        format_fs_and_repo(a, a->device, key_file, BV_CONF_DEFAULT_REPOSITORY, fs_uuid);
         if (ec != EXIT_OK) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -484,9 +485,25 @@ static int find_latest(BvRepo *repo, const char *spec, const BvSnapshot **ret)
         return EXIT_OK;
 }
 
+/* The newest by time may be one made while the clock was set ahead: it then stays "latest". */
+static void warn_future_latest(const char *spec, const BvSnapshot *s)
+{
+        char when[64];
+        time_t now = time(NULL);
+        if (now <= 0 || s->time <= (uint64_t)now)
+                return;
+        format_time_local(s->time, when);
+        _cleanup_free_ char *shown = escape_text(spec, 64);
+        log_warning("%s is snapshot %.8s, dated %s, after the current time: it was made while the clock was set "
+                    "ahead and may not be the last one written (see 'blkvault list')",
+                    shown ? shown : "?", s->id, when);
+}
+
 int find_snapshot(BvRepo *repo, const char *spec, const BvSnapshot **ret)
 {
         int r = find_latest(repo, spec, ret);
+        if (r == EXIT_OK)
+                warn_future_latest(spec, *ret);
         if (r != NOT_LATEST)
                 return r;
         r = bv_repo_find_snapshot(repo, spec, ret);

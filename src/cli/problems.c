@@ -49,6 +49,16 @@ int report_open_problem(const char *path, const BvRepoProblem *p, int r)
                 log_error("refusing '%s' in repository '%s': it is %s", p->path, path, what);
                 return EXIT_ERROR;
         }
+        if (r == -EBADMSG && strcmp(p->path, "config") == 0) {
+                log_error("cannot open repository '%s': its config file is damaged (%s)", path, strerror(-r));
+                return EXIT_DAMAGE;
+        }
+        if (r == -EBADMSG && strncmp(p->path, "keys/", 5) == 0) {
+                log_error("cannot open repository '%s': key slot '%s' is damaged (%s): import a key export with "
+                          "'blkvault key import %s FILE'",
+                          path, p->path, strerror(-r), path);
+                return EXIT_DAMAGE;
+        }
         if (r == -EBADMSG && strcmp(p->path, "gc/epoch") == 0) {
                 log_error("cannot open repository '%s': '%s' is damaged (%s)", path, p->path, strerror(-r));
                 return EXIT_DAMAGE;

@@ -103,7 +103,12 @@ static void run_summary(const BvTargetRun *run, char *line, size_t size)
         char b[32], why[256];
         const char *off = run->powered_off ? "; powered off" : "";
 
-        if (run->result < 0) {
+        if (run->result < 0 && strcmp(run->step, "identify") == 0)
+                snprintf(line, size,
+                         "target %s: the repository '%s' on the drive is not encrypted, so it is not the one "
+                         "registered with key file '%s' (a drive that only pretends to be %s?); nothing was written",
+                         t->name, t->repository, t->key_file, t->name);
+        else if (run->result < 0) {
                 describe_failure(run->step, run->result, 0, why, sizeof(why));
                 snprintf(line, size, "target %s: %s", t->name, why);
         } else if (t->mode == BV_TARGET_RESTORE_ONLY)

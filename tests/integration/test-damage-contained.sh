@@ -7,7 +7,9 @@
 #    segment left out and named; the other snapshots restore bit-exact; verify names it (exit 4);
 #    a writer refuses, naming it;
 #  - a lost pack: a backup of the same data stores its chunks again, the new snapshot restores
-#    bit-exact and verifies; verify of the whole repository names the missing pack.
+#    bit-exact and verifies; verify of the whole repository names the missing pack;
+#  - a damaged config or key slot: the error names the file (and for a key slot, the way back:
+#    key import), exit 4.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd openssl python3
 
@@ -83,3 +85,24 @@ bv restore "$repo" other "$T/other.out" >/dev/null
 assert_same "$T/b" "$T/other.out"
 # the index still names the lost pack: verify of the whole repository says so
 expect_fail 4 "^damaged: pack $lost: Structure needs cleaning$" bv verify "$repo"
+
+# a damaged config, a damaged key slot: named, not a bare "Bad message"
+repo=$T/files
+BLKVAULT_PASSPHRASE=pw bv init "$repo" >/dev/null
+BLKVAULT_PASSPHRASE=pw bv key export "$repo" "$T/key.export" >/dev/null 2>&1
+cp "$repo/config" "$T/config.good"
+printf X | dd of="$repo/config" bs=1 seek=20 conv=notrunc status=none
+BLKVAULT_PASSPHRASE=pw expect_fail 4 "" bv list "$repo"
+assert_eq "$(cat "$T/.err")" "error: cannot open repository '$repo': its config file is damaged (Bad message)" "a damaged config"
+# well-formed, but not what the repository's key authenticated (its MAC)
+sed 's/"level": 3/"level": 4/' "$T/config.good" > "$repo/config"
+cmp -s "$repo/config" "$T/config.good" && die "the config was not changed"
+BLKVAULT_PASSPHRASE=pw expect_fail 4 "" bv list "$repo"
+assert_eq "$(cat "$T/.err")" "error: cannot open repository '$repo': its config file is damaged (Bad message)" "a config that fails its MAC"
+cp "$T/config.good" "$repo/config"
+printf X | dd of="$repo/keys/default" bs=1 seek=60 conv=notrunc status=none
+BLKVAULT_PASSPHRASE=pw expect_fail 4 "" bv list "$repo"
+assert_eq "$(cat "$T/.err")" "error: cannot open repository '$repo': key slot 'keys/default' is damaged (Bad message): import a key export with 'blkvault key import $repo FILE'" "a damaged key slot"
+rm "$repo/keys/default"
+BLKVAULT_PASSPHRASE=pw bv key import "$repo" "$T/key.export" >/dev/null 2>&1 || die "key import after a damaged slot"
+BLKVAULT_PASSPHRASE=pw bv list "$repo" >/dev/null || die "list after the key import"

@@ -17,7 +17,10 @@ id_a=$(snap_id "$repo" a)
 id_b=$(snap_id "$repo" b)
 
 assert_eq "$(bv protect "$repo" a 2>&1)" "snapshot ${id_a:0:8} is protected" "protect's line"
-expect_fail 1 "^error: snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect')$" bv delete "$repo" a
+expect_fail 1 "^error: snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect'); nothing was deleted$" bv delete "$repo" a
+# a protected snapshot among others forgets nothing, as a typo does (b is named first)
+expect_fail 1 "^error: snapshot ${id_a:0:8} is protected (use --force, or 'blkvault protect --unprotect'); nothing was deleted$" \
+    bv delete "$repo" b a
 expect_fail 1 "^error: no snapshot matches 'nosuch' (see 'blkvault list')$" bv delete "$repo" b nosuch
 assert_eq "$(cat "$T/.err")" "error: no snapshot matches 'nosuch' (see 'blkvault list')" "the only message for nosuch"
 # snapshots are named as restore names them: a bare 'latest' of two names is refused, NAME@latest
@@ -39,3 +42,16 @@ assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["nam
 bv protect "$repo" a 2>/dev/null
 bv delete "$repo" a --force 2>/dev/null
 [ -z "$(ls "$repo/snapshots")" ] || die "files left in snapshots/: $(ls "$repo/snapshots")"
+
+randfile "$T/v2.img" 1 delete-protect-v2
+bv backup "$repo" "$T/v2.img" --name=vm1 -q
+
+# a marker that is a directory (someone else's): delete --force forgets the snapshot and says so
+# (it said "cannot delete snapshot: Is a directory" after the record was gone)
+vm1=$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["snapshot"] for s in json.load(sys.stdin) if s["name"] == "vm1"][0])')
+bv protect "$repo" "$vm1" --unprotect 2>/dev/null
+mkdir "$repo/snapshots/$vm1.protect"
+expect_fail 1 "snapshot ${vm1:0:8} is protected" bv delete "$repo" "$vm1"
+bv delete "$repo" "$vm1" --force >"$T/del.out" 2>&1 || { cat "$T/del.out" >&2; die "delete --force with a directory marker"; }
+grep -qx "snapshot ${vm1:0:8} deleted" "$T/del.out" || { cat "$T/del.out" >&2; die "delete --force did not say it deleted"; }
+[ ! -e "$repo/snapshots/$vm1.snap" ] || die "the record stayed"

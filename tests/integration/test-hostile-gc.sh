@@ -48,6 +48,25 @@ expect_fail 1 "^error: cannot collect garbage in '$repo' (nothing was lost): 'gc
 assert_eq "$(cat "$repo/gc/epoch")" 18446744073709551615 "gc/epoch after a refused gc"
 rm "$repo/gc/epoch"
 
+# what gc reads in leases/ and gc/: a lease that is a FIFO, a symbolic link, a directory; a
+# condemned list that is a FIFO, that does not parse, that is empty: gc stops, naming it
+lease=$repo/leases/0123456789abcdef.lease
+mkfifo "$lease"
+expect_fail 1 "^error: refusing 'leases/0123456789abcdef.lease' in repository '$repo': it is a FIFO$" timeout 20 "$BLKVAULT" gc "$repo"
+rm "$lease" && ln -s /etc/passwd "$lease"
+expect_fail 1 "^error: refusing 'leases/0123456789abcdef.lease' in repository '$repo': it is a symbolic link$" bv gc "$repo"
+rm "$lease" && mkdir "$lease"
+expect_fail 1 "^error: refusing 'leases/0123456789abcdef.lease' in repository '$repo': it is a directory, not a regular file$" bv gc "$repo"
+rmdir "$lease"
+list=$repo/gc/0123456789abcdef.idx
+mkfifo "$list"
+expect_fail 1 "^error: refusing 'gc/0123456789abcdef.idx' in repository '$repo': it is a FIFO$" timeout 20 "$BLKVAULT" gc "$repo"
+rm "$list" && head -c 100 /dev/zero > "$list"
+expect_fail 4 "^error: cannot collect garbage in '$repo' (nothing was lost): 'gc/0123456789abcdef.idx': Bad message$" bv gc "$repo"
+rm "$list" && : > "$list"
+expect_fail 4 "^error: cannot collect garbage in '$repo' (nothing was lost): 'gc/0123456789abcdef.idx': Bad message$" bv prune "$repo" --keep-last=1
+rm "$list"
+
 bv gc "$repo" >/dev/null
 bv verify "$repo" --read-data >/dev/null
 echo ok

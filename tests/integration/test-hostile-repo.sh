@@ -102,6 +102,31 @@ timeout 20 "$BLKVAULT" list "$repo" >/dev/null 2>"$T/list.err" || { cat "$T/list
 grep -q "^warning: index segment 'index/$seg' is a FIFO: left out" "$T/list.err" || { cat "$T/list.err" >&2; die "list did not name the segment"; }
 rm "$repo/index/$seg" && mv "$T/seg.real" "$repo/index/$seg"
 
+# what gc and a sampled verify open beyond what every command does: gc/, leases/ and
+# verify-state, each named when it is a symbolic link or of another type (no hang on a FIFO)
+grepo=$T/g
+bv init "$grepo" --encryption=none >/dev/null
+randfile "$T/gone.img" 1 gone # something for gc to condemn
+bv backup "$grepo" "$T/src.img" --name=kept -q
+bv backup "$grepo" "$T/gone.img" --name=gone -q
+bv gc "$grepo" >/dev/null # makes gc/
+bv delete "$grepo" gone >/dev/null
+bv verify "$grepo" --read-data --sample=50 >/dev/null 2>&1
+for d in gc leases; do
+    [ -d "$grepo/$d" ] || die "no $d/ after a gc"
+    mv "$grepo/$d" "$T/$d.real" && ln -s "$T/v" "$grepo/$d"
+    expect_fail 1 "^error: refusing '$d' in repository '$grepo': it is a symbolic link$" bv gc "$grepo"
+    rm "$grepo/$d" && mv "$T/$d.real" "$grepo/$d"
+done
+mv "$grepo/verify-state" "$T/vs.real"
+ln -s "$T/v/a" "$grepo/verify-state"
+expect_fail 1 "^error: refusing 'verify-state' in repository '$grepo': it is a symbolic link$" bv verify "$grepo" --read-data --sample=50
+rm "$grepo/verify-state" && mkfifo "$grepo/verify-state"
+expect_fail 1 "^error: refusing 'verify-state' in repository '$grepo': it is a FIFO$" timeout 20 "$BLKVAULT" verify "$grepo" --read-data --sample=50
+rm "$grepo/verify-state" && mv "$T/vs.real" "$grepo/verify-state"
+bv gc "$grepo" >/dev/null || die "gc once every entry is back"
+survived
+
 # and after all that the repository is whole
 bv verify "$repo" --read-data >/dev/null
 bv backup "$repo" "$T/src.img" --name=two -q

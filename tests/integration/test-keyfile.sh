@@ -19,7 +19,7 @@ open(sys.argv[1], "w").write(json.dumps(k))
 PY
 }
 set_kdf 16 1
-expect_fail 4 "^error: cannot open repository '$repo': Bad message$" bv list "$repo"
+expect_fail 4 "^error: cannot open repository '$repo': key slot 'keys/default' is damaged (Bad message): import a key export with 'blkvault key import $repo FILE'$" bv list "$repo"
 set_kdf 16 2
 expect_fail 3 "^error: cannot open repository '$repo': wrong passphrase or key$" bv list "$repo"
 echo ok

@@ -31,6 +31,9 @@ bv protect "$repo" "${ids[0]}" 2>/dev/null
 
 # usage errors
 expect_fail 2 "^error: prune needs a --keep-\* rule (without one it would forget every snapshot)$" bv prune "$repo"
+# rules given, but each 0: they keep nothing, which is not "no rule"
+expect_fail 2 "^error: the rules --keep-last=0 --keep-daily=0 keep nothing: prune would forget every snapshot (give a count above 0, or -1; 'blkvault delete' forgets snapshots by name)$" \
+    bv prune "$repo" --keep-last=0 --keep-daily=0
 expect_fail 2 "^error: invalid --keep-daily 'x' (a number of snapshots, or -1 for all)$" bv prune "$repo" --keep-daily=x
 expect_fail 2 "^error: invalid --keep-last '-2' (a number of snapshots, or -1 for all)$" bv prune "$repo" --keep-last=-2
 expect_fail 2 "^error: invalid --keep-within '3x' (a number and a unit: s, min, h, d or w, as in 7d)$" \
@@ -80,3 +83,31 @@ bv restore "$repo" "${ids[5]}" "$T/r6" 2>/dev/null
 assert_same "$T/s6" "$T/r6"
 bv restore "$repo" "${ids[0]}" "$T/r1" 2>/dev/null
 assert_same "$T/s1" "$T/r1"
+
+# a record whose time does not fit a signed 64-bit count of seconds (2^63: the codec takes any
+# u64): prune must not overflow computing how old the others are (UBSan stopped it in the policy)
+backup_at odd o1 '2026-03-01 10:00'
+backup_at odd o2 '2026-03-02 10:00'
+"$RENAME_SNAPSHOT" "$repo" "${ids[-1]}" odd 9223372036854775808
+bv prune "$repo" --keep-within=1d --name=odd --dry-run >"$T/odd.out" 2>&1 || { cat "$T/odd.out" >&2; die "prune with a time of 2^63"; }
+bv delete "$repo" "${ids[-1]}" 2>/dev/null # it would list as the newest below
+
+# a clock that was wrong once: a snapshot dated in the future must not become the reference of
+# --keep-within (it made prune forget every real snapshot of its name) nor take a bucket; it is
+# kept, by the rule 'future', until its date has passed
+backup_at skew k1 '2026-01-01 10:00'
+backup_at skew k2 '2026-01-02 10:00'
+k2=${ids[-1]}
+backup_at skew k3 '2099-01-01 10:00'
+k3=${ids[-1]}
+bv prune "$repo" --name=skew --keep-within=1d --keep-daily=1 --dry-run >"$T/skew.out" 2>&1
+grep -q "^keep    ${k3:0:8}  2099-01-01 10:00:00 +0000  skew                     future$" "$T/skew.out" ||
+    { cat "$T/skew.out" >&2; die "the future snapshot is not kept as 'future'"; }
+grep -q "^keep    ${k2:0:8}  2026-01-02 10:00:00 +0000  skew                     within$" "$T/skew.out" ||
+    { cat "$T/skew.out" >&2; die "the newest real snapshot is not kept within a day of itself"; }
+bv prune "$repo" --name=skew --keep-within=1d --no-gc >/dev/null 2>&1
+[ -e "$repo/snapshots/$k2.snap" ] || die "prune forgot the newest real snapshot beside a future-dated one"
+# and NAME@latest names it with a warning: it may not be the last snapshot written
+bv restore "$repo" skew@latest "$T/skew.img" >/dev/null 2>"$T/skew.err"
+grep -qx "warning: skew@latest is snapshot ${k3:0:8}, dated 2099-01-01 10:00:00 +0000, after the current time: it was made while the clock was set ahead and may not be the last one written (see 'blkvault list')" "$T/skew.err" ||
+    { cat "$T/skew.err" >&2; die "no warning for a future-dated latest"; }

@@ -119,6 +119,15 @@ rc=0
     2>"$T/bad.log" || rc=$?
 [ "$rc" != 0 ] && [ "$rc" != 124 ] || die "nbdkit accepted workers=0"
 grep -q "workers= must be between 1 and 1024" "$T/bad.log" || { cat "$T/bad.log" >&2; die "no clear message for workers=0"; }
+# cache=0 is refused, as serve's --cache=0 (the library took 0 as its 64M default, silently)
+for c in 0 0M; do
+    rc=0
+    "${NBD_ENV[@]}" timeout 60 nbdkit -f -U "$T/bad.sock" -r "$NBD_PLUGIN" repo="$repo" snapshot=disk cache=$c \
+        2>"$T/bad.log" || rc=$?
+    [ "$rc" != 0 ] && [ "$rc" != 124 ] || die "nbdkit accepted cache=$c"
+    assert_eq "$(cat "$T/bad.log")" "nbdkit: error: invalid cache=$c (a size such as 256M: the cache cannot be turned off)" \
+        "the message for cache=$c"
+done
 
 rc=0
 BLKVAULT_PASSPHRASE='wrong horse' "${NBD_ENV[@]}" timeout 60 nbdkit -f -U "$T/wrong.sock" -r "$NBD_PLUGIN" \

@@ -7,7 +7,7 @@
 # who may not read the device is told that it needs root or the disk group.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd losetup partx mkfs.ext4 sfdisk sha256sum setpriv
+need_cmd losetup partx mkfs.ext4 sfdisk sha256sum setpriv unshare
 [ -e /dev/loop-control ] || skip "no loop devices"
 
 mnt=$T/mnt
@@ -34,6 +34,11 @@ assert_eq "$(grep -c '^warning:' "$T/rw.err")" 1 "warnings for one read-write mo
 # -q keeps the warning
 bv backup "$repo" "$dev" --name=rw -q >/dev/null 2>"$T/rwq.err"
 assert_eq "$(grep '^warning:' "$T/rwq.err")" "$(warning "$dev")" "the warning with -q"
+# without /sys (a container; unshare -m with /sys unmounted) the mount is still found: the
+# device's number is compared with the mounts' as it is
+unshare -m --propagation private sh -c 'umount -l /sys && [ ! -e /sys/dev/block ] && exec "$@"' sh \
+    "$BLKVAULT" backup "$repo" "$dev" --name=nosys >/dev/null 2>"$T/nosys.err" || { cat "$T/nosys.err" >&2; die "backup without /sys failed"; }
+assert_eq "$(grep "^warning:" "$T/nosys.err")" "$(warning "$dev")" "the warning without /sys"
 
 # read-only: no warning, and the image is the device bit for bit
 mount -o remount,ro "$mnt"

@@ -51,6 +51,8 @@ expect_fail 1 "^error: target 'usb-xfs' is already registered ($T/etc/conf.d/50-
 mv "$T/etc/conf.d/50-target-usb-xfs.conf" "$T/usb-xfs.conf"
 expect_fail 1 "^error: the key file '$T/keys/usb-xfs.key' exists: it opens the drive once registered as usb-xfs; move it away (keep it while that drive's backups matter) or give this drive another --name$" \
     bv target format "$dev" --name=usb-xfs --no-luks --yes "${opts[@]}"
+# a format that fails before it starts leaves the drive as it was, although --yes was given
+assert_eq "$(blkid -s UUID -o value "$dev")" "$uuid" "the filesystem of a drive whose format was refused"
 mv "$T/usb-xfs.conf" "$T/etc/conf.d/50-target-usb-xfs.conf"
 expect_fail 2 "^error: unknown filesystem 'vfat' (ext4, xfs or btrfs)$" bv target format "$dev" --name=x --fs=vfat "${opts[@]}"
 expect_fail 2 "^error: target format needs --name=NAME$" bv target format "$dev" "${opts[@]}"

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Leases and the gc epoch: a lease carries the epoch read before it became visible; a scan
  * counts live leases and their lowest epoch and reaps those whose holder ended. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bvtest.h"
+#include "json-util.h"
 #include "lease.h"
 #include "macro.h"
 
@@ -94,9 +98,47 @@ TEST(scan_refuses_and_names)
         bvtest_rm_rf(dir);
 }
 
+/* The snapshot's name is a JSON string however it is spelt: a quote and a backslash read back
+ * as they were, and the epoch with them (the name was copied unescaped: the file did not parse). */
+TEST(snapshot_escaped)
+{
+        static const char name[] = "a\"b\\c\"}";
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        _cleanup_free_ char *snapshot = NULL;
+        BvLease *l = NULL;
+        char path[PATH_MAX], buf[4096];
+        uint64_t e = 0;
+        struct dirent *de;
+
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(bv_gc_epoch_write(dfd, 7));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, name, &l, NULL));
+        snprintf(path, sizeof(path), "%s/leases", dir);
+        DIR *d = opendir(path);
+        ASSERT_TRUE(d != NULL);
+        while ((de = readdir(d)) && de->d_name[0] == '.')
+                ;
+        ASSERT_TRUE(de != NULL);
+        snprintf(path, sizeof(path), "%s/leases/%s", dir, de->d_name);
+        closedir(d);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+        ASSERT_TRUE(n > 0 && buf[n - 1] == '\n');
+        ASSERT_OK(bv_json_parse_object(buf, (size_t)n, 2, &o));
+        ASSERT_OK(bv_json_get_string(o, "snapshot", &snapshot));
+        ASSERT_STREQ(snapshot, name);
+        ASSERT_OK(bv_json_get_u64(o, "epoch", &e));
+        ASSERT_EQ(e, 7u);
+        bv_lease_release(l);
+        bvtest_rm_rf(dir);
+}
+
 int main(void)
 {
         RUN(epoch_and_scan);
         RUN(scan_refuses_and_names);
+        RUN(snapshot_escaped);
         return 0;
 }

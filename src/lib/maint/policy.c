@@ -38,6 +38,11 @@ static bool same_name(const BvPolicySnap *a, const BvPolicySnap *b)
         return strcmp(a->name ? a->name : "", b->name ? b->name : "") == 0;
 }
 
+static bool is_future(const BvPolicy *p, const BvPolicySnap *s)
+{
+        return p->now > 0 && s->time > p->now;
+}
+
 /* Applies the policy to the snapshots named like snaps[top], walking newest to oldest. */
 static int apply_group(const BvPolicy *p, const BvPolicySnap *snaps, size_t top, BvKeepRule *rules, bool *done)
 {
@@ -46,6 +51,11 @@ static int apply_group(const BvPolicy *p, const BvPolicySnap *snaps, size_t top,
         int last_left = p->last, kept = 0;
         int64_t newest = snaps[top].time;
 
+        for (size_t i = top + 1; i-- > 0;) /* the newest that is not in the future */
+                if (!done[i] && same_name(&snaps[i], &snaps[top]) && !is_future(p, &snaps[i])) {
+                        newest = snaps[i].time;
+                        break;
+                }
         for (int r = 0; r < N_BUCKET_RULES; r++)
                 lastb[r] = INT64_MIN;
         for (size_t i = top + 1; i-- > 0;) {
@@ -53,8 +63,8 @@ static int apply_group(const BvPolicy *p, const BvPolicySnap *snaps, size_t top,
                         continue;
                 done[i] = true;
                 BvKeepRule rule = BV_KEEP_NONE;
-                if (snaps[i].protected_) {
-                        rules[i] = BV_KEEP_PROTECTED;
+                if (snaps[i].protected_ || is_future(p, &snaps[i])) {
+                        rules[i] = snaps[i].protected_ ? BV_KEEP_PROTECTED : BV_KEEP_FUTURE;
                         kept++;
                         continue;
                 }
@@ -63,7 +73,9 @@ static int apply_group(const BvPolicy *p, const BvPolicySnap *snaps, size_t top,
                         if (last_left > 0)
                                 last_left--;
                 }
-                if (rule == BV_KEEP_NONE && p->within > 0 && newest - snaps[i].time <= p->within)
+                /* unsigned: times far apart must not overflow */
+                if (rule == BV_KEEP_NONE && p->within > 0 && newest >= snaps[i].time &&
+                    (uint64_t)newest - (uint64_t)snaps[i].time <= (uint64_t)p->within)
                         rule = BV_KEEP_WITHIN;
                 for (int r = 0; r < N_BUCKET_RULES; r++) {
                         int64_t b = bucket_of(snaps[i].time, r);
@@ -100,6 +112,6 @@ int bv_policy_apply(const BvPolicy *p, const BvPolicySnap *snaps, size_t n, BvKe
 const char *bv_keep_rule_name(BvKeepRule r)
 {
         static const char *const names[] = {"forget", "protected", "last",    "within",
-                                            "hourly", "daily",     "weekly",  "monthly", "yearly"};
+                                            "hourly", "daily",     "weekly",  "monthly", "yearly", "future"};
         return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "?";
 }

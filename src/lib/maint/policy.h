@@ -19,12 +19,17 @@ typedef enum {
         BV_KEEP_WEEKLY,
         BV_KEEP_MONTHLY,
         BV_KEEP_YEARLY,
+        BV_KEEP_FUTURE, /* dated after now: a clock that was wrong */
 } BvKeepRule;
 
-/* Counts: 0 = rule unused, -1 = every bucket; within: seconds before the group's newest, 0 = unused. */
+/* Counts: 0 = rule unused, -1 = every bucket; within: seconds before the group's newest, 0 = unused.
+ * now (unix seconds, 0 = unused): a snapshot dated after it is kept (BV_KEEP_FUTURE) and counts
+ * for no rule, so one backup made under a clock set ahead can neither become the newest that
+ * --keep-within measures from nor take a bucket. */
 typedef struct {
         int last, hourly, daily, weekly, monthly, yearly;
         int64_t within;
+        int64_t now;
 } BvPolicy;
 
 typedef struct {

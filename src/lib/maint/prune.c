@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "macro.h"
 #include "snapshot-forget.h"
@@ -19,6 +20,10 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
         BvSnapshot *const *all;
         size_t n_all, n = 0;
         int dirfd, r, forgot = 0;
+        BvPolicy pol = *p;
+
+        if (pol.now == 0) /* snapshots dated later are kept, and measured from by no rule */
+                pol.now = (int64_t)time(NULL);
 
         dirfd = bv_repo_dirfd(repo, "snapshots");
         if (dirfd < 0)
@@ -38,10 +43,10 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
                 if (r < 0)
                         return r;
                 items[n].snap = all[i];
-                ps[n] = (BvPolicySnap){ .name = all[i]->name, .time = (int64_t)all[i]->time, .protected_ = r > 0 };
+                ps[n] = (BvPolicySnap){ .name = all[i]->name, .time = (int64_t)MIN(all[i]->time, (uint64_t)INT64_MAX), .protected_ = r > 0 };
                 n++;
         }
-        r = bv_policy_apply(p, ps, n, rules);
+        r = bv_policy_apply(&pol, ps, n, rules);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++)

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "buf.h"
 #include "chunks.h"
 #include "dcache.h"
 #include "image.h"
@@ -95,16 +96,10 @@ static void codec_put(BvImage *img, BvObjectCodec *c)
         CodecPool *p = &img->codecs;
 
         pthread_mutex_lock(&p->lock);
-        if (p->n_free == p->cap) {
-                size_t cap = p->cap ? 2 * p->cap : 8;
-                BvObjectCodec **n = realloc(p->free, cap * sizeof(*n));
-                if (!n) {
-                        pthread_mutex_unlock(&p->lock);
-                        bv_object_codec_free(c);
-                        return;
-                }
-                p->free = n;
-                p->cap = cap;
+        if (BV_ARRAY_RESERVE(p->free, p->cap, p->n_free + 1, 8) < 0) {
+                pthread_mutex_unlock(&p->lock);
+                bv_object_codec_free(c);
+                return;
         }
         p->free[p->n_free++] = c;
         pthread_mutex_unlock(&p->lock);

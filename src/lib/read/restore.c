@@ -316,12 +316,8 @@ static int open_file(Restore *rs, const char *dest)
         r = bv_tmpfile_open_prefix(rs->dirfd, RESTORE_TMP_PREFIX, &rs->fd, rs->tmpname);
         if (r < 0)
                 return r;
-        if (ftruncate(rs->fd, (off_t)rs->size) < 0) {
-                r = negative_errno();
-                bv_tmpfile_discard(rs->dirfd, rs->tmpname);
-                return r;
-        }
-        return 0;
+        /* on failure finish_dest removes the temporary file */
+        return ftruncate(rs->fd, (off_t)rs->size) < 0 ? negative_errno() : 0;
 }
 
 static int open_dest(Restore *rs, const char *dest)

@@ -70,10 +70,29 @@ int bv_gc_epoch_write(int repo_dirfd, uint64_t epoch)
         return bv_write_file_durable(dirfd, "epoch", buf, (size_t)n, true);
 }
 
-static int lease_link(BvLease *l, int fd, const char *tmpname, const char *json)
+/* {"kind":K,"epoch":E,"pid":P,"snapshot":S} and a newline: S escaped by json-c, as any name. */
+static int lease_json(BvLeaseKind kind, uint64_t epoch, const char *snapshot, char **ret)
 {
+        _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
+                { "kind", json_object_new_string(kind_names[kind]) },
+                { "epoch", json_object_new_uint64(epoch) },
+                { "pid", json_object_new_int(getpid()) },
+                { "snapshot", json_object_new_string(snapshot ? snapshot : "") });
+        const char *text = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
+        if (!text || asprintf(ret, "%s\n", text) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int lease_link(BvLease *l, int fd, const char *tmpname, BvLeaseKind kind, uint64_t epoch,
+                      const char *snapshot)
+{
+        _cleanup_free_ char *json = NULL;
         uint8_t raw[8];
-        int r = bv_write_all(fd, json, strlen(json));
+        int r = lease_json(kind, epoch, snapshot, &json);
+        if (r < 0)
+                return r;
+        r = bv_write_all(fd, json, strlen(json));
         if (r < 0)
                 return r;
         r = bv_random_bytes(raw, sizeof(raw));
@@ -88,7 +107,7 @@ int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLeas
 {
         _cleanup_free_ BvLease *l = calloc(1, sizeof(*l));
         _cleanup_close_ int fd = -EBADF;
-        char tmpname[64], json[256];
+        char tmpname[64];
         uint64_t epoch;
         int r;
 
@@ -105,11 +124,8 @@ int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLeas
         r = bv_tmpfile_open_prefix(l->dirfd, ".tmp-", &fd, tmpname);
         if (r >= 0 && flock(fd, LOCK_EX) < 0) /* nobody else can see it yet: never blocks */
                 r = negative_errno();
-        if (r >= 0) {
-                snprintf(json, sizeof(json), "{\"kind\":\"%s\",\"epoch\":%" PRIu64 ",\"pid\":%d,\"snapshot\":\"%s\"}\n",
-                         kind_names[kind], epoch, (int)getpid(), snapshot ? snapshot : "");
-                r = lease_link(l, fd, tmpname, json);
-        }
+        if (r >= 0)
+                r = lease_link(l, fd, tmpname, kind, epoch, snapshot);
         if (r < 0) {
                 if (fd >= 0)
                         bv_tmpfile_discard(l->dirfd, tmpname);

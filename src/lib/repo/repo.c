@@ -322,7 +322,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (ret < 0)
                 return ret;
         if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
-                return -EBADMSG;
+                return bv_repo_problem_note(problem, r->dirfd, "config", false, -EBADMSG);
         if (!(r->flags & BV_OPEN_KEYS)) {
                 bv_secure_free(r->master, BV_MASTER_SIZE);
                 r->master = NULL;

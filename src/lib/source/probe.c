@@ -39,6 +39,19 @@ typedef struct ProbeValue {
         char **dst;
 } ProbeValue;
 
+/* The strings libblkid's values fill: of a whole device or image, and of the filesystem in a
+ * partition. The same tables say what bv_probe_done frees. */
+#define DEVICE_VALUES(p)                                                                  \
+        { { "PTTYPE", &(p)->pttype }, { "PTUUID", &(p)->ptuuid }, { "TYPE", &(p)->fstype }, \
+          { "LABEL", &(p)->label },   { "UUID", &(p)->uuid } }
+#define PARTITION_FS_VALUES(p) { { "TYPE", &(p)->fstype }, { "LABEL", &(p)->label }, { "UUID", &(p)->fsuuid } }
+
+static void values_free(const ProbeValue *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(*v[i].dst);
+}
+
 static int get_values(blkid_probe pr, const ProbeValue *v, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
@@ -55,7 +68,7 @@ static int get_values(blkid_probe pr, const ProbeValue *v, size_t n)
 /* The filesystem inside [offset, offset+size) of fd. */
 static int probe_partition_fs(int fd, BvProbePartition *p)
 {
-        const ProbeValue values[] = { { "TYPE", &p->fstype }, { "LABEL", &p->label }, { "UUID", &p->fsuuid } };
+        const ProbeValue values[] = PARTITION_FS_VALUES(p);
         _cleanup_(blkid_free_probep) struct blkid_struct_probe *pr = blkid_new_probe();
 
         if (!pr)
@@ -113,22 +126,19 @@ static int get_partitions(int fd, blkid_probe pr, BvProbe *probe)
 
 static void partition_done(BvProbePartition *p)
 {
+        const ProbeValue values[] = PARTITION_FS_VALUES(p);
+
+        values_free(values, ELEMENTSOF(values));
         free(p->type);
         free(p->uuid);
-        free(p->fstype);
-        free(p->label);
-        free(p->fsuuid);
 }
 
 void bv_probe_done(BvProbe *p)
 {
         if (!p)
                 return;
-        free(p->pttype);
-        free(p->ptuuid);
-        free(p->fstype);
-        free(p->label);
-        free(p->uuid);
+        const ProbeValue values[] = DEVICE_VALUES(p);
+        values_free(values, ELEMENTSOF(values));
         for (size_t i = 0; i < p->n_partitions; i++)
                 partition_done(&p->partitions[i]);
         free(p->partitions);
@@ -137,8 +147,7 @@ void bv_probe_done(BvProbe *p)
 
 static int probe_fd(int fd, BvProbe *p)
 {
-        const ProbeValue values[] = { { "PTTYPE", &p->pttype }, { "PTUUID", &p->ptuuid }, { "TYPE", &p->fstype },
-                                      { "LABEL", &p->label },   { "UUID", &p->uuid } };
+        const ProbeValue values[] = DEVICE_VALUES(p);
         _cleanup_(blkid_free_probep) struct blkid_struct_probe *pr = blkid_new_probe();
         int r;
 
@@ -170,13 +179,9 @@ int bv_source_probe(const char *path, BvProbe *ret)
         struct stat st;
         int r;
 
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        _cleanup_close_ int fd = bv_source_open_fd(path, O_NONBLOCK, &st);
         if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
+                return fd;
         if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
                 return -ENODEV;
         r = probe_fd(fd, &p);

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Sources that know at open which ranges changed: a thin delta (bv_source_open_thin_delta) and
- *
  * a regular file compared with its previous version kept as a reflink copy (cp --reflink) or in
  * a btrfs snapshot, behind the source ops table. FIEMAP maps both files at open: where the two
  * map the same offset to the same physical block, they share it, so the file holds there what
  * the previous version holds, and the range is delivered as UNCHANGED (the backup takes it from
  * the parent snapshot that read the previous version). The rest is read with pread, ranges no
- * extent maps are holes. After read_all everything is read and the shared ranges are only
- * remembered, for the backup's check of the map.
+ * extent maps are holes. In a whole read (bv_source_read_all) everything is read and the shared
+ * ranges are only remembered, for the backup's check of the map.
  */
 #include <fcntl.h>
 #include <linux/fiemap.h>
@@ -20,12 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "macro.h"
 #include "source.h"
 #include "thin-delta.h"
 
-#define DEFAULT_READ_SIZE (1024u * 1024u)
 #define FIEMAP_BATCH 512u
 /* Extents whose physical address says nothing about their content, or that are not plain blocks. */
 #define NOT_SHAREABLE (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC | FIEMAP_EXTENT_UNWRITTEN | \
@@ -52,10 +51,8 @@ typedef struct FiemapSource {
         BvSourceIdentity identity, base; /* the file's, and its previous version's */
         Segment *seg;
         size_t n_seg, cap_seg, at; /* at: the segment being delivered */
-        BvByteRange *shared;
-        size_t n_shared, cap_shared;
+        BvWholeRead wr; /* unchanged: the ranges shared with the previous version */
         uint64_t pos;
-        bool read_all;
         uint8_t *buf;
 } FiemapSource;
 
@@ -67,7 +64,7 @@ static void fiemap_source_free(FiemapSource *s)
         free(s->map_name);
         free(s->parent_map);
         free(s->seg);
-        free(s->shared);
+        free(s->wr.unchanged);
         free(s->buf);
         free(s);
 }
@@ -90,17 +87,10 @@ static int map_file(int fd, Extents *ret)
                         return errno == ENOTTY || errno == EINVAL ? -EOPNOTSUPP : negative_errno();
                 if (fm->fm_mapped_extents == 0)
                         return 0;
-                for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
-                        if (ret->n == ret->cap) {
-                                size_t cap = MAX(ret->cap * 2, (size_t)64);
-                                void *p = reallocarray(ret->v, cap, sizeof(struct fiemap_extent));
-                                if (!p)
-                                        return -ENOMEM;
-                                ret->v = p;
-                                ret->cap = cap;
-                        }
-                        ret->v[ret->n++] = fm->fm_extents[i];
-                }
+                if (BV_ARRAY_RESERVE(ret->v, ret->cap, ret->n + fm->fm_mapped_extents, 64) < 0)
+                        return -ENOMEM;
+                memcpy(ret->v + ret->n, fm->fm_extents, fm->fm_mapped_extents * sizeof(struct fiemap_extent));
+                ret->n += fm->fm_mapped_extents;
                 const struct fiemap_extent *last = &fm->fm_extents[fm->fm_mapped_extents - 1];
                 if (last->fe_flags & FIEMAP_EXTENT_LAST)
                         return 0;
@@ -118,14 +108,8 @@ static int segment_add(FiemapSource *s, BvExtentKind kind, uint64_t offset, uint
                 s->seg[s->n_seg - 1].length = end - s->seg[s->n_seg - 1].offset;
                 return 0;
         }
-        if (s->n_seg == s->cap_seg) {
-                size_t cap = MAX(s->cap_seg * 2, (size_t)64);
-                void *p = reallocarray(s->seg, cap, sizeof(Segment));
-                if (!p)
-                        return -ENOMEM;
-                s->seg = p;
-                s->cap_seg = cap;
-        }
+        if (BV_ARRAY_RESERVE(s->seg, s->cap_seg, s->n_seg + 1, 64) < 0)
+                return -ENOMEM;
         s->seg[s->n_seg++] = (Segment){ kind, offset, end - offset };
         return 0;
 }
@@ -150,7 +134,7 @@ static int compare_extent(FiemapSource *s, const struct fiemap_extent *a, const 
                         continue;
                 if ((r = segment_add(s, BV_EXTENT_DATA, pos, from)) < 0 ||
                     (r = segment_add(s, BV_EXTENT_UNCHANGED, from, to)) < 0 ||
-                    (r = bv_range_append(&s->shared, &s->n_shared, &s->cap_shared, from,
+                    (r = bv_range_append(&s->wr.unchanged, &s->wr.n_unchanged, &s->wr.cap_unchanged, from,
                                          MIN(to, s->size) - from)) < 0)
                         return r;
                 pos = to;
@@ -184,7 +168,7 @@ static int fiemap_next(void *impl, BvExtent *ret)
                 return 0;
         const Segment *g = &s->seg[s->at];
         uint64_t end = g->offset + g->length;
-        BvExtentKind kind = g->kind == BV_EXTENT_UNCHANGED && s->read_all ? BV_EXTENT_DATA : g->kind;
+        BvExtentKind kind = g->kind == BV_EXTENT_UNCHANGED && s->wr.whole ? BV_EXTENT_DATA : g->kind;
         *ret = (BvExtent){ .kind = kind, .offset = s->pos, .length = end - s->pos };
         if (kind == BV_EXTENT_DATA) {
                 ret->length = MIN(ret->length, (uint64_t)s->read_size);
@@ -233,22 +217,9 @@ static const char *fiemap_changed_map(void *impl)
         return ((FiemapSource *)impl)->map_name;
 }
 
-static int fiemap_read_all(void *impl)
+static BvWholeRead *fiemap_whole_read(void *impl)
 {
-        FiemapSource *s = impl;
-
-        if (s->pos > 0)
-                return -EBUSY;
-        s->read_all = true;
-        return 0;
-}
-
-static void fiemap_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
-{
-        FiemapSource *s = impl;
-
-        *ret = s->shared;
-        *ret_count = s->n_shared;
+        return &((FiemapSource *)impl)->wr;
 }
 
 static void fiemap_free_op(void *impl)
@@ -258,27 +229,23 @@ static void fiemap_free_op(void *impl)
 
 static const BvSourceOps fiemap_ops = {
         .next = fiemap_next, .read_at = fiemap_read_at, .size = fiemap_size, .identity = fiemap_identity,
-        .base_identity = fiemap_base_identity, .changed_map = fiemap_changed_map, .read_all = fiemap_read_all,
-        .unchanged_ranges = fiemap_unchanged_ranges, .free = fiemap_free_op,
+        .base_identity = fiemap_base_identity, .changed_map = fiemap_changed_map, .whole_read = fiemap_whole_read,
+        .free = fiemap_free_op,
 };
 static const BvSourceOps thin_ops = {
         .next = fiemap_next, .read_at = fiemap_read_at, .size = fiemap_size, .identity = fiemap_identity,
-        .changed_map = fiemap_changed_map, .parent_map = fiemap_parent_map, .read_all = fiemap_read_all,
-        .unchanged_ranges = fiemap_unchanged_ranges, .free = fiemap_free_op,
+        .changed_map = fiemap_changed_map, .parent_map = fiemap_parent_map, .whole_read = fiemap_whole_read,
+        .free = fiemap_free_op,
 };
 
 /* Opens a regular file for the comparison: its descriptor and identity. */
 static int open_regular(const char *path, int *ret_fd, BvSourceIdentity *ret_id)
 {
         struct stat st;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = bv_source_open_fd(path, 0, &st);
 
         if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
+                return fd;
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
         bv_source_identity_from_stat(&st, ret_id);
@@ -294,8 +261,8 @@ static int source_alloc(const BvSourceOptions *opts, FiemapSource **ret)
         if (!s)
                 return -ENOMEM;
         s->fd = -EBADF;
-        s->read_size = opts && opts->read_size ? opts->read_size : DEFAULT_READ_SIZE;
-        if (s->read_size > 64u * 1024 * 1024)
+        s->read_size = opts && opts->read_size ? opts->read_size : BV_SOURCE_READ_SIZE;
+        if (s->read_size > BV_SOURCE_READ_SIZE_MAX)
                 return -EINVAL;
         s->buf = malloc(s->read_size);
         if (!s->buf)
@@ -355,8 +322,8 @@ static int plan_delta(FiemapSource *s, const BvThinDelta *d)
         for (size_t i = 0; i <= n && pos < s->size; i++) {
                 uint64_t from = i < n ? MIN(d->changed[i].offset, s->size) : s->size;
                 uint64_t to = i < n ? MIN(from + d->changed[i].length, s->size) : s->size;
-                if (from > pos &&
-                    (r = bv_range_append(&s->shared, &s->n_shared, &s->cap_shared, pos, from - pos)) < 0)
+                if (from > pos && (r = bv_range_append(&s->wr.unchanged, &s->wr.n_unchanged, &s->wr.cap_unchanged,
+                                                      pos, from - pos)) < 0)
                         return r;
                 if ((r = segment_add(s, BV_EXTENT_UNCHANGED, pos, from)) < 0 ||
                     (r = segment_add(s, BV_EXTENT_DATA, from, to)) < 0)

@@ -25,10 +25,6 @@
 #include "macro.h"
 #include "source.h"
 
-#define DEFAULT_READ_SIZE (1024u * 1024u)
-#define DEFAULT_QUEUE_DEPTH 8u
-#define MAX_READ_SIZE (64u * 1024u * 1024u)
-#define MAX_QUEUE_DEPTH 256u
 
 typedef struct Slot {
         void *buf;
@@ -678,11 +674,11 @@ int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret
         if (o.thin_delta)
                 return bv_source_open_thin_delta(path, o.thin_delta, &o, ret);
         if (o.read_size == 0)
-                o.read_size = DEFAULT_READ_SIZE;
+                o.read_size = BV_SOURCE_READ_SIZE;
         if (o.queue_depth == 0)
-                o.queue_depth = DEFAULT_QUEUE_DEPTH;
-        if (!IS_ALIGNED(o.read_size, (size_t)BV_BLOCK_SIZE) || o.read_size > MAX_READ_SIZE ||
-            o.queue_depth > MAX_QUEUE_DEPTH)
+                o.queue_depth = BV_SOURCE_QUEUE_DEPTH;
+        if (!IS_ALIGNED(o.read_size, (size_t)BV_BLOCK_SIZE) || o.read_size > BV_SOURCE_READ_SIZE_MAX ||
+            o.queue_depth > BV_SOURCE_QUEUE_DEPTH_MAX)
                 return -EINVAL;
 
         _cleanup_(file_freep) FileSource *s = calloc(1, sizeof(FileSource));

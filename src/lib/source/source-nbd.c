@@ -7,7 +7,7 @@
  * A planner walks the export in order, asking the server's block status a window at a time for
  * "base:allocation" (ranges that read as zeroes are delivered as holes and never read) and, with a
  * dirty bitmap, for "qemu:dirty-bitmap:NAME" (bit 0: dirty). Clean ranges are delivered as
- * UNCHANGED: the backup takes them from the parent snapshot. After read_all (the parent cannot
+ * UNCHANGED: the backup takes them from the parent snapshot. In a whole read (the parent cannot
  * be paired with the bitmap) everything is read, and the clean ranges are only remembered, so
  * that the backup can check the bitmap against what it read.
  */
@@ -16,13 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "macro.h"
 #include "source.h"
 
-#define DEFAULT_READ_SIZE (1024u * 1024u)
-#define DEFAULT_QUEUE_DEPTH 8u
-#define MAX_READ_SIZE (32u * 1024u * 1024u) /* qemu-nbd's largest request */
-#define MAX_QUEUE_DEPTH 256u
+#define NBD_READ_SIZE_MAX (32u * 1024u * 1024u) /* qemu-nbd's largest request */
 #define STATUS_WINDOW (1024ull * 1024 * 1024) /* bytes of block status asked at once */
 #define ALLOCATION_CONTEXT "base:allocation"
 #define DIRTY_PREFIX "qemu:dirty-bitmap:"
@@ -51,11 +49,9 @@ typedef struct NbdSource {
         char *map_name; /* "qemu:dirty-bitmap:NAME", or NULL */
         uint64_t size;
         size_t read_size;
-        bool read_all;
         Status alloc, dirty;
         uint64_t status_end; /* block status is known up to here */
-        BvByteRange *clean;      /* after read_all: what the bitmap calls clean */
-        size_t n_clean, cap_clean;
+        BvWholeRead wr;      /* unchanged: what the bitmap calls clean, noted in a whole read */
 
         NbdSlot *slots;
         unsigned nslots, head, count;
@@ -83,7 +79,7 @@ static void nbd_source_free(NbdSource *s)
         free(s->slots);
         free(s->alloc.v);
         free(s->dirty.v);
-        free(s->clean);
+        free(s->wr.unchanged);
         free(s->map_name);
         free(s);
 }
@@ -92,14 +88,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(NbdSource, nbd_source_free);
 
 static int status_add(Status *st, uint64_t end, uint32_t flags)
 {
-        if (st->n == st->cap) {
-                size_t cap = MAX(st->cap * 2, (size_t)64);
-                void *p = reallocarray(st->v, cap, sizeof(*st->v));
-                if (!p)
-                        return -ENOMEM;
-                st->v = p;
-                st->cap = cap;
-        }
+        if (BV_ARRAY_RESERVE(st->v, st->cap, st->n + 1, 64) < 0)
+                return -ENOMEM;
         st->v[st->n].end = end;
         st->v[st->n].flags = flags;
         st->n++;
@@ -179,15 +169,18 @@ static BvExtentKind segment(NbdSource *s, uint64_t pos, uint64_t *end, bool *cle
         if (s->alloc.wanted)
                 alloc = status_at(&s->alloc, pos, end);
         *clean = !(dirty & STATE_DIRTY);
-        if (*clean && !s->read_all)
+        if (*clean && !s->wr.whole)
                 return BV_EXTENT_UNCHANGED;
         return alloc & STATE_ZERO ? BV_EXTENT_HOLE : BV_EXTENT_DATA;
 }
 
-/* After read_all, remembers a range the bitmap calls clean. */
+/* In a whole read, notes a range the bitmap calls clean. */
 static int clean_note(NbdSource *s, bool clean, uint64_t from, uint64_t to)
 {
-        return clean && s->read_all ? bv_range_append(&s->clean, &s->n_clean, &s->cap_clean, from, to - from) : 0;
+        BvWholeRead *w = &s->wr;
+
+        return clean && w->whole ? bv_range_append(&w->unchanged, &w->n_unchanged, &w->cap_unchanged, from, to - from)
+                                 : 0;
 }
 
 /* Starts the run at plan_pos: the longest stretch of one kind the known status gives. */
@@ -309,22 +302,9 @@ static const char *nbd_changed_map(void *impl)
         return ((NbdSource *)impl)->map_name;
 }
 
-static int nbd_read_all(void *impl)
+static BvWholeRead *nbd_whole_read(void *impl)
 {
-        NbdSource *s = impl;
-
-        if (s->plan_pos > 0)
-                return -EBUSY; /* already reading */
-        s->read_all = true;
-        return 0;
-}
-
-static void nbd_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
-{
-        NbdSource *s = impl;
-
-        *ret = s->clean;
-        *ret_count = s->n_clean;
+        return &((NbdSource *)impl)->wr;
 }
 
 static void nbd_free_op(void *impl)
@@ -334,7 +314,7 @@ static void nbd_free_op(void *impl)
 
 static const BvSourceOps nbd_ops = {
         .next = nbd_next, .read_at = nbd_read_at, .size = nbd_size, .changed_map = nbd_changed_map,
-        .read_all = nbd_read_all, .unchanged_ranges = nbd_unchanged_ranges, .free = nbd_free_op,
+        .whole_read = nbd_whole_read, .free = nbd_free_op,
 };
 
 /* Connects, asking for the contexts; checks that the dirty bitmap is offered. */
@@ -374,9 +354,9 @@ int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **
 
         if (!uri || !ret || !bv_source_is_nbd_uri(uri))
                 return -EINVAL;
-        o.read_size = o.read_size ?: DEFAULT_READ_SIZE;
-        o.queue_depth = o.queue_depth ?: DEFAULT_QUEUE_DEPTH;
-        if (o.read_size > MAX_READ_SIZE || o.queue_depth > MAX_QUEUE_DEPTH ||
+        o.read_size = o.read_size ?: BV_SOURCE_READ_SIZE;
+        o.queue_depth = o.queue_depth ?: BV_SOURCE_QUEUE_DEPTH;
+        if (o.read_size > NBD_READ_SIZE_MAX || o.queue_depth > BV_SOURCE_QUEUE_DEPTH_MAX ||
             (o.dirty_bitmap && (!o.dirty_bitmap[0] || strlen(o.dirty_bitmap) > 1023)))
                 return -EINVAL;
 

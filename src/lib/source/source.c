@@ -5,10 +5,12 @@
  * every source alike.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "macro.h"
 #include "source.h"
@@ -18,27 +20,21 @@ struct BvSource {
         void *impl;
         BvSourceKind kind;
         char *path;
-        int error; /* sticky: once failed, always failed */
+        int error;    /* sticky: once failed, always failed */
+        bool started; /* next() was called */
 };
 
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret)
 {
-        BvSource *s;
-
         if (!ops || !ops->next || !ops->size || !ops->free || !path || !ret)
                 return -EINVAL;
-        s = calloc(1, sizeof(*s));
-        if (!s)
+        _cleanup_free_ BvSource *s = calloc(1, sizeof(*s));
+        if (!s || !(s->path = strdup(path)))
                 return -ENOMEM;
-        s->path = strdup(path);
-        if (!s->path) {
-                free(s);
-                return -ENOMEM;
-        }
         s->ops = ops;
         s->impl = impl;
         s->kind = kind;
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
@@ -126,6 +122,7 @@ int bv_source_next(BvSource *s, BvExtent *ret)
 
         if (s->error < 0)
                 return s->error;
+        s->started = true;
         r = s->ops->next(s->impl, ret);
         if (r < 0)
                 s->error = r;
@@ -151,19 +148,29 @@ const char *bv_source_parent_map(const BvSource *s)
         return p ?: bv_source_changed_map(s);
 }
 
+BvWholeRead *bv_source_whole_read(const BvSource *s)
+{
+        return s->ops->whole_read ? s->ops->whole_read(s->impl) : NULL;
+}
+
 int bv_source_read_all(BvSource *s)
 {
-        if (!s->ops->read_all)
+        BvWholeRead *w = bv_source_whole_read(s);
+
+        if (!w)
                 return -EOPNOTSUPP;
-        return s->ops->read_all(s->impl);
+        if (s->started)
+                return -EBUSY; /* already reading */
+        w->whole = true;
+        return 0;
 }
 
 void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count)
 {
-        *ret = NULL;
-        *ret_count = 0;
-        if (s->ops->unchanged_ranges)
-                s->ops->unchanged_ranges(s->impl, ret, ret_count);
+        const BvWholeRead *w = bv_source_whole_read(s);
+
+        *ret = w ? w->unchanged : NULL;
+        *ret_count = w ? w->n_unchanged : 0;
 }
 
 bool bv_source_is_nbd_uri(const char *path)
@@ -193,6 +200,19 @@ void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret)
         };
 }
 
+int bv_source_open_fd(const char *path, int flags, struct stat *ret_st)
+{
+        struct stat st;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | flags);
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        *ret_st = st;
+        return TAKE_FD(fd);
+}
+
 int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset)
 {
         ssize_t n = bv_pread_all(fd, buf, len, offset);
@@ -208,14 +228,9 @@ int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, ui
                 (*v)[*n - 1].length += length;
                 return 0;
         }
-        if (*n == *cap) {
-                size_t c = MAX(*cap * 2, (size_t)64);
-                void *p = reallocarray(*v, c, sizeof(BvByteRange));
-                if (!p)
-                        return -ENOMEM;
-                *v = p;
-                *cap = c;
-        }
+        int r = BV_ARRAY_RESERVE(*v, *cap, *n + 1, 64);
+        if (r < 0)
+                return r;
         (*v)[(*n)++] = (BvByteRange){ offset, length };
         return 0;
 }

@@ -22,6 +22,12 @@ typedef enum {
         BV_SOURCE_NBD = 4, /* an NBD export, by URI (source-nbd.c) */
 } BvSourceKind;
 
+/* BvSourceOptions' defaults and limits (an NBD export's reads are at most 32 MiB). */
+#define BV_SOURCE_READ_SIZE (1024u * 1024u)
+#define BV_SOURCE_READ_SIZE_MAX (64u * 1024u * 1024u)
+#define BV_SOURCE_QUEUE_DEPTH 8u
+#define BV_SOURCE_QUEUE_DEPTH_MAX 256u
+
 typedef struct BvSourceOptions {
         size_t read_size;     /* bytes per read; default 1 MiB; a multiple of 4096, at most 64 MiB */
         unsigned queue_depth; /* reads in flight; default 8, at most 256 */
@@ -39,11 +45,25 @@ typedef struct BvSourceOptions {
  * one when it ends where this one starts. 0 or -ENOMEM. */
 int bv_range_append(BvByteRange **v, size_t *n, size_t *cap, uint64_t offset, uint64_t length);
 
+/* For source implementations: path opened read-only (O_CLOEXEC | O_NOCTTY | flags) and its stat
+ * in *ret_st. The fd, or -errno: those of open and fstat, -EISDIR for a directory. */
+struct stat;
+int bv_source_open_fd(const char *path, int flags, struct stat *ret_st);
+
 /* For source implementations: exactly len bytes of fd at offset. 0, the read's -errno, or
  * -ENODATA when the file ends sooner (it shrank under us). */
 int bv_source_pread(int fd, void *buf, size_t len, uint64_t offset);
 
 typedef struct BvSource BvSource;
+
+/* What a changed-block source keeps for a whole read (bv_source_read_all): once whole is set
+ * (before the first next()) it delivers everything, no UNCHANGED extents, and unchanged holds,
+ * in order, the ranges its map calls unchanged. */
+typedef struct BvWholeRead {
+        bool whole;
+        BvByteRange *unchanged;
+        size_t n_unchanged, cap_unchanged;
+} BvWholeRead;
 
 /* What identifies a regular file's content without reading it (as restic compares it): equal
  * device, inode, size, mtime and ctime mean the content is what it was. Taken at open. */
@@ -86,11 +106,9 @@ typedef struct BvSourceOps {
         /* The changed_map the parent snapshot must have recorded (NULL: changed_map itself): a
          * thin delta is from the device the parent read to the one read now. */
         const char *(*parent_map)(void *impl);
-        /* Called before the first next() when the parent cannot be paired with the map: deliver
-         * everything (no UNCHANGED extents), and remember the ranges the map calls unchanged. */
-        int (*read_all)(void *impl);
-        /* After read_all and the last next(): the ranges the map called unchanged, in order. */
-        void (*unchanged_ranges)(void *impl, const BvByteRange **ret, size_t *ret_count);
+        /* A changed-block source's whole-read state, which bv_source_read_all sets when the
+         * parent cannot be paired with the map and bv_source_unchanged_ranges reads. */
+        BvWholeRead *(*whole_read)(void *impl);
         uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         void (*free)(void *impl);
 } BvSourceOps;
@@ -125,18 +143,20 @@ uint64_t bv_source_work(const BvSource *s);
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 
 /* A changed-block source's map name (NULL for other sources); bv_source_read_all makes it read
- * everything (-EOPNOTSUPP for other sources), after which bv_source_unchanged_ranges gives what
- * the map called unchanged (none for other sources). */
+ * everything (-EOPNOTSUPP for other sources, -EBUSY once next() was called), after which
+ * bv_source_unchanged_ranges gives what the map called unchanged (none for other sources). */
 const char *bv_source_changed_map(const BvSource *s);
 /* What the parent must have recorded as its changed_map to be paired (see BvSourceOps). */
 const char *bv_source_parent_map(const BvSource *s);
 int bv_source_read_all(BvSource *s);
+/* The whole-read state of a changed-block source, NULL for others: for a source that wraps
+ * another (a job's) to hand on as its own whole_read. */
+BvWholeRead *bv_source_whole_read(const BvSource *s);
 void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count);
 
 /* The identity of the previous version a changed-block source compares with: -EOPNOTSUPP for
  * sources that compare with none. */
 int bv_source_base_identity(const BvSource *s, BvSourceIdentity *ret);
-struct stat;
 void bv_source_identity_from_stat(const struct stat *st, BvSourceIdentity *ret);
 
 /* The regular file at path, compared with compare_with, its previous version kept as a reflink

@@ -389,6 +389,11 @@ static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *va
                                           "invalid size '%s' for cache (expected digits and an optional K, M, G "
                                           "or T)",
                                           value);
+                if (strchr("KMGT", value[strspn(value, "0")])) /* all zeros ('\0' is in it too) */
+                        return conf_error(x->c, x->file, x->line,
+                                          "invalid size '%s' for cache (a size such as 256M: the cache cannot "
+                                          "be turned off)",
+                                          value);
                 return set_string(x, value, &e->cache);
         }
 }

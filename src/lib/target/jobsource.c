@@ -108,14 +108,9 @@ static const char *js_parent_map(void *impl)
         return bv_source_parent_map(((BvJobSource *)impl)->inner);
 }
 
-static int js_read_all(void *impl)
+static BvWholeRead *js_whole_read(void *impl)
 {
-        return bv_source_read_all(((BvJobSource *)impl)->inner);
-}
-
-static void js_unchanged_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
-{
-        bv_source_unchanged_ranges(((BvJobSource *)impl)->inner, ret, ret_count);
+        return bv_source_whole_read(((BvJobSource *)impl)->inner);
 }
 
 static void js_free(void *impl)
@@ -127,7 +122,7 @@ static const BvSourceOps js_ops = {
         .next = js_next,        .read_at = js_read_at, .size = js_size,
         .uses_uring = js_uring, .uses_direct = js_direct, .identity = js_identity,
         .read_stats = js_read_stats, .changed_map = js_changed_map, .parent_map = js_parent_map,
-        .read_all = js_read_all, .unchanged_ranges = js_unchanged_ranges, .free = js_free,
+        .whole_read = js_whole_read, .free = js_free,
 };
 
 static int open_inner(BvJobSource *js, const BvConfJob *j, const char *target, const char *const vars[],

@@ -178,8 +178,14 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                     BvTargetRun *run)
 {
         _cleanup_free_ char *repo_path = NULL;
+        BvRepoConfig cfg;
         if (asprintf(&repo_path, "%s/%s", mnt, t->repository) < 0)
                 return -ENOMEM;
+        /* Only a repository that opens with the target's key file proves the drive is the registered
+         * one: an unencrypted one would open with any key. A drive that copies the registered UUID
+         * (which anyone who held the real drive can read) must get nothing. */
+        if (bv_repo_peek_config(repo_path, &cfg) >= 0 && cfg.cipher == BV_CIPHER_NONE)
+                return run->step = "identify", -ENOKEY;
         run->jobs = calloc(c->n_jobs ? c->n_jobs : 1, sizeof(*run->jobs));
         if (!run->jobs)
                 return -ENOMEM;

@@ -93,8 +93,10 @@ int bv_state_record(const char *dir, const char *job, const char *target, uint64
         if (r < 0)
                 return r;
         r = bv_state_read(dir, job, target, &old);
-        if (r < 0 && r != -ENOENT)
+        if (r == -ENOMEM)
                 return r;
+        if (r < 0) /* none, or one that does not read (a FIFO, too large): replaced, or no run records again */
+                old = (BvRunState){};
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
         uint64_t good = result == 0 ? when : old.last_good;
@@ -121,14 +123,24 @@ int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, 
                 int r = bv_state_read(dir, j->name, t->name, &s);
                 if (r == -ENOENT)
                         continue;
-                if (r < 0)
+                if (r == -ENOMEM)
                         return r;
+                if (r < 0) {
+                        if (!st.bad_target) {
+                                st.bad_target = t->name, st.bad_error = r;
+                                (void)state_name(j->name, t->name, st.bad_file, sizeof(st.bad_file));
+                        }
+                        continue;
+                }
                 if (s.last_run > st.last.last_run)
                         st.last = s, st.last_target = t->name;
                 if (s.last_good > st.last_good)
                         st.last_good = s.last_good, st.good_target = t->name;
         }
-        st.alarm = st.last_good == 0 || (now > st.last_good && now - st.last_good > j->max_age);
+        /* a good backup dated over a day ahead was recorded under a clock set ahead: it must not
+         * silence the alarm until that date */
+        st.alarm = st.last_good == 0 || (now > st.last_good && now - st.last_good > j->max_age) ||
+                   (st.last_good > now && st.last_good - now > BV_STATE_FUTURE_SLACK);
         *ret = st;
         return 0;
 }

@@ -21,6 +21,8 @@
 
 #define BV_STATE_DIR "/var/lib/blkvault/state"
 #define BV_STATE_ENV "BLKVAULT_STATE_DIR"
+/* A last good backup dated further ahead of the clock than this does not count (a clock set ahead). */
+#define BV_STATE_FUTURE_SLACK (24 * 3600)
 
 typedef struct BvRunState {
         uint64_t last_run;      /* unix seconds, 0: never */
@@ -49,8 +51,12 @@ typedef struct BvJobStatus {
         const char *last_target;
         uint64_t last_good;     /* the newest good backup on any target, 0: none */
         const char *good_target;
-        bool alarm;             /* no good backup younger than max-age */
+        bool alarm;             /* no good backup younger than max-age (or dated over a day ahead) */
+        const char *bad_target; /* the first target whose state file did not read (left out), or NULL */
+        int bad_error;          /* and why (-errno) */
+        char bad_file[2 * BV_CONF_NAME_MAX + 16]; /* its file name in the state directory */
 } BvJobStatus;
 
-/* Reads the state of job j on each target of c it may run on; now: unix seconds. */
+/* Reads the state of job j on each target of c it may run on; now: unix seconds. A state file
+ * that does not read costs only what it describes: it is left out and named in bad_*. */
 int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, uint64_t now, BvJobStatus *ret);

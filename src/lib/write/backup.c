@@ -263,14 +263,8 @@ static int pack_commit_locked(Backup *b)
 
 static int pending_ids_add(Backup *b, const uint8_t id[BV_ID_SIZE])
 {
-        if (b->n_pending_ids == b->cap_pending_ids) {
-                size_t cap = MAX(b->cap_pending_ids * 2, (size_t)1024);
-                void *p = reallocarray(b->pending_ids, cap, BV_ID_SIZE);
-                if (!p)
-                        return -ENOMEM;
-                b->pending_ids = p;
-                b->cap_pending_ids = cap;
-        }
+        if (BV_ARRAY_RESERVE(b->pending_ids, b->cap_pending_ids, b->n_pending_ids + 1, 1024) < 0)
+                return -ENOMEM;
         memcpy(b->pending_ids[b->n_pending_ids++], id, BV_ID_SIZE);
         return 0;
 }
@@ -810,7 +804,6 @@ static unsigned threads_wanted(const BvBackupOptions *opts)
         return (unsigned)MIN(n, (long)MAX_THREADS);
 }
 
-/* After the last extent: the map root, the last pack, the index, then the snapshot. */
 /* Compaction rewrites the index: never beside a gc (both take locks/gc). A gc running now
  * compacts anyway, so a busy lock skips it. */
 static int backup_compact(Backup *b)
@@ -823,6 +816,7 @@ static int backup_compact(Backup *b)
         return bv_index_compact(b->index, INDEX_MAX_SEGMENTS);
 }
 
+/* After the last extent: the map root, the last pack, the index, then the snapshot. */
 static int backup_finish(Backup *b, BvSource *src, const char *name, uint64_t start_s, uint64_t start_ns)
 {
         uint8_t root[BV_ID_SIZE];
@@ -965,11 +959,20 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         return 0;
 }
 
+/* -EINVAL for a snapshot name bv_snapshot_name_problem refuses: opts->name, or the default
+ * name of the source at path. */
+static int name_check(const BvBackupOptions *opts, const char *path)
+{
+        const char *name = opts && opts->name ? opts->name : bv_backup_default_name(path);
+
+        return bv_snapshot_name_problem(name) ? -EINVAL : 0;
+}
+
 int bv_backup(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats)
 {
         static const BvBackupOptions no_opts = {};
 
-        if (!repo || !src)
+        if (!repo || !src || name_check(opts, bv_source_path(src)) < 0)
                 return -EINVAL;
         return backup_run(repo, src, opts ?: &no_opts, ret_stats);
 }
@@ -979,9 +982,7 @@ int bv_backup_path(BvRepo *repo, const char *path, const BvBackupOptions *opts, 
         BvSource *src = NULL;
         int r;
 
-        if (!repo || !path)
-                return -EINVAL;
-        if (bv_snapshot_name_problem(opts && opts->name ? opts->name : bv_backup_default_name(path)))
+        if (!repo || !path || name_check(opts, path) < 0)
                 return -EINVAL;
         r = bv_source_open(path, opts ? &opts->source : NULL, &src);
         if (r < 0)

@@ -43,20 +43,24 @@ typedef struct BvBackupStats {
         uint64_t bytes_unreadable, ranges_unreadable; /* skip_unreadable: stored as zeroes */
 } BvBackupStats;
 
-/* Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
+/*
+ * Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
  * On any failure nothing is published and earlier snapshots are intact. UNCHANGED extents take
  * the parent's map entries for their range (-EINVAL without opts->parent, or past its end):
  * zero and hole runs and data chunks wholly inside are not read, the rest is read with the
- * source's read_at. */
-int bv_backup(BvRepo *r, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats);
-/* A regular file whose identity (device, inode, size, mtime, ctime) equals what the newest
+ * source's read_at.
+ *
+ * A regular file whose identity (device, inode, size, mtime, ctime) equals what the newest
  * snapshot of the same name and path recorded is not read: the new snapshot takes that one's map
  * (bytes_read 0) and records it in source.reused_from, unless opts->force_read or
- * opts->full_read_every asks for a read. */
-/* A changed-block source (bv_source_changed_map) without opts->parent is paired with the newest
- * snapshot of the same name (changed.h): reused from it, or read whole with the reason in
- * stats.changed_reason; a whole read with a parent that could have been paired checks the map
- * (stats.counts.bytes_map_checked, bytes_map_wrong). */
+ * opts->full_read_every asks for a read.
+ *
+ * A changed-block source (bv_source_changed_map) without opts->parent is paired with the newest
+ * snapshot of the same name (changed.h): its map fills the ranges the source calls unchanged, or
+ * the source is read whole with the reason in stats.changed_reason; a whole read with a parent
+ * that could have been paired checks the map (stats.counts.bytes_map_checked, bytes_map_wrong).
+ */
+int bv_backup(BvRepo *r, BvSource *src, const BvBackupOptions *opts, BvBackupStats *ret_stats);
 /* Opens path ("-": stdin) with opts->source and backs it up. */
 int bv_backup_path(BvRepo *r, const char *path, const BvBackupOptions *opts, BvBackupStats *ret_stats);
 

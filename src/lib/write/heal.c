@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "heal.h"
 #include "lease.h"
@@ -84,12 +85,8 @@ static int check_id(Heal *h, const uint8_t id[BV_ID_SIZE])
                 h->missing++;
                 return 0;
         }
-        if (h->n == h->cap) {
-                Revived *p = reallocarray(h->found, h->cap = h->cap ? 2 * h->cap : 256, sizeof(Revived));
-                if (!p)
-                        return -ENOMEM;
-                h->found = p;
-        }
+        if (BV_ARRAY_RESERVE(h->found, h->cap, h->n + 1, 256) < 0)
+                return -ENOMEM;
         memcpy(h->found[h->n].id, id, BV_ID_SIZE);
         h->found[h->n++].loc = loc;
         return 0;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A drive that only pretends to be a registered --no-luks target (a red-team pass): its
+# filesystem carries the registered UUID (mkfs -U; anyone who held the real drive can read it)
+# and an unencrypted repository at the registered path. Plugged in, it received a plaintext
+# backup of every job. A target's repository is always encrypted with its key file (target
+# format makes it so); one that is not is refused before any job writes to it.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd losetup mkfs.ext4 blkid
+[ -e /dev/loop-control ] || skip "no loop devices"
+
+conf=$T/etc/blkvault.conf
+mkdir -p "$T/etc" "$T/mnt"
+opts=(--config="$conf" --run-dir="$T/run")
+randfile "$T/secret.img" 1 forged-secret
+truncate -s 300M "$T/real.img" "$T/forged.img"
+attach_loop real "$T/real.img"
+bv target format "$real" --name=usb-1 --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+uuid=$(blkid -s UUID -o value "$real")
+losetup -d "$real"
+printf '[job secret]\nsource = %s\ntargets = usb-1\n' "$T/secret.img" > "$conf"
+
+# the forged drive
+mkfs.ext4 -q -U "$uuid" "$T/forged.img"
+attach_loop forged "$T/forged.img"
+mount "$forged" "$T/mnt"
+bv init "$T/mnt/blkvault" --encryption=none >/dev/null
+umount "$T/mnt"
+expect_fail 3 "^error: target usb-1: the repository 'blkvault' on the drive is not encrypted, so it is not the one registered with key file '$T/keys/usb-1.key' (a drive that only pretends to be usb-1?); nothing was written$" \
+    bv target run usb-1 "${opts[@]}"
+mount -o ro "$forged" "$T/mnt"
+assert_eq "$(ls -A "$T/mnt/blkvault/snapshots")" "" "snapshots on the forged drive"
+umount "$T/mnt"
+
+
+# the real drive again, with its job's state file damaged (a FIFO): the run replaces it (it warned
+# "cannot record" at every run, so status never saw another good backup on this drive)
+losetup -d "$forged"
+attach_loop real "$T/real.img"
+mkdir -p "$BLKVAULT_STATE_DIR"
+rm -f "$BLKVAULT_STATE_DIR/job-secret@usb-1" && mkfifo "$BLKVAULT_STATE_DIR/job-secret@usb-1"
+bv target run usb-1 "${opts[@]}" >"$T/run.out" 2>"$T/run.err" || { cat "$T/run.out" "$T/run.err" >&2; die "the run on the real drive"; }
+[ ! -s "$T/run.err" ] || { cat "$T/run.err" >&2; die "the run warned"; }
+[ -f "$BLKVAULT_STATE_DIR/job-secret@usb-1" ] || die "the damaged state file was not replaced"
+out=$(bv status --config="$conf" --check-age 2>"$T/status.err")
+assert_eq "$out" "age check: 1 jobs, 0 without a good backup within their max-age"
+[ ! -s "$T/status.err" ] || { cat "$T/status.err" >&2; die "status warned"; }
+echo ok
