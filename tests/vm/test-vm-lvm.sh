@@ -20,20 +20,15 @@ modprobe -a dm-mod dm-snapshot || die "no device-mapper snapshot target"
 vm_lvm_config "$pv"
 # wrappers around the real tools: keep the snapshot's content before it is removed; cancel the
 # run (SIGTERM to blkvault) right after a snapshot was made
-real_lvremove=$(command -v lvremove) real_lvcreate=$(command -v lvcreate)
+real_lvremove=$(command -v lvremove)
 mkdir -p "$T/bin"
 cat > "$T/bin/lvremove" <<EOF
 #!/bin/sh
 for a; do case \$a in */blkvault-snap-*) [ -z "\$KEEP_SNAPSHOT" ] || dd if=/dev/\$a of="\$KEEP_SNAPSHOT" bs=1M status=none;; esac; done
 exec $real_lvremove "\$@"
 EOF
-cat > "$T/bin/lvcreate" <<EOF
-#!/bin/sh
-rc=0; $real_lvcreate "\$@" || rc=\$?
-[ -z "\$CANCEL_AFTER_SNAPSHOT" ] || kill -TERM \$PPID
-exit \$rc
-EOF
-chmod +x "$T/bin/lvremove" "$T/bin/lvcreate"
+chmod +x "$T/bin/lvremove"
+vm_lvcreate_cancel
 export PATH=$T/bin:$PATH
 
 vm_log "lvm: volumes"

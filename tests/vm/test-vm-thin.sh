@@ -28,15 +28,9 @@ cat > "$T/bin/thin_delta" <<EOF
 [ -z "\$FAIL_THIN_DELTA" ] || { echo "injected failure" >&2; exit 1; }
 exec $real_thin_delta "\$@"
 EOF
+chmod +x "$T/bin/thin_delta"
 # cancel the run (SIGTERM to blkvault) right after the new snapshot was made
-real_lvcreate=$(command -v lvcreate)
-cat > "$T/bin/lvcreate" <<EOF
-#!/bin/sh
-rc=0; $real_lvcreate "\$@" || rc=\$?
-[ -z "\$CANCEL_AFTER_SNAPSHOT" ] || kill -TERM \$PPID
-exit \$rc
-EOF
-chmod +x "$T/bin/thin_delta" "$T/bin/lvcreate"
+vm_lvcreate_cancel
 export PATH=$T/bin:$PATH
 
 vm_log "thin: pool and volume"

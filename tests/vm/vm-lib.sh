@@ -20,6 +20,8 @@
 #   vm_log MESSAGE                  MESSAGE with the guest's uptime (where the time goes)
 #   vm_lvm_config PV                LVM on PV only, without udev, with its own config (the host's
 #                                   /etc is read-only): exports LVM_SYSTEM_DIR
+#   vm_lvcreate_cancel              $T/bin/lvcreate (before $T/bin goes first in PATH): the real lvcreate,
+#                                   then, with CANCEL_AFTER_SNAPSHOT set, SIGTERM to its parent
 #   vm_lvm_job DRIVE                DRIVE formatted as target usb-1 (--no-luks, key in $T/keys) and
 #                                   $conf with [job data] of /dev/vg0/data, snapshot = yes; $opts
 # Markers are files in the shared results directory; the guest sees it at the host's path.
@@ -116,4 +118,15 @@ source = /dev/vg0/data
 snapshot = yes
 targets = usb-1
 EOF
+}
+
+vm_lvcreate_cancel() {
+    mkdir -p "$T/bin"
+    cat > "$T/bin/lvcreate" <<EOF
+#!/bin/sh
+rc=0; $(command -v lvcreate) "\$@" || rc=\$?
+[ -z "\$CANCEL_AFTER_SNAPSHOT" ] || kill -TERM \$PPID
+exit \$rc
+EOF
+    chmod +x "$T/bin/lvcreate"
 }
