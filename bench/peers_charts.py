@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLORS = ["#1f77b4", "#6baed6", "#c6dbef", "#d62728", "#fc9272", "#fcbba1"]
+COLORS = ["#1f77b4", "#6baed6", "#c6dbef", "#d62728", "#fc9272", "#fcbba1", "#fee5d9"]
 
 
 def bars(path, title, xlabel, tools, series, missing, meta):
@@ -53,7 +53,8 @@ def draw(out, tools, missing, agg, meta):
         return (label, {t: val(agg, t, case, key) for t in tools})
     bars(os.path.join(out, "backup-time.png"), "Backup of the image series: wall time (lower is better)",
          "seconds (wall, including sync)", tools,
-         [s(f"v{v} {k}", f"backup v{v} {k}", "wall_s") for k in ("cold", "warm") for v in (1, 2, 3)],
+         [s(f"v{v} {k}", f"backup v{v} {k}", "wall_s") for k in ("cold", "warm") for v in (1, 2, 3)]
+         + [s("v3 again (unchanged) warm", "backup v3 again warm", "wall_s")],
          missing, meta)
     bars(os.path.join(out, "restore-time.png"), "Restore of v3 and of the sparse image: wall time (lower is better)",
          "seconds (wall, including sync)", tools,

@@ -160,10 +160,13 @@ int cmd_prune(int argc, char **argv)
                 return r;
         _cleanup_free_ BvPruneItem *items = NULL;
         size_t n = 0;
-        r = bv_prune(repo, &a.policy, a.name, a.dry_run, &items, &n);
+        BvRepoProblem problem;
+        r = bv_prune(repo, &a.policy, a.name, a.dry_run, &items, &n, &problem);
         report_snapshot_damage(repo);
         if (r == -EINVAL)
                 return refuse_empty_policy(counts);
+        if (r < 0 && problem.path[0])
+                return log_error_errno(r, "cannot prune '%s': cannot forget '%s'", path, problem.path);
         if (r < 0)
                 return log_error_errno(r, "cannot prune '%s'", path);
         int forgot = r;

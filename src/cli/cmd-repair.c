@@ -67,15 +67,23 @@ int cmd_repair(int argc, char **argv)
         /* Without --force nothing is written, but no backup may change the packs meanwhile. */
         OPEN_REPO_OR_RETURN(repo, path, &sargs, force ? BV_OPEN_WRITE | BV_OPEN_REPAIR : BV_OPEN_READ);
         _cleanup_close_ int wlock = force ? -EBADF : bv_lock_take(bv_repo_dirfd(repo, ""), BV_LOCK_WRITE, false);
+        BvRepoProblem problem;
+        int e;
         if (wlock == -EBUSY) {
                 log_error("repository '%s' is locked by another writer (a backup or key change is running)", path);
                 return EXIT_BUSY;
         }
-        if (!force && wlock < 0)
-                return log_error_errno(wlock, "cannot lock '%s'", path);
+        if (!force && wlock < 0) {
+                bv_repo_problem_note(&problem, bv_repo_dirfd(repo, ""), "locks/write", false, wlock);
+                if ((e = report_open_problem(path, &problem, wlock)) >= 0)
+                        return e; /* refused: a FIFO or a symbolic link */
+                return log_error_errno(wlock, "cannot lock '%s': 'locks/write'", path);
+        }
 
         BvRepairStats st = {};
-        r = bv_repair(repo, force, on_event, NULL, &st);
+        r = bv_repair(repo, force, on_event, NULL, &st, &problem);
+        if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
+                return e; /* refused: an entry of packs/ */
         if (r == -EBUSY) {
                 log_error("repository '%s' is in use (an export, a reader or gc holds locks/gc): stop it, then "
                           "repair again", path);

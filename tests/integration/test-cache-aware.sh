@@ -31,7 +31,7 @@ half_cached_backup() {
     uncache "$img" 16
     before=$(cached_bytes "$img")
     [ "$before" -ge $((16 * MiB)) ] || return 1
-    bv backup "$repo" "$img" --json --force-read > "$T/b.json"
+    bv backup "$repo" "$img" --json --force-read > "$T/b.json" || die "the half-cached backup failed"
     after=$(cached_bytes "$img")
     [ "$(cached_bytes "$T/control")" -ge $((4 * MiB)) ]
 }

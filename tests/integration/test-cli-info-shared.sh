@@ -42,4 +42,10 @@ assert_eq "$(bv info "$repo" "$id_x" --json | python3 -c "import json,sys; print
 bv backup "$repo" "$T/a2" --name=a --force-read -q >/dev/null
 bv info "$repo" a@latest | grep -qx "shared       2.1 MiB of 2.1 MiB data with its parent (100%)" ||
     { bv info "$repo" a@latest; die "a repeated backup shares all"; }
+# a parent with no data at all (an image of zeros): nothing is shared, and nothing goes wrong
+head -c 1M /dev/zero >"$T/z"
+bv backup "$repo" "$T/z" --name=z -q >/dev/null
+bv backup "$repo" "$T/X" --name=z -q >/dev/null
+bv info "$repo" z@latest >"$T/info-z"
+grep -qx "shared       0 B of 1.0 MiB data with its parent (0%)" "$T/info-z" || { cat "$T/info-z"; die "info with an empty parent"; }
 echo ok

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The error paths of gc, prune, repair and scheduled verify, each with its exact message and exit
-# status: an entry of the repository that is refused (a lease, gc/, gc/epoch, a condemned list,
-# verify-state that is a FIFO, a symbolic link or a directory) is named, as is one that does not
-# parse; a damaged index segment stops gc; another gc or writer holding the lock is said so. No
-# command hangs on a FIFO, and the repository is whole afterwards.
+# status: an entry of the repository that is refused (a lease, gc/, gc/epoch, a condemned list or pack,
+# verify-state that is a FIFO, a symbolic link or a directory; a pack or lock file repair meets)
+# is named, as is one that does not parse; a damaged index segment stops gc; another gc or writer
+# holding the lock is said so. No command hangs on a FIFO, and the repository is whole afterwards.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd openssl python3 flock mkfifo timeout
 
@@ -59,6 +59,23 @@ rm "$repo/$list" && echo garbage >"$repo/$list"
 expect_fail 4 "^error: cannot collect garbage in '$repo' (nothing was lost): '$list': Bad message$" t gc "$repo"
 rm "$repo/$list"
 
+# a condemned pack that turned into a FIFO before its list could be finalized: gc does not
+# unlink what is not a pack file, and names it (a live lease older than the list holds it back)
+randfile "$T/c.img" 1 gc-errors-c
+before=$(cd "$repo/packs" && find . -name '*.pack' | sort)
+bv backup "$repo" "$T/c.img" --name=c -q
+cpack=$(cd "$repo/packs" && find . -name '*.pack' | sort | comm -13 <(echo "$before") - | sed 's|^\./||')
+hold "$repo/leases/00000000000000cc.lease"
+bv delete "$repo" c 2>/dev/null
+bv gc "$repo" >"$T/out"
+grep -qx "deleted 0 packs, 0 B" "$T/out" || { cat "$T/out"; die "gc deleted with an older lease live"; }
+release
+mv "$repo/packs/$cpack" "$T/cpack.real" && mkfifo "$repo/packs/$cpack"
+expect_fail 1 "^error: refusing 'packs/$cpack' in repository '$repo': it is a FIFO$" t gc "$repo"
+rm "$repo/packs/$cpack" && mv "$T/cpack.real" "$repo/packs/$cpack"
+bv gc "$repo" >"$T/out"
+grep -qx "deleted 1 packs, 1.0 MiB" "$T/out" || { cat "$T/out"; die "gc once the pack was a file again"; }
+
 # a damaged index segment hides what is in use: gc deletes nothing
 seg=$(cd "$repo/index" && ls | head -1)
 cp "$repo/index/$seg" "$T/seg.real"
@@ -76,6 +93,17 @@ release
 hold "$repo/locks/write"
 expect_fail 5 "^error: repository '$repo' is locked by another writer (a backup or key change is running)$" t repair "$repo"
 release
+
+# repair: a lock file it cannot take, a pack it must not follow (as repair --force and writers do)
+rm -f "$repo/locks/write" && mkfifo "$repo/locks/write"
+expect_fail 1 "^error: refusing 'locks/write' in repository '$repo': it is a FIFO$" t repair "$repo"
+rm "$repo/locks/write"
+pack=$(cd "$repo/packs" && find . -name '*.pack' | sed 's|^\./||' | head -1)
+mv "$repo/packs/$pack" "$T/pack.real" && ln -s "$T/pack.real" "$repo/packs/$pack"
+expect_fail 1 "^error: refusing 'packs/$pack' in repository '$repo': it is a symbolic link$" t repair "$repo"
+grep -q "^lost:" "$T/.out" && die "repair listed losses for a pack it refused"
+expect_fail 1 "^error: refusing 'packs/$pack' in repository '$repo': it is a symbolic link$" t repair "$repo" --force
+rm "$repo/packs/$pack" && mv "$T/pack.real" "$repo/packs/$pack"
 
 # scheduled verify: verify-state that is a FIFO, a symbolic link, a directory
 mkfifo "$repo/verify-state"

@@ -117,3 +117,12 @@ grep -qx "deleted 1 packs, 32\.[0-9] MiB" "$T/out" || { cat "$T/out"; die "gc di
 bv backup "$fresh" "$T/big" --name=big -q
 bv restore "$fresh" big "$T/big.out" 2>/dev/null
 assert_same "$T/big" "$T/big.out"
+
+# F. a file in snapshots/ that is no snapshot record (list ignores it, as every reader does) does
+# not make gc believe a backup committed since its mark: it condemns and deletes as before
+bv delete "$fresh" big 2>/dev/null
+touch "$fresh/snapshots/notes.snap" "$fresh/snapshots/00112233.snap"
+bv gc "$fresh" >"$T/out"
+grep -qx "condemned 2 of 2 packs (2 unused, 0 of interrupted backups, 0 rewritten), 40\.[0-9] MiB; 0 B copied" "$T/out" ||
+    { cat "$T/out"; die "gc beside stray .snap files"; }
+grep -qx "deleted 2 packs, 40\.[0-9] MiB" "$T/out" || { cat "$T/out"; die "gc beside stray .snap files did not delete"; }

@@ -40,7 +40,8 @@ bv repair --help | grep -q "^Usage: blkvault repair REPO" || die "repair --help"
 
 # 1. an index segment deleted: restores fail; repair names it and writes nothing; --force rebuilds
 rm "${seg[1]}"
-expect_fail 4 "" bv restore "$repo" n1 "$T/out"
+expect_fail 4 "^error: restore of snapshot ${ids[1]:0:8} stopped: missing data (the repository needs repair) at image offset 0 (0x0); '$T/out' was not left behind as a file$" \
+    bv restore "$repo" n1 "$T/out"
 rm -f "$T/out"
 state > "$T/before"
 expect_fail 4 "error: the index of '$repo' needs a rebuild: run 'blkvault repair $repo --force' (nothing was written)" bv repair "$repo"
@@ -63,12 +64,24 @@ bv repair "$repo" 2>&1 >/dev/null | grep -q "nothing to repair" || die "a second
 # 2. a damaged segment: writers refuse the repository until repair --force rebuilds the index
 seg=$(find "$repo/index" -name '*.idx' | head -1)
 flip_byte "$seg" 100
-expect_fail 4 "" bv backup "$repo" "$T/img1" --name=refused
+expect_fail 4 "^error: refusing to write to repository '$repo': index segment 'index/$(basename "$seg")' does not read (Bad message); the repository needs repair (see 'blkvault verify')$" \
+    bv backup "$repo" "$T/img1" --name=refused
 bv repair "$repo" --force >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair --force of a damaged segment"; }
 grep -q "^damaged: index segment index/$(basename "$seg"): Bad message$" "$T/e" || { cat "$T/e" >&2; die "the damaged segment is not named"; }
 bv backup "$repo" "$T/img1" --name=n1 >/dev/null
 ids[1]=$(bv list "$repo" --json | grep -o '"id": *"[0-9a-f]*"' | tail -1 | grep -o '[0-9a-f]\{32\}')
 restore_all "after a damaged segment was rebuilt"
+# the same with a segment named in upper-case hex, which the index opens too: the rebuild
+# removes it (it left it, and writers kept refusing the repository)
+seg=$(find "$repo/index" -name '*.idx' | head -1)
+mv "$seg" "$repo/index/ABCDEF0123456789.idx"
+flip_byte "$repo/index/ABCDEF0123456789.idx" 100
+expect_fail 4 "^error: refusing to write to repository '$repo': index segment 'index/ABCDEF0123456789.idx' does not read" \
+    bv backup "$repo" "$T/img1" --name=refused
+bv repair "$repo" --force >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair --force of a damaged upper-case segment"; }
+[ ! -e "$repo/index/ABCDEF0123456789.idx" ] || die "repair --force left the damaged segment ABCDEF0123456789.idx"
+bv repair "$repo" 2>&1 >/dev/null | grep -q "nothing to repair" || die "a repair after the rebuild found work"
+restore_all "after a damaged upper-case segment was rebuilt"
 
 # 3. bit rot in the pack of n2 (compression groups): what n2 lost is listed by byte range, where
 # verify finds the damage; nothing is written without --force
@@ -97,10 +110,16 @@ bv verify "$repo" "${ids[2]}" --read-data >/dev/null 2>"$T/e" || { cat "$T/e" >&
 
 # 4. a pack deleted: listed as lost (a writer already stores it again), healed by a backup
 rm "${pack[3]}"
-expect_fail 4 "" bv repair "$repo"
+expect_fail 4 "^error: the index of '$repo' needs a rebuild: run 'blkvault repair $repo --force' (nothing was written)$" bv repair "$repo"
 # (its map nodes were in that pack too: the whole image is lost with them)
 grep -q "^lost: snapshot ${ids[3]:0:8} (n3, [^)]*): bytes 0-2097151 (2.0 MiB): map$" "$T/.out" || { cat "$T/.out" >&2; die "n3's loss is not listed"; }
-bv repair "$repo" --force >/dev/null 2>&1 || :
+grep -qx "1 snapshots of 5 lost 2.0 MiB in 1 ranges" "$T/.err" || { cat "$T/.err" >&2; die "the summary of what is lost"; }
+# --force rebuilds the index without the pack, and says that data is lost still
+expect_fail 4 "^error: data is lost in '$repo': back its sources up again to heal what they still hold$" \
+    bv repair "$repo" --force
+grep -qx "warning: pack 'packs/${pack[3]#"$repo/packs/"}' named by the index is missing: what it held is stored again" "$T/.err" ||
+    { cat "$T/.err" >&2; die "the missing pack is not named"; }
+grep -qx "index rebuilt from 3 packs: 1 segments written, 2 removed" "$T/.err" || { cat "$T/.err" >&2; die "rebuild summary without the pack"; }
 bv backup "$repo" "$T/img3" --name=n3 --force-read >/dev/null 2>&1
 bv repair "$repo" >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair after the pack was stored again"; }
 restore_all "after a lost pack was stored again"

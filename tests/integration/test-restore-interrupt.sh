@@ -36,7 +36,10 @@ done
 # SIGKILL: nothing at DEST; a temporary file may be left (filesystems without O_TMPFILE)
 start_stalled "$T/out/disk.img"
 kill -KILL $pid
-wait $pid || true
+rc=0
+wait $pid || rc=$?
+[ "$rc" = 137 ] || die "the restore killed with SIGKILL exited $rc (a restore that had ended by itself?)"
+pid=
 [ ! -e "$T/out/disk.img" ] || die "SIGKILL left a file at DEST"
 assert_eq "$(leftovers)" "" "SIGKILL: files left in the destination directory"
 bv restore "$repo" img "$T/out/disk.img" -q

@@ -103,4 +103,5 @@ expect_fail 2 "^error: expected 'blkvault serve --export=NAME' (see 'blkvault he
     env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1 "$repo" latest
 sed -i "s|^passphrase-file = .*|passphrase-file = $T/wrong|" "$T/etc/blkvault.conf"
 printf 'other words\n' > "$T/wrong"
-expect_fail 3 "^error: " env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1
+expect_fail 3 "^error: cannot open repository '$repo': wrong passphrase or key$" \
+    env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1

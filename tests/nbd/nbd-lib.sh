@@ -45,14 +45,17 @@ start_nbdkit() {
     wait_socket "$sock" "$NBD_PID" || { cat "$T/$name.log" >&2; die "nbdkit ($name) did not start"; }
 }
 
-# stop_nbdkit, stop_serve: stop the server; it must exit 0 (nbdkit and serve exit 0 on SIGTERM),
-# and so must not have ended on its own with an error (or a sanitizer's report) before.
-stop_nbdkit() {
+# stop_server PID LOG WHAT: stops a server (SIGTERM); it must exit 0, as nbdkit and serve do on
+# SIGTERM, and so must not have ended on its own with an error (or a sanitizer's report) before.
+# LOG is shown when it did not.
+stop_server() {
     local rc=0
-    kill "$NBD_PID" 2>/dev/null || true
-    wait "$NBD_PID" || rc=$?
-    [ "$rc" = 0 ] || { cat "$T/$NBD_NAME.log" >&2; die "nbdkit ($NBD_NAME) exited $rc when stopped"; }
+    kill "$1" 2>/dev/null || true
+    wait "$1" || rc=$?
+    [ "$rc" = 0 ] || { cat "$2" >&2; die "$3 exited $rc when stopped"; }
 }
+
+stop_nbdkit() { stop_server "$NBD_PID" "$T/$NBD_NAME.log" "nbdkit ($NBD_NAME)"; }
 
 # The python3 that has libnbd's bindings (python3-libnbd installs them for the system python).
 nbd_python() {
@@ -83,12 +86,7 @@ start_serve() {
     return 1
 }
 
-stop_serve() {
-    local rc=0
-    kill "$SERVE_PID" 2>/dev/null || true
-    wait "$SERVE_PID" || rc=$?
-    [ "$rc" = 0 ] || { cat "$T/$SERVE_NAME.log" >&2; die "blkvault serve ($SERVE_NAME) exited $rc when stopped"; }
-}
+stop_serve() { stop_server "$SERVE_PID" "$T/$SERVE_NAME.log" "blkvault serve ($SERVE_NAME)"; }
 
 # plain_repo REPO IMG: a repository of unencrypted, uncompressed, fixed 64 KiB chunks (the bytes
 # stored for a chunk are its plaintext) holding IMG as the snapshot 'disk'.

@@ -35,13 +35,10 @@ fi
 
 # not a terminal: no status line (the passphrase from --passphrase-command this time, which
 # reaches the plugin as it does from a file: the export reads back bit-exact)
-"${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --passphrase-command="cat '$T/pass'" \
-    >"$T/uri-p" 2>"$T/plain.err" &
-pid=$!
-for _ in $(seq 1 600); do [ -s "$T/uri-p" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-[ -s "$T/uri-p" ] || { cat "$T/plain.err" >&2; die "serve on a plain stderr did not start"; }
-nbdcopy "$(cat "$T/uri-p")" "$T/copy" || die "nbdcopy from the export failed"
-kill $pid; wait $pid || die "serve exited $? when stopped"
+start_serve plain "$repo" disk --socket="$T/s" --passphrase-command="cat '$T/pass'" ||
+    die "serve on a plain stderr did not start"
+nbdcopy "$SERVE_URI" "$T/copy" || die "nbdcopy from the export failed"
+stop_serve
 assert_eq "$(sha256sum <"$T/copy")" "$(sha256sum <"$T/img")" "the export served with --passphrase-command"
-if grep -Eq $'\r|\x1b|deriving|starting nbdkit' "$T/plain.err"; then cat -A "$T/plain.err" >&2; die "status lines on a non-terminal"; fi
+if grep -Eq $'\r|\x1b|deriving|starting nbdkit' "$T/plain.log"; then cat -A "$T/plain.log" >&2; die "status lines on a non-terminal"; fi
 echo ok

@@ -20,11 +20,8 @@ repo_files() { (cd "$repo" && find . -path ./locks -prune -o -type f -exec sha25
 repo_files > "$T/before"
 
 sock=$T/rw.sock
-"${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --writable --socket="$sock" >"$T/serve.out" 2>"$T/serve.log" &
-pid=$!
-on_exit "kill $pid; wait $pid"
-wait_socket "$sock" "$pid" || { cat "$T/serve.log" >&2; die "blkvault serve --writable did not start"; }
-assert_eq "$(head -1 "$T/serve.out")" "nbd+unix:///?socket=$sock" "printed URI"
+start_serve serve "$repo" disk --writable --socket="$sock" || die "blkvault serve --writable did not start"
+assert_eq "$SERVE_URI" "nbd+unix:///?socket=$sock" "printed URI"
 grep -q "throw-away overlay" "$T/serve.log" || die "serve did not say writes are thrown away"
 
 "$PY" - "$img" "nbd+unix:///?socket=$sock" <<'PY'
@@ -43,7 +40,7 @@ for off in (0, 5 * 1048576 + 123, 20 * 1048576):
 assert h.pread(1 << 20, 10 << 20) == img[10 << 20:11 << 20]
 h.shutdown()
 PY
-kill "$pid"; wait "$pid" || die "serve --writable exited $? when stopped"
+stop_serve
 
 repo_files > "$T/after"
 diff -u "$T/before" "$T/after" >&2 || die "serving --writable changed the repository"

@@ -57,7 +57,7 @@ tr "\\0" "\\n" < "/proc/$kit/cmdline" | grep -qx -- --threads=1 || die "nbdkit o
 PY=$(nbd_python) || skip "python3-libnbd is not installed"
 sock=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["socket"])' "$state")
 for i in $(seq 1 10); do
-    "$PY" - "nbd+unix:///?socket=$sock" <<'PY' 2>>"$T/vanish.err" || true
+    "$PY" - "nbd+unix:///?socket=$sock" <<'PY' 2>"$T/vanish.err" || { cat "$T/vanish.err" >&2; die "client $i did not get its 64 reads in flight"; }
 import nbd, os, sys
 h = nbd.NBD()
 h.connect_uri(sys.argv[1])

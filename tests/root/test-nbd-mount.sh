@@ -75,9 +75,12 @@ done
 "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp" 2>"$T/mount-auto.log" || { cat "$T/mount-auto.log" >&2; die "mount failed"; }
 assert_eq "$(cat "$mp/which")" "partition 1" "default partition"
 # a busy mountpoint is refused with a clear error and stays mounted
-( cd "$mp" && sleep 30 ) & busy=$!
-sleep 0.3
-expect_fail 7 "is busy" "$BLKVAULT" umount "$mp"
+( cd "$mp" && exec sleep 30 ) & busy=$!
+on_exit "kill $busy"
+# (held once its working directory is there: a fixed pause may be too short on a busy machine)
+for _ in $(seq 200); do [ "$(readlink "/proc/$busy/cwd")" = "$(realpath "$mp")" ] && break; sleep 0.05; done
+expect_fail 7 "^error: cannot unmount '$mp': it is busy (a process has a file open or its working directory there)$" \
+    "$BLKVAULT" umount "$mp"
 kill $busy; wait $busy 2>/dev/null || true
 mountpoint -q "$mp" || die "busy umount removed the mount anyway"
 
@@ -89,11 +92,11 @@ for w in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 check_clean
 
 # errors: no such partition, not a blkvault mount
-expect_fail 1 "has no partition 7" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp" --partition=7
+expect_fail 1 "^error: snapshot [0-9a-f]\{8\} has no partition 7 (it has 3 partitions)$" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp" --partition=7
 check_clean
-expect_fail 1 "is not a blkvault mount" "$BLKVAULT" umount "$mp"
+expect_fail 1 "^error: '$mp' is not a blkvault mount (no state in '$(state_dir)')$" "$BLKVAULT" umount "$mp"
 # a state directory left behind (no state file in it) blocks a mount until umount removes it
 mkdir -p "$(state_dir)"
-expect_fail 7 "has a blkvault mount already" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp"
+expect_fail 7 "^error: '$mp' has a blkvault mount already (state in '$(state_dir)'); run 'blkvault umount $mp' first$" "${NBD_ENV[@]}" "$BLKVAULT" mount "$repo" parts "$mp"
 "$BLKVAULT" umount "$mp" 2>"$T/umount-stale.log" || { cat "$T/umount-stale.log" >&2; die "umount of a stale state directory failed"; }
 check_clean

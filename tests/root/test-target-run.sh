@@ -33,7 +33,7 @@ for fs in ext4 xfs btrfs; do
     grep -qx "job vm: retention kept 1 snapshots, forgot 0; gc deleted 0 packs, 0 B" "$T/out" ||
         { cat "$T/out"; die "$fs: the run did not prune by keep-daily"; }
     assert_eq "$(tail -n1 "$T/out")" "target usb-$fs: 1 jobs, 0 failed, 6.0 MiB new; safe to unplug"
-    ! grep -q "$dev" /proc/self/mountinfo || die "$fs: the drive is still mounted"
+    ! grep -q " $dev " /proc/self/mountinfo || die "$fs: the drive is still mounted"
     mount -o ro "$dev" "$T/mnt"   # as an operator restores: nothing written to the drive
     bv restore "$T/mnt/blkvault" vm "$T/out.img" --key-file="$T/keys/usb-$fs.key" >/dev/null ||
         { umount "$T/mnt"; die "$fs: restore"; }

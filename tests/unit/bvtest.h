@@ -4,10 +4,12 @@
 /* Minimal assertions for unit tests: a failure prints where and what, then aborts. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ASSERT_TRUE(expr)                                                                                  \
         do {                                                                                               \
@@ -105,4 +107,52 @@ static inline void bvtest_rm_rf(const char *path)
         if (system(cmd) != 0)
                 fprintf(stderr, "warning: could not remove %s, ignoring\n", path);
         free(cmd);
+}
+
+/* Attaches a loop device over FILE and returns its path (the caller frees it); NULL when not
+ * root, where the caller skips visibly. As root a failing losetup fails the test: the test
+ * machine runs as root, and a skip there would hide that the test did not run. */
+static inline char *bvtest_loop_attach(const char *file)
+{
+        char *cmd, line[256] = "";
+        FILE *p;
+
+        if (geteuid() != 0)
+                return NULL;
+        if (asprintf(&cmd, "losetup --find --show '%s'", file) < 0)
+                abort();
+        p = popen(cmd, "re");
+        ASSERT_TRUE(p != NULL);
+        if (!fgets(line, sizeof(line), p))
+                line[0] = '\0';
+        if (pclose(p) != 0 || line[0] != '/') {
+                fprintf(stderr, "'%s' failed\n", cmd);
+                abort();
+        }
+        free(cmd);
+        line[strcspn(line, "\n")] = '\0';
+        return strdup(line);
+}
+
+/* A fresh temporary directory open as dfd (a repository's directory for the store tests);
+ * bvtest_dir_done closes and removes it. */
+typedef struct BvTestDir {
+        char *dir;
+        int dfd;
+} BvTestDir;
+
+static inline BvTestDir bvtest_dir_new(void)
+{
+        BvTestDir d = { .dir = bvtest_tmpdir() };
+
+        d.dfd = open(d.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(d.dfd >= 0);
+        return d;
+}
+
+static inline void bvtest_dir_done(BvTestDir *d)
+{
+        close(d->dfd);
+        bvtest_rm_rf(d->dir);
+        free(d->dir);
 }

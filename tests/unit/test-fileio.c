@@ -168,6 +168,8 @@ TEST(open_beneath)
         ASSERT_EQ(bv_beneath_culprit(dfd, "sub/f", false, &mode), 0);
         ASSERT_ERROR(bv_beneath_culprit(dfd, "sub/missing", false, &mode), ENOENT);
         ASSERT_TRUE(strcmp(bv_file_type_name(S_IFIFO), "a FIFO") == 0);
+        bvtest_rm_rf(dir);
+        bvtest_rm_rf(out);
 }
 
 TEST(read_secret_file)

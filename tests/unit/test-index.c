@@ -19,27 +19,6 @@
 #define H_PACK_COUNT 32
 #define H_ENTRIES_OFF 72
 
-typedef struct Repo {
-        char *dir;
-        int dfd;
-} Repo;
-
-static Repo repo_new(void)
-{
-        Repo r = { .dir = bvtest_tmpdir() };
-
-        r.dfd = open(r.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        ASSERT_TRUE(r.dfd >= 0);
-        return r;
-}
-
-static void repo_done(Repo *r)
-{
-        safe_close(r->dfd);
-        bvtest_rm_rf(r->dir);
-        free(r->dir);
-}
-
 static void make_id(uint8_t id[BV_ID_SIZE], uint64_t n)
 {
         bvtest_fill_random(id, BV_ID_SIZE, n * 0x9e3779b97f4a7c15ull + 1);
@@ -107,6 +86,17 @@ static void expect_absent(BvIndex *x, uint64_t n)
         ASSERT_EQ(loc.offset, 4242); /* untouched on failure */
 }
 
+/* The index maps SEGMENTS segments holding ENTRIES entries; returns all its stats. */
+static BvIndexStats expect_stats(BvIndex *x, uint64_t segments, uint64_t entries)
+{
+        BvIndexStats st = { .entries = 99, .segments = 99 };
+
+        ASSERT_OK(bv_index_stats(x, &st));
+        ASSERT_EQ(st.segments, segments);
+        ASSERT_EQ(st.entries, entries);
+        return st;
+}
+
 static size_t count_segments(int dfd)
 {
         int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -158,7 +148,7 @@ static void rewrite_segment(int dfd, void (*fix)(uint8_t *data, size_t *len), bo
 }
 
 /* A repository holding one segment of ids 0..99 in pack 1. */
-static void write_one_segment(Repo *r)
+static void write_one_segment(BvTestDir *r)
 {
         BvIndex *x = NULL;
 
@@ -170,15 +160,12 @@ static void write_one_segment(Repo *r)
 
 TEST(empty_repository)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
-        BvIndexStats st = { .entries = 99 };
 
         ASSERT_OK(bv_index_open(r.dfd, &x));
         expect_absent(x, 1);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.entries, 0);
-        ASSERT_EQ(st.segments, 0);
+        expect_stats(x, 0, 0);
         ASSERT_EQ(bv_index_pending(x), 0);
         ASSERT_OK(bv_index_flush(x)); /* nothing to write */
         ASSERT_OK(bv_index_compact(x, 0));
@@ -188,12 +175,12 @@ TEST(empty_repository)
         bv_index_free(x);
 
         ASSERT_ERROR(bv_index_open(-1, &x), EINVAL);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(claim_semantics)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         uint8_t id[BV_ID_SIZE], other[BV_ID_SIZE];
 
@@ -221,13 +208,13 @@ TEST(claim_semantics)
         bv_index_unclaim(x, other);
         ASSERT_EQ(bv_index_claim(x, other), 1);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* Many claims and unclaims exercise growth and backward-shift deletion. */
 TEST(claim_table_growth)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         uint8_t id[BV_ID_SIZE];
 
@@ -245,12 +232,12 @@ TEST(claim_table_growth)
                 ASSERT_EQ(bv_index_claim(x, id), i % 2 == 0 ? 1 : 0);
         }
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(add_lookup_flush_reopen)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL, *y = NULL;
         BvIndexStats st;
 
@@ -269,9 +256,7 @@ TEST(add_lookup_flush_reopen)
                 expect_id(x, i < 3000 ? 1 : 2, i, 0);
         for (uint64_t i = 5000; i < 6000; i++)
                 expect_absent(x, i);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.entries, 5000);
-        ASSERT_EQ(st.segments, 1);
+        st = expect_stats(x, 1, 5000);
         ASSERT_TRUE(st.bytes > 5000 * 48 && st.filter_bytes >= 5000 * 12 / 8);
 
         /* Entries added after a flush land in a second segment. */
@@ -287,15 +272,14 @@ TEST(add_lookup_flush_reopen)
         expect_absent(y, 5005);
         ASSERT_OK(bv_index_check(y, NULL, NULL));
         bv_index_free(y);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* A newer location of an id wins: in the pending table, across segments and after merging. */
 TEST(compaction)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL, *y = NULL;
-        BvIndexStats st;
 
         ASSERT_OK(bv_index_open(r.dfd, &x));
         for (uint64_t s = 0; s < 10; s++) {
@@ -313,9 +297,7 @@ TEST(compaction)
         ASSERT_EQ(count_segments(r.dfd), 11);
         ASSERT_OK(bv_index_compact(x, 4));
         ASSERT_EQ(count_segments(r.dfd), 1);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.segments, 1);
-        ASSERT_EQ(st.entries, 10000);
+        expect_stats(x, 1, 10000);
         for (uint64_t i = 0; i < 10000; i++) {
                 if (i >= 500 && i < 1500)
                         expect_id(x, 100, i, 3);
@@ -331,14 +313,13 @@ TEST(compaction)
         expect_id(y, 1, 1500, 0);
         expect_id(y, 9, 9999, 0);
         bv_index_free(y);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(refresh_sees_other_handle)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *writer = NULL, *reader = NULL;
-        BvIndexStats st;
 
         ASSERT_OK(bv_index_open(r.dfd, &writer));
         ASSERT_OK(bv_index_open(r.dfd, &reader));
@@ -356,17 +337,14 @@ TEST(refresh_sees_other_handle)
         ASSERT_OK(bv_index_compact(writer, 1));
         ASSERT_EQ(count_segments(r.dfd), 1);
         expect_id(reader, 2, 150, 0);
-        ASSERT_OK(bv_index_stats(reader, &st));
-        ASSERT_EQ(st.segments, 2);
+        expect_stats(reader, 2, 200);
         ASSERT_OK(bv_index_refresh(reader));
-        ASSERT_OK(bv_index_stats(reader, &st));
-        ASSERT_EQ(st.segments, 1);
-        ASSERT_EQ(st.entries, 200);
+        expect_stats(reader, 1, 200);
         expect_id(reader, 1, 50, 0);
         expect_id(reader, 2, 150, 0);
         bv_index_free(writer);
         bv_index_free(reader);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 typedef struct CheckCount {
@@ -388,7 +366,7 @@ static int count_cb(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, void *u
 
 TEST(check_visits_every_entry)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         CheckCount c = {};
         uint64_t want = 0;
@@ -407,7 +385,7 @@ TEST(check_visits_every_entry)
         c = (CheckCount){ .fail_at = 10 };
         ASSERT_ERROR(bv_index_check(x, count_cb, &c), ECANCELED);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 static void flip_count(uint8_t *data, size_t *len)
@@ -466,10 +444,9 @@ static void bad_pack_position(uint8_t *data, size_t *len)
  * without it. */
 static void expect_open_error(void (*fix)(uint8_t *, size_t *), bool fix_header, int err)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         BvIndexDamage *d = NULL;
-        BvIndexStats st;
         size_t n = 0;
 
         write_one_segment(&r);
@@ -479,11 +456,10 @@ static void expect_open_error(void (*fix)(uint8_t *, size_t *), bool fix_header,
         ASSERT_EQ(n, 1);
         ASSERT_EQ(d[0].error, -err);
         ASSERT_EQ(strlen(d[0].name), 20);
-        ASSERT_OK(bv_index_stats(x, &st));
-        ASSERT_EQ(st.segments, 0);
+        expect_stats(x, 0, 0);
         free(d);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(corrupt_segments_at_open)
@@ -501,7 +477,7 @@ TEST(corrupt_segments_at_open)
 
 TEST(corrupt_body_found_by_check)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
 
         write_one_segment(&r);
@@ -509,12 +485,12 @@ TEST(corrupt_body_found_by_check)
         ASSERT_OK(bv_index_open(r.dfd, &x)); /* the body is not read at open */
         ASSERT_ERROR(bv_index_check(x, NULL, NULL), EBADMSG);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 TEST(pack_position_out_of_range)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL, *y = NULL;
         uint8_t id[BV_ID_SIZE];
         BvLocation loc;
@@ -534,13 +510,13 @@ TEST(pack_position_out_of_range)
         ASSERT_EQ(count_segments(r.dfd), 2);
         bv_index_free(x);
         bv_index_free(y);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* Segment files the index did not write are ignored; a non-directory fd fails. */
 TEST(foreign_files)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         int fd;
 
@@ -555,7 +531,7 @@ TEST(foreign_files)
         ASSERT_TRUE(fd >= 0);
         ASSERT_ERROR(bv_index_open(fd, &x), ENOTDIR);
         close(fd);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 static int named_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], void *ud)
@@ -568,7 +544,7 @@ static int named_cb(const uint8_t pack_id[BV_PACK_ID_SIZE], void *ud)
  * again); a newer location wins; the pack tables list what the segments name. */
 TEST(missing_packs)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         uint8_t lost[BV_PACK_ID_SIZE], id[BV_ID_SIZE];
         size_t named = 0;
@@ -594,7 +570,7 @@ TEST(missing_packs)
         ASSERT_OK(bv_index_set_missing_packs(x, NULL, 0));
         expect_id(x, 1, 6, 0);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 #define THREADS 4
@@ -627,7 +603,7 @@ static void *claim_worker(void *p)
 
 TEST(concurrent_claims)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         pthread_t t[THREADS];
         ClaimWorker w[THREADS];
@@ -648,7 +624,7 @@ TEST(concurrent_claims)
                 ASSERT_EQ(wins[i], i < THREAD_IDS / 3 ? 0 : 1);
         free(wins);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 typedef struct LookupWorker {
@@ -672,7 +648,7 @@ static void *lookup_worker(void *p)
 /* Lookups keep finding old entries while another thread flushes, compacts and refreshes. */
 TEST(lookups_during_updates)
 {
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         LookupWorker w = {};
         pthread_t t;
@@ -693,7 +669,7 @@ TEST(lookups_during_updates)
         ASSERT_TRUE(w.lookups > 0);
         expect_id(x, 11, 11499, 0);
         bv_index_free(x);
-        repo_done(&r);
+        bvtest_dir_done(&r);
 }
 
 /* The seed corpus doubles as golden files: a segment written by the first version must keep
@@ -703,7 +679,7 @@ static bool golden_segment(void)
 {
         const char *root = getenv("SOURCE_ROOT");
         char *path = NULL;
-        Repo r = repo_new();
+        BvTestDir r = bvtest_dir_new();
         BvIndex *x = NULL;
         void *data;
         size_t len;
@@ -711,7 +687,7 @@ static bool golden_segment(void)
 
         if (!root) {
                 printf("skip - golden_segment: SOURCE_ROOT unset\n");
-                repo_done(&r);
+                bvtest_dir_done(&r);
                 return false;
         }
         ASSERT_TRUE(asprintf(&path, "%s/tests/fuzz/corpus/index-segment", root) > 0);
@@ -739,7 +715,7 @@ static bool golden_segment(void)
         free(data);
         close(src);
         free(path);
-        repo_done(&r);
+        bvtest_dir_done(&r);
         return true;
 }
 

@@ -14,69 +14,69 @@
 #include "lease.h"
 #include "macro.h"
 
+/* A scan that reaps finds REAPED leases of ended holders and LIVE others, the lowest epoch MIN. */
+static void expect_scan(int dfd, int reaped, size_t live, uint64_t min)
+{
+        uint64_t m;
+        size_t l;
+
+        ASSERT_EQ(bv_leases_scan(dfd, true, &m, &l, NULL), reaped);
+        ASSERT_EQ(l, live);
+        ASSERT_EQ(m, min);
+}
+
 TEST(epoch_and_scan)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvTestDir d = bvtest_dir_new();
+        int dfd = d.dfd;
         BvLease *a = NULL, *b = NULL;
-        uint64_t e, min;
-        size_t live;
+        uint64_t e;
 
-        ASSERT_TRUE(dfd >= 0);
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 0u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
-        ASSERT_EQ(live, 0u);
-        ASSERT_EQ(min, UINT64_MAX);
+        expect_scan(dfd, 0, 0, UINT64_MAX);
 
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, NULL, &a, &e));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, &a, &e, NULL));
         ASSERT_EQ(e, 0u);
         ASSERT_OK(bv_gc_epoch_write(dfd, 5));
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 5u);
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, "00112233445566778899aabbccddeeff", &b, &e));
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, &b, &e, NULL));
         ASSERT_EQ(e, 5u);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
-        ASSERT_EQ(live, 2u);
-        ASSERT_EQ(min, 0u);
+        expect_scan(dfd, 0, 2, 0);
         bv_lease_release(a);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
-        ASSERT_EQ(live, 1u);
-        ASSERT_EQ(min, 5u);
+        expect_scan(dfd, 0, 1, 5);
 
         /* a holder that dies leaves its file, unlocked: the scan reaps it */
         pid_t pid = fork();
         ASSERT_TRUE(pid >= 0);
         if (pid == 0) {
                 BvLease *c = NULL;
-                _exit(bv_lease_take(dfd, BV_LEASE_READ, NULL, &c, NULL) < 0 ? 1 : 0);
+                _exit(bv_lease_take(dfd, BV_LEASE_READ, &c, NULL, NULL) < 0 ? 1 : 0);
         }
         int status;
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 1);
-        ASSERT_EQ(live, 1u);
-        ASSERT_EQ(min, 5u);
+        expect_scan(dfd, 1, 1, 5);
         bv_lease_release(b);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, NULL), 0);
-        ASSERT_EQ(live, 0u);
+        expect_scan(dfd, 0, 0, UINT64_MAX);
 
         /* a damaged epoch file is refused */
         _cleanup_close_ int gfd = openat(dfd, "gc/epoch", O_WRONLY | O_TRUNC | O_CLOEXEC);
         ASSERT_TRUE(gfd >= 0 && write(gfd, "x\n", 2) == 2);
         ASSERT_ERROR(bv_gc_epoch_read(dfd, &e), EBADMSG);
-        bvtest_rm_rf(dir);
+        bvtest_dir_done(&d);
 }
 
-/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too). */
+/* A lease that is a FIFO or a symbolic link fails the scan, named (a dry run's too); so does
+ * a gc/epoch that is a FIFO when a lease is taken. */
 TEST(scan_refuses_and_names)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvTestDir d = bvtest_dir_new();
+        int dfd = d.dfd;
         BvRepoProblem p;
         uint64_t min;
         size_t live;
 
-        ASSERT_TRUE(dfd >= 0);
         ASSERT_TRUE(mkdirat(dfd, "leases", 0700) == 0);
         ASSERT_TRUE(mkfifoat(dfd, "leases/00112233445566aa.lease", 0600) == 0);
         for (int reap = 0; reap <= 1; reap++) {
@@ -95,16 +95,22 @@ TEST(scan_refuses_and_names)
         ASSERT_TRUE(mkfifoat(dfd, "leases/not-a-lease", 0600) == 0);
         ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, &p), 0);
         ASSERT_EQ(live, 0u);
-        bvtest_rm_rf(dir);
+        /* a lease is taken after reading gc/epoch: an epoch that is a FIFO is named */
+        BvLease *l = NULL;
+        ASSERT_TRUE(mkdirat(dfd, "gc", 0700) == 0 && mkfifoat(dfd, "gc/epoch", 0600) == 0);
+        ASSERT_ERROR(bv_lease_take(dfd, BV_LEASE_READ, &l, NULL, &p), EBADFD);
+        ASSERT_STREQ(p.path, "gc/epoch");
+        ASSERT_EQ(p.mode, (uint32_t)S_IFIFO);
+        ASSERT_TRUE(l == NULL);
+        bvtest_dir_done(&d);
 }
 
-/* The snapshot's name is a JSON string however it is spelt: a quote and a backslash read back
- * as they were, and the epoch with them (the name was copied unescaped: the file did not parse). */
-TEST(snapshot_escaped)
+/* A lease file is one JSON object that docs/LIFECYCLE.md describes: kind, epoch, pid and an
+ * empty snapshot, read back as written. */
+TEST(file_format)
 {
-        static const char name[] = "a\"b\\c\"}";
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvTestDir d = bvtest_dir_new();
+        int dfd = d.dfd;
         _cleanup_(json_object_putp) struct json_object *o = NULL;
         _cleanup_free_ char *snapshot = NULL;
         BvLease *l = NULL;
@@ -112,33 +118,38 @@ TEST(snapshot_escaped)
         uint64_t e = 0;
         struct dirent *de;
 
-        ASSERT_TRUE(dfd >= 0);
         ASSERT_OK(bv_gc_epoch_write(dfd, 7));
-        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, name, &l, NULL));
-        snprintf(path, sizeof(path), "%s/leases", dir);
-        DIR *d = opendir(path);
-        ASSERT_TRUE(d != NULL);
-        while ((de = readdir(d)) && de->d_name[0] == '.')
+        ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, &l, NULL, NULL));
+        snprintf(path, sizeof(path), "%s/leases", d.dir);
+        DIR *ld = opendir(path);
+        ASSERT_TRUE(ld != NULL);
+        while ((de = readdir(ld)) && de->d_name[0] == '.')
                 ;
         ASSERT_TRUE(de != NULL);
-        snprintf(path, sizeof(path), "%s/leases/%s", dir, de->d_name);
-        closedir(d);
+        snprintf(path, sizeof(path), "%s/leases/%s", d.dir, de->d_name);
+        closedir(ld);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
         ASSERT_TRUE(n > 0 && buf[n - 1] == '\n');
         ASSERT_OK(bv_json_parse_object(buf, (size_t)n, 2, &o));
         ASSERT_OK(bv_json_get_string(o, "snapshot", &snapshot));
-        ASSERT_STREQ(snapshot, name);
+        ASSERT_STREQ(snapshot, "");
+        _cleanup_free_ char *kind = NULL;
+        ASSERT_OK(bv_json_get_string(o, "kind", &kind));
+        ASSERT_STREQ(kind, "export");
+        uint64_t pid = 0;
+        ASSERT_OK(bv_json_get_u64(o, "pid", &pid));
+        ASSERT_EQ(pid, (uint64_t)getpid());
         ASSERT_OK(bv_json_get_u64(o, "epoch", &e));
         ASSERT_EQ(e, 7u);
         bv_lease_release(l);
-        bvtest_rm_rf(dir);
+        bvtest_dir_done(&d);
 }
 
 int main(void)
 {
         RUN(epoch_and_scan);
         RUN(scan_refuses_and_names);
-        RUN(snapshot_escaped);
+        RUN(file_format);
         return 0;
 }

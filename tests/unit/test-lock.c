@@ -9,90 +9,99 @@
 #include "lock.h"
 #include "macro.h"
 
+/* Takes KIND (waiting for it with WAIT), which must succeed; returns the lock's fd. */
+static int take(int dfd, BvLockKind kind, bool wait)
+{
+        int fd = bv_lock_take(dfd, kind, wait);
+
+        ASSERT_OK(fd);
+        return fd;
+}
+
+/* KIND is free: taken without waiting, and let go again. */
+static void assert_free(int dfd, BvLockKind kind)
+{
+        safe_close(take(dfd, kind, false));
+}
+
+/* Waits for PID, which must have been killed by SIGKILL or else exited 0. */
+static void reap(pid_t pid, bool killed)
+{
+        int status;
+
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        if (killed)
+                ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        else
+                ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 TEST(exclusive_write_lock)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvTestDir d = bvtest_dir_new();
         struct stat st;
-        int a, b;
+        int a;
 
-        ASSERT_TRUE(dfd >= 0);
-        a = bv_lock_take(dfd, BV_LOCK_WRITE, false);
-        ASSERT_OK(a);
-        ASSERT_TRUE(fstatat(dfd, "locks/write", &st, 0) == 0 && S_ISREG(st.st_mode));
+        a = take(d.dfd, BV_LOCK_WRITE, false);
+        ASSERT_TRUE(fstatat(d.dfd, "locks/write", &st, 0) == 0 && S_ISREG(st.st_mode));
         ASSERT_TRUE(fcntl(a, F_GETFD) & FD_CLOEXEC);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_WRITE, false), EBUSY);
-
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_WRITE, false), EBUSY);
         /* readers never block on the writer */
-        b = bv_lock_take(dfd, BV_LOCK_READ, false);
-        ASSERT_OK(b);
-        safe_close(b);
-
+        assert_free(d.dfd, BV_LOCK_READ);
         safe_close(a);
-        a = bv_lock_take(dfd, BV_LOCK_WRITE, false);
-        ASSERT_OK(a);
-        safe_close(a);
-        bvtest_rm_rf(dir);
+        assert_free(d.dfd, BV_LOCK_WRITE);
+        bvtest_dir_done(&d);
 }
 
 TEST(read_shared_gc_exclusive)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvTestDir d = bvtest_dir_new();
         int r1, r2, gc;
 
-        r1 = bv_lock_take(dfd, BV_LOCK_READ, false);
-        ASSERT_OK(r1);
-        r2 = bv_lock_take(dfd, BV_LOCK_READ, true);
-        ASSERT_OK(r2);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_GC, false), EBUSY);
+        r1 = take(d.dfd, BV_LOCK_READ, false);
+        r2 = take(d.dfd, BV_LOCK_READ, true);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_GC, false), EBUSY);
         safe_close(r1);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_GC, false), EBUSY);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_GC, false), EBUSY);
         safe_close(r2);
 
-        gc = bv_lock_take(dfd, BV_LOCK_GC, false);
-        ASSERT_OK(gc);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_READ, false), EBUSY);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_GC, false), EBUSY);
+        gc = take(d.dfd, BV_LOCK_GC, false);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_READ, false), EBUSY);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_GC, false), EBUSY);
         /* GC and the writer are independent locks */
-        r1 = bv_lock_take(dfd, BV_LOCK_WRITE, false);
-        ASSERT_OK(r1);
-        safe_close(r1);
+        assert_free(d.dfd, BV_LOCK_WRITE);
         safe_close(gc);
-        bvtest_rm_rf(dir);
+        bvtest_dir_done(&d);
 }
 
 /* locks/commit: one holder at a time, independent of locks/gc */
 TEST(commit_lock)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_close_ int c = bv_lock_take(dfd, BV_LOCK_COMMIT, false);
-        _cleanup_close_ int gc = bv_lock_take(dfd, BV_LOCK_GC, false);
+        BvTestDir d = bvtest_dir_new();
+        int c, gc;
 
-        ASSERT_TRUE(c >= 0);
-        ASSERT_TRUE(gc >= 0);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_COMMIT, false), EBUSY);
-        c = safe_close(c);
-        c = bv_lock_take(dfd, BV_LOCK_COMMIT, false);
-        ASSERT_TRUE(c >= 0);
-        bvtest_rm_rf(dir);
+        c = take(d.dfd, BV_LOCK_COMMIT, false);
+        gc = take(d.dfd, BV_LOCK_GC, false);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_COMMIT, false), EBUSY);
+        safe_close(c);
+        assert_free(d.dfd, BV_LOCK_COMMIT);
+        safe_close(gc);
+        bvtest_dir_done(&d);
 }
 
 TEST(bad_arguments)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvTestDir d = bvtest_dir_new();
         _cleanup_close_ int file = -EBADF;
 
-        ASSERT_ERROR(bv_lock_take(dfd, 0, false), EINVAL);
-        ASSERT_ERROR(bv_lock_take(dfd, 5, false), EINVAL);
+        ASSERT_ERROR(bv_lock_take(d.dfd, 0, false), EINVAL);
+        ASSERT_ERROR(bv_lock_take(d.dfd, 5, false), EINVAL);
         ASSERT_ERROR(bv_lock_take(-1, BV_LOCK_WRITE, false), EBADF);
         /* locks/ is a file: the lock cannot be created */
-        file = openat(dfd, "locks", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        file = openat(d.dfd, "locks", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
         ASSERT_TRUE(file >= 0);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_WRITE, false), ENOTDIR);
-        bvtest_rm_rf(dir);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_WRITE, false), ENOTDIR);
+        bvtest_dir_done(&d);
 }
 
 /* Forks a child that takes the lock, reports it on a pipe, then waits to be killed or sleeps
@@ -125,37 +134,27 @@ static pid_t child_holding(int dfd, BvLockKind kind, int hold_ms)
 
 TEST(killed_holder_releases)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int status, fd;
-        pid_t pid;
+        BvTestDir d = bvtest_dir_new();
+        pid_t pid = child_holding(d.dfd, BV_LOCK_WRITE, 0);
 
-        pid = child_holding(dfd, BV_LOCK_WRITE, 0);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_WRITE, false), EBUSY);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_WRITE, false), EBUSY);
         ASSERT_TRUE(kill(pid, SIGKILL) == 0);
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-        fd = bv_lock_take(dfd, BV_LOCK_WRITE, false);
-        ASSERT_OK(fd);
-        safe_close(fd);
-        bvtest_rm_rf(dir);
+        reap(pid, true);
+        assert_free(d.dfd, BV_LOCK_WRITE);
+        bvtest_dir_done(&d);
 }
 
 TEST(wait_for_holder)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int status, fd;
-        pid_t pid;
+        BvTestDir d = bvtest_dir_new();
+        pid_t pid = child_holding(d.dfd, BV_LOCK_GC, 200);
+        int fd;
 
-        pid = child_holding(dfd, BV_LOCK_GC, 200);
-        ASSERT_ERROR(bv_lock_take(dfd, BV_LOCK_READ, false), EBUSY);
-        fd = bv_lock_take(dfd, BV_LOCK_READ, true); /* returns once the child exits */
-        ASSERT_OK(fd);
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_READ, false), EBUSY);
+        fd = take(d.dfd, BV_LOCK_READ, true); /* returns once the child exits */
+        reap(pid, false);
         safe_close(fd);
-        bvtest_rm_rf(dir);
+        bvtest_dir_done(&d);
 }
 
 int main(void)

@@ -40,23 +40,42 @@ static char *make_image(const char *dir, const char *name, uint64_t size)
         return p;
 }
 
+/* An image of SIZE bytes that a shell command made ($IMG is its path), and what probing it found. */
+typedef struct {
+        char *dir, *img;
+        BvProbe o;
+} ProbedImage;
+
+static ProbedImage probe_made(uint64_t size, const char *setup)
+{
+        ProbedImage t = { .dir = bvtest_tmpdir() };
+
+        t.img = make_image(t.dir, "disk.img", size);
+        sh("IMG='%s'; %s", t.img, setup);
+        ASSERT_OK(bv_source_probe(t.img, &t.o));
+        return t;
+}
+
+static void probed_done(ProbedImage *t)
+{
+        bv_probe_done(&t->o);
+        bvtest_rm_rf(t->dir);
+        free(t->img);
+        free(t->dir);
+}
+
 TEST(gpt_two_partitions)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_free_ char *img = make_image(dir, "gpt.img", 64 * MIB);
-        BvProbe o = {};
+        ProbedImage t = probe_made(64 * MIB, "printf 'label: gpt\\n,20MiB,L\\n,,L\\n' | sfdisk -q \"$IMG\" && "
+                                             "mkfs.ext4 -F -q -L bvtest -E offset=1048576 \"$IMG\" 20M");
         const BvProbePartition *p;
 
-        sh("printf 'label: gpt\\n,20MiB,L\\n,,L\\n' | sfdisk -q '%s'", img);
-        sh("mkfs.ext4 -F -q -L bvtest -E offset=1048576 '%s' 20M", img);
+        ASSERT_STREQ(t.o.pttype, "gpt");
+        ASSERT_TRUE(t.o.ptuuid != NULL);
+        ASSERT_TRUE(t.o.fstype == NULL);
+        ASSERT_EQ(t.o.n_partitions, 2);
 
-        ASSERT_OK(bv_source_probe(img, &o));
-        ASSERT_STREQ(o.pttype, "gpt");
-        ASSERT_TRUE(o.ptuuid != NULL);
-        ASSERT_TRUE(o.fstype == NULL);
-        ASSERT_EQ(o.n_partitions, 2);
-
-        p = &o.partitions[0];
+        p = &t.o.partitions[0];
         ASSERT_EQ(p->number, 1);
         ASSERT_EQ(p->start, 1 * MIB);
         ASSERT_EQ(p->size, 20 * MIB);
@@ -66,48 +85,35 @@ TEST(gpt_two_partitions)
         ASSERT_STREQ(p->label, "bvtest");
         ASSERT_EQ(strlen(p->fsuuid), 36);
 
-        p = &o.partitions[1];
+        p = &t.o.partitions[1];
         ASSERT_EQ(p->number, 2);
         ASSERT_EQ(p->start, 21 * MIB);
         ASSERT_TRUE(p->fstype == NULL); /* nothing inside */
-        ASSERT_TRUE(strcmp(p->uuid, o.partitions[0].uuid) != 0);
-        bv_probe_done(&o);
-        bvtest_rm_rf(dir);
+        ASSERT_TRUE(strcmp(p->uuid, t.o.partitions[0].uuid) != 0);
+        probed_done(&t);
 }
 
 TEST(mbr_partition)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_free_ char *img = make_image(dir, "mbr.img", 32 * MIB);
-        BvProbe o = {};
-        const BvProbePartition *p;
+        ProbedImage t = probe_made(32 * MIB, "printf 'label: dos\\n,,83\\n' | sfdisk -q \"$IMG\"");
 
-        sh("printf 'label: dos\\n,,83\\n' | sfdisk -q '%s'", img);
-        ASSERT_OK(bv_source_probe(img, &o));
-        ASSERT_STREQ(o.pttype, "dos");
-        ASSERT_EQ(o.n_partitions, 1);
-        p = &o.partitions[0];
-        ASSERT_STREQ(p->type, "0x83");
-        ASSERT_EQ(p->start, 1 * MIB);
-        bv_probe_done(&o);
-        bvtest_rm_rf(dir);
+        ASSERT_STREQ(t.o.pttype, "dos");
+        ASSERT_EQ(t.o.n_partitions, 1);
+        ASSERT_STREQ(t.o.partitions[0].type, "0x83");
+        ASSERT_EQ(t.o.partitions[0].start, 1 * MIB);
+        probed_done(&t);
 }
 
 TEST(whole_disk_filesystem)
 {
-        _cleanup_free_ char *dir = bvtest_tmpdir();
-        _cleanup_free_ char *img = make_image(dir, "fs.img", 16 * MIB);
-        BvProbe o = {};
+        ProbedImage t = probe_made(16 * MIB, "mkfs.ext4 -F -q -L whole \"$IMG\"");
 
-        sh("mkfs.ext4 -F -q -L whole '%s'", img);
-        ASSERT_OK(bv_source_probe(img, &o));
-        ASSERT_STREQ(o.fstype, "ext4");
-        ASSERT_STREQ(o.label, "whole");
-        ASSERT_EQ(strlen(o.uuid), 36);
-        ASSERT_TRUE(o.pttype == NULL);
-        ASSERT_EQ(o.n_partitions, 0);
-        bv_probe_done(&o);
-        bvtest_rm_rf(dir);
+        ASSERT_STREQ(t.o.fstype, "ext4");
+        ASSERT_STREQ(t.o.label, "whole");
+        ASSERT_EQ(strlen(t.o.uuid), 36);
+        ASSERT_TRUE(t.o.pttype == NULL);
+        ASSERT_EQ(t.o.n_partitions, 0);
+        probed_done(&t);
 }
 
 TEST(unrecognised_content)

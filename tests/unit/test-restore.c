@@ -167,32 +167,18 @@ TEST(missing_pack)
         damage_free(&d);
 }
 
-/* Attaches a loop device over a new file of size bytes filled with 0xff; NULL if this machine
- * cannot (not root, no loop driver): the caller then skips visibly. */
+/* Attaches a loop device over a new file of size bytes filled with 0xff; NULL if not root: the
+ * caller then skips visibly. */
 static char *loop_attach(const char *backing, uint64_t size)
 {
         _cleanup_free_ uint8_t *ff = malloc(64 * 1024);
         _cleanup_close_ int fd = open(backing, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        char *cmd, line[256] = "";
-        FILE *p;
 
         ASSERT_TRUE(ff && fd >= 0);
         memset(ff, 0xff, 64 * 1024);
         for (uint64_t off = 0; off < size; off += 64 * 1024)
                 ASSERT_OK(bv_pwrite_all(fd, ff, 64 * 1024, off));
-        if (geteuid() != 0)
-                return NULL;
-        ASSERT_TRUE(asprintf(&cmd, "losetup --find --show '%s' 2>/dev/null", backing) > 0);
-        p = popen(cmd, "r");
-        free(cmd);
-        if (!p)
-                return NULL;
-        if (!fgets(line, sizeof(line), p))
-                line[0] = '\0';
-        if (pclose(p) != 0 || line[0] != '/')
-                return NULL;
-        line[strcspn(line, "\n")] = '\0';
-        return strdup(line);
+        return bvtest_loop_attach(backing);
 }
 
 static void loop_detach(char *dev)
@@ -223,7 +209,7 @@ static bool test_block_device(void)
 
         dev = loop_attach(big, size + 128 * 1024);
         if (!dev) {
-                printf("# cannot attach a loop device over %s\n", big);
+                printf("# not root: no loop device over %s\n", big);
                 fixture_free(&f);
                 return false;
         }

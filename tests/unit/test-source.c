@@ -403,27 +403,7 @@ TEST(shrinking_file)
         bvtest_rm_rf(dir);
 }
 
-/* Runs a shell command and returns its first output line (NULL on failure). */
-static char *run_line(const char *cmd)
-{
-        FILE *p = popen(cmd, "re");
-        char *line = NULL;
-        size_t n = 0;
-        if (!p)
-                return NULL;
-        if (getline(&line, &n, p) <= 0) {
-                free(line);
-                line = NULL;
-        } else
-                line[strcspn(line, "\n")] = 0;
-        if (pclose(p) != 0) {
-                free(line);
-                return NULL;
-        }
-        return line;
-}
-
-/* Returns false (with a reason) when no loop device can be had. */
+/* Returns false (with a reason) when not root. */
 static bool block_device(void)
 {
         _cleanup_free_ char *dir = bvtest_tmpdir();
@@ -440,19 +420,12 @@ static bool block_device(void)
         write_at(fd, 0, 64 * MIB, 21);
         ASSERT_TRUE(fsync(fd) == 0);
 
-        ASSERT_TRUE(asprintf(&cmd, "losetup -f --show '%s'", f) >= 0);
-        _cleanup_free_ char *dev = run_line(cmd);
-        if (!dev) {
-                fprintf(stderr, "SKIP: block_device: losetup failed\n");
-                bvtest_rm_rf(dir);
-                return false;
-        }
+        _cleanup_free_ char *dev = bvtest_loop_attach(f);
 
         /* hold the device open and detach at once: the kernel drops it at the last close,
          * so an aborted test leaves no loop device behind */
         _cleanup_close_ int holder = open(dev, O_RDONLY | O_CLOEXEC);
         ASSERT_TRUE(holder >= 0);
-        free(cmd);
         ASSERT_TRUE(asprintf(&cmd, "losetup -d '%s'", dev) >= 0);
         ASSERT_TRUE(system(cmd) == 0);
 

@@ -9,15 +9,17 @@
 /* 27 regions: 17 random, 2 the same, 8 zeros or holes */
 #define LAYOUT "rrrrzzhhzdzrrrrrrrrzdzrrrrr"
 
+typedef struct SeenProblem {
+        char snapshot[64];
+        uint64_t offset;
+        int error;
+        char what[32];
+        char detail[80];
+} SeenProblem;
+
 typedef struct Seen {
         size_t n;
-        struct {
-                char snapshot[64];
-                uint64_t offset;
-                int error;
-                char what[32];
-                char detail[80];
-        } p[MAX_PROBLEMS];
+        SeenProblem p[MAX_PROBLEMS];
 } Seen;
 
 static void on_problem(const BvVerifyProblem *p, void *ud)
@@ -41,6 +43,27 @@ static int find_problem(const Seen *s, const char *what, int error, const char *
                     (!snapshot || strcmp(s->p[i].snapshot, snapshot) == 0))
                         return (int)i;
         return -1;
+}
+
+/* The problem of this kind and error that must have been reported; returns it. */
+static const SeenProblem *expect_problem(const Seen *s, const char *what, int error, const char *snapshot)
+{
+        int i = find_problem(s, what, error, snapshot);
+
+        if (i < 0) {
+                fprintf(stderr, "no '%s' problem (%s) of snapshot '%s' among the %zu reported\n", what,
+                        strerror(-error), snapshot, s->n);
+                abort();
+        }
+        return &s->p[i];
+}
+
+/* A pack's problem names it: its detail is the pack's path below packs/. */
+static void expect_names_pack(const SeenProblem *p, const char *pack)
+{
+        size_t n = strlen(p->detail), m = strlen(pack);
+
+        ASSERT_TRUE(n > 0 && n < m && pack[m - n - 1] == '/' && strcmp(pack + m - n, p->detail) == 0);
 }
 
 TEST(clean_repository_and_info)
@@ -91,7 +114,6 @@ TEST(damaged_chunk_in_two_snapshots)
         BvRepo *r = NULL;
         Seen seen = {};
         uint64_t at;
-        int i;
 
         ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
         ASSERT_OK(bv_repo_find_snapshot(r, id1, &snap));
@@ -106,12 +128,8 @@ TEST(damaged_chunk_in_two_snapshots)
         ASSERT_ERROR(bv_verify(r, NULL, true, on_problem, &seen, &st), EBADMSG);
         ASSERT_EQ(st.problems, 2);
         ASSERT_EQ(seen.n, 2);
-        i = find_problem(&seen, "chunk", -EBADMSG, id1);
-        ASSERT_TRUE(i >= 0);
-        ASSERT_EQ(seen.p[i].offset, at);
-        i = find_problem(&seen, "chunk", -EBADMSG, id2);
-        ASSERT_TRUE(i >= 0);
-        ASSERT_EQ(seen.p[i].offset, at);
+        ASSERT_EQ(expect_problem(&seen, "chunk", -EBADMSG, id1)->offset, at);
+        ASSERT_EQ(expect_problem(&seen, "chunk", -EBADMSG, id2)->offset, at);
         bv_repo_close(r);
         fixture_free(&f);
 }
@@ -126,24 +144,19 @@ TEST(truncated_and_missing_packs)
         BvPackEntry e;
         BvRepo *r = NULL;
         Seen seen = {};
-        int i;
 
         ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
         pack = fixture_chunk_pack(&f, r, &e);
         ASSERT_TRUE(truncate(pack, (off_t)(e.offset + e.length / 2)) == 0);
         ASSERT_ERROR(bv_verify(r, NULL, false, on_problem, &seen, &st), EBADMSG);
-        i = find_problem(&seen, "pack", -EBADMSG, "");
-        ASSERT_TRUE(i >= 0);
-        ASSERT_TRUE(strstr(pack, seen.p[i].detail) != NULL); /* names the pack */
+        expect_names_pack(expect_problem(&seen, "pack", -EBADMSG, ""), pack);
 
         ASSERT_TRUE(unlink(pack) == 0);
         bv_repo_close(r);
         ASSERT_OK(bv_repo_open(f.repo, &f.secret, BV_OPEN_READ, &r));
         seen.n = 0;
         ASSERT_ERROR(bv_verify(r, NULL, true, on_problem, &seen, &st), EBADMSG);
-        i = find_problem(&seen, "pack", -EUCLEAN, "");
-        ASSERT_TRUE(i >= 0);
-        ASSERT_TRUE(strstr(pack, seen.p[i].detail) != NULL);
+        expect_names_pack(expect_problem(&seen, "pack", -EUCLEAN, ""), pack);
         /* and the data it held is reported where the snapshot uses it */
         ASSERT_TRUE(find_problem(&seen, "chunk", -EUCLEAN, id) >= 0 || find_problem(&seen, "map node", -EUCLEAN, id) >= 0);
         bv_repo_close(r);

@@ -10,7 +10,7 @@
 typedef struct GcList {
         char name[BV_INDEX_NAME_MAX];
         BvIndexList *list;
-        uint8_t *bits; /* one per entry: referenced by a snapshot, and not in the index */
+        uint8_t *bits; /* one per entry: referenced by a snapshot, and not in the index (NULL: not marked) */
 } GcList;
 
 typedef struct Gc {
@@ -43,6 +43,8 @@ static inline void bit_set(uint8_t *b, uint64_t i)
         b[i >> 3] |= (uint8_t)(1u << (i & 7));
 }
 
+/* Opens the condemned list gc/<name> and adds it to g->lists, with a mark bitmap if mark. */
+int gc_list_add(Gc *g, const char *name, bool mark);
 int gc_lists_load(Gc *g);
 void gc_lists_free(Gc *g);
 int gc_mark(Gc *g);

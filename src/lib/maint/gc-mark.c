@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "gc-internal.h"
-#include "hex.h"
 #include "macro.h"
 #include "maptree.h"
 #include "pack.h"
@@ -28,14 +28,7 @@ static int list_name_cmp(const void *a, const void *b)
         return strcmp(((const GcList *)a)->name, ((const GcList *)b)->name);
 }
 
-static bool list_name_valid(const char *n)
-{
-        if (strlen(n) != 20 || strcmp(n + 16, ".idx") != 0)
-                return false;
-        return bv_hex_is_lower_prefix(n, 16);
-}
-
-static int list_add(Gc *g, const char *name)
+int gc_list_add(Gc *g, const char *name, bool mark)
 {
         GcList *p = reallocarray(g->lists, g->nlists + 1, sizeof(GcList));
         if (!p)
@@ -50,8 +43,8 @@ static int list_add(Gc *g, const char *name)
                 snprintf(path, sizeof(path), "gc/%s", name);
                 return gc_note(g, path, false, r);
         }
-        l->bits = calloc(bv_index_list_count(l->list) / 8 + 1, 1);
-        if (!l->bits) {
+        l->bits = mark ? calloc(bv_index_list_count(l->list) / 8 + 1, 1) : NULL;
+        if (mark && !l->bits) {
                 bv_index_list_free(l->list);
                 return -ENOMEM;
         }
@@ -67,8 +60,8 @@ int gc_lists_load(Gc *g)
                 return gc_note(g, "gc", true, r);
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d)))
-                if (list_name_valid(de->d_name))
-                        r = list_add(g, de->d_name);
+                if (bv_index_name_valid(de->d_name))
+                        r = gc_list_add(g, de->d_name, true);
         if (r >= 0 && errno)
                 r = gc_note(g, "gc", true, negative_errno());
         closedir(d);
@@ -205,12 +198,8 @@ static int resurrect(Gc *g, GcList *l, Found **ret, size_t *ret_n)
                         continue;
                 if (r != -ENOENT)
                         return r;
-                if (n == cap) {
-                        Found *p = reallocarray(f, cap = cap ? 2 * cap : 64, sizeof(Found));
-                        if (!p)
-                                return -ENOMEM;
-                        f = p;
-                }
+                if (BV_ARRAY_RESERVE(f, cap, n + 1, 64) < 0)
+                        return -ENOMEM;
                 f[n++] = x;
         }
         if (n > 1)
@@ -249,12 +238,8 @@ typedef struct PackIds {
 static int pack_ids_add(const uint8_t id[BV_PACK_ID_SIZE], void *userdata)
 {
         PackIds *p = userdata;
-        if (p->n == p->cap) {
-                void *q = reallocarray(p->ids, p->cap = p->cap ? 2 * p->cap : 256, BV_PACK_ID_SIZE);
-                if (!q)
-                        return -ENOMEM;
-                p->ids = q;
-        }
+        if (BV_ARRAY_RESERVE(p->ids, p->cap, p->n + 1, 256) < 0)
+                return -ENOMEM;
         memcpy(p->ids[p->n++], id, BV_PACK_ID_SIZE);
         return 0;
 }

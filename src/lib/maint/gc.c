@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "gc-internal.h"
 #include "lease.h"
@@ -40,12 +41,8 @@ typedef struct Packs {
 
 static int packs_add(Packs *ps, const uint8_t id[BV_PACK_ID_SIZE], uint64_t size, uint8_t flags)
 {
-        if (ps->n == ps->cap) {
-                void *q = reallocarray(ps->p, ps->cap = ps->cap ? 2 * ps->cap : 256, sizeof(PackStat));
-                if (!q)
-                        return -ENOMEM;
-                ps->p = q;
-        }
+        if (BV_ARRAY_RESERVE(ps->p, ps->cap, ps->n + 1, 256) < 0)
+                return -ENOMEM;
         ps->p[ps->n++] = (PackStat){ .size = size, .flags = flags };
         memcpy(ps->p[ps->n - 1].id, id, BV_PACK_ID_SIZE);
         return 0;
@@ -291,11 +288,8 @@ static int snapshots_added_since_mark(Gc *g, bool *ret)
         *ret = false;
         while (!*ret && (errno = 0, de = readdir(d))) {
                 char id[sizeof(*g->snaps)];
-                size_t len = strlen(de->d_name);
-                if (len < 6 || len - 5 >= sizeof(id) || strcmp(de->d_name + len - 5, ".snap") != 0)
-                        continue;
-                snprintf(id, sizeof(id), "%.*s", (int)(len - 5), de->d_name);
-                *ret = !bsearch(id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp);
+                if (bv_snapshot_file_id(de->d_name, id)) /* only records: a stray .snap is no backup */
+                        *ret = !bsearch(id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp);
         }
         r = errno && !*ret ? negative_errno() : 0;
         closedir(d);
@@ -431,18 +425,9 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
                 if (r <= 0)
                         goto finalize;
                 st->epoch = epoch + 1;
-                GcList *p = reallocarray(g.lists, g.nlists + 1, sizeof(GcList));
-                if (!p) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                g.lists = p;
-                g.lists[g.nlists] = (GcList){};
-                snprintf(g.lists[g.nlists].name, BV_INDEX_NAME_MAX, "%s", list_name);
-                r = bv_index_list_open(g.gc_dirfd, list_name, &g.lists[g.nlists].list);
+                r = gc_list_add(&g, list_name, false); /* the mark saw everything: nothing to resurrect */
                 if (r < 0)
                         goto out;
-                g.nlists++;
         }
 finalize:
         if (r >= 0)

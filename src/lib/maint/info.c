@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "info.h"
 #include "macro.h"
 #include "maptree.h"
@@ -115,14 +116,8 @@ static int collect_parent(void *userdata, const BvMapExtent *e)
 
         if (e->kind != BV_EXTENT_DATA)
                 return 0;
-        if (sh->n == sh->cap) {
-                size_t cap = sh->cap ? 2 * sh->cap : 1024;
-                void *p = reallocarray(sh->ids, cap, BV_ID_SIZE);
-                if (!p)
-                        return -ENOMEM;
-                sh->ids = p;
-                sh->cap = cap;
-        }
+        if (BV_ARRAY_RESERVE(sh->ids, sh->cap, sh->n + 1, 1024) < 0)
+                return -ENOMEM;
         memcpy(sh->ids[sh->n++], e->id, BV_ID_SIZE);
         return 0;
 }
@@ -131,7 +126,7 @@ static int count_shared(void *userdata, const BvMapExtent *e)
 {
         Shared *sh = userdata;
 
-        if (e->kind == BV_EXTENT_DATA && bsearch(e->id, sh->ids, sh->n, BV_ID_SIZE, id_cmp))
+        if (e->kind == BV_EXTENT_DATA && sh->n > 0 && bsearch(e->id, sh->ids, sh->n, BV_ID_SIZE, id_cmp))
                 sh->shared += e->length;
         return 0;
 }
@@ -152,7 +147,9 @@ int bv_snapshot_shared_bytes(BvRepo *r, const BvSnapshot *snap, const BvSnapshot
                 return rr;
         rr = bv_map_walk(parent->root, parent->height, parent->size, shared_fetch, &sh, NULL, collect_parent, &sh);
         if (rr >= 0) {
-                qsort(sh.ids, sh.n, BV_ID_SIZE, id_cmp);
+                /* a parent without data: sh.ids is NULL, which qsort and bsearch must not get */
+                if (sh.n > 0)
+                        qsort(sh.ids, sh.n, BV_ID_SIZE, id_cmp);
                 rr = bv_map_walk(snap->root, snap->height, snap->size, shared_fetch, &sh, NULL, count_shared, &sh);
         }
         bv_object_codec_free(sh.codec);

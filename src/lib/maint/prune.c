@@ -2,6 +2,7 @@
 #include "prune.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,7 +16,7 @@ static bool name_matches(const BvSnapshot *s, const char *name)
 }
 
 int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, BvPruneItem **ret_items,
-             size_t *ret_count)
+             size_t *ret_count, BvRepoProblem *ret_problem)
 {
         BvSnapshot *const *all;
         size_t n_all, n = 0;
@@ -25,6 +26,8 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
         if (pol.now == 0) /* snapshots dated later are kept, and measured from by no rule */
                 pol.now = (int64_t)time(NULL);
 
+        if (ret_problem)
+                *ret_problem = (BvRepoProblem){};
         dirfd = bv_repo_dirfd(repo, "snapshots");
         if (dirfd < 0)
                 return dirfd;
@@ -56,8 +59,12 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
                         continue;
                 if (!dry_run) {
                         r = bv_snapshot_forget(dirfd, items[i].snap->id, false);
-                        if (r < 0 && r != -ENOENT)
-                                return r;
+                        if (r < 0 && r != -ENOENT) {
+                                char path[sizeof("snapshots/.snap") + 2 * BV_SNAPSHOT_ID_SIZE];
+                                int top = bv_repo_dirfd(repo, "");
+                                snprintf(path, sizeof(path), "snapshots/%s.snap", items[i].snap->id);
+                                return bv_repo_problem_note(ret_problem, top, path, false, r);
+                        }
                 }
                 forgot++;
         }

@@ -431,12 +431,6 @@ static int storage_cmp(const void *a, const void *b)
         return (int)x->member - (int)y->member;
 }
 
-static bool segment_name(const char *name)
-{
-        return strlen(name) == SEGMENT_NAME_LEN && strcmp(name + 16, ".idx") == 0 &&
-               bv_hex_is_lower_prefix(name, 16);
-}
-
 /* The names of the segment files in index/ now (a malloc'd array of SEGMENT_NAME_LEN + 1). */
 static int list_segments(Repair *R, char (**ret)[SEGMENT_NAME_LEN + 1], size_t *ret_n)
 {
@@ -450,16 +444,12 @@ static int list_segments(Repair *R, char (**ret)[SEGMENT_NAME_LEN + 1], size_t *
         if (r < 0)
                 return r;
         while ((de = readdir(d))) {
-                if (!segment_name(de->d_name))
+                if (!bv_index_name_valid(de->d_name)) /* what the index opens, upper-case hex too */
                         continue;
-                if (n == cap) {
-                        void *p = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
-                        if (!p) {
-                                closedir(d);
-                                free(names);
-                                return -ENOMEM;
-                        }
-                        names = p;
+                if (BV_ARRAY_RESERVE(names, cap, n + 1, 64) < 0) {
+                        closedir(d);
+                        free(names);
+                        return -ENOMEM;
                 }
                 memcpy(names[n++], de->d_name, SEGMENT_NAME_LEN + 1);
         }
@@ -535,11 +525,23 @@ static int rebuild(Repair *R)
         return 0;
 }
 
-static int repair_run(Repair *R, bool force)
+/* Every pack, scanned; an entry of packs/ that is not a pack directory or file is refused. */
+static int scan_packs(Repair *R, BvRepoProblem *problem)
+{
+        char refused[64] = "", path[80];
+        int r = bv_packset_list_strict(bv_repo_packs(R->repo), scan_pack, R, refused);
+
+        if (r >= 0 || !refused[0])
+                return r;
+        snprintf(path, sizeof(path), "packs/%s", refused);
+        return bv_repo_problem_note(problem, bv_repo_dirfd(R->repo, ""), path, !strchr(refused, '/'), r);
+}
+
+static int repair_run(Repair *R, bool force, BvRepoProblem *problem)
 {
         int r;
 
-        r = bv_packset_list(bv_repo_packs(R->repo), scan_pack, R);
+        r = scan_packs(R, problem);
         if (r < 0)
                 return r;
         if (R->n_damaged > 0) {
@@ -567,18 +569,20 @@ static int repair_run(Repair *R, bool force)
 }
 
 int bv_repair(BvRepo *r, bool force, void (*cb)(const BvRepairEvent *e, void *ud), void *userdata,
-              BvRepairStats *ret_stats)
+              BvRepairStats *ret_stats, BvRepoProblem *ret_problem)
 {
         Repair R = { .repo = r, .cb = cb, .ud = userdata };
         int ret;
 
+        if (ret_problem)
+                *ret_problem = (BvRepoProblem){};
         if (!r)
                 return -EINVAL;
         ret = bv_object_codec_new(bv_repo_keyring(r), bv_repo_config(r)->zstd_level, &R.codec);
         if (ret >= 0)
                 ret = bv_group_cache_new(GROUP_CACHE, 0, &R.groups);
         if (ret >= 0)
-                ret = repair_run(&R, force);
+                ret = repair_run(&R, force, ret_problem);
         bv_group_cache_free(R.groups);
         bv_object_codec_free(R.codec);
         free(R.good);

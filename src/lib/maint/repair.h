@@ -45,6 +45,8 @@ typedef struct BvRepairStats {
 /* The repository must be open for writing with BV_OPEN_REPAIR when force is set (and should be
  * at least held against writers otherwise). Returns 0 when the index is whole afterwards (or was)
  * and nothing is lost, -EUCLEAN when the index needs a rebuild that force was not given for,
- * -EBADMSG when data is lost; -EBUSY if force finds locks/gc taken (gc, an export, a reader). */
+ * -EBADMSG when data is lost; -EBUSY if force finds locks/gc taken (gc, an export, a reader).
+ * An entry of packs/ that is a symbolic link or of another type is refused (as a writer's open
+ * refuses it), named in *ret_problem if not NULL (an empty path for other errors). */
 int bv_repair(BvRepo *r, bool force, void (*cb)(const BvRepairEvent *e, void *ud), void *userdata,
-              BvRepairStats *ret_stats);
+              BvRepairStats *ret_stats, BvRepoProblem *ret_problem);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "fileio.h"
 #include "hex.h"
 #include "macro.h"
@@ -100,12 +101,8 @@ int bv_verify_state_load(int repo_dirfd, BvVerifyPackState **ret, size_t *ret_n)
                 return -EBADMSG;
         for (const char *p = text + strlen(STATE_MAGIC), *end = text + len; p < end;) {
                 const char *nl = memchr(p, '\n', (size_t)(end - p));
-                if (n == cap) {
-                        void *q = realloc(s, (cap = cap ? 2 * cap : 256) * sizeof(*s));
-                        if (!q)
-                                return -ENOMEM;
-                        s = q;
-                }
+                if (BV_ARRAY_RESERVE(s, cap, n + 1, 256) < 0)
+                        return -ENOMEM;
                 r = parse_line(p, (size_t)(nl - p), &s[n]);
                 if (r < 0)
                         return r;

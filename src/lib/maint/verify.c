@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "chunks.h"
 #include "fileio.h"
 #include "hex.h"
@@ -403,12 +404,8 @@ static int state_note(Verify *v, int error)
 static int schedule_on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
 {
         Schedule *sc = userdata;
-        if (sc->n == sc->cap) {
-                void *p = realloc(sc->packs, (sc->cap = sc->cap ? 2 * sc->cap : 64) * sizeof(*sc->packs));
-                if (!p)
-                        return -ENOMEM;
-                sc->packs = p;
-        }
+        if (BV_ARRAY_RESERVE(sc->packs, sc->cap, sc->n + 1, 64) < 0)
+                return -ENOMEM;
         sc->packs[sc->n] = (BvVerifyPackState){ .size = size };
         memcpy(sc->packs[sc->n++].id, pack_id, BV_PACK_ID_SIZE);
         return 0;
@@ -540,14 +537,8 @@ static int pack_id_cmp(const void *a, const void *b)
 
 static int pack_push(uint8_t (**ids)[BV_PACK_ID_SIZE], size_t *n, size_t *cap, const uint8_t id[BV_PACK_ID_SIZE])
 {
-        if (*n == *cap) {
-                size_t c = *cap ? 2 * *cap : 64;
-                void *p = realloc(*ids, c * BV_PACK_ID_SIZE);
-                if (!p)
-                        return -ENOMEM;
-                *ids = p;
-                *cap = c;
-        }
+        if (BV_ARRAY_RESERVE(*ids, *cap, *n + 1, 64) < 0)
+                return -ENOMEM;
         memcpy((*ids)[(*n)++], id, BV_PACK_ID_SIZE);
         return 0;
 }
@@ -646,7 +637,7 @@ static int name_cmp(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Ids of every snapshots/<32 hex>.snap, sorted. */
+/* Ids of every snapshot record in snapshots/ (bv_snapshot_file_id), sorted. */
 static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
 {
         char **names = NULL;
@@ -659,26 +650,16 @@ static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
         if (err < 0)
                 return err;
         while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                uint8_t raw[BV_SNAPSHOT_ID_SIZE];
-                char *id;
+                char hex[2 * BV_SNAPSHOT_ID_SIZE + 1], *id;
 
-                if (len != 2 * BV_SNAPSHOT_ID_SIZE + 5 || strcmp(de->d_name + len - 5, ".snap") != 0)
+                if (!bv_snapshot_file_id(de->d_name, hex)) /* the records every reader lists */
                         continue;
-                id = strndup(de->d_name, 2 * BV_SNAPSHOT_ID_SIZE);
-                if (!id || bv_hex_decode(id, raw, sizeof(raw)) < 0) {
+                id = strdup(hex);
+                if (!id)
+                        goto oom;
+                if (BV_ARRAY_RESERVE(names, cap, n + 1, 16) < 0) {
                         free(id);
-                        if (!id)
-                                goto oom;
-                        continue;
-                }
-                if (n == cap) {
-                        char **p = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*p));
-                        if (!p) {
-                                free(id);
-                                goto oom;
-                        }
-                        names = p;
+                        goto oom;
                 }
                 names[n++] = id;
         }

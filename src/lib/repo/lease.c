@@ -70,26 +70,25 @@ int bv_gc_epoch_write(int repo_dirfd, uint64_t epoch)
         return bv_write_file_durable(dirfd, "epoch", buf, (size_t)n, true);
 }
 
-/* {"kind":K,"epoch":E,"pid":P,"snapshot":S} and a newline: S escaped by json-c, as any name. */
-static int lease_json(BvLeaseKind kind, uint64_t epoch, const char *snapshot, char **ret)
+/* {"kind":K,"epoch":E,"pid":P,"snapshot":""} and a newline (json-c writes it). */
+static int lease_json(BvLeaseKind kind, uint64_t epoch, char **ret)
 {
         _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
                 { "kind", json_object_new_string(kind_names[kind]) },
                 { "epoch", json_object_new_uint64(epoch) },
                 { "pid", json_object_new_int(getpid()) },
-                { "snapshot", json_object_new_string(snapshot ? snapshot : "") });
+                { "snapshot", json_object_new_string("") });
         const char *text = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
         if (!text || asprintf(ret, "%s\n", text) < 0)
                 return -ENOMEM;
         return 0;
 }
 
-static int lease_link(BvLease *l, int fd, const char *tmpname, BvLeaseKind kind, uint64_t epoch,
-                      const char *snapshot)
+static int lease_link(BvLease *l, int fd, const char *tmpname, BvLeaseKind kind, uint64_t epoch)
 {
         _cleanup_free_ char *json = NULL;
         uint8_t raw[8];
-        int r = lease_json(kind, epoch, snapshot, &json);
+        int r = lease_json(kind, epoch, &json);
         if (r < 0)
                 return r;
         r = bv_write_all(fd, json, strlen(json));
@@ -103,7 +102,8 @@ static int lease_link(BvLease *l, int fd, const char *tmpname, BvLeaseKind kind,
         return bv_tmpfile_link(l->dirfd, fd, tmpname, l->name, false);
 }
 
-int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLease **ret, uint64_t *ret_epoch)
+int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
+                  BvRepoProblem *ret_problem)
 {
         _cleanup_free_ BvLease *l = calloc(1, sizeof(*l));
         _cleanup_close_ int fd = -EBADF;
@@ -113,24 +113,24 @@ int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLeas
 
         if (!l)
                 return -ENOMEM;
-        if ((unsigned)kind >= ELEMENTSOF(kind_names) || (snapshot && strlen(snapshot) > 64))
+        if ((unsigned)kind >= ELEMENTSOF(kind_names))
                 return -EINVAL;
         r = bv_gc_epoch_read(repo_dirfd, &epoch);
         if (r < 0)
-                return r;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "gc/epoch", false, r);
         l->dirfd = subdir(repo_dirfd, "leases", true);
         if (l->dirfd < 0)
-                return l->dirfd;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, l->dirfd);
         r = bv_tmpfile_open_prefix(l->dirfd, ".tmp-", &fd, tmpname);
         if (r >= 0 && flock(fd, LOCK_EX) < 0) /* nobody else can see it yet: never blocks */
                 r = negative_errno();
         if (r >= 0)
-                r = lease_link(l, fd, tmpname, kind, epoch, snapshot);
+                r = lease_link(l, fd, tmpname, kind, epoch);
         if (r < 0) {
                 if (fd >= 0)
                         bv_tmpfile_discard(l->dirfd, tmpname);
                 safe_close(l->dirfd);
-                return r;
+                return bv_repo_problem_note(ret_problem, repo_dirfd, "leases", true, r);
         }
         l->fd = TAKE_FD(fd);
         l->epoch = epoch;
@@ -267,17 +267,17 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
                            : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
                                                       : BV_LEASE_READ,
-                           NULL, ret_lease, NULL);
+                           ret_lease, NULL, problem);
         /* a full filesystem too: a restore from a full backup disk must still read */
         if ((epoch_bad || rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
             !(flags & BV_OPEN_WRITE)) {
+                if (problem)
+                        *problem = (BvRepoProblem){}; /* not a failure: the reader reads under locks/gc */
                 rr = bv_lock_take(dirfd, BV_LOCK_READ, wait);
                 if (rr < 0)
                         return bv_repo_problem_note(problem, dirfd, "locks/gc", false, rr);
                 *ret_lock_fd = rr;
                 return 0;
         }
-        if (rr < 0)
-                return bv_repo_problem_note(problem, dirfd, "leases", true, rr);
-        return 0;
+        return rr < 0 ? rr : 0; /* bv_lease_take named gc/epoch or leases/ */
 }

@@ -3,7 +3,7 @@
 /*
  * Leases and the gc epoch (docs/LIFECYCLE.md, "Leases"). Every process that uses a repository
  * (a backup, a restore, a verify, an NBD export) holds a lease: leases/<16 hex>.lease, a small
- * JSON file {"kind":...,"epoch":E,"pid":P,"snapshot":...} on which it holds flock(LOCK_EX) for as
+ * JSON file {"kind":...,"epoch":E,"pid":P,"snapshot":""} on which it holds flock(LOCK_EX) for as
  * long as it runs, made visible only once locked. E is gc/epoch as read before the lease became
  * visible, and the holder opens the index only after that. gc finalizes what it condemned for
  * epoch W only when every live lease has an epoch >= W, so nothing a holder may read goes away.
@@ -27,10 +27,12 @@ int bv_gc_epoch_read(int repo_dirfd, uint64_t *ret);
 /* Writes gc/epoch durably (creating gc/). */
 int bv_gc_epoch_write(int repo_dirfd, uint64_t epoch);
 
-/* Reads the epoch, then makes a locked lease visible (creating leases/). snapshot may be NULL.
- * *ret_epoch (if not NULL) gets the lease's epoch. -EROFS/-EACCES where leases/ cannot be
- * written (the caller falls back to the shared locks/gc). */
-int bv_lease_take(int repo_dirfd, BvLeaseKind kind, const char *snapshot, BvLease **ret, uint64_t *ret_epoch);
+/* Reads the epoch, then makes a locked lease visible (creating leases/); its "snapshot" field is
+ * left empty (reserved). *ret_epoch (if not NULL) gets the lease's epoch. -EROFS/-EACCES where
+ * leases/ cannot be written (the caller falls back to the shared locks/gc). On failure
+ * *ret_problem (if not NULL) names gc/epoch or leases/, whichever failed. */
+int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
+                  BvRepoProblem *ret_problem);
 /* The epoch the lease was taken at. */
 uint64_t bv_lease_epoch(const BvLease *l);
 /* Unlinks the lease and drops its lock. NULL is a no-op. */

@@ -180,8 +180,7 @@ static int list_item_cmp(const void *x, const void *y)
         return strcmp(a->snapshot->id, b->snapshot->id);
 }
 
-/* "<32 lowercase hex>.snap" → the id; anything else (temporary files, strays) is not ours. */
-static bool snapshot_file_id(const char *name, char id[SNAP_HEX_SIZE + 1])
+bool bv_snapshot_file_id(const char *name, char id[SNAP_HEX_SIZE + 1])
 {
         if (strlen(name) != SNAP_HEX_SIZE + strlen(SNAP_SUFFIX))
                 return false;
@@ -240,7 +239,7 @@ static int list_read(DIR *d, int dirfd, BvObjectCodec *codec, ListItem **ret, si
         while ((errno = 0, de = readdir(d))) {
                 char id[SNAP_HEX_SIZE + 1];
 
-                if (!snapshot_file_id(de->d_name, id))
+                if (!bv_snapshot_file_id(de->d_name, id))
                         continue;
                 r = BV_ARRAY_RESERVE(items, cap, n + 1, 16);
                 if (r < 0)

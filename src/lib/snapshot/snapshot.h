@@ -19,6 +19,11 @@
 /* "<32 hex>.snap" and its NUL */
 #define BV_SNAPSHOT_FILE_MAX (2 * BV_SNAPSHOT_ID_SIZE + 5 + 1)
 
+/* Whether name (an entry of snapshots/) is a snapshot record's, "<32 lowercase hex>.snap", and
+ * then its id in id; anything else (temporary files, protect markers, strays) is not a record,
+ * and every reader of snapshots/ leaves it alone. */
+bool bv_snapshot_file_id(const char *name, char id[2 * BV_SNAPSHOT_ID_SIZE + 1]);
+
 /* What was backed up. */
 typedef struct BvSnapshotSource {
         char *path;         /* as given on the command line */

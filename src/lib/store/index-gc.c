@@ -90,11 +90,11 @@ int bv_index_walk(BvIndex *x, bv_index_walk_fn cb, void *userdata)
 
 int bv_index_list_open(int dirfd, const char *name, BvIndexList **ret)
 {
+        if (!bv_index_name_valid(name))
+                return -EINVAL;
         _cleanup_free_ BvIndexList *l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
-        if (!segment_name_valid(name))
-                return -EINVAL;
         int r = segment_open(dirfd, name, &l->seg);
         if (r < 0)
                 return r;

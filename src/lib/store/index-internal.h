@@ -148,7 +148,6 @@ typedef struct Cursor {
 
 /* index-segment.c: segment files */
 int id_cmp(const uint8_t *a, const uint8_t *b);
-bool segment_name_valid(const char *name);
 void segment_free(Segment *s);
 int segment_open(int dirfd, const char *name, Segment **ret);
 /* ret_entry (if not NULL): the entry's number in the segment. */

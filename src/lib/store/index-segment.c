@@ -53,7 +53,7 @@ static void header_checksum(const uint8_t *hdr, uint8_t out[8])
         memcpy(out, sha, 8);
 }
 
-bool segment_name_valid(const char *name)
+bool bv_index_name_valid(const char *name)
 {
         char hex[17];
         uint8_t raw[8];

@@ -161,7 +161,7 @@ static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *r
         while ((errno = 0, de = readdir(d))) {
                 Segment *s = NULL;
 
-                if (!segment_name_valid(de->d_name))
+                if (!bv_index_name_valid(de->d_name))
                         continue;
                 for (size_t i = 0; known && i < known->n && !s; i++)
                         if (strcmp(known->s[i]->name, de->d_name) == 0)

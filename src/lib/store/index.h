@@ -46,6 +46,10 @@ typedef struct BvIndexDamage {
         int error;                    /* -EBADMSG, -EPROTONOSUPPORT, -ELOOP, -EBADFD, -EIO, ... */
 } BvIndexDamage;
 
+/* The name of a segment file, or of a condemned list: 16 hex digits (either case) and ".idx".
+ * Every name the index opens, and so every name a rebuild or gc must consider. */
+bool bv_index_name_valid(const char *name);
+
 /* Opens every segment of the directory. A segment that does not read is left out and listed
  * (bv_index_damaged): lookups then miss what only it locates. Fails only for what is not one
  * segment's damage (the directory, memory). */

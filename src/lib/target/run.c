@@ -55,7 +55,7 @@ static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJ
         size_t n = 0;
         int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
         if (r >= 0)
-                r = bv_prune(repo, &p, rj->job->name, false, &items, &n);
+                r = bv_prune(repo, &p, rj->job->name, false, &items, &n, NULL);
         if (r < 0) {
                 rj->step = "prune", rj->result = r;
                 return;

@@ -31,13 +31,6 @@ typedef struct Heal {
         uint64_t missing;
 } Heal;
 
-static bool list_name_valid(const char *n)
-{
-        if (strlen(n) != 20 || strcmp(n + 16, ".idx") != 0)
-                return false;
-        return strspn(n, "0123456789abcdef") == 16;
-}
-
 static int lists_load(Heal *h)
 {
         DIR *d;
@@ -46,7 +39,7 @@ static int lists_load(Heal *h)
                 return r;
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d))) {
-                if (!list_name_valid(de->d_name))
+                if (!bv_index_name_valid(de->d_name))
                         continue;
                 BvIndexList **p = reallocarray(h->lists, h->nlists + 1, sizeof(*p));
                 if (!p) {
