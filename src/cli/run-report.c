@@ -57,6 +57,18 @@ int run_hook(const char *what, const char *cmd, const char *job, const char *tar
         return r;
 }
 
+/* A thin volume's job: what it read, and why everything when it did not use the delta. */
+static void report_thin(const BvTargetRunJob *j)
+{
+        char a[32], b[32];
+
+        if (j->read_whole_because[0])
+                log_warning("job %s: thin delta not used, read everything: %s", j->job->name, j->read_whole_because);
+        printf("job %s: read %s of %s (%llu bytes)%s\n", j->job->name, format_bytes(j->bytes_read, a),
+               format_bytes(j->size, b), (unsigned long long)j->bytes_read,
+               j->read_whole_because[0] ? "" : " with the thin delta");
+}
+
 static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const char *state_dir, uint64_t now)
 {
         const char *t = run->target->name, *name = j->job->name;
@@ -73,6 +85,8 @@ static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const ch
                          format_bytes(j->bytes_new, b));
                 printf("job %s: snapshot %.8s, %s new, verified\n", name, j->snapshot_id, format_bytes(j->bytes_new, b));
         }
+        if (j->thin && j->snapshot_id[0])
+                report_thin(j);
         if (j->pruned)
                 printf("job %s: retention kept %zu snapshots, forgot %zu; gc deleted %llu packs, %s\n", name, j->kept,
                        j->forgotten, (unsigned long long)j->packs_deleted, format_bytes(j->bytes_deleted, b));

@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "bvtest.h"
 #include "fileio.h"
@@ -144,11 +145,64 @@ TEST(nothing_changed)
         bv_thin_delta_done(&d);
 }
 
+/* The bytes a source delivers as DATA, and checks that the rest is UNCHANGED. */
+static uint64_t data_bytes(BvSource *s)
+{
+        BvExtent e;
+        uint64_t data = 0, pos = 0;
+        int r;
+
+        while ((r = bv_source_next(s, &e)) > 0) {
+                ASSERT_EQ(e.offset, pos);
+                ASSERT_TRUE(e.kind == BV_EXTENT_DATA || e.kind == BV_EXTENT_UNCHANGED);
+                if (e.kind == BV_EXTENT_DATA)
+                        data += e.length;
+                pos += e.length;
+        }
+        ASSERT_OK(r);
+        ASSERT_EQ(pos, bv_source_size(s));
+        return data;
+}
+
+/* A job's thin source: a parsed delta of the device read, or none (everything is read); the map
+ * names carry the LV uuids. */
+TEST(open_thin)
+{
+        _cleanup_free_ char *text = fixture("delta.xml"), *dir = bvtest_tmpdir(), *path = NULL;
+        BvThinDelta d = {};
+        BvSource *s = NULL;
+
+        if (!text)
+                return;
+        ASSERT_OK(bv_thin_delta_parse(text, strlen(text), &d));
+        ASSERT_TRUE(asprintf(&path, "%s/dev", dir) > 0);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0 && ftruncate(fd, 48 * BLOCK) == 0);
+        close(fd);
+        ASSERT_EQ(bv_source_open_thin(path, 3, "U3", &d, "U1", NULL, &s), -EINVAL); /* not the delta's device */
+        ASSERT_OK(bv_source_open_thin(path, 2, "U2", &d, "U1", NULL, &s));
+        ASSERT_STREQ(bv_source_changed_map(s), "lvm-thin:2:U2");
+        ASSERT_STREQ(bv_source_parent_map(s), "lvm-thin:1:U1");
+        ASSERT_EQ(data_bytes(s), 9 * BLOCK);
+        bv_source_free(s);
+        ASSERT_OK(bv_source_open_thin(path, 7, "U7", NULL, NULL, NULL, &s));
+        ASSERT_STREQ(bv_source_changed_map(s), "lvm-thin:7:U7");
+        ASSERT_STREQ(bv_source_parent_map(s), "lvm-thin:7:U7");
+        ASSERT_EQ(data_bytes(s), 48 * BLOCK);
+        bv_source_free(s);
+        ASSERT_OK(bv_source_open_thin(path, 7, NULL, NULL, NULL, NULL, &s));
+        ASSERT_STREQ(bv_source_changed_map(s), "lvm-thin:7");
+        bv_source_free(s);
+        bv_thin_delta_done(&d);
+        bvtest_rm_rf(dir);
+}
+
 int main(void)
 {
         RUN(fixtures);
         RUN(made_now);
         RUN(refused);
         RUN(nothing_changed);
+        RUN(open_thin);
         return 0;
 }

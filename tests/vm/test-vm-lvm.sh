@@ -17,30 +17,18 @@ pv=/dev/vda usb=/dev/vdb
 [ -b "$pv" ] && [ -b "$usb" ] || die "no scratch disks $pv $usb"
 modprobe -a dm-mod dm-snapshot || die "no device-mapper snapshot target"
 
-# LVM without udev (none runs in this guest) and with the host's /etc read-only: its own config
-export LVM_SYSTEM_DIR=$T/lvm
-mkdir -p "$LVM_SYSTEM_DIR"
-cat > "$LVM_SYSTEM_DIR/lvm.conf" <<EOF
-devices { filter = [ "a|^$pv\$|", "r|.*|" ] obtain_device_list_from_udev = 0 use_devicesfile = 0 }
-activation { udev_sync = 0 udev_rules = 0 monitoring = 0 }
-backup { backup = 0 archive = 0 }
-EOF
+vm_lvm_config "$pv"
 # wrappers around the real tools: keep the snapshot's content before it is removed; cancel the
 # run (SIGTERM to blkvault) right after a snapshot was made
-real_lvremove=$(command -v lvremove) real_lvcreate=$(command -v lvcreate)
+real_lvremove=$(command -v lvremove)
 mkdir -p "$T/bin"
 cat > "$T/bin/lvremove" <<EOF
 #!/bin/sh
 for a; do case \$a in */blkvault-snap-*) [ -z "\$KEEP_SNAPSHOT" ] || dd if=/dev/\$a of="\$KEEP_SNAPSHOT" bs=1M status=none;; esac; done
 exec $real_lvremove "\$@"
 EOF
-cat > "$T/bin/lvcreate" <<EOF
-#!/bin/sh
-rc=0; $real_lvcreate "\$@" || rc=\$?
-[ -z "\$CANCEL_AFTER_SNAPSHOT" ] || kill -TERM \$PPID
-exit \$rc
-EOF
-chmod +x "$T/bin/lvremove" "$T/bin/lvcreate"
+chmod +x "$T/bin/lvremove"
+vm_lvcreate_cancel
 export PATH=$T/bin:$PATH
 
 vm_log "lvm: volumes"
@@ -56,15 +44,7 @@ randfile "$T/data/base.bin" 4 lvm-base
 # random data that does not fit on the 48M drive (with dedup and compression)
 head -c 48M /dev/urandom > /dev/vg0/big
 
-conf=$T/etc/blkvault.conf
-opts=(--config="$conf" --run-dir="$T/run")
-bv target format "$usb" --name=usb-1 --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
-cat > "$conf" <<EOF
-[job data]
-source = /dev/vg0/data
-snapshot = yes
-targets = usb-1
-EOF
+vm_lvm_job "$usb"
 
 # a writer changes the filesystem all through the backup
 writer() { local i=0; while :; do head -c 262144 /dev/urandom > "$T/data/w$((i % 16))"; sync -f "$T/data"; i=$((i + 1)); done; }

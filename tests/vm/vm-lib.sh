@@ -18,6 +18,12 @@
 #   vm_mark NAME                    a marker for the host (vm_wait_for NAME there)
 #   vm_await NAME [SECONDS]         waits for the host's marker NAME
 #   vm_log MESSAGE                  MESSAGE with the guest's uptime (where the time goes)
+#   vm_lvm_config PV                LVM on PV only, without udev, with its own config (the host's
+#                                   /etc is read-only): exports LVM_SYSTEM_DIR
+#   vm_lvcreate_cancel              $T/bin/lvcreate (before $T/bin goes first in PATH): the real lvcreate,
+#                                   then, with CANCEL_AFTER_SNAPSHOT set, SIGTERM to its parent
+#   vm_lvm_job DRIVE                DRIVE formatted as target usb-1 (--no-luks, key in $T/keys) and
+#                                   $conf with [job data] of /dev/vg0/data, snapshot = yes; $opts
 # Markers are files in the shared results directory; the guest sees it at the host's path.
 VMRUN=$SOURCE_ROOT/tests/vm/vmrun
 VMQMP=$SOURCE_ROOT/tests/vm/vmqmp
@@ -90,4 +96,37 @@ vm_unit_sees_build_tree() {
     case "$BUILD_ROOT:$SOURCE_ROOT" in
     /tmp/* | /var/tmp/* | *:/tmp/* | *:/var/tmp/*) printf 'PrivateTmp=no\nReadWritePaths=/tmp /var/tmp\n' ;;
     esac
+}
+
+vm_lvm_config() {
+    export LVM_SYSTEM_DIR=$T/lvm
+    mkdir -p "$LVM_SYSTEM_DIR"
+    cat > "$LVM_SYSTEM_DIR/lvm.conf" <<EOF
+devices { filter = [ "a|^$1\$|", "r|.*|" ] obtain_device_list_from_udev = 0 use_devicesfile = 0 }
+activation { udev_sync = 0 udev_rules = 0 monitoring = 0 }
+backup { backup = 0 archive = 0 }
+EOF
+}
+
+vm_lvm_job() {
+    conf=$T/etc/blkvault.conf
+    opts=(--config="$conf" --run-dir="$T/run")
+    bv target format "$1" --name=usb-1 --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+    cat > "$conf" <<EOF
+[job data]
+source = /dev/vg0/data
+snapshot = yes
+targets = usb-1
+EOF
+}
+
+vm_lvcreate_cancel() {
+    mkdir -p "$T/bin"
+    cat > "$T/bin/lvcreate" <<EOF
+#!/bin/sh
+rc=0; $(command -v lvcreate) "\$@" || rc=\$?
+[ -z "\$CANCEL_AFTER_SNAPSHOT" ] || kill -TERM \$PPID
+exit \$rc
+EOF
+    chmod +x "$T/bin/lvcreate"
 }

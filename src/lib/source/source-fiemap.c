@@ -309,15 +309,19 @@ int bv_source_open_compare(const char *path, const char *compare_with, const BvS
         return r;
 }
 
-/* The segments from the changed ranges: the rest is UNCHANGED (and remembered for the check). */
+/* The segments from the changed ranges (d NULL: everything changed): the rest is UNCHANGED (and
+ * remembered for the check). */
 static int plan_delta(FiemapSource *s, const BvThinDelta *d)
 {
         uint64_t pos = 0;
+        size_t n = d ? d->n_changed : 0;
         int r;
 
-        for (size_t i = 0; i <= d->n_changed && pos < s->size; i++) {
-                uint64_t from = i < d->n_changed ? MIN(d->changed[i].offset, s->size) : s->size;
-                uint64_t to = i < d->n_changed ? MIN(from + d->changed[i].length, s->size) : s->size;
+        if (!d)
+                return segment_add(s, BV_EXTENT_DATA, 0, s->size);
+        for (size_t i = 0; i <= n && pos < s->size; i++) {
+                uint64_t from = i < n ? MIN(d->changed[i].offset, s->size) : s->size;
+                uint64_t to = i < n ? MIN(from + d->changed[i].length, s->size) : s->size;
                 if (from > pos && (r = bv_range_append(&s->wr.unchanged, &s->wr.n_unchanged, &s->wr.cap_unchanged,
                                                       pos, from - pos)) < 0)
                         return r;
@@ -329,17 +333,26 @@ static int plan_delta(FiemapSource *s, const BvThinDelta *d)
         return 0;
 }
 
-int bv_source_open_thin_delta(const char *path, const char *delta_path, const BvSourceOptions *opts,
-                              BvSource **ret)
+/* "lvm-thin:ID", or "lvm-thin:ID:UUID" */
+static int thin_map_name(uint64_t id, const char *uuid, char **ret)
+{
+        int n = uuid ? asprintf(ret, "lvm-thin:%llu:%s", (unsigned long long)id, uuid) :
+                       asprintf(ret, "lvm-thin:%llu", (unsigned long long)id);
+        if (n < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int bv_source_open_thin(const char *path, uint64_t device_id, const char *uuid, const BvThinDelta *d,
+                        const char *base_uuid, const BvSourceOptions *opts, BvSource **ret)
 {
         _cleanup_(fiemap_source_freep) FiemapSource *s = NULL;
-        _cleanup_free_ void *xml = NULL;
-        BvThinDelta d = {};
         struct stat st;
-        size_t len;
         int r;
 
-        if (!path || !delta_path || !ret)
+        if (!path || !ret || (d && d->right != device_id))
                 return -EINVAL;
         if ((r = source_alloc(opts, &s)) < 0)
                 return r;
@@ -350,21 +363,31 @@ int bv_source_open_thin_delta(const char *path, const char *delta_path, const Bv
                 return -EINVAL;
         s->has_identity = S_ISREG(st.st_mode);
         bv_source_identity_from_stat(&st, &s->identity);
-        if ((r = bv_fd_size(s->fd, &s->size)) < 0 ||
-            (r = bv_read_file(AT_FDCWD, delta_path, 64u << 20, &xml, &len)) < 0 ||
-            (r = bv_thin_delta_parse(xml, len, &d)) < 0)
+        if ((r = bv_fd_size(s->fd, &s->size)) < 0)
                 return r;
-        if (asprintf(&s->map_name, "lvm-thin:%llu", (unsigned long long)d.right) < 0 ||
-            asprintf(&s->parent_map, "lvm-thin:%llu", (unsigned long long)d.left) < 0) {
-                bv_thin_delta_done(&d);
-                return -ENOMEM;
-        }
-        r = plan_delta(s, &d);
-        bv_thin_delta_done(&d);
-        if (r >= 0)
-                r = bv_source_new(&thin_ops, s, S_ISREG(st.st_mode) ? BV_SOURCE_FILE : BV_SOURCE_BLOCKDEV, path,
-                                  ret);
+        if ((r = thin_map_name(device_id, uuid, &s->map_name)) < 0 ||
+            (d && (r = thin_map_name(d->left, base_uuid, &s->parent_map)) < 0) || (r = plan_delta(s, d)) < 0)
+                return r;
+        r = bv_source_new(&thin_ops, s, S_ISREG(st.st_mode) ? BV_SOURCE_FILE : BV_SOURCE_BLOCKDEV, path, ret);
         if (r >= 0)
                 TAKE_PTR(s);
+        return r;
+}
+
+int bv_source_open_thin_delta(const char *path, const char *delta_path, const BvSourceOptions *opts,
+                              BvSource **ret)
+{
+        _cleanup_free_ void *xml = NULL;
+        BvThinDelta d = {};
+        size_t len;
+        int r;
+
+        if (!path || !delta_path || !ret)
+                return -EINVAL;
+        if ((r = bv_read_file(AT_FDCWD, delta_path, 64u << 20, &xml, &len)) < 0 ||
+            (r = bv_thin_delta_parse(xml, len, &d)) < 0)
+                return r;
+        r = bv_source_open_thin(path, d.right, NULL, &d, NULL, opts, ret);
+        bv_thin_delta_done(&d);
         return r;
 }

@@ -148,9 +148,14 @@ const char *bv_source_parent_map(const BvSource *s)
         return p ?: bv_source_changed_map(s);
 }
 
+BvWholeRead *bv_source_whole_read(const BvSource *s)
+{
+        return s->ops->whole_read ? s->ops->whole_read(s->impl) : NULL;
+}
+
 int bv_source_read_all(BvSource *s)
 {
-        BvWholeRead *w = s->ops->whole_read ? s->ops->whole_read(s->impl) : NULL;
+        BvWholeRead *w = bv_source_whole_read(s);
 
         if (!w)
                 return -EOPNOTSUPP;
@@ -162,7 +167,7 @@ int bv_source_read_all(BvSource *s)
 
 void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count)
 {
-        const BvWholeRead *w = s->ops->whole_read ? s->ops->whole_read(s->impl) : NULL;
+        const BvWholeRead *w = bv_source_whole_read(s);
 
         *ret = w ? w->unchanged : NULL;
         *ret_count = w ? w->n_unchanged : 0;

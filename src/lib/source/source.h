@@ -149,6 +149,9 @@ const char *bv_source_changed_map(const BvSource *s);
 /* What the parent must have recorded as its changed_map to be paired (see BvSourceOps). */
 const char *bv_source_parent_map(const BvSource *s);
 int bv_source_read_all(BvSource *s);
+/* The whole-read state of a changed-block source, NULL for others: for a source that wraps
+ * another (a job's) to hand on as its own whole_read. */
+BvWholeRead *bv_source_whole_read(const BvSource *s);
 void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count);
 
 /* The identity of the previous version a changed-block source compares with: -EOPNOTSUPP for

@@ -26,3 +26,14 @@ typedef struct BvThinDelta {
  * order that do not overlap and whose bytes fit in 64 bits. *ret is untouched on failure. */
 int bv_thin_delta_parse(const char *text, size_t len, BvThinDelta *ret);
 void bv_thin_delta_done(BvThinDelta *d);
+
+/* The file or block device at path, thin device device_id of its pool, read where d (thin_delta
+ * --snap1 OLD --snap2 device_id) says it changed; the rest is delivered as UNCHANGED. d NULL:
+ * everything is read (there is no delta, but the snapshot records the device for the next one).
+ * Its changed_map is "lvm-thin:device_id", and the parent must have recorded "lvm-thin:OLD" (d
+ * NULL: the same device). uuid and base_uuid, the LV uuids of the two devices (NULL: not known),
+ * follow the ids ("lvm-thin:ID:UUID"): a pool reuses the id of a removed device, an LV uuid is
+ * never reused. Errors: those of open, -EINVAL for another kind of file or a delta of another
+ * device. */
+int bv_source_open_thin(const char *path, uint64_t device_id, const char *uuid, const BvThinDelta *d,
+                        const char *base_uuid, const BvSourceOptions *opts, BvSource **ret);

@@ -23,13 +23,18 @@ extern char **environ;
 
 int bv_target_run(char *const argv[], char *out, size_t size)
 {
+        return bv_target_run_fd(argv, -EBADF, out, size);
+}
+
+int bv_target_run_fd(char *const argv[], int stdout_fd, char *out, size_t size)
+{
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, stdout_fd >= 0 ? stdout_fd : p[1], 1);
         posix_spawn_file_actions_adddup2(&fa, p[1], 2);
         pid_t pid;
         int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);

@@ -19,6 +19,8 @@
 /* Runs argv (searched in $PATH) with stdin on /dev/null and stdout and stderr into out
  * (NUL-terminated, may be NULL): its exit status (127: not found), 128 + a signal, or -errno. */
 int bv_target_run(char *const argv[], char *out, size_t size);
+/* The same with stdout on stdout_fd (only stderr into out); stdout_fd < 0: as bv_target_run. */
+int bv_target_run_fd(char *const argv[], int stdout_fd, char *out, size_t size);
 
 typedef struct BvDriveProbe {
         char type[32];   /* filesystem or container type ("ext4", "crypto_LUKS"), or "" */

@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "drive.h"
 #include "hooks.h"
 #include "jobsource.h"
+#include "lvmsnap.h"
 #include "macro.h"
 #include "process.h"
 
@@ -33,7 +33,7 @@ struct BvJobSource {
         BvSource *inner, *outer;
         pid_t pid;              /* the command, until reaped */
         int status;             /* its exit status once reaped */
-        char *snapshot;         /* VG/LV of the snapshot to remove */
+        BvLvmSnap *snapshot;    /* snapshot = yes */
 };
 
 static int reap(BvJobSource *js)
@@ -97,6 +97,22 @@ static void js_read_stats(void *impl, BvSourceReadStats *ret)
         bv_source_read_stats(((BvJobSource *)impl)->inner, ret);
 }
 
+/* A thin volume's snapshot reads its delta: the changed-block ops of the source under it. */
+static const char *js_changed_map(void *impl)
+{
+        return bv_source_changed_map(((BvJobSource *)impl)->inner);
+}
+
+static const char *js_parent_map(void *impl)
+{
+        return bv_source_parent_map(((BvJobSource *)impl)->inner);
+}
+
+static BvWholeRead *js_whole_read(void *impl)
+{
+        return bv_source_whole_read(((BvJobSource *)impl)->inner);
+}
+
 static void js_free(void *impl)
 {
         /* js itself belongs to bv_job_source_close */
@@ -105,73 +121,14 @@ static void js_free(void *impl)
 static const BvSourceOps js_ops = {
         .next = js_next,        .read_at = js_read_at, .size = js_size,
         .uses_uring = js_uring, .uses_direct = js_direct, .identity = js_identity,
-        .read_stats = js_read_stats, .free = js_free,
+        .read_stats = js_read_stats, .changed_map = js_changed_map, .parent_map = js_parent_map,
+        .whole_read = js_whole_read, .free = js_free,
 };
 
-/* lvs: the volume group, name and segment type of the logical volume at path. */
-static int lvm_lookup(const char *path, char vg[128], char lv[128], char type[32], int *fail_status, char *out,
-                      size_t size)
-{
-        char *argv[] = { (char *)"lvs", (char *)"--noheadings", (char *)"-o", (char *)"vg_name,lv_name,segtype",
-                         (char *)path, NULL };
-        int r = bv_target_run(argv, out, size);
-        if (r < 0)
-                return r;
-        if (r != 0 || sscanf(out, " %127s %127s %31s", vg, lv, type) != 3)
-                return *fail_status = r, -ECHILD;
-        return 0;
-}
-
-static int lvm_remove(const char *vg_lv, int *fail_status, char *out, size_t size)
-{
-        char *argv[] = { (char *)"lvremove", (char *)"--yes", (char *)vg_lv, NULL };
-        int r = bv_target_run(argv, out, size);
-        if (r > 0)
-                return *fail_status = r, -ECHILD;
-        return r;
-}
-
-/* A new snapshot of the logical volume at path, named blkvault-snap-JOB (one left by a run that
- * died is removed first): its VG/LV in *ret_name and device path in *ret_path. Thick volumes get
- * 20% of the origin's size for the changes written while it is read (an overflow invalidates
- * the snapshot, whose reads then fail: the backup fails, it is never inconsistent). */
-static int lvm_snapshot(const char *path, const char *job, char **ret_name, char **ret_path, int *fail_status,
-                        char *out, size_t size)
-{
-        char vg[128], lv[128], type[32];
-        _cleanup_free_ char *name = NULL, *snap = NULL, *dev = NULL;
-        struct stat st;
-
-        int r = lvm_lookup(path, vg, lv, type, fail_status, out, size);
-        if (r < 0)
-                return r;
-        if (asprintf(&snap, "blkvault-snap-%s", job) < 0 || asprintf(&name, "%s/%s", vg, snap) < 0 ||
-            asprintf(&dev, "/dev/%s/%s", vg, snap) < 0)
-                return -ENOMEM;
-        if (stat(dev, &st) >= 0 && (r = lvm_remove(name, fail_status, out, size)) < 0)
-                return r;
-        bool thin = strcmp(type, "thin") == 0;
-        char target[300];
-        snprintf(target, sizeof(target), "%s/%s", vg, lv);
-        char *thick_argv[] = { (char *)"lvcreate", (char *)"--snapshot", (char *)"--name", snap, (char *)"--extents",
-                               (char *)"20%ORIGIN", target, NULL };
-        char *thin_argv[] = { (char *)"lvcreate", (char *)"--snapshot", (char *)"--name", snap,
-                              (char *)"--setactivationskip", (char *)"n", (char *)"--activate", (char *)"y", target, NULL };
-        r = bv_target_run(thin ? thin_argv : thick_argv, out, size);
-        if (r > 0)
-                return *fail_status = r, -ECHILD;
-        if (r < 0)
-                return r;
-        *ret_name = TAKE_PTR(name);
-        *ret_path = TAKE_PTR(dev);
-        return 0;
-}
-
-static int open_inner(BvJobSource *js, const BvConfJob *j, const char *const vars[], int *fail_status, char *out,
-                      size_t size)
+static int open_inner(BvJobSource *js, const BvConfJob *j, const char *target, const char *const vars[],
+                      int *fail_status, char *out, size_t size)
 {
         const char *cmd = bv_conf_job_command(j);
-        _cleanup_free_ char *snap_path = NULL;
         char fdpath[64];
 
         if (cmd) {
@@ -186,14 +143,11 @@ static int open_inner(BvJobSource *js, const BvConfJob *j, const char *const var
         }
         if (!j->snapshot)
                 return bv_source_open(j->source, NULL, &js->inner);
-        int r = lvm_snapshot(j->source, j->name, &js->snapshot, &snap_path, fail_status, out, size);
-        if (r < 0)
-                return r;
-        return bv_source_open(snap_path, NULL, &js->inner);
+        return bv_lvm_snap_open(j->source, j->name, target, NULL, &js->snapshot, &js->inner, fail_status, out, size);
 }
 
-int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource **ret, int *fail_status,
-                       char *out, size_t size)
+int bv_job_source_open(const BvConfJob *j, const char *target, const char *const vars[], BvJobSource **ret,
+                       int *fail_status, char *out, size_t size)
 {
         BvJobSource *js = calloc(1, sizeof(*js));
         int status = 0;
@@ -201,13 +155,13 @@ int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource
                 return -ENOMEM;
         if (out && size)
                 out[0] = '\0';
-        int r = open_inner(js, j, vars, fail_status, out, size);
+        int r = open_inner(js, j, target, vars, fail_status, out, size);
         if (r >= 0) {
                 const char *cmd = bv_conf_job_command(j);
                 r = bv_source_new(&js_ops, js, bv_source_kind(js->inner), cmd ? cmd : j->source, &js->outer);
         }
         if (r < 0) {
-                bv_job_source_close(js, &status, NULL, 0);
+                bv_job_source_close(js, false, &status, NULL, 0);
                 return r;
         }
         *ret = js;
@@ -219,9 +173,18 @@ BvSource *bv_job_source(BvJobSource *js)
         return js->outer;
 }
 
-int bv_job_source_close(BvJobSource *js, int *fail_status, char *out, size_t size)
+bool bv_job_source_thin(const BvJobSource *js)
 {
-        char sink[1024];
+        return js->snapshot && bv_lvm_snap_thin(js->snapshot);
+}
+
+const char *bv_job_source_reason(const BvJobSource *js)
+{
+        return js->snapshot ? bv_lvm_snap_reason(js->snapshot) : "";
+}
+
+int bv_job_source_close(BvJobSource *js, bool published, int *fail_status, char *out, size_t size)
+{
         int r = 0;
 
         if (!js)
@@ -233,13 +196,9 @@ int bv_job_source_close(BvJobSource *js, int *fail_status, char *out, size_t siz
                 r = reap(js);
         } else if (js->status != 0)
                 r = -ECHILD, *fail_status = js->status;
-        if (js->snapshot) {
-                int q = out ? lvm_remove(js->snapshot, fail_status, out, size) :
-                              lvm_remove(js->snapshot, fail_status, sink, sizeof(sink));
-                if (q < 0 && r >= 0)
-                        r = q;
-        }
-        free(js->snapshot);
+        int q = bv_lvm_snap_close(js->snapshot, published, fail_status, out, size);
+        if (q < 0 && r >= 0)
+                r = q;
         free(js);
         return r;
 }

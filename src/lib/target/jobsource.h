@@ -21,13 +21,18 @@ typedef struct BvJobSource BvJobSource;
 void bv_job_cancel(void);
 bool bv_job_cancelled(void);
 
-/* Opens j's source for reading (vars: for a command's environment, as bv_hook_run). Fails with
- * -errno; for a failed lvs, lvcreate or lvremove, -ECHILD with its exit status in *fail_status
- * and its output in out (as bv_target_run). */
-int bv_job_source_open(const BvConfJob *j, const char *const vars[], BvJobSource **ret, int *fail_status,
-                       char *out, size_t size);
+/* Opens j's source for reading in a run to target (vars: for a command's environment, as
+ * bv_hook_run). Fails with -errno; for a failed lvs, lvcreate, lvremove or dmsetup, -ECHILD with
+ * its exit status in *fail_status and its output in out (as bv_target_run). */
+int bv_job_source_open(const BvConfJob *j, const char *target, const char *const vars[], BvJobSource **ret,
+                       int *fail_status, char *out, size_t size);
 BvSource *bv_job_source(BvJobSource *js);
-/* Ends the command (SIGTERM when it still runs, then waits) and removes the snapshot, then frees
- * js. 0; -ECHILD when the command exited with a status other than 0 or lvremove failed (its
- * status in *fail_status, lvremove's output in out); -errno. */
-int bv_job_source_close(BvJobSource *js, int *fail_status, char *out, size_t size);
+/* The source is a thin volume's snapshot (it reads a thin delta), and why it reads everything
+ * all the same ("" when it does not; the backup may still refuse the pairing). */
+bool bv_job_source_thin(const BvJobSource *js);
+const char *bv_job_source_reason(const BvJobSource *js);
+/* Ends the command (SIGTERM when it still runs, then waits) and removes the snapshot (published:
+ * the backup was published, a thin volume's snapshot is kept instead), then frees js. 0; -ECHILD
+ * when the command exited with a status other than 0 or an LVM command failed (its status in
+ * *fail_status, its output in out); -errno. */
+int bv_job_source_close(BvJobSource *js, bool published, int *fail_status, char *out, size_t size);

@@ -95,7 +95,7 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
                 rj->step = "open", rj->result = r;
                 return;
         }
-        r = bv_job_source_open(rj->job, vars, &js, &rj->status, out, sizeof(out));
+        r = bv_job_source_open(rj->job, t->name, vars, &js, &rj->status, out, sizeof(out));
         if (r == -ECHILD)
                 first_line(out, rj->detail, sizeof(rj->detail));
         if (r < 0) {
@@ -104,7 +104,10 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
         }
         BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled };
         r = bv_backup(repo, bv_job_source(js), &opts, &stats);
-        int q = bv_job_source_close(js, &rj->status, out, sizeof(out));
+        rj->thin = bv_job_source_thin(js);
+        snprintf(rj->read_whole_because, sizeof(rj->read_whole_because), "%s",
+                 *bv_job_source_reason(js) ? bv_job_source_reason(js) : stats.changed_reason);
+        int q = bv_job_source_close(js, r >= 0, &rj->status, out, sizeof(out));
         if (q == -ECHILD && rj->job->snapshot)
                 first_line(out, rj->detail, sizeof(rj->detail));
         if (r < 0) {
@@ -112,7 +115,7 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
                 return;
         }
         snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", stats.snapshot_id);
-        rj->size = stats.size, rj->bytes_new = stats.counts.bytes_new;
+        rj->size = stats.size, rj->bytes_new = stats.counts.bytes_new, rj->bytes_read = stats.counts.bytes_read;
         if (q < 0) {
                 rj->step = rj->job->snapshot ? "snapshot removal" : "command", rj->result = q;
                 return;

@@ -23,7 +23,9 @@ typedef struct BvTargetRunJob {
         int status;             /* the exit status of the program that failed (-ECHILD) */
         char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), or "" */
         char snapshot_id[65];
-        uint64_t size, bytes_new;
+        uint64_t size, bytes_new, bytes_read;
+        bool thin;              /* the source is a thin volume's snapshot, read with a thin delta */
+        char read_whole_because[800]; /* thin: why everything was read, or "" */
         uint64_t problems;      /* verify's */
         bool pruned;            /* the job has keep-*: prune and gc ran */
         size_t kept, forgotten; /* the job's snapshots */
