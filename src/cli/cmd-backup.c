@@ -271,7 +271,10 @@ int cmd_backup(int argc, char **argv)
                                        (unsigned long long)error_offset);
         if (r < 0)
                 return backup_error(r, source);
-        if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source))
+        /* --compare-with and --thin-delta sources read with pread by design; an unchanged
+         * file is not read at all: neither says anything about io_uring */
+        if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source) && !opts.source.compare_with &&
+            !opts.source.thin_delta && stats.counts.bytes_read > 0)
                 log_info("note: io_uring is unavailable, read with pread");
         warn_read_everything(&opts.source, &stats, source);
         return backup_report(&stats, opts.name, source, json);

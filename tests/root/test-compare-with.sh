@@ -65,6 +65,14 @@ scenario() {
         { cat "$T/$fs-3.err" >&2; die "$fs: no warning for a copy of another version"; }
     assert_eq "$(json_get "$T/$fs-3.json" bytes_read)" $((32 * MIB)) "$fs: a whole read"
     restore_check "$(json_get "$T/$fs-3.json" snapshot)" "$dir/img"
+
+    # unchanged since backup 3, compared with a fresh copy: not read, and no note about io_uring
+    # (a --compare-with source reads with pread by design, and here reads nothing)
+    cp --reflink=always --preserve=timestamps "$dir/img" "$dir/img.prev"
+    bv backup "$repo" "$dir/img" --name="$name" --compare-with="$dir/img.prev" >"$T/$fs-u.out" 2>&1
+    grep -qxF "unchanged since snapshot $(json_get "$T/$fs-3.json" snapshot | cut -c1-8): not read (--force-read reads it)" \
+        "$T/$fs-u.out" || { cat "$T/$fs-u.out" >&2; die "$fs: an unchanged image was not reported unchanged"; }
+    ! grep -q io_uring "$T/$fs-u.out" || { cat "$T/$fs-u.out" >&2; die "$fs: a note about io_uring"; }
     rm -f "$dir/img.prev" "$dir/img.new"
 }
 
