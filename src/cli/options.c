@@ -203,25 +203,13 @@ int parse_threads(const char *arg, void *ret)
 
 int parse_cache_size(const char *arg, void *ret)
 {
-        static const char units[] = "kKmMgGtT";
-        const char *unit;
-        char *end;
-        unsigned long long v;
-        unsigned shift = 0;
+        uint64_t size;
 
-        errno = 0;
-        v = strtoull(arg, &end, 10);
-        unit = end != arg && *end ? strchr(units, *end) : NULL;
-        if (unit) {
-                shift = 10 * (1 + (unsigned)(unit - units) / 2);
-                end++;
-        }
-        /* nbdkit takes at most 2^63 - 1 bytes */
-        if (!(arg[0] >= '0' && arg[0] <= '9') || errno || *end || v >> (63 - shift) != 0) {
+        if (bv_conf_parse_size(arg, &size) < 0) {
                 log_error("invalid --cache '%s' (a size such as 256M)", arg);
                 return -EINVAL;
         }
-        if (v == 0) {
+        if (size == 0) {
                 log_error("invalid --cache '%s' (a size such as 256M: the cache cannot be turned off)", arg);
                 return -EINVAL;
         }

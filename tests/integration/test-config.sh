@@ -118,6 +118,9 @@ keep-daily = 0
 [export z]
 repository = /r
 cache = 0M
+[export huge]
+repository = /r
+cache = 99999999999T
 EOF
 f=$d/conf.d/10-bad.conf
 cat > "$T/expected" <<EOF
@@ -155,6 +158,7 @@ $f:46: source = command: names no command
 $f:47: [job c3]: snapshot = yes needs a source that is an LVM logical volume, not a command
 $f:50: [job k0]: its keep-* rules keep nothing (all 0), so each run would forget every snapshot: keep at least one, or set no keep-* to prune nothing
 $f:56: invalid size '0M' for cache (a size such as 256M: the cache cannot be turned off)
+$f:59: invalid size '99999999999T' for cache (too large: nbdkit takes less than 8E)
 EOF
 rc=0
 bv config check --config="$d/blkvault.conf" >"$T/out" 2>"$T/err" || rc=$?

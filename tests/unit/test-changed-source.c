@@ -195,9 +195,42 @@ TEST(unchanged_without_parent)
         fixture_free(&fx);
 }
 
+/* bv_backup refuses the names bv_backup_path refuses ("latest", a hex id would read as a
+ * snapshot's id), whoever calls it (the appliance does, with a job's name), and publishes nothing. */
+TEST(refused_names)
+{
+        static const char *const names[] = { "latest", "deadbeef" };
+        RepoFixture fx = fixture_repo();
+        _cleanup_free_ char *path = fixture_path(&fx, "plain.img");
+        BvSnapshot *const *list;
+        BvBackupStats st;
+        BvRepo *r = NULL;
+        size_t n;
+
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0 && bv_pwrite_all(fd, "data", 4, 0) == 0);
+        ASSERT_OK(bv_repo_open(fx.repo, &fx.secret, BV_OPEN_WRITE, &r));
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                BvSource *src = NULL;
+                ASSERT_OK(bv_source_open(path, NULL, &src));
+                ASSERT_ERROR(bv_backup(r, src, &(BvBackupOptions){ .name = names[i] }, &st), EINVAL);
+                bv_source_free(src);
+        }
+        ASSERT_OK(bv_repo_snapshots(r, &list, &n));
+        ASSERT_EQ(n, 0u);
+        /* the same source under a name of its own is backed up */
+        BvSource *src = NULL;
+        ASSERT_OK(bv_source_open(path, NULL, &src));
+        ASSERT_OK(bv_backup(r, src, &(BvBackupOptions){ .name = "vm" }, &st));
+        bv_source_free(src);
+        bv_repo_close(r);
+        fixture_free(&fx);
+}
+
 int main(void)
 {
         RUN(reused_extents_are_not_read);
         RUN(unchanged_without_parent);
+        RUN(refused_names);
         return 0;
 }

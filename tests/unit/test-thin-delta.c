@@ -185,6 +185,16 @@ TEST(open_thin)
         ASSERT_STREQ(bv_source_parent_map(s), "lvm-thin:1:U1");
         ASSERT_EQ(data_bytes(s), 9 * BLOCK);
         bv_source_free(s);
+        /* read everything after all: asked before the first extent, refused once reading */
+        ASSERT_OK(bv_source_open_thin(path, 2, "U2", &d, "U1", NULL, &s));
+        ASSERT_OK(bv_source_read_all(s));
+        ASSERT_EQ(data_bytes(s), 48 * BLOCK);
+        ASSERT_EQ(bv_source_read_all(s), -EBUSY);
+        bv_source_free(s);
+        /* a plain file knows no unchanged ranges: there is nothing to read whole instead */
+        ASSERT_OK(bv_source_open(path, NULL, &s));
+        ASSERT_EQ(bv_source_read_all(s), -EOPNOTSUPP);
+        bv_source_free(s);
         ASSERT_OK(bv_source_open_thin(path, 7, "U7", NULL, NULL, NULL, &s));
         ASSERT_STREQ(bv_source_changed_map(s), "lvm-thin:7:U7");
         ASSERT_STREQ(bv_source_parent_map(s), "lvm-thin:7:U7");

@@ -20,14 +20,7 @@ modprobe -a dm-mod dm-snapshot || die "no device-mapper snapshot target"
 vm_lvm_config "$pv"
 # wrappers around the real tools: keep the snapshot's content before it is removed; cancel the
 # run (SIGTERM to blkvault) right after a snapshot was made
-real_lvremove=$(command -v lvremove)
-mkdir -p "$T/bin"
-cat > "$T/bin/lvremove" <<EOF
-#!/bin/sh
-for a; do case \$a in */blkvault-snap-*) [ -z "\$KEEP_SNAPSHOT" ] || dd if=/dev/\$a of="\$KEEP_SNAPSHOT" bs=1M status=none;; esac; done
-exec $real_lvremove "\$@"
-EOF
-chmod +x "$T/bin/lvremove"
+vm_wrap lvremove 'for a; do case $a in */blkvault-snap-*) [ -z "$KEEP_SNAPSHOT" ] || dd if=/dev/$a of="$KEEP_SNAPSHOT" bs=1M status=none;; esac; done'
 vm_lvcreate_cancel
 export PATH=$T/bin:$PATH
 

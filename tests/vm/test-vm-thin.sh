@@ -21,14 +21,7 @@ modprobe -a dm-mod dm-thin-pool || die "no device-mapper thin-pool target"
 
 vm_lvm_config "$pv"
 # thin_delta fails when FAIL_THIN_DELTA is set
-real_thin_delta=$(command -v thin_delta)
-mkdir -p "$T/bin"
-cat > "$T/bin/thin_delta" <<EOF
-#!/bin/sh
-[ -z "\$FAIL_THIN_DELTA" ] || { echo "injected failure" >&2; exit 1; }
-exec $real_thin_delta "\$@"
-EOF
-chmod +x "$T/bin/thin_delta"
+vm_wrap thin_delta '[ -z "$FAIL_THIN_DELTA" ] || { echo "injected failure" >&2; exit 1; }'
 # cancel the run (SIGTERM to blkvault) right after the new snapshot was made
 vm_lvcreate_cancel
 export PATH=$T/bin:$PATH

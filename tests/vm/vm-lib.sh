@@ -20,6 +20,8 @@
 #   vm_log MESSAGE                  MESSAGE with the guest's uptime (where the time goes)
 #   vm_lvm_config PV                LVM on PV only, without udev, with its own config (the host's
 #                                   /etc is read-only): exports LVM_SYSTEM_DIR
+#   vm_wrap TOOL SHELL              $T/bin/TOOL (before $T/bin goes first in PATH): runs SHELL, then
+#                                   execs the real TOOL with the same arguments
 #   vm_lvcreate_cancel              $T/bin/lvcreate (before $T/bin goes first in PATH): the real lvcreate,
 #                                   then, with CANCEL_AFTER_SNAPSHOT set, SIGTERM to its parent
 #   vm_lvm_job DRIVE                DRIVE formatted as target usb-1 (--no-luks, key in $T/keys) and
@@ -118,6 +120,14 @@ source = /dev/vg0/data
 snapshot = yes
 targets = usb-1
 EOF
+}
+
+vm_wrap() {
+    local real
+    real=$(command -v "$1") || die "no $1"
+    mkdir -p "$T/bin"
+    printf '#!/bin/sh\n%s\nexec %s "$@"\n' "$2" "$real" >"$T/bin/$1"
+    chmod +x "$T/bin/$1"
 }
 
 vm_lvcreate_cancel() {

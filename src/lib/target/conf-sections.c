@@ -366,12 +366,6 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
         }
 }
 
-static bool size_valid(const char *s)
-{
-        size_t n = strspn(s, "0123456789");
-        return n > 0 && n < 16 && (s[n] == '\0' || (strchr("KMGT", s[n]) && s[n + 1] == '\0'));
-}
-
 static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *value)
 {
         switch (key) {
@@ -384,12 +378,17 @@ static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *va
         case E_KEY_FILE:
                 return set_absolute(x, value, &e->key_file);
         default:
-                if (!size_valid(value))
+                uint64_t size;
+                int r = bv_conf_parse_size(value, &size);
+                if (r == -ERANGE)
+                        return conf_error(x->c, x->file, x->line,
+                                          "invalid size '%s' for cache (too large: nbdkit takes less than 8E)", value);
+                if (r < 0)
                         return conf_error(x->c, x->file, x->line,
                                           "invalid size '%s' for cache (expected digits and an optional K, M, G "
                                           "or T)",
                                           value);
-                if (strchr("KMGT", value[strspn(value, "0")])) /* all zeros ('\0' is in it too) */
+                if (size == 0)
                         return conf_error(x->c, x->file, x->line,
                                           "invalid size '%s' for cache (a size such as 256M: the cache cannot "
                                           "be turned off)",

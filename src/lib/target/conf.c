@@ -397,6 +397,29 @@ int bv_conf_parse_duration(const char *s, uint64_t *ret)
         return -EINVAL;
 }
 
+int bv_conf_parse_size(const char *s, uint64_t *ret)
+{
+        static const char units[] = "kKmMgGtT";
+        const char *unit = NULL;
+        unsigned shift = 0;
+        char *end;
+
+        if (!isdigit((unsigned char)s[0]))
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (*end) {
+                unit = strchr(units, *end);
+                if (!unit || end[1])
+                        return -EINVAL;
+                shift = 10 * (1 + (unsigned)(unit - units) / 2);
+        }
+        if (errno || v >> (63 - shift) != 0)
+                return -ERANGE;
+        *ret = (uint64_t)v << shift;
+        return 0;
+}
+
 void bv_conf_format_duration(uint64_t seconds, char buf[32])
 {
         for (size_t i = 0; i < ELEMENTSOF(duration_units); i++)

@@ -155,5 +155,8 @@ int bv_conf_write_target(const char *main_path, const BvConfTarget *t, char **re
 
 /* A duration: a whole number and a unit (s, min, h, d, w; "7d", "12h"), into seconds. -EINVAL. */
 int bv_conf_parse_duration(const char *s, uint64_t *ret);
+/* A size as nbdkit takes one: a whole number and an optional unit (k, M, G, T, either case: powers
+ * of 1024), into bytes; at most 2^63 - 1. -EINVAL, or -ERANGE when it is larger. 0 is a size. */
+int bv_conf_parse_size(const char *s, uint64_t *ret);
 /* Formats seconds as the largest unit that divides it ("7d", "90min"). */
 void bv_conf_format_duration(uint64_t seconds, char buf[32]);
