@@ -230,6 +230,12 @@ int cmd_backup(int argc, char **argv)
                 log_error("--dirty-bitmap needs an NBD source (nbd://HOST/EXPORT or nbd+unix:///EXPORT?socket=PATH)");
                 return EXIT_USAGE;
         }
+        if (opts.source.skip_unreadable && (opts.source.thin_delta || opts.source.compare_with)) {
+                /* their sources fail on EIO: the option would be ignored */
+                log_error("--skip-unreadable cannot be combined with --thin-delta or --compare-with (back up "
+                          "without them to store unreadable blocks as zeroes)");
+                return EXIT_USAGE;
+        }
         const char *name = opts.name ? opts.name : bv_backup_default_name(source);
         const char *problem = bv_snapshot_name_problem(name);
         if (problem) {

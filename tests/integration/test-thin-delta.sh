@@ -62,4 +62,8 @@ expect_fail 2 "error: '$T/bad.xml' is not thin_delta's output (thin_delta --snap
     bv backup "$repo" "$img" --thin-delta="$T/bad.xml" -q
 expect_fail 2 "error: --thin-delta needs a block device or a file as SOURCE" \
     bv backup "$repo" "$T" --name=dir --thin-delta="$T/d12.xml" -q
+# --skip-unreadable is not honoured by a changed-block source: refused, not ignored (an EIO then
+# failed the backup with advice to use the option it was given)
+expect_fail 2 "^error: --skip-unreadable cannot be combined with --thin-delta or --compare-with (back up without them to store unreadable blocks as zeroes)$" \
+    bv backup "$repo" "$img" --thin-delta="$T/d12.xml" --skip-unreadable -q
 echo PASS

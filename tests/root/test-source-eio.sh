@@ -66,4 +66,10 @@ bv backup "$repo" "$T/mnt/img" --name=whole --force-read >/dev/null 2>"$T/b.err"
 grep -q "did not read" "$T/b.err" && die "a whole read still reports unreadable ranges"
 bv restore "$repo" whole "$T/out2" >/dev/null
 assert_same "$T/img" "$T/out2"
+# the same name again, unchanged file but no --force-read: blocks that did not read are never
+# reused unread (that snapshot would restore zeroes and list nothing): read, and whole
+bv backup "$repo" "$T/mnt/img" --name=skip --json >"$T/again.json" 2>"$T/b.err" || { cat "$T/b.err" >&2; die "backup again"; }
+grep -q '"reused_from"' "$T/again.json" && { cat "$T/again.json" >&2; die "reused a snapshot with unreadable ranges"; }
+bv restore "$repo" skip "$T/out3" >/dev/null
+assert_same "$T/img" "$T/out3"
 echo "ok: EIO named at offset 0; $n unreadable ranges recorded, restored as zeroes"

@@ -81,7 +81,8 @@ int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSourc
         if (rr < 0)
                 return rr;
         BvSnapshot *p = newest_of(list, n, name, bv_source_path(src));
-        bool ok = p && p->source.has_identity && p->size == id.size &&
+        /* Ranges that did not read (--skip-unreadable) are zeroes in p's map: read them again. */
+        bool ok = p && p->source.has_identity && p->n_unreadable == 0 && p->size == id.size &&
                   identity_equal(&p->source.identity, &id) &&
                   (opts->full_read_every == 0 || p->source.unread_backups + 1 < opts->full_read_every);
         rr = ok ? map_whole(r, codec, index, p) : 0;
