@@ -366,6 +366,27 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
         }
 }
 
+/* An [export]'s cache: a size nbdkit takes, not 0 (the plugin's cache cannot be turned off). */
+static int set_cache(const Ctx *x, const char *value, char **ret)
+{
+        uint64_t size;
+        int r = bv_conf_parse_size(value, &size);
+
+        if (r == -ERANGE)
+                return conf_error(x->c, x->file, x->line,
+                                  "invalid size '%s' for cache (too large: nbdkit takes less than 8E)", value);
+        if (r < 0)
+                return conf_error(x->c, x->file, x->line,
+                                  "invalid size '%s' for cache (expected digits and an optional K, M, G or T)",
+                                  value);
+        if (size == 0)
+                return conf_error(x->c, x->file, x->line,
+                                  "invalid size '%s' for cache (a size such as 256M: the cache cannot be "
+                                  "turned off)",
+                                  value);
+        return set_string(x, value, ret);
+}
+
 static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *value)
 {
         switch (key) {
@@ -378,22 +399,7 @@ static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *va
         case E_KEY_FILE:
                 return set_absolute(x, value, &e->key_file);
         default:
-                uint64_t size;
-                int r = bv_conf_parse_size(value, &size);
-                if (r == -ERANGE)
-                        return conf_error(x->c, x->file, x->line,
-                                          "invalid size '%s' for cache (too large: nbdkit takes less than 8E)", value);
-                if (r < 0)
-                        return conf_error(x->c, x->file, x->line,
-                                          "invalid size '%s' for cache (expected digits and an optional K, M, G "
-                                          "or T)",
-                                          value);
-                if (size == 0)
-                        return conf_error(x->c, x->file, x->line,
-                                          "invalid size '%s' for cache (a size such as 256M: the cache cannot "
-                                          "be turned off)",
-                                          value);
-                return set_string(x, value, &e->cache);
+                return set_cache(x, value, &e->cache);
         }
 }
 
