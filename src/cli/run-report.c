@@ -26,6 +26,8 @@ void describe_failure(const char *step, int result, int status, char *buf, size_
                 snprintf(buf, size, "%d %s failed", status, status == 1 ? "job" : "jobs");
         else if (strcmp(step, "cancelled") == 0)
                 snprintf(buf, size, "cancelled");
+        else if (strcmp(step, "configuration") == 0)
+                snprintf(buf, size, "not run: its section of the configuration has a mistake");
         else if (result == -ECHILD && status > 0)
                 snprintf(buf, size, "%s failed: exit status %d", step, status);
         else if (result == -EKEYREJECTED)

@@ -201,7 +201,11 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 }
                 BvTargetRunJob *rj = &run->jobs[run->n_jobs++];
                 rj->job = &c->jobs[i];
-                run_job(t, repo_path, rj);
+                if (rj->job->mistake) { /* skipped, and reported as a failed job */
+                        rj->step = "configuration", rj->result = -EINVAL;
+                        snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->mistake);
+                } else
+                        run_job(t, repo_path, rj);
                 run->bytes_new += rj->bytes_new;
                 run->n_failed += rj->result < 0;
                 run->cancelled |= bv_job_cancelled(); /* also while the last job ran */
