@@ -124,6 +124,11 @@ static void run_summary(const BvTargetRun *run, char *line, size_t size)
                          "target %s: the repository '%s' on the drive does not open with key file '%s' (a drive "
                          "that only pretends to be %s?); nothing was written",
                          t->name, t->repository, t->key_file, t->name);
+        else if (run->result == -ELOOP && strcmp(run->step, "identify") == 0)
+                snprintf(line, size,
+                         "target %s: the repository '%s' on the drive is reached through a symbolic link, which may "
+                         "lead off the drive (refused); nothing was written",
+                         t->name, t->repository);
         else if (run->result < 0 && strcmp(run->step, "identify") == 0)
                 snprintf(line, size,
                          "target %s: cannot prove that the drive is the registered one: its repository '%s' does "

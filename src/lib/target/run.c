@@ -11,6 +11,7 @@
 
 #include "backup.h"
 #include "drive.h"
+#include "fileio.h"
 #include "gc.h"
 #include "hooks.h"
 #include "jobsource.h"
@@ -185,19 +186,39 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
                 rj->step = "post", rj->result = r, rj->status = status;
 }
 
+/* The repository's directory on the drive, opened beneath the mountpoint without following a
+ * symbolic link (-ELOOP; the configuration refuses '..'): nothing on the drive may lead off it, to
+ * a host repository that would get the lock, the lease and the backup. Every open of the run then
+ * goes through /proc/self/fd/N: this very directory, whatever the drive says later. */
+static int open_on_drive(const char *mnt, const char *repository, int *ret_fd)
+{
+        _cleanup_close_ int mfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (mfd < 0)
+                return -errno;
+        int fd = bv_open_dir_beneath(mfd, repository);
+        if (fd < 0)
+                return fd;
+        *ret_fd = fd;
+        return 0;
+}
+
 static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, const char *only_job,
                     BvTargetRun *run)
 {
         _cleanup_free_ char *repo_path = NULL;
+        _cleanup_close_ int repo_fd = -EBADF;
         BvSecret secret = { .key_file = t->key_file };
-        if (asprintf(&repo_path, "%s/%s", mnt, t->repository) < 0)
+        int r = open_on_drive(mnt, t->repository, &repo_fd);
+        if (r < 0)
+                return run->step = "identify", r;
+        if (asprintf(&repo_path, "/proc/self/fd/%d", repo_fd) < 0)
                 return -ENOMEM;
         /* Only a repository that opens with the target's key file proves the drive is the registered
          * one: an unencrypted one would open with any key. A drive that copies the registered UUID
          * (which anyone who held the real drive can read) must get nothing: no hook runs, no lock
          * or lease is taken before this proof, and each job's open refuses a repository without a
          * cipher again from the config it reads itself (a drive can answer differently each time). */
-        int r = bv_repo_prove(repo_path, &secret, NULL);
+        r = bv_repo_prove(repo_path, &secret, NULL);
         if (r < 0)
                 return run->step = "identify", r;
         run->jobs = calloc(c->n_jobs ? c->n_jobs : 1, sizeof(*run->jobs));
