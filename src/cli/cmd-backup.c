@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "gc.h"
 #include "macro.h"
 #include "mounts.h"
 #include "snapshot-json.h"
@@ -246,6 +247,34 @@ static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, 
         return r;
 }
 
+/* A full target: collects garbage once (what failed and interrupted runs left, snapshots that
+ * were forgotten) with *repo closed, whose lease would keep gc from deleting, then opens it
+ * again. Returns 1 when gc freed something (then try again), 0 when not, < 0 when the
+ * repository did not open again (then *repo is NULL). */
+static int collect_for_room(const char *path, const BvSecret *secret, BvRepo **repo, BvOpenFlags flags)
+{
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st = {};
+        BvRepo *g = NULL;
+        char a[32];
+
+        log_info("note: the target of '%s' is full: collecting garbage once, then backing up again", path);
+        bv_repo_close(TAKE_PTR(*repo));
+        int r = bv_repo_open(path, secret, BV_OPEN_GC | BV_OPEN_WAIT, &g);
+        if (r >= 0)
+                r = bv_gc(g, &o, &st);
+        bv_repo_close(g);
+        if (r < 0)
+                log_warning("cannot collect garbage in '%s': %s, ignoring", path, strerror(-r));
+        else
+                log_info("gc deleted %llu packs, %s", (unsigned long long)st.packs_deleted,
+                         format_bytes(st.bytes_deleted, a));
+        int q = bv_repo_open(path, secret, flags, repo);
+        if (q < 0)
+                return q;
+        return r >= 0 && st.bytes_deleted > 0;
+}
+
 /* A backup stopped by a signal: what it kept for the next one; 128 + the signal, as a shell. */
 static int report_interrupt(const char *source, const BvBackupKept *kept)
 {
@@ -327,6 +356,8 @@ int cmd_backup(int argc, char **argv)
         uint64_t error_offset = UINT64_MAX;
         opts.ret_error_offset = &error_offset;
         r = backup_once(repo, source, &opts, json, &stats);
+        if (r == -ENOSPC && strcmp(source, "-") != 0 && collect_for_room(path, &secret, &repo, flags) > 0)
+                r = backup_once(repo, source, &opts, json, &stats);
         secret_done(&secret);
         if (r > 0)
                 return r; /* the source did not open: reported */
