@@ -17,6 +17,7 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          kmod time thin-provisioning-tools   # thin_restore/thin_delta: tests/unit/test-thin-delta
          openssl man-db   # the openssl command (test data) and man (test-man): libssl-dev pulls neither
          curl   # the S3 tests make their buckets with curl --aws-sigv4 (tests/s3/s3-lib.sh)
+         prometheus   # promtool check metrics: the textfile (tests/root/test-notify-metrics)
          systemd)   # systemd-analyze, systemd-socket-activate (unit tests); systemd.pc: the unit directory
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
