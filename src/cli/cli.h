@@ -355,6 +355,15 @@ struct BvTargetRun;
 int report_run(const struct BvTargetRun *run, const BvConfig *conf, const char *state_dir);
 /* "STEP failed: exit status N" (result -ECHILD with a status) or "STEP failed: strerror". */
 void describe_failure(const char *step, int result, int status, char *buf, size_t size);
+/* notify.c: tells [global] notify when subject's state (failed: a failure, or an alarm) changed
+ * since it was last told; the command gets BLKVAULT_EVENT (failure, recovery, alarm or
+ * alarm-cleared), BLKVAULT_SUBJECT, BLKVAULT_SUMMARY, BLKVAULT_RESULT and BLKVAULT_JOB and
+ * BLKVAULT_TARGET when not NULL. Recorded only when it exits 0 (else told again next time). */
+void notify_change(const BvConfig *c, const char *state_dir, const char *subject, bool failed, bool alarm,
+                   const char *job, const char *target, const char *summary);
+/* Writes the Prometheus textfile of c (warns when it cannot; the default path's directory
+ * missing is not worth one). */
+void write_metrics(const BvConfig *c, const char *state_dir);
 /* Runs an operator's command cmd (NULL: nothing) with BLKVAULT_JOB, BLKVAULT_TARGET (when not
  * NULL), BLKVAULT_RESULT (ok or failed) and BLKVAULT_SUMMARY; warns, naming it by what, when it
  * fails. Its exit status or -errno. */

@@ -32,6 +32,9 @@ typedef struct BvTargetRunJob {
         bool pruned;            /* the job has keep-*: prune and gc ran */
         size_t kept, forgotten; /* the job's snapshots */
         uint64_t packs_deleted, bytes_deleted;
+        uint64_t bytes_stored;  /* encoded bytes the backup wrote to packs */
+        uint64_t repo_bytes;    /* the repository's packs after the job (0: not measured) */
+        uint64_t duration_ms;
 } BvTargetRunJob;
 
 typedef struct BvTargetRun {
@@ -43,7 +46,9 @@ typedef struct BvTargetRun {
         bool cancelled;         /* bv_job_cancel: the jobs not yet started were left out */
         BvTargetRunJob *jobs;
         size_t n_jobs, n_failed;
-        uint64_t bytes_new;
+        uint64_t bytes_new, bytes_stored;
+        uint64_t repo_bytes;    /* the repository's packs after the last job that measured them */
+        uint64_t duration_ms;
 } BvTargetRun;
 
 /* Runs target t (attached as dev): every job that wants it, or only the job named only_job;
