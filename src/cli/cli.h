@@ -181,6 +181,10 @@ int log_open_error(const char *path, int r);
                         return _ec;                                                                        \
         } while (0)
 
+/* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
+ * secret_done); on failure it is wiped here. */
+int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret, BvSecret *ret_secret);
+
 /* Before handing a snapshot to nbdkit: opens the repository read-only, resolves spec into
  * ret_id (2 * BV_SNAPSHOT_ID_SIZE + 1 bytes) and keeps the secret in *ret_secret for the
  * plugin (secret_done it). Reports failures; returns an exit code. */

@@ -163,6 +163,12 @@ int report_run(const BvTargetRun *run, const BvConfig *conf, const char *state_d
                                  .bytes_stored = run->bytes_stored, .repo_bytes = run->repo_bytes };
 
         state_dir = bv_state_dir(state_dir);
+        if (run->room_collected && run->room_result < 0)
+                log_warning("target %s: the drive is short of room and gc failed before the jobs: %s, ignoring", t->name,
+                            strerror(-run->room_result));
+        else if (run->room_collected)
+                printf("target %s: the drive was short of room: gc deleted %llu packs, %s before the jobs\n", t->name,
+                       (unsigned long long)run->room_packs, format_bytes(run->room_bytes, line));
         for (size_t i = 0; i < run->n_jobs; i++)
                 report_job(run, &run->jobs[i], conf, state_dir, now);
         run_summary(run, line, sizeof(line));

@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "backup.h"
@@ -191,6 +192,58 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
                 rj->step = "post", rj->result = r, rj->status = status;
 }
 
+static bool job_runs(const BvConfJob *j, const BvConfTarget *t, const char *only_job)
+{
+        return bv_conf_job_wants(j, t->name) && (!only_job || strcmp(j->name, only_job) == 0);
+}
+
+/* What the run's sources may add at most, as far as it is known: the blocks a file holds, the
+ * size of a device (not what a command writes, nor what an LVM snapshot will hold). */
+static uint64_t sources_size(const BvConfig *c, const BvConfTarget *t, const char *only_job)
+{
+        uint64_t sum = 0;
+        for (size_t i = 0; i < c->n_jobs; i++) {
+                const BvConfJob *j = &c->jobs[i];
+                struct stat st;
+                if (!job_runs(j, t, only_job) || j->mistake || !j->source || j->snapshot || stat(j->source, &st) < 0)
+                        continue;
+                if (S_ISREG(st.st_mode))
+                        sum += (uint64_t)st.st_blocks * 512;
+                else if (S_ISBLK(st.st_mode)) {
+                        _cleanup_close_ int fd = open(j->source, O_RDONLY | O_CLOEXEC);
+                        off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+                        sum += end > 0 ? (uint64_t)end : 0;
+                }
+        }
+        return sum;
+}
+
+/* Room first: a run that failed on a full drive (or was interrupted, or lost its drive) left
+ * packs that no snapshot uses, and retention only runs after a backup succeeds. When the drive
+ * has less free than BV_RUN_ROOM_PERCENT or than the sources could add, gc deletes them (and
+ * what prune forgot) before the jobs run; otherwise the next backup continues from them. */
+static void collect_for_room(const BvConfig *c, const BvConfTarget *t, const char *only_job,
+                             const char *repo_path, BvTargetRun *run)
+{
+        struct statvfs sv;
+        if (statvfs(repo_path, &sv) < 0 || sv.f_blocks == 0)
+                return;
+        uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        if (avail * 100 >= (uint64_t)sv.f_blocks * sv.f_frsize * BV_RUN_ROOM_PERCENT &&
+            avail >= sources_size(c, t, only_job))
+                return;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        BvSecret secret = { .key_file = t->key_file };
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st = {};
+        int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
+        if (r >= 0)
+                r = bv_gc(repo, &o, &st);
+        run->room_collected = true;
+        run->room_result = r < 0 ? r : 0;
+        run->room_packs = st.packs_deleted, run->room_bytes = st.bytes_deleted + st.tmp_bytes_deleted;
+}
+
 /* The repository's directory on the drive, opened beneath the mountpoint without following a
  * symbolic link (-ELOOP; the configuration refuses '..'): nothing on the drive may lead off it, to
  * a host repository that would get the lock, the lease and the backup. Every open of the run then
@@ -229,8 +282,9 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
         run->jobs = calloc(c->n_jobs ? c->n_jobs : 1, sizeof(*run->jobs));
         if (!run->jobs)
                 return -ENOMEM;
+        collect_for_room(c, t, only_job, repo_path, run);
         for (size_t i = 0; i < c->n_jobs; i++) {
-                if (!bv_conf_job_wants(&c->jobs[i], t->name) || (only_job && strcmp(c->jobs[i].name, only_job) != 0))
+                if (!job_runs(&c->jobs[i], t, only_job))
                         continue;
                 if (bv_job_cancelled()) {
                         run->cancelled = true;
