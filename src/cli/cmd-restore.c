@@ -17,7 +17,9 @@ static const char usage_text[] =
         "Restore SNAPSHOT (an id, a unique id prefix, a name for its newest snapshot, NAME@latest, or\n"
         "'latest' when all snapshots have one name) to DEST: a new file, written sparse, a block device\n"
         "at least as large as the image, or - for standard output.\n\n"
-        "  --force                  replace an existing file (written beside it, renamed at the end)\n"
+        "  --force                  replace an existing file (written beside it, renamed at the end),\n"
+        "                           or overwrite a device that holds a filesystem, a LUKS container\n"
+        "                           or a partition table (refused without it, naming what is there)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;

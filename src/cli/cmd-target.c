@@ -66,7 +66,6 @@ static int parse_test_cost(FormatArgs *a, BvLuksCost *cost)
  * wipes it once the format can start). */
 static int format_check_device(const FormatArgs *a, bool *ret_wipe)
 {
-        BvDriveProbe pr;
         int fd = bv_drive_open_exclusive(a->device);
         if (fd == -EBUSY) {
                 log_error("'%s' is in use (mounted, or held by another device); refusing to format it", a->device);
@@ -75,19 +74,13 @@ static int format_check_device(const FormatArgs *a, bool *ret_wipe)
         if (fd < 0)
                 return log_error_errno(fd, "cannot open '%s'", a->device);
         close(fd);
-        int r = bv_drive_probe(a->device, &pr);
+        char what[128];
+        int r = device_holds(a->device, what, sizeof(what));
         if (r < 0)
                 return log_error_errno(r, "cannot probe '%s'", a->device);
-        *ret_wipe = pr.pttype[0] || pr.type[0];
-        if (!*ret_wipe)
-                return EXIT_OK;
-        if (!a->yes) {
-                if (pr.pttype[0])
-                        log_error("'%s' holds a %s partition table; refusing to format it (--yes destroys it)",
-                                  a->device, pr.pttype);
-                else
-                        log_error("'%s' holds %s (UUID %s); refusing to format it (--yes destroys it)", a->device,
-                                  pr.type, pr.uuid[0] ? pr.uuid : "none");
+        *ret_wipe = r > 0;
+        if (*ret_wipe && !a->yes) {
+                log_error("'%s' holds %s; refusing to format it (--yes destroys it)", a->device, what);
                 return EXIT_ERROR;
         }
         return EXIT_OK;
