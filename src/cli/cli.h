@@ -311,7 +311,8 @@ int print_usage(const char *text);
 
 /* Loads the appliance's configuration (path: --config, or NULL for $BLKVAULT_CONFIG or the
  * default; may_be_missing: even when given explicitly); with mistakes, prints each as
- * FILE:LINE: MESSAGE and fails. Returns an exit code. */
+ * FILE:LINE: MESSAGE and a warning, and goes on: the sections that hold one have their
+ * `mistake` set, for the caller to skip. Returns an exit code. */
 int load_config(const char *path, bool may_be_missing, BvConfig **ret);
 
 /* The ranges a snapshot's backup could not read, one line each after prefix (info, verify). */

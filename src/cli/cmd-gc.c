@@ -68,6 +68,10 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
         BvGcOptions named = *o;
         named.problem = &problem;
         int e, r = bv_gc(repo, &named, ret);
+        if (ret->epoch_start > ret->epoch_read)
+                log_warning("'gc/epoch' in '%s' went back (restored or edited?): it read %llu, behind a running "
+                            "backup, restore or export or a condemned list; gc went on from %llu",
+                            path, (unsigned long long)ret->epoch_read, (unsigned long long)ret->epoch_start);
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
                 return e; /* refused: a lease, gc/, gc/epoch, a list, a pack that is not what it must be */
         if (r < 0 && problem.path[0])

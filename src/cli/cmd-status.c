@@ -71,15 +71,18 @@ static void print_target(const BvConfTarget *t, const BvRunState *s, bool ran, s
                 json_object_object_add(o, "last_run", ran ? json_time(s->last_run) : NULL);
                 json_object_object_add(o, "result", !ran ? NULL : json_object_new_string(s->result < 0 ? "failed" : "ok"));
                 json_object_object_add(o, "error", *why ? json_object_new_string(why) : NULL);
+                json_object_object_add(o, "mistake", t->mistake ? json_object_new_string(t->mistake) : NULL);
                 json_object_array_add(arr, o);
                 return;
         }
-        if (!ran) {
+        if (!ran)
                 printf("target %s: never run\n", t->name);
-                return;
+        else {
+                bv_format_time_utc(s->last_run, when);
+                printf("target %s: last run %s: %s\n", t->name, when, s->result < 0 ? why : "ok");
         }
-        bv_format_time_utc(s->last_run, when);
-        printf("target %s: last run %s: %s\n", t->name, when, s->result < 0 ? why : "ok");
+        if (t->mistake)
+                printf("target %s: skipped: its section has a mistake (%s)\n", t->name, t->mistake);
 }
 
 static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now, struct json_object *arr)
@@ -102,6 +105,7 @@ static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next
         json_object_object_add(o, "schedule", j->schedule ? json_object_new_string(j->schedule) : NULL);
         json_object_object_add(o, "next_run", next ? json_object_new_string(next) : NULL);
         json_object_object_add(o, "alarm", json_object_new_boolean(st->alarm));
+        json_object_object_add(o, "mistake", j->mistake ? json_object_new_string(j->mistake) : NULL);
         json_object_array_add(arr, o);
 }
 
@@ -129,6 +133,8 @@ static void job_text(const BvConfJob *j, const BvJobStatus *st, const char *next
         }
         printf("next run %s; max-age %s: %s\n", next ? next : j->schedule ? "never" : "not scheduled", max,
                st->alarm ? "ALARM" : "ok");
+        if (j->mistake)
+                printf("job %s: skipped: its section has a mistake (%s)\n", j->name, j->mistake);
 }
 
 /* The warning and on-failure of a job in alarm. */
@@ -184,7 +190,7 @@ static int status(const StatusArgs *a)
                 if (st.bad_target)
                         log_warning("cannot read the state of job %s on %s ('%s/%s'): %s, ignoring", j->name,
                                     st.bad_target, dir, st.bad_file, strerror(-st.bad_error));
-                if (show && j->schedule) /* systemd-analyze: only for the next run shown */
+                if (show && j->schedule && !j->mistake) /* systemd-analyze: only for the next run shown */
                         (void)bv_schedule_check(j->schedule, &next, NULL);
                 if (a->json)
                         job_json(j, &st, next, now, jobs);

@@ -26,8 +26,13 @@ void describe_failure(const char *step, int result, int status, char *buf, size_
                 snprintf(buf, size, "%d %s failed", status, status == 1 ? "job" : "jobs");
         else if (strcmp(step, "cancelled") == 0)
                 snprintf(buf, size, "cancelled");
+        else if (strcmp(step, "configuration") == 0)
+                snprintf(buf, size, "not run: its section of the configuration has a mistake");
         else if (result == -ECHILD && status > 0)
                 snprintf(buf, size, "%s failed: exit status %d", step, status);
+        else if (result == -EKEYREJECTED)
+                snprintf(buf, size, "%s failed: the repository is not encrypted (refused: it opens with any key)",
+                         step);
         else
                 snprintf(buf, size, "%s failed: %s", step, strerror(-result));
 }
@@ -103,11 +108,21 @@ static void run_summary(const BvTargetRun *run, char *line, size_t size)
         char b[32], why[256];
         const char *off = run->powered_off ? "; powered off" : "";
 
-        if (run->result < 0 && strcmp(run->step, "identify") == 0)
+        if (run->result == -EKEYREJECTED && strcmp(run->step, "identify") == 0)
                 snprintf(line, size,
                          "target %s: the repository '%s' on the drive is not encrypted, so it is not the one "
                          "registered with key file '%s' (a drive that only pretends to be %s?); nothing was written",
                          t->name, t->repository, t->key_file, t->name);
+        else if (run->result == -ENOKEY && strcmp(run->step, "identify") == 0)
+                snprintf(line, size,
+                         "target %s: the repository '%s' on the drive does not open with key file '%s' (a drive "
+                         "that only pretends to be %s?); nothing was written",
+                         t->name, t->repository, t->key_file, t->name);
+        else if (run->result < 0 && strcmp(run->step, "identify") == 0)
+                snprintf(line, size,
+                         "target %s: cannot prove that the drive is the registered one: its repository '%s' does "
+                         "not open (%s); nothing was written",
+                         t->name, t->repository, strerror(-run->result));
         else if (run->result < 0) {
                 describe_failure(run->step, run->result, 0, why, sizeof(why));
                 snprintf(line, size, "target %s: %s", t->name, why);

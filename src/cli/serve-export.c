@@ -101,6 +101,10 @@ int serve_export(int argc, char **argv)
                 log_error("no export '%s' in the configuration (an [export %s] section)", name, name);
                 return EXIT_ERROR;
         }
+        if (e->mistake) {
+                log_error("export '%s' is not served: its section has a mistake (%s)", name, e->mistake);
+                return EXIT_ERROR;
+        }
         if (activated)
                 return exec_export(e);
         SecretArgs s = { .key_file = e->key_file, .passphrase_file = e->passphrase_file };

@@ -32,6 +32,19 @@ expect_fail 3 "^error: target usb-1: the repository 'blkvault' on the drive is n
 mount -o ro "$forged" "$T/mnt"
 assert_eq "$(ls -A "$T/mnt/blkvault/snapshots")" "" "snapshots on the forged drive"
 umount "$T/mnt"
+# the same drive with an encrypted repository under another key: refused before anything is
+# written, on the drive too (no lock taken, no lease)
+mount "$forged" "$T/mnt"
+rm -rf "$T/mnt/blkvault"
+head -c 32 /dev/urandom > "$T/other.key"
+bv init "$T/mnt/blkvault" --key-file="$T/other.key" >/dev/null
+umount "$T/mnt"
+expect_fail 3 "^error: target usb-1: the repository 'blkvault' on the drive does not open with key file '$T/keys/usb-1.key' (a drive that only pretends to be usb-1?); nothing was written$" \
+    bv target run usb-1 "${opts[@]}"
+mount -o ro "$forged" "$T/mnt"
+[ ! -e "$T/mnt/blkvault/leases" ] || die "the refused run made leases/ on the forged drive"
+assert_eq "$(ls -A "$T/mnt/blkvault/snapshots")" "" "snapshots on the forged drive"
+umount "$T/mnt"
 
 
 # the real drive again, with its job's state file damaged (a FIFO): the run replaces it (it warned

@@ -37,6 +37,10 @@ typedef struct BvGcStats {
         uint64_t lists_finalized, lists_waiting;
         uint64_t leases_live, leases_reaped;
         uint64_t epoch;                      /* the gc epoch when gc ended */
+        uint64_t epoch_read;                 /* gc/epoch as read (0: absent) */
+        uint64_t epoch_start;                /* the largest of it, the live leases' and the condemned lists'
+                                                epochs: gc goes on from it (above epoch_read: gc/epoch went
+                                                back, and gc wrote it anew) */
 } BvGcStats;
 
 /* -EUCLEAN when a damaged index segment or snapshot record hides what is referenced (gc would

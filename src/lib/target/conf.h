@@ -15,7 +15,10 @@
  *                  passphrase-file or key-file, cache
  *
  * Loading never stops at the first mistake: every one is recorded as a BvConfError with its
- * file and line, for `blkvault config check` to print as "FILE:LINE: MESSAGE". Nothing here
+ * file and line, for `blkvault config check` to print as "FILE:LINE: MESSAGE". A mistake costs
+ * only its section: the target, job or export that holds one keeps it in `mistake` (the first,
+ * as "FILE:LINE: MESSAGE"), and the commands skip that section and report it while the others
+ * run ([global] keeps the keys that were right). Nothing here
  * prints or runs a program; bv_conf_check_schedule (which runs systemd-analyze) is separate so
  * that the parser itself stays pure (and fuzzable).
  */
@@ -61,6 +64,7 @@ typedef struct BvConfTarget {
         bool luks;              /* default yes */
         char *fs_options;       /* extra mount options, or NULL */
         char *on_success, *on_failure; /* after a run of the drive (else [global]'s) */
+        char *mistake;          /* the section's first mistake ("FILE:LINE: MESSAGE"), or NULL */
 } BvConfTarget;
 
 /* Retention: a count of BV_CONF_KEEP_UNSET is "not set"; -1 keeps one of every period, as
@@ -87,6 +91,7 @@ typedef struct BvConfJob {
         BvConfRetention keep;
         char *pre, *post, *on_success, *on_failure;
         uint64_t max_age;       /* seconds */
+        char *mistake;          /* as BvConfTarget's */
 } BvConfJob;
 
 typedef struct BvConfExport {
@@ -96,6 +101,7 @@ typedef struct BvConfExport {
         char *snapshot;         /* default "latest" */
         char *passphrase_file, *key_file;
         char *cache;            /* a size ("512M"), or NULL */
+        char *mistake;          /* as BvConfTarget's */
 } BvConfExport;
 
 typedef struct BvConfig {

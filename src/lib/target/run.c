@@ -178,14 +178,17 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                     BvTargetRun *run)
 {
         _cleanup_free_ char *repo_path = NULL;
-        BvRepoConfig cfg;
+        BvSecret secret = { .key_file = t->key_file };
         if (asprintf(&repo_path, "%s/%s", mnt, t->repository) < 0)
                 return -ENOMEM;
         /* Only a repository that opens with the target's key file proves the drive is the registered
          * one: an unencrypted one would open with any key. A drive that copies the registered UUID
-         * (which anyone who held the real drive can read) must get nothing. */
-        if (bv_repo_peek_config(repo_path, &cfg) >= 0 && cfg.cipher == BV_CIPHER_NONE)
-                return run->step = "identify", -ENOKEY;
+         * (which anyone who held the real drive can read) must get nothing: no hook runs, no lock
+         * or lease is taken before this proof, and each job's open refuses a repository without a
+         * cipher again from the config it reads itself (a drive can answer differently each time). */
+        int r = bv_repo_prove(repo_path, &secret, NULL);
+        if (r < 0)
+                return run->step = "identify", r;
         run->jobs = calloc(c->n_jobs ? c->n_jobs : 1, sizeof(*run->jobs));
         if (!run->jobs)
                 return -ENOMEM;
@@ -198,7 +201,11 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 }
                 BvTargetRunJob *rj = &run->jobs[run->n_jobs++];
                 rj->job = &c->jobs[i];
-                run_job(t, repo_path, rj);
+                if (rj->job->mistake) { /* skipped, and reported as a failed job */
+                        rj->step = "configuration", rj->result = -EINVAL;
+                        snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->mistake);
+                } else
+                        run_job(t, repo_path, rj);
                 run->bytes_new += rj->bytes_new;
                 run->n_failed += rj->result < 0;
                 run->cancelled |= bv_job_cancelled(); /* also while the last job ran */

@@ -19,9 +19,11 @@ typedef struct BvTargetRunJob {
         const BvConfJob *job;
         int result;             /* 0, or -errno of the step that failed */
         const char *step;       /* what failed: "pre", "open", "snapshot", "backup", "command", "verify",
-                                 * "prune", "gc", "post", "snapshot removal" */
+                                 * "prune", "gc", "post", "snapshot removal", "configuration" (its
+                                 * section has a mistake: not run, the mistake in detail) */
         int status;             /* the exit status of the program that failed (-ECHILD) */
-        char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), or "" */
+        char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), the
+                                 * mistake, or "" */
         char snapshot_id[65];
         uint64_t size, bytes_new, bytes_read;
         bool thin;              /* the source is a thin volume's snapshot, read with a thin delta */

@@ -4,13 +4,13 @@
  *
  * The caller's thread reads the source, splits it into extents, hashes every chunk, decides
  * with the index which chunks are new and builds the snapshot's map in image order. New
- * chunks are gathered into compression groups (consecutive new chunks up to GROUP_MAX_BYTES,
- * store/group.h) and, like new map nodes, copied into jobs from a bounded pool and queued to
- * worker threads, which compress and encrypt them and append them to the one pack writer
- * (under a mutex). A group that does not compress is stored as single chunks: grouping it
- * would only make a random read decode more. A full pack is committed durably and its
- * entries are recorded in the index; the index is flushed every ~1M entries. Only when every
- * pack and index segment is durable is the snapshot record written: it is the commit point.
+ * chunks are gathered into compression groups (consecutive new chunks up to
+ * BV_GROUP_TARGET_BYTES, store/group-write.h) and, like new map nodes, copied into jobs from a
+ * bounded pool and queued to worker threads, which encode them (bv_group_encode: compress,
+ * encrypt, pad; a group that does not compress is stored as single chunks) and append them to
+ * the one pack writer (under a mutex). A full pack is committed durably and its entries are
+ * recorded in the index; the index is flushed every ~1M entries. Only when every pack and index
+ * segment is durable is the snapshot record written: it is the commit point.
  *
  * Boundary resync: when a new chunk has a proper 4 KiB-multiple prefix that is a chunk already
  * stored (an earlier image had a forced cut there: its end, a zero run), the prefix is taken
@@ -29,7 +29,7 @@
 #include "buf.h"
 #include "changed.h"
 #include "chunker.h"
-#include "group.h"
+#include "group-write.h"
 #include "heal.h"
 #include "hex.h"
 #include "index.h"
@@ -50,18 +50,10 @@
 #define INDEX_FLUSH_ENTRIES (1u << 20)
 #define INDEX_MAX_SEGMENTS 16
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
-#define GROUP_MAX_BYTES (256u * 1024) /* raw bytes of a group's members */
-#define GROUP_MAX_MEMBERS 64u
 #define EDGE_READ (1024u * 1024) /* reads of the parts of UNCHANGED extents not reused */
 
-/* One object to store: a chunk or map node (one member: its id and length), or a group. */
-typedef struct Job {
-        BvObjectType type;
-        BvGroupMember members[GROUP_MAX_MEMBERS];
-        size_t n_members;
-        size_t len, cap; /* data: the members' bytes back to back (a group's trailer follows) */
-        uint8_t *data;
-} Job;
+/* One object to store: a chunk or map node (one member), or a group. */
+typedef BvGroupBuf Job;
 
 typedef struct Backup {
         BvRepo *repo;
@@ -165,17 +157,11 @@ static int object_submit(Backup *b, BvObjectType type, const uint8_t id[BV_ID_SI
                 bv_index_unclaim(b->index, id);
                 return backup_get_error(b);
         }
-        if (bv_buf_reserve(&j->data, &j->cap, len) < 0) {
+        if (bv_group_buf_set(j, type, id, data, len) < 0) {
                 bv_index_unclaim(b->index, id);
                 job_release(b, j);
                 return -ENOMEM;
         }
-        j->type = type;
-        j->n_members = 1;
-        memcpy(j->members[0].id, id, BV_ID_SIZE);
-        j->members[0].length = (uint32_t)len;
-        memcpy(j->data, data, len);
-        j->len = len;
         job_queue(b, j);
         return 0;
 }
@@ -185,10 +171,8 @@ static void group_submit(Backup *b)
 {
         Job *j = TAKE_PTR(b->group);
 
-        if (!j)
-                return;
-        j->type = j->n_members == 1 ? BV_OBJ_CHUNK : BV_OBJ_GROUP;
-        job_queue(b, j);
+        if (j)
+                job_queue(b, j);
 }
 
 /* Adds a new (claimed) chunk to the group being gathered; on failure it is unclaimed. */
@@ -198,7 +182,7 @@ static int group_add(Backup *b, const uint8_t id[BV_ID_SIZE], const void *data, 
 
         if (!b->grouping)
                 return object_submit(b, BV_OBJ_CHUNK, id, data, len);
-        if (j && (j->len + len > GROUP_MAX_BYTES || j->n_members == GROUP_MAX_MEMBERS)) {
+        if (j && !bv_group_buf_fits(j, len)) {
                 group_submit(b);
                 j = NULL;
         }
@@ -208,21 +192,13 @@ static int group_add(Backup *b, const uint8_t id[BV_ID_SIZE], const void *data, 
                         bv_index_unclaim(b->index, id);
                         return backup_get_error(b);
                 }
-                j->n_members = 0;
-                j->len = 0;
+                bv_group_buf_clear(j, BV_OBJ_CHUNK);
                 b->group = j;
         }
-        /* room for the group at its largest, and its trailer, once for all its members */
-        if (bv_buf_reserve(&j->data, &j->cap,
-                           MAX(j->len + len, (size_t)GROUP_MAX_BYTES) + bv_group_trailer_size(GROUP_MAX_MEMBERS)) < 0) {
+        if (bv_group_buf_add(j, id, data, len) < 0) {
                 bv_index_unclaim(b->index, id);
                 return -ENOMEM;
         }
-        memcpy(j->data + j->len, data, len);
-        j->len += len;
-        memcpy(j->members[j->n_members].id, id, BV_ID_SIZE);
-        j->members[j->n_members].length = (uint32_t)len;
-        j->n_members++;
         return 0;
 }
 
@@ -269,27 +245,19 @@ static int pending_ids_add(Backup *b, const uint8_t id[BV_ID_SIZE])
         return 0;
 }
 
-static int writer_append(Backup *b, BvObjectType type, const BvGroupMember *m, size_t n, const void *encoded,
-                         size_t len)
-{
-        if (type == BV_OBJ_GROUP)
-                return bv_pack_writer_append_group(b->writer, m, n, encoded, len);
-        return bv_pack_writer_append(b->writer, type, m->id, m->length, encoded, len);
-}
-
 /* Appends one encoded object: a chunk or map node (n = 1), or a group of n members. */
 static int pack_append_locked(Backup *b, BvObjectType type, const BvGroupMember *m, size_t n, const void *encoded,
                               size_t len)
 {
         int r;
 
-        r = writer_append(b, type, m, n, encoded, len);
+        r = bv_group_append(b->writer, type, m, n, encoded, len);
         if (r == -EFBIG && bv_pack_writer_count(b->writer) > 0) {
                 /* The pack is full before its target (index or offset limits). */
                 r = pack_commit_locked(b);
                 if (r < 0)
                         return r;
-                r = writer_append(b, type, m, n, encoded, len);
+                r = bv_group_append(b->writer, type, m, n, encoded, len);
         }
         if (r < 0)
                 return r; /* the caller unclaims the ids with the job */
@@ -322,69 +290,27 @@ static int pack_append(Backup *b, BvObjectType type, const BvGroupMember *m, siz
         return r;
 }
 
-typedef struct Worker {
-        BvObjectCodec *codec;
-        uint8_t *out;
-        size_t out_cap;
-} Worker;
-
-/* A group that did not compress: its members are stored as raw chunks. */
-static int worker_encode_members(Backup *b, Worker *w, const Job *j)
+/* The encoder's sink: each encoded object into the pack. */
+static int worker_sink(void *userdata, BvObjectType type, const BvGroupMember *m, size_t n, const void *encoded,
+                       size_t len)
 {
-        const uint8_t *data = j->data;
-        size_t len;
-        int r;
-
-        for (size_t i = 0; i < j->n_members; i++) {
-                const BvGroupMember *m = &j->members[i];
-
-                r = bv_object_encode_as(w->codec, BV_OBJ_CHUNK, m->id, data, m->length, false, w->out, &len, NULL);
-                if (r < 0)
-                        return r;
-                r = pack_append(b, BV_OBJ_CHUNK, m, 1, w->out, len);
-                if (r < 0)
-                        return r;
-                data += m->length;
-        }
-        return 0;
-}
-
-static int worker_encode(Backup *b, Worker *w, Job *j)
-{
-        size_t raw = j->len, len;
-        bool compressed = true;
-        int r;
-
-        if (j->type == BV_OBJ_GROUP) {
-                bv_group_put_trailer(j->data + j->len, j->members, j->n_members);
-                raw += bv_group_trailer_size(j->n_members);
-        }
-        r = bv_buf_reserve(&w->out, &w->out_cap, bv_object_bound(raw));
-        if (r < 0)
-                return r;
-        r = bv_object_encode_as(w->codec, j->type, j->type == BV_OBJ_GROUP ? bv_group_id : j->members[0].id,
-                                j->data, raw, true, w->out, &len, &compressed);
-        if (r < 0)
-                return r;
-        if (j->type == BV_OBJ_GROUP && !compressed)
-                return worker_encode_members(b, w, j);
-        return pack_append(b, j->type, j->members, j->n_members, w->out, len);
+        return pack_append(userdata, type, m, n, encoded, len);
 }
 
 static void *worker_main(void *userdata)
 {
         Backup *b = userdata;
-        Worker w = {};
+        BvGroupEncoder *enc = NULL;
         Job *j = NULL;
         int r;
 
-        r = bv_object_codec_new(b->keyring, b->zstd_level, &w.codec);
+        r = bv_group_encoder_new(b->keyring, b->zstd_level, &enc);
         if (r < 0)
                 backup_set_error(b, r);
 
         while ((j = job_next(b))) {
                 if (backup_get_error(b) == 0) {
-                        r = worker_encode(b, &w, j);
+                        r = bv_group_encode(enc, j, worker_sink, b);
                         if (r < 0) {
                                 job_unclaim(b, j);
                                 backup_set_error(b, r);
@@ -394,8 +320,7 @@ static void *worker_main(void *userdata)
                 job_release(b, j);
         }
 
-        bv_object_codec_free(w.codec);
-        free(w.out);
+        bv_group_encoder_free(enc);
         return NULL;
 }
 
@@ -785,7 +710,7 @@ static void backup_done(Backup *b)
         bv_pack_writer_free(b->writer);
         bv_object_codec_free(b->pack_codec);
         for (size_t i = 0; i < b->n_jobs; i++)
-                free(b->jobs[i].data);
+                bv_group_buf_done(&b->jobs[i]);
         free(b->jobs);
         free(b->pending_ids);
         free(b->prefix_ids);

@@ -147,6 +147,16 @@ static int heal_write(Heal *h)
         return r < 0 ? r : (int)MIN(n, (size_t)INT_MAX);
 }
 
+/* Whether a condemned list waits for an epoch after the lease's: gc condemned since the lease was
+ * taken, whatever gc/epoch says now (it may have been rolled back to the lease's own epoch). */
+static bool list_after(const Heal *h, uint64_t lease)
+{
+        for (size_t i = 0; i < h->nlists; i++)
+                if (bv_index_list_generation(h->lists[i]) > lease)
+                        return true;
+        return false;
+}
+
 int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_SIZE], uint32_t height,
                    uint64_t size)
 {
@@ -156,17 +166,24 @@ int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_
         if (r < 0)
                 return r == -ENOENT ? 0 : r;
         r = bv_gc_epoch_read(bv_repo_dirfd(repo, ""), &epoch);
-        if (r < 0 || epoch <= lease)
-                return r; /* no gc condemned since the lease: the common path reads nothing */
-        r = bv_index_refresh(bv_repo_index(repo)); /* the index as gc left it */
-        if (r >= 0)
-                r = lists_load(&h);
-        if (r >= 0)
-                r = bv_map_walk(root, height, size, heal_fetch, &h, heal_node, heal_extent, &h);
-        if (r >= 0 && h.missing > 0)
-                r = -EUCLEAN;
-        if (r >= 0)
-                r = heal_write(&h);
+        if (r < 0)
+                return r;
+        /* The epoch cannot go back (docs/LIFECYCLE.md): any epoch but the lease's, lower too (gc/epoch
+         * removed or rolled back), or a list that waits for a later one, means a gc may have
+         * condemned since the lease. Only an unchanged epoch and no such list skip the walk: the
+         * common path reads gc/epoch and lists gc/. */
+        r = lists_load(&h);
+        if (r == -ENOENT) /* no gc/: no list */
+                r = 0;
+        if (r >= 0 && (epoch != lease || list_after(&h, lease))) {
+                r = bv_index_refresh(bv_repo_index(repo)); /* the index as gc left it */
+                if (r >= 0)
+                        r = bv_map_walk(root, height, size, heal_fetch, &h, heal_node, heal_extent, &h);
+                if (r >= 0 && h.missing > 0)
+                        r = -EUCLEAN;
+                if (r >= 0)
+                        r = heal_write(&h);
+        }
         for (size_t i = 0; i < h.nlists; i++)
                 bv_index_list_free(h.lists[i]);
         free(h.lists);
