@@ -10,78 +10,90 @@
 need_root
 need_cmd setpriv
 
+need_cmd losetup mkfs.ext4
+[ -e /dev/loop-control ] || skip "no loop devices"
+
 etc=$T/etc
-mkdir -p "$etc/conf.d" "$etc/keys"
-head -c 64 /dev/urandom >"$etc/keys/usb.key"
-chmod 0400 "$etc/keys/usb.key"
-cat >"$etc/blkvault.conf" <<EOF
-[target usb]
-uuid = 0b6c1b2a-1234-4321-abcd-0123456789ab
-key-file = $etc/keys/usb.key
-EOF
-# a job whose pre command would show that it ran
-printf '[job evil]\nsource = %s\npre = touch %s\n' "$T/src.img" "$T/pwned" >"$etc/conf.d/50-job.conf"
+conf=$etc/blkvault.conf
+mkdir -p "$etc/conf.d"
+opts=(--config="$conf" --run-dir="$T/run" --state-dir="$T/state")
+loop_target dev usb 300M --config="$conf"
+key=$T/keys/usb.key
+tconf=$etc/conf.d/50-target-usb.conf
+tline=$(grep -n '^\[target usb\]' "$tconf" | cut -d: -f1)
+# [global] and a job whose commands would show that they ran
+printf '[global]\non-failure = touch %s\n' "$T/pwned-global" >"$conf"
 truncate -s 1M "$T/src.img"
-opts=(--config="$etc/blkvault.conf")
-bv config check "${opts[@]}" >"$T/ok.out" || die "the configuration as root wrote it was refused"
+printf '[job evil]\nsource = %s\npre = touch %s\non-failure = touch %s\n' "$T/src.img" "$T/pwned" "$T/pwned" \
+    >"$etc/conf.d/60-job.conf"
+bv config check --config="$conf" >"$T/ok.out" || die "the configuration as root wrote it was refused"
 grep -q "^configuration ok: 1 target, 1 job" "$T/ok.out" || die "config check: $(cat "$T/ok.out")"
 
-# refused_everywhere PATTERN: config check, job run and target run refuse with PATTERN, and the
-# job's pre command did not run
+# refused_everywhere PATTERN: config check, job run and target run refuse with PATTERN (the
+# untrusted file's sections are skipped), and none of its commands ran
 refused_everywhere() {
-    expect_fail 1 "$1" bv config check "${opts[@]}"
-    expect_fail 1 "$1" bv job run evil "${opts[@]}" --run-dir="$T/run" --state-dir="$T/state"
-    grep -q "^error: 1 mistake in the configuration (see 'blkvault config check')$" "$T/.err" ||
-        { cat "$T/.err" >&2; die "job run did not refuse the configuration"; }
-    expect_fail 1 "$1" bv target run usb "${opts[@]}" --run-dir="$T/run" --state-dir="$T/state"
-    [ ! -e "$T/pwned" ] || die "the job's pre command ran"
+    expect_fail 1 "$1" bv config check --config="$conf"
+    expect_fail 1 "$1" bv job run evil "${opts[@]}"
+    grep -q "^error: job evil is not run: its section has a mistake" "$T/.err" ||
+        { cat "$T/.err" >&2; die "job run did not refuse job evil"; }
+    expect_fail 1 "$1" bv target run "$dev" "${opts[@]}"
+    [ ! -e "$T/pwned" ] || die "a command of the untrusted file ran"
 }
 
 # a world-writable conf.d file
-chmod 0666 "$etc/conf.d/50-job.conf"
-refused_everywhere "^$etc/conf.d/50-job.conf: file has mode 0666: writable by group or others (chmod go-w)$"
-chmod 0644 "$etc/conf.d/50-job.conf"
+chmod 0666 "$etc/conf.d/60-job.conf"
+refused_everywhere "^$etc/conf.d/60-job.conf: file has mode 0666: writable by group or others (chmod go-w)$"
+[ -e "$T/pwned-global" ] || die "[global]'s on-failure did not run after the failed run"
+rm "$T/pwned-global"
+chmod 0644 "$etc/conf.d/60-job.conf"
 # one owned by nobody (its mode is fine)
-chown nobody "$etc/conf.d/50-job.conf"
-refused_everywhere "^$etc/conf.d/50-job.conf: file owned by nobody, not root (chown root)$"
-chown root "$etc/conf.d/50-job.conf"
-# the main file, group-writable
-chmod 0664 "$etc/blkvault.conf"
-refused_everywhere "^$etc/blkvault.conf: file has mode 0664: writable by group or others (chmod go-w)$"
-chmod 0644 "$etc/blkvault.conf"
-# conf.d itself, where anyone could add or replace a file
+chown nobody "$etc/conf.d/60-job.conf"
+refused_everywhere "^$etc/conf.d/60-job.conf: file owned by nobody, not root (chown root)$"
+chown root "$etc/conf.d/60-job.conf"
+rm -f "$T/pwned-global"
+# the main file, group-writable: its [global] is dropped too
+chmod 0664 "$conf"
+expect_fail 1 "^$conf: file has mode 0664: writable by group or others (chmod go-w)$" bv config check --config="$conf"
+chmod 0644 "$conf"
+# conf.d itself, where anyone could add or replace a file: every file in it is untrusted
 chmod 0777 "$etc/conf.d"
 refused_everywhere "^$etc/conf.d: directory has mode 0777: writable by group or others (chmod go-w)$"
+grep -q "^error: target usb: " "$T/.err" || { cat "$T/.err" >&2; die "target run ran the drive of an untrusted file"; }
 chmod 0755 "$etc/conf.d"
+rm -f "$T/pwned-global"
 chown nobody "$etc"
 refused_everywhere "^$etc: directory owned by nobody, not root (chown root)$"
+[ ! -e "$T/pwned-global" ] || die "[global]'s on-failure of an untrusted main file ran"
 chown root "$etc"
-# a key file others can read, or write; one the group may read
-for mode in 0440 0404 0600 0640 0620; do
-    chmod "$mode" "$etc/keys/usb.key"
+# a key file others can read, or write, or owned by another: the drive is not run
+for mode in 0440 0404 0640 0620 0600; do
+    chmod "$mode" "$key"
     case $mode in
-    0600) bv config check "${opts[@]}" >/dev/null || die "a key file of mode 0600 was refused" ;;
-    0620) refused_everywhere "^$etc/blkvault.conf:1: '$etc/keys/usb.key': file has mode 0620: writable by group or others (chmod go-w)$" ;;
-    *) refused_everywhere "^$etc/blkvault.conf:1: '$etc/keys/usb.key': secret file has mode $mode: readable by others than its owner (chmod 0400)$" ;;
+    0600) bv config check --config="$conf" >/dev/null || die "a key file of mode 0600 was refused"; continue ;;
+    0620) why="file has mode 0620: writable by group or others (chmod go-w)" ;;
+    *) why="secret file has mode $mode: readable by others than its owner (chmod 0400)" ;;
     esac
+    expect_fail 1 "^$tconf:$tline: '$key': $why$" bv config check --config="$conf"
+    expect_fail 1 "^error: target usb: $tconf:$tline: '$key': $why$" bv target run "$dev" "${opts[@]}"
 done
-chmod 0400 "$etc/keys/usb.key"
-chown nobody "$etc/keys/usb.key"
-refused_everywhere "^$etc/blkvault.conf:1: '$etc/keys/usb.key': file owned by nobody, not root (chown root)$"
-chown root "$etc/keys/usb.key"
+chmod 0400 "$key"
+chown nobody "$key"
+expect_fail 1 "^error: target usb: $tconf:$tline: '$key': file owned by nobody, not root (chown root)$" \
+    bv target run "$dev" "${opts[@]}"
+chown root "$key"
+[ ! -e "$T/pwned" ] || die "a command of the untrusted file ran"
 # an export's passphrase file: serve --export refuses it too
 printf 'pass\n' >"$etc/pass"
 chmod 0644 "$etc/pass"
-printf '[export disk]\nrepository = %s\npassphrase-file = %s\n' "$T/repo" "$etc/pass" >"$etc/conf.d/60-export.conf"
-expect_fail 1 "^$etc/conf.d/60-export.conf:1: '$etc/pass': secret file has mode 0644: readable by others than its owner (chmod 0400)$" \
-    bv serve --export=disk "${opts[@]}"
+printf '[export disk]\nrepository = %s\npassphrase-file = %s\n' "$T/repo" "$etc/pass" >"$etc/conf.d/70-export.conf"
+expect_fail 1 "^error: export 'disk' is not served: its section has a mistake ($etc/conf.d/70-export.conf:1: '$etc/pass': secret file has mode 0644: readable by others than its owner (chmod 0400))$" \
+    bv serve --export=disk --config="$conf"
 chmod 0600 "$etc/pass"
 
 # a configuration of one's own: a user's files pass for that user, root's too, others' do not
-cp -r "$etc" "$T/user"
-rm -r "$T/user/conf.d" "$T/user/keys"
-sed -i "s|^key-file = .*|key-file = $T/user/usb.key|" "$T/user/blkvault.conf"
-cp -p "$etc/keys/usb.key" "$T/user/usb.key"
+mkdir "$T/user"
+sed "s|^key-file = .*|key-file = $T/user/usb.key|" "$tconf" >"$T/user/blkvault.conf"
+cp -p "$key" "$T/user/usb.key"
 chown -R nobody "$T/user"
 chmod 0755 "$T"
 for u in nobody root; do

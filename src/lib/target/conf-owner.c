@@ -7,10 +7,15 @@
  * root (or by the user running blkvault, for a configuration of one's own) and writable by its
  * owner only; secret files also readable by their owner only, or by the group 'blkvault' (the
  * NBD export service runs as that user: see blkvault-nbd@.service). A file or directory that
- * fails is a mistake of the configuration, named with its mode or owner, like any other.
+ * fails is a mistake of the configuration, named with its mode or owner. Such a file is not
+ * trusted: each section it defines gets the mistake (so that none runs) and loses its commands
+ * (a job with a mistake still counts as failed and would run its on-failure), and the keys of a
+ * [global] section there are dropped; a directory's mistake is that of every file in it. A
+ * secret file's mistake is the mistake of the section that names it.
  */
 #include <errno.h>
 #include <grp.h>
+#include <stdlib.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,31 +85,85 @@ int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *p
         return conf_error(c, file, line, "'%s': %s", path, why);
 }
 
-/* The secret files the sections name, at their sections' lines. */
+static void drop(char **s)
+{
+        free(*s);
+        *s = NULL;
+}
+
+/* Every section of file gets the mistake errors[e] and loses what it would run. */
+static int distrust_file(BvConfig *c, const char *file, size_t e)
+{
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < c->n_targets; i++) {
+                BvConfTarget *t = &c->targets[i];
+                if (t->where.file != file)
+                        continue;
+                drop(&t->on_success), drop(&t->on_failure);
+                r = conf_set_mistake(&t->mistake, &c->errors[e]);
+        }
+        for (size_t i = 0; r >= 0 && i < c->n_jobs; i++) {
+                BvConfJob *j = &c->jobs[i];
+                if (j->where.file != file)
+                        continue;
+                drop(&j->command), drop(&j->pre), drop(&j->post), drop(&j->on_success), drop(&j->on_failure);
+                if (j->source && strncmp(j->source, "command:", 8) == 0)
+                        drop(&j->source);
+                r = conf_set_mistake(&j->mistake, &c->errors[e]);
+        }
+        for (size_t i = 0; r >= 0 && i < c->n_exports; i++)
+                if (c->exports[i].where.file == file)
+                        r = conf_set_mistake(&c->exports[i].mistake, &c->errors[e]);
+        if (c->global_where.file == file)
+                drop(&c->on_success), drop(&c->on_failure);
+        return r;
+}
+
+/* The secret files the sections name: a mistake of the section that names one. */
 static int check_secrets(BvConfig *c)
 {
         int r = 0;
-        for (size_t i = 0; r >= 0 && i < c->n_targets; i++)
-                if (c->targets[i].key_file)
-                        r = conf_check_owner(c, c->targets[i].where.file, c->targets[i].where.line,
-                                             c->targets[i].key_file, true);
-        for (size_t i = 0; r >= 0 && i < c->n_exports; i++) {
-                const BvConfExport *e = &c->exports[i];
+        for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_targets; i++, n = c->n_errors) {
+                BvConfTarget *t = &c->targets[i];
+                if (t->key_file)
+                        r = conf_check_owner(c, t->where.file, t->where.line, t->key_file, true);
+                if (r >= 0 && c->n_errors > n)
+                        r = conf_set_mistake(&t->mistake, &c->errors[n]);
+        }
+        for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_exports; i++, n = c->n_errors) {
+                BvConfExport *e = &c->exports[i];
                 const char *secret = e->key_file ? e->key_file : e->passphrase_file;
                 if (secret)
                         r = conf_check_owner(c, e->where.file, e->where.line, secret, true);
+                if (r >= 0 && c->n_errors > n)
+                        r = conf_set_mistake(&e->mistake, &c->errors[n]);
         }
         return r;
 }
 
+static bool in_dir(const char *file, const char *dir)
+{
+        size_t n = strlen(dir);
+        return strncmp(file, dir, n) == 0 && file[n] == '/';
+}
+
 int conf_check_owners(BvConfig *c)
 {
+        size_t dir_error[ELEMENTSOF(c->dirs)]; /* the mistake of each directory, or SIZE_MAX */
         int r = 0;
-        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(c->dirs); i++)
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(c->dirs); i++) {
+                size_t n = c->n_errors;
                 r = conf_check_owner(c, c->dirs[i], 0, c->dirs[i], false);
-        for (size_t i = 0; r >= 0 && i < c->n_files; i++)
+                dir_error[i] = c->n_errors > n ? n : SIZE_MAX;
+        }
+        for (size_t i = 0; r >= 0 && i < c->n_files; i++) {
+                size_t n = c->n_errors;
                 r = conf_check_owner(c, c->files[i], 0, c->files[i], false);
-        if (r >= 0)
-                r = check_secrets(c);
-        return r;
+                size_t e = c->n_errors > n ? n :
+                           dir_error[1] != SIZE_MAX && in_dir(c->files[i], c->dirs[1]) ? dir_error[1] :
+                                                                                         dir_error[0];
+                if (r >= 0 && e != SIZE_MAX)
+                        r = distrust_file(c, c->files[i], e);
+        }
+        return r >= 0 ? check_secrets(c) : r;
 }
