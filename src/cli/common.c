@@ -309,9 +309,7 @@ static int open_deriving(const char *path, const BvSecret *secret, BvOpenFlags f
         return r;
 }
 
-/* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
- * secret_done); on failure it is wiped here. */
-static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
+int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
                             BvSecret *ret_secret)
 {
         BvRepoProblem problem;

@@ -453,6 +453,8 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
 finalize:
         if (r >= 0)
                 r = finalize_lists(&g, epoch, min, st->epoch);
+        if (r >= 0)
+                r = gc_reap_tmp(&g);
 out:
         free(ps.p);
         gc_lists_free(&g);

@@ -33,6 +33,7 @@ typedef struct BvGcStats {
         uint64_t bytes_condemned;            /* file sizes of the condemned packs */
         uint64_t bytes_copied;               /* encoded bytes copied out of rewritten packs */
         uint64_t packs_deleted, bytes_deleted;
+        uint64_t tmp_deleted, tmp_bytes_deleted; /* .tmp-* files interrupted writers left */
         uint64_t entries_resurrected;        /* put back into the index for a snapshot committed meanwhile */
         uint64_t lists_finalized, lists_waiting;
         uint64_t leases_live, leases_reaped;

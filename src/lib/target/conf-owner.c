@@ -9,8 +9,8 @@
  * NBD export service runs as that user: see blkvault-nbd@.service). A file or directory that
  * fails is a mistake of the configuration, named with its mode or owner. Such a file is not
  * trusted: each section it defines gets the mistake (so that none runs) and loses its commands
- * (a job with a mistake still counts as failed and would run its on-failure), and the keys of a
- * [global] section there are dropped; a directory's mistake is that of every file in it. A
+ * (a job with a mistake still counts as failed and would run its on-failure), and the commands
+ * and the metrics path of a [global] section there are dropped (no textfile is written then); a directory's mistake is that of every file in it. A
  * secret file's mistake is the mistake of the section that names it.
  */
 #include <errno.h>
@@ -114,8 +114,11 @@ static int distrust_file(BvConfig *c, const char *file, size_t e)
         for (size_t i = 0; r >= 0 && i < c->n_exports; i++)
                 if (c->exports[i].where.file == file)
                         r = conf_set_mistake(&c->exports[i].mistake, &c->errors[e]);
-        if (c->global_where.file == file)
-                drop(&c->on_success), drop(&c->on_failure);
+        if (c->global_where.file == file) {
+                /* metrics: a path root would write to */
+                drop(&c->on_success), drop(&c->on_failure), drop(&c->notify), drop(&c->metrics);
+                c->no_metrics = true;
+        }
         return r;
 }
 

@@ -19,8 +19,8 @@ static const char *const target_keys[] = {
         "uuid", "key-file", "repository", "mode", "power-off", "luks", "fs-options", "on-success", "on-failure", NULL,
 };
 
-enum { G_ON_SUCCESS, G_ON_FAILURE };
-static const char *const global_keys[] = { "on-success", "on-failure", NULL };
+enum { G_ON_SUCCESS, G_ON_FAILURE, G_NOTIFY, G_METRICS };
+static const char *const global_keys[] = { "on-success", "on-failure", "notify", "metrics", NULL };
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
@@ -431,6 +431,21 @@ static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *va
         }
 }
 
+static int set_global_key(const Ctx *x, BvConfig *c, int key, const char *value)
+{
+        switch (key) {
+        case G_ON_SUCCESS:
+                return set_string(x, value, &c->on_success);
+        case G_ON_FAILURE:
+                return set_string(x, value, &c->on_failure);
+        case G_NOTIFY:
+                return set_string(x, value, &c->notify);
+        default:
+                c->no_metrics = strcmp(value, "no") == 0;
+                return c->no_metrics ? 0 : set_absolute(x, value, &c->metrics);
+        }
+}
+
 int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned line, const char *key,
                      const char *value)
 {
@@ -455,7 +470,7 @@ int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned lin
         if (s->kind == CONF_JOB)
                 return set_job_key(&x, &c->jobs[s->index], k, value);
         if (s->kind == CONF_GLOBAL)
-                return set_string(&x, value, k == G_ON_SUCCESS ? &c->on_success : &c->on_failure);
+                return set_global_key(&x, c, k, value);
         return set_export_key(&x, &c->exports[s->index], k, value);
 }
 

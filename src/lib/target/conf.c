@@ -356,7 +356,7 @@ void bv_conf_free(BvConfig *c)
         free(c->errors);
         conf_free_strv(c->files, c->n_files);
         free(c->dirs[0]), free(c->dirs[1]);
-        free(c->on_success), free(c->on_failure);
+        free(c->on_success), free(c->on_failure), free(c->notify), free(c->metrics);
         free(c);
 }
 
@@ -402,6 +402,14 @@ bool bv_conf_job_wants(const BvConfJob *j, const char *target)
                 if (strcmp(j->targets[i], target) == 0)
                         return true;
         return false;
+}
+
+bool bv_conf_job_prunes(const BvConfJob *j)
+{
+        const BvConfRetention *k = &j->keep;
+        return k->last != BV_CONF_KEEP_UNSET || k->hourly != BV_CONF_KEEP_UNSET || k->daily != BV_CONF_KEEP_UNSET ||
+               k->weekly != BV_CONF_KEEP_UNSET || k->monthly != BV_CONF_KEEP_UNSET ||
+               k->yearly != BV_CONF_KEEP_UNSET || k->within > 0;
 }
 
 const char *bv_conf_job_command(const BvConfJob *j)

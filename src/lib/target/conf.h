@@ -6,7 +6,9 @@
  * /etc/blkvault/conf.d/NAME.conf in name order, INI files (parsed with inih) with three kinds of
  * section:
  *
- *   [global]       on-success, on-failure: the commands of every run (unless a target has its own)
+ *   [global]       on-success, on-failure: the commands of every run (unless a target has its own);
+ *                  notify: the command told of each change (a failure, a recovery, an age alarm);
+ *                  metrics: the Prometheus textfile (or no)
  *   [target NAME]  a registered drive: uuid, key-file, repository, mode, power-off, luks,
  *                  fs-options, on-success, on-failure
  *   [job NAME]     what to back up: source or command, snapshot, targets, schedule, keep-*,
@@ -35,6 +37,8 @@
 #define BV_CONF_FILE_MAX (1024 * 1024)
 #define BV_CONF_DEFAULT_MAX_AGE (7 * 86400ULL)
 #define BV_CONF_DEFAULT_REPOSITORY "blkvault"
+/* Where Debian's prometheus-node-exporter reads textfiles from. */
+#define BV_CONF_DEFAULT_METRICS "/var/lib/prometheus/node-exporter/blkvault.prom"
 
 typedef struct BvConfError {
         const char *file; /* one of BvConfig.files */
@@ -119,6 +123,9 @@ typedef struct BvConfig {
         size_t n_errors;
         BvConfWhere global_where; /* the [global] line, file NULL when there is none */
         char *on_success, *on_failure; /* [global] */
+        char *notify;           /* [global]: run once per change of a job's or target's state */
+        char *metrics;          /* [global]: the textfile's path, NULL for the default */
+        bool no_metrics;        /* [global] metrics = no */
 } BvConfig;
 
 /* The main file to read: path if given, else $BLKVAULT_CONFIG if set, else the default. The
@@ -158,6 +165,8 @@ const BvConfJob *bv_conf_job_by_name(const BvConfig *c, const char *name);
 const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name);
 /* Does job run on target? */
 bool bv_conf_job_wants(const BvConfJob *j, const char *target);
+/* Does the job have a retention rule (any keep-*): its runs prune and collect garbage? */
+bool bv_conf_job_prunes(const BvConfJob *j);
 /* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
 const char *bv_conf_job_command(const BvConfJob *j);
 

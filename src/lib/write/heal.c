@@ -31,32 +31,39 @@ typedef struct Heal {
         uint64_t missing;
 } Heal;
 
-static int lists_load(Heal *h)
+int bv_condemned_lists_load(BvRepo *repo, BvIndexList ***ret, size_t *ret_n)
 {
         DIR *d;
-        int r = bv_opendir_beneath(bv_repo_dirfd(h->repo, ""), "gc", &d);
+        int r = bv_opendir_beneath(bv_repo_dirfd(repo, ""), "gc", &d);
         if (r < 0)
                 return r;
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d))) {
                 if (!bv_index_name_valid(de->d_name))
                         continue;
-                BvIndexList **p = reallocarray(h->lists, h->nlists + 1, sizeof(*p));
+                BvIndexList **p = reallocarray(*ret, *ret_n + 1, sizeof(*p));
                 if (!p) {
                         r = -ENOMEM;
                         break;
                 }
-                h->lists = p;
-                r = bv_index_list_open(dirfd(d), de->d_name, &h->lists[h->nlists]);
+                *ret = p;
+                r = bv_index_list_open(dirfd(d), de->d_name, &p[*ret_n]);
                 if (r == -ENOENT) /* finalized meanwhile: its entries are indexed again */
                         r = 0;
                 else if (r >= 0)
-                        h->nlists++;
+                        (*ret_n)++;
         }
         if (r >= 0 && errno)
                 r = negative_errno();
         closedir(d);
         return r;
+}
+
+void bv_condemned_lists_free(BvIndexList **lists, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                bv_index_list_free(lists[i]);
+        free(lists);
 }
 
 static int list_find(Heal *h, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
@@ -172,7 +179,7 @@ int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_
          * removed or rolled back), or a list that waits for a later one, means a gc may have
          * condemned since the lease. Only an unchanged epoch and no such list skip the walk: the
          * common path reads gc/epoch and lists gc/. */
-        r = lists_load(&h);
+        r = bv_condemned_lists_load(repo, &h.lists, &h.nlists);
         if (r == -ENOENT) /* no gc/: no list */
                 r = 0;
         if (r >= 0 && (epoch != lease || list_after(&h, lease))) {
@@ -184,9 +191,7 @@ int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_
                 if (r >= 0)
                         r = heal_write(&h);
         }
-        for (size_t i = 0; i < h.nlists; i++)
-                bv_index_list_free(h.lists[i]);
-        free(h.lists);
+        bv_condemned_lists_free(h.lists, h.nlists);
         free(h.found);
         return r == -ENOENT ? -EUCLEAN : r;
 }

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "index.h"
 #include "object.h"
 #include "repo.h"
 
@@ -20,3 +21,9 @@
  * -EUCLEAN if an id is neither indexed nor in a condemned list. */
 int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_SIZE], uint32_t height,
                    uint64_t size);
+
+/* Opens every condemned list gc/<16 hex>.idx (one finalized meanwhile is left out), appending to
+ * *ret (*ret_n of them); free with bv_condemned_lists_free, also after a failure. -ENOENT
+ * without gc/. */
+int bv_condemned_lists_load(BvRepo *repo, BvIndexList ***ret, size_t *ret_n);
+void bv_condemned_lists_free(BvIndexList **lists, size_t n);
