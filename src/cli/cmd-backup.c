@@ -194,6 +194,11 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
                           "or name it in block-export-add's bitmaps)", source, o->dirty_bitmap, o->dirty_bitmap);
                 return EXIT_ERROR;
         }
+        if (r == -EFBIG) {
+                log_error("the NBD export '%s' claims more than 1 PiB: refused (block status answers 4 GiB at a "
+                          "time, so walking it would take one request per 4 GiB of what it claims)", source);
+                return EXIT_ERROR;
+        }
         return log_error_errno(r, "cannot read the NBD export '%s' (is the server running?)", source);
 }
 

@@ -10,13 +10,7 @@
 need_cmd python3 timeout
 
 EIB=$((1 << 60))
-dir=$T
-if ! truncate -s 4E "$dir/probe" 2>/dev/null; then
-    [ -d /dev/shm ] && dir=$(mktemp -d /dev/shm/bvtest.XXXXXX) || skip "no filesystem here allows 4 EiB files"
-    on_exit "rm -rf '$dir'"
-    truncate -s 4E "$dir/probe" 2>/dev/null || skip "neither $T nor /dev/shm allows 4 EiB files"
-fi
-rm -f "$dir/probe"
+huge_dir dir
 
 src=$dir/huge.img
 truncate -s 4E "$src"

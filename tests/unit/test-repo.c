@@ -344,9 +344,11 @@ TEST(open_refuses)
         ASSERT_OK(bv_read_file(AT_FDCWD, other_key, 65536, &text, &len));
         write_file(key_path, text, len);
         ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), ENOKEY);
-        /* and no key at all */
+        /* and no key at all: named, not taken for a wrong secret */
         ASSERT_TRUE(unlink(key_path) == 0);
-        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), ENOKEY);
+        BvRepoProblem kp;
+        ASSERT_ERROR(bv_repo_open_report(f.repo, &s, BV_OPEN_READ, &kp, &r), ENOENT);
+        ASSERT_STREQ(kp.path, "keys/default");
 
         /* a directory of the layout is missing: the repository needs repair */
         ASSERT_OK(bv_repo_open(other, &s, BV_OPEN_READ, &r));

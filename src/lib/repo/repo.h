@@ -89,7 +89,8 @@ int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secr
 /* -ENOKEY: wrong passphrase/key, or none given for an encrypted repository; -EKEYREJECTED: a
  * passphrase or key file was given but the repository has no cipher (decided from the config
  * this open reads and uses, before anything is locked or written: such a repository would open
- * with any secret, so it is not the one the secret belongs to);
+ * with any secret, so it is not the one the secret belongs to); -ENOENT named keys/default:
+ * an encrypted repository without any key slot;
  * -EPROTONOSUPPORT: unknown format version; -EBADMSG: config fails authentication;
  * -ELOOP/-EBADFD/-ENOTDIR: an entry is a symbolic link or of the wrong type (refused).
  * Only path itself may be reached through symbolic links (it is the user's own path).
