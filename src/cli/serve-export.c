@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -35,6 +36,29 @@ static bool socket_activated(void)
 {
         const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
         return pid && fds && strtol(pid, NULL, 10) == (long)getpid() && strtol(fds, NULL, 10) > 0;
+}
+
+/* The sockets systemd passed (fds 3 on) must be Unix sockets: nbdkit serves a passed TCP socket
+ * without TLS, the decrypted disk to anyone who reaches the port (a ListenStream=ADDR:PORT
+ * drop-in; issue 21, finding 3 again). TCP is 'serve --export --listen' with TLS, by hand. -1
+ * when they are, else the exit code (as serve_check_listener). */
+static int check_passed_sockets(void)
+{
+        long n = strtol(getenv("LISTEN_FDS"), NULL, 10);
+        for (int fd = 3; fd < 3 + n; fd++) {
+                int domain = 0;
+                socklen_t len = sizeof(domain);
+                if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+                        return log_error_errno(-errno, "systemd passed fd %d, which is not a socket", fd);
+                if (domain != AF_UNIX) {
+                        log_error("systemd passed a socket that is not a Unix socket (fd %d, a TCP ListenStream=?): "
+                                  "the export would serve the decrypted disk without TLS; its socket unit must "
+                                  "listen on a Unix socket (for TCP: 'blkvault serve --export=NAME "
+                                  "--listen=ADDR:PORT' with --tls-psk or --tls-certificates)", fd);
+                        return EXIT_ERROR;
+                }
+        }
+        return -1;
 }
 
 static int exec_export(const BvConfExport *e)
@@ -90,7 +114,7 @@ int serve_export(int argc, char **argv)
                           "--socket, --listen, --tls-psk, --tls-certificates or --insecure");
                 return EXIT_USAGE;
         }
-        int ec = activated ? -1 : serve_check_listener(&o);
+        int ec = activated ? check_passed_sockets() : serve_check_listener(&o);
         if (ec >= 0)
                 return ec;
         ec = load_config(config, false, &conf);

@@ -78,6 +78,19 @@ expect_fail 2 "^error: --socket excludes --listen$" \
     "$BLKVAULT" serve --export=disk --config="$conf" --listen=127.0.0.1:"$port" --socket="$T/s" --insecure
 expect_fail 2 "^error: systemd passed a socket: where the export listens is its socket unit's to say" \
     bash -c 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"' - "$BLKVAULT" serve --export=disk --config="$conf" --insecure
+# a TCP socket passed as systemd passes one (a ListenStream=ADDR:PORT drop-in of the socket unit):
+# nbdkit served the decrypted disk on it without TLS (the attack after issue 21's fixes); refused.
+# timeout: before the fix, nbdkit served on it until killed.
+expect_fail 1 "^error: systemd passed a socket that is not a Unix socket (fd 3, a TCP ListenStream=?): the export would serve the decrypted disk without TLS" \
+    timeout 30 python3 -c 'import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+if s.fileno() != 3:
+    os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+os.execvp(sys.argv[1], sys.argv[1:])' "$BLKVAULT" serve --export=disk --config="$conf"
 expect_fail 1 "^error: no export 'other' in the configuration (an \[export other\] section)$" \
     "$BLKVAULT" serve --export=other --config="$conf"
 
