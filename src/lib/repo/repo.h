@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "aead.h"
+#include "backend.h"
 #include "chunker.h"
 #include "index.h"
 #include "keyring.h"
@@ -152,6 +153,8 @@ int bv_repo_find_snapshot(BvRepo *r, const char *spec, const BvSnapshot **ret);
 BvIndex *bv_repo_index(BvRepo *r);
 BvPackSet *bv_repo_packs(BvRepo *r);
 const BvKeyring *bv_repo_keyring(BvRepo *r);
+/* Where the repository's objects are kept (backend.h): every room names them through it. */
+BvBackend *bv_repo_backend(BvRepo *r);
 /* A directory fd of the repository: "packs", "index", "snapshots", "tmp", or "" (the top).
  * The fd belongs to the repository (do not close it); -ENOENT for another name. */
 int bv_repo_dirfd(BvRepo *r, const char *sub);

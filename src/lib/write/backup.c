@@ -650,7 +650,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         _cleanup_close_ int gc_lock = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_COMMIT, true);
         r = gc_lock < 0 ? gc_lock : bv_backup_heal(b->repo, b->pack_codec, root, height, size);
         if (r >= 0)
-                r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
+                r = bv_snapshot_save(bv_repo_backend(b->repo), b->pack_codec, &s);
         bv_probe_done(&s.source.probe);
         if (r < 0)
                 return r;
