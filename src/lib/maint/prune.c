@@ -59,9 +59,8 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
                         r = bv_snapshot_forget(b, items[i].snap->id, false);
                         if (r < 0 && r != -ENOENT) {
                                 char path[sizeof("snapshots/.snap") + 2 * BV_SNAPSHOT_ID_SIZE];
-                                int top = bv_repo_dirfd(repo, "");
                                 snprintf(path, sizeof(path), "snapshots/%s.snap", items[i].snap->id);
-                                return bv_repo_problem_note(ret_problem, top, path, false, r);
+                                return bv_repo_problem_note(ret_problem, b, path, false, r);
                         }
                 }
                 forgot++;

@@ -398,7 +398,7 @@ typedef struct Schedule {
 /* verify-state named as the entry at fault for error; returns error. */
 static int state_note(Verify *v, int error)
 {
-        return bv_repo_problem_note(v->opts->problem, bv_repo_dirfd(v->repo, ""), BV_VERIFY_STATE_FILE, false, error);
+        return bv_repo_problem_note(v->opts->problem, bv_repo_backend(v->repo), BV_VERIFY_STATE_FILE, false, error);
 }
 
 static int schedule_on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
@@ -435,7 +435,7 @@ static int schedule_plan(Verify *v, Schedule *sc)
         size_t n_st = 0;
         int r;
 
-        r = bv_verify_state_load(bv_repo_dirfd(v->repo, ""), &st, &n_st);
+        r = bv_verify_state_load(bv_repo_backend(v->repo), &st, &n_st);
         if (r == -EBADMSG)
                 v->stats.state_reset = true, n_st = 0;
         else if (r < 0)
@@ -486,7 +486,7 @@ static int schedule_batch(Verify *v, Schedule *sc, size_t first, size_t last, si
                         sc->packs[v->reads[i]->rank].bad = true;
         *pos = end;
         v->stats.packs_read += last - first;
-        r = bv_verify_state_save(bv_repo_dirfd(v->repo, ""), sc->packs, sc->n);
+        r = bv_verify_state_save(bv_repo_backend(v->repo), sc->packs, sc->n);
         return r < 0 ? state_note(v, r) : 0;
 }
 

@@ -231,7 +231,7 @@ static int open_repo_dir(const char *path, BvRepoProblem *problem, BvBackend **r
                 return r;
         r = read_config(b, ret_config);
         if (r < 0)
-                return bv_repo_problem_note(problem, bv_backend_local_dirfd(b), "config", false, r);
+                return bv_repo_problem_note(problem, b, "config", false, r);
         *ret_backend = TAKE_PTR(b);
         return 0;
 }
@@ -318,7 +318,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
                 ret = repo_key_unseal(r->dirfd, r->cf.id, secret, r->master);
                 if (ret < 0)
-                        return bv_repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
+                        return bv_repo_problem_note(problem, r->backend, "keys/default", false, ret);
         }
         ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
         if (ret < 0)
@@ -327,7 +327,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (ret < 0)
                 return ret;
         if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
-                return bv_repo_problem_note(problem, r->dirfd, "config", false, -EBADMSG);
+                return bv_repo_problem_note(problem, r->backend, "config", false, -EBADMSG);
         if (!(r->flags & BV_OPEN_KEYS)) {
                 bv_secure_free(r->master, BV_MASTER_SIZE);
                 r->master = NULL;
@@ -344,7 +344,7 @@ static int open_stores(BvRepo *r, BvRepoProblem *problem)
                 if (r->fds[i] == -ENOENT)
                         return -EUCLEAN;
                 if (r->fds[i] < 0)
-                        return bv_repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
+                        return bv_repo_problem_note(problem, r->backend, fd_names[i], true, r->fds[i]);
         }
         ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
@@ -365,7 +365,7 @@ static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
 {
         int ret;
 
-        ret = repo_index_damage(r->dirfd, r->index, &r->damaged, &r->n_damaged);
+        ret = repo_index_damage(r->backend, r->index, &r->damaged, &r->n_damaged);
         if (ret < 0)
                 return ret;
         if (!(flags & BV_OPEN_WRITE))
@@ -375,7 +375,7 @@ static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
                         *problem = r->damaged[0];
                 return -EUCLEAN;
         }
-        return repo_check_packs(r->dirfd, r->index, r->packs, problem, &r->missing, &r->n_missing);
+        return repo_check_packs(r->backend, r->index, r->packs, problem, &r->missing, &r->n_missing);
 }
 
 int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret)
@@ -415,7 +415,7 @@ static int repo_start(const char *path, const BvSecret *secret, BvOpenFlags flag
         r->dirfd = bv_backend_local_dirfd(r->backend);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
         if (secret && (secret->passphrase || secret->key_file) && r->cf.config.cipher == BV_CIPHER_NONE)
-                return bv_repo_problem_note(problem, r->dirfd, "config", false, -EKEYREJECTED);
+                return bv_repo_problem_note(problem, r->backend, "config", false, -EKEYREJECTED);
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -443,7 +443,7 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
          * the index is opened (docs/LIFECYCLE.md, "Leases"). */
-        rr = repo_open_lock(r->dirfd, flags, problem, &r->lock_fd, &r->lease);
+        rr = repo_open_lock(r->backend, flags, problem, &r->lock_fd, &r->lease);
         if (rr < 0)
                 return rr;
 
@@ -568,7 +568,7 @@ static void on_record_skipped(const char *file, int error, void *userdata)
                 return; /* the record is skipped all the same, only not named */
         r->damaged = p;
         snprintf(path, sizeof(path), "snapshots/%.50s", file);
-        (void)bv_repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
+        (void)bv_repo_problem_note(&p[r->n_damaged++], r->backend, path, false, error);
 }
 
 static int load_snapshots(BvRepo *r)
@@ -623,7 +623,7 @@ int bv_repo_reload(BvRepo *r)
                 return ret;
         /* Damage is met again: the index's now, the records' when the list loads. */
         r->n_damaged = 0;
-        return repo_index_damage(r->dirfd, r->index, &r->damaged, &r->n_damaged);
+        return repo_index_damage(r->backend, r->index, &r->damaged, &r->n_damaged);
 }
 
 int bv_repo_read_encoded(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, void **ret)

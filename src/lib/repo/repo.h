@@ -79,10 +79,11 @@ typedef struct BvRepoProblem {
         bool want_dir; /* what was wanted there: a directory, or a regular file */
 } BvRepoProblem;
 
-/* Fills *p (if not NULL) for path (relative to the repository at dirfd) and error; for a refusal
- * by type (-ELOOP, -EBADFD, -ENOTDIR, -EISDIR) names the component at fault and what it is (for
- * the rooms above that meet entries of their own: gc/, leases/, verify-state). Returns error. */
-int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error);
+/* Fills *p (if not NULL) for path (an object's key, bv_obj_key, or a folder of the repository
+ * behind backend b) and error; for a refusal by type (-ELOOP, -EBADFD, -ENOTDIR, -EISDIR) names
+ * the component at fault and what it is (for the rooms above that meet entries of their own:
+ * gc/, leases/, verify-state). Returns error. */
+int bv_repo_problem_note(BvRepoProblem *p, BvBackend *b, const char *path, bool want_dir, int error);
 
 /* Creates a new repository at path (an empty or missing directory). */
 int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secret);
