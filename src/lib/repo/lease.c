@@ -194,10 +194,14 @@ int repo_open_lock(BvBackend *b, BvOpenFlags flags, BvRepoProblem *problem, int 
         int rr;
 
         if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
-                rr = bv_backend_lock(b, (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE, wait);
+                BvLockKind kind = (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE;
+                rr = bv_backend_lock(b, kind, wait);
                 if (rr < 0)
-                        return bv_repo_problem_note(problem, b,
-                                                 (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
+                        bv_repo_problem_note(problem, b, kind == BV_LOCK_GC ? "locks/gc" : "locks/write", false, rr);
+                if (rr == -EBUSY && problem && bv_backend_is_local(b)) /* who holds it: a local flock's holder */
+                        (void)bv_lock_holder(bv_backend_local_dirfd(b), kind, problem->holder, sizeof(problem->holder));
+                if (rr < 0)
+                        return rr;
                 *ret_lock_fd = rr;
         }
         /* a damaged gc/epoch stops gc and writers, naming it; a reader keeps gc out instead */
