@@ -234,6 +234,12 @@ static int blkvault_after_fork(void)
                 nbdkit_error("cannot open repository '%s': wrong or missing passphrase or key", repo_path);
                 return -1;
         }
+        if (r == -EKEYREJECTED) {
+                nbdkit_error("cannot open repository '%s': it is not encrypted, so it is not the one the "
+                             "passphrase or key given belongs to",
+                             repo_path);
+                return -1;
+        }
         if (r < 0) {
                 nbdkit_error("cannot open repository '%s': %s", repo_path, strerror(-r));
                 return -1;

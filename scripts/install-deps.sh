@@ -15,6 +15,7 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
          kmod time thin-provisioning-tools   # thin_restore/thin_delta: tests/unit/test-thin-delta
          openssl man-db   # the openssl command (test data) and man (test-man): libssl-dev pulls neither
+         prometheus   # promtool check metrics: the textfile (tests/root/test-notify-metrics)
          systemd)   # systemd-analyze, systemd-socket-activate (unit tests); systemd.pc: the unit directory
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs

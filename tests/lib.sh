@@ -101,6 +101,20 @@ expect_fail() {
 assert_same() { cmp "$1" "$2" || die "$1 and $2 differ"; }
 assert_eq() { [ "$1" = "$2" ] || die "${3:-values differ}: '$1' != '$2'"; }
 
+# huge_dir VAR: sets VAR to a directory on a filesystem that allows 4 EiB sparse files: $T's,
+# else a private one on tmpfs (/dev/shm; ext4 stops at 16 TiB), removed at exit. Skips if none.
+huge_dir() {
+    local _d=$T
+    if ! truncate -s 4E "$_d/.huge" 2>/dev/null; then
+        [ -d /dev/shm ] || skip "no filesystem here allows 4 EiB files"
+        _d=$(mktemp -d /dev/shm/bvtest.XXXXXX)
+        on_exit "rm -rf '$_d'"
+        truncate -s 4E "$_d/.huge" 2>/dev/null || skip "neither $T nor /dev/shm allows 4 EiB files"
+    fi
+    rm -f "$_d/.huge"
+    printf -v "$1" %s "$_d"
+}
+
 # Allocated (not apparent) size of a file in bytes.
 allocated() { echo $(( $(stat -c %b "$1") * $(stat -c %B "$1") )); }
 

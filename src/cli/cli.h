@@ -181,6 +181,10 @@ int log_open_error(const char *path, int r);
                         return _ec;                                                                        \
         } while (0)
 
+/* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
+ * secret_done); on failure it is wiped here. */
+int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret, BvSecret *ret_secret);
+
 /* Before handing a snapshot to nbdkit: opens the repository read-only, resolves spec into
  * ret_id (2 * BV_SNAPSHOT_ID_SIZE + 1 bytes) and keeps the secret in *ret_secret for the
  * plugin (secret_done it). Reports failures; returns an exit code. */
@@ -307,7 +311,8 @@ int print_usage(const char *text);
 
 /* Loads the appliance's configuration (path: --config, or NULL for $BLKVAULT_CONFIG or the
  * default; may_be_missing: even when given explicitly); with mistakes, prints each as
- * FILE:LINE: MESSAGE and fails. Returns an exit code. */
+ * FILE:LINE: MESSAGE and a warning, and goes on: the sections that hold one have their
+ * `mistake` set, for the caller to skip. Returns an exit code. */
 int load_config(const char *path, bool may_be_missing, BvConfig **ret);
 
 /* The ranges a snapshot's backup could not read, one line each after prefix (info, verify). */
@@ -354,6 +359,15 @@ struct BvTargetRun;
 int report_run(const struct BvTargetRun *run, const BvConfig *conf, const char *state_dir);
 /* "STEP failed: exit status N" (result -ECHILD with a status) or "STEP failed: strerror". */
 void describe_failure(const char *step, int result, int status, char *buf, size_t size);
+/* notify.c: tells [global] notify when subject's state (failed: a failure, or an alarm) changed
+ * since it was last told; the command gets BLKVAULT_EVENT (failure, recovery, alarm or
+ * alarm-cleared), BLKVAULT_SUBJECT, BLKVAULT_SUMMARY, BLKVAULT_RESULT and BLKVAULT_JOB and
+ * BLKVAULT_TARGET when not NULL. Recorded only when it exits 0 (else told again next time). */
+void notify_change(const BvConfig *c, const char *state_dir, const char *subject, bool failed, bool alarm,
+                   const char *job, const char *target, const char *summary);
+/* Writes the Prometheus textfile of c (warns when it cannot; the default path's directory
+ * missing is not worth one). */
+void write_metrics(const BvConfig *c, const char *state_dir);
 /* Runs an operator's command cmd (NULL: nothing) with BLKVAULT_JOB, BLKVAULT_TARGET (when not
  * NULL), BLKVAULT_RESULT (ok or failed) and BLKVAULT_SUMMARY; warns, naming it by what, when it
  * fails. Its exit status or -errno. */

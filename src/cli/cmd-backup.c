@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <json-c/json.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "gc.h"
 #include "macro.h"
 #include "mounts.h"
 #include "snapshot-json.h"
@@ -59,7 +61,11 @@ static struct json_object *backup_json(const BvBackupStats *s, const char *name)
                            { s->changed_from[0] ? "changed_from" : NULL,
                              s->changed_from[0] ? json_object_new_string(s->changed_from) : NULL },
                            { s->changed_reason[0] ? "read_whole_because" : NULL,
-                             s->changed_reason[0] ? json_object_new_string(s->changed_reason) : NULL });
+                             s->changed_reason[0] ? json_object_new_string(s->changed_reason) : NULL },
+                           { s->packs_resumed ? "resumed_packs" : NULL,
+                             s->packs_resumed ? json_object_new_uint64(s->packs_resumed) : NULL },
+                           { s->packs_resumed ? "resumed_bytes" : NULL,
+                             s->packs_resumed ? json_object_new_uint64(s->bytes_resumed) : NULL });
         if (!o || json_add_members(o, stats) < 0)
                 return NULL;
         return TAKE_PTR(o);
@@ -83,6 +89,9 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
                          format_bytes(stats->size, a), format_bytes(stats->counts.bytes_data, b),
                          format_bytes(stats->counts.bytes_new, d), format_bytes(stats->counts.bytes_stored, e),
                          stats->counts.seconds);
+                if (stats->packs_resumed)
+                        log_info("continued an interrupted backup: %llu packs it left (%s) were reused",
+                                 (unsigned long long)stats->packs_resumed, format_bytes(stats->bytes_resumed, a));
                 if (stats->reused_from[0])
                         log_info("unchanged since snapshot %.8s: not read (--force-read reads it)",
                                  stats->reused_from);
@@ -134,12 +143,19 @@ static int parse_full_read_every(const char *arg, void *ret)
         return parse_unsigned_arg("--full-read-every", arg, 1, 1000000, ret);
 }
 
-static int backup_error(int r, const char *source)
+static int backup_error(int r, const char *source, const BvBackupKept *kept)
 {
         if (r == -EACCES || r == -EPERM) {
                 log_error("cannot read '%s': %s (reading a block device needs root or the disk group)", source,
                           strerror(-r));
                 return EXIT_PERM;
+        }
+        if (r == -ENOSPC && kept && kept->packs > 0) {
+                char a[32];
+                return log_error_errno(r, "backup of '%s' failed: the repository's target is full (earlier "
+                                          "snapshots are intact; %s in %llu packs were kept for the next backup, "
+                                          "'blkvault gc' deletes them)", source, format_bytes(kept->bytes, a),
+                                       (unsigned long long)kept->packs);
         }
         if (r == -ENOSPC)
                 return log_error_errno(r, "backup of '%s' failed: the repository's target is full "
@@ -172,10 +188,15 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
                 return EXIT_USAGE;
         }
         if (!bv_source_is_nbd_uri(source))
-                return backup_error(r, source);
+                return backup_error(r, source, NULL);
         if (r == -ENOMSG) {
                 log_error("the NBD server at '%s' exports no dirty bitmap '%s' (serve it with qemu-nbd -B %s, "
                           "or name it in block-export-add's bitmaps)", source, o->dirty_bitmap, o->dirty_bitmap);
+                return EXIT_ERROR;
+        }
+        if (r == -EFBIG) {
+                log_error("the NBD export '%s' claims more than 1 PiB: refused (block status answers 4 GiB at a "
+                          "time, so walking it would take one request per 4 GiB of what it claims)", source);
                 return EXIT_ERROR;
         }
         return log_error_errno(r, "cannot read the NBD export '%s' (is the server running?)", source);
@@ -201,6 +222,78 @@ static void warn_read_everything(const BvSourceOptions *so, const BvBackupStats 
                             format_bytes(stats->bytes_unreadable, b), source,
                             (unsigned long long)stats->ranges_unreadable);
         }
+}
+
+static bool backup_interrupted(void)
+{
+        return interrupted != 0;
+}
+
+/* Opens the source and backs it up: bv_backup's result, or an exit code (> 0) once the source
+ * did not open (reported). */
+static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, bool json, BvBackupStats *ret)
+{
+        Progress progress;
+        BvSource *src = NULL;
+
+        progress_init(&progress, "backup", json);
+        opts->progress = progress_update;
+        opts->progress_userdata = &progress;
+        int r = bv_source_open(source, &opts->source, &src);
+        if (r < 0) {
+                progress_done(&progress);
+                return open_error(r, source, &opts->source);
+        }
+        if (bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
+                warn_mounted_rw(source);
+        r = bv_backup(repo, src, opts, ret);
+        bv_source_free(src);
+        progress_done(&progress);
+        return r;
+}
+
+/* A full target: collects garbage once (what failed and interrupted runs left, snapshots that
+ * were forgotten) with *repo closed, whose lease would keep gc from deleting, then opens it
+ * again. Returns 1 when gc freed something (then try again), 0 when not, < 0 when the
+ * repository did not open again (then *repo is NULL). */
+static int collect_for_room(const char *path, const BvSecret *secret, BvRepo **repo, BvOpenFlags flags)
+{
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st = {};
+        BvRepo *g = NULL;
+        char a[32];
+
+        log_info("note: the target of '%s' is full: collecting garbage once, then backing up again", path);
+        bv_repo_close(TAKE_PTR(*repo));
+        int r = bv_repo_open(path, secret, BV_OPEN_GC | BV_OPEN_WAIT, &g);
+        if (r >= 0)
+                r = bv_gc(g, &o, &st);
+        bv_repo_close(g);
+        if (r < 0)
+                log_warning("cannot collect garbage in '%s': %s, ignoring", path, strerror(-r));
+        else
+                log_info("gc deleted %llu packs, %s", (unsigned long long)st.packs_deleted,
+                         format_bytes(st.bytes_deleted, a));
+        int q = bv_repo_open(path, secret, flags, repo);
+        if (q < 0)
+                return q;
+        return r >= 0 && st.bytes_deleted > 0;
+}
+
+/* A backup stopped by a signal: what it kept for the next one; 128 + the signal, as a shell. */
+static int report_interrupt(const char *source, const BvBackupKept *kept)
+{
+        char a[32];
+        const char *sig = sigabbrev_np(interrupted);
+
+        if (kept->packs == 0)
+                log_error("backup of '%s' interrupted by SIG%s: nothing was published or kept", source,
+                          sig ? sig : "?");
+        else
+                log_error("backup of '%s' interrupted by SIG%s: nothing was published; it kept %s in %llu packs, "
+                          "which the next backup continues from", source, sig ? sig : "?",
+                          format_bytes(kept->bytes, a), (unsigned long long)kept->packs);
+        return 128 + interrupted;
 }
 
 int cmd_backup(int argc, char **argv)
@@ -249,34 +342,39 @@ int cmd_backup(int argc, char **argv)
                 return EXIT_ERROR;
         }
 
-        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0));
-
-        Progress progress;
-        progress_init(&progress, "backup", json);
-        opts.progress = progress_update;
-        opts.progress_userdata = &progress;
+        BvSecret secret = {};
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        BvOpenFlags flags = BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0);
+        r = open_repo_secret(path, &sargs, flags, &repo, &secret);
+        if (r != EXIT_OK)
+                return r;
+        r = catch_interrupts(NULL);
+        if (r != EXIT_OK) {
+                secret_done(&secret);
+                return r;
+        }
+        opts.cancelled = backup_interrupted;
+        BvBackupKept kept = {};
+        opts.ret_kept = &kept;
 
         BvBackupStats stats = {};
-        BvSource *src = NULL;
         uint64_t error_offset = UINT64_MAX;
         opts.ret_error_offset = &error_offset;
-        r = bv_source_open(source, &opts.source, &src);
-        if (r < 0) {
-                progress_done(&progress);
-                return open_error(r, source, &opts.source);
-        }
-        if (bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
-                warn_mounted_rw(source);
-        r = bv_backup(repo, src, &opts, &stats);
-        bv_source_free(src);
-        progress_done(&progress);
+        r = backup_once(repo, source, &opts, json, &stats);
+        if (r == -ENOSPC && strcmp(source, "-") != 0 && collect_for_room(path, &secret, &repo, flags) > 0)
+                r = backup_once(repo, source, &opts, json, &stats);
+        secret_done(&secret);
+        if (r > 0)
+                return r; /* the source did not open: reported */
+        if (r == -ECANCELED && interrupted)
+                return report_interrupt(source, &kept);
         if (r == -EIO && error_offset != UINT64_MAX)
                 return log_error_errno(r, "backup of '%s' failed: cannot read it at offset %llu (0x%llx) "
                                           "(nothing was published; --skip-unreadable stores such blocks "
                                           "as zeroes)", source, (unsigned long long)error_offset,
                                        (unsigned long long)error_offset);
         if (r < 0)
-                return backup_error(r, source);
+                return backup_error(r, source, &kept);
         /* --compare-with and --thin-delta sources read with pread by design; an unchanged
          * file is not read at all: neither says anything about io_uring */
         if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source) && !opts.source.compare_with &&

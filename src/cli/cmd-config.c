@@ -33,11 +33,12 @@ int load_config(const char *path, bool may_be_missing, BvConfig **ret)
         if (r < 0)
                 return log_error_errno(r, "cannot read the configuration '%s'", main_path);
         if (c->n_errors > 0) {
+                /* a mistake costs its section (marked), not the whole: the rest runs */
                 for (size_t i = 0; i < c->n_errors; i++)
                         print_conf_error(&c->errors[i]);
-                log_error("%zu %s in the configuration (see 'blkvault config check')", c->n_errors,
-                          c->n_errors == 1 ? "mistake" : "mistakes");
-                return EXIT_ERROR;
+                log_warning("%zu %s in the configuration: %s (see 'blkvault config check')", c->n_errors,
+                            c->n_errors == 1 ? "mistake" : "mistakes",
+                            c->n_errors == 1 ? "its section is skipped" : "the sections that hold them are skipped");
         }
         *ret = TAKE_PTR(c);
         return EXIT_OK;

@@ -31,6 +31,8 @@ struct json_object *json_gc_stats(const BvGcStats *s)
                               { "bytes_copied", json_object_new_uint64(s->bytes_copied) },
                               { "packs_deleted", json_object_new_uint64(s->packs_deleted) },
                               { "bytes_deleted", json_object_new_uint64(s->bytes_deleted) },
+                              { "tmp_deleted", json_object_new_uint64(s->tmp_deleted) },
+                              { "tmp_bytes_deleted", json_object_new_uint64(s->tmp_bytes_deleted) },
                               { "entries_resurrected", json_object_new_uint64(s->entries_resurrected) },
                               { "lists_finalized", json_object_new_uint64(s->lists_finalized) },
                               { "lists_waiting", json_object_new_uint64(s->lists_waiting) },
@@ -53,6 +55,9 @@ void print_gc_stats(const BvGcStats *s, bool dry_run)
         if (!dry_run)
                 printf("deleted %llu packs, %s\n", (unsigned long long)s->packs_deleted,
                        format_bytes(s->bytes_deleted, a));
+        if (s->tmp_deleted > 0)
+                printf("deleted %llu temporary files interrupted writers left, %s\n",
+                       (unsigned long long)s->tmp_deleted, format_bytes(s->tmp_bytes_deleted, a));
         if (s->lists_waiting > 0)
                 printf("note: %llu condemned lists wait for older backups, restores or exports to end "
                        "(a later gc deletes them)\n",
@@ -68,6 +73,10 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
         BvGcOptions named = *o;
         named.problem = &problem;
         int e, r = bv_gc(repo, &named, ret);
+        if (ret->epoch_start > ret->epoch_read)
+                log_warning("'gc/epoch' in '%s' went back (restored or edited?): it read %llu, behind a running "
+                            "backup, restore or export or a condemned list; gc went on from %llu",
+                            path, (unsigned long long)ret->epoch_read, (unsigned long long)ret->epoch_start);
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
                 return e; /* refused: a lease, gc/, gc/epoch, a list, a pack that is not what it must be */
         if (r < 0 && problem.path[0])

@@ -2,8 +2,8 @@
 /*
  * blkvault-generator (a link to blkvault; systemd runs it at boot and on daemon-reload with
  * NORMAL_DIR EARLY_DIR LATE_DIR): for every job with a schedule, blkvault-job@NAME.timer in
- * NORMAL_DIR, wanted by timers.target. A configuration with mistakes makes no timers at all
- * (each mistake is logged); a generator never fails the boot.
+ * NORMAL_DIR, wanted by timers.target. A job whose section holds a mistake gets no timer (each
+ * mistake is logged); the others do. A generator never fails the boot.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,11 +62,9 @@ int cmd_generator(int argc, char **argv)
         for (size_t i = 0; i < conf->n_errors; i++)
                 fprintf(stderr, "blkvault-generator: %s:%u: %s\n", conf->errors[i].file, conf->errors[i].line,
                         conf->errors[i].message);
-        if (conf->n_errors > 0)
-                return EXIT_OK;
         for (size_t i = 0; i < conf->n_jobs; i++) {
                 const BvConfJob *j = &conf->jobs[i];
-                if (!j->schedule)
+                if (!j->schedule || j->mistake)
                         continue;
                 r = write_timer(argv[1], j);
                 if (r < 0)

@@ -29,6 +29,10 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
                 log_error("no job '%s' in the configuration", name);
                 return EXIT_ERROR;
         }
+        if (j->mistake) {
+                log_error("job %s is not run: its section has a mistake (%s)", name, j->mistake);
+                return EXIT_ERROR;
+        }
         ec = catch_interrupts(bv_job_cancel);
         if (ec != EXIT_OK)
                 return ec;
@@ -37,8 +41,13 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
         for (size_t i = 0; i < conf->n_targets; i++) {
                 const BvConfTarget *t = &conf->targets[i];
                 _cleanup_free_ char *dev = NULL;
-                if (!bv_conf_job_wants(j, t->name) || bv_drive_find_by_uuid(t->uuid, &dev) < 0)
+                if (!bv_conf_job_wants(j, t->name) || !t->uuid || bv_drive_find_by_uuid(t->uuid, &dev) < 0)
                         continue;
+                if (t->mistake) {
+                        log_error("target %s is skipped: its section has a mistake (%s)", t->name, t->mistake);
+                        ec = EXIT_ERROR, failed++, ran++;
+                        continue;
+                }
                 if (t->mode == BV_TARGET_RESTORE_ONLY) {
                         if (ro_len < sizeof(ro))
                                 ro_len += (size_t)snprintf(ro + ro_len, sizeof(ro) - ro_len, "%s%s",

@@ -18,11 +18,44 @@ static const char usage_text[] =
         "'latest' when all snapshots have one name) to DEST: a new file, written sparse, a block device\n"
         "at least as large as the image, or - for standard output.\n\n"
         "  --force                  replace an existing file (written beside it, renamed at the end)\n"
+        "  --skip-damaged           write damaged or missing data as zeroes and list those ranges (exit 4)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
-/* The result line, or the JSON document with --json. */
+static const char *damage_reason(const BvRestoreDamage *d)
+{
+        return d->error == -EBADMSG ? (d->map ? "map damaged" : "damaged") : (d->map ? "map missing" : "missing");
+}
+
+/* --skip-damaged: the ranges written as zeroes, one line each on stderr, and the exit status. */
+static int report_damaged(const BvSnapshot *snap, const char *dest, const BvRestoreStats *stats, bool json)
+{
+        char a[32];
+        if (stats->n_damaged == 0)
+                return EXIT_OK;
+        for (size_t i = 0; i < stats->n_damaged && !json; i++) {
+                const BvRestoreDamage *d = &stats->damaged[i];
+                fprintf(stderr, "zero-filled: offset %llu (0x%llx), length %llu: %s\n", (unsigned long long)d->offset,
+                        (unsigned long long)d->offset, (unsigned long long)d->length, damage_reason(d));
+        }
+        log_error("snapshot %.8s restored to '%s' with %zu damaged or missing %s (%s) written as zeroes", snap->id,
+                  dest, stats->n_damaged, stats->n_damaged == 1 ? "range" : "ranges",
+                  format_bytes(stats->bytes_damaged, a));
+        return EXIT_DAMAGE;
+}
+
+static struct json_object *json_damaged(const BvRestoreStats *stats)
+{
+        struct json_object *arr = json_object_new_array();
+        for (size_t i = 0; arr && i < stats->n_damaged; i++)
+                json_object_array_add(arr, BV_JSON_OBJECT({ "offset", json_object_new_uint64(stats->damaged[i].offset) },
+                                                          { "length", json_object_new_uint64(stats->damaged[i].length) },
+                                                          { "reason", json_object_new_string(damage_reason(&stats->damaged[i])) }));
+        return arr;
+}
+
+/* The result line, or the JSON document with --json; then the damaged ranges. */
 static int restore_report(const BvSnapshot *snap, const char *dest, const BvRestoreStats *stats, bool json)
 {
         if (json) {
@@ -31,7 +64,8 @@ static int restore_report(const BvSnapshot *snap, const char *dest, const BvRest
                                        { "size", json_object_new_uint64(stats->size) },
                                        { "bytes_written", json_object_new_uint64(stats->bytes_written) },
                                        { "bytes_zero", json_object_new_uint64(stats->bytes_zero) },
-                                       { "seconds", json_object_new_double(stats->seconds) });
+                                       { "seconds", json_object_new_double(stats->seconds) },
+                                       { "damaged", json_damaged(stats) });
                 if (!o)
                         return log_error_errno(-ENOMEM, "cannot print the result");
                 json_print(o);
@@ -40,7 +74,7 @@ static int restore_report(const BvSnapshot *snap, const char *dest, const BvRest
                 log_info("restored snapshot %.8s to '%s': %s image, %s written, in %.1f s", snap->id, dest,
                          format_bytes(stats->size, a), format_bytes(stats->bytes_written, b), stats->seconds);
         }
-        return EXIT_OK;
+        return report_damaged(snap, dest, stats, json);
 }
 
 /* Reports a restore stopped by a signal; returns 128 + the signal, as a shell would. */
@@ -128,6 +162,7 @@ int cmd_restore(int argc, char **argv)
                 CLI_FLAG("json", &json),
                 CLI_PARSED("threads", parse_threads, &opts.threads),
                 CLI_FLAG("force", &force),
+                CLI_FLAG("skip-damaged", &opts.skip_damaged),
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "restore", .usage = usage_text, .options = options, .secret = &sargs,
@@ -142,6 +177,10 @@ int cmd_restore(int argc, char **argv)
                 return r;
 
         bool to_stdout = strcmp(dest, "-") == 0;
+        if (to_stdout && opts.skip_damaged) {
+                log_error("--skip-damaged needs a file or device to restore to, not standard output");
+                return EXIT_USAGE;
+        }
         char temp[4200];
         const char *target;
         r = restore_prepare(dest, snap, force, json, temp, sizeof(temp), &target);
@@ -167,6 +206,7 @@ int cmd_restore(int argc, char **argv)
         } else
                 r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);
+        _cleanup_free_ BvRestoreDamage *damaged = stats.damaged;
         r = restore_finish(r, snap, target, dest, &stats);
         if (r != EXIT_OK)
                 return r;

@@ -3,7 +3,8 @@
  * blkvault status [--json] [--check-age]: for each target and job what the runs recorded (the
  * state files, state.h), the next scheduled run, and the age alarm: a job is in alarm when no
  * drive it may run on has a good backup younger than its max-age. --check-age (run by
- * blkvault-alarm.timer) logs each alarm as a journal warning and runs on-failure.
+ * blkvault-alarm.timer) logs each alarm as a journal warning and runs on-failure, tells notify
+ * of each alarm that began or ended (once), and writes the metrics textfile.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "notify.h"
 #include "schedule.h"
 #include "state.h"
 #include "timeutil.h"
@@ -25,7 +27,8 @@ static const char usage_text[] =
         "drive it may run on has a good backup younger than its max-age (default 7d).\n\n"
         "  --json                   print a JSON object (targets, jobs)\n"
         "  --check-age              for each job in alarm, log a warning to the journal and run its\n"
-        "                           on-failure command (else [global]'s); exit status 11 if any\n"
+        "                           on-failure command (else [global]'s), tell [global] notify of an\n"
+        "                           alarm that began or ended, write the metrics; exit status 11 if any\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
         "  --state-dir=DIR          where runs are recorded (default " BV_STATE_DIR ", also $" BV_STATE_ENV ")\n"
         COMMON_OPTIONS_HELP;
@@ -58,9 +61,45 @@ static struct json_object *json_time(uint64_t t)
         return json_object_new_string(buf);
 }
 
-static void print_target(const BvConfTarget *t, const BvRunState *s, bool ran, struct json_object *arr)
+/* Appends name to the list in buf ("a, b"). */
+static void list_add(char *buf, size_t size, const char *name)
 {
-        char when[32], why[256] = "";
+        size_t n = strlen(buf);
+        snprintf(buf + n, size - n, "%s%s", n ? ", " : "", name);
+}
+
+/* What plugging in t will do: "back up a, b (then prune: a) and verify, unmount and lock". */
+static void describe_plug(const BvConfig *c, const BvConfTarget *t, char *buf, size_t size)
+{
+        char jobs[512] = "", prune[512] = "", bad[512] = "";
+        if (t->mistake) {
+                snprintf(buf, size, "nothing: its section has a mistake (the run fails)");
+                return;
+        }
+        if (t->mode == BV_TARGET_RESTORE_ONLY) {
+                snprintf(buf, size, "mount it read-only and write nothing, unmount and lock%s",
+                         t->power_off ? ", power off" : "");
+                return;
+        }
+        for (size_t i = 0; i < c->n_jobs; i++) {
+                const BvConfJob *j = &c->jobs[i];
+                if (!bv_conf_job_wants(j, t->name))
+                        continue;
+                list_add(j->mistake ? bad : jobs, sizeof(jobs), j->name);
+                if (!j->mistake && bv_conf_job_prunes(j))
+                        list_add(prune, sizeof(prune), j->name);
+        }
+        snprintf(buf, size, "%s%s%s%s%s%s, unmount and lock%s", jobs[0] ? "back up and verify " : "back up nothing",
+                 jobs, prune[0] ? ", prune and collect garbage for " : "", prune,
+                 bad[0] ? ", report as failed (a mistake in their sections) " : "", bad,
+                 t->power_off ? ", power off" : "");
+}
+
+static void print_target(const BvConfig *c, const BvConfTarget *t, const BvRunState *s, bool ran,
+                         struct json_object *arr)
+{
+        char when[32], why[256] = "", plug[1600];
+        describe_plug(c, t, plug, sizeof(plug));
         if (ran && s->result < 0)
                 describe_failure(s->step, s->result, s->status, why, sizeof(why));
         if (arr) {
@@ -71,15 +110,20 @@ static void print_target(const BvConfTarget *t, const BvRunState *s, bool ran, s
                 json_object_object_add(o, "last_run", ran ? json_time(s->last_run) : NULL);
                 json_object_object_add(o, "result", !ran ? NULL : json_object_new_string(s->result < 0 ? "failed" : "ok"));
                 json_object_object_add(o, "error", *why ? json_object_new_string(why) : NULL);
+                json_object_object_add(o, "mistake", t->mistake ? json_object_new_string(t->mistake) : NULL);
+                json_object_object_add(o, "plugged_in", json_object_new_string(plug));
                 json_object_array_add(arr, o);
                 return;
         }
-        if (!ran) {
+        if (!ran)
                 printf("target %s: never run\n", t->name);
-                return;
+        else {
+                bv_format_time_utc(s->last_run, when);
+                printf("target %s: last run %s: %s\n", t->name, when, s->result < 0 ? why : "ok");
         }
-        bv_format_time_utc(s->last_run, when);
-        printf("target %s: last run %s: %s\n", t->name, when, s->result < 0 ? why : "ok");
+        if (t->mistake)
+                printf("target %s: skipped: its section has a mistake (%s)\n", t->name, t->mistake);
+        printf("target %s: plugged in, it will %s\n", t->name, plug);
 }
 
 static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now, struct json_object *arr)
@@ -102,6 +146,7 @@ static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next
         json_object_object_add(o, "schedule", j->schedule ? json_object_new_string(j->schedule) : NULL);
         json_object_object_add(o, "next_run", next ? json_object_new_string(next) : NULL);
         json_object_object_add(o, "alarm", json_object_new_boolean(st->alarm));
+        json_object_object_add(o, "mistake", j->mistake ? json_object_new_string(j->mistake) : NULL);
         json_object_array_add(arr, o);
 }
 
@@ -129,10 +174,22 @@ static void job_text(const BvConfJob *j, const BvJobStatus *st, const char *next
         }
         printf("next run %s; max-age %s: %s\n", next ? next : j->schedule ? "never" : "not scheduled", max,
                st->alarm ? "ALARM" : "ok");
+        if (j->mistake)
+                printf("job %s: skipped: its section has a mistake (%s)\n", j->name, j->mistake);
 }
 
-/* The warning and on-failure of a job in alarm. */
-static void alarm_job(const BvConfig *c, const BvConfJob *j, const BvJobStatus *st)
+/* Tells notify of the job's alarm once, and once more when it is over. */
+static void check_age_notify(const BvConfig *c, const BvConfJob *j, bool alarm, const char *line, const char *dir)
+{
+        char subject[BV_NOTIFY_SUBJECT_MAX], ok[256];
+        snprintf(subject, sizeof(subject), "alarm-%s", j->name);
+        if (!alarm)
+                snprintf(ok, sizeof(ok), "job %s: a good backup within its max-age again", j->name);
+        notify_change(c, dir, subject, alarm, true, j->name, NULL, alarm ? line : ok);
+}
+
+/* The warning and on-failure of a job in alarm, and the notification of a change. */
+static void alarm_job(const BvConfig *c, const BvConfJob *j, const BvJobStatus *st, const char *dir)
 {
         char max[32], good[32] = "never", line[512], what[160];
         bv_conf_format_duration(j->max_age, max);
@@ -147,6 +204,33 @@ static void alarm_job(const BvConfig *c, const BvConfJob *j, const BvJobStatus *
         snprintf(what, sizeof(what), "the on-failure command of %s%s", j->on_failure ? "job " : "[global]",
                  j->on_failure ? j->name : "");
         run_hook(what, j->on_failure ? j->on_failure : c->on_failure, j->name, NULL, false, line);
+        check_age_notify(c, j, true, line, dir);
+}
+
+/* The newest notification: "last notification: TIME: EVENT of SUBJECT: SUMMARY". */
+static void print_notified(const char *dir, struct json_object *top)
+{
+        char subject[BV_NOTIFY_SUBJECT_MAX], when[32];
+        BvNotified n;
+        int r = bv_notify_latest(dir, subject, &n);
+        if (r < 0 && r != -ENOENT)
+                log_warning("cannot read the notifications in '%s': %s, ignoring", dir, strerror(-r));
+        if (r >= 0)
+                bv_format_time_utc(n.when, when);
+        if (top) {
+                struct json_object *o = NULL;
+                if (r >= 0) {
+                        o = json_object_new_object();
+                        json_object_object_add(o, "time", json_time(n.when));
+                        json_object_object_add(o, "event", json_object_new_string(n.event));
+                        json_object_object_add(o, "subject", json_object_new_string(subject));
+                        json_object_object_add(o, "summary", json_object_new_string(n.summary));
+                }
+                json_object_object_add(top, "last_notification", o);
+        } else if (r >= 0)
+                printf("last notification: %s: %s of %s: %s\n", when, n.event, subject, n.summary);
+        else
+                printf("last notification: none\n");
 }
 
 static int status(const StatusArgs *a)
@@ -172,7 +256,7 @@ static int status(const StatusArgs *a)
                 int r = bv_state_read(dir, conf->targets[i].name, NULL, &s);
                 if (r < 0 && r != -ENOENT)
                         return log_error_errno(r, "cannot read the state of target %s in '%s'", conf->targets[i].name, dir);
-                print_target(&conf->targets[i], &s, r >= 0, targets);
+                print_target(conf, &conf->targets[i], &s, r >= 0, targets);
         }
         for (size_t i = 0; i < conf->n_jobs; i++) {
                 const BvConfJob *j = &conf->jobs[i];
@@ -184,16 +268,22 @@ static int status(const StatusArgs *a)
                 if (st.bad_target)
                         log_warning("cannot read the state of job %s on %s ('%s/%s'): %s, ignoring", j->name,
                                     st.bad_target, dir, st.bad_file, strerror(-st.bad_error));
-                if (show && j->schedule) /* systemd-analyze: only for the next run shown */
+                if (show && j->schedule && !j->mistake) /* systemd-analyze: only for the next run shown */
                         (void)bv_schedule_check(j->schedule, &next, NULL);
                 if (a->json)
                         job_json(j, &st, next, now, jobs);
                 else if (show)
                         job_text(j, &st, next, now);
                 if (st.alarm && a->check_age)
-                        alarm_job(conf, j, &st);
+                        alarm_job(conf, j, &st, dir);
+                else if (a->check_age)
+                        check_age_notify(conf, j, false, NULL, dir);
                 alarms += st.alarm;
         }
+        if (a->check_age)
+                write_metrics(conf, dir);
+        if (show)
+                print_notified(dir, top);
         if (a->json)
                 json_print(top);
         else if (a->check_age)

@@ -240,13 +240,18 @@ static int target_run(const FormatArgs *a, const char *what)
                         log_error("no target '%s' in the configuration (see 'blkvault target list')", what);
                         return EXIT_ERROR;
                 }
-                if (bv_drive_find_by_uuid(t->uuid, &found) < 0) {
+                if (!t->mistake && bv_drive_find_by_uuid(t->uuid, &found) < 0) {
                         log_error("target '%s' (UUID %s) is not attached", t->name, t->uuid);
                         return EXIT_ERROR;
                 }
-                dev = found;
+                dev = found ? found : "(unknown)";
         }
         BvTargetRun run;
+        if (t->mistake) { /* nothing of a section with a mistake is trusted: reported as a failed run */
+                log_error("target %s: %s", t->name, t->mistake);
+                run = (BvTargetRun){ .target = t, .device = dev, .result = -EINVAL, .step = "configuration" };
+                return report_run(&run, conf, a->state_dir);
+        }
         sd_notifyf(false, "STATUS=target %s: running", t->name);
         ec = catch_interrupts(bv_job_cancel);
         if (ec != EXIT_OK)
@@ -266,10 +271,11 @@ static int target_list(const char *config)
         for (size_t i = 0; i < conf->n_targets; i++) {
                 const BvConfTarget *t = &conf->targets[i];
                 _cleanup_free_ char *dev = NULL;
-                bool attached = bv_drive_find_by_uuid(t->uuid, &dev) >= 0;
-                printf("%-16s %s %-12s %-7s %s%s%s\n", t->name, t->uuid,
+                bool attached = t->uuid && bv_drive_find_by_uuid(t->uuid, &dev) >= 0;
+                printf("%-16s %s %-12s %-7s %s%s%s%s\n", t->name, t->uuid ? t->uuid : "(no uuid)",
                        t->mode == BV_TARGET_RESTORE_ONLY ? "restore-only" : "backup", t->luks ? "luks" : "no-luks",
-                       attached ? "attached" : "absent", attached ? " " : "", attached ? dev : "");
+                       attached ? "attached" : "absent", attached ? " " : "", attached ? dev : "",
+                       t->mistake ? " (skipped: its section has a mistake)" : "");
         }
         return EXIT_OK;
 }

@@ -85,6 +85,7 @@ int exit_code_for(int r)
         case 0:
                 return EXIT_OK;
         case -ENOKEY:
+        case -EKEYREJECTED:
                 return EXIT_KEY;
         case -EBADMSG:
         case -EUCLEAN:
@@ -308,9 +309,7 @@ static int open_deriving(const char *path, const BvSecret *secret, BvOpenFlags f
         return r;
 }
 
-/* open_repo, handing the secret back in *ret_secret when asked (the caller wipes it with
- * secret_done); on failure it is wiped here. */
-static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
+int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
                             BvSecret *ret_secret)
 {
         BvRepoProblem problem;
@@ -323,7 +322,10 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
                 return e;
         if (r < 0)
                 return log_open_error(path, r);
-        r = secret_get(s, cfg.cipher != BV_CIPHER_NONE, false, &secret);
+        /* a secret named on the command line or in the configuration goes to the open even when the
+         * peek saw no cipher: the open refuses it from the config it reads itself */
+        bool given = s->key_file || s->passphrase_file || s->passphrase_fd || s->passphrase_command;
+        r = secret_get(s, cfg.cipher != BV_CIPHER_NONE || given, false, &secret);
         if (r < 0)
                 return EXIT_KEY;
         r = open_deriving(path, &secret, flags, &problem, ret);
@@ -331,6 +333,12 @@ static int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags f
                 secret_done(&secret);
         else
                 *ret_secret = secret;
+        if (r == -EKEYREJECTED) {
+                log_error("cannot open repository '%s': it is not encrypted, so it is not the one the %s given "
+                          "belongs to (an unencrypted repository opens without one)",
+                          path, s->key_file ? "key file" : "passphrase");
+                return EXIT_KEY;
+        }
         if (r == -ENOKEY) {
                 log_error("cannot open repository '%s': wrong passphrase or key", path);
                 return EXIT_KEY;

@@ -59,6 +59,12 @@ int report_open_problem(const char *path, const BvRepoProblem *p, int r)
                           path, p->path, strerror(-r), path);
                 return EXIT_DAMAGE;
         }
+        if (r == -ENOENT && strncmp(p->path, "keys/", 5) == 0) {
+                log_error("cannot open repository '%s': it has no key slot (keys/ holds none): import a key export "
+                          "with 'blkvault key import %s FILE'",
+                          path, path);
+                return EXIT_DAMAGE;
+        }
         if (r == -EBADMSG && strcmp(p->path, "gc/epoch") == 0) {
                 log_error("cannot open repository '%s': '%s' is damaged (%s)", path, p->path, strerror(-r));
                 return EXIT_DAMAGE;

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "hooks.h"
+#include "notify.h"
 #include "run.h"
 #include "state.h"
 #include "timeutil.h"
@@ -26,8 +27,13 @@ void describe_failure(const char *step, int result, int status, char *buf, size_
                 snprintf(buf, size, "%d %s failed", status, status == 1 ? "job" : "jobs");
         else if (strcmp(step, "cancelled") == 0)
                 snprintf(buf, size, "cancelled");
+        else if (strcmp(step, "configuration") == 0)
+                snprintf(buf, size, "not run: its section of the configuration has a mistake");
         else if (result == -ECHILD && status > 0)
                 snprintf(buf, size, "%s failed: exit status %d", step, status);
+        else if (result == -EKEYREJECTED)
+                snprintf(buf, size, "%s failed: the repository is not encrypted (refused: it opens with any key)",
+                         step);
         else
                 snprintf(buf, size, "%s failed: %s", step, strerror(-result));
 }
@@ -69,10 +75,13 @@ static void report_thin(const BvTargetRunJob *j)
                j->read_whole_because[0] ? "" : " with the thin delta");
 }
 
-static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const char *state_dir, uint64_t now)
+static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const BvConfig *conf, const char *state_dir,
+                       uint64_t now)
 {
         const char *t = run->target->name, *name = j->job->name;
-        char b[32], line[800], what[160], why[600];
+        char b[32], line[800], what[160], why[600], subject[BV_NOTIFY_SUBJECT_MAX];
+        BvRunNumbers numbers = { .duration_ms = j->duration_ms, .bytes_new = j->bytes_new,
+                                 .bytes_stored = j->bytes_stored, .repo_bytes = j->repo_bytes };
 
         if (j->result < 0) {
                 describe_failure(j->step, j->result, j->status, why, sizeof(why));
@@ -90,9 +99,11 @@ static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const ch
         if (j->pruned)
                 printf("job %s: retention kept %zu snapshots, forgot %zu; gc deleted %llu packs, %s\n", name, j->kept,
                        j->forgotten, (unsigned long long)j->packs_deleted, format_bytes(j->bytes_deleted, b));
-        int r = bv_state_record(state_dir, name, t, now, j->result, j->step, j->status, j->snapshot_id);
+        int r = bv_state_record(state_dir, name, t, now, j->result, j->step, j->status, j->snapshot_id, &numbers);
         if (r < 0)
                 log_warning("cannot record the run of job %s in '%s': %s", name, state_dir, strerror(-r));
+        snprintf(subject, sizeof(subject), "job-%s@%s", name, t);
+        notify_change(conf, state_dir, subject, j->result < 0, false, name, t, line);
         snprintf(what, sizeof(what), "the %s command of job %s", j->result < 0 ? "on-failure" : "on-success", name);
         run_hook(what, j->result < 0 ? j->job->on_failure : j->job->on_success, name, t, j->result >= 0, line);
 }
@@ -103,11 +114,26 @@ static void run_summary(const BvTargetRun *run, char *line, size_t size)
         char b[32], why[256];
         const char *off = run->powered_off ? "; powered off" : "";
 
-        if (run->result < 0 && strcmp(run->step, "identify") == 0)
+        if (run->result == -EKEYREJECTED && strcmp(run->step, "identify") == 0)
                 snprintf(line, size,
                          "target %s: the repository '%s' on the drive is not encrypted, so it is not the one "
                          "registered with key file '%s' (a drive that only pretends to be %s?); nothing was written",
                          t->name, t->repository, t->key_file, t->name);
+        else if (run->result == -ENOKEY && strcmp(run->step, "identify") == 0)
+                snprintf(line, size,
+                         "target %s: the repository '%s' on the drive does not open with key file '%s' (a drive "
+                         "that only pretends to be %s?); nothing was written",
+                         t->name, t->repository, t->key_file, t->name);
+        else if (run->result == -ELOOP && strcmp(run->step, "identify") == 0)
+                snprintf(line, size,
+                         "target %s: the repository '%s' on the drive is reached through a symbolic link, which may "
+                         "lead off the drive (refused); nothing was written",
+                         t->name, t->repository);
+        else if (run->result < 0 && strcmp(run->step, "identify") == 0)
+                snprintf(line, size,
+                         "target %s: cannot prove that the drive is the registered one: its repository '%s' does "
+                         "not open (%s); nothing was written",
+                         t->name, t->repository, strerror(-run->result));
         else if (run->result < 0) {
                 describe_failure(run->step, run->result, 0, why, sizeof(why));
                 snprintf(line, size, "target %s: %s", t->name, why);
@@ -126,11 +152,19 @@ int report_run(const BvTargetRun *run, const BvConfig *conf, const char *state_d
         const char *result = run->result < 0 ? "failed" : run->n_failed > 0 || run->cancelled ? "partial" : "ok";
         uint64_t now = bv_now_realtime_ns() / 1000000000ull;
         bool ok = run->result >= 0 && run->n_failed == 0 && !run->cancelled;
-        char line[600], what[160];
+        char line[600], what[160], subject[BV_NOTIFY_SUBJECT_MAX];
+        BvRunNumbers numbers = { .duration_ms = run->duration_ms, .bytes_new = run->bytes_new,
+                                 .bytes_stored = run->bytes_stored, .repo_bytes = run->repo_bytes };
 
         state_dir = bv_state_dir(state_dir);
+        if (run->room_collected && run->room_result < 0)
+                log_warning("target %s: the drive is short of room and gc failed before the jobs: %s, ignoring", t->name,
+                            strerror(-run->room_result));
+        else if (run->room_collected)
+                printf("target %s: the drive was short of room: gc deleted %llu packs, %s before the jobs\n", t->name,
+                       (unsigned long long)run->room_packs, format_bytes(run->room_bytes, line));
         for (size_t i = 0; i < run->n_jobs; i++)
-                report_job(run, &run->jobs[i], state_dir, now);
+                report_job(run, &run->jobs[i], conf, state_dir, now);
         run_summary(run, line, sizeof(line));
         sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_TARGET_RUN, "PRIORITY=%d", ok ? 5 : 3, "TARGET=%s", t->name,
                         "JOBS=%zu", run->n_jobs, "BYTES=%llu", (unsigned long long)run->bytes_new, "RESULT=%s", result,
@@ -138,9 +172,12 @@ int report_run(const BvTargetRun *run, const BvConfig *conf, const char *state_d
         sd_notifyf(false, "STATUS=%s", line);
         int r = bv_state_record(state_dir, t->name, NULL, now, ok ? 0 : run->result < 0 ? run->result : -EIO,
                                 run->result < 0 ? run->step : run->cancelled ? "cancelled" : "jobs", (int)run->n_failed,
-                                NULL);
+                                NULL, &numbers);
         if (r < 0)
                 log_warning("cannot record the run of target %s in '%s': %s", t->name, state_dir, strerror(-r));
+        write_metrics(conf, state_dir);
+        snprintf(subject, sizeof(subject), "target-%s", t->name);
+        notify_change(conf, state_dir, subject, run->result < 0, false, NULL, t->name, line);
         if (run->result < 0)
                 log_error("%s", line);
         else

@@ -67,5 +67,9 @@ int serve_export(int argc, char **argv)
                 log_error("no export '%s' in the configuration (an [export %s] section)", name, name);
                 return EXIT_ERROR;
         }
+        if (e->mistake) {
+                log_error("export '%s' is not served: its section has a mistake (%s)", name, e->mistake);
+                return EXIT_ERROR;
+        }
         return exec_export(e);
 }

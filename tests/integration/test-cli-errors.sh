@@ -55,6 +55,19 @@ for opt in --passphrase-file="$T/pass" --key-file="$T/pass" --passphrase-command
         bv init "$T/plain" --encryption=none "$opt"
     [ ! -e "$T/plain" ] || die "a refused init left '$T/plain'"
 done
+# a secret named for an unencrypted repository: refused by the open itself (such a repository
+# opens with any secret, so it is not the one the secret belongs to), before anything is written
+bv backup "$T/r" "$T/pass" --name=p >/dev/null
+for opt in --passphrase-file="$T/pass" --key-file="$T/pass" --passphrase-command="echo x"; do
+    what=passphrase; [ "${opt%%=*}" = --key-file ] && what="key file"
+    expect_fail 3 "^error: cannot open repository '$T/r': it is not encrypted, so it is not the one the $what given belongs to (an unencrypted repository opens without one)$" \
+        bv restore "$T/r" p "$T/restored" "$opt"
+    [ ! -e "$T/restored" ] || die "restore with $opt wrote '$T/restored'"
+    expect_fail 3 "it is not encrypted" bv backup "$T/r" "$T/pass" --name=q "$opt"
+done
+[ ! -e "$T/r/leases" ] || [ -z "$(ls -A "$T/r/leases")" ] || die "a refused open left a lease"
+assert_eq "$(bv list "$T/r" --json | grep -c '"name": *"q"' || :)" 0 "snapshots written with a refused secret"
+BLKVAULT_PASSPHRASE=pw bv list "$T/r" >/dev/null || die "an ambient \$BLKVAULT_PASSPHRASE refused an unencrypted repository"
 
 # blkvault help CMD is the command's --help
 for cmd in backup restore list info key verify; do

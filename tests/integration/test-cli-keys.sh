@@ -22,7 +22,7 @@ bv key export "$repo" "${P[@]}" >"$T/key.stdout"
 assert_same "$T/key.json" "$T/key.stdout"
 bv key export "$repo" "$T/key.paper" --paper "${P[@]}" 2>/dev/null
 rm "$repo/keys/default"
-expect_fail 3 "^error: cannot open repository '$repo': wrong passphrase or key$" bv list "$repo" "${P[@]}"
+expect_fail 4 "^error: cannot open repository '$repo': it has no key slot (keys/ holds none): import a key export with 'blkvault key import $repo FILE'$" bv list "$repo" "${P[@]}"
 bv key import "$repo" "$T/key.json" 2>/dev/null
 bv restore "$repo" latest "$T/a.out" "${P[@]}" -q >/dev/null
 assert_same "$T/a" "$T/a.out"

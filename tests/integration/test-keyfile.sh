@@ -22,4 +22,13 @@ set_kdf 16 1
 expect_fail 4 "^error: cannot open repository '$repo': key slot 'keys/default' is damaged (Bad message): import a key export with 'blkvault key import $repo FILE'$" bv list "$repo"
 set_kdf 16 2
 expect_fail 3 "^error: cannot open repository '$repo': wrong passphrase or key$" bv list "$repo"
+
+# no key slot at all (keys/default removed, or keys/ itself): said so, not "wrong passphrase or
+# key", which would send the user hunting for the right one
+rm "$repo/keys/default"
+for c in list verify; do
+    expect_fail 4 "^error: cannot open repository '$repo': it has no key slot (keys/ holds none): import a key export with 'blkvault key import $repo FILE'$" bv $c "$repo"
+done
+rmdir "$repo/keys"
+expect_fail 4 "^error: cannot open repository '$repo': it has no key slot (keys/ holds none): import a key export with 'blkvault key import $repo FILE'$" bv list "$repo"
 echo ok

@@ -32,6 +32,32 @@ expect_fail 3 "^error: target usb-1: the repository 'blkvault' on the drive is n
 mount -o ro "$forged" "$T/mnt"
 assert_eq "$(ls -A "$T/mnt/blkvault/snapshots")" "" "snapshots on the forged drive"
 umount "$T/mnt"
+# the same drive with an encrypted repository under another key: refused before anything is
+# written, on the drive too (no lock taken, no lease)
+mount "$forged" "$T/mnt"
+rm -rf "$T/mnt/blkvault"
+head -c 32 /dev/urandom > "$T/other.key"
+bv init "$T/mnt/blkvault" --key-file="$T/other.key" >/dev/null
+umount "$T/mnt"
+expect_fail 3 "^error: target usb-1: the repository 'blkvault' on the drive does not open with key file '$T/keys/usb-1.key' (a drive that only pretends to be usb-1?); nothing was written$" \
+    bv target run usb-1 "${opts[@]}"
+mount -o ro "$forged" "$T/mnt"
+[ ! -e "$T/mnt/blkvault/leases" ] || die "the refused run made leases/ on the forged drive"
+assert_eq "$(ls -A "$T/mnt/blkvault/snapshots")" "" "snapshots on the forged drive"
+umount "$T/mnt"
+# the drive's 'blkvault' a symbolic link to a host repository that opens with the same key file:
+# nothing on the drive may lead off it, so it is refused before any lock, lease or backup, in
+# the host repository too
+bv init "$T/host" --key-file="$T/keys/usb-1.key" >/dev/null
+mount "$forged" "$T/mnt"
+rm -rf "$T/mnt/blkvault"
+ln -s "$T/host" "$T/mnt/blkvault"
+umount "$T/mnt"
+expect_fail 1 "^error: target usb-1: the repository 'blkvault' on the drive is reached through a symbolic link, which may lead off the drive (refused); nothing was written$" \
+    bv target run usb-1 "${opts[@]}"
+[ ! -e "$T/host/leases" ] || die "the refused run made leases/ in the host repository"
+assert_eq "$(ls -A "$T/host/snapshots")" "" "snapshots in the host repository"
+assert_eq "$(ls -A "$T/host/locks")" "" "locks taken in the host repository"
 
 
 # the real drive again, with its job's state file damaged (a FIFO): the run replaces it (it warned

@@ -14,15 +14,17 @@
 #include "lease.h"
 #include "macro.h"
 
-/* A scan that reaps finds REAPED leases of ended holders and LIVE others, the lowest epoch MIN. */
-static void expect_scan(int dfd, int reaped, size_t live, uint64_t min)
+/* A scan that reaps finds REAPED leases of ended holders and LIVE others, the lowest epoch MIN
+ * and the highest MAX. */
+static void expect_scan(int dfd, int reaped, size_t live, uint64_t min, uint64_t max)
 {
-        uint64_t m;
+        uint64_t m, x;
         size_t l;
 
-        ASSERT_EQ(bv_leases_scan(dfd, true, &m, &l, NULL), reaped);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &m, &x, &l, NULL), reaped);
         ASSERT_EQ(l, live);
         ASSERT_EQ(m, min);
+        ASSERT_EQ(x, max);
 }
 
 TEST(epoch_and_scan)
@@ -34,7 +36,7 @@ TEST(epoch_and_scan)
 
         ASSERT_OK(bv_gc_epoch_read(dfd, &e));
         ASSERT_EQ(e, 0u);
-        expect_scan(dfd, 0, 0, UINT64_MAX);
+        expect_scan(dfd, 0, 0, UINT64_MAX, 0);
 
         ASSERT_OK(bv_lease_take(dfd, BV_LEASE_WRITE, &a, &e, NULL));
         ASSERT_EQ(e, 0u);
@@ -43,9 +45,9 @@ TEST(epoch_and_scan)
         ASSERT_EQ(e, 5u);
         ASSERT_OK(bv_lease_take(dfd, BV_LEASE_EXPORT, &b, &e, NULL));
         ASSERT_EQ(e, 5u);
-        expect_scan(dfd, 0, 2, 0);
+        expect_scan(dfd, 0, 2, 0, 5);
         bv_lease_release(a);
-        expect_scan(dfd, 0, 1, 5);
+        expect_scan(dfd, 0, 1, 5, 5);
 
         /* a holder that dies leaves its file, unlocked: the scan reaps it */
         pid_t pid = fork();
@@ -56,9 +58,9 @@ TEST(epoch_and_scan)
         }
         int status;
         ASSERT_TRUE(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        expect_scan(dfd, 1, 1, 5);
+        expect_scan(dfd, 1, 1, 5, 5);
         bv_lease_release(b);
-        expect_scan(dfd, 0, 0, UINT64_MAX);
+        expect_scan(dfd, 0, 0, UINT64_MAX, 0);
 
         /* a damaged epoch file is refused */
         _cleanup_close_ int gfd = openat(dfd, "gc/epoch", O_WRONLY | O_TRUNC | O_CLOEXEC);
@@ -80,20 +82,20 @@ TEST(scan_refuses_and_names)
         ASSERT_TRUE(mkdirat(dfd, "leases", 0700) == 0);
         ASSERT_TRUE(mkfifoat(dfd, "leases/00112233445566aa.lease", 0600) == 0);
         for (int reap = 0; reap <= 1; reap++) {
-                ASSERT_ERROR(bv_leases_scan(dfd, reap, &min, &live, &p), EBADFD);
+                ASSERT_ERROR(bv_leases_scan(dfd, reap, &min, NULL, &live, &p), EBADFD);
                 ASSERT_STREQ(p.path, "leases/00112233445566aa.lease");
                 ASSERT_EQ(p.mode, (uint32_t)S_IFIFO);
                 ASSERT_EQ(p.error, -EBADFD);
         }
         ASSERT_TRUE(unlinkat(dfd, "leases/00112233445566aa.lease", 0) == 0);
         ASSERT_TRUE(symlinkat("/dev/null", dfd, "leases/00112233445566bb.lease") == 0);
-        ASSERT_ERROR(bv_leases_scan(dfd, true, &min, &live, &p), ELOOP);
+        ASSERT_ERROR(bv_leases_scan(dfd, true, &min, NULL, &live, &p), ELOOP);
         ASSERT_STREQ(p.path, "leases/00112233445566bb.lease");
         ASSERT_EQ(p.mode, (uint32_t)S_IFLNK);
         /* what is not named like a lease is not looked at */
         ASSERT_TRUE(unlinkat(dfd, "leases/00112233445566bb.lease", 0) == 0);
         ASSERT_TRUE(mkfifoat(dfd, "leases/not-a-lease", 0600) == 0);
-        ASSERT_EQ(bv_leases_scan(dfd, true, &min, &live, &p), 0);
+        ASSERT_EQ(bv_leases_scan(dfd, true, &min, NULL, &live, &p), 0);
         ASSERT_EQ(live, 0u);
         /* a lease is taken after reading gc/epoch: an epoch that is a FIFO is named */
         BvLease *l = NULL;

@@ -76,6 +76,14 @@ static void edit_config(const char *repo, void (*fn)(json_object *o))
         json_object_put(o);
 }
 
+/* Removes repo/leases (0), or says why not (-ENOENT: there is none). */
+static int rmdir_leases(const char *repo)
+{
+        _cleanup_free_ char *p = NULL;
+        ASSERT_TRUE(asprintf(&p, "%s/leases", repo) > 0);
+        return rmdir(p) < 0 ? -errno : 0;
+}
+
 TEST(init_open_key_file)
 {
         Fixture f = fixture_new();
@@ -180,6 +188,37 @@ TEST(unencrypted)
         ASSERT_EQ(bv_repo_config(r)->zstd_level, 0);
         ASSERT_ERROR(bv_repo_change_key(r, &(BvSecret){ .key_file = f.key }), EOPNOTSUPP);
         bv_repo_close(r);
+
+        /* a secret given for it is refused (it would open with any), before anything is locked or
+         * written: no leases/, in every mode */
+        ASSERT_OK(rmdir_leases(f.repo));
+        BvOpenFlags modes[] = { BV_OPEN_READ, BV_OPEN_WRITE, BV_OPEN_GC, BV_OPEN_READ | BV_OPEN_EXPORT };
+        for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
+                BvRepoProblem p;
+                ASSERT_ERROR(bv_repo_open_report(f.repo, &(BvSecret){ .key_file = f.key }, modes[i], &p, &r),
+                             EKEYREJECTED);
+                ASSERT_STREQ(p.path, "config");
+                ASSERT_ERROR(bv_repo_open(f.repo, &(BvSecret){ .passphrase = "x" }, modes[i], &r), EKEYREJECTED);
+        }
+        ASSERT_ERROR(bv_repo_prove(f.repo, &(BvSecret){ .key_file = f.key }, NULL), EKEYREJECTED);
+        ASSERT_ERROR(bv_repo_prove(f.repo, &(BvSecret){}, NULL), ENOKEY);
+        ASSERT_ERROR(rmdir_leases(f.repo), ENOENT);
+        fixture_done(&f);
+}
+
+TEST(prove)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM);
+        BvSecret s = { .key_file = f.key };
+
+        ASSERT_OK(bv_repo_init(f.repo, &c, &s));
+        ASSERT_OK(bv_repo_prove(f.repo, &s, NULL));
+        ASSERT_ERROR(bv_repo_prove(f.repo, &(BvSecret){ .key_file = f.key2 }, NULL), ENOKEY);
+        ASSERT_ERROR(bv_repo_prove(f.repo, NULL, NULL), ENOKEY);
+        ASSERT_ERROR(bv_repo_prove(f.dir, &s, NULL), ENOENT);
+        /* the proof took no lease and no lock */
+        ASSERT_ERROR(rmdir_leases(f.repo), ENOENT);
         fixture_done(&f);
 }
 
@@ -305,9 +344,11 @@ TEST(open_refuses)
         ASSERT_OK(bv_read_file(AT_FDCWD, other_key, 65536, &text, &len));
         write_file(key_path, text, len);
         ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), ENOKEY);
-        /* and no key at all */
+        /* and no key at all: named, not taken for a wrong secret */
         ASSERT_TRUE(unlink(key_path) == 0);
-        ASSERT_ERROR(bv_repo_open(f.repo, &s, BV_OPEN_READ, &r), ENOKEY);
+        BvRepoProblem kp;
+        ASSERT_ERROR(bv_repo_open_report(f.repo, &s, BV_OPEN_READ, &kp, &r), ENOENT);
+        ASSERT_STREQ(kp.path, "keys/default");
 
         /* a directory of the layout is missing: the repository needs repair */
         ASSERT_OK(bv_repo_open(other, &s, BV_OPEN_READ, &r));
@@ -432,6 +473,7 @@ int main(void)
         RUN(init_open_key_file);
         RUN(init_refuses);
         RUN(unencrypted);
+        RUN(prove);
         RUN(passphrase_and_change_key);
         RUN(config_tampering);
         RUN(open_refuses);

@@ -51,4 +51,6 @@ int gc_mark(Gc *g);
 /* Finalizes list l (bits: NULL when nothing needs resurrecting), then unlinks it. */
 int gc_finalize(Gc *g, GcList *l);
 int gc_pack_cmp(const void *a, const void *b);
+/* Deletes the .tmp-* files of the repository's folders that no live writer holds (gc-tmp.c). */
+int gc_reap_tmp(Gc *g);
 int gc_snap_cmp(const void *a, const void *b);

@@ -333,7 +333,7 @@ static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint6
                 bool ready = w <= start_epoch && start_min >= w;
                 if (!ready && w <= epoch) {
                         if (!rescanned) {
-                                r = bv_leases_scan(g->dirfd, true, &now_min, &live, g->problem);
+                                r = bv_leases_scan(g->dirfd, true, &now_min, NULL, &live, g->problem);
                                 if (r >= 0)
                                         r = snapshots_added(g, &added);
                                 if (r < 0)
@@ -350,9 +350,30 @@ static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint6
         return r;
 }
 
+/* The epoch cannot go back (docs/LIFECYCLE.md, "An epoch that cannot go back"): gc goes on from
+ * the largest of gc/epoch, the epochs of the live leases and those the condemned lists wait for.
+ * A gc/epoch behind them was removed or rolled back; read as it is, a new list could wait for an
+ * epoch a running backup's lease already carries and be finalized under it. It is written anew
+ * (not by a dry run): moving it forward only makes later holders' leases newer, and every list
+ * then waiting has already dropped its entries from the index (or finalize's re-check keeps
+ * what a segment still names). */
+static int epoch_derive(Gc *g, bool dry_run, uint64_t file, uint64_t lease_max, uint64_t *ret)
+{
+        uint64_t e = MAX(file, lease_max);
+        for (size_t i = 0; i < g->nlists; i++)
+                e = MAX(e, bv_index_list_generation(g->lists[i].list));
+        g->st->epoch_read = file;
+        g->st->epoch_start = *ret = e;
+        if (e == file || dry_run)
+                return 0;
+        int r = bv_gc_epoch_write(g->dirfd, e);
+        return r < 0 ? gc_note(g, "gc/epoch", false, r) : 0;
+}
+
 /* A dry run creates, reaps and deletes nothing: without gc/ there is no list to load. */
 static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_min)
 {
+        uint64_t file, lease_max;
         size_t live;
         if (!dry_run && mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
                 return gc_note(g, "gc", true, negative_errno());
@@ -360,12 +381,12 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
         if (g->gc_dirfd < 0 && !(dry_run && g->gc_dirfd == -ENOENT))
                 return gc_note(g, "gc", true, g->gc_dirfd);
         /* the leases first: whoever registers later reads an epoch this run has seen or moved to */
-        int r = bv_leases_scan(g->dirfd, !dry_run, ret_min, &live, g->problem);
+        int r = bv_leases_scan(g->dirfd, !dry_run, ret_min, &lease_max, &live, g->problem);
         if (r < 0)
                 return r;
         g->st->leases_reaped = (uint64_t)r;
         g->st->leases_live = live;
-        r = bv_gc_epoch_read(g->dirfd, ret_epoch);
+        r = bv_gc_epoch_read(g->dirfd, &file);
         if (r < 0)
                 return gc_note(g, "gc/epoch", false, r);
         r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
@@ -373,7 +394,7 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
                 r = bv_object_codec_new(bv_repo_keyring(g->repo), bv_repo_config(g->repo)->zstd_level, &g->codec);
         if (r >= 0 && g->gc_dirfd >= 0)
                 r = gc_lists_load(g);
-        return r;
+        return r < 0 ? r : epoch_derive(g, dry_run, file, lease_max, ret_epoch);
 }
 
 /* A damaged index segment or snapshot record hides references: deleting is then unsafe. */
@@ -432,6 +453,8 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
 finalize:
         if (r >= 0)
                 r = finalize_lists(&g, epoch, min, st->epoch);
+        if (r >= 0)
+                r = gc_reap_tmp(&g);
 out:
         free(ps.p);
         gc_lists_free(&g);

@@ -33,10 +33,15 @@ typedef struct BvGcStats {
         uint64_t bytes_condemned;            /* file sizes of the condemned packs */
         uint64_t bytes_copied;               /* encoded bytes copied out of rewritten packs */
         uint64_t packs_deleted, bytes_deleted;
+        uint64_t tmp_deleted, tmp_bytes_deleted; /* .tmp-* files interrupted writers left */
         uint64_t entries_resurrected;        /* put back into the index for a snapshot committed meanwhile */
         uint64_t lists_finalized, lists_waiting;
         uint64_t leases_live, leases_reaped;
         uint64_t epoch;                      /* the gc epoch when gc ended */
+        uint64_t epoch_read;                 /* gc/epoch as read (0: absent) */
+        uint64_t epoch_start;                /* the largest of it, the live leases' and the condemned lists'
+                                                epochs: gc goes on from it (above epoch_read: gc/epoch went
+                                                back, and gc wrote it anew) */
 } BvGcStats;
 
 /* -EUCLEAN when a damaged index segment or snapshot record hides what is referenced (gc would

@@ -57,6 +57,8 @@ typedef struct Restore {
         Job gather;      /* adjacent data extents not queued yet (walking thread only) */
         bool stopped_with_queued; /* jobs were dropped when the restore stopped: */
         uint64_t queued_from;     /* the lowest of them, below which everything was written */
+        BvRestoreDamage *damaged; /* skip_damaged: the ranges written as zeroes (under lock) */
+        size_t n_damaged;
 } Restore;
 
 /* Keeps the first error, and for damage the lowest image offset seen. */
@@ -94,6 +96,42 @@ static bool cancelled(const Restore *rs)
         return rs->opts && rs->opts->cancel && *rs->opts->cancel != 0;
 }
 
+static bool is_damage(int error)
+{
+        return error == -EBADMSG || error == -EUCLEAN;
+}
+
+static int record_damage(Restore *rs, uint64_t offset, uint64_t length, int error, bool map)
+{
+        BV_LOCK_GUARD(&rs->lock);
+        BvRestoreDamage *d = reallocarray(rs->damaged, rs->n_damaged + 1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        rs->damaged = d;
+        d[rs->n_damaged++] = (BvRestoreDamage){ .offset = offset, .length = length, .error = error, .map = map };
+        return 0;
+}
+
+/* A job's buffer, salvaged one extent (one chunk) at a time: what does not read is zeroes. */
+typedef struct Salvage {
+        Restore *rs;
+        const Job *job;
+        uint8_t *buf;
+} Salvage;
+
+static int salvage_extent(BvExtentKind kind, uint64_t off, uint64_t len, void *userdata)
+{
+        Salvage *sv = userdata;
+        uint8_t *at = sv->buf + (off - sv->job->offset);
+        uint64_t bad;
+
+        int r = kind == BV_EXTENT_DATA ? bv_image_pread(sv->rs->img, at, len, off, &bad) : (memset(at, 0, len), 0);
+        if (!is_damage(r))
+                return r;
+        memset(at, 0, len);
+        return record_damage(sv->rs, off, len, r, false);
+}
+
 static int job_run(Restore *rs, const Job *j, uint8_t **buf, size_t *cap, uint64_t *ret_bad)
 {
         int r;
@@ -102,6 +140,14 @@ static int job_run(Restore *rs, const Job *j, uint8_t **buf, size_t *cap, uint64
         if (r < 0)
                 return r;
         r = bv_image_pread(rs->img, *buf, j->length, j->offset, ret_bad);
+        if (is_damage(r) && rs->opts && rs->opts->skip_damaged) {
+                Salvage sv = { .rs = rs, .job = j, .buf = *buf };
+                r = bv_image_extents(rs->img, j->offset, j->length, salvage_extent, &sv);
+                if (is_damage(r)) { /* the map of this range no longer reads: all of it */
+                        memset(*buf, 0, j->length);
+                        r = record_damage(rs, j->offset, j->length, r, true);
+                }
+        }
         if (r < 0)
                 return r;
         r = bv_pwrite_all(rs->fd, *buf, j->length, j->offset);
@@ -248,6 +294,40 @@ static uint64_t written_below(const Restore *rs)
         return rs->walked;
 }
 
+/* skip_damaged, and the map's walk stopped at damage: the rest of the image is zeroes. */
+static int skip_unwalked(Restore *rs, int error)
+{
+        uint64_t from = rs->walked;
+        if (from >= rs->size)
+                return 0;
+        int r = rs->is_blk ? zero_range(rs->fd, from, rs->size - from) : 0;
+        return r < 0 ? r : record_damage(rs, from, rs->size - from, error, true);
+}
+
+static int damage_cmp(const void *a, const void *b)
+{
+        const BvRestoreDamage *x = a, *y = b;
+        return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Sorts the damaged ranges and merges adjacent ones of one kind; their total in *ret_bytes. */
+static size_t damage_merge(BvRestoreDamage *d, size_t n, uint64_t *ret_bytes)
+{
+        size_t k = 0;
+        *ret_bytes = 0;
+        if (n > 0)
+                qsort(d, n, sizeof(*d), damage_cmp);
+        for (size_t i = 0; i < n; i++) {
+                *ret_bytes += d[i].length;
+                if (k > 0 && d[k - 1].offset + d[k - 1].length == d[i].offset && d[k - 1].error == d[i].error &&
+                    d[k - 1].map == d[i].map)
+                        d[k - 1].length += d[i].length;
+                else
+                        d[k++] = d[i];
+        }
+        return k;
+}
+
 /* Runs the workers over the image; returns the first error. */
 static int restore_run(Restore *rs, unsigned threads)
 {
@@ -262,6 +342,8 @@ static int restore_run(Restore *rs, unsigned threads)
                 return -EAGAIN;
 
         r = bv_image_extents(rs->img, 0, rs->size, on_extent, rs);
+        if (is_damage(r) && rs->opts && rs->opts->skip_damaged) /* the rest of the image cannot be walked */
+                r = skip_unwalked(rs, r);
         if (r >= 0)
                 r = gather_flush(rs);
         if (r < 0) /* a damaged map: the damage is where the walk stopped */
@@ -389,7 +471,9 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
         pthread_mutex_destroy(&rs.lock);
         bv_queue_done(&rs.queue);
 
-        if (ret_stats && (ret >= 0 || ret == -EBADMSG || ret == -EUCLEAN || ret == -ECANCELED))
+        uint64_t damaged_bytes;
+        size_t n_damaged = damage_merge(rs.damaged, rs.n_damaged, &damaged_bytes);
+        if (ret_stats && (ret >= 0 || ret == -EBADMSG || ret == -EUCLEAN || ret == -ECANCELED)) {
                 *ret_stats = (BvRestoreStats){
                         .size = rs.size,
                         .bytes_written = rs.bytes_written,
@@ -398,6 +482,11 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
                         .bad_offset = ret < 0 ? rs.bad_offset : 0,
                         .written_below = ret == -ECANCELED ? written_below(&rs) : rs.size,
                         .device = rs.is_blk,
+                        .damaged = TAKE_PTR(rs.damaged),
+                        .n_damaged = n_damaged,
+                        .bytes_damaged = damaged_bytes,
                 };
+        }
+        free(rs.damaged);
         return ret < 0 ? ret : 0;
 }

@@ -195,15 +195,18 @@ static int lease_test(int dirfd, const char *name, bool reap, uint64_t *ret_epoc
         return 0;
 }
 
-int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live, BvRepoProblem *ret_problem)
+int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, uint64_t *ret_max_epoch, size_t *ret_live,
+                   BvRepoProblem *ret_problem)
 {
         _cleanup_close_ int dirfd = subdir(repo_dirfd, "leases", reap);
-        uint64_t min = UINT64_MAX;
+        uint64_t min = UINT64_MAX, max = 0;
         size_t live = 0;
         int reaped = 0, r = 0;
 
         if (dirfd == -ENOENT && !reap) { /* nothing to look at, and a dry run creates nothing */
                 *ret_min_epoch = min;
+                if (ret_max_epoch)
+                        *ret_max_epoch = max;
                 *ret_live = 0;
                 return 0;
         }
@@ -222,6 +225,7 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
                 if (r > 0) {
                         live++;
                         min = MIN(min, e);
+                        max = MAX(max, e);
                 } else if (r == 0)
                         reaped++;
                 else {
@@ -236,6 +240,8 @@ int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *r
         if (r < 0)
                 return r;
         *ret_min_epoch = min;
+        if (ret_max_epoch)
+                *ret_max_epoch = max;
         *ret_live = live;
         return reaped;
 }

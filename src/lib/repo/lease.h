@@ -41,8 +41,9 @@ void bv_lease_release(BvLease *l);
 /* Tests every lease: one whose lock can be taken belongs to a holder that ended, and is
  * unlinked (reaped; without reap, as for a dry run, it is only counted and leases/ is not created).
  * *ret_min_epoch gets the lowest epoch of the live ones (UINT64_MAX when none
- * lives), *ret_live their number. A lease file that does not parse counts as live at epoch 0 (it
+ * lives), *ret_max_epoch (if not NULL) the highest (0 when none lives), *ret_live their number. A lease file that does not parse counts as live at epoch 0 (it
  * is being written, or is damaged: finalize waits). Returns the number reaped. A lease that is not a
  * regular file, or cannot be tested, fails the scan: *ret_problem (if not NULL) names it, or
  * leases/ when the directory is at fault. */
-int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, size_t *ret_live, BvRepoProblem *ret_problem);
+int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, uint64_t *ret_max_epoch, size_t *ret_live,
+                   BvRepoProblem *ret_problem);

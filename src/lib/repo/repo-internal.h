@@ -26,7 +26,8 @@ int repo_secret_check(const BvSecret *secret);
 /* Seals master under secret, a fresh salt and nonce into *ret. */
 int repo_key_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret, const uint8_t *master,
                   BvKeyFile *ret);
-/* Opens master (secure memory of BV_MASTER_SIZE) with the first slot the secret fits: -ENOKEY if none. */
+/* Opens master (secure memory of BV_MASTER_SIZE) with the first slot the secret fits: -ENOKEY if none,
+ * -ENOENT if there is no slot (or no keys/). */
 int repo_key_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret, uint8_t *master);
 /* The slots in keys/, sorted, "default" first (bv_key_slots_free). */
 int repo_key_slots(int dirfd, char ***ret, size_t *ret_n);

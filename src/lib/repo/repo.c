@@ -381,8 +381,12 @@ int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, Bv
         return bv_repo_open_report(path, secret, flags, NULL, ret);
 }
 
-int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
-                        BvRepo **ret)
+/* A repository object with nothing open yet: only its directory and config, read once. A secret
+ * given for a repository without a cipher is refused here, from the config this open goes on
+ * with (not from an earlier peek, which a flaky or hostile drive can answer differently): such a
+ * repository opens with any secret, so it proves nothing of the one who holds it. */
+static int repo_start(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
+                      BvRepo **ret)
 {
         _cleanup_(bv_repo_closep) BvRepo *r = NULL;
         int rr;
@@ -407,6 +411,32 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
         if (rr < 0)
                 return rr;
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
+        if (secret && (secret->passphrase || secret->key_file) && r->cf.config.cipher == BV_CIPHER_NONE)
+                return bv_repo_problem_note(problem, r->dirfd, "config", false, -EKEYREJECTED);
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int bv_repo_prove(const char *path, const BvSecret *secret, BvRepoProblem *problem)
+{
+        _cleanup_(bv_repo_closep) BvRepo *r = NULL;
+        int rr;
+
+        if (!secret || !(secret->passphrase || secret->key_file))
+                return -ENOKEY;
+        rr = repo_start(path, secret, BV_OPEN_READ, problem, &r);
+        return rr < 0 ? rr : open_keys(r, secret, problem);
+}
+
+int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
+                        BvRepo **ret)
+{
+        _cleanup_(bv_repo_closep) BvRepo *r = NULL;
+        int rr;
+
+        rr = repo_start(path, secret, flags, problem, &r);
+        if (rr < 0)
+                return rr;
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
          * the index is opened (docs/LIFECYCLE.md, "Leases"). */

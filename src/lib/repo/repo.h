@@ -93,7 +93,11 @@ int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool wan
 /* Creates a new repository at path (an empty or missing directory). */
 int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secret);
 
-/* -ENOKEY: wrong passphrase/key, or none given for an encrypted repository;
+/* -ENOKEY: wrong passphrase/key, or none given for an encrypted repository; -EKEYREJECTED: a
+ * passphrase or key file was given but the repository has no cipher (decided from the config
+ * this open reads and uses, before anything is locked or written: such a repository would open
+ * with any secret, so it is not the one the secret belongs to); -ENOENT named keys/default:
+ * an encrypted repository without any key slot;
  * -EPROTONOSUPPORT: unknown format version; -EBADMSG: config fails authentication;
  * -ELOOP/-EBADFD/-ENOTDIR: an entry is a symbolic link or of the wrong type (refused).
  * Only path itself may be reached through symbolic links (it is the user's own path).
@@ -105,6 +109,11 @@ int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, Bv
  * empty path otherwise). */
 int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *ret_problem,
                         BvRepo **ret);
+/* Proves that the repository at path is the one secret (a passphrase or key file: -ENOKEY without)
+ * opens: its config read once, a cipher (-EKEYREJECTED without), a key slot the secret opens and
+ * the config's MAC under that key. Takes no lock and no lease and writes nothing: for a drive that
+ * must show it is the registered one before anything is written anywhere. Errors as bv_repo_open. */
+int bv_repo_prove(const char *path, const BvSecret *secret, BvRepoProblem *ret_problem);
 
 /* What was met damaged and left out: index segments (at open and reload) and snapshot records
  * (when the snapshot list was loaded), in the order met. Owned by the repository. */

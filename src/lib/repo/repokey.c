@@ -277,7 +277,8 @@ int repo_key_slots(int dirfd, char ***ret, size_t *ret_n)
         return 0;
 }
 
-/* Tries every key slot: the secret opens the first it fits. */
+/* Tries every key slot: the secret opens the first it fits. No slot at all is -ENOENT (like a
+ * missing keys/), not a wrong secret. */
 int repo_key_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret, uint8_t *master)
 {
         SecretFile sf = {};
@@ -286,7 +287,7 @@ int repo_key_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvS
         int r = repo_key_slots(dirfd, &names, &n);
         if (r < 0)
                 return r;
-        r = -ENOKEY;
+        r = n == 0 ? -ENOENT : -ENOKEY;
         for (size_t i = 0; i < n && r == -ENOKEY; i++)
                 r = keyslot_unseal(dirfd, names[i], repo_id, secret, &sf, master);
         secret_file_done(&sf);

@@ -25,6 +25,8 @@
 #include "macro.h"
 #include "source.h"
 
+#define CACHE_LOOKAHEAD 64u /* cells probed ahead of the planner (64 MiB at the default size) */
+#define CACHE_WINDOW (2 * CACHE_LOOKAHEAD)
 
 typedef struct Slot {
         void *buf;
@@ -43,9 +45,12 @@ typedef struct FileSource {
         int fd_buffered; /* the same file without O_DIRECT, when fd has it; else -EBADF */
         bool probe_cache; /* ask the kernel what is cached (cachestat, or mincore) */
         bool no_cachestat; /* cachestat(2) is not in this kernel: mincore */
-        /* One bit per read_size cell of the image: cached when probed. Probed CACHE_LOOKAHEAD
-         * cells ahead of the planner, so that our own readahead never looks like the user's. */
-        uint8_t *cache_bits;
+        /* Whether the read_size cells of the image ahead of the planner were cached when probed:
+         * a window of CACHE_WINDOW bits, cell c at bit c % CACHE_WINDOW, holding the cells from
+         * the planner's up to cells_probed. Probed CACHE_LOOKAHEAD cells ahead of the planner, so
+         * that our own readahead never looks like the user's; never across a hole (memory and
+         * time follow the data, not the apparent size). */
+        uint8_t cache_bits[CACHE_WINDOW / 8];
         uint64_t cells, cells_probed;
         BvSourceIdentity identity;
         BvSourceReadStats read_stats;
@@ -117,7 +122,6 @@ static void file_free(FileSource *s)
         free(s->unreadable);
         safe_close(s->fd);
         safe_close(s->fd_buffered);
-        free(s->cache_bits);
         free(s->path);
         free(s);
 }
@@ -201,23 +205,26 @@ static bool probe_cached(FileSource *s, uint64_t offset, uint64_t len)
         return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) * 2 >= len;
 }
 
-#define CACHE_LOOKAHEAD 64u /* cells probed ahead of the planner (64 MiB at the default size) */
-
-/* Whether the cell of offset was cached when probed, probing ahead as the planner advances. */
+/* Whether the cell of offset was cached when probed, probing ahead as the planner advances (the
+ * planner only moves forward). Past a hole probing starts again at the planner's cell. */
 static bool region_cached(FileSource *s, uint64_t offset)
 {
         uint64_t cell = offset / s->read_size;
 
-        if (!s->cache_bits || cell >= s->cells)
+        if (cell >= s->cells)
                 return false;
-        uint64_t want = MIN(cell + 2 * CACHE_LOOKAHEAD, s->cells);
+        s->cells_probed = MAX(s->cells_probed, cell);
+        uint64_t want = MIN(cell + CACHE_WINDOW, s->cells);
         if (s->cells_probed < cell + CACHE_LOOKAHEAD && s->cells_probed < want)
                 for (; s->cells_probed < want; s->cells_probed++) {
                         uint64_t off = s->cells_probed * s->read_size;
+                        unsigned bit = (unsigned)(s->cells_probed % CACHE_WINDOW);
+                        s->cache_bits[bit / 8] &= (uint8_t)~(1u << (bit % 8));
                         if (probe_cached(s, off, MIN((uint64_t)s->read_size, s->size - off)))
-                                s->cache_bits[s->cells_probed / 8] |= (uint8_t)(1u << (s->cells_probed % 8));
+                                s->cache_bits[bit / 8] |= (uint8_t)(1u << (bit % 8));
                 }
-        return s->cache_bits[cell / 8] & (1u << (cell % 8));
+        unsigned bit = (unsigned)(cell % CACHE_WINDOW);
+        return s->cache_bits[bit / 8] & (1u << (bit % 8));
 }
 
 static int submit_slot(FileSource *s, unsigned idx)
@@ -629,9 +636,6 @@ static int setup_cache_reads(FileSource *s, const struct stat *st)
         bv_source_identity_from_stat(st, &s->identity);
         s->probe_cache = true;
         s->cells = DIV_ROUND_UP(s->size, (uint64_t)s->read_size);
-        s->cache_bits = calloc(DIV_ROUND_UP(s->cells, 8) ?: 1, 1);
-        if (!s->cache_bits)
-                return -ENOMEM;
         if (!s->direct)
                 return 0;
         _cleanup_close_ int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);

@@ -10,6 +10,11 @@
  * UNCHANGED: the backup takes them from the parent snapshot. In a whole read (the parent cannot
  * be paired with the bitmap) everything is read, and the clean ranges are only remembered, so
  * that the backup can check the bitmap against what it read.
+ *
+ * Block status answers at most 4 GiB per request (a 32-bit length, before NBD's extended
+ * headers), so walking an export costs one request per 4 GiB of it whatever it holds: an export
+ * larger than BV_SOURCE_NBD_SIZE_MAX is refused at open instead of being walked for hours (a
+ * server claiming 1 EiB needs 2^28 requests).
  */
 #include <errno.h>
 #include <libnbd.h>
@@ -335,6 +340,8 @@ static int nbd_source_connect(NbdSource *s, const char *uri)
         if (size < 0)
                 return nbd_errno();
         s->size = (uint64_t)size;
+        if (s->size > BV_SOURCE_NBD_SIZE_MAX)
+                return -EFBIG;
         s->alloc.wanted = nbd_can_meta_context(s->nbd, ALLOCATION_CONTEXT) == 1;
         if (s->map_name) {
                 r = nbd_can_meta_context(s->nbd, s->map_name);

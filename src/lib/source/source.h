@@ -174,13 +174,18 @@ int bv_source_open_compare(const char *path, const char *compare_with, const BvS
 int bv_source_open_thin_delta(const char *path, const char *delta_path, const BvSourceOptions *opts,
                               BvSource **ret);
 
+/* The largest NBD export read (1 PiB): block status answers 4 GiB at a time, so a walk of an
+ * export takes one request per 4 GiB even where it holds nothing (262144 for 1 PiB). */
+#define BV_SOURCE_NBD_SIZE_MAX (1ull << 50)
+
 /* Whether path is an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, nbd+vsock://). */
 bool bv_source_is_nbd_uri(const char *path);
 /* The export at an NBD URI, read with libnbd: queue_depth reads in flight on one connection,
  * ranges the server reports as zero (base:allocation) never read, and with dirty_bitmap only the
  * ranges qemu's bitmap marks dirty read (the rest delivered as UNCHANGED). Errors: the
  * connection's errno (-ECONNREFUSED, -ENOENT ...), -EINVAL for a bad URI or options, -ENOMSG
- * when the server does not export the dirty bitmap. */
+ * when the server does not export the dirty bitmap, -EFBIG when the export claims more than
+ * BV_SOURCE_NBD_SIZE_MAX bytes. */
 int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **ret);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */

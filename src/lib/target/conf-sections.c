@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +19,8 @@ static const char *const target_keys[] = {
         "uuid", "key-file", "repository", "mode", "power-off", "luks", "fs-options", "on-success", "on-failure", NULL,
 };
 
-enum { G_ON_SUCCESS, G_ON_FAILURE };
-static const char *const global_keys[] = { "on-success", "on-failure", NULL };
+enum { G_ON_SUCCESS, G_ON_FAILURE, G_NOTIFY, G_METRICS };
+static const char *const global_keys[] = { "on-success", "on-failure", "notify", "metrics", NULL };
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
@@ -160,6 +161,33 @@ int conf_section_open(BvConfig *c, const char *file, unsigned line, const char *
                 return r;
         }
         *ret = (ConfSection){ .kind = kind, .index = index };
+        return 0;
+}
+
+char **conf_section_mistake(BvConfig *c, const char *file, unsigned line)
+{
+        for (size_t i = 0; i < c->n_targets; i++)
+                if (c->targets[i].where.file == file && c->targets[i].where.line == line)
+                        return &c->targets[i].mistake;
+        for (size_t i = 0; i < c->n_jobs; i++)
+                if (c->jobs[i].where.file == file && c->jobs[i].where.line == line)
+                        return &c->jobs[i].mistake;
+        for (size_t i = 0; i < c->n_exports; i++)
+                if (c->exports[i].where.file == file && c->exports[i].where.line == line)
+                        return &c->exports[i].mistake;
+        return NULL;
+}
+
+int conf_set_mistake(char **mistake, const BvConfError *e)
+{
+        if (*mistake)
+                return 0;
+        int n = e->line > 0 ? asprintf(mistake, "%s:%u: %s", e->file, e->line, e->message) :
+                              asprintf(mistake, "%s: %s", e->file, e->message);
+        if (n < 0) {
+                *mistake = NULL;
+                return -ENOMEM;
+        }
         return 0;
 }
 
@@ -403,6 +431,21 @@ static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *va
         }
 }
 
+static int set_global_key(const Ctx *x, BvConfig *c, int key, const char *value)
+{
+        switch (key) {
+        case G_ON_SUCCESS:
+                return set_string(x, value, &c->on_success);
+        case G_ON_FAILURE:
+                return set_string(x, value, &c->on_failure);
+        case G_NOTIFY:
+                return set_string(x, value, &c->notify);
+        default:
+                c->no_metrics = strcmp(value, "no") == 0;
+                return c->no_metrics ? 0 : set_absolute(x, value, &c->metrics);
+        }
+}
+
 int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned line, const char *key,
                      const char *value)
 {
@@ -427,7 +470,7 @@ int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned lin
         if (s->kind == CONF_JOB)
                 return set_job_key(&x, &c->jobs[s->index], k, value);
         if (s->kind == CONF_GLOBAL)
-                return set_string(&x, value, k == G_ON_SUCCESS ? &c->on_success : &c->on_failure);
+                return set_global_key(&x, c, k, value);
         return set_export_key(&x, &c->exports[s->index], k, value);
 }
 
@@ -503,15 +546,21 @@ static int finish_export(BvConfig *c, BvConfExport *e)
         return r;
 }
 
+/* A check across sections found a mistake in the section of *mistake since error `from`. */
+static int finish_mark(BvConfig *c, size_t from, int r, char **mistake)
+{
+        return r >= 0 && c->n_errors > from ? conf_set_mistake(mistake, &c->errors[from]) : r;
+}
+
 int bv_conf_finish(BvConfig *c)
 {
         int r = 0;
-        for (size_t i = 0; r >= 0 && i < c->n_targets; i++)
-                r = finish_target(c, i);
-        for (size_t i = 0; r >= 0 && i < c->n_jobs; i++)
-                r = finish_job(c, &c->jobs[i]);
-        for (size_t i = 0; r >= 0 && i < c->n_exports; i++)
-                r = finish_export(c, &c->exports[i]);
+        for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_targets; i++, n = c->n_errors)
+                r = finish_mark(c, n, finish_target(c, i), &c->targets[i].mistake);
+        for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_jobs; i++, n = c->n_errors)
+                r = finish_mark(c, n, finish_job(c, &c->jobs[i]), &c->jobs[i].mistake);
+        for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_exports; i++, n = c->n_errors)
+                r = finish_mark(c, n, finish_export(c, &c->exports[i]), &c->exports[i].mistake);
         bv_conf_sort_errors(c);
         return r;
 }

@@ -29,6 +29,8 @@ typedef struct Parse {
         unsigned header_line;   /* of the last line that started with '[' */
         unsigned section_line;  /* the header of the section being filled */
         ConfSection section;
+        unsigned *headers;      /* the line of every section header, in order */
+        size_t n_headers;
         int oom;
 } Parse;
 
@@ -81,8 +83,14 @@ static char *conf_reader(char *str, int num, void *stream)
         const char *s = str;
         while (*s == ' ' || *s == '\t')
                 s++;
-        if (*s == '[')
+        if (*s == '[') {
                 p->header_line = p->line;
+                unsigned *h = reallocarray(p->headers, p->n_headers + 1, sizeof(*h));
+                if (!h)
+                        p->oom = -ENOMEM;
+                else
+                        (p->headers = h)[p->n_headers++] = p->line;
+        }
         return str;
 }
 
@@ -124,26 +132,47 @@ static int conf_add_file(BvConfig *c, const char *name, const char **ret)
         return 0;
 }
 
+/* Each mistake of the file since error `from` marks the section it is in (the last header at or
+ * before its line): a mistake costs that section. One on a header of its own (an unknown section,
+ * a name defined twice) is in no section that was made. */
+static int conf_mark_sections(BvConfig *c, const Parse *p, size_t from)
+{
+        for (size_t i = from; i < c->n_errors; i++) {
+                const BvConfError *e = &c->errors[i];
+                size_t k = p->n_headers;
+                while (k > 0 && p->headers[k - 1] > e->line)
+                        k--;
+                char **m = e->file == p->file && e->line > 0 && k > 0 ?
+                                   conf_section_mistake(c, p->file, p->headers[k - 1]) : NULL;
+                if (m && conf_set_mistake(m, e) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int bv_conf_parse_text(BvConfig *c, const char *label, const char *text, size_t size)
 {
         const char *file;
+        size_t from = c->n_errors;
         int r = conf_add_file(c, label, &file);
         if (r < 0)
                 return r;
 
+        _cleanup_free_ unsigned *headers = NULL;
         Parse p = { .c = c, .file = file, .text = text, .end = text + size, .pos = text };
 #if HAVE_INI_RUNTIME_OPTIONS
         /* An indented line is a key of its own, not the continuation of the previous value. */
         ini_allow_multiline = false;
 #endif
         r = ini_parse_stream(conf_reader, &p, conf_handler, &p);
+        headers = p.headers;
         if (p.oom)
                 return p.oom;
         if (r > 0 && conf_error(c, file, (unsigned)r, "expected '[section]', 'key = value' or a comment") < 0)
                 return -ENOMEM;
         if (r < 0)
                 return -ENOMEM;
-        return 0;
+        return conf_mark_sections(c, &p, from);
 }
 
 /* Reads one file; a missing one is fine when optional. */
@@ -203,10 +232,13 @@ int bv_conf_check_schedules(BvConfig *c)
                 if (!j->schedule)
                         continue;
                 int r = bv_schedule_check(j->schedule, NULL, &why);
-                if (r == -EINVAL)
+                if (r == -EINVAL) {
                         r = conf_error(c, j->schedule_where.file, j->schedule_where.line,
                                        "[job %s]: invalid schedule '%s' (%s)", j->name, j->schedule,
                                        why ? why : "rejected by systemd-analyze calendar");
+                        if (r >= 0)
+                                r = conf_set_mistake(&c->jobs[i].mistake, &c->errors[c->n_errors - 1]);
+                }
                 if (r < 0)
                         return r;
         }
@@ -298,18 +330,18 @@ void bv_conf_free(BvConfig *c)
         for (size_t i = 0; i < c->n_targets; i++) {
                 BvConfTarget *t = &c->targets[i];
                 free(t->name), free(t->uuid), free(t->key_file), free(t->repository), free(t->fs_options);
-                free(t->on_success), free(t->on_failure);
+                free(t->on_success), free(t->on_failure), free(t->mistake);
         }
         for (size_t i = 0; i < c->n_jobs; i++) {
                 BvConfJob *j = &c->jobs[i];
                 free(j->name), free(j->source), free(j->command), free(j->schedule);
-                free(j->pre), free(j->post), free(j->on_success), free(j->on_failure);
+                free(j->pre), free(j->post), free(j->on_success), free(j->on_failure), free(j->mistake);
                 conf_free_strv(j->targets, j->n_targets);
         }
         for (size_t i = 0; i < c->n_exports; i++) {
                 BvConfExport *e = &c->exports[i];
                 free(e->name), free(e->repository), free(e->snapshot), free(e->passphrase_file);
-                free(e->key_file), free(e->cache);
+                free(e->key_file), free(e->cache), free(e->mistake);
         }
         for (size_t i = 0; i < c->n_errors; i++)
                 free(c->errors[i].message);
@@ -318,7 +350,7 @@ void bv_conf_free(BvConfig *c)
         free(c->exports);
         free(c->errors);
         conf_free_strv(c->files, c->n_files);
-        free(c->on_success), free(c->on_failure);
+        free(c->on_success), free(c->on_failure), free(c->notify), free(c->metrics);
         free(c);
 }
 
@@ -364,6 +396,14 @@ bool bv_conf_job_wants(const BvConfJob *j, const char *target)
                 if (strcmp(j->targets[i], target) == 0)
                         return true;
         return false;
+}
+
+bool bv_conf_job_prunes(const BvConfJob *j)
+{
+        const BvConfRetention *k = &j->keep;
+        return k->last != BV_CONF_KEEP_UNSET || k->hourly != BV_CONF_KEEP_UNSET || k->daily != BV_CONF_KEEP_UNSET ||
+               k->weekly != BV_CONF_KEEP_UNSET || k->monthly != BV_CONF_KEEP_UNSET ||
+               k->yearly != BV_CONF_KEEP_UNSET || k->within > 0;
 }
 
 const char *bv_conf_job_command(const BvConfJob *j)

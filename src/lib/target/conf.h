@@ -6,7 +6,9 @@
  * /etc/blkvault/conf.d/NAME.conf in name order, INI files (parsed with inih) with three kinds of
  * section:
  *
- *   [global]       on-success, on-failure: the commands of every run (unless a target has its own)
+ *   [global]       on-success, on-failure: the commands of every run (unless a target has its own);
+ *                  notify: the command told of each change (a failure, a recovery, an age alarm);
+ *                  metrics: the Prometheus textfile (or no)
  *   [target NAME]  a registered drive: uuid, key-file, repository, mode, power-off, luks,
  *                  fs-options, on-success, on-failure
  *   [job NAME]     what to back up: source or command, snapshot, targets, schedule, keep-*,
@@ -15,7 +17,10 @@
  *                  passphrase-file or key-file, cache
  *
  * Loading never stops at the first mistake: every one is recorded as a BvConfError with its
- * file and line, for `blkvault config check` to print as "FILE:LINE: MESSAGE". Nothing here
+ * file and line, for `blkvault config check` to print as "FILE:LINE: MESSAGE". A mistake costs
+ * only its section: the target, job or export that holds one keeps it in `mistake` (the first,
+ * as "FILE:LINE: MESSAGE"), and the commands skip that section and report it while the others
+ * run ([global] keeps the keys that were right). Nothing here
  * prints or runs a program; bv_conf_check_schedule (which runs systemd-analyze) is separate so
  * that the parser itself stays pure (and fuzzable).
  */
@@ -32,6 +37,8 @@
 #define BV_CONF_FILE_MAX (1024 * 1024)
 #define BV_CONF_DEFAULT_MAX_AGE (7 * 86400ULL)
 #define BV_CONF_DEFAULT_REPOSITORY "blkvault"
+/* Where Debian's prometheus-node-exporter reads textfiles from. */
+#define BV_CONF_DEFAULT_METRICS "/var/lib/prometheus/node-exporter/blkvault.prom"
 
 typedef struct BvConfError {
         const char *file; /* one of BvConfig.files */
@@ -61,6 +68,7 @@ typedef struct BvConfTarget {
         bool luks;              /* default yes */
         char *fs_options;       /* extra mount options, or NULL */
         char *on_success, *on_failure; /* after a run of the drive (else [global]'s) */
+        char *mistake;          /* the section's first mistake ("FILE:LINE: MESSAGE"), or NULL */
 } BvConfTarget;
 
 /* Retention: a count of BV_CONF_KEEP_UNSET is "not set"; -1 keeps one of every period, as
@@ -87,6 +95,7 @@ typedef struct BvConfJob {
         BvConfRetention keep;
         char *pre, *post, *on_success, *on_failure;
         uint64_t max_age;       /* seconds */
+        char *mistake;          /* as BvConfTarget's */
 } BvConfJob;
 
 typedef struct BvConfExport {
@@ -96,6 +105,7 @@ typedef struct BvConfExport {
         char *snapshot;         /* default "latest" */
         char *passphrase_file, *key_file;
         char *cache;            /* a size ("512M"), or NULL */
+        char *mistake;          /* as BvConfTarget's */
 } BvConfExport;
 
 typedef struct BvConfig {
@@ -111,6 +121,9 @@ typedef struct BvConfig {
         size_t n_errors;
         BvConfWhere global_where; /* the [global] line, file NULL when there is none */
         char *on_success, *on_failure; /* [global] */
+        char *notify;           /* [global]: run once per change of a job's or target's state */
+        char *metrics;          /* [global]: the textfile's path, NULL for the default */
+        bool no_metrics;        /* [global] metrics = no */
 } BvConfig;
 
 /* The main file to read: path if given, else $BLKVAULT_CONFIG if set, else the default. The
@@ -146,6 +159,8 @@ const BvConfJob *bv_conf_job_by_name(const BvConfig *c, const char *name);
 const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name);
 /* Does job run on target? */
 bool bv_conf_job_wants(const BvConfJob *j, const char *target);
+/* Does the job have a retention rule (any keep-*): its runs prune and collect garbage? */
+bool bv_conf_job_prunes(const BvConfJob *j);
 /* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
 const char *bv_conf_job_command(const BvConfJob *j);
 

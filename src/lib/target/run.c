@@ -7,10 +7,12 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "backup.h"
 #include "drive.h"
+#include "fileio.h"
 #include "gc.h"
 #include "hooks.h"
 #include "jobsource.h"
@@ -19,6 +21,7 @@
 #include "prune.h"
 #include "repo.h"
 #include "run.h"
+#include "timeutil.h"
 #include "verify.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close)
@@ -28,17 +31,24 @@ static void count_problem(const BvVerifyProblem *p, void *ud)
         (*(uint64_t *)ud)++;
 }
 
-static bool keeps_anything(const BvConfRetention *k)
-{
-        return k->last != BV_CONF_KEEP_UNSET || k->hourly != BV_CONF_KEEP_UNSET || k->daily != BV_CONF_KEEP_UNSET ||
-               k->weekly != BV_CONF_KEEP_UNSET || k->monthly != BV_CONF_KEEP_UNSET ||
-               k->yearly != BV_CONF_KEEP_UNSET || k->within > 0;
-}
-
 /* A count of the configuration as the policy takes it: not set is 0 (rule unused). */
 static int keep_count(int n)
 {
         return n == BV_CONF_KEEP_UNSET ? 0 : n;
+}
+
+static int add_pack_size(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud)
+{
+        *(uint64_t *)ud += size;
+        return 0;
+}
+
+/* The repository's size for the metrics: its packs (left at 0 when they do not list). */
+static void measure_repo(BvRepo *repo, BvTargetRunJob *rj)
+{
+        uint64_t sum = 0;
+        if (bv_packset_list(bv_repo_packs(repo), add_pack_size, &sum) >= 0)
+                rj->repo_bytes = sum;
 }
 
 /* The job's retention: prune its snapshots, then gc (locks/gc: waits for another gc). */
@@ -70,6 +80,7 @@ static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJ
                 return;
         }
         rj->packs_deleted = st.packs_deleted, rj->bytes_deleted = st.bytes_deleted;
+        measure_repo(repo, rj);
 }
 
 /* The first line of a program's output, without leading blanks (LVM indents its messages). */
@@ -116,6 +127,7 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
         }
         snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", stats.snapshot_id);
         rj->size = stats.size, rj->bytes_new = stats.counts.bytes_new, rj->bytes_read = stats.counts.bytes_read;
+        rj->bytes_stored = stats.counts.bytes_stored;
         if (q < 0) {
                 rj->step = rj->job->snapshot ? "snapshot removal" : "command", rj->result = q;
                 return;
@@ -130,10 +142,11 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
                 rj->step = "verify", rj->result = r;
                 return;
         }
-        if (keeps_anything(&rj->job->keep)) {
+        if (bv_conf_job_prunes(rj->job)) {
                 bv_repo_close(TAKE_PTR(repo));
                 prune_job(t, repo_path, rj);
-        }
+        } else
+                measure_repo(repo, rj);
 }
 
 /* A hook of the job: 0, or -ECHILD with its exit status. */
@@ -174,23 +187,99 @@ static void run_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob
                 rj->step = "post", rj->result = r, rj->status = status;
 }
 
+static bool job_runs(const BvConfJob *j, const BvConfTarget *t, const char *only_job)
+{
+        return bv_conf_job_wants(j, t->name) && (!only_job || strcmp(j->name, only_job) == 0);
+}
+
+/* What the run's sources may add at most, as far as it is known: the blocks a file holds, the
+ * size of a device (not what a command writes, nor what an LVM snapshot will hold). */
+static uint64_t sources_size(const BvConfig *c, const BvConfTarget *t, const char *only_job)
+{
+        uint64_t sum = 0;
+        for (size_t i = 0; i < c->n_jobs; i++) {
+                const BvConfJob *j = &c->jobs[i];
+                struct stat st;
+                if (!job_runs(j, t, only_job) || j->mistake || !j->source || j->snapshot || stat(j->source, &st) < 0)
+                        continue;
+                if (S_ISREG(st.st_mode))
+                        sum += (uint64_t)st.st_blocks * 512;
+                else if (S_ISBLK(st.st_mode)) {
+                        _cleanup_close_ int fd = open(j->source, O_RDONLY | O_CLOEXEC);
+                        off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+                        sum += end > 0 ? (uint64_t)end : 0;
+                }
+        }
+        return sum;
+}
+
+/* Room first: a run that failed on a full drive (or was interrupted, or lost its drive) left
+ * packs that no snapshot uses, and retention only runs after a backup succeeds. When the drive
+ * has less free than BV_RUN_ROOM_PERCENT or than the sources could add, gc deletes them (and
+ * what prune forgot) before the jobs run; otherwise the next backup continues from them. */
+static void collect_for_room(const BvConfig *c, const BvConfTarget *t, const char *only_job,
+                             const char *repo_path, BvTargetRun *run)
+{
+        struct statvfs sv;
+        if (statvfs(repo_path, &sv) < 0 || sv.f_blocks == 0)
+                return;
+        uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        if (avail * 100 >= (uint64_t)sv.f_blocks * sv.f_frsize * BV_RUN_ROOM_PERCENT &&
+            avail >= sources_size(c, t, only_job))
+                return;
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        BvSecret secret = { .key_file = t->key_file };
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st = {};
+        int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
+        if (r >= 0)
+                r = bv_gc(repo, &o, &st);
+        run->room_collected = true;
+        run->room_result = r < 0 ? r : 0;
+        run->room_packs = st.packs_deleted, run->room_bytes = st.bytes_deleted + st.tmp_bytes_deleted;
+}
+
+/* The repository's directory on the drive, opened beneath the mountpoint without following a
+ * symbolic link (-ELOOP; the configuration refuses '..'): nothing on the drive may lead off it, to
+ * a host repository that would get the lock, the lease and the backup. Every open of the run then
+ * goes through /proc/self/fd/N: this very directory, whatever the drive says later. */
+static int open_on_drive(const char *mnt, const char *repository, int *ret_fd)
+{
+        _cleanup_close_ int mfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (mfd < 0)
+                return -errno;
+        int fd = bv_open_dir_beneath(mfd, repository);
+        if (fd < 0)
+                return fd;
+        *ret_fd = fd;
+        return 0;
+}
+
 static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, const char *only_job,
                     BvTargetRun *run)
 {
         _cleanup_free_ char *repo_path = NULL;
-        BvRepoConfig cfg;
-        if (asprintf(&repo_path, "%s/%s", mnt, t->repository) < 0)
+        _cleanup_close_ int repo_fd = -EBADF;
+        BvSecret secret = { .key_file = t->key_file };
+        int r = open_on_drive(mnt, t->repository, &repo_fd);
+        if (r < 0)
+                return run->step = "identify", r;
+        if (asprintf(&repo_path, "/proc/self/fd/%d", repo_fd) < 0)
                 return -ENOMEM;
         /* Only a repository that opens with the target's key file proves the drive is the registered
          * one: an unencrypted one would open with any key. A drive that copies the registered UUID
-         * (which anyone who held the real drive can read) must get nothing. */
-        if (bv_repo_peek_config(repo_path, &cfg) >= 0 && cfg.cipher == BV_CIPHER_NONE)
-                return run->step = "identify", -ENOKEY;
+         * (which anyone who held the real drive can read) must get nothing: no hook runs, no lock
+         * or lease is taken before this proof, and each job's open refuses a repository without a
+         * cipher again from the config it reads itself (a drive can answer differently each time). */
+        r = bv_repo_prove(repo_path, &secret, NULL);
+        if (r < 0)
+                return run->step = "identify", r;
         run->jobs = calloc(c->n_jobs ? c->n_jobs : 1, sizeof(*run->jobs));
         if (!run->jobs)
                 return -ENOMEM;
+        collect_for_room(c, t, only_job, repo_path, run);
         for (size_t i = 0; i < c->n_jobs; i++) {
-                if (!bv_conf_job_wants(&c->jobs[i], t->name) || (only_job && strcmp(c->jobs[i].name, only_job) != 0))
+                if (!job_runs(&c->jobs[i], t, only_job))
                         continue;
                 if (bv_job_cancelled()) {
                         run->cancelled = true;
@@ -198,8 +287,17 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 }
                 BvTargetRunJob *rj = &run->jobs[run->n_jobs++];
                 rj->job = &c->jobs[i];
-                run_job(t, repo_path, rj);
-                run->bytes_new += rj->bytes_new;
+                if (rj->job->mistake) { /* skipped, and reported as a failed job */
+                        rj->step = "configuration", rj->result = -EINVAL;
+                        snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->mistake);
+                } else {
+                        uint64_t start = bv_now_monotonic_ns();
+                        run_job(t, repo_path, rj);
+                        rj->duration_ms = (bv_now_monotonic_ns() - start) / 1000000;
+                }
+                run->bytes_new += rj->bytes_new, run->bytes_stored += rj->bytes_stored;
+                if (rj->repo_bytes)
+                        run->repo_bytes = rj->repo_bytes;
                 run->n_failed += rj->result < 0;
                 run->cancelled |= bv_job_cancelled(); /* also while the last job ran */
         }
@@ -238,6 +336,7 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
         char mapper[256];
         const char *dir = run_dir ? run_dir : BV_RUN_DIR;
 
+        uint64_t start = bv_now_monotonic_ns();
         *ret = (BvTargetRun){ .target = t, .device = dev };
         if (asprintf(&lock, "%s/targets.lock", dir) < 0 || asprintf(&mnt, "%s/target-%s", dir, t->name) < 0 ||
             asprintf(&mapname, "blkvault-%s", t->name) < 0)
@@ -266,6 +365,7 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
                         ret->step = "power-off";
                 ret->powered_off = r >= 0;
         }
+        ret->duration_ms = (bv_now_monotonic_ns() - start) / 1000000;
         return ret->result = r;
 }
 

@@ -19,9 +19,11 @@ typedef struct BvTargetRunJob {
         const BvConfJob *job;
         int result;             /* 0, or -errno of the step that failed */
         const char *step;       /* what failed: "pre", "open", "snapshot", "backup", "command", "verify",
-                                 * "prune", "gc", "post", "snapshot removal" */
+                                 * "prune", "gc", "post", "snapshot removal", "configuration" (its
+                                 * section has a mistake: not run, the mistake in detail) */
         int status;             /* the exit status of the program that failed (-ECHILD) */
-        char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), or "" */
+        char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), the
+                                 * mistake, or "" */
         char snapshot_id[65];
         uint64_t size, bytes_new, bytes_read;
         bool thin;              /* the source is a thin volume's snapshot, read with a thin delta */
@@ -30,6 +32,9 @@ typedef struct BvTargetRunJob {
         bool pruned;            /* the job has keep-*: prune and gc ran */
         size_t kept, forgotten; /* the job's snapshots */
         uint64_t packs_deleted, bytes_deleted;
+        uint64_t bytes_stored;  /* encoded bytes the backup wrote to packs */
+        uint64_t repo_bytes;    /* the repository's packs after the job (0: not measured) */
+        uint64_t duration_ms;
 } BvTargetRunJob;
 
 typedef struct BvTargetRun {
@@ -41,8 +46,21 @@ typedef struct BvTargetRun {
         bool cancelled;         /* bv_job_cancel: the jobs not yet started were left out */
         BvTargetRunJob *jobs;
         size_t n_jobs, n_failed;
-        uint64_t bytes_new;
+        uint64_t bytes_new, bytes_stored;
+        uint64_t repo_bytes;    /* the repository's packs after the last job that measured them */
+        uint64_t duration_ms;
+        /* The drive had less free than BV_RUN_ROOM_PERCENT or than the sources could add: gc ran
+         * before the jobs, deleting what failed and interrupted runs left (or failed:
+         * room_result < 0, and the jobs ran anyway). */
+        bool room_collected;
+        int room_result;
+        uint64_t room_packs, room_bytes;
 } BvTargetRun;
+
+/* Below this share of free space on the drive (or less free than the sources' size), a run collects
+ * garbage before its jobs; otherwise what an interrupted run left stays for its next backup to
+ * continue from. */
+#define BV_RUN_ROOM_PERCENT 10
 
 /* Runs target t (attached as dev): every job that wants it, or only the job named only_job;
  * run_dir holds the lock and the mountpoints (NULL: BV_RUN_DIR). Fills *ret (free with

@@ -55,6 +55,14 @@ static void parse_state(char *text, BvRunState *s)
                         s->status = atoi(v);
                 else if (strcmp(l, "step") == 0)
                         snprintf(s->step, sizeof(s->step), "%s", v);
+                else if (strcmp(l, "duration-ms") == 0)
+                        s->numbers.duration_ms = strtoull(v, NULL, 10);
+                else if (strcmp(l, "bytes-new") == 0)
+                        s->numbers.bytes_new = strtoull(v, NULL, 10);
+                else if (strcmp(l, "bytes-stored") == 0)
+                        s->numbers.bytes_stored = strtoull(v, NULL, 10);
+                else if (strcmp(l, "repo-bytes") == 0)
+                        s->numbers.repo_bytes = strtoull(v, NULL, 10);
                 else if (strcmp(l, "snapshot") == 0)
                         snprintf(s->snapshot, sizeof(s->snapshot), "%s", v);
                 else if (strcmp(l, "result") == 0 && strcmp(v, "failed") == 0 && s->result == 0)
@@ -84,9 +92,11 @@ int bv_state_read(const char *dir, const char *job, const char *target, BvRunSta
 }
 
 int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
-                    const char *step, int status, const char *snapshot)
+                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers)
 {
-        char name[2 * BV_CONF_NAME_MAX + 16], text[512];
+        char name[2 * BV_CONF_NAME_MAX + 16], text[640];
+        BvRunNumbers none = {};
+        const BvRunNumbers *m = numbers ? numbers : &none;
         BvRunState old = {};
 
         int r = state_name(job, target, name, sizeof(name));
@@ -101,9 +111,14 @@ int bv_state_record(const char *dir, const char *job, const char *target, uint64
                 return -errno;
         uint64_t good = result == 0 ? when : old.last_good;
         const char *snap = result == 0 && snapshot ? snapshot : old.snapshot;
-        int n = snprintf(text, sizeof(text), "last-run=%llu\nresult=%s\nstep=%s\nerror=%d\nstatus=%d\nlast-good=%llu\n%s%s%s",
+        int n = snprintf(text, sizeof(text),
+                         "last-run=%llu\nresult=%s\nstep=%s\nerror=%d\nstatus=%d\nlast-good=%llu\nduration-ms=%llu\n"
+                         "bytes-new=%llu\nbytes-stored=%llu\nrepo-bytes=%llu\n%s%s%s",
                          (unsigned long long)when, result == 0 ? "ok" : "failed", result == 0 ? "" : step ?: "",
-                         -result, result == 0 ? 0 : status, (unsigned long long)good, *snap ? "snapshot=" : "", snap, *snap ? "\n" : "");
+                         -result, result == 0 ? 0 : status, (unsigned long long)good,
+                         (unsigned long long)m->duration_ms, (unsigned long long)m->bytes_new,
+                         (unsigned long long)m->bytes_stored, (unsigned long long)m->repo_bytes,
+                         *snap ? "snapshot=" : "", snap, *snap ? "\n" : "");
         if (n < 0 || (size_t)n >= sizeof(text))
                 return -ENAMETOOLONG;
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

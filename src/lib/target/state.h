@@ -11,7 +11,8 @@
  *
  * each of lines "key=value": last-run=UNIX-SECONDS, result=ok|failed, step=STEP (what failed),
  * error=ERRNO, status=N, last-good=UNIX-SECONDS (the last run that succeeded), snapshot=ID (job files: the
- * snapshot it wrote). Unknown keys are ignored, so the files can grow.
+ * snapshot it wrote), and the last run's numbers: duration-ms, bytes-new, bytes-stored, repo-bytes.
+ * Unknown keys are ignored, so the files can grow.
  */
 
 #include <stdbool.h>
@@ -24,6 +25,14 @@
 /* A last good backup dated further ahead of the clock than this does not count (a clock set ahead). */
 #define BV_STATE_FUTURE_SLACK (24 * 3600)
 
+/* What a run measured (all 0 when it did not get that far). */
+typedef struct BvRunNumbers {
+        uint64_t duration_ms;
+        uint64_t bytes_new;     /* raw bytes of chunks the repository did not hold */
+        uint64_t bytes_stored;  /* encoded bytes written to packs */
+        uint64_t repo_bytes;    /* the repository's packs after the run (and its prune and gc) */
+} BvRunNumbers;
+
 typedef struct BvRunState {
         uint64_t last_run;      /* unix seconds, 0: never */
         int result;             /* 0 ok, else -errno of the step that failed */
@@ -32,16 +41,17 @@ typedef struct BvRunState {
                                  * target whose step is "jobs", how many jobs failed */
         uint64_t last_good;     /* unix seconds of the last run that succeeded, 0: never */
         char snapshot[65];      /* the snapshot it wrote (jobs), or "" */
+        BvRunNumbers numbers;   /* of the last run */
 } BvRunState;
 
 /* override if given, else $BLKVAULT_STATE_DIR if set, else BV_STATE_DIR. */
 const char *bv_state_dir(const char *override);
 
 /* Records a run at `when` (unix seconds): result 0 (then last_good = when and the snapshot) or
- * -errno with the step that failed; the earlier last_good is kept. target NULL: the file of the
+ * -errno with the step that failed; the earlier last_good is kept; numbers NULL: all 0. target NULL: the file of the
  * target job_or_target itself. Creates the directory (0755) when missing. */
 int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
-                    const char *step, int status, const char *snapshot);
+                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers);
 /* The state of job on target (job NULL: of the target): -ENOENT when it never ran. */
 int bv_state_read(const char *dir, const char *job, const char *target, BvRunState *ret);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -122,12 +123,24 @@ int bv_tmpfile_open_prefix(int dirfd, const char *prefix, int *ret_fd, char ret_
                 if (snprintf(ret_tmpname, 64, "%s%016llx", prefix, (unsigned long long)r) >= 64)
                         return -ENAMETOOLONG;
                 fd = openat(dirfd, ret_tmpname, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-                if (fd >= 0) {
+                if (fd < 0 && errno != EEXIST)
+                        return negative_errno();
+                if (fd < 0)
+                        continue;
+                /* Locked while it lives: gc deletes only the ones it can lock (bv_tmpfile_reapable).
+                 * One deleted before it was locked here has no link left: take another name. */
+                struct stat st;
+                if (flock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0) {
+                        int e = negative_errno();
+                        (void)unlinkat(dirfd, ret_tmpname, 0);
+                        close(fd);
+                        return e;
+                }
+                if (st.st_nlink > 0) {
                         *ret_fd = fd;
                         return 0;
                 }
-                if (errno != EEXIST)
-                        return negative_errno();
+                close(fd);
         }
         return -EEXIST;
 }
@@ -136,6 +149,25 @@ void bv_tmpfile_discard(int dirfd, const char *tmpname)
 {
         if (tmpname && tmpname[0])
                 (void)unlinkat(dirfd, tmpname, 0);
+}
+
+int bv_tmpfile_reap(int dirfd, const char *name, uint64_t *ret_bytes)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+
+        if (fd < 0)
+                return errno == ENOENT || errno == ELOOP ? 0 : negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return 0;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? 0 : negative_errno(); /* its writer lives */
+        if (unlinkat(dirfd, name, 0) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        *ret_bytes = (uint64_t)st.st_blocks * 512;
+        return 1;
 }
 
 int bv_tmpfile_link(int dirfd, int fd, const char *tmpname, const char *name, bool replace)
@@ -157,6 +189,8 @@ int bv_tmpfile_link(int dirfd, int fd, const char *tmpname, const char *name, bo
                         if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
                                 return -EIO;
                         snprintf(tmp, sizeof(tmp), ".tmp-%016llx", (unsigned long long)rnd);
+                        if (flock(fd, LOCK_EX) < 0) /* named for a moment: not for gc (bv_tmpfile_reap) */
+                                return negative_errno();
                         if (linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0)
                                 return negative_errno();
                         if (renameat(dirfd, tmp, dirfd, name) < 0) {

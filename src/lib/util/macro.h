@@ -9,6 +9,7 @@
  * failure. Domain errors have one meaning each (docs/FORMAT.md, "Error codes"):
  *   -EBADMSG          corrupt data, or an authentication tag that does not verify
  *   -ENOKEY           wrong or missing key / passphrase
+ *   -EKEYREJECTED     a key / passphrase given for a repository without a cipher
  *   -EPROTONOSUPPORT  unknown format version or algorithm
  *   -EUCLEAN          the repository needs repair (an index points at nothing)
  *   -ENOSPC           the target is full

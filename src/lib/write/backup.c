@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adopt.h"
 #include "backup.h"
 #include "buf.h"
 #include "changed.h"
@@ -92,7 +93,7 @@ typedef struct Backup {
         BvPackWriter *writer;
         uint8_t (*pending_ids)[BV_ID_SIZE]; /* claimed ids in the uncommitted pack */
         size_t n_pending_ids, cap_pending_ids;
-        uint64_t bytes_stored, packs;
+        uint64_t bytes_stored, packs, bytes_committed;
         bool pack_failed; /* the writer is unusable: the error is recorded */
 
         pthread_t threads[MAX_THREADS];
@@ -224,12 +225,12 @@ static int pack_commit_locked(Backup *b)
 
         if (bv_pack_writer_count(b->writer) == 0)
                 return 0;
+        uint64_t size = bv_pack_writer_size(b->writer);
         r = bv_pack_writer_commit(b->writer, pack_id, &entries, &n);
         if (r < 0)
                 return r;
         /* The pack is durable: the ids in it are stored from now on, even if recording fails. */
-        b->n_pending_ids = 0;
-        b->packs++;
+        b->n_pending_ids = 0, b->packs++, b->bytes_committed += size;
         r = bv_index_add_pack(b->index, pack_id, entries, n);
         if (r < 0)
                 return r;
@@ -690,8 +691,9 @@ static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
         return pool_new(b, (size_t)JOBS_PER_THREAD * threads, MAX(b->chunker.max, BV_BLOCK_SIZE));
 }
 
-/* Stops the pipeline after a failure: nothing uncommitted survives, claims are released. */
-static void backup_abort(Backup *b, int error)
+/* Stops the pipeline after a failure: nothing uncommitted survives, claims are released; what
+ * was committed is indexed for the next backup to reuse (said in *ret_kept). */
+static void backup_abort(Backup *b, int error, BvBackupKept *ret_kept)
 {
         backup_set_error(b, error);
         group_discard(b);
@@ -700,8 +702,9 @@ static void backup_abort(Backup *b, int error)
                 bv_index_unclaim(b->index, b->pending_ids[i]);
         b->n_pending_ids = 0;
         bv_pack_writer_free(TAKE_PTR(b->writer));
-        /* Committed packs are durable: recording them lets the next backup reuse them. */
-        (void)bv_index_flush(b->index);
+        int r = bv_index_flush(b->index); /* else the next backup adopts them (adopt.h) */
+        if (ret_kept)
+                *ret_kept = (BvBackupKept){ .packs = b->packs, .bytes = b->bytes_committed, .indexed = r >= 0 };
 }
 
 static void backup_done(Backup *b)
@@ -863,6 +866,8 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
         int r;
 
         r = backup_setup(&b, repo, threads);
+        if (r >= 0) /* what an interrupted backup left unrecorded: known, not stored again */
+                r = bv_backup_adopt(repo, b.pack_codec, &b.stats.packs_resumed, &b.stats.bytes_resumed);
         if (r >= 0)
                 r = backup_body(&b, repo, src, opts, threads, start_s, start_ns);
         if (r < 0) {
@@ -871,7 +876,7 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
                         bv_source_read_stats(src, &rs);
                         *opts->ret_error_offset = rs.error_offset;
                 }
-                backup_abort(&b, r);
+                backup_abort(&b, r, opts->ret_kept);
                 backup_done(&b);
                 return r;
         }

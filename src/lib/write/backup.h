@@ -23,7 +23,15 @@ typedef struct BvBackupOptions {
         /* when set and it returns true (a signal asked to stop), the backup stops at its next
          * read or before it publishes, fails with -ECANCELED and publishes nothing */
         bool (*cancelled)(void);
+        /* If not NULL: on failure, what this backup made durable and leaves for the next one to
+         * reuse (docs/LIFECYCLE.md, "Interrupted backups") */
+        struct BvBackupKept *ret_kept;
 } BvBackupOptions;
+
+typedef struct BvBackupKept {
+        uint64_t packs, bytes; /* committed packs and their encoded bytes */
+        bool indexed;          /* recorded in an index segment (else the next backup adopts them) */
+} BvBackupKept;
 
 typedef struct BvBackupStats {
         char snapshot_id[2 * BV_SNAPSHOT_ID_SIZE + 1];
@@ -41,6 +49,8 @@ typedef struct BvBackupStats {
         char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
         char changed_reason[256];
         uint64_t bytes_unreadable, ranges_unreadable; /* skip_unreadable: stored as zeroes */
+        /* packs an interrupted backup left unrecorded, adopted into the index (write/adopt.h) */
+        uint64_t packs_resumed, bytes_resumed;
 } BvBackupStats;
 
 /*

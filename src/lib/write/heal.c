@@ -31,32 +31,39 @@ typedef struct Heal {
         uint64_t missing;
 } Heal;
 
-static int lists_load(Heal *h)
+int bv_condemned_lists_load(BvRepo *repo, BvIndexList ***ret, size_t *ret_n)
 {
         DIR *d;
-        int r = bv_opendir_beneath(bv_repo_dirfd(h->repo, ""), "gc", &d);
+        int r = bv_opendir_beneath(bv_repo_dirfd(repo, ""), "gc", &d);
         if (r < 0)
                 return r;
         struct dirent *de;
         while (r >= 0 && (errno = 0, de = readdir(d))) {
                 if (!bv_index_name_valid(de->d_name))
                         continue;
-                BvIndexList **p = reallocarray(h->lists, h->nlists + 1, sizeof(*p));
+                BvIndexList **p = reallocarray(*ret, *ret_n + 1, sizeof(*p));
                 if (!p) {
                         r = -ENOMEM;
                         break;
                 }
-                h->lists = p;
-                r = bv_index_list_open(dirfd(d), de->d_name, &h->lists[h->nlists]);
+                *ret = p;
+                r = bv_index_list_open(dirfd(d), de->d_name, &p[*ret_n]);
                 if (r == -ENOENT) /* finalized meanwhile: its entries are indexed again */
                         r = 0;
                 else if (r >= 0)
-                        h->nlists++;
+                        (*ret_n)++;
         }
         if (r >= 0 && errno)
                 r = negative_errno();
         closedir(d);
         return r;
+}
+
+void bv_condemned_lists_free(BvIndexList **lists, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                bv_index_list_free(lists[i]);
+        free(lists);
 }
 
 static int list_find(Heal *h, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
@@ -147,6 +154,16 @@ static int heal_write(Heal *h)
         return r < 0 ? r : (int)MIN(n, (size_t)INT_MAX);
 }
 
+/* Whether a condemned list waits for an epoch after the lease's: gc condemned since the lease was
+ * taken, whatever gc/epoch says now (it may have been rolled back to the lease's own epoch). */
+static bool list_after(const Heal *h, uint64_t lease)
+{
+        for (size_t i = 0; i < h->nlists; i++)
+                if (bv_index_list_generation(h->lists[i]) > lease)
+                        return true;
+        return false;
+}
+
 int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_SIZE], uint32_t height,
                    uint64_t size)
 {
@@ -156,20 +173,25 @@ int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_
         if (r < 0)
                 return r == -ENOENT ? 0 : r;
         r = bv_gc_epoch_read(bv_repo_dirfd(repo, ""), &epoch);
-        if (r < 0 || epoch <= lease)
-                return r; /* no gc condemned since the lease: the common path reads nothing */
-        r = bv_index_refresh(bv_repo_index(repo)); /* the index as gc left it */
-        if (r >= 0)
-                r = lists_load(&h);
-        if (r >= 0)
-                r = bv_map_walk(root, height, size, heal_fetch, &h, heal_node, heal_extent, &h);
-        if (r >= 0 && h.missing > 0)
-                r = -EUCLEAN;
-        if (r >= 0)
-                r = heal_write(&h);
-        for (size_t i = 0; i < h.nlists; i++)
-                bv_index_list_free(h.lists[i]);
-        free(h.lists);
+        if (r < 0)
+                return r;
+        /* The epoch cannot go back (docs/LIFECYCLE.md): any epoch but the lease's, lower too (gc/epoch
+         * removed or rolled back), or a list that waits for a later one, means a gc may have
+         * condemned since the lease. Only an unchanged epoch and no such list skip the walk: the
+         * common path reads gc/epoch and lists gc/. */
+        r = bv_condemned_lists_load(repo, &h.lists, &h.nlists);
+        if (r == -ENOENT) /* no gc/: no list */
+                r = 0;
+        if (r >= 0 && (epoch != lease || list_after(&h, lease))) {
+                r = bv_index_refresh(bv_repo_index(repo)); /* the index as gc left it */
+                if (r >= 0)
+                        r = bv_map_walk(root, height, size, heal_fetch, &h, heal_node, heal_extent, &h);
+                if (r >= 0 && h.missing > 0)
+                        r = -EUCLEAN;
+                if (r >= 0)
+                        r = heal_write(&h);
+        }
+        bv_condemned_lists_free(h.lists, h.nlists);
         free(h.found);
         return r == -ENOENT ? -EUCLEAN : r;
 }

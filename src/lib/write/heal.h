@@ -8,13 +8,22 @@
 
 #include <stdint.h>
 
+#include "index.h"
 #include "object.h"
 #include "repo.h"
 
-/* Call with locks/commit held, after the backup's index is flushed. If gc/epoch is newer than the
- * lease's, refreshes the index, walks the map (root, height, size) and writes every id it
+/* Call with locks/commit held, after the backup's index is flushed. If gc/epoch differs from the
+ * lease's (higher, or lower: removed or rolled back) or a condemned list waits for a later epoch
+ * than the lease's, refreshes the index, walks the map (root, height, size) and writes every id it
  * references that the index lacks, located by a condemned list gc/<16 hex>.idx, as a new durable
- * index segment; returns their number (0 without a newer epoch: then nothing is read).
+ * index segment; returns their number (0 when the epoch is the lease's and no list is later: then
+ * only gc/epoch and the names in gc/ are read).
  * -EUCLEAN if an id is neither indexed nor in a condemned list. */
 int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_SIZE], uint32_t height,
                    uint64_t size);
+
+/* Opens every condemned list gc/<16 hex>.idx (one finalized meanwhile is left out), appending to
+ * *ret (*ret_n of them); free with bv_condemned_lists_free, also after a failure. -ENOENT
+ * without gc/. */
+int bv_condemned_lists_load(BvRepo *repo, BvIndexList ***ret, size_t *ret_n);
+void bv_condemned_lists_free(BvIndexList **lists, size_t n);

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A drive filled by a failed run recovers by itself: on a small target (ext4 on a loop device,
+# target format --no-luks) a job backs up; its next run meets a source too large for the drive
+# and fails with ENOSPC, leaving its packs; the run after that (with less free than its source needs) collects
+# them before its job, says so, and succeeds; the snapshot restores bit-exact. A drive with room
+# keeps what an interrupted run left (its next backup continues from it): no gc before the jobs.
+. "$SOURCE_ROOT/tests/lib.sh"
+need_root
+need_cmd losetup mkfs.ext4 python3
+[ -e /dev/loop-control ] || skip "no loop devices"
+
+conf=$T/etc/blkvault.conf
+mkdir -p "$T/etc" "$T/mnt"
+opts=(--config="$conf" --run-dir="$T/run")
+cat > "$conf" <<EOF2
+[job vm]
+source = $T/vm.img
+keep-last = 1
+EOF2
+loop_target dev usb-full 128M --fs=ext4 "${opts[@]}"
+on_exit "umount -l $T/run/target-usb-full $T/mnt"
+key=$T/keys/usb-full.key
+
+randfile "$T/vm.img" 24 full-1
+bv target run usb-full "${opts[@]}" >"$T/out" 2>&1 || { cat "$T/out"; die "the first run failed"; }
+# the failed run: a source that does not fit fills the drive
+randfile "$T/vm.img" 160 full-big
+expect_fail 1 "job vm: backup failed: No space left on device" bv target run usb-full "${opts[@]}"
+# the next run, with a source that fits once the failed run's packs are gone
+randfile "$T/vm.img" 32 full-2
+bv target run usb-full "${opts[@]}" >"$T/out" 2>&1 || { cat "$T/out"; die "the run after the failed one failed"; }
+grep -q "^target usb-full: the drive was short of room: gc deleted [1-9][0-9]* packs, [0-9.]* MiB before the jobs$" "$T/out" ||
+    { cat "$T/out"; die "the run did not say it collected before its jobs"; }
+grep -q "^job vm: snapshot [0-9a-f]\{8\}, 32.0 MiB new, verified$" "$T/out" || { cat "$T/out"; die "job line"; }
+mount "$dev" "$T/mnt"
+bv restore "$T/mnt/blkvault" vm "$T/out.img" --key-file="$key" >/dev/null || die "restore"
+n=$(bv list "$T/mnt/blkvault" --key-file="$key" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+umount "$T/mnt"
+assert_same "$T/vm.img" "$T/out.img"
+assert_eq "$n" 1 "snapshots kept by keep-last = 1"
+rm "$T/out.img"
+
+# with room: a run leaves the drive alone before its jobs
+bv target run usb-full "${opts[@]}" >"$T/out" 2>&1 || { cat "$T/out"; die "a run with room failed"; }
+! grep -q "short of room" "$T/out" || { cat "$T/out"; die "gc ran before the jobs on a drive with room"; }
+echo ok
