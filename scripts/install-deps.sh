@@ -7,6 +7,7 @@ set -euo pipefail
 build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
        libcryptsetup-dev libsystemd-dev libinih-dev nbdkit nbdkit-plugin-dev libnbd-dev
+       libcurl4-openssl-dev libxml2-dev   # the S3 client (src/lib/backend/s3-*)
        bash-completion   # its pkg-config file says where the completion goes; the test loads it
        clang libclang-rt-14-dev)   # clang and libFuzzer: the fuzz build (scripts/fuzz.sh)
 # real package names only: a virtual or wrong name is never "installed", so every run would call
@@ -15,6 +16,7 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
          kmod time thin-provisioning-tools   # thin_restore/thin_delta: tests/unit/test-thin-delta
          openssl man-db   # the openssl command (test data) and man (test-man): libssl-dev pulls neither
+         curl   # the S3 tests make their buckets with curl --aws-sigv4 (tests/s3/s3-lib.sh)
          prometheus   # promtool check metrics: the textfile (tests/root/test-notify-metrics)
          systemd)   # systemd-analyze, systemd-socket-activate (unit tests); systemd.pc: the unit directory
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
@@ -26,13 +28,20 @@ missing=()
 for p in "${build[@]}" "${runtime[@]}" "${peers[@]}" "${vm[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Go builds versitygw below; a machine that has none gets Debian's (too old for versitygw, but
+# able to fetch the toolchain it needs from the Go module proxy).
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+    missing+=(golang-go)
+fi
+export DEBIAN_FRONTEND=noninteractive
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: every package is installed; nothing to do (no apt-get update)" >&2
-    exit 0
+else
+    echo "install-deps: missing: ${missing[*]}" >&2
+    echo "install-deps: apt-get update" >&2
+    apt-get -o DPkg::Lock::Timeout=900 update
+    echo "install-deps: apt-get install ${missing[*]}" >&2
+    apt-get -o DPkg::Lock::Timeout=900 install -y --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: missing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-echo "install-deps: apt-get update" >&2
-apt-get -o DPkg::Lock::Timeout=900 update
-echo "install-deps: apt-get install ${missing[*]}" >&2
-apt-get -o DPkg::Lock::Timeout=900 install -y --no-install-recommends "${missing[@]}"
+
+"$(dirname "$0")/build-versitygw.sh"

@@ -134,6 +134,12 @@ static void run_summary(const BvTargetRun *run, char *line, size_t size)
                          "target %s: cannot prove that the drive is the registered one: its repository '%s' does "
                          "not open (%s); nothing was written",
                          t->name, t->repository, strerror(-run->result));
+        else if (run->result < 0 && strcmp(run->step, "sync") == 0)
+                snprintf(line, size,
+                         "target %s: %zu jobs, %zu failed, %s new, but the drive's filesystem failed at the end (%s): "
+                         "it was unmounted, but not all the run wrote may be on the drive: check it (fsck) before "
+                         "trusting it",
+                         t->name, run->n_jobs, run->n_failed, format_bytes(run->bytes_new, b), strerror(-run->result));
         else if (run->result < 0) {
                 describe_failure(run->step, run->result, 0, why, sizeof(why));
                 snprintf(line, size, "target %s: %s", t->name, why);

@@ -304,6 +304,18 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
         return 0;
 }
 
+/* After the jobs: what the run wrote reaches the drive (syncfs), and the drive's filesystem is
+ * still writable. One that hit I/O errors and gave up (an ext4 journal abort, an XFS shutdown, a
+ * btrfs forced read-only) unmounts all the same, and "safe to unplug" would then be a lie. */
+static int drive_settle(const char *mnt)
+{
+        _cleanup_close_ int fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct statvfs sv;
+        if (fd < 0 || syncfs(fd) < 0 || fstatvfs(fd, &sv) < 0)
+                return -errno;
+        return sv.f_flag & ST_RDONLY ? -EROFS : 0;
+}
+
 /* Mounted: the jobs (none for a restore-only drive), then the unmount. */
 static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsdev, const char *mnt,
                        const char *only_job, BvTargetRun *run)
@@ -323,6 +335,9 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
                 return run->step = "mount", r;
         }
         r = ro ? 0 : run_jobs(c, t, mnt, only_job, run);
+        int q = ro ? 0 : drive_settle(mnt);
+        if (q < 0 && r >= 0)
+                r = q, run->step = "sync";
         if (umount2(mnt, 0) < 0 && r >= 0)
                 r = -errno, run->step = "unmount";
         rmdir(mnt);

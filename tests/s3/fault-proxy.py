@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A fault-injecting HTTP proxy on 127.0.0.1 in front of the tests' S3 server.
+
+Usage: fault-proxy.py UPSTREAM_PORT CONTROL_FILE PORT_FILE
+
+Listens on a free port of 127.0.0.1 (written to PORT_FILE once it listens) and forwards every
+request unchanged (the Host header too, so SigV4 signatures still verify) to 127.0.0.1:UPSTREAM_PORT.
+CONTROL_FILE, read at each request, holds "KIND COUNT [PATH]": the next COUNT requests (whose path
+starts with PATH, when given) get the fault instead of being forwarded, and COUNT is decremented:
+    503     HTTP 503 SlowDown (S3's XML error)
+    500     HTTP 500 InternalError
+    reset   the connection is closed without an answer
+A missing or empty file forwards everything. Each fault served is appended to CONTROL_FILE.log.
+"""
+import http.client
+import os
+import http.server
+import sys
+import threading
+
+UPSTREAM = int(sys.argv[1])
+CONTROL = sys.argv[2]
+lock = threading.Lock()
+
+ERRORS = {
+    "503": (503, "SlowDown", "Please reduce your request rate."),
+    "500": (500, "InternalError", "We encountered an internal error. Please try again."),
+}
+
+
+def take_fault(path):
+    """The fault for this request, or None; decrements the control file's count."""
+    with lock:
+        try:
+            with open(CONTROL) as f:
+                words = f.read().split()
+        except FileNotFoundError:
+            return None
+        if len(words) not in (2, 3) or int(words[1]) <= 0:
+            return None
+        if len(words) == 3 and not path.startswith(words[2]):
+            return None
+        with open(CONTROL, "w") as f:
+            f.write(f"{words[0]} {int(words[1]) - 1} {' '.join(words[2:])}\n")
+        with open(CONTROL + ".log", "a") as f:
+            f.write(words[0] + "\n")
+        return words[0]
+
+
+class Proxy(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def handle_any(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        fault = take_fault(self.path)
+        if fault == "reset":
+            self.close_connection = True
+            self.connection.close()
+            return
+        if fault in ERRORS:
+            status, code, msg = ERRORS[fault]
+            xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+                   f"<Message>{msg}</Message></Error>").encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(xml)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(xml)
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
+        conn.request(self.command, self.path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        self.send_response_only(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(k, v)
+        length = resp.getheader("Content-Length") if self.command == "HEAD" else str(len(data))
+        self.send_header("Content-Length", length or "0")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+with open(sys.argv[3] + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(sys.argv[3] + ".tmp", sys.argv[3])
+server.serve_forever()
