@@ -27,6 +27,8 @@ void describe_failure(const char *step, int result, int status, char *buf, size_
                 snprintf(buf, size, "%d %s failed", status, status == 1 ? "job" : "jobs");
         else if (strcmp(step, "cancelled") == 0)
                 snprintf(buf, size, "cancelled");
+        else if (strcmp(step, "source") == 0)
+                snprintf(buf, size, "cannot open its source: %s", strerror(-result));
         else if (strcmp(step, "configuration") == 0)
                 snprintf(buf, size, "not run: its section of the configuration has a mistake");
         else if (result == -ECHILD && status > 0)
@@ -84,9 +86,13 @@ static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const Bv
                                  .bytes_stored = j->bytes_stored, .repo_bytes = j->repo_bytes };
 
         if (j->result < 0) {
-                describe_failure(j->step, j->result, j->status, why, sizeof(why));
-                if (j->detail[0])
-                        snprintf(why + strlen(why), sizeof(why) - strlen(why), " (%s)", j->detail);
+                if (strcmp(j->step, "source") == 0)
+                        snprintf(why, sizeof(why), "cannot open its source '%s': %s", j->detail, strerror(-j->result));
+                else {
+                        describe_failure(j->step, j->result, j->status, why, sizeof(why));
+                        if (j->detail[0])
+                                snprintf(why + strlen(why), sizeof(why) - strlen(why), " (%s)", j->detail);
+                }
                 snprintf(line, sizeof(line), "job %s on %s: %s", name, t, why);
                 log_error("target %s: job %s: %s", t, name, why);
         } else {

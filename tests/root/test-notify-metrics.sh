@@ -60,7 +60,7 @@ check_prom "after a failed run"
 assert_eq "$(metric blkvault_last_run_status "$l")" 1 "status of a failed run"
 assert_eq "$(metric blkvault_last_success_timestamp_seconds "$l")" "$good" "last success after a failure"
 assert_eq "$(grep -c . "$T/notified")" 1 "notifications of two failed runs"
-grep -q "^failure job-a@usb-1 failed job a on usb-1: backup failed" "$T/notified" || { cat "$T/notified"; die "the failure's notification"; }
+grep -qx "failure job-a@usb-1 failed job a on usb-1: cannot open its source '$T/a.img': No such file or directory" "$T/notified" || { cat "$T/notified"; die "the failure's notification"; }
 # the recovery
 mv "$T/a.away" "$T/a.img"
 bv target run usb-1 "${opts[@]}" >/dev/null

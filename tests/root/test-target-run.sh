@@ -74,9 +74,9 @@ out=$(bv target run usb-ext4 "${opts[@]}")
 assert_eq "$out" "target usb-ext4: restore-only, mounted read-only and nothing written; safe to unplug"
 assert_eq "$(sha256sum < "${devs[ext4]}")" "$before" "a restore-only drive was written to"
 
-# a failing job: exit 1, the job and the step named
+# a failing job: exit 1, the job and what failed named (a missing source by its path)
 rm "$T/vm.img"
-expect_fail 1 "^error: target usb-xfs: job vm: backup failed: No such file or directory$" bv target run usb-xfs "${opts[@]}"
+expect_fail 1 "^error: target usb-xfs: job vm: cannot open its source '$T/vm.img': No such file or directory$" bv target run usb-xfs "${opts[@]}"
 grep -qx "target usb-xfs: 1 jobs, 1 failed, 0 B new; safe to unplug" "$T/.out" || die "summary of a failed job"
 
 # names

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend-s3.h"
 #include "backend.h"
 #include "macro.h"
 
@@ -102,9 +103,9 @@ int bv_backend_open(const char *location, bool create, BvBackend **ret)
 {
         if (!location || !*location || !ret)
                 return -EINVAL;
-        /* The S3 backend plugs in here (backend-s3.c): s3://BUCKET[/PREFIX]. */
+        /* s3://BUCKET[/PREFIX]: the S3 backend (backend-s3.h) */
         if (strncmp(location, "s3://", 5) == 0)
-                return -EPROTONOSUPPORT;
+                return bv_backend_s3_open(location, create, ret, NULL, 0);
         return bv_backend_local_open(location, create, ret);
 }
 

@@ -250,7 +250,7 @@ int bv_s3_get(bv_s3 *s, const char *key, const char *version_id, size_t max_size
         r = request_version(s, &q, version_id);
         if (r >= 0) {
                 *ret_size = q.len;
-                *ret_data = q.data ? q.data : malloc(1);
+                *ret_data = q.data ? q.data : calloc(1, 1);
                 q.data = NULL;
                 if (!*ret_data)
                         r = -ENOMEM;

@@ -109,6 +109,11 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
         r = bv_job_source_open(rj->job, t->name, vars, &js, &rj->status, out, sizeof(out));
         if (r == -ECHILD)
                 first_line(out, rj->detail, sizeof(rj->detail));
+        if (r < 0 && r != -ECHILD && !bv_conf_job_command(rj->job)) { /* the source did not open: named */
+                snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->source);
+                rj->step = "source", rj->result = r;
+                return;
+        }
         if (r < 0) {
                 rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
                 return;

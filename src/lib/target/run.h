@@ -19,7 +19,8 @@ typedef struct BvTargetRunJob {
         const BvConfJob *job;
         int result;             /* 0, or -errno of the step that failed */
         const char *step;       /* what failed: "pre", "open", "snapshot", "backup", "command", "verify",
-                                 * "prune", "gc", "post", "snapshot removal", "configuration" (its
+                                 * "prune", "gc", "post", "snapshot removal", "source" (it does not open: its
+                                 * path in detail), "configuration" (its
                                  * section has a mistake: not run, the mistake in detail) */
         int status;             /* the exit status of the program that failed (-ECHILD) */
         char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), the

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The S3 backend: backend.h's ops over the S3 client (s3.h). What each op does on S3 is in
+ * backend-s3.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend-s3.h"
+#include "fileio.h"
+#include "hex.h"
+#include "macro.h"
+#include "s3.h"
+
+typedef struct S3Backend {
+        BvBackend base;
+        bv_s3 *s3;
+        char *bucket, *prefix;
+        int lock_dirfd; /* opened on the first lock */
+        pthread_mutex_t lock_mutex;
+} S3Backend;
+
+typedef struct S3Reader {
+        BvObjReader base;
+        char key[BV_BACKEND_KEY_MAX];
+        uint64_t size;
+        int fd; /* the whole object, once reader_fd asked for it */
+} S3Reader;
+
+typedef struct S3Writer {
+        BvObjWriter base;
+        BvObjKind kind;
+        int fd;
+} S3Writer;
+
+typedef struct S3Lease {
+        BvBackendLease base;
+        char name[32];
+        char key[BV_BACKEND_KEY_MAX];
+        void *body;
+        size_t len;
+        pthread_t thread;
+        pthread_mutex_t mutex;
+        pthread_cond_t cond;
+        bool stop;
+} S3Lease;
+
+#define S3B(b) ((S3Backend *)(b))
+
+static bv_s3 *client(BvBackend *b)
+{
+        return S3B(b)->s3;
+}
+
+const char *bv_backend_errmsg(BvBackend *b, char *buf, size_t len)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0) {
+                if (len > 0)
+                        buf[0] = '\0';
+                return buf;
+        }
+        return bv_s3_errmsg(client(b), buf, len);
+}
+
+/* ---- whole objects ---- */
+
+static int first_cb(const bv_s3_object *o, void *userdata)
+{
+        *(int *)userdata = strcmp(o->key, "config") == 0 ? -EEXIST : -ENOTEMPTY;
+        return -ECANCELED;
+}
+
+static int s3_create(BvBackend *b)
+{
+        int found = 0, r = bv_s3_list(client(b), "", first_cb, &found);
+
+        if (r == -ECANCELED)
+                return found;
+        return r;
+}
+
+/* A create-only put on a store without conditional writes: HEAD first (-EEXIST if there). */
+static int create_check(BvBackend *b, const char *key, const bv_s3_put_opts *o)
+{
+        bv_s3_object st = {};
+        int r;
+
+        if (!o->if_none_match || bv_s3_conditional_put(client(b)))
+                return 0;
+        r = bv_s3_head(client(b), key, NULL, &st);
+        bv_s3_object_done(&st);
+        return r >= 0 ? -EEXIST : r == -ENOENT ? 0 : r;
+}
+
+static int s3_put(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len, BvPutFlags flags)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        bv_s3_put_opts o = { .if_none_match = !(flags & BV_PUT_REPLACE) };
+        int r = bv_obj_key(kind, name, key);
+
+        if (r >= 0)
+                r = create_check(b, key, &o);
+        return r < 0 ? r : bv_s3_put(client(b), key, data, len, &o);
+}
+
+static int s3_get(BvBackend *b, BvObjKind kind, const char *name, size_t max, void **ret, size_t *ret_len)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        int r = bv_obj_key(kind, name, key);
+
+        return r < 0 ? r : bv_s3_get(client(b), key, NULL, max, ret, ret_len);
+}
+
+static int s3_stat(BvBackend *b, BvObjKind kind, const char *name, BvObjEntry *ret)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        bv_s3_object o = {};
+        int r = bv_obj_key(kind, name, key);
+
+        if (r < 0)
+                return r;
+        r = bv_s3_head(client(b), key, NULL, &o);
+        if (r < 0)
+                return r;
+        *ret = (BvObjEntry){ .name = name, .size = o.size, .mtime_ns = o.mtime * (int64_t)1000000000, .type = S_IFREG };
+        bv_s3_object_done(&o);
+        return 0;
+}
+
+static int s3_remove(BvBackend *b, BvObjKind kind, const char *name)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        int r = bv_obj_key(kind, name, key);
+
+        return r < 0 ? r : bv_s3_delete(client(b), key, NULL);
+}
+
+typedef struct ListCtx {
+        size_t strip; /* "folder/" */
+        bool fan_out;
+        bv_obj_list_fn fn;
+        void *userdata;
+        int count;
+} ListCtx;
+
+static int list_cb(const bv_s3_object *o, void *userdata)
+{
+        ListCtx *c = userdata;
+        const char *name = o->key + c->strip, *slash = strchr(name, '/');
+        BvObjEntry e = { .name = name, .size = o->size, .mtime_ns = o->mtime * (int64_t)1000000000, .type = S_IFREG };
+        int r;
+
+        /* what a local listing would show as one folder level: packs/xx/NAME, FOLDER/NAME */
+        if (c->fan_out ? !slash || strchr(slash + 1, '/') : slash != NULL)
+                return 0;
+        r = c->fn(&e, c->userdata);
+        if (r < 0)
+                return r;
+        c->count++;
+        return 0;
+}
+
+static int s3_list(BvBackend *b, BvObjKind kind, bv_obj_list_fn fn, void *userdata)
+{
+        const char *folder = bv_obj_kind_folder(kind);
+        char prefix[BV_BACKEND_KEY_MAX];
+        ListCtx c = { .fn = fn, .userdata = userdata, .fan_out = kind == BV_KIND_PACK };
+        int r;
+
+        if (!folder || !*folder)
+                return -EINVAL; /* the single objects are not listed */
+        snprintf(prefix, sizeof(prefix), "%s/", folder);
+        c.strip = strlen(prefix);
+        r = bv_s3_list(client(b), prefix, list_cb, &c);
+        return r < 0 ? r : c.count;
+}
+
+/* ---- readers ---- */
+
+static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjReader **ret)
+{
+        bv_s3_object o = {};
+        S3Reader *rd;
+        int r;
+
+        rd = calloc(1, sizeof(*rd));
+        if (!rd)
+                return -ENOMEM;
+        r = bv_obj_key(kind, name, rd->key);
+        if (r >= 0)
+                r = bv_s3_head(client(b), rd->key, NULL, &o);
+        if (r < 0) {
+                free(rd);
+                return r;
+        }
+        rd->base.backend = b;
+        rd->size = o.size;
+        rd->fd = -EBADF;
+        bv_s3_object_done(&o);
+        *ret = &rd->base;
+        return 0;
+}
+
+static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t offset)
+{
+        S3Reader *rd = (S3Reader *)r;
+
+        if (offset >= rd->size)
+                return 0;
+        len = (size_t)MIN((uint64_t)len, rd->size - offset);
+        if (rd->fd >= 0)
+                return bv_pread_all(rd->fd, buf, len, offset);
+        return bv_s3_get_range(client(r->backend), rd->key, NULL, offset, len, buf);
+}
+
+static uint64_t s3_reader_size(BvObjReader *r)
+{
+        return ((S3Reader *)r)->size;
+}
+
+/* The whole object in a memfd, for callers that mmap (index segments). */
+static int s3_reader_fd(BvObjReader *r)
+{
+        S3Reader *rd = (S3Reader *)r;
+        _cleanup_close_ int fd = -EBADF;
+        void *data;
+        size_t len;
+        int k;
+
+        if (rd->fd >= 0)
+                return rd->fd;
+        k = bv_s3_get(client(r->backend), rd->key, NULL, SIZE_MAX, &data, &len);
+        if (k < 0)
+                return k;
+        fd = memfd_create("blkvault-s3-object", MFD_CLOEXEC);
+        if (fd < 0)
+                k = -errno;
+        else
+                k = bv_pwrite_all(fd, data, len, 0);
+        free(data);
+        if (k < 0)
+                return k;
+        rd->size = len;
+        rd->fd = TAKE_FD(fd);
+        return rd->fd;
+}
+
+static void s3_reader_close(BvObjReader *r)
+{
+        S3Reader *rd = (S3Reader *)r;
+
+        safe_close(rd->fd);
+        free(rd);
+}
+
+/* ---- writers: a spool file, PUT at commit ---- */
+
+static int s3_writer_open(BvBackend *b, BvObjKind kind, BvObjWriter **ret)
+{
+        const char *dir = getenv("TMPDIR");
+        S3Writer *w;
+        int fd;
+
+        fd = open(dir && *dir ? dir : "/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        w = calloc(1, sizeof(*w));
+        if (!w) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        *w = (S3Writer){ .base.backend = b, .kind = kind, .fd = fd };
+        *ret = &w->base;
+        return 0;
+}
+
+static int s3_writer_fd(BvObjWriter *w)
+{
+        return ((S3Writer *)w)->fd;
+}
+
+static void s3_writer_abort(BvObjWriter *w)
+{
+        safe_close(((S3Writer *)w)->fd);
+        free(w);
+}
+
+static int s3_writer_commit(BvObjWriter *w, const char *name, BvPutFlags flags)
+{
+        S3Writer *sw = (S3Writer *)w;
+        BvBackend *b = w->backend;
+        char key[BV_BACKEND_KEY_MAX];
+        bv_s3_put_opts o = { .if_none_match = !(flags & BV_PUT_REPLACE) };
+        uint64_t size;
+        int r = bv_obj_key(sw->kind, name, key);
+
+        if (r >= 0)
+                r = bv_fd_size(sw->fd, &size);
+        if (r >= 0)
+                r = create_check(b, key, &o);
+        if (r >= 0)
+                r = bv_s3_put_fd(client(b), key, sw->fd, 0, size, &o);
+        s3_writer_abort(w);
+        return r;
+}
+
+/* ---- locks: flock on files of a local directory for this bucket and prefix ---- */
+
+/* $BLKVAULT_CACHE_DIR, $XDG_CACHE_HOME/blkvault, /var/cache/blkvault (root), ~/.cache/blkvault */
+static char *cache_base(void)
+{
+        const char *e = getenv("BLKVAULT_CACHE_DIR"), *home;
+        char *s = NULL;
+
+        if (e && *e)
+                return strdup(e);
+        e = getenv("XDG_CACHE_HOME");
+        if (e && *e)
+                return asprintf(&s, "%s/blkvault", e) < 0 ? NULL : s;
+        if (geteuid() == 0)
+                return strdup("/var/cache/blkvault");
+        home = getenv("HOME");
+        if (!home || !*home)
+                return NULL;
+        return asprintf(&s, "%s/.cache/blkvault", home) < 0 ? NULL : s;
+}
+
+static int lock_dir(S3Backend *s)
+{
+        _cleanup_free_ char *base = cache_base(), *sub = NULL;
+        _cleanup_close_ int basefd = -EBADF;
+        int r;
+
+        if (s->lock_dirfd >= 0)
+                return s->lock_dirfd;
+        if (!base)
+                return -ENOMEM;
+        /* the prefix's '/' kept: s3/BUCKET/PREFIX/ mirrors the location ("_" for the root) */
+        if (asprintf(&sub, "s3/%s/%s", s->bucket, *s->prefix ? s->prefix : "_") < 0)
+                return -ENOMEM;
+        if (mkdir(base, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        basefd = open(base, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (basefd < 0)
+                return -errno;
+        r = bv_mkdir_p(basefd, sub);
+        if (r < 0)
+                return r;
+        r = bv_open_dir_beneath(basefd, sub);
+        if (r >= 0)
+                s->lock_dirfd = r;
+        return r;
+}
+
+static int s3_lock(BvBackend *b, BvLockKind kind, bool wait)
+{
+        S3Backend *s = S3B(b);
+        int fd;
+
+        {
+                BV_LOCK_GUARD(&s->lock_mutex);
+                fd = lock_dir(s);
+        }
+        return fd < 0 ? fd : bv_lock_take(fd, kind, wait);
+}
+
+/* ---- leases: an object put again every heartbeat while held ---- */
+
+static void *heartbeat(void *userdata)
+{
+        S3Lease *l = userdata;
+        struct timespec until;
+
+        pthread_mutex_lock(&l->mutex);
+        while (!l->stop) {
+                clock_gettime(CLOCK_MONOTONIC, &until);
+                until.tv_sec += BV_S3_LEASE_HEARTBEAT_S;
+                while (!l->stop && pthread_cond_timedwait(&l->cond, &l->mutex, &until) != ETIMEDOUT)
+                        ;
+                if (l->stop)
+                        break;
+                pthread_mutex_unlock(&l->mutex);
+                /* a failed refresh is retried at the next beat; the grace spans several */
+                (void)bv_s3_put(client(l->base.backend), l->key, l->body, l->len, NULL);
+                pthread_mutex_lock(&l->mutex);
+        }
+        pthread_mutex_unlock(&l->mutex);
+        return NULL;
+}
+
+static void lease_free(S3Lease *l)
+{
+        pthread_cond_destroy(&l->cond);
+        pthread_mutex_destroy(&l->mutex);
+        free(l->body);
+        free(l);
+}
+
+static int s3_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLease **ret)
+{
+        pthread_condattr_t attr;
+        uint8_t rnd[8];
+        S3Lease *l;
+        int r;
+
+        l = calloc(1, sizeof(*l));
+        if (!l || !(l->body = malloc(MAX(len, (size_t)1)))) {
+                free(l);
+                return -ENOMEM;
+        }
+        memcpy(l->body, body, len);
+        l->len = len;
+        l->base.backend = b;
+        pthread_mutex_init(&l->mutex, NULL);
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&l->cond, &attr);
+        pthread_condattr_destroy(&attr);
+        r = getentropy(rnd, sizeof(rnd)) < 0 ? -errno : 0;
+        if (r >= 0) {
+                bv_hex_encode(rnd, sizeof(rnd), l->name);
+                strcat(l->name, ".lease");
+                r = bv_obj_key(BV_KIND_LEASE, l->name, l->key);
+        }
+        if (r >= 0)
+                r = bv_s3_put(client(b), l->key, body, len, NULL);
+        if (r >= 0 && (r = -pthread_create(&l->thread, NULL, heartbeat, l)) < 0)
+                (void)bv_s3_delete(client(b), l->key, NULL);
+        if (r < 0) {
+                lease_free(l);
+                return r;
+        }
+        *ret = &l->base;
+        return 0;
+}
+
+static void s3_lease_release(BvBackendLease *lease)
+{
+        S3Lease *l = (S3Lease *)lease;
+
+        pthread_mutex_lock(&l->mutex);
+        l->stop = true;
+        pthread_cond_signal(&l->cond);
+        pthread_mutex_unlock(&l->mutex);
+        pthread_join(l->thread, NULL);
+        (void)bv_s3_delete(client(lease->backend), l->key, NULL);
+        lease_free(l);
+}
+
+static int s3_lease_alive(BvBackend *b, const char *name, bool reap, size_t max, char **ret_body)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        bv_s3_object o = {};
+        size_t len;
+        int r = bv_obj_key(BV_KIND_LEASE, name, key);
+
+        if (r < 0)
+                return r;
+        r = bv_s3_head(client(b), key, NULL, &o);
+        bv_s3_object_done(&o);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (o.mtime + BV_S3_LEASE_GRACE_S < (int64_t)time(NULL)) {
+                if (reap)
+                        (void)bv_s3_delete(client(b), key, NULL);
+                return 0;
+        }
+        if (ret_body) {
+                r = bv_s3_get(client(b), key, NULL, max, (void **)ret_body, &len);
+                if (r == -ENOENT)
+                        return 0;
+                if (r < 0)
+                        return r;
+        }
+        return 1;
+}
+
+/* ---- open, close ---- */
+
+static void s3_close(BvBackend *b)
+{
+        S3Backend *s = S3B(b);
+
+        bv_s3_free(s->s3);
+        safe_close(s->lock_dirfd);
+        pthread_mutex_destroy(&s->lock_mutex);
+        free(s->bucket);
+        free(s->prefix);
+        free(b->location);
+        free(s);
+}
+
+static const BvBackendOps s3_ops = {
+        .scheme = "s3",
+        .create = s3_create,
+        .close = s3_close,
+        .put = s3_put,
+        .get = s3_get,
+        .stat = s3_stat,
+        .remove = s3_remove,
+        .list = s3_list,
+        .reader_open = s3_reader_open,
+        .reader_pread = s3_reader_pread,
+        .reader_size = s3_reader_size,
+        .reader_fd = s3_reader_fd,
+        .reader_close = s3_reader_close,
+        .writer_open = s3_writer_open,
+        .writer_fd = s3_writer_fd,
+        .writer_commit = s3_writer_commit,
+        .writer_abort = s3_writer_abort,
+        .lock = s3_lock,
+        .lease_take = s3_lease_take,
+        .lease_release = s3_lease_release,
+        .lease_alive = s3_lease_alive,
+};
+
+int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char *errbuf, size_t errlen)
+{
+        bv_s3_conf *conf = NULL;
+        S3Backend *s;
+        int r;
+
+        if (errbuf && errlen > 0)
+                errbuf[0] = '\0';
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->base.ops = &s3_ops;
+        s->lock_dirfd = -EBADF;
+        pthread_mutex_init(&s->lock_mutex, NULL);
+        r = bv_s3_conf_from_env(location, NULL, &conf);
+        if (r >= 0 && (!(s->base.location = strdup(location)) || !(s->bucket = strdup(conf->bucket)) ||
+                       !(s->prefix = strdup(conf->prefix))))
+                r = -ENOMEM;
+        if (r >= 0)
+                r = bv_s3_open(conf, BV_S3_PROBE_CONDITIONAL, &s->s3, errbuf, errlen);
+        else if (errbuf)
+                snprintf(errbuf, errlen, "%s: %s", location,
+                         r == -ENOKEY ? "no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or ~/.aws/credentials)"
+                                      : "not a usable S3 location or configuration (s3://BUCKET[/PREFIX], AWS_ENDPOINT_URL, AWS_MAX_ATTEMPTS)");
+        bv_s3_conf_free(conf);
+        if (r >= 0 && create) {
+                r = s3_create(&s->base);
+                if (r < 0 && errbuf)
+                        snprintf(errbuf, errlen, "%s: %s", location,
+                                 r == -EEXIST ? "a repository is already there" : r == -ENOTEMPTY ? "holds objects already" : "cannot list it");
+        }
+        if (r < 0) {
+                s3_close(&s->base);
+                return r;
+        }
+        *ret = &s->base;
+        return 0;
+}

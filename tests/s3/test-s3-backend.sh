@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The S3 backend of the seam (src/lib/backend/backend-s3.c) against a real versitygw:
+# tests/s3/backend-s3-check.c does the checking; here the server, and what the server then holds.
+. "$SOURCE_ROOT/tests/lib.sh"
+. "$SOURCE_ROOT/tests/s3/s3-lib.sh"
+: "${BACKEND_S3_CHECK:?run through meson test}"
+s3_start
+s3_mb bvrepo
+export BLKVAULT_CACHE_DIR=$T/cache
+"$BACKEND_S3_CHECK" s3://bvrepo/site/one s3://nosuchbucket/x || die "backend-s3-check failed"
+# the objects are where a local repository keeps them, below the prefix
+s3_curl -f "http://127.0.0.1:$S3_PORT/bvrepo/site/one/config" | grep -qx '{}' || die "no site/one/config"
+s3_curl -f "http://127.0.0.1:$S3_PORT/bvrepo/site/one/packs/ab/ab0123456789abcdef0123456789abcd.pack" | grep -qx p1 \
+    || die "no pack at packs/ab/"
+# the locks are local files of the cache, for this bucket and prefix
+[ -f "$T/cache/s3/bvrepo/site/one/locks/write" ] || die "no lock file in the cache: $(find "$T/cache")"
+# the lease was put, then deleted on release
+[ "$(s3_log_count s3_DeleteObject)" -ge 1 ] || die "the lease was never deleted"
+echo ok
