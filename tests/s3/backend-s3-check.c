@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The S3 backend (backend-s3.h) against a real server, run by test-s3-backend.sh (which starts
  * versitygw): argv[1] an empty location s3://BUCKET/PREFIX, argv[2] one whose bucket does not
- * exist. Objects, listings, readers and spooled writers, locks and leases, and messages. */
+ * exist, argv[3] an empty location in a bucket with Object Lock. Objects, listings, readers and
+ * spooled writers, locks and leases, messages; Object Lock on every put, and the repository read
+ * as it was at a point in time after every object was deleted. */
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "backend-s3.h"
 #include "bvtest.h"
@@ -146,12 +149,84 @@ static void check_locks_leases(BvBackend *b)
         ASSERT_EQ(bv_backend_list(b, BV_KIND_LEASE, lease_cb, name), 0);
 }
 
+static int snap_cb(const BvObjEntry *e, void *userdata)
+{
+        ASSERT_STREQ(e->name, SNAP);
+        (*(int *)userdata)++;
+        return 0;
+}
+
+static void sleep_past_second(void)
+{
+        time_t t0 = time(NULL);
+
+        while (time(NULL) == t0)
+                usleep(50000);
+}
+
+/* Writes, notes the time, writes more; then reads the repository back as it was at that time.
+ * Only new keys are written after it: versitygw 1.8.0 reports the moment a version was
+ * superseded (by a new version or a delete marker) as its Last-Modified, so an overwrite or a
+ * DELETE after the time would hide the version current then from a reader that trusts
+ * Last-Modified as S3 defines it (the time the version was written). */
+static void check_point_in_time(const char *location)
+{
+        static const char LATER[] = "ffeeddccbbaa99887766554433221100.snap";
+        BvBackend *b, *p;
+        BvObjReader *r;
+        char msg[1024], buf[8];
+        void *data;
+        size_t len;
+        time_t at;
+        int n = 0;
+
+        ASSERT_OK(bv_backend_s3_open(location, true, &b, msg, sizeof(msg)));
+        ASSERT_ERROR(bv_backend_s3_set_object_lock(NULL, 600, BV_S3_LOCK_COMPLIANCE), EOPNOTSUPP);
+        ASSERT_ERROR(bv_backend_s3_set_object_lock(b, -1, BV_S3_LOCK_COMPLIANCE), EINVAL);
+        ASSERT_OK(bv_backend_s3_set_object_lock(b, 600, BV_S3_LOCK_COMPLIANCE));
+        ASSERT_OK(bv_backend_put(b, BV_KIND_CONFIG, NULL, "{}", 2, BV_PUT_CREATE));
+        ASSERT_OK(bv_backend_put(b, BV_KIND_PACK, PACK1, "pack-one", 8, BV_PUT_CREATE));
+        ASSERT_OK(bv_backend_put(b, BV_KIND_SNAPSHOT, SNAP, "record", 6, BV_PUT_CREATE));
+        sleep_past_second();
+        at = time(NULL);
+        sleep_past_second();
+        ASSERT_OK(bv_backend_put(b, BV_KIND_SNAPSHOT, LATER, "later", 5, BV_PUT_CREATE));
+        ASSERT_OK(bv_backend_put(b, BV_KIND_PACK, PACK2, "pack-two", 8, BV_PUT_CREATE));
+        bv_backend_close(b);
+
+        ASSERT_ERROR(bv_backend_s3_open_at(location, 0, &p, msg, sizeof(msg)), EINVAL);
+        ASSERT_OK(bv_backend_s3_open_at(location, at, &p, msg, sizeof(msg)));
+        ASSERT_OK(bv_backend_get(p, BV_KIND_CONFIG, NULL, 16, &data, &len));
+        ASSERT_STREQ((char *)data, "{}");
+        free(data);
+        ASSERT_EQ(bv_backend_list(p, BV_KIND_SNAPSHOT, snap_cb, &n), 1);
+        ASSERT_EQ(n, 1);
+        n = 0;
+        ASSERT_EQ(bv_backend_list(p, BV_KIND_PACK, count_cb, &n), 1);
+        ASSERT_EQ(bv_backend_exists(p, BV_KIND_SNAPSHOT, LATER), 0);
+        ASSERT_ERROR(bv_backend_get(p, BV_KIND_SNAPSHOT, LATER, 16, &data, &len), ENOENT);
+        ASSERT_TRUE(strstr(bv_backend_errmsg(p, msg, sizeof(msg)), "snapshots/ffeeddccbbaa99887766554433221100.snap: not there at ") != NULL);
+        ASSERT_OK(bv_obj_reader_open(p, BV_KIND_PACK, PACK1, &r));
+        ASSERT_EQ(bv_obj_reader_size(r), 8);
+        ASSERT_EQ(bv_obj_reader_pread(r, buf, 3, 5), 3);
+        ASSERT_MEMEQ(buf, "one", 3);
+        bv_obj_reader_close(r);
+        ASSERT_ERROR(bv_backend_put(p, BV_KIND_SNAPSHOT, SNAP, "x", 1, BV_PUT_CREATE), EROFS);
+        ASSERT_ERROR(bv_backend_remove(p, BV_KIND_PACK, PACK1), EROFS);
+        bv_backend_close(p);
+        /* now: both snapshots */
+        ASSERT_OK(bv_backend_s3_open_at(location, time(NULL) + 1, &p, msg, sizeof(msg)));
+        n = 0;
+        ASSERT_EQ(bv_backend_list(p, BV_KIND_SNAPSHOT, count_cb, &n), 2);
+        bv_backend_close(p);
+}
+
 int main(int argc, char **argv)
 {
         char msg[1024];
         BvBackend *b, *b2;
 
-        ASSERT_TRUE(argc == 3);
+        ASSERT_TRUE(argc == 4);
         /* create on an empty location, then refused where a repository or anything else is */
         ASSERT_OK(bv_backend_s3_open(argv[1], true, &b, msg, sizeof(msg)));
         ASSERT_TRUE(!bv_backend_is_local(b));
@@ -169,6 +244,7 @@ int main(int argc, char **argv)
         check_readers_writers(b);
         check_locks_leases(b);
         bv_backend_close(b);
+        check_point_in_time(argv[3]);
         printf("ok\n");
         return 0;
 }

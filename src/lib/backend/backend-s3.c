@@ -16,7 +16,16 @@
 #include "fileio.h"
 #include "hex.h"
 #include "macro.h"
+#include "s3-internal.h"
 #include "s3.h"
+
+/* One object as it was at the point in time. */
+typedef struct PitEntry {
+        char *key;
+        char *version_id;
+        uint64_t size;
+        int64_t mtime;
+} PitEntry;
 
 typedef struct S3Backend {
         BvBackend base;
@@ -24,11 +33,19 @@ typedef struct S3Backend {
         char *bucket, *prefix;
         int lock_dirfd; /* opened on the first lock */
         pthread_mutex_t lock_mutex;
+        int64_t retain_s; /* Object Lock on every put: retention from now, 0 none */
+        bv_s3_lock_mode lock_mode;
+        /* opened as at a point in time: read-only, every key resolved to its version then */
+        bool pit;
+        int64_t at;
+        PitEntry *pit_v; /* sorted by key */
+        size_t n_pit, cap_pit;
 } S3Backend;
 
 typedef struct S3Reader {
         BvObjReader base;
         char key[BV_BACKEND_KEY_MAX];
+        const char *version_id; /* the point in time's, or NULL */
         uint64_t size;
         int fd; /* the whole object, once reader_fd asked for it */
 } S3Reader;
@@ -68,6 +85,113 @@ const char *bv_backend_errmsg(BvBackend *b, char *buf, size_t len)
         return bv_s3_errmsg(client(b), buf, len);
 }
 
+/* ---- a point in time ---- */
+
+static int pit_cmp(const void *key, const void *entry)
+{
+        return strcmp(key, ((const PitEntry *)entry)->key);
+}
+
+/* The version of key current at the point in time (NULL when the backend is not opened at one);
+ * -ENOENT, with the client's message set, when key did not exist then. */
+static int resolve(BvBackend *b, const char *key, const char **ret_version)
+{
+        S3Backend *s = S3B(b);
+        const PitEntry *e;
+        char when[32];
+
+        *ret_version = NULL;
+        if (!s->pit)
+                return 0;
+        e = bsearch(key, s->pit_v, s->n_pit, sizeof(*s->pit_v), pit_cmp);
+        if (!e) {
+                s3_format_iso8601(s->at, when);
+                s3_set_error(s->s3, key, "not there at %s (point in time)", when);
+                return -ENOENT;
+        }
+        *ret_version = e->version_id;
+        return 0;
+}
+
+typedef struct PitBuild {
+        S3Backend *s;
+        bv_s3_object best; /* of the key being listed: its newest entry not newer than the time */
+        bool have;
+} PitBuild;
+
+/* Records the key whose entries were all seen, when its state then was an object. */
+static int pit_flush(PitBuild *p)
+{
+        S3Backend *s = p->s;
+        PitEntry *e;
+
+        if (!p->have)
+                return 0;
+        p->have = false;
+        if (p->best.delete_marker) {
+                bv_s3_object_done(&p->best);
+                return 0;
+        }
+        if (s->n_pit == s->cap_pit) {
+                size_t cap = s->cap_pit ? 2 * s->cap_pit : 256;
+                PitEntry *v = realloc(s->pit_v, cap * sizeof(*v));
+                if (!v) {
+                        bv_s3_object_done(&p->best);
+                        return -ENOMEM;
+                }
+                s->pit_v = v;
+                s->cap_pit = cap;
+        }
+        e = &s->pit_v[s->n_pit++];
+        *e = (PitEntry){ .key = TAKE_PTR(p->best.key), .version_id = TAKE_PTR(p->best.version_id),
+                         .size = p->best.size, .mtime = p->best.mtime };
+        if (!e->version_id && !(e->version_id = strdup("null")))
+                return -ENOMEM;
+        return 0;
+}
+
+/* ListObjectVersions lists keys in order, each key's entries together: the key's state at the
+ * time is its newest entry (by Last-Modified; the first listed of equals, S3 lists newest first)
+ * not newer than the time, an object or a delete marker (it did not exist then). */
+static int pit_cb(const bv_s3_object *o, void *userdata)
+{
+        PitBuild *p = userdata;
+        int r;
+
+        if (p->have && strcmp(p->best.key, o->key) != 0 && (r = pit_flush(p)) < 0)
+                return r;
+        if (o->mtime > p->s->at || (p->have && o->mtime <= p->best.mtime))
+                return 0;
+        bv_s3_object_done(&p->best);
+        p->best = *o;
+        p->best.key = strdup(o->key);
+        p->best.version_id = o->version_id ? strdup(o->version_id) : NULL;
+        p->have = true;
+        if (!p->best.key || (o->version_id && !p->best.version_id))
+                return -ENOMEM;
+        return 0;
+}
+
+static int pit_load(S3Backend *s)
+{
+        PitBuild p = { .s = s };
+        int r = bv_s3_list_versions(s->s3, "", pit_cb, &p);
+
+        if (r >= 0)
+                r = pit_flush(&p);
+        bv_s3_object_done(&p.best);
+        return r;
+}
+
+static void pit_free(S3Backend *s)
+{
+        for (size_t i = 0; i < s->n_pit; i++) {
+                free(s->pit_v[i].key);
+                free(s->pit_v[i].version_id);
+        }
+        free(s->pit_v);
+}
+
 /* ---- whole objects ---- */
 
 static int first_cb(const bv_s3_object *o, void *userdata)
@@ -98,11 +222,23 @@ static int create_check(BvBackend *b, const char *key, const bv_s3_put_opts *o)
         return r >= 0 ? -EEXIST : r == -ENOENT ? 0 : r;
 }
 
+/* The options of a put: create-only, and the backend's Object Lock. */
+static bv_s3_put_opts put_opts(BvBackend *b, BvPutFlags flags)
+{
+        S3Backend *s = S3B(b);
+
+        return (bv_s3_put_opts){
+                .if_none_match = !(flags & BV_PUT_REPLACE),
+                .retain_until = s->retain_s > 0 ? (int64_t)time(NULL) + s->retain_s : 0,
+                .lock_mode = s->lock_mode,
+        };
+}
+
 static int s3_put(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len, BvPutFlags flags)
 {
         char key[BV_BACKEND_KEY_MAX];
-        bv_s3_put_opts o = { .if_none_match = !(flags & BV_PUT_REPLACE) };
-        int r = bv_obj_key(kind, name, key);
+        bv_s3_put_opts o = put_opts(b, flags);
+        int r = S3B(b)->pit ? -EROFS : bv_obj_key(kind, name, key);
 
         if (r >= 0)
                 r = create_check(b, key, &o);
@@ -112,20 +248,25 @@ static int s3_put(BvBackend *b, BvObjKind kind, const char *name, const void *da
 static int s3_get(BvBackend *b, BvObjKind kind, const char *name, size_t max, void **ret, size_t *ret_len)
 {
         char key[BV_BACKEND_KEY_MAX];
+        const char *version = NULL;
         int r = bv_obj_key(kind, name, key);
 
-        return r < 0 ? r : bv_s3_get(client(b), key, NULL, max, ret, ret_len);
+        if (r >= 0)
+                r = resolve(b, key, &version);
+        return r < 0 ? r : bv_s3_get(client(b), key, version, max, ret, ret_len);
 }
 
 static int s3_stat(BvBackend *b, BvObjKind kind, const char *name, BvObjEntry *ret)
 {
         char key[BV_BACKEND_KEY_MAX];
+        const char *version = NULL;
         bv_s3_object o = {};
         int r = bv_obj_key(kind, name, key);
 
-        if (r < 0)
-                return r;
-        r = bv_s3_head(client(b), key, NULL, &o);
+        if (r >= 0)
+                r = resolve(b, key, &version);
+        if (r >= 0)
+                r = bv_s3_head(client(b), key, version, &o);
         if (r < 0)
                 return r;
         *ret = (BvObjEntry){ .name = name, .size = o.size, .mtime_ns = o.mtime * (int64_t)1000000000, .type = S_IFREG };
@@ -136,7 +277,7 @@ static int s3_stat(BvBackend *b, BvObjKind kind, const char *name, BvObjEntry *r
 static int s3_remove(BvBackend *b, BvObjKind kind, const char *name)
 {
         char key[BV_BACKEND_KEY_MAX];
-        int r = bv_obj_key(kind, name, key);
+        int r = S3B(b)->pit ? -EROFS : bv_obj_key(kind, name, key);
 
         return r < 0 ? r : bv_s3_delete(client(b), key, NULL);
 }
@@ -177,7 +318,17 @@ static int s3_list(BvBackend *b, BvObjKind kind, bv_obj_list_fn fn, void *userda
                 return -EINVAL; /* the single objects are not listed */
         snprintf(prefix, sizeof(prefix), "%s/", folder);
         c.strip = strlen(prefix);
-        r = bv_s3_list(client(b), prefix, list_cb, &c);
+        if (S3B(b)->pit) {
+                S3Backend *s = S3B(b);
+                r = 0;
+                for (size_t i = 0; i < s->n_pit && r >= 0; i++) {
+                        const PitEntry *e = &s->pit_v[i];
+                        bv_s3_object o = { .key = e->key, .version_id = e->version_id, .size = e->size, .mtime = e->mtime };
+                        if (strncmp(e->key, prefix, c.strip) == 0)
+                                r = list_cb(&o, &c);
+                }
+        } else
+                r = bv_s3_list(client(b), prefix, list_cb, &c);
         return r < 0 ? r : c.count;
 }
 
@@ -194,7 +345,9 @@ static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjR
                 return -ENOMEM;
         r = bv_obj_key(kind, name, rd->key);
         if (r >= 0)
-                r = bv_s3_head(client(b), rd->key, NULL, &o);
+                r = resolve(b, rd->key, &rd->version_id);
+        if (r >= 0)
+                r = bv_s3_head(client(b), rd->key, rd->version_id, &o);
         if (r < 0) {
                 free(rd);
                 return r;
@@ -216,7 +369,7 @@ static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t o
         len = (size_t)MIN((uint64_t)len, rd->size - offset);
         if (rd->fd >= 0)
                 return bv_pread_all(rd->fd, buf, len, offset);
-        return bv_s3_get_range(client(r->backend), rd->key, NULL, offset, len, buf);
+        return bv_s3_get_range(client(r->backend), rd->key, rd->version_id, offset, len, buf);
 }
 
 static uint64_t s3_reader_size(BvObjReader *r)
@@ -235,7 +388,7 @@ static int s3_reader_fd(BvObjReader *r)
 
         if (rd->fd >= 0)
                 return rd->fd;
-        k = bv_s3_get(client(r->backend), rd->key, NULL, SIZE_MAX, &data, &len);
+        k = bv_s3_get(client(r->backend), rd->key, rd->version_id, SIZE_MAX, &data, &len);
         if (k < 0)
                 return k;
         fd = memfd_create("blkvault-s3-object", MFD_CLOEXEC);
@@ -296,9 +449,9 @@ static int s3_writer_commit(BvObjWriter *w, const char *name, BvPutFlags flags)
         S3Writer *sw = (S3Writer *)w;
         BvBackend *b = w->backend;
         char key[BV_BACKEND_KEY_MAX];
-        bv_s3_put_opts o = { .if_none_match = !(flags & BV_PUT_REPLACE) };
+        bv_s3_put_opts o = put_opts(b, flags);
         uint64_t size;
-        int r = bv_obj_key(sw->kind, name, key);
+        int r = S3B(b)->pit ? -EROFS : bv_obj_key(sw->kind, name, key);
 
         if (r >= 0)
                 r = bv_fd_size(sw->fd, &size);
@@ -409,6 +562,8 @@ static int s3_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLe
         S3Lease *l;
         int r;
 
+        if (S3B(b)->pit)
+                return -EROFS;
         l = calloc(1, sizeof(*l));
         if (!l || !(l->body = malloc(MAX(len, (size_t)1)))) {
                 free(l);
@@ -462,6 +617,8 @@ static int s3_lease_alive(BvBackend *b, const char *name, bool reap, size_t max,
 
         if (r < 0)
                 return r;
+        if (S3B(b)->pit)
+                return 0; /* nobody holds a lease in the past */
         r = bv_s3_head(client(b), key, NULL, &o);
         bv_s3_object_done(&o);
         if (r == -ENOENT)
@@ -490,6 +647,7 @@ static void s3_close(BvBackend *b)
         S3Backend *s = S3B(b);
 
         bv_s3_free(s->s3);
+        pit_free(s);
         safe_close(s->lock_dirfd);
         pthread_mutex_destroy(&s->lock_mutex);
         free(s->bucket);
@@ -522,7 +680,7 @@ static const BvBackendOps s3_ops = {
         .lease_alive = s3_lease_alive,
 };
 
-int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char *errbuf, size_t errlen)
+static int s3_open(const char *location, bool create, int64_t at, BvBackend **ret, char *errbuf, size_t errlen)
 {
         bv_s3_conf *conf = NULL;
         S3Backend *s;
@@ -541,7 +699,7 @@ int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char 
                        !(s->prefix = strdup(conf->prefix))))
                 r = -ENOMEM;
         if (r >= 0)
-                r = bv_s3_open(conf, BV_S3_PROBE_CONDITIONAL, &s->s3, errbuf, errlen);
+                r = bv_s3_open(conf, at ? 0 : BV_S3_PROBE_CONDITIONAL, &s->s3, errbuf, errlen);
         else if (errbuf)
                 snprintf(errbuf, errlen, "%s: %s", location,
                          r == -ENOKEY ? "no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or ~/.aws/credentials)"
@@ -553,10 +711,40 @@ int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char 
                         snprintf(errbuf, errlen, "%s: %s", location,
                                  r == -EEXIST ? "a repository is already there" : r == -ENOTEMPTY ? "holds objects already" : "cannot list it");
         }
+        if (r >= 0 && at) {
+                s->pit = true;
+                s->at = at;
+                r = pit_load(s);
+                if (r < 0 && errbuf)
+                        bv_s3_errmsg(s->s3, errbuf, errlen);
+        }
         if (r < 0) {
                 s3_close(&s->base);
                 return r;
         }
         *ret = &s->base;
+        return 0;
+}
+
+int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char *errbuf, size_t errlen)
+{
+        return s3_open(location, create, 0, ret, errbuf, errlen);
+}
+
+int bv_backend_s3_open_at(const char *location, int64_t at, BvBackend **ret, char *errbuf, size_t errlen)
+{
+        if (at <= 0)
+                return -EINVAL;
+        return s3_open(location, false, at, ret, errbuf, errlen);
+}
+
+int bv_backend_s3_set_object_lock(BvBackend *b, int64_t retain_seconds, bv_s3_lock_mode mode)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        if (retain_seconds < 0)
+                return -EINVAL;
+        S3B(b)->retain_s = retain_seconds;
+        S3B(b)->lock_mode = mode == BV_S3_LOCK_GOVERNANCE ? BV_S3_LOCK_GOVERNANCE : BV_S3_LOCK_COMPLIANCE;
         return 0;
 }

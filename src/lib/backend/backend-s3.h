@@ -20,11 +20,18 @@
  *   leases       leases/<16 hex>.lease, put again by a thread of its own every heartbeat
  *                interval while held; alive while its Last-Modified is younger than the grace
  *                (BV_S3_LEASE_GRACE_S): a holder that died stops refreshing it
+ *   Object Lock  every put with retention when asked (bv_backend_s3_set_object_lock)
+ *   point in time  opened as at a time (bv_backend_s3_open_at): one ListObjectVersions at open
+ *                finds each key's version then (the newest not newer; none when that is a delete
+ *                marker), and every read asks for that version; writes are -EROFS. Deleting
+ *                every object (with the same credentials) leaves the versions, and this reads them.
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend.h"
+#include "s3.h"
 
 #define BV_S3_LEASE_HEARTBEAT_S 60
 #define BV_S3_LEASE_GRACE_S (5 * BV_S3_LEASE_HEARTBEAT_S)
@@ -32,6 +39,15 @@
 /* Opens s3://BUCKET[/PREFIX] with the endpoint and credentials of the environment (s3-conf.h);
  * the message of a failure goes to errbuf (errlen bytes; may be NULL). */
 int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char *errbuf, size_t errlen);
+
+/* Opens location read-only as it was at time at (seconds since the epoch), from the object
+ * versions of a bucket with versioning (Object Lock turns it on). */
+int bv_backend_s3_open_at(const char *location, int64_t at, BvBackend **ret, char *errbuf, size_t errlen);
+
+/* Every later put and writer commit of b carries Object Lock retention until now +
+ * retain_seconds (0: none), in mode (COMPLIANCE or GOVERNANCE). -EOPNOTSUPP for a backend
+ * that is not S3. */
+int bv_backend_s3_set_object_lock(BvBackend *b, int64_t retain_seconds, bv_s3_lock_mode mode);
 
 /* The message of the last failed request of an S3 backend ("" for none, or another backend),
  * into buf; returns buf. */
