@@ -179,8 +179,13 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
         if (o->compare_with && r == -ENOENT)
                 return log_error_errno(r, "cannot open '%s' or '%s'", source, o->compare_with);
         if (o->thin_delta && r == -EBADMSG) {
-                log_error("'%s' is not thin_delta's output (thin_delta --snap1 OLD --snap2 NEW METADATA)",
-                          o->thin_delta);
+                log_error("'%s' is not thin_delta's output (thin_delta --snap1 OLD --snap2 NEW METADATA), or its "
+                          "ranges disagree with its pool's nr_data_blocks", o->thin_delta);
+                return EXIT_USAGE;
+        }
+        if (o->thin_delta && r == -ERANGE) {
+                log_error("'%s' does not fit '%s': it maps blocks past the end of the device, or the device is not "
+                          "whole 512-byte sectors (a delta of another device?); nothing was read", o->thin_delta, source);
                 return EXIT_USAGE;
         }
         if (o->thin_delta && r == -EINVAL) {

@@ -6,7 +6,8 @@
 # The first backup (a delta of device 1 with itself) reads everything: no earlier snapshot. After
 # the image changes as the delta says, the backup with the delta from 1 to 2 reads only the
 # changed blocks and restores bit-exact; the same delta again is refused for pairing (the last
-# snapshot read device 2, not 1) and reads everything, saying why.
+# snapshot read device 2, not 1) and reads everything, saying why. A delta that maps blocks past
+# the end of the source, or whose ranges use more data blocks than its pool has, is refused.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd thin_restore thin_delta python3
 
@@ -55,6 +56,19 @@ bv backup "$repo" "$img" --name=lv --thin-delta="$T/d12.xml" --force-read --json
 b2=$(json_get "$T/b2.json" snapshot)
 assert_eq "$(json_get "$T/b3.json" read_whole_because)" "snapshot ${b2:0:8} was not taken with lvm-thin:1"
 assert_eq "$(json_get "$T/b3.json" bytes_read)" $((4096 * KIB)) "an unpaired delta reads everything"
+
+# a delta of another device: it maps blocks 40-42 (2.6-2.75 MiB), past the end of a 2 MiB image;
+# once clipped to the image, making a stale snapshot without a word
+head -c 2M "$img" >"$T/small.img"
+expect_fail 2 "^error: '$T/d12.xml' does not fit '$T/small.img': it maps blocks past the end of the device, or the device is not whole 512-byte sectors (a delta of another device?); nothing was read$" \
+    bv backup "$repo" "$T/small.img" --name=lv --thin-delta="$T/d12.xml" -q
+# a delta that disagrees with itself: its pool has 150 blocks, the ranges use data block 200
+thin_delta --verbose --snap1 1 --snap2 2 "$T/meta.bin" | sed 's/nr_data_blocks="1024"/nr_data_blocks="150"/' >"$T/d12-pool.xml"
+grep -q 'nr_data_blocks="150"' "$T/d12-pool.xml" || die "thin_delta --verbose printed no nr_data_blocks"
+expect_fail 2 "^error: '$T/d12-pool.xml' is not thin_delta's output (thin_delta --snap1 OLD --snap2 NEW METADATA), or its ranges disagree with its pool's nr_data_blocks$" \
+    bv backup "$repo" "$img" --name=lv --thin-delta="$T/d12-pool.xml" -q
+assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 3 \
+    "a refused delta published a snapshot"
 
 # not thin_delta's output, and a source that cannot have one
 echo '<superblock>' >"$T/bad.xml"

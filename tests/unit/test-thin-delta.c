@@ -28,6 +28,8 @@ static void check_delta(const char *text)
         ASSERT_EQ(d.block_bytes, BLOCK);
         ASSERT_EQ(d.left, 1);
         ASSERT_EQ(d.right, 2);
+        ASSERT_EQ(d.data_blocks, 1024);
+        ASSERT_EQ(d.blocks, 43); /* device 2's last block is 42 */
         ASSERT_EQ(d.n_changed, ELEMENTSOF(expected));
         for (size_t i = 0; i < ELEMENTSOF(expected); i++) {
                 ASSERT_EQ(d.changed[i].offset, expected[i].offset);
@@ -101,26 +103,41 @@ TEST(refused)
 {
         static const char *const bad[] = {
                 "",
-                "<superblock data_block_size=\"128\"></superblock>",                       /* no diff */
-                "<superblock><diff left=\"1\" right=\"2\"></diff></superblock>",          /* no block size */
-                "<superblock data_block_size=\"0\"><diff left=\"1\" right=\"2\"/></superblock>",
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"></superblock>",                       /* no diff */
+                "<superblock nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\"></diff></superblock>",          /* no block size */
+                "<superblock data_block_size=\"0\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\"/></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
                 "<different begin=\"4\" length=\"2\"/><same begin=\"0\" length=\"4\"/></diff></superblock>",
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
                 "<different begin=\"4\" length=\"0\"/></diff></superblock>",
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
                 "<moved begin=\"4\" length=\"2\"/></diff></superblock>",
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
                 "<range begin=\"4\" length=\"2\"/></diff></superblock>",                   /* range outside a group */
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
                 "<different><range begin=\"4\" length=\"2\"/></diff></superblock>",        /* group not closed */
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
                 "<different begin=\"18446744073709551615\" length=\"2\"/></diff></superblock>",
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
                 "<different begin=\"-4\" length=\"2\"/></diff></superblock>",
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">text</diff></superblock>",
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\"></diff>",  /* truncated */
-                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\"/></superblock><superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">text</diff></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\"></diff>",  /* truncated */
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\"/></superblock><superblock>",
+                /* the pool's size: absent, or less than the ranges use */
+                "<superblock data_block_size=\"128\"><diff left=\"1\" right=\"2\">"
+                "<different begin=\"4\" length=\"2\"/></diff></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"x\"><diff left=\"1\" right=\"2\"/></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"150\"><diff left=\"1\" right=\"2\">"
+                "<right_only><range begin=\"40\" data_begin=\"149\" length=\"2\"/></right_only></diff></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"150\"><diff left=\"1\" right=\"2\">"
+                "<different><range begin=\"4\" left_data_begin=\"4\" right_data_begin=\"200\" length=\"2\"/>"
+                "</different></diff></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"150\"><diff left=\"1\" right=\"2\">"
+                "<same><range begin=\"0\" data_begin=\"18446744073709551615\" length=\"2\"/></same></diff></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"10\"><diff left=\"1\" right=\"2\">"
+                "<same begin=\"0\" length=\"8\"/><right_only begin=\"8\" length=\"3\"/></diff></superblock>",
+                "<superblock data_block_size=\"128\" nr_data_blocks=\"10\"><diff left=\"1\" right=\"2\">"
+                "<same begin=\"0\" length=\"8\"/><left_only begin=\"8\" length=\"3\"/></diff></superblock>",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -142,6 +159,20 @@ TEST(nothing_changed)
         ASSERT_EQ(d.block_bytes, 256 * 512);
         ASSERT_EQ(d.n_changed, 0);
         ASSERT_EQ(d.left, 3);
+        bv_thin_delta_done(&d);
+}
+
+/* Each device maps at most the pool's blocks: exactly that many is fine. */
+TEST(pool_full)
+{
+        const char *text = "<superblock data_block_size=\"128\" nr_data_blocks=\"10\"><diff left=\"1\" right=\"2\">"
+                           "<same begin=\"0\" length=\"8\"/><left_only begin=\"8\" length=\"2\"/>"
+                           "<right_only begin=\"10\" length=\"2\"/></diff></superblock>";
+        BvThinDelta d = {};
+
+        ASSERT_OK(bv_thin_delta_parse(text, strlen(text), &d));
+        ASSERT_EQ(d.data_blocks, 10);
+        ASSERT_EQ(d.blocks, 12);
         bv_thin_delta_done(&d);
 }
 
@@ -207,12 +238,58 @@ TEST(open_thin)
         bvtest_rm_rf(dir);
 }
 
+/* A file of size bytes in dir, its path in *ret. */
+static void make_device(const char *dir, uint64_t size, char **ret)
+{
+        free(*ret);
+        ASSERT_TRUE(asprintf(ret, "%s/dev", dir) > 0);
+        int fd = open(*ret, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+        close(fd);
+}
+
+/* A delta that maps blocks past the device's end is of another device: refused, not clipped
+ * into a stale snapshot. Blocks only the old device mapped may lie past it (a thin LV shrinks). */
+TEST(does_not_fit)
+{
+        _cleanup_free_ char *text = fixture("delta.xml"), *dir = bvtest_tmpdir(), *path = NULL;
+        const char *shrunk = "<superblock data_block_size=\"128\" nr_data_blocks=\"1024\"><diff left=\"1\" right=\"2\">"
+                             "<same begin=\"0\" length=\"4\"/><different begin=\"4\" length=\"1\"/>"
+                             "<left_only begin=\"5\" length=\"20\"/></diff></superblock>";
+        BvThinDelta d = {};
+        BvSource *s = NULL;
+
+        if (!text)
+                return;
+        ASSERT_OK(bv_thin_delta_parse(text, strlen(text), &d));
+        make_device(dir, 42 * BLOCK, &path); /* the delta maps block 42 */
+        ASSERT_EQ(bv_source_open_thin(path, 2, NULL, &d, NULL, NULL, &s), -ERANGE);
+        make_device(dir, 42 * BLOCK + 100, &path); /* not whole sectors */
+        ASSERT_EQ(bv_source_open_thin(path, 2, NULL, &d, NULL, NULL, &s), -ERANGE);
+        ASSERT_TRUE(s == NULL);
+        make_device(dir, 42 * BLOCK + 512, &path); /* block 42 holds its last sector */
+        ASSERT_OK(bv_source_open_thin(path, 2, NULL, &d, NULL, NULL, &s));
+        ASSERT_EQ(data_bytes(s), 8 * BLOCK + 512);
+        bv_source_free(s);
+        bv_thin_delta_done(&d);
+
+        ASSERT_OK(bv_thin_delta_parse(shrunk, strlen(shrunk), &d));
+        make_device(dir, 8 * BLOCK, &path);
+        ASSERT_OK(bv_source_open_thin(path, 2, NULL, &d, NULL, NULL, &s));
+        ASSERT_EQ(data_bytes(s), 4 * BLOCK); /* block 4, and 5-7 that only the old device mapped */
+        bv_source_free(s);
+        bv_thin_delta_done(&d);
+        bvtest_rm_rf(dir);
+}
+
 int main(void)
 {
         RUN(fixtures);
         RUN(made_now);
         RUN(refused);
         RUN(nothing_changed);
+        RUN(pool_full);
         RUN(open_thin);
+        RUN(does_not_fit);
         return 0;
 }

@@ -365,6 +365,8 @@ int bv_source_open_thin(const char *path, uint64_t device_id, const char *uuid, 
         bv_source_identity_from_stat(&st, &s->identity);
         if ((r = bv_fd_size(s->fd, &s->size)) < 0)
                 return r;
+        if (d && (s->size % 512 != 0 || d->blocks > DIV_ROUND_UP(s->size, d->block_bytes)))
+                return -ERANGE; /* a delta of a larger device: what lies past the end is not here */
         if ((r = thin_map_name(device_id, uuid, &s->map_name)) < 0 ||
             (d && (r = thin_map_name(d->left, base_uuid, &s->parent_map)) < 0) || (r = plan_delta(s, d)) < 0)
                 return r;

@@ -170,7 +170,8 @@ int bv_source_open_compare(const char *path, const char *compare_with, const BvS
  * --snap1 OLD --snap2 NEW, NEW being what path holds) says it changed; the rest is delivered as
  * UNCHANGED. Its changed_map is "lvm-thin:NEW", and the parent must have recorded "lvm-thin:OLD".
  * Errors: those of open and of reading delta_path, -EBADMSG when delta_path is not thin_delta's
- * output, -EINVAL for another kind of file. */
+ * output (or disagrees with itself: see bv_thin_delta_parse), -ERANGE when it does not fit path
+ * (see bv_source_open_thin), -EINVAL for another kind of file. */
 int bv_source_open_thin_delta(const char *path, const char *delta_path, const BvSourceOptions *opts,
                               BvSource **ret);
 

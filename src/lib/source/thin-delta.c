@@ -10,7 +10,10 @@
  *       </different>
  *       ...
  *
- * Begin and length count data blocks. A small reader for exactly this shape: elements, their
+ * Begin and length count blocks of the thin devices; with --verbose, data_begin (and
+ * left_data_begin, right_data_begin) the pool's data blocks, of which there are nr_data_blocks.
+ * The XML must agree with itself: no range uses a data block past nr_data_blocks, and neither
+ * device maps more blocks than the pool has. A small reader for exactly this shape: elements, their
  * attributes (name="value", no entities needed: the values are numbers and a uuid), comments and
  * the XML declaration skipped.
  */
@@ -34,13 +37,15 @@ typedef struct Element {
         size_t n_attrs;
 } Element;
 
-typedef enum { KIND_NONE, KIND_SAME, KIND_CHANGED } RangeKind;
+/* What a range says: mapped by both devices to the same blocks, to different ones, or by one. */
+typedef enum { KIND_NONE, KIND_SAME, KIND_DIFFERENT, KIND_LEFT_ONLY, KIND_RIGHT_ONLY } RangeKind;
 
 typedef struct Parser {
         const char *p, *end;
         BvThinDelta d;
         size_t cap;
         uint64_t next_block; /* ranges must come in order */
+        uint64_t mapped_left, mapped_right; /* blocks each device maps, at most nr_data_blocks */
         bool in_superblock, in_diff, seen_diff;
         RangeKind group; /* the --verbose group open, KIND_NONE outside one */
 } Parser;
@@ -171,12 +176,39 @@ static RangeKind range_kind(const char *name)
 {
         if (strcmp(name, "same") == 0)
                 return KIND_SAME;
-        if (strcmp(name, "different") == 0 || strcmp(name, "left_only") == 0 || strcmp(name, "right_only") == 0)
-                return KIND_CHANGED;
+        if (strcmp(name, "different") == 0)
+                return KIND_DIFFERENT;
+        if (strcmp(name, "left_only") == 0)
+                return KIND_LEFT_ONLY;
+        if (strcmp(name, "right_only") == 0)
+                return KIND_RIGHT_ONLY;
         return KIND_NONE;
 }
 
-/* A range of blocks: checked for order and overflow, a changed one recorded in bytes. */
+/* A --verbose range's data blocks (any of name present) lie within the pool. */
+static int check_data_blocks(const Parser *ps, const Element *e, const char *name, uint64_t length)
+{
+        uint64_t begin;
+
+        if (!attr(e, name))
+                return 0;
+        if (attr_u64(e, name, &begin) < 0 || begin > ps->d.data_blocks || length > ps->d.data_blocks - begin)
+                return -EBADMSG;
+        return 0;
+}
+
+/* Counts the blocks each device maps: never more than the pool has. */
+static int count_mapped(Parser *ps, RangeKind kind, uint64_t length)
+{
+        if (kind != KIND_RIGHT_ONLY)
+                ps->mapped_left += length; /* cannot wrap: the ranges' ends fit in 64 bits */
+        if (kind != KIND_LEFT_ONLY)
+                ps->mapped_right += length;
+        return ps->mapped_left > ps->d.data_blocks || ps->mapped_right > ps->d.data_blocks ? -EBADMSG : 0;
+}
+
+/* A range of blocks: checked for order, overflow and the pool's size, a changed one recorded in
+ * bytes. */
 static int add_range(Parser *ps, RangeKind kind, const Element *e)
 {
         uint64_t begin, length, bytes_begin, bytes_length;
@@ -187,7 +219,13 @@ static int add_range(Parser *ps, RangeKind kind, const Element *e)
             __builtin_mul_overflow(length, ps->d.block_bytes, &bytes_length) ||
             bytes_begin + bytes_length < bytes_begin)
                 return -EBADMSG;
-        if (kind != KIND_CHANGED)
+        if (kind != KIND_LEFT_ONLY)
+                ps->d.blocks = ps->next_block;
+        if (check_data_blocks(ps, e, "data_begin", length) < 0 ||
+            check_data_blocks(ps, e, "left_data_begin", length) < 0 ||
+            check_data_blocks(ps, e, "right_data_begin", length) < 0 || count_mapped(ps, kind, length) < 0)
+                return -EBADMSG;
+        if (kind == KIND_SAME)
                 return 0;
         return bv_range_append(&ps->d.changed, &ps->d.n_changed, &ps->cap, bytes_begin, bytes_length);
 }
@@ -203,7 +241,7 @@ static int on_superblock(Parser *ps, const Element *e)
                 return 0;
         }
         if (ps->in_superblock || ps->seen_diff || e->self_closing || attr_u64(e, "data_block_size", &sectors) < 0 ||
-            sectors == 0 || sectors > UINT64_MAX / 512)
+            sectors == 0 || sectors > UINT64_MAX / 512 || attr_u64(e, "nr_data_blocks", &ps->d.data_blocks) < 0)
                 return -EBADMSG;
         ps->d.block_bytes = sectors * 512;
         ps->in_superblock = true;
