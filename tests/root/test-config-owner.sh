@@ -105,4 +105,33 @@ for u in nobody root; do
         { cat "$T/$u.out" >&2; die "nobody's configuration was not refused to root (exit $rc)"; } ;;
     esac
 done
+
+# A conf.d file that is a symbolic link into a directory another user can write (the attack after
+# issue 21's fixes): the owner was checked with stat() on the path after the file was read, so
+# nobody, swapping their own file and a link to a root-owned one there, got their job read and
+# the root-owned file checked: `config check` passed it (2 in 40 tries), a target run ran its pre
+# as root. The owner is now checked on the file that was read.
+chmod 711 "$T"
+mkdir "$T/race"
+chown nobody "$T/race"
+printf '# root-owned, nothing in it\n' >"$T/race-root.conf"
+printf '[job race]\nsource = %s\npre = touch %s\ntargets = usb\n' "$T/src.img" "$T/pwned" >"$T/race/payload.conf"
+chown nobody "$T/race/payload.conf"
+ln -s "$T/race/evil.conf" "$etc/conf.d/70-race.conf"
+setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups bash -c 'cd "$1" || exit 1
+    while :; do
+        ln -f payload.conf a.tmp && mv -Tf a.tmp evil.conf
+        ln -sfn "$2" b.tmp && mv -Tf b.tmp evil.conf
+    done' - "$T/race" "$T/race-root.conf" &
+swapper=$!
+for i in $(seq 1 200); do
+    bv config check --config="$conf" >"$T/race.out" 2>&1 || true
+    if grep -q "^configuration ok: 1 target, 2 jobs" "$T/race.out"; then
+        kill "$swapper"
+        die "config check took nobody's job from a file it checked as root's (try $i)"
+    fi
+done
+kill "$swapper"
+wait "$swapper" 2>/dev/null || true
+rm "$etc/conf.d/70-race.conf"
 echo ok

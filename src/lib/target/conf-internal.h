@@ -37,5 +37,8 @@ int conf_set_mistake(char **mistake, const BvConfError *e);
 /* conf-owner.c: an error at file:line when path (a file or directory) is not owned by root (or
  * the effective user) or is writable by others, or, for a secret, readable by others. */
 int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret);
+/* The same for the file of st (as it was opened and read). */
+int conf_check_owner_st(BvConfig *c, const char *file, unsigned line, const char *path, const struct stat *st,
+                        bool secret);
 /* Every file read, c->dirs, and the secret files the sections name. */
 int conf_check_owners(BvConfig *c);

@@ -75,10 +75,16 @@ static const char *owner_problem(const struct stat *st, bool secret, char *why, 
 int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret)
 {
         struct stat st;
-        char why[160];
         if (stat(path, &st) < 0)
                 return 0; /* a missing file is reported where it is read */
-        if (!owner_problem(&st, secret, why, sizeof(why)))
+        return conf_check_owner_st(c, file, line, path, &st, secret);
+}
+
+int conf_check_owner_st(BvConfig *c, const char *file, unsigned line, const char *path, const struct stat *st,
+                        bool secret)
+{
+        char why[160];
+        if (!owner_problem(st, secret, why, sizeof(why)))
                 return 0;
         if (strcmp(file, path) == 0)
                 return conf_error(c, file, line, "%s", why);
@@ -161,7 +167,8 @@ int conf_check_owners(BvConfig *c)
         }
         for (size_t i = 0; r >= 0 && i < c->n_files; i++) {
                 size_t n = c->n_errors;
-                r = conf_check_owner(c, c->files[i], 0, c->files[i], false);
+                r = c->file_st[i].st_mode ? conf_check_owner_st(c, c->files[i], 0, c->files[i], &c->file_st[i], false) :
+                                            conf_check_owner(c, c->files[i], 0, c->files[i], false);
                 size_t e = c->n_errors > n ? n :
                            dir_error[1] != SIZE_MAX && in_dir(c->files[i], c->dirs[1]) ? dir_error[1] :
                                                                                          dir_error[0];

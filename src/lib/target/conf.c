@@ -128,6 +128,11 @@ static int conf_add_file(BvConfig *c, const char *name, const char **ret)
         if (!files)
                 return -ENOMEM;
         c->files = files;
+        struct stat *st = reallocarray(c->file_st, c->n_files + 1, sizeof(*st));
+        if (!st)
+                return -ENOMEM;
+        c->file_st = st;
+        c->file_st[c->n_files] = (struct stat){};
         *ret = c->files[c->n_files++] = TAKE_PTR(file);
         return 0;
 }
@@ -179,9 +184,16 @@ int bv_conf_parse_text(BvConfig *c, const char *label, const char *text, size_t 
 static int conf_load_file(BvConfig *c, const char *path, bool optional)
 {
         _cleanup_free_ void *data = NULL;
+        struct stat st = {};
+        char fd_path[64];
         size_t len;
 
-        int r = bv_read_file(AT_FDCWD, path, BV_CONF_FILE_MAX, &data, &len);
+        /* read through the fd that fstat saw: a path checked again later may name another file */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        int r = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno : 0;
+        snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", fd);
+        if (r >= 0)
+                r = bv_read_file(AT_FDCWD, fd_path, BV_CONF_FILE_MAX, &data, &len);
         if (r == -ENOENT && optional)
                 return 0;
         if (r < 0) {
@@ -195,7 +207,11 @@ static int conf_load_file(BvConfig *c, const char *path, bool optional)
                         return conf_error(c, file, 0, "not a regular file");
                 return conf_error(c, file, 0, "cannot read: %s", strerror(-r));
         }
-        return bv_conf_parse_text(c, path, data, len);
+        size_t i = c->n_files;
+        r = bv_conf_parse_text(c, path, data, len);
+        if (r >= 0 && i < c->n_files)
+                c->file_st[i] = st;
+        return r;
 }
 
 static size_t conf_file_index(const BvConfig *c, const char *file)
@@ -355,6 +371,7 @@ void bv_conf_free(BvConfig *c)
         free(c->exports);
         free(c->errors);
         conf_free_strv(c->files, c->n_files);
+        free(c->file_st);
         free(c->dirs[0]), free(c->dirs[1]);
         free(c->on_success), free(c->on_failure), free(c->notify), free(c->metrics);
         free(c);

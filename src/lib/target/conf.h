@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "macro.h"
 
@@ -111,6 +112,8 @@ typedef struct BvConfExport {
 typedef struct BvConfig {
         char **files;           /* every file read, in order */
         size_t n_files;
+        struct stat *file_st;   /* each file's fstat as it was read (st_mode 0: text not from a file):
+                                 * its owner is checked on what was read, not on the path again */
         char *dirs[2];          /* the main file's directory and conf.d, checked for their owner
                                  * (bv_conf_load), which errors about them name */
         BvConfTarget *targets;
