@@ -31,15 +31,7 @@ rm -rf "$work"
 mkdir -p "$work"
 img=$work/disk.img
 
-# rewrite IMAGE SEED: 24 blocks of 128 KiB at seeded offsets in the first 90% of the image
-rewrite() {
-    local i off blocks=$(( $(stat -c %s "$1") / 131072 * 9 / 10 ))
-    for i in $(seq 24); do
-        off=$(( $(printf '%d' "0x$(printf '%s-%s' "$2" "$i" | sha256sum | cut -c1-8)") % blocks ))
-        head -c 131072 /dev/zero | openssl enc -aes-128-ctr -pass "pass:$2-$i" -nosalt -pbkdf2 2>/dev/null |
-            dd of="$1" bs=128K seek="$off" conv=notrunc status=none
-    done
-}
+rewrite() { "$IMAGES_DIR/rewrite-regions.sh" "$1" "$2" 24; }
 
 log "image: $size with $content MiB of files, $versions versions"
 "$IMAGES_DIR/make-image.sh" "$img" "$size" --content-mib "$content" >/dev/null

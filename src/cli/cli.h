@@ -227,12 +227,16 @@ bool status_begin(const char *text);
 void status_end(bool shown);
 
 /* restore's destinations (restore-dest.c). restore_to_stdout streams the image in order (a pipe
- * cannot seek); restore_check_dest refuses an existing file without force and a device smaller
- * than the image, before anything is written (returns an exit code); restore_temp_name picks an
+ * cannot seek); restore_check_dest refuses an existing file or a device that holds something
+ * without force, and a device smaller than the image, before anything is written (returns an
+ * exit code); restore_temp_name picks an
  * unused name beside dest for a replacement written with --force. */
 int restore_to_stdout(BvRepo *repo, const BvSnapshot *snap, Progress *progress, uint64_t *ret_bad_offset);
 int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force);
 int restore_temp_name(const char *dest, char *buf, size_t size);
+/* What libblkid finds on the device dev, for a refusal to overwrite it: "a gpt partition table",
+ * "ext4 (UUID ...)" into what. 1 when something is there, 0 when nothing is, or -errno. */
+int device_holds(const char *dev, char *what, size_t size);
 
 /* The paper form of a key export (paper-key.c): paper_format prints it; paper_detect tells it from
  * a plain export; paper_parse reads it back, reporting the first line whose checksum fails. */

@@ -29,6 +29,7 @@ struct json_object *json_gc_stats(const BvGcStats *s)
                               { "packs_rewritten", json_object_new_uint64(s->packs_rewritten) },
                               { "bytes_condemned", json_object_new_uint64(s->bytes_condemned) },
                               { "bytes_copied", json_object_new_uint64(s->bytes_copied) },
+                              { "groups_reencoded", json_object_new_uint64(s->groups_reencoded) },
                               { "packs_deleted", json_object_new_uint64(s->packs_deleted) },
                               { "bytes_deleted", json_object_new_uint64(s->bytes_deleted) },
                               { "tmp_deleted", json_object_new_uint64(s->tmp_deleted) },
@@ -52,6 +53,9 @@ void print_gc_stats(const BvGcStats *s, bool dry_run)
                (unsigned long long)s->packs_dead, (unsigned long long)s->packs_orphan,
                (unsigned long long)s->packs_rewritten, format_bytes(s->bytes_condemned, a),
                format_bytes(s->bytes_copied, b));
+        if (s->groups_reencoded > 0)
+                printf("re-encoded %llu partly unused compression groups: only their live members were copied\n",
+                       (unsigned long long)s->groups_reencoded);
         if (!dry_run)
                 printf("deleted %llu packs, %s\n", (unsigned long long)s->packs_deleted,
                        format_bytes(s->bytes_deleted, a));

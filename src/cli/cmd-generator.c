@@ -2,8 +2,11 @@
 /*
  * blkvault-generator (a link to blkvault; systemd runs it at boot and on daemon-reload with
  * NORMAL_DIR EARLY_DIR LATE_DIR): for every job with a schedule, blkvault-job@NAME.timer in
- * NORMAL_DIR, wanted by timers.target. A job whose section holds a mistake gets no timer (each
- * mistake is logged); the others do. A generator never fails the boot.
+ * NORMAL_DIR, wanted by timers.target; for every [export NAME], blkvault-nbd@NAME.socket wanted
+ * by sockets.target (a link to the installed template), so that the exports the configuration
+ * declares listen from boot on, or after daemon-reload and a start of sockets.target. A job or
+ * export whose section holds a mistake gets no unit (each mistake is logged); the others do. A
+ * generator never fails the boot.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 #include "fileio.h"
 
 static int write_timer(const char *dir, const BvConfJob *j)
@@ -47,6 +51,23 @@ static int write_timer(const char *dir, const BvConfJob *j)
         return 0;
 }
 
+/* DIR/sockets.target.wants/blkvault-nbd@NAME.socket, a link to the template. */
+static int want_socket(const char *dir, const BvConfExport *e)
+{
+        _cleanup_free_ char *link = NULL;
+        if (asprintf(&link, "%s/sockets.target.wants/blkvault-nbd@%s.socket", dir, e->name) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        int r = bv_mkdir_p(dfd, "sockets.target.wants");
+        if (r < 0)
+                return r;
+        if (symlink(SYSTEMD_UNIT_DIR "/blkvault-nbd@.socket", link) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
 int cmd_generator(int argc, char **argv)
 {
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
@@ -60,8 +81,11 @@ int cmd_generator(int argc, char **argv)
         if (r < 0)
                 return log_error_errno(r, "cannot read the configuration '%s'", main_path), EXIT_OK;
         for (size_t i = 0; i < conf->n_errors; i++)
-                fprintf(stderr, "blkvault-generator: %s:%u: %s\n", conf->errors[i].file, conf->errors[i].line,
-                        conf->errors[i].message);
+                if (conf->errors[i].line > 0)
+                        fprintf(stderr, "blkvault-generator: %s:%u: %s\n", conf->errors[i].file,
+                                conf->errors[i].line, conf->errors[i].message);
+                else
+                        fprintf(stderr, "blkvault-generator: %s: %s\n", conf->errors[i].file, conf->errors[i].message);
         for (size_t i = 0; i < conf->n_jobs; i++) {
                 const BvConfJob *j = &conf->jobs[i];
                 if (!j->schedule || j->mistake)
@@ -70,6 +94,14 @@ int cmd_generator(int argc, char **argv)
                 if (r < 0)
                         fprintf(stderr, "blkvault-generator: cannot write the timer of job %s: %s\n", j->name,
                                 strerror(-r));
+        }
+        for (size_t i = 0; i < conf->n_exports; i++) {
+                if (conf->exports[i].mistake)
+                        continue;
+                r = want_socket(argv[1], &conf->exports[i]);
+                if (r < 0)
+                        fprintf(stderr, "blkvault-generator: cannot start the socket of export %s: %s\n",
+                                conf->exports[i].name, strerror(-r));
         }
         return EXIT_OK;
 }

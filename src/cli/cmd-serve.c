@@ -4,9 +4,10 @@
  *
  * The export is the decrypted disk, so by default it is reachable by its user only: nbdkit
  * listens on a Unix socket in a private 0700 directory (under $XDG_RUNTIME_DIR, /run/blkvault
- * for root, else $TMPDIR or /tmp), which also holds nbdkit's pid file. TCP only when asked
- * (--port, --address), with a warning unless --tls-psk makes nbdkit require TLS with a
- * pre-shared key. nbdkit runs as our child: the URI is printed only once it listens and answers
+ * for root, else $TMPDIR or /tmp), which also holds nbdkit's pid file. TCP only when asked for
+ * with an explicit address (--listen=ADDR:PORT), and then only with TLS (--tls-psk,
+ * --tls-certificates: nbdkit requires it) or --insecure spelled out (with a warning): nbdkit left
+ * to itself would listen on every address (issue 21, finding 3). nbdkit runs as our child: the URI is printed only once it listens and answers
  * (a busy port, a bad option or a failing plugin exit non-zero with nothing on stdout), and the
  * directory is removed when it stops. The passphrase reaches the plugin through a pipe, never
  * through nbdkit's environment (see plugin_args).
@@ -34,6 +35,7 @@
 
 #include "cli.h"
 #include "fileio.h"
+#include "serve.h"
 #include "macro.h"
 #include "timeutil.h"
 
@@ -44,28 +46,13 @@ static const char usage_text[] =
         "once it listens. By default it listens on a Unix socket in a private directory that only\n"
         "this user can enter. The export is read-only unless --writable, which stacks nbdkit's cow\n"
         "filter: writes go to a temporary overlay that is thrown away; the repository is never written.\n\n"
-        "  --socket=PATH            listen on this Unix socket instead (a stale one is replaced)\n"
-        "  --port=N                 listen on TCP port N (on localhost unless --address)\n"
-        "  --address=ADDR           listen on TCP at ADDR (port 10809 unless --port)\n"
-        "  --tls-psk=FILE           require TLS with the pre-shared keys in FILE (USER:HEXKEY lines,\n"
-        "                           made by 'psktool -u USER -p FILE')\n"
+        SERVE_LISTENER_HELP
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
         "  --export=NAME            serve the configuration's [export NAME] section instead of REPO\n"
-        "                           SNAPSHOT, on the socket systemd passes\n"
+        "                           SNAPSHOT (on the socket systemd passes, else as above)\n"
         "  --config=FILE            with --export: the configuration (also $" BV_CONF_ENV ")\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
-
-typedef struct ServeOptions {
-        const char *socket, *port, *address, *tls_psk, *cache;
-        bool writable;
-        bool served;        /* nbdkit answered: the socket is ours to remove */
-        char psk_user[64];  /* the first user in the --tls-psk file, for the printed URI */
-        char psk_path[PATH_MAX]; /* the --tls-psk file, absolute (for the URI) */
-        char dir[PATH_MAX]; /* the private directory */
-        char sock[PATH_MAX + 16];
-        char pidfile[PATH_MAX + 16];
-} ServeOptions;
 
 static bool is_localhost(const char *address)
 {
@@ -73,28 +60,67 @@ static bool is_localhost(const char *address)
                strcmp(address, "::1") == 0;
 }
 
-/* --address must resolve to something nbdkit can listen on. Returns -1 when it does. */
-static int check_address(const ServeOptions *o)
+/* --listen=ADDR:PORT ([ADDR]:PORT for IPv6) into o->address and o->port, checked to resolve. */
+static int parse_listen(ServeOptions *o)
 {
+        const char *arg = o->listen, *colon = strrchr(arg, ':'), *addr = arg;
+        size_t len = colon ? (size_t)(colon - arg) : 0;
+        bool bad = !colon || len == 0;
+        unsigned port;
+        if (!bad && arg[0] == '[') {
+                bad = len < 3 || arg[len - 1] != ']';
+                addr++, len -= 2;
+        } else if (!bad)
+                bad = memchr(arg, ':', len) != NULL; /* IPv6 without brackets */
+        if (bad || len >= sizeof(o->listen_addr) || memchr(addr, '[', len) || memchr(addr, ']', len)) {
+                log_error("invalid --listen '%s' (ADDR:PORT, [ADDR]:PORT for IPv6: an explicit address)", arg);
+                return EXIT_USAGE;
+        }
+        if (parse_unsigned_arg("--listen port", colon + 1, 1, 65535, &port) < 0)
+                return EXIT_USAGE;
+        memcpy(o->listen_addr, addr, len);
+        o->listen_addr[len] = '\0';
+        snprintf(o->listen_port, sizeof(o->listen_port), "%u", port);
+        o->address = o->listen_addr;
+        o->port = o->listen_port;
+
         struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
         int r = getaddrinfo(o->address, o->port, &hints, &ai);
         if (r != 0) {
-                log_error("invalid --address '%s': %s", o->address, gai_strerror(r));
+                log_error("invalid --listen address '%s': %s", o->address, gai_strerror(r));
                 return EXIT_USAGE;
         }
         freeaddrinfo(ai);
         return -1;
 }
 
-/* --port=N, checked here, handed to nbdkit as given */
-static int parse_port(const char *arg, void *ret)
+int serve_check_listener(ServeOptions *o)
 {
-        unsigned port;
-
-        if (parse_unsigned_arg("--port", arg, 1, 65535, &port) < 0)
-                return -EINVAL;
-        *(const char **)ret = arg;
-        return 0;
+        if (o->socket && o->listen) {
+                log_error("--socket excludes --listen");
+                return EXIT_USAGE;
+        }
+        if (o->tls_psk && o->tls_certs) {
+                log_error("--tls-psk and --tls-certificates exclude each other");
+                return EXIT_USAGE;
+        }
+        if (o->insecure && (o->tls_psk || o->tls_certs)) {
+                log_error("--insecure excludes --tls-psk and --tls-certificates");
+                return EXIT_USAGE;
+        }
+        if (o->insecure && !o->listen) {
+                log_error("--insecure goes with --listen=ADDR:PORT (a Unix socket is private without it)");
+                return EXIT_USAGE;
+        }
+        if (!o->listen)
+                return -1;
+        if (!o->tls_psk && !o->tls_certs && !o->insecure) {
+                log_error("--listen=%s would serve the decrypted disk over TCP without TLS: add "
+                          "--tls-psk=FILE or --tls-certificates=DIR, or --insecure to serve it unencrypted "
+                          "and unauthenticated", o->listen);
+                return EXIT_USAGE;
+        }
+        return parse_listen(o);
 }
 
 /* *argcp and *argvp: with $BLKVAULT_REPO put in (cli_parse) */
@@ -102,25 +128,35 @@ static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs 
 {
         const CliOption options[] = {
                 CLI_STR("socket", &o->socket),
-                CLI_PARSED("port", parse_port, &o->port),
-                CLI_STR("address", &o->address),
+                CLI_STR("listen", &o->listen),
                 CLI_STR("tls-psk", &o->tls_psk),
+                CLI_STR("tls-certificates", &o->tls_certs),
+                CLI_FLAG("insecure", &o->insecure),
                 CLI_FLAG("writable", &o->writable),
                 CLI_PARSED("cache", parse_cache_size, &o->cache),
                 {},
         };
         CLI_PARSE_OR_RETURN(*argcp, *argvp, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
                                         .args = "REPO SNAPSHOT", .repo = true);
-        if (o->socket && (o->port || o->address)) {
-                log_error("--socket excludes --port and --address");
-                return EXIT_USAGE;
+        return serve_check_listener(o);
+}
+
+/* --tls-certificates=DIR: nbdkit's x509 directory (server-cert.pem, server-key.pem, ca-cert.pem),
+ * absolute for nbdkit and the printed URI. */
+static int check_certs_dir(ServeOptions *o)
+{
+        static const char *const files[] = { "server-cert.pem", "server-key.pem", "ca-cert.pem" };
+        if (!realpath(o->tls_certs, o->certs_path))
+                return log_error_errno(-errno, "cannot use --tls-certificates '%s'", o->tls_certs);
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char path[PATH_MAX + 32];
+                snprintf(path, sizeof(path), "%s/%s", o->certs_path, files[i]);
+                if (access(path, R_OK) < 0)
+                        return log_error_errno(-errno, "cannot read '%s' (--tls-certificates needs %s, %s and %s)",
+                                               path, files[0], files[1], files[2]);
         }
-        if (o->port || o->address) {
-                o->port = o->port ? o->port : "10809";
-                o->address = o->address ? o->address : "localhost";
-                return check_address(o);
-        }
-        return -1;
+        o->tls_certs = o->certs_path;
+        return EXIT_OK;
 }
 
 /* The first USER of a PSK file (USER:HEXKEY lines), which also shows the file is one. */
@@ -319,9 +355,10 @@ static size_t server_args(ServeOptions *o, PluginArgs *pa, char **args)
                 args[n++] = "--unix";
                 args[n++] = o->sock;
         }
-        if (o->tls_psk) {
+        if (o->tls_psk || o->tls_certs) {
                 args[n++] = "--tls=require";
-                snprintf(tls_arg, sizeof(tls_arg), "--tls-psk=%s", o->tls_psk);
+                snprintf(tls_arg, sizeof(tls_arg), o->tls_psk ? "--tls-psk=%s" : "--tls-certificates=%s",
+                         o->tls_psk ? o->tls_psk : o->tls_certs);
                 args[n++] = tls_arg;
         }
         args[n++] = (char *)nbdkit_threads_arg(pa);
@@ -336,6 +373,10 @@ static void print_uri(const ServeOptions *o)
                 snprintf(host, sizeof(host), strchr(o->address, ':') ? "[%s]:%s" : "%s:%s", o->address, o->port);
         if (o->tls_psk && o->port)
                 printf("nbds://%s@%s/?tls-psk-file=%s\n", o->psk_user, host, o->tls_psk);
+        else if (o->tls_certs && o->port)
+                printf("nbds://%s/?tls-certificates=%s\n", host, o->tls_certs);
+        else if (o->tls_certs)
+                printf("nbds+unix:///?socket=%s&tls-certificates=%s\n", o->sock, o->tls_certs);
         else if (o->tls_psk)
                 printf("nbds+unix://%s@/?socket=%s&tls-psk-file=%s\n", o->psk_user, o->sock, o->tls_psk);
         else if (o->port)
@@ -411,7 +452,7 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
         if (!announced) {
                 log_error("nbdkit did not start serving (exit status %d): its message above says why%s",
                           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-                          o->port ? " (a port in use? pick another with --port)" : "");
+                          o->port ? " (a port in use? pick another in --listen)" : "");
                 return EXIT_ERROR;
         }
         if (WIFSIGNALED(status)) {
@@ -427,16 +468,52 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
 
 static void warn_unprotected(const ServeOptions *o)
 {
-        if (!o->port || o->tls_psk)
+        if (!o->port || !o->insecure)
                 return;
         if (is_localhost(o->address))
-                log_warning("TCP port %s on %s is open to every local user, unauthenticated and unencrypted: "
-                            "use --tls-psk=FILE or the default Unix socket",
-                            o->port, o->address);
+                log_warning("--insecure: TCP port %s on %s is open to every local user, unauthenticated and "
+                            "unencrypted", o->port, o->address);
         else
-                log_warning("TCP port %s on %s is open to anyone who can reach it, unauthenticated and "
-                            "unencrypted: use --tls-psk=FILE",
-                            o->port, o->address);
+                log_warning("--insecure: TCP port %s on %s is open to anyone who can reach it, unauthenticated "
+                            "and unencrypted", o->port, o->address);
+}
+
+int serve_by_hand(ServeOptions *o, const char *path, const SecretArgs *sargs, const char *spec, const char *what)
+{
+        int r;
+        if (o->tls_psk && (r = read_psk_user(o)) != EXIT_OK)
+                return r;
+        if (o->tls_certs && (r = check_certs_dir(o)) != EXIT_OK)
+                return r;
+
+        /* Check the repository, the secret and the snapshot here, with our own messages, before
+         * nbdkit takes over. */
+        _cleanup_(secret_done) BvSecret secret = {};
+        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        r = check_export(path, sargs, spec, id, &secret);
+        if (r != EXIT_OK)
+                return r;
+        secret_env_scrub();
+        if (o->socket && (r = prepare_socket_path(o->socket)) != EXIT_OK)
+                return r;
+        if ((r = make_private_dir(o)) != EXIT_OK)
+                return r;
+
+        PluginArgs pa;
+        char *args[40];
+        size_t n = server_args(o, &pa, args);
+        r = plugin_args(&pa, path, id, o->cache, sargs, &secret, args, &n);
+        secret_done(&secret);
+        if (r == EXIT_OK) {
+                args[n] = NULL;
+                char line[300];
+                snprintf(line, sizeof(line), "%s%ssnapshot %.8s of '%s'%s", what ? what : "", what ? ": " : "", id,
+                         path, o->writable ? " (writes go to a throw-away overlay)" : " read-only");
+                warn_unprotected(o);
+                r = supervise(o, line, &pa, args);
+        }
+        remove_private_dir(o);
+        return r;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -449,36 +526,5 @@ int cmd_serve(int argc, char **argv)
         int r = parse_options(&argc, &argv, &o, &sargs);
         if (r >= 0)
                 return r;
-        const char *path = argv[optind], *spec = argv[optind + 1];
-        if (o.tls_psk && (r = read_psk_user(&o)) != EXIT_OK)
-                return r;
-
-        /* Check the repository, the secret and the snapshot here, with our own messages, before
-         * nbdkit takes over. */
-        _cleanup_(secret_done) BvSecret secret = {};
-        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
-        r = check_export(path, &sargs, spec, id, &secret);
-        if (r != EXIT_OK)
-                return r;
-        secret_env_scrub();
-        if (o.socket && (r = prepare_socket_path(o.socket)) != EXIT_OK)
-                return r;
-        if ((r = make_private_dir(&o)) != EXIT_OK)
-                return r;
-
-        PluginArgs pa;
-        char *args[40];
-        size_t n = server_args(&o, &pa, args);
-        r = plugin_args(&pa, path, id, o.cache, &sargs, &secret, args, &n);
-        secret_done(&secret);
-        if (r == EXIT_OK) {
-                args[n] = NULL;
-                char what[160];
-                snprintf(what, sizeof(what), "snapshot %.8s of '%s'%s", id, path,
-                         o.writable ? " (writes go to a throw-away overlay)" : " read-only");
-                warn_unprotected(&o);
-                r = supervise(&o, what, &pa, args);
-        }
-        remove_private_dir(&o);
-        return r;
+        return serve_by_hand(&o, argv[optind], &sargs, argv[optind + 1], NULL);
 }

@@ -66,7 +66,6 @@ static int parse_test_cost(FormatArgs *a, BvLuksCost *cost)
  * wipes it once the format can start). */
 static int format_check_device(const FormatArgs *a, bool *ret_wipe)
 {
-        BvDriveProbe pr;
         int fd = bv_drive_open_exclusive(a->device);
         if (fd == -EBUSY) {
                 log_error("'%s' is in use (mounted, or held by another device); refusing to format it", a->device);
@@ -75,19 +74,13 @@ static int format_check_device(const FormatArgs *a, bool *ret_wipe)
         if (fd < 0)
                 return log_error_errno(fd, "cannot open '%s'", a->device);
         close(fd);
-        int r = bv_drive_probe(a->device, &pr);
+        char what[128];
+        int r = device_holds(a->device, what, sizeof(what));
         if (r < 0)
                 return log_error_errno(r, "cannot probe '%s'", a->device);
-        *ret_wipe = pr.pttype[0] || pr.type[0];
-        if (!*ret_wipe)
-                return EXIT_OK;
-        if (!a->yes) {
-                if (pr.pttype[0])
-                        log_error("'%s' holds a %s partition table; refusing to format it (--yes destroys it)",
-                                  a->device, pr.pttype);
-                else
-                        log_error("'%s' holds %s (UUID %s); refusing to format it (--yes destroys it)", a->device,
-                                  pr.type, pr.uuid[0] ? pr.uuid : "none");
+        *ret_wipe = r > 0;
+        if (*ret_wipe && !a->yes) {
+                log_error("'%s' holds %s; refusing to format it (--yes destroys it)", a->device, what);
                 return EXIT_ERROR;
         }
         return EXIT_OK;
@@ -141,9 +134,10 @@ static int format_luks(const FormatArgs *a, const char *key_file, char uuid[40],
         snprintf(name, sizeof(name), "blkvault-format-%s", a->name);
         r = bv_luks_open(a->device, name, key_file, mapper, sizeof(mapper));
         if (r == -ENXIO) {
-                log_error("cannot open the LUKS container on '%s': the kernel has no device-mapper "
-                          "(dm-crypt); use --no-luks or load dm_crypt",
-                          a->device);
+                /* bv_luks_available said yes a moment ago */
+                log_error("cannot open the LUKS container on '%s': the kernel has no device-mapper (dm-crypt); "
+                          "'%s' now holds that LUKS header: load dm_crypt, or format it without LUKS "
+                          "(--no-luks --yes)", a->device, a->device);
                 return EXIT_ERROR;
         }
         if (r < 0)
@@ -177,9 +171,20 @@ static int target_format(const FormatArgs *a)
         ec = format_check_device(a, &wipe);
         if (ec != EXIT_OK)
                 return ec;
+        /* Before anything is written: a LUKS header that cannot be opened would be left behind
+         * (issue 21, finding 7), after a key derivation of seconds. */
+        int r = a->luks ? bv_luks_available() : 0;
+        if (r == -ENXIO) {
+                log_error("this kernel has no dm-crypt (device-mapper's crypt target), which a LUKS drive needs: "
+                          "load it (modprobe dm_crypt), or format '%s' without LUKS (--no-luks); nothing was "
+                          "written", a->device);
+                return EXIT_ERROR;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot tell whether this kernel has dm-crypt");
         /* The key file before anything is destroyed: a format that cannot start leaves the drive as
          * it was. */
-        int r = bv_key_file_create(a->key_dir, a->name, &key_file);
+        r = bv_key_file_create(a->key_dir, a->name, &key_file);
         if (r == -EEXIST) {
                 log_error("the key file '%s/%s.key' exists: it opens the drive once registered as %s; move it away "
                           "(keep it while that drive's backups matter) or give this drive another --name",

@@ -312,7 +312,7 @@ static int open_deriving(const char *path, const BvSecret *secret, BvOpenFlags f
 int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
                             BvSecret *ret_secret)
 {
-        BvRepoProblem problem;
+        BvRepoProblem problem = {};
         BvRepoConfig cfg;
         BvSecret secret;
         int r, e;
@@ -344,13 +344,13 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
                 return EXIT_KEY;
         }
         if (r == -EBUSY && (flags & BV_OPEN_GC)) {
-                log_error("repository '%s' is locked by another garbage collection (run gc again once it is done)",
-                          path);
+                log_error("repository '%s' is locked by another garbage collection%s%s (run gc again once it is done)",
+                          path, problem.holder[0] ? ", " : "", problem.holder);
                 return EXIT_BUSY;
         }
         if (r == -EBUSY) {
-                log_error("repository '%s' is locked by another writer (a backup or key change is running)",
-                          path);
+                log_error("repository '%s' is locked by another writer (a backup or key change is running)%s%s",
+                          path, problem.holder[0] ? ": " : "", problem.holder);
                 return EXIT_BUSY;
         }
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)

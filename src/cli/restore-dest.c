@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Where restore writes: standard output, a file replaced only with --force, a device checked to
- * be large enough before anything is written. */
+ * be large enough before anything is written and, when libblkid finds a filesystem, a LUKS header
+ * or a partition table on it, written only with --force. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "drive.h"
 #include "fileio.h"
 #include "image.h"
 #include "timeutil.h"
@@ -51,6 +53,32 @@ int restore_to_stdout(BvRepo *repo, const BvSnapshot *snap, Progress *progress, 
         return 0;
 }
 
+int device_holds(const char *dev, char *what, size_t size)
+{
+        BvDriveProbe pr;
+        int r = bv_drive_probe(dev, &pr);
+        if (r < 0)
+                return r;
+        if (pr.pttype[0])
+                snprintf(what, size, "a %s partition table", pr.pttype);
+        else if (pr.type[0])
+                snprintf(what, size, "%s (UUID %s)", pr.type, pr.uuid[0] ? pr.uuid : "none");
+        return pr.pttype[0] || pr.type[0];
+}
+
+/* One wrong letter in /dev/sdX must not destroy a disk: a device on which libblkid finds
+ * something is refused, naming it, as target format does. */
+static int check_device_blank(const char *dest)
+{
+        char what[128];
+        int r = device_holds(dest, what, sizeof(what));
+        if (r < 0)
+                return log_error_errno(r, "cannot probe '%s'", dest);
+        if (r > 0)
+                log_error("'%s' holds %s; refusing to restore over it (--force overwrites it)", dest, what);
+        return r > 0 ? EXIT_ERROR : EXIT_OK;
+}
+
 int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force)
 {
         struct stat st;
@@ -77,7 +105,7 @@ int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force)
                           format_bytes(size, a), (unsigned long long)snap->size, format_bytes(snap->size, b));
                 return EXIT_TOO_SMALL;
         }
-        return EXIT_OK;
+        return force ? EXIT_OK : check_device_blank(dest);
 }
 
 int restore_temp_name(const char *dest, char *buf, size_t size)

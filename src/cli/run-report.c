@@ -135,6 +135,9 @@ static void run_summary(const BvTargetRun *run, char *line, size_t size)
                          "target %s: the repository '%s' on the drive is reached through a symbolic link, which may "
                          "lead off the drive (refused); nothing was written",
                          t->name, t->repository);
+        else if (run->result < 0 && strcmp(run->step, "key file") == 0)
+                snprintf(line, size, "target %s: cannot read its key file '%s' (%s); nothing was written", t->name,
+                         t->key_file, strerror(-run->result));
         else if (run->result < 0 && strcmp(run->step, "identify") == 0)
                 snprintf(line, size,
                          "target %s: cannot prove that the drive is the registered one: its repository '%s' does "

@@ -5,22 +5,37 @@
  * The repository, the secret and the snapshot are checked here, with our messages, and then
  * this process becomes nbdkit (exec: LISTEN_PID stays right), which takes the socket from
  * LISTEN_FDS. The snapshot is pinned to what it resolved to at start.
+ *
+ * Run by hand (no socket passed to this process), it serves as `blkvault serve` does, on a
+ * private Unix socket or an explicit --listen with TLS or --insecure: exec'd without LISTEN_FDS,
+ * nbdkit would listen on every address, port 10809 (issue 21, finding 3).
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "serve.h"
 
 static const char usage_text[] =
-        "Usage: blkvault serve --export=NAME [--config=FILE]\n\n"
+        "Usage: blkvault serve --export=NAME [--config=FILE] [OPTIONS]\n\n"
         "Serve the export NAME of the configuration ([export NAME]: repository, snapshot, key-file\n"
         "or passphrase-file, cache) with nbdkit on the socket that systemd passes (socket activation,\n"
-        "as blkvault-nbd@NAME.service does): this process becomes nbdkit.\n\n"
+        "as blkvault-nbd@NAME.service does): this process becomes nbdkit. Run by hand, it serves in\n"
+        "the foreground as 'blkvault serve REPO SNAPSHOT' does: on a Unix socket in a private\n"
+        "directory unless told otherwise, printing the URI once it listens.\n\n"
         "  --export=NAME            the [export NAME] section\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
-        COMMON_OPTIONS_HELP;
+        SERVE_LISTENER_HELP COMMON_OPTIONS_HELP;
+
+/* Did systemd pass this process its listening socket? */
+static bool socket_activated(void)
+{
+        const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+        return pid && fds && strtol(pid, NULL, 10) == (long)getpid() && strtol(fds, NULL, 10) > 0;
+}
 
 static int exec_export(const BvConfExport *e)
 {
@@ -51,7 +66,17 @@ int serve_export(int argc, char **argv)
 {
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
         const char *config = NULL, *name = NULL;
-        const CliOption options[] = { CLI_STR("export", &name), CLI_STR("config", &config), {} };
+        ServeOptions o = {};
+        const CliOption options[] = {
+                CLI_STR("export", &name),
+                CLI_STR("config", &config),
+                CLI_STR("socket", &o.socket),
+                CLI_STR("listen", &o.listen),
+                CLI_STR("tls-psk", &o.tls_psk),
+                CLI_STR("tls-certificates", &o.tls_certs),
+                CLI_FLAG("insecure", &o.insecure),
+                {},
+        };
 
         CLI_PARSE_OR_RETURN(argc, argv, .name = "serve", .usage = usage_text, .options = options,
                             .args = "--export=NAME"); /* no REPO or SNAPSHOT: the [export NAME] section names them */
@@ -59,7 +84,16 @@ int serve_export(int argc, char **argv)
                 log_error("serve --export needs a NAME (--export=NAME)");
                 return EXIT_USAGE;
         }
-        int ec = load_config(config, false, &conf);
+        bool activated = socket_activated();
+        if (activated && (o.socket || o.listen || o.tls_psk || o.tls_certs || o.insecure)) {
+                log_error("systemd passed a socket: where the export listens is its socket unit's to say, not "
+                          "--socket, --listen, --tls-psk, --tls-certificates or --insecure");
+                return EXIT_USAGE;
+        }
+        int ec = activated ? -1 : serve_check_listener(&o);
+        if (ec >= 0)
+                return ec;
+        ec = load_config(config, false, &conf);
         if (ec != EXIT_OK)
                 return ec;
         const BvConfExport *e = bv_conf_export_by_name(conf, name);
@@ -71,5 +105,11 @@ int serve_export(int argc, char **argv)
                 log_error("export '%s' is not served: its section has a mistake (%s)", name, e->mistake);
                 return EXIT_ERROR;
         }
-        return exec_export(e);
+        if (activated)
+                return exec_export(e);
+        SecretArgs s = { .key_file = e->key_file, .passphrase_file = e->passphrase_file };
+        char what[BV_CONF_NAME_MAX + 16];
+        snprintf(what, sizeof(what), "export %s", e->name);
+        o.cache = e->cache;
+        return serve_by_hand(&o, e->repository, &s, e->snapshot, what);
 }

@@ -43,7 +43,7 @@ expect_usage "protect REPO SNAPSHOT" protect "$T/r" a b
 expect_usage "status" status extra
 expect_usage "serve REPO SNAPSHOT" serve "$T/r"
 expect_usage "serve --export=NAME" serve --export=x "$T/r"
-expect_fail 2 "^error: --socket excludes --port and --address$" bv serve "$T/r" latest --socket="$T/s" --port=10999
+expect_fail 2 "^error: --socket excludes --listen$" bv serve "$T/r" latest --socket="$T/s" --listen=127.0.0.1:10999 --insecure
 expect_usage "mount REPO SNAPSHOT MOUNTPOINT" mount "$T/r" latest
 # --cache: a size; 0 is refused (the cache cannot be turned off), as is one beyond 2^63 bytes
 for cmd in serve mount; do

@@ -67,6 +67,7 @@ need_cmd systemd-socket-activate nbdcopy
 randfile "$T/img" 4 units
 repo=$T/repo
 printf 'secret words\n' > "$T/pass"
+chmod 0600 "$T/pass"   # a secret file others can read is refused (blkvault.conf(5))
 BLKVAULT_PASSPHRASE='secret words' bv init "$repo" >/dev/null
 BLKVAULT_PASSPHRASE='secret words' bv backup "$repo" "$T/img" --name=vm1 >/dev/null
 mkdir -p "$T/etc"
@@ -103,5 +104,6 @@ expect_fail 2 "^error: expected 'blkvault serve --export=NAME' (see 'blkvault he
     env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1 "$repo" latest
 sed -i "s|^passphrase-file = .*|passphrase-file = $T/wrong|" "$T/etc/blkvault.conf"
 printf 'other words\n' > "$T/wrong"
+chmod 0600 "$T/wrong"
 expect_fail 3 "^error: cannot open repository '$repo': wrong passphrase or key$" \
     env BLKVAULT_CONFIG="$T/etc/blkvault.conf" "$BLKVAULT" serve --export=vm1

@@ -86,6 +86,34 @@ start_serve() {
     return 1
 }
 
+# The nbdkit process serving for `blkvault serve` (its child).
+nbdkit_of() {
+    local p
+    for p in $(pgrep -P "$1") "$1"; do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = nbdkit ] && { echo "$p"; return 0; }
+    done
+    return 1
+}
+# no_tcp_listener PID: the process holds no listening TCP socket (/proc/net/tcp*, state 0A).
+no_tcp_listener() {
+    python3 - "$1" <<'PY'
+import os, sys
+pid = sys.argv[1]
+inodes = set()
+for fd in os.listdir(f"/proc/{pid}/fd"):
+    try:
+        t = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        continue
+    if t.startswith("socket:["):
+        inodes.add(t[8:-1])
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for line in open(table).readlines()[1:]:
+        f = line.split()
+        if f[3] == "0A" and f[9] in inodes:
+            sys.exit(f"listening on TCP {f[1]}")
+PY
+}
 stop_serve() { stop_server "$SERVE_PID" "$T/$SERVE_NAME.log" "blkvault serve ($SERVE_NAME)"; }
 
 # plain_repo REPO IMG: a repository of unencrypted, uncompressed, fixed 64 KiB chunks (the bytes

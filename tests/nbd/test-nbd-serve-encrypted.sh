@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # blkvault serve on encrypted repositories: the secret from --passphrase-file, --key-file and
 # $BLKVAULT_PASSPHRASE reaches nbdkit and the export reads back bit-exact, on a Unix socket and on
-# a TCP port (--port=N, the printed nbd://localhost:N URI); a wrong or missing secret fails
+# a TCP port (--listen=localhost:N --insecure, the printed nbd://localhost:N URI); a wrong or missing secret fails
 # before nbdkit starts, with exit status 3 and a message that says so.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
@@ -55,16 +55,16 @@ stop_serve
 started=
 for attempt in 1 2 3 4 5; do
     port=$(free_port)
-    if start_serve tcp "$erepo" disk --port="$port" --passphrase-file="$T/pass" 2>"$T/tcp.err"; then
+    if start_serve tcp "$erepo" disk --listen=localhost:"$port" --insecure --passphrase-file="$T/pass" 2>"$T/tcp.err"; then
         started=1
         break
     fi
-    grep -qi "address already in use" "$T/tcp.log" || { cat "$T/tcp.log" >&2; die "serve --port=$port did not start"; }
+    grep -qi "address already in use" "$T/tcp.log" || { cat "$T/tcp.log" >&2; die "serve --listen=localhost:$port did not start"; }
 done
-[ -n "$started" ] || die "serve --port found no free port in 5 attempts"
+[ -n "$started" ] || die "serve --listen found no free port in 5 attempts"
 assert_eq "$SERVE_URI" "nbd://localhost:$port" "printed URI"
 # it listens on loopback addresses only (/proc/net/tcp*: state 0A is LISTEN)
-python3 - "$port" <<'PY' || die "serve --port listens beyond localhost"
+python3 - "$port" <<'PY' || die "serve --listen=localhost:PORT listens beyond localhost"
 import sys
 port, found = int(sys.argv[1]), []
 for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -88,7 +88,7 @@ BLKVAULT_PASSPHRASE='wrong horse' expect_fail 3 "$wrong" timeout 60 "$BLKVAULT" 
 expect_fail 3 "cannot open repository '$krepo': wrong passphrase or key" \
     timeout 60 "$BLKVAULT" serve "$krepo" disk --socket="$T/bad3.sock" --key-file="$T/wrong-key"
 port=$(free_port)
-expect_fail 3 "$wrong" timeout 60 "$BLKVAULT" serve "$erepo" disk --port="$port" --passphrase-file="$T/wrong-pass"
+expect_fail 3 "$wrong" timeout 60 "$BLKVAULT" serve "$erepo" disk --listen=localhost:"$port" --insecure --passphrase-file="$T/wrong-pass"
 expect_fail 3 "the repository is encrypted: set BLKVAULT_PASSPHRASE" \
     timeout 60 env -u BLKVAULT_PASSPHRASE "$BLKVAULT" serve "$erepo" disk --socket="$T/bad4.sock" </dev/null
 for s in bad1 bad2 bad3 bad4; do

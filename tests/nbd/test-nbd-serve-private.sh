@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # blkvault serve keeps the decrypted export to its user: without options it listens on a Unix
 # socket in a private 0700 directory (no TCP port at all), which another user cannot reach; TCP
-# only with --port/--address, with a warning unless --tls-psk protects it; the passphrase is in
+# only with --listen=ADDR:PORT, and then with --tls-psk or --insecure (warned about); the passphrase is in
 # the environment of neither nbdkit nor serve while it serves. Options are checked before
 # anything starts, and the URI is printed only once the server listens: a busy port exits
 # non-zero with nothing on standard output.
@@ -21,34 +21,6 @@ read_back() {
     nbdcopy "$1" "$T/copy.img" || die "nbdcopy of $1 failed"
     assert_same "$img" "$T/copy.img"
     rm -f "$T/copy.img"
-}
-# The nbdkit process serving for `blkvault serve` (its child).
-nbdkit_of() {
-    local p
-    for p in $(pgrep -P "$1") "$1"; do
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = nbdkit ] && { echo "$p"; return 0; }
-    done
-    return 1
-}
-# no_tcp_listener PID: the process holds no listening TCP socket (/proc/net/tcp*, state 0A).
-no_tcp_listener() {
-    python3 - "$1" <<'PY'
-import os, sys
-pid = sys.argv[1]
-inodes = set()
-for fd in os.listdir(f"/proc/{pid}/fd"):
-    try:
-        t = os.readlink(f"/proc/{pid}/fd/{fd}")
-    except OSError:
-        continue
-    if t.startswith("socket:["):
-        inodes.add(t[8:-1])
-for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-    for line in open(table).readlines()[1:]:
-        f = line.split()
-        if f[3] == "0A" and f[9] in inodes:
-            sys.exit(f"listening on TCP {f[1]}")
-PY
 }
 # no_secret_in_env PID WHAT: /proc/PID/environ does not hold the passphrase.
 no_secret_in_env() {
@@ -83,15 +55,17 @@ stop_serve
 
 # --- options are checked before anything starts ---------------------------------------------
 expect_fail 2 "^error: invalid --cache 'banana' (a size such as 256M)$" "$BLKVAULT" serve "$repo" disk --cache=banana
-expect_fail 2 "^error: invalid --port '0' (1 to 65535)$" "$BLKVAULT" serve "$repo" disk --port=0
-expect_fail 2 "^error: invalid --port 'http' (1 to 65535)$" "$BLKVAULT" serve "$repo" disk --port=http
-expect_fail 2 "^error: invalid --address 'no such host.invalid': " "$BLKVAULT" serve "$repo" disk --address='no such host.invalid'
-expect_fail 2 "^error: --socket excludes --port and --address" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --address=::1
+expect_fail 2 "^error: invalid --listen port '0' (1 to 65535)$" "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:0 --insecure
+expect_fail 2 "^error: invalid --listen port 'http' (1 to 65535)$" "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:http --insecure
+expect_fail 2 "^error: invalid --listen address 'no such host.invalid': " "$BLKVAULT" serve "$repo" disk --listen='no such host.invalid:10999' --insecure
+expect_fail 2 "^error: --socket excludes --listen" "$BLKVAULT" serve "$repo" disk --socket="$T/s" --listen='[::1]:10999' --insecure
+expect_fail 2 "^error: --listen=127.0.0.1:10999 would serve the decrypted disk over TCP without TLS" "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:10999
+expect_fail 2 "^error: --tls-psk and --tls-certificates exclude each other$" "$BLKVAULT" serve "$repo" disk --tls-psk="$T/x" --tls-certificates="$T"
 expect_fail 1 "^error: cannot read the TLS key file '$T/none.psk': No such file or directory" \
-    "$BLKVAULT" serve "$repo" disk --port=10999 --tls-psk="$T/none.psk"
+    "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:10999 --tls-psk="$T/none.psk"
 printf 'not a key\n' > "$T/bad.psk"
 expect_fail 1 "^error: '$T/bad.psk' holds no USER:HEXKEY line (make one with 'psktool -u USER -p FILE')$" \
-    "$BLKVAULT" serve "$repo" disk --port=10999 --tls-psk="$T/bad.psk"
+    "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:10999 --tls-psk="$T/bad.psk"
 [ ! -s "$T/.out" ] || die "a refused serve printed a URI"
 
 # --- a busy port: non-zero exit before any URI -----------------------------------------------
@@ -103,25 +77,25 @@ on_exit "kill $holder"
 for w in $(seq 100); do [ -s "$T/holder.port" ] && break; sleep 0.1; done
 busy=$(cat "$T/holder.port")
 rc=0
-BLKVAULT_PASSPHRASE=$pass timeout 60 "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --port="$busy" \
+BLKVAULT_PASSPHRASE=$pass timeout 60 "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:"$busy" --insecure \
     >"$T/busy.out" 2>"$T/busy.err" || rc=$?
 [ "$rc" = 1 ] || { cat "$T/busy.err" >&2; die "serve on a busy port exited $rc, expected 1"; }
 [ ! -s "$T/busy.out" ] || die "serve on a busy port printed '$(cat "$T/busy.out")'"
 grep -q "Address already in use" "$T/busy.err" || { cat "$T/busy.err" >&2; die "no 'Address already in use'"; }
-grep -qx "error: nbdkit did not start serving (exit status 1): its message above says why (a port in use? pick another with --port)" "$T/busy.err" ||
+grep -qx "error: nbdkit did not start serving (exit status 1): its message above says why (a port in use? pick another in --listen)" "$T/busy.err" ||
     { cat "$T/busy.err" >&2; die "no error line for the busy port"; }
 kill "$holder"
 
-# --- TCP without TLS: served, with a warning ------------------------------------------------
+# --- TCP without TLS, with --insecure: served, with a warning --------------------------------
 started=
 for attempt in 1 2 3 4 5; do
     port=$(free_port)
-    if BLKVAULT_PASSPHRASE=$pass start_serve tcp "$repo" disk --port="$port"; then started=1; break; fi
-    grep -q "Address already in use" "$T/tcp.log" || die "serve --port=$port did not start"
+    if BLKVAULT_PASSPHRASE=$pass start_serve tcp "$repo" disk --listen=localhost:"$port" --insecure; then started=1; break; fi
+    grep -q "Address already in use" "$T/tcp.log" || die "serve --listen=localhost:$port did not start"
 done
 [ -n "$started" ] || die "no free port in 5 attempts"
 assert_eq "$SERVE_URI" "nbd://localhost:$port" "printed URI"
-grep -q "^warning: TCP port $port on localhost is open to every local user, unauthenticated and unencrypted: use --tls-psk=FILE or the default Unix socket" "$T/tcp.log" ||
+grep -qx "warning: --insecure: TCP port $port on localhost is open to every local user, unauthenticated and unencrypted" "$T/tcp.log" ||
     { cat "$T/tcp.log" >&2; die "no warning for unprotected TCP"; }
 read_back "$SERVE_URI"
 stop_serve
@@ -132,7 +106,7 @@ chmod 600 "$T/keys.psk"
 started=
 for attempt in 1 2 3 4 5; do
     port=$(free_port)
-    if BLKVAULT_PASSPHRASE=$pass start_serve tls "$repo" disk --port="$port" --tls-psk="$T/keys.psk"; then started=1; break; fi
+    if BLKVAULT_PASSPHRASE=$pass start_serve tls "$repo" disk --listen=localhost:"$port" --tls-psk="$T/keys.psk"; then started=1; break; fi
     grep -q "Address already in use" "$T/tls.log" || die "serve --tls-psk did not start"
 done
 [ -n "$started" ] || die "no free port in 5 attempts"

@@ -67,7 +67,8 @@ out=$(bv target run "$fs" --config="$T/none.conf")
 assert_eq "$out" "debug: '$fs' (UUID $uuid) is not a registered target, ignoring"
 
 # the generator: a timer per scheduled job, wanted by timers.target, that verifies with its
-# service; a configuration with mistakes makes none
+# service; the socket of every export, wanted by sockets.target (issue 21, finding 6: nothing
+# made it start); a configuration with mistakes makes none
 ln -s "$BLKVAULT" "$T/blkvault-generator"
 cat > "$T/gen.conf" <<'EOF'
 [job vm1]
@@ -75,17 +76,24 @@ source = /dev/vg0/vm1
 schedule = Mon..Fri *-*-* 02:30:00
 [job adhoc]
 source = /srv/img
+[export disk]
+repository = /srv/repo
 EOF
 mkdir -p "$T/gen" "$T/gen-bad"
 BLKVAULT_CONFIG=$T/gen.conf "$T/blkvault-generator" "$T/gen" "$T/gen-early" "$T/gen-late"
-assert_eq "$(cd "$T/gen" && find . | sort | tr '\n' ' ')" ". ./blkvault-job@vm1.timer ./timers.target.wants ./timers.target.wants/blkvault-job@vm1.timer " "generated files"
+assert_eq "$(cd "$T/gen" && find . | sort | tr '\n' ' ')" ". ./blkvault-job@vm1.timer ./sockets.target.wants ./sockets.target.wants/blkvault-nbd@disk.socket ./timers.target.wants ./timers.target.wants/blkvault-job@vm1.timer " "generated files"
+case $(readlink "$T/gen/sockets.target.wants/blkvault-nbd@disk.socket") in
+/*/blkvault-nbd@.socket) ;;
+*) die "the export's socket links to '$(readlink "$T/gen/sockets.target.wants/blkvault-nbd@disk.socket")', not the template" ;;
+esac
 assert_eq "$(readlink "$T/gen/timers.target.wants/blkvault-job@vm1.timer")" "../blkvault-job@vm1.timer"
 grep -qx "OnCalendar=Mon..Fri \*-\*-\* 02:30:00" "$T/gen/blkvault-job@vm1.timer" || die "timer schedule"
 cp "$T/gen/blkvault-job@vm1.timer" "$T/units/"
 rc=0
 (cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-job@vm1.timer") >"$T/verify.out" 2>&1 || rc=$?
 [ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify of the generated timer complained"; }
-printf '[job x]\nschedule = daily\n' > "$T/gen-bad.conf"
+printf '[job x]\nschedule = daily\n[export y]\nsnapshot = latest\n' > "$T/gen-bad.conf"
 BLKVAULT_CONFIG=$T/gen-bad.conf "$T/blkvault-generator" "$T/gen-bad" "$T/e" "$T/l" 2>"$T/gen.err"
-assert_eq "$(cat "$T/gen.err")" "blkvault-generator: $T/gen-bad.conf:1: [job x] has no source (set source = PATH or command = COMMAND)"
-assert_eq "$(ls -A "$T/gen-bad")" "" "timers made from a configuration with mistakes"
+assert_eq "$(cat "$T/gen.err")" "blkvault-generator: $T/gen-bad.conf:1: [job x] has no source (set source = PATH or command = COMMAND)
+blkvault-generator: $T/gen-bad.conf:3: [export y] has no repository"
+assert_eq "$(ls -A "$T/gen-bad")" "" "units made from sections with mistakes"

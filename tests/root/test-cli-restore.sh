@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # restore's destinations (issue 12): '-' writes the image to standard output (compared by hash),
 # an existing file is refused unless --force (then replaced whole), a device smaller than the
-# image is refused with both sizes before anything is written.
+# image is refused with both sizes before anything is written, and one that holds a filesystem or
+# a partition table is refused unless --force, naming what is there.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
-need_cmd losetup openssl sha256sum
+need_cmd losetup openssl sha256sum mkfs.ext4 blkid e2fsck sfdisk
 
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
@@ -47,6 +48,25 @@ expect_fail 8 "^error: the filesystem of '$T/tiny/out' is full: snapshot [0-9a-f
     bv restore "$repo" img@latest "$T/tiny/out"
 assert_eq "$(ls "$T/tiny")" "" "a restore that filled its filesystem left a file"
 umount "$T/tiny"
+# a device that holds a filesystem (issue 21, finding 4): refused without --force, naming what is
+# there, the filesystem untouched; --force restores over it
+truncate -s 8M "$T/fs.img"
+mkfs.ext4 -q -F -U 5b1a2c3d-0000-4000-8000-00000000f00d "$T/fs.img"
+attach_loop fsdev "$T/fs.img"
+sum=$(sha256sum <"$fsdev")
+expect_fail 1 "^error: '$fsdev' holds ext4 (UUID 5b1a2c3d-0000-4000-8000-00000000f00d); refusing to restore over it (--force overwrites it)$" \
+    bv restore "$repo" img@latest "$fsdev"
+assert_eq "$(sha256sum <"$fsdev")" "$sum" "a refused restore changed the device"
+assert_eq "$(blkid -o value -s TYPE "$fsdev")" ext4 "the filesystem after a refused restore"
+e2fsck -n -f "$fsdev" >/dev/null 2>&1 || die "the ext4 on $fsdev does not check clean after a refused restore"
+bv restore "$repo" img@latest "$fsdev" --force -q >/dev/null
+cmp "$T/img" "$fsdev" || die "the restore with --force differs"
+# a partition table is named as such
+truncate -s 8M "$T/pt.img"
+printf 'label: gpt\n' | sfdisk -q "$T/pt.img" >/dev/null 2>&1 || die "sfdisk failed"
+attach_loop ptdev "$T/pt.img"
+expect_fail 1 "^error: '$ptdev' holds a gpt partition table; refusing to restore over it (--force overwrites it)$" \
+    bv restore "$repo" img@latest "$ptdev"
 # a large enough device is written
 truncate -s 8M "$T/big.img"
 attach_loop dev2 "$T/big.img"

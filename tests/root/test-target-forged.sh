@@ -60,10 +60,16 @@ assert_eq "$(ls -A "$T/host/snapshots")" "" "snapshots in the host repository"
 assert_eq "$(ls -A "$T/host/locks")" "" "locks taken in the host repository"
 
 
-# the real drive again, with its job's state file damaged (a FIFO): the run replaces it (it warned
-# "cannot record" at every run, so status never saw another good backup on this drive)
+# the real drive, but the host lost the target's key file: said so, the drive is not blamed
 losetup -d "$forged"
 attach_loop real "$T/real.img"
+mv "$T/keys/usb-1.key" "$T/keys/moved"
+expect_fail 1 "^error: target usb-1: cannot read its key file '$T/keys/usb-1.key' (No such file or directory); nothing was written$" \
+    bv target run usb-1 "${opts[@]}"
+mv "$T/keys/moved" "$T/keys/usb-1.key"
+
+# the real drive again, with its job's state file damaged (a FIFO): the run replaces it (it warned
+# "cannot record" at every run, so status never saw another good backup on this drive)
 mkdir -p "$BLKVAULT_STATE_DIR"
 rm -f "$BLKVAULT_STATE_DIR/job-secret@usb-1" && mkfifo "$BLKVAULT_STATE_DIR/job-secret@usb-1"
 bv target run usb-1 "${opts[@]}" >"$T/run.out" 2>"$T/run.err" || { cat "$T/run.out" "$T/run.err" >&2; die "the run on the real drive"; }

@@ -114,6 +114,27 @@ static void check_readers_writers(BvBackend *b)
         ASSERT_EQ(bv_obj_reader_pread(r, buf, 4, 1), 4); /* from the fd now */
         ASSERT_MEMEQ(buf, data + 1, 4);
         bv_obj_reader_close(r);
+
+        /* a second reader finds the whole object in the local cache: no request for it */
+        bv_s3_stats before, after;
+        ASSERT_OK(bv_obj_reader_open(b, BV_KIND_INDEX, "0000000000000001.idx", &r));
+        ASSERT_OK(bv_backend_s3_stats(b, &before));
+        fd = bv_obj_reader_fd(r);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(bv_backend_s3_stats(b, &after));
+        ASSERT_EQ(after.requests, before.requests);
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        ASSERT_TRUE(map != MAP_FAILED);
+        ASSERT_MEMEQ(map, data, size);
+        munmap(map, size);
+        bv_obj_reader_close(r);
+        /* the cache is bounded: storing a small object evicts the large one */
+        setenv("BLKVAULT_S3_CACHE_MAX", "100", 1);
+        ASSERT_OK(bv_backend_put(b, BV_KIND_INDEX, "0000000000000003.idx", data, 50, BV_PUT_CREATE));
+        ASSERT_OK(bv_obj_reader_open(b, BV_KIND_INDEX, "0000000000000003.idx", &r));
+        ASSERT_TRUE(bv_obj_reader_fd(r) >= 0);
+        bv_obj_reader_close(r);
+        unsetenv("BLKVAULT_S3_CACHE_MAX");
         ASSERT_ERROR(bv_obj_reader_open(b, BV_KIND_INDEX, "0000000000000002.idx", &r), ENOENT);
         free(data);
 }

@@ -16,6 +16,9 @@ s3_curl -f "http://127.0.0.1:$S3_PORT/bvrepo/site/one/packs/ab/ab0123456789abcde
     || die "no pack at packs/ab/"
 # the locks are local files of the cache, for this bucket and prefix
 [ -f "$T/cache/s3/bvrepo/site/one/locks/write" ] || die "no lock file in the cache: $(find "$T/cache")"
+# the local cache of whole objects kept only the last one within its bound (100 bytes)
+cached=$(find "$T/cache/s3/bvrepo/site/one/objects" -type f -printf '%s\n')
+[ "$cached" = 50 ] || die "the cache holds: $(find "$T/cache/s3/bvrepo/site/one/objects" -type f -printf '%f %s\n')"
 # the lease was put, then deleted on release
 [ "$(s3_log_count s3_DeleteObject)" -ge 1 ] || die "the lease was never deleted"
 # with Object Lock every version the backend put is retained: deleting one is refused

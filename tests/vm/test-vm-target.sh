@@ -64,6 +64,13 @@ for fs in ext4 xfs btrfs; do
     grep -qx "without it neither the drive's LUKS container nor the repository on it can be opened." "$T/out" ||
         { cat "$T/out"; die "format did not say what the key file protects"; }
     locked "$dev" "format of $fs"
+    if [ "$fs" = ext4 ]; then
+        # the test knob: fixed argon2id costs instead of the benchmark
+        cryptsetup luksDump "$dev" >"$T/dump"
+        for want in "PBKDF:      argon2id" "Time cost:  4" "Memory:     32768" "Threads:    1"; do
+            grep -q "^[[:space:]]*$want\$" "$T/dump" || { cat "$T/dump"; die "keyslot lacks '$want'"; }
+        done
+    fi
     vm_log "$fs: run"
     bv target run "$dev" "${opts[@]}" >"$T/out" || { cat "$T/out"; die "target run of $fs failed"; }
     grep -q "^job vm: snapshot [0-9a-f]\{8\}, [0-9.]* [KM]i\?B new, verified$" "$T/out" || { cat "$T/out"; die "$fs: job line"; }

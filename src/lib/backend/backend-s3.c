@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend-s3-cache.h"
 #include "backend-s3.h"
 #include "fileio.h"
 #include "hex.h"
@@ -46,6 +47,7 @@ typedef struct S3Reader {
         BvObjReader base;
         char key[BV_BACKEND_KEY_MAX];
         const char *version_id; /* the point in time's, or NULL */
+        char etag[80]; /* names the cached copy */
         uint64_t size;
         int fd; /* the whole object, once reader_fd asked for it */
 } S3Reader;
@@ -354,6 +356,7 @@ static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjR
         }
         rd->base.backend = b;
         rd->size = o.size;
+        snprintf(rd->etag, sizeof(rd->etag), "%s", o.etag);
         rd->fd = -EBADF;
         bv_s3_object_done(&o);
         *ret = &rd->base;
@@ -377,25 +380,53 @@ static uint64_t s3_reader_size(BvObjReader *r)
         return ((S3Reader *)r)->size;
 }
 
-/* The whole object in a memfd, for callers that mmap (index segments). */
+static int lock_dir(S3Backend *s);
+
+/* The cache's bound: $BLKVAULT_S3_CACHE_MAX bytes, else 1 GiB. */
+static uint64_t cache_max(void)
+{
+        const char *e = getenv("BLKVAULT_S3_CACHE_MAX");
+        char *end;
+        unsigned long long v;
+
+        if (!e || !*e)
+                return UINT64_C(1) << 30;
+        v = strtoull(e, &end, 10);
+        return *end ? UINT64_C(1) << 30 : (uint64_t)v;
+}
+
+/* The whole object in a file, for callers that mmap (index segments): the copy in the local
+ * cache (backend-s3-cache.h) when there is one, else one GET, kept in the cache (or a memfd
+ * where the cache cannot be written). */
 static int s3_reader_fd(BvObjReader *r)
 {
         S3Reader *rd = (S3Reader *)r;
+        S3Backend *s = S3B(r->backend);
         _cleanup_close_ int fd = -EBADF;
+        char name[128];
+        int dirfd, k;
         void *data;
         size_t len;
-        int k;
 
         if (rd->fd >= 0)
                 return rd->fd;
+        {
+                BV_LOCK_GUARD(&s->lock_mutex);
+                dirfd = lock_dir(s);
+        }
+        bool cacheable = dirfd >= 0 && s3_cache_name(rd->etag, rd->size, name, sizeof(name)) >= 0;
+        if (cacheable && (fd = s3_cache_open(dirfd, name)) >= 0) {
+                rd->fd = TAKE_FD(fd);
+                return rd->fd;
+        }
         k = bv_s3_get(client(r->backend), rd->key, rd->version_id, SIZE_MAX, &data, &len);
         if (k < 0)
                 return k;
-        fd = memfd_create("blkvault-s3-object", MFD_CLOEXEC);
-        if (fd < 0)
-                k = -errno;
-        else
-                k = bv_pwrite_all(fd, data, len, 0);
+        fd = cacheable && len == rd->size ? s3_cache_put(dirfd, name, data, len, cache_max()) : -EINVAL;
+        if (fd < 0) {
+                fd = memfd_create("blkvault-s3-object", MFD_CLOEXEC);
+                k = fd < 0 ? -errno : bv_pwrite_all(fd, data, len, 0);
+        }
         free(data);
         if (k < 0)
                 return k;
@@ -736,6 +767,14 @@ int bv_backend_s3_open_at(const char *location, int64_t at, BvBackend **ret, cha
         if (at <= 0)
                 return -EINVAL;
         return s3_open(location, false, at, ret, errbuf, errlen);
+}
+
+int bv_backend_s3_stats(BvBackend *b, bv_s3_stats *ret)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        bv_s3_get_stats(client(b), ret);
+        return 0;
 }
 
 int bv_backend_s3_set_object_lock(BvBackend *b, int64_t retain_seconds, bv_s3_lock_mode mode)

@@ -11,7 +11,10 @@
  *                randomly named)
  *   get, stat    GET, HEAD; list: ListObjectsV2 of PREFIX/<folder>/, 1,000 keys a request
  *   remove       DELETE; on S3 deleting an absent object succeeds, and so does this
- *   readers      HEAD for the size, a ranged GET per read; reader_fd: one GET into a memfd
+ *   readers      HEAD for the size, a ranged GET per read; reader_fd: the whole object from the
+ *                local cache (objects/ of the directory below, named by ETag and size, at most
+ *                $BLKVAULT_S3_CACHE_MAX bytes, default 1 GiB, least recently used out first),
+ *                else one GET, kept there
  *   writers      a spool file (O_TMPFILE under $TMPDIR), PUT from it at commit
  *   locks        flock(2) on files of a local directory for this bucket and prefix
  *                ($BLKVAULT_CACHE_DIR, else $XDG_CACHE_HOME/blkvault, else /var/cache/blkvault
@@ -43,6 +46,9 @@ int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char 
 /* Opens location read-only as it was at time at (seconds since the epoch), from the object
  * versions of a bucket with versioning (Object Lock turns it on). */
 int bv_backend_s3_open_at(const char *location, int64_t at, BvBackend **ret, char *errbuf, size_t errlen);
+
+/* Requests made and bytes moved by b so far (s3.h); -EOPNOTSUPP for a backend that is not S3. */
+int bv_backend_s3_stats(BvBackend *b, bv_s3_stats *ret);
 
 /* Every later put and writer commit of b carries Object Lock retention until now +
  * retain_seconds (0: none), in mode (COMPLIANCE or GOVERNANCE). -EOPNOTSUPP for a backend

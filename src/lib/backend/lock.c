@@ -14,9 +14,14 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "fileio.h"
 #include "lock.h"
 #include "macro.h"
+#include "timeutil.h"
 
 /* locks/<name>, resolved beneath the repository: neither locks/ nor the file may be a symbolic
  * link, and the file must be a regular one (a FIFO must not hang the open). Whoever can create
@@ -62,6 +67,77 @@ static const struct {
         [BV_LOCK_COMMIT] = { "locks/commit", "locks/gc", LOCK_EX },
 };
 
+static const char *holder_name(BvLockKind kind)
+{
+        return kind == BV_LOCK_WRITE ? "write.holder" : kind == BV_LOCK_GC ? "gc.holder" : NULL;
+}
+
+/* This process's command line, its arguments joined by spaces (/proc files have no size to
+ * read by: one read). */
+static void own_command(char *buf, size_t size)
+{
+        _cleanup_close_ int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+        if (n < 0)
+                n = 0;
+        while (n > 0 && buf[n - 1] == '\0')
+                n--;
+        buf[n] = '\0';
+        for (ssize_t i = 0; i < n; i++)
+                if (buf[i] == '\0' || buf[i] == '\n')
+                        buf[i] = ' ';
+}
+
+/* Best effort: a lock taken on a read-only mount, or in a full filesystem, names no holder. */
+static void holder_record(int repo_dirfd, BvLockKind kind)
+{
+        char host[256] = "", cmd[512], text[1024];
+        int dfd = bv_open_dir_beneath(repo_dirfd, "locks");
+        if (dfd < 0)
+                return;
+        (void)gethostname(host, sizeof(host) - 1);
+        own_command(cmd, sizeof(cmd));
+        int n = snprintf(text, sizeof(text), "pid=%d\nhost=%s\nsince=%llu\ncommand=%s\n", (int)getpid(), host,
+                         (unsigned long long)(bv_now_realtime_ns() / 1000000000ull), cmd);
+        if (n > 0 && (size_t)n < sizeof(text))
+                (void)bv_write_file_durable(dfd, holder_name(kind), text, (size_t)n, true);
+        close(dfd);
+}
+
+int bv_lock_holder(int repo_dirfd, BvLockKind kind, char *buf, size_t size)
+{
+        _cleanup_free_ char *data = NULL, *path = NULL;
+        char when[32] = "?";
+        const char *pid = "", *host = "", *cmd = "";
+        size_t len;
+
+        if (!holder_name(kind))
+                return -EINVAL;
+        if (asprintf(&path, "locks/%s", holder_name(kind)) < 0)
+                return -ENOMEM;
+        int r = bv_read_file_beneath(repo_dirfd, path, 64 * 1024, (void **)&data, &len);
+        if (r < 0)
+                return r;
+        for (char *save = NULL, *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                char *v = strchr(l, '=');
+                if (!v)
+                        continue;
+                *v++ = '\0';
+                if (strcmp(l, "pid") == 0)
+                        pid = v;
+                else if (strcmp(l, "host") == 0)
+                        host = v;
+                else if (strcmp(l, "command") == 0)
+                        cmd = v;
+                else if (strcmp(l, "since") == 0)
+                        bv_format_time_utc(strtoull(v, NULL, 10), when);
+        }
+        if (!*pid)
+                return -ENOENT;
+        snprintf(buf, size, "pid %s on %s since %s: %s", pid, *host ? host : "?", when, cmd);
+        return 0;
+}
+
 int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
 {
         _cleanup_close_ int fd = -EBADF;
@@ -85,5 +161,7 @@ int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)
                         continue;
                 return errno == EWOULDBLOCK ? -EBUSY : negative_errno();
         }
+        if (holder_name(kind))
+                holder_record(repo_dirfd, kind);
         return TAKE_FD(fd);
 }

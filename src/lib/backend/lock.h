@@ -10,10 +10,13 @@
  *                   time
  *   BV_LOCK_COMMIT  exclusive on locks/commit: a backup's commit (its check against gc, then
  *                   its snapshot record) against gc's condemn (docs/LIFECYCLE.md)
- * Readers never block on the writer.
+ * Readers never block on the writer. Who takes locks/write or locks/gc records itself beside it
+ * (locks/write.holder, locks/gc.holder: pid, host, command line, since when), so that one who
+ * finds the lock taken can name the holder.
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum {
         BV_LOCK_WRITE = 1,
@@ -24,3 +27,7 @@ typedef enum {
 
 /* Returns an fd holding the lock (close it to release), -EBUSY if !wait and it is taken. */
 int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait);
+
+/* The holder of a write or gc lock as it recorded itself: "pid 123 on HOST since TIME: COMMAND"
+ * in buf. -ENOENT when none was recorded (or it does not read). */
+int bv_lock_holder(int repo_dirfd, BvLockKind kind, char *buf, size_t size);

@@ -1,11 +1,33 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
-/* Shared by gc.c (the run, condemn, rewrite) and gc-mark.c (mark, condemned lists, finalize). */
+/* Shared by gc.c (the run, condemn), gc-rewrite.c (copies), gc-mark.c (mark, condemned lists,
+ * finalize) and gc-tmp.c. */
 #include <stdint.h>
 
 #include "gc.h"
 #include "index.h"
 #include "object.h"
+#include "pack.h"
+
+enum {
+        PACK_NAMED = 1 << 0,  /* in an index segment's pack table */
+        PACK_LISTED = 1 << 1, /* in packs/ */
+        PACK_CONDEMN = 1 << 2,
+        PACK_REWRITE = 1 << 3,
+        PACK_PENDING = 1 << 4, /* in a condemned list that waits: condemned already */
+};
+
+typedef struct PackStat {
+        uint8_t id[BV_PACK_ID_SIZE];
+        uint64_t size;
+        uint32_t live, total; /* winning entries a snapshot references / entries */
+        uint8_t flags;
+} PackStat;
+
+typedef struct Packs {
+        PackStat *p;
+        size_t n, cap;
+} Packs;
 
 typedef struct GcList {
         char name[BV_INDEX_NAME_MAX];
@@ -26,6 +48,7 @@ typedef struct Gc {
         size_t nsnaps;
         BvGcStats *st;
         BvRepoProblem *problem; /* BvGcOptions.problem */
+        unsigned max_unused;    /* BvGcOptions.max_unused */
 } Gc;
 
 /* Names path (below the repository) as the entry at fault for error; returns error. */
@@ -53,4 +76,8 @@ int gc_finalize(Gc *g, GcList *l);
 int gc_pack_cmp(const void *a, const void *b);
 /* Deletes the .tmp-* files of the repository's folders that no live writer holds (gc-tmp.c). */
 int gc_reap_tmp(Gc *g);
+/* Copies the live objects of every pack marked PACK_REWRITE into new packs (gc-rewrite.c): an
+ * object as it is stored, except a group whose unused members exceed g->max_unused of its bytes,
+ * whose live members are re-encoded into new groups. Their entries are durable on return. */
+int gc_rewrite_packs(Gc *g, const Packs *ps);
 int gc_snap_cmp(const void *a, const void *b);

@@ -19,26 +19,6 @@
 #include "macro.h"
 #include "pack.h"
 
-enum {
-        PACK_NAMED = 1 << 0,  /* in an index segment's pack table */
-        PACK_LISTED = 1 << 1, /* in packs/ */
-        PACK_CONDEMN = 1 << 2,
-        PACK_REWRITE = 1 << 3,
-        PACK_PENDING = 1 << 4, /* in a condemned list that waits: condemned already */
-};
-
-typedef struct PackStat {
-        uint8_t id[BV_PACK_ID_SIZE];
-        uint64_t size;
-        uint32_t live, total; /* winning entries a snapshot references / entries */
-        uint8_t flags;
-} PackStat;
-
-typedef struct Packs {
-        PackStat *p;
-        size_t n, cap;
-} Packs;
-
 static int packs_add(Packs *ps, const uint8_t id[BV_PACK_ID_SIZE], uint64_t size, uint8_t flags)
 {
         if (BV_ARRAY_RESERVE(ps->p, ps->cap, ps->n + 1, 256) < 0)
@@ -136,103 +116,6 @@ static size_t packs_plan(Gc *g, Packs *ps, unsigned max_unused)
         return n;
 }
 
-/* ---- rewriting packs: their live objects, copied as they are stored, into new packs ---- */
-
-static bool object_live(Gc *g, const uint8_t pack[BV_PACK_ID_SIZE], const BvPackEntry *e)
-{
-        BvLocation loc;
-        uint64_t pos;
-        return bv_index_lookup_position(g->index, e->id, &loc, &pos) == 0 && bit_test(g->bits, pos) &&
-               memcmp(loc.pack_id, pack, BV_PACK_ID_SIZE) == 0 && loc.offset == e->offset;
-}
-
-static int copy_commit(Gc *g, BvPackWriter *w)
-{
-        uint8_t id[BV_PACK_ID_SIZE];
-        _cleanup_free_ BvPackEntry *e = NULL;
-        size_t n;
-        int r = bv_pack_writer_commit(w, id, &e, &n);
-        if (r == -ENODATA)
-                return 0;
-        return r < 0 ? r : bv_index_add_pack(g->index, id, e, n);
-}
-
-/* One object (a group: its n members) into w. */
-static int copy_append(BvPackWriter *w, const BvPackEntry *e, size_t n, const void *enc)
-{
-        if (e[0].type != BV_OBJ_GROUP)
-                return bv_pack_writer_append(w, e[0].type, e[0].id, e[0].raw_length, enc, e[0].length);
-        BvGroupMember m[BV_GROUP_MAX_MEMBERS];
-        if (n > BV_GROUP_MAX_MEMBERS)
-                return -EBADMSG;
-        for (size_t k = 0; k < n; k++) {
-                memcpy(m[k].id, e[k].id, BV_ID_SIZE);
-                m[k].length = e[k].raw_length;
-        }
-        return bv_pack_writer_append_group(w, m, n, enc, e[0].length);
-}
-
-static int copy_object(Gc *g, BvPackWriter *w, const PackStat *p, const BvPackEntry *e, size_t n)
-{
-        _cleanup_free_ void *buf = malloc(e[0].length);
-        if (!buf)
-                return -ENOMEM;
-        int r = bv_packset_read(bv_repo_packs(g->repo), p->id, e[0].offset, buf, e[0].length);
-        if (r < 0)
-                return r;
-        r = copy_append(w, e, n, buf);
-        if (r == -EFBIG) {
-                r = copy_commit(g, w);
-                if (r >= 0)
-                        r = copy_append(w, e, n, buf);
-        }
-        if (r < 0)
-                return r;
-        g->st->bytes_copied += e[0].length;
-        if (bv_pack_writer_size(w) >= bv_repo_config(g->repo)->pack_target)
-                return copy_commit(g, w);
-        return 0;
-}
-
-static int rewrite_pack(Gc *g, BvPackWriter *w, const PackStat *p)
-{
-        _cleanup_free_ BvPackEntry *e = NULL;
-        size_t n;
-        int r = bv_packset_read_index(bv_repo_packs(g->repo), g->codec, p->id, &e, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0, j; i < n; i = j) {
-                bool live = false;
-                for (j = i + 1; e[i].type == BV_OBJ_GROUP && j < n && e[j].offset == e[i].offset; j++)
-                        ;
-                for (size_t k = i; k < j && !live; k++)
-                        live = object_live(g, p->id, &e[k]);
-                if (live) {
-                        r = copy_object(g, w, p, e + i, j - i);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-static int rewrite_packs(Gc *g, const Packs *ps)
-{
-        BvPackWriter *w = NULL;
-        int r = 0;
-        if (g->st->packs_rewritten == 0)
-                return 0;
-        r = bv_pack_writer_new(bv_repo_dirfd(g->repo, "packs"), g->codec, &w);
-        for (size_t i = 0; i < ps->n && r >= 0; i++)
-                if (ps->p[i].flags & PACK_REWRITE)
-                        r = rewrite_pack(g, w, &ps->p[i]);
-        if (r >= 0)
-                r = copy_commit(g, w);
-        bv_pack_writer_free(w);
-        /* the copies' entries, durable before the index that drops the originals */
-        return r < 0 ? r : bv_index_flush(g->index);
-}
-
 /* Rewrites, then writes the condemned list and the index without the condemned packs, then
  * moves the epoch to epoch + 1. */
 static int condemn(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, char list_name[BV_INDEX_NAME_MAX])
@@ -242,7 +125,7 @@ static int condemn(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, ch
         size_t n = 0;
         if (!ids)
                 return -ENOMEM;
-        int r = rewrite_packs(g, ps);
+        int r = gc_rewrite_packs(g, ps);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ps->n; i++)
@@ -409,7 +292,7 @@ static int gc_check_damage(Gc *g)
 int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
 {
         Gc g = { .repo = repo, .index = bv_repo_index(repo), .dirfd = bv_repo_dirfd(repo, ""), .gc_dirfd = -EBADF,
-                 .st = st, .problem = o->problem };
+                 .st = st, .problem = o->problem, .max_unused = o->max_unused };
         Packs ps = {};
         uint64_t epoch = 0, min = 0;
         char list_name[BV_INDEX_NAME_MAX] = "";

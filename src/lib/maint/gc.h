@@ -31,7 +31,8 @@ typedef struct BvGcStats {
         uint64_t packs_dead, packs_orphan;   /* condemned: nothing live / named by no index segment */
         uint64_t packs_rewritten;            /* condemned after their live objects were copied */
         uint64_t bytes_condemned;            /* file sizes of the condemned packs */
-        uint64_t bytes_copied;               /* encoded bytes copied out of rewritten packs */
+        uint64_t bytes_copied;               /* encoded bytes written for rewritten packs' live objects */
+        uint64_t groups_reencoded;           /* partly unused groups whose live members were re-encoded */
         uint64_t packs_deleted, bytes_deleted;
         uint64_t tmp_deleted, tmp_bytes_deleted; /* .tmp-* files interrupted writers left */
         uint64_t entries_resurrected;        /* put back into the index for a snapshot committed meanwhile */

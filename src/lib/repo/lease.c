@@ -256,10 +256,14 @@ int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *re
         int rr;
 
         if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
-                rr = bv_lock_take(dirfd, (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE, wait);
+                BvLockKind kind = (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE;
+                rr = bv_lock_take(dirfd, kind, wait);
                 if (rr < 0)
-                        return bv_repo_problem_note(problem, dirfd,
-                                                 (flags & BV_OPEN_GC) ? "locks/gc" : "locks/write", false, rr);
+                        bv_repo_problem_note(problem, dirfd, kind == BV_LOCK_GC ? "locks/gc" : "locks/write", false, rr);
+                if (rr == -EBUSY && problem)
+                        (void)bv_lock_holder(dirfd, kind, problem->holder, sizeof(problem->holder));
+                if (rr < 0)
+                        return rr;
                 *ret_lock_fd = rr;
         }
         /* a damaged gc/epoch stops gc and writers, naming it; a reader keeps gc out instead */

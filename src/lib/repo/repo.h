@@ -80,6 +80,8 @@ typedef struct BvRepoProblem {
         int error;     /* -ELOOP (symbolic link), -EBADFD/-ENOTDIR (type), -EBADMSG, -EIO, ... */
         uint32_t mode; /* S_IFMT bits of what path is, when it was refused for its type; else 0 */
         bool want_dir; /* what was wanted there: a directory, or a regular file */
+        char holder[320]; /* -EBUSY on locks/write or locks/gc: who holds it ("pid N on HOST since
+                           * TIME: COMMAND"), or "" when it did not say */
 } BvRepoProblem;
 
 /* Fills *p (if not NULL) for path (relative to the repository at dirfd) and error; for a refusal

@@ -33,3 +33,9 @@ int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned lin
 char **conf_section_mistake(BvConfig *c, const char *file, unsigned line);
 /* Keeps e as *mistake ("FILE:LINE: MESSAGE") unless it holds one already. -ENOMEM only. */
 int conf_set_mistake(char **mistake, const BvConfError *e);
+
+/* conf-owner.c: an error at file:line when path (a file or directory) is not owned by root (or
+ * the effective user) or is writable by others, or, for a secret, readable by others. */
+int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret);
+/* Every file read, c->dirs, and the secret files the sections name. */
+int conf_check_owners(BvConfig *c);

@@ -295,7 +295,6 @@ int bv_conf_new(BvConfig **ret)
 int bv_conf_load(const char *main_path, bool must_exist, BvConfig **ret)
 {
         _cleanup_(bv_conf_freep) BvConfig *c = NULL;
-        _cleanup_free_ char *dir = NULL;
 
         int r = bv_conf_new(&c);
         if (r < 0)
@@ -304,14 +303,20 @@ int bv_conf_load(const char *main_path, bool must_exist, BvConfig **ret)
         if (r < 0)
                 return r;
         const char *slash = strrchr(main_path, '/');
-        if (asprintf(&dir, "%.*s/conf.d", slash ? (int)(slash - main_path) : 1, slash ? main_path : ".") < 0)
+        int n = slash ? (int)(slash - main_path) : 1;
+        if (asprintf(&c->dirs[0], "%.*s", slash == main_path ? 1 : n, slash ? main_path : ".") < 0 ||
+            asprintf(&c->dirs[1], "%.*s/conf.d", n, slash ? main_path : ".") < 0)
                 return -ENOMEM;
-        r = conf_load_dropins(c, dir);
+        r = conf_load_dropins(c, c->dirs[1]);
         if (r < 0)
                 return r;
         r = bv_conf_finish(c);
         if (r < 0)
                 return r;
+        r = conf_check_owners(c);
+        if (r < 0)
+                return r;
+        bv_conf_sort_errors(c);
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -350,6 +355,7 @@ void bv_conf_free(BvConfig *c)
         free(c->exports);
         free(c->errors);
         conf_free_strv(c->files, c->n_files);
+        free(c->dirs[0]), free(c->dirs[1]);
         free(c->on_success), free(c->on_failure), free(c->notify), free(c->metrics);
         free(c);
 }

@@ -111,6 +111,8 @@ typedef struct BvConfExport {
 typedef struct BvConfig {
         char **files;           /* every file read, in order */
         size_t n_files;
+        char *dirs[2];          /* the main file's directory and conf.d, checked for their owner
+                                 * (bv_conf_load), which errors about them name */
         BvConfTarget *targets;
         size_t n_targets;
         BvConfJob *jobs;
@@ -133,7 +135,11 @@ const char *bv_conf_main_path(const char *path, bool *ret_explicit);
 
 /* Reads main_path (missing is fine unless must_exist) and then DIR/conf.d/ *.conf in name order,
  * where DIR is main_path's directory; validates the whole. Mistakes in the files are recorded in
- * errors (the call still returns 0); -errno only when memory runs out. */
+ * errors (the call still returns 0); -errno only when memory runs out. Ownership is a mistake too
+ * (as sshd and sudo see it): a file or directory of the configuration, or a secret file it names
+ * (key-file, passphrase-file), that is not owned by root (or the user running this) or that others
+ * can write, and a secret file that others can read (group 'blkvault' may, for the NBD export
+ * service), each named with its owner or mode. */
 int bv_conf_load(const char *main_path, bool must_exist, BvConfig **ret);
 
 /* The pieces of bv_conf_load, for the fuzzer and the tests: an empty configuration, the text of

@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libcryptsetup.h>
+#include <linux/dm-ioctl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -253,6 +255,45 @@ int bv_luks_format(const char *dev, const char *key_file, const BvLuksCost *cost
         crypt_free(cd);
         bv_secure_free(key, size);
         return r < 0 ? r : 0;
+}
+
+/* Whether device-mapper (its control node) has the crypt target loaded: DM_LIST_VERSIONS lists
+ * the targets the kernel has, built in or loaded. 1, 0, or -errno (no device-mapper: -ENXIO). */
+static int dm_has_crypt(void)
+{
+        _cleanup_close_ int fd = open("/dev/mapper/control", O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ENODEV || errno == ENXIO ? -ENXIO : -errno;
+        union {
+                struct dm_ioctl dmi;
+                char bytes[16384];
+        } buf = { .dmi = { .version = { DM_VERSION_MAJOR, 0, 0 }, .data_size = sizeof(buf) } };
+        if (ioctl(fd, DM_LIST_VERSIONS, &buf) < 0)
+                return -errno;
+        if (buf.dmi.flags & DM_BUFFER_FULL_FLAG)
+                return -ENOBUFS;
+        size_t off = buf.dmi.data_start;
+        while (off + sizeof(struct dm_target_versions) < sizeof(buf)) {
+                const struct dm_target_versions *t = (const void *)(buf.bytes + off);
+                if (strncmp(t->name, "crypt", sizeof(buf) - off - sizeof(*t)) == 0)
+                        return 1;
+                if (t->next == 0)
+                        break;
+                off += t->next;
+        }
+        return 0;
+}
+
+int bv_luks_available(void)
+{
+        int r = dm_has_crypt();
+        if (r > 0)
+                return 0;
+        /* not loaded (or no device-mapper at all): the module may still be there to load */
+        char *argv[] = { (char *)"modprobe", (char *)"-q", (char *)"dm_crypt", NULL };
+        (void)bv_target_run(argv, NULL, 0);
+        r = dm_has_crypt();
+        return r > 0 ? 0 : r == 0 ? -ENXIO : r;
 }
 
 int bv_luks_open(const char *dev, const char *name, const char *key_file, char *ret_path, size_t size)

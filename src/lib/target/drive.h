@@ -58,6 +58,9 @@ typedef struct BvLuksCost {
         uint32_t memory_kib;
 } BvLuksCost;
 
+/* Whether LUKS containers can be opened here: device-mapper with its crypt target (dm-crypt),
+ * loaded with modprobe when it is not yet. 0, or -ENXIO when the kernel lacks either. */
+int bv_luks_available(void);
 /* LUKS2 with argon2id on dev, its only keyslot opened by the key file's content; its UUID into
  * ret_uuid. cost NULL: benchmarked to 2 s, up to 1 GiB and 4 threads; else exactly cost, 1 thread. */
 int bv_luks_format(const char *dev, const char *key_file, const BvLuksCost *cost, char ret_uuid[40]);

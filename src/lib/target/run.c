@@ -266,6 +266,9 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
         _cleanup_free_ char *repo_path = NULL;
         _cleanup_close_ int repo_fd = -EBADF;
         BvSecret secret = { .key_file = t->key_file };
+        /* the host's key file first: a drive is not blamed for a key file the host lost */
+        if (access(t->key_file, R_OK) < 0)
+                return run->step = "key file", -errno;
         int r = open_on_drive(mnt, t->repository, &repo_fd);
         if (r < 0)
                 return run->step = "identify", r;

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* blkvault serve run by hand (cmd-serve.c), for a snapshot named on the command line and for an
+ * [export NAME] section (serve-export.c) when systemd did not pass a socket. */
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "cli.h"
+
+#define SERVE_LISTENER_HELP                                                                                \
+        "  --socket=PATH            listen on this Unix socket instead (a stale one is replaced)\n"         \
+        "  --listen=ADDR:PORT       listen on TCP at ADDR ([ADDR]:PORT for IPv6), only with TLS or\n"      \
+        "                           --insecure\n"                                                          \
+        "  --tls-psk=FILE           require TLS with the pre-shared keys in FILE (USER:HEXKEY lines,\n"   \
+        "                           made by 'psktool -u USER -p FILE')\n"                                  \
+        "  --tls-certificates=DIR   require TLS with the X.509 files in DIR (ca-cert.pem,\n"              \
+        "                           server-cert.pem, server-key.pem)\n"                                    \
+        "  --insecure               with --listen: serve without TLS, to anyone who can connect\n"
+
+typedef struct ServeOptions {
+        const char *socket, *listen, *tls_psk, *tls_certs, *cache;
+        bool insecure, writable;
+        const char *address, *port; /* from --listen */
+        bool served;        /* nbdkit answered: the socket is ours to remove */
+        char listen_addr[256], listen_port[8];
+        char psk_user[64];  /* the first user in the --tls-psk file, for the printed URI */
+        char psk_path[PATH_MAX]; /* the --tls-psk file, absolute (for the URI) */
+        char certs_path[PATH_MAX]; /* the --tls-certificates directory, absolute */
+        char dir[PATH_MAX]; /* the private directory */
+        char sock[PATH_MAX + 16];
+        char pidfile[PATH_MAX + 16];
+} ServeOptions;
+
+/* The listener options (--socket, --listen, --tls-psk, --tls-certificates, --insecure) checked
+ * together: -1 when they are fine, else the exit code. */
+int serve_check_listener(ServeOptions *o);
+
+/* Serves snapshot spec of the repository at path with nbdkit, our child, on the listener of o,
+ * printing its URI once it answers, until a signal. Returns serve's exit code. */
+int serve_by_hand(ServeOptions *o, const char *path, const SecretArgs *s, const char *spec, const char *what);

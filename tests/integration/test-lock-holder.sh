@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A repository's lock names its holder: while a backup holds locks/write, a second backup fails
+# (exit 5) naming the first one's pid, host and command line; gc while another gc holds
+# locks/gc names that one. (Before, the message named no one.)
+. "$SOURCE_ROOT/tests/lib.sh"
+need_cmd openssl
+
+repo=$T/repo
+bv init "$repo" --encryption=none >/dev/null
+randfile "$T/a" 4 holder-a
+pid=
+on_exit 'kill -KILL $pid'
+BV_STALL_WRITE=1 stall_start $((1 << 20)) "$T/backup.err" "$BLKVAULT" backup "$repo" "$T/a" --name=a -q
+host=$(hostname)
+expect_fail 5 "^error: repository '$repo' is locked by another writer (a backup or key change is running): pid $pid on $host since [0-9TZ:-]*: $BLKVAULT backup $repo $T/a --name=a -q$" \
+    bv backup "$repo" "$T/a" --name=b
+touch "$T/gate"
+wait $pid || { cat "$T/backup.err" >&2; die "the held backup failed"; }
+pid=
+bv backup "$repo" "$T/a" --name=b -q   # the lock is free again
+
+# gc: held by this shell as gc holds it (flock on locks/gc), recorded as gc would
+printf 'pid=4242\nhost=elsewhere\nsince=1700000000\ncommand=blkvault gc %s\n' "$repo" > "$repo/locks/gc.holder"
+exec 9<"$repo/locks/gc"
+flock -x 9
+expect_fail 5 "^error: repository '$repo' is locked by another garbage collection, pid 4242 on elsewhere since 2023-11-14T22:13:20Z: blkvault gc $repo (run gc again once it is done)$" \
+    bv gc "$repo"
+exec 9<&-
+bv gc "$repo" >/dev/null   # free again
