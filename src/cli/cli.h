@@ -221,6 +221,17 @@ typedef struct Progress {
 void progress_init(Progress *p, const char *verb, bool quiet);
 void progress_update(const BvProgress *bp, void *userdata);
 void progress_done(Progress *p);
+/* The progress of a drive's run (target run, job run): one line per job's backup, "backup of
+ * job JOB to TARGET ...", on a terminal. run_progress_init fills rp for bv_target_run_drive;
+ * run_progress_done clears the line before the run is reported. */
+typedef struct RunProgress {
+        Progress p;
+        const void *job;        /* the job the line is about */
+        char verb[200];
+} RunProgress;
+struct BvRunProgress;
+void run_progress_init(RunProgress *rp, struct BvRunProgress *ret);
+void run_progress_done(RunProgress *rp);
 /* A status line while something short but noticeable runs (deriving a key, waiting for nbdkit),
  * under the same conditions; status_begin returns whether it showed it, status_end clears it. */
 bool status_begin(const char *text);

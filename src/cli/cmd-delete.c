@@ -33,7 +33,7 @@ int cmd_delete(int argc, char **argv)
         }
         /* and every protection: a protected one among them forgets nothing either */
         for (int i = 0; i < n && !force; i++) {
-                r = bv_snapshot_is_protected(bv_repo_dirfd(repo, "snapshots"), snaps[i]->id);
+                r = bv_snapshot_is_protected(bv_repo_backend(repo), snaps[i]->id);
                 if (r < 0)
                         return log_error_errno(r, "cannot delete snapshot %.8s", snaps[i]->id);
                 if (r > 0) {
@@ -50,7 +50,7 @@ int cmd_delete(int argc, char **argv)
                         again = snaps[j] == s;
                 if (again)
                         continue;
-                r = bv_snapshot_forget(bv_repo_dirfd(repo, "snapshots"), s->id, force);
+                r = bv_snapshot_forget(bv_repo_backend(repo), s->id, force);
                 if (r == -EPERM) {
                         log_error("snapshot %.8s is protected (use --force, or 'blkvault protect --unprotect')",
                                   s->id);

@@ -55,7 +55,11 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
                         continue;
                 }
                 BvTargetRun run;
-                bv_target_run_drive(conf, t, dev, j->name, run_dir, &run);
+                BvRunProgress bp;
+                RunProgress rp;
+                run_progress_init(&rp, &bp);
+                bv_target_run_drive(conf, t, dev, j->name, run_dir, &bp, &run);
+                run_progress_done(&rp);
                 int r = report_run(&run, conf, state_dir);
                 bv_target_run_done(&run);
                 if (r != EXIT_OK && ec == EXIT_OK)

@@ -150,7 +150,7 @@ int cmd_list(int argc, char **argv)
         if (!prot)
                 return log_error_errno(-ENOMEM, "cannot list '%s'", path);
         for (size_t i = skip; i < n; i++) {
-                r = bv_snapshot_is_protected(bv_repo_dirfd(repo, "snapshots"), list[i]->id);
+                r = bv_snapshot_is_protected(bv_repo_backend(repo), list[i]->id);
                 if (r < 0)
                         return log_error_errno(r, "cannot read the snapshots of '%s'", path);
                 prot[i - skip] = r > 0;

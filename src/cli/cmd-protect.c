@@ -24,7 +24,7 @@ int cmd_protect(int argc, char **argv)
         r = find_snapshot(repo, spec, &s);
         if (r != EXIT_OK)
                 return r;
-        r = bv_snapshot_protect(bv_repo_dirfd(repo, "snapshots"), s->id, on);
+        r = bv_snapshot_protect(bv_repo_backend(repo), s->id, on);
         if (r < 0)
                 return log_error_errno(r, "cannot %s snapshot %.8s", on ? "protect" : "unprotect", s->id);
         log_info("snapshot %.8s is %s", s->id, on ? "protected" : "no longer protected");

@@ -66,7 +66,7 @@ int cmd_repair(int argc, char **argv)
         const char *path = argv[optind];
         /* Without --force nothing is written, but no backup may change the packs meanwhile. */
         OPEN_REPO_OR_RETURN(repo, path, &sargs, force ? BV_OPEN_WRITE | BV_OPEN_REPAIR : BV_OPEN_READ);
-        _cleanup_close_ int wlock = force ? -EBADF : bv_lock_take(bv_repo_dirfd(repo, ""), BV_LOCK_WRITE, false);
+        _cleanup_close_ int wlock = force ? -EBADF : bv_backend_lock(bv_repo_backend(repo), BV_LOCK_WRITE, false);
         BvRepoProblem problem;
         int e;
         if (wlock == -EBUSY) {
@@ -74,7 +74,7 @@ int cmd_repair(int argc, char **argv)
                 return EXIT_BUSY;
         }
         if (!force && wlock < 0) {
-                bv_repo_problem_note(&problem, bv_repo_dirfd(repo, ""), "locks/write", false, wlock);
+                bv_repo_problem_note(&problem, bv_repo_backend(repo), "locks/write", false, wlock);
                 if ((e = report_open_problem(path, &problem, wlock)) >= 0)
                         return e; /* refused: a FIFO or a symbolic link */
                 return log_error_errno(wlock, "cannot lock '%s': 'locks/write'", path);

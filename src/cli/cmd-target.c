@@ -261,7 +261,11 @@ static int target_run(const FormatArgs *a, const char *what)
         ec = catch_interrupts(bv_job_cancel);
         if (ec != EXIT_OK)
                 return ec;
-        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &run);
+        BvRunProgress bp;
+        RunProgress rp;
+        run_progress_init(&rp, &bp);
+        bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &bp, &run);
+        run_progress_done(&rp);
         ec = report_run(&run, conf, a->state_dir);
         bv_target_run_done(&run);
         return ec;

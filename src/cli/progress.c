@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "macro.h"
+#include "run.h"
 #include "timeutil.h"
 
 #define REDRAW_NS (200ull * 1000000ull)
@@ -84,6 +85,30 @@ void progress_done(Progress *p)
                 fprintf(stderr, "\r\033[K");
                 fflush(stderr);
         }
+}
+
+static void run_progress_update(const BvConfJob *job, const char *target, const BvProgress *bp, void *userdata)
+{
+        RunProgress *rp = userdata;
+        if (rp->job != job) { /* the next job: its own line */
+                progress_done(&rp->p);
+                snprintf(rp->verb, sizeof(rp->verb), "backup of job %s to %s", job->name, target);
+                progress_init(&rp->p, rp->verb, false);
+                rp->job = job;
+        }
+        progress_update(bp, &rp->p);
+}
+
+void run_progress_init(RunProgress *rp, BvRunProgress *ret)
+{
+        *rp = (RunProgress){};
+        progress_init(&rp->p, "", false);
+        *ret = (BvRunProgress){ .fn = run_progress_update, .userdata = rp };
+}
+
+void run_progress_done(RunProgress *rp)
+{
+        progress_done(&rp->p);
 }
 
 bool status_begin(const char *text)

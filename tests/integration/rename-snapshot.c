@@ -22,7 +22,7 @@ int main(int argc, char **argv)
         BvSnapshot *s = NULL;
         BvRepo *repo = NULL;
         char file[128];
-        int r, dirfd;
+        int r;
 
         if (argc != 4 && argc != 5) {
                 fprintf(stderr, "usage: rename-snapshot REPO ID NAME [TIME]\n");
@@ -31,18 +31,17 @@ int main(int argc, char **argv)
         r = bv_repo_open(argv[1], NULL, BV_OPEN_WRITE, &repo);
         if (r >= 0)
                 r = bv_object_codec_new(bv_repo_keyring(repo), 3, &codec);
-        dirfd = r >= 0 ? bv_repo_dirfd(repo, "snapshots") : r;
-        r = dirfd < 0 ? dirfd : bv_snapshot_load(dirfd, codec, argv[2], &s);
+        r = r < 0 ? r : bv_snapshot_load(bv_repo_backend(repo), codec, argv[2], &s);
         if (r >= 0) {
                 free(s->name);
                 s->name = strdup(argv[3]);
                 if (argc == 5)
                         s->time = strtoull(argv[4], NULL, 10);
                 snprintf(file, sizeof(file), "%s.snap", argv[2]);
-                r = !s->name ? -ENOMEM : unlinkat(dirfd, file, 0) < 0 ? -errno : 0;
+                r = !s->name ? -ENOMEM : bv_backend_remove(bv_repo_backend(repo), BV_KIND_SNAPSHOT, file);
         }
         if (r >= 0)
-                r = bv_snapshot_save(dirfd, codec, s);
+                r = bv_snapshot_save(bv_repo_backend(repo), codec, s);
         bv_snapshot_free(s);
         bv_object_codec_free(codec);
         bv_repo_close(repo);

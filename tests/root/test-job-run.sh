@@ -38,6 +38,19 @@ names=$(bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-1.key" --json | python
 umount "$T/mnt"
 assert_eq "$names" "a" "snapshots on usb-1 after job run a"
 
+# on a terminal: a progress line for each job's backup on each drive, cleared before the report
+python3 "$SOURCE_ROOT/tests/onpty.py" "$T/run.tty" -- "$BLKVAULT" job run a "${opts[@]}" >"$T/out"
+sed 's/\x1b\[K//g' "$T/run.tty" | tr '\r' '\n' | sed '/^$/d' > "$T/tty.lines"
+for t in usb-1 usb-2; do
+    grep -Eq "^backup of job a to $t [0-9.]+ (B|KiB|MiB) / [0-9.]+ (B|KiB|MiB) \([0-9]+%\)" "$T/tty.lines" ||
+        { cat -A "$T/tty.lines"; die "job run showed no progress line for $t"; }
+done
+assert_eq "$(tail -n1 "$T/out")" "job a: 2 targets, 0 failed" "job run on a terminal"
+python3 "$SOURCE_ROOT/tests/onpty.py" "$T/run.tty" -- "$BLKVAULT" target run usb-2 "${opts[@]}" >/dev/null
+grep -Eq "backup of job a to usb-2 .*\(100%\)" "$T/run.tty" || { cat -A "$T/run.tty"; die "target run showed no progress"; }
+python3 "$SOURCE_ROOT/tests/onpty.py" "$T/run.tty" -- "$BLKVAULT" target run usb-2 -q "${opts[@]}" >/dev/null
+! grep -q "backup of job" "$T/run.tty" || die "target run -q showed progress"
+
 # a state directory that cannot be written: a warning for each record, the run still succeeds
 bv job run a "${opts[@]}" --state-dir="$T/a.img" >/dev/null 2>"$T/err"
 assert_eq "$(cat "$T/err")" "warning: cannot record the run of job a in '$T/a.img': Not a directory

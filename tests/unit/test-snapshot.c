@@ -4,6 +4,7 @@
 #include <json-c/json.h>
 #include <sys/stat.h>
 
+#include "backend.h"
 #include "bvtest.h"
 #include "endian.h"
 #include "fileio.h"
@@ -14,8 +15,9 @@
 #include "snapshot-json.h"
 
 typedef struct Env {
-        char *dir;
-        int dirfd;
+        char *dir;     /* the repository */
+        BvBackend *b;
+        int dirfd;     /* its snapshots/ */
         BvKeyring *keyring;
         BvObjectCodec *codec;
 } Env;
@@ -31,9 +33,15 @@ static void env_codec(BvCipher cipher, uint8_t master_byte, BvKeyring **ret_k, B
 
 static void env_init(Env *e)
 {
+        char *snaps;
+
         e->dir = bvtest_tmpdir();
-        e->dirfd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_OK(bv_backend_open(e->dir, false, &e->b));
+        ASSERT_TRUE(asprintf(&snaps, "%s/snapshots", e->dir) > 0);
+        ASSERT_TRUE(mkdir(snaps, 0700) == 0);
+        e->dirfd = open(snaps, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ASSERT_TRUE(e->dirfd >= 0);
+        free(snaps);
         env_codec(BV_CIPHER_AES256GCM, 7, &e->keyring, &e->codec);
 }
 
@@ -42,6 +50,7 @@ static void env_done(Env *e)
         bv_object_codec_free(e->codec);
         bv_keyring_free(e->keyring);
         close(e->dirfd);
+        bv_backend_close(e->b);
         bvtest_rm_rf(e->dir);
         free(e->dir);
 }
@@ -293,9 +302,9 @@ TEST(save_load)
         BvSnapshot *s = make_snapshot(2, "nightly", 1700000000), *t = NULL;
 
         env_init(&e);
-        ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, s));
-        ASSERT_ERROR(bv_snapshot_save(e.dirfd, e.codec, s), EEXIST);
-        ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, s->id, &t));
+        ASSERT_OK(bv_snapshot_save(e.b, e.codec, s));
+        ASSERT_ERROR(bv_snapshot_save(e.b, e.codec, s), EEXIST);
+        ASSERT_OK(bv_snapshot_load(e.b, e.codec, s->id, &t));
         assert_same(s, t);
         bv_snapshot_free(t);
         t = NULL;
@@ -312,12 +321,12 @@ TEST(save_load)
         free(data);
 
         /* bad arguments and absent files */
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, "0123", &t), EINVAL);
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, "00112233445566778899AABBCCDDEEFF", &t), EINVAL);
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t), ENOENT);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, "0123", &t), EINVAL);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, "00112233445566778899AABBCCDDEEFF", &t), EINVAL);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, GOOD_ID, &t), ENOENT);
         ASSERT_TRUE(t == NULL);
         strcpy(s->id, "nothex");
-        ASSERT_ERROR(bv_snapshot_save(e.dirfd, e.codec, s), EINVAL);
+        ASSERT_ERROR(bv_snapshot_save(e.b, e.codec, s), EINVAL);
         bv_snapshot_free(s);
 
         /* a wrong key does not read it (authentication fails) */
@@ -327,15 +336,15 @@ TEST(save_load)
         char id[33];
         memcpy(id, name, 32);
         id[32] = '\0';
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, c2, id, &t), EBADMSG);
+        ASSERT_ERROR(bv_snapshot_load(e.b, c2, id, &t), EBADMSG);
         bv_object_codec_free(c2);
         bv_keyring_free(k2);
 
         /* an unencrypted repository's codec round-trips too */
         env_codec(BV_CIPHER_NONE, 0, &k2, &c2);
         s = make_snapshot(3, "plain", 5);
-        ASSERT_OK(bv_snapshot_save(e.dirfd, c2, s));
-        ASSERT_OK(bv_snapshot_load(e.dirfd, c2, s->id, &t));
+        ASSERT_OK(bv_snapshot_save(e.b, c2, s));
+        ASSERT_OK(bv_snapshot_load(e.b, c2, s->id, &t));
         assert_same(s, t);
         bv_snapshot_free(t);
         bv_snapshot_free(s);
@@ -382,7 +391,7 @@ TEST(damaged_files)
         struct stat st;
 
         env_init(&e);
-        ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, s));
+        ASSERT_OK(bv_snapshot_save(e.b, e.codec, s));
         snprintf(name, sizeof(name), "%s.snap", s->id);
         strcpy(id, s->id);
         ASSERT_TRUE(fstatat(e.dirfd, name, &st, 0) == 0);
@@ -392,22 +401,22 @@ TEST(damaged_files)
         const size_t positions[] = {0, 7, 13, 16, 20, 30, size / 2, size - 17, size - 1};
         for (size_t i = 0; i < ELEMENTSOF(positions); i++) {
                 rewrite(e.dirfd, name, flip, positions[i]);
-                ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EBADMSG);
+                ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, id, &t), EBADMSG);
                 rewrite(e.dirfd, name, flip, positions[i]);
-                ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, id, &t));
+                ASSERT_OK(bv_snapshot_load(e.b, e.codec, id, &t));
                 bv_snapshot_free(t);
                 t = NULL;
         }
         /* unknown versions, reserved bits */
         rewrite(e.dirfd, name, set_version, 2);
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EPROTONOSUPPORT);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, id, &t), EPROTONOSUPPORT);
         rewrite(e.dirfd, name, set_version, 0);
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EPROTONOSUPPORT);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, id, &t), EPROTONOSUPPORT);
         rewrite(e.dirfd, name, set_version, 1);
         rewrite(e.dirfd, name, set_reserved, 1);
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EBADMSG);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, id, &t), EBADMSG);
         rewrite(e.dirfd, name, set_reserved, 0);
-        ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, id, &t));
+        ASSERT_OK(bv_snapshot_load(e.b, e.codec, id, &t));
         bv_snapshot_free(t);
         t = NULL;
 
@@ -415,18 +424,18 @@ TEST(damaged_files)
         const size_t lengths[] = {size - 1, size / 2, 17, 16, 15, 8, 0};
         for (size_t i = 0; i < ELEMENTSOF(lengths); i++) {
                 rewrite(e.dirfd, name, truncate_to, lengths[i]);
-                ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, id, &t), EBADMSG);
+                ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, id, &t), EBADMSG);
         }
 
         /* a record renamed to another id fails authentication (the id is in the AAD) */
         bv_snapshot_free(s);
         s = make_snapshot(5, "y", 200);
-        ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, s));
+        ASSERT_OK(bv_snapshot_save(e.b, e.codec, s));
         char other[BV_SNAPSHOT_FILE_MAX];
         snprintf(other, sizeof(other), "%s.snap", GOOD_ID);
         snprintf(name, sizeof(name), "%s.snap", s->id);
         ASSERT_TRUE(renameat(e.dirfd, name, e.dirfd, other) == 0);
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t), EBADMSG);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, GOOD_ID, &t), EBADMSG);
 
         /* a well-sealed record whose JSON names another snapshot */
         char *json = NULL;
@@ -439,7 +448,7 @@ TEST(damaged_files)
         ASSERT_OK(bv_object_encode(e.codec, BV_OBJ_SNAPSHOT, oid, json, strlen(json), buf + 16, &olen));
         ASSERT_TRUE(unlinkat(e.dirfd, other, 0) == 0);
         ASSERT_OK(bv_write_file_durable(e.dirfd, other, buf, 16 + olen, false));
-        ASSERT_ERROR(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t), EBADMSG);
+        ASSERT_ERROR(bv_snapshot_load(e.b, e.codec, GOOD_ID, &t), EBADMSG);
         /* the same object with the matching id loads */
         strcpy(s->id, GOOD_ID);
         free(json);
@@ -447,7 +456,7 @@ TEST(damaged_files)
         ASSERT_OK(bv_object_encode(e.codec, BV_OBJ_SNAPSHOT, oid, json, strlen(json), buf + 16, &olen));
         ASSERT_TRUE(unlinkat(e.dirfd, other, 0) == 0);
         ASSERT_OK(bv_write_file_durable(e.dirfd, other, buf, 16 + olen, false));
-        ASSERT_OK(bv_snapshot_load(e.dirfd, e.codec, GOOD_ID, &t));
+        ASSERT_OK(bv_snapshot_load(e.b, e.codec, GOOD_ID, &t));
         bv_snapshot_free(t);
         free(json);
         bv_snapshot_free(s);
@@ -494,7 +503,7 @@ TEST(list_and_resolve)
         Skipped skipped = {};
 
         env_init(&e);
-        ASSERT_OK(bv_snapshot_list(e.dirfd, e.codec, &list, &n));
+        ASSERT_OK(bv_snapshot_list(e.b, e.codec, &list, &n));
         ASSERT_EQ(n, 0);
         ASSERT_ERROR(bv_snapshot_resolve(list, n, "latest", &got), ENOENT);
         bv_snapshot_list_free(list, n);
@@ -507,7 +516,7 @@ TEST(list_and_resolve)
         BvSnapshot *made[ELEMENTSOF(def)];
         for (size_t i = 0; i < ELEMENTSOF(def); i++) {
                 made[i] = make_snapshot(def[i].seed, def[i].name, def[i].time);
-                ASSERT_OK(bv_snapshot_save(e.dirfd, e.codec, made[i]));
+                ASSERT_OK(bv_snapshot_save(e.b, e.codec, made[i]));
         }
         /* strays the list must ignore: a temporary file, a stray, a directory, wrong case */
         ASSERT_OK(bv_write_file_durable(e.dirfd, ".tmp-123456", "junk", 4, false));
@@ -520,7 +529,7 @@ TEST(list_and_resolve)
         for (size_t i = 0; i < ELEMENTSOF(def); i++)
                 set_mtime(&e, made[i], 1000 + i);
 
-        ASSERT_OK(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, on_skip, &skipped));
+        ASSERT_OK(bv_snapshot_list_report(e.b, e.codec, &list, &n, on_skip, &skipped));
         ASSERT_EQ(n, ELEMENTSOF(def));
         ASSERT_EQ(skipped.n, 0);
         for (size_t i = 1; i < n; i++)
@@ -608,11 +617,11 @@ TEST(list_and_resolve)
         /* written the other way round, the order follows; with equal file times the id decides */
         set_mtime(&e, made[3], 1002);
         set_mtime(&e, made[2], 1003);
-        ASSERT_OK(bv_snapshot_list(e.dirfd, e.codec, &list, &n));
+        ASSERT_OK(bv_snapshot_list(e.b, e.codec, &list, &n));
         ASSERT_EQ(list_index(list, n, made[3]) + 1, list_index(list, n, made[2]));
         bv_snapshot_list_free(list, n);
         set_mtime(&e, made[2], 1002);
-        ASSERT_OK(bv_snapshot_list(e.dirfd, e.codec, &list, &n));
+        ASSERT_OK(bv_snapshot_list(e.b, e.codec, &list, &n));
         size_t lo = strcmp(made[2]->id, made[3]->id) < 0 ? 2 : 3;
         ASSERT_EQ(list_index(list, n, made[lo]) + 1, list_index(list, n, made[5 - lo]));
         bv_snapshot_list_free(list, n);
@@ -621,19 +630,19 @@ TEST(list_and_resolve)
         char name[BV_SNAPSHOT_FILE_MAX];
         snprintf(name, sizeof(name), "%s.snap", made[2]->id);
         rewrite(e.dirfd, name, flip, 40);
-        ASSERT_OK(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, on_skip, &skipped));
+        ASSERT_OK(bv_snapshot_list_report(e.b, e.codec, &list, &n, on_skip, &skipped));
         ASSERT_EQ(n, ELEMENTSOF(def) - 1);
         ASSERT_EQ(list_index(list, n, made[2]), (size_t)-1);
         ASSERT_EQ(skipped.n, 1);
         ASSERT_STREQ(skipped.name, name);
         ASSERT_EQ(skipped.error, -EBADMSG);
         bv_snapshot_list_free(list, n);
-        ASSERT_OK(bv_snapshot_list(e.dirfd, e.codec, &list, &n));
+        ASSERT_OK(bv_snapshot_list(e.b, e.codec, &list, &n));
         ASSERT_EQ(n, ELEMENTSOF(def) - 1);
         bv_snapshot_list_free(list, n);
         rewrite(e.dirfd, name, set_version, 9);
         skipped.n = 0;
-        ASSERT_OK(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, on_skip, &skipped));
+        ASSERT_OK(bv_snapshot_list_report(e.b, e.codec, &list, &n, on_skip, &skipped));
         ASSERT_EQ(skipped.n, 1);
         ASSERT_EQ(skipped.error, -EPROTONOSUPPORT);
         bv_snapshot_list_free(list, n);
@@ -641,15 +650,20 @@ TEST(list_and_resolve)
         ASSERT_OK(unlinkat(e.dirfd, name, 0));
         ASSERT_OK(mkfifoat(e.dirfd, name, 0600));
         skipped.n = 0;
-        ASSERT_OK(bv_snapshot_list_report(e.dirfd, e.codec, &list, &n, on_skip, &skipped));
+        ASSERT_OK(bv_snapshot_list_report(e.b, e.codec, &list, &n, on_skip, &skipped));
         ASSERT_EQ(skipped.n, 1);
         ASSERT_EQ(skipped.error, -EBADFD);
         bv_snapshot_list_free(list, n);
         /* not a directory: the list fails */
-        int fd = openat(e.dirfd, "README", O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        ASSERT_ERROR(bv_snapshot_list_report(fd, e.codec, &list, &n, on_skip, &skipped), ENOTDIR);
-        close(fd);
+        BvBackend *other;
+        char *snaps;
+        ASSERT_TRUE(asprintf(&snaps, "%s/other", e.dir) > 0);
+        ASSERT_OK(bv_backend_open(snaps, true, &other));
+        ASSERT_TRUE(unlinkat(e.dirfd, "../other/snapshots", AT_REMOVEDIR) == 0);
+        ASSERT_TRUE(renameat(e.dirfd, "README", e.dirfd, "../other/snapshots") == 0);
+        ASSERT_ERROR(bv_snapshot_list_report(other, e.codec, &list, &n, on_skip, &skipped), ENOTDIR);
+        bv_backend_close(other);
+        free(snaps);
 
         for (size_t i = 0; i < ELEMENTSOF(def); i++)
                 bv_snapshot_free(made[i]);

@@ -202,14 +202,16 @@ static void test_verify_state_file(void)
 
         ASSERT_TRUE(mkdtemp(dir) != NULL);
         int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        BvBackend *b;
         ASSERT_TRUE(dfd >= 0);
-        ASSERT_OK(bv_verify_state_load(dfd, &out, &n)); /* no file: empty */
+        ASSERT_OK(bv_backend_open(dir, false, &b));
+        ASSERT_OK(bv_verify_state_load(b, &out, &n)); /* no file: empty */
         ASSERT_EQ(n, 0);
         for (int i = 0; i < 3; i++)
                 memset(in[i].id, 0x30 - 0x10 * i, BV_PACK_ID_SIZE);
         in[0].verified_ns = 5, in[1].verified_ns = 0, in[2].verified_ns = 7, in[2].bad = true;
-        ASSERT_OK(bv_verify_state_save(dfd, in, 3));
-        ASSERT_OK(bv_verify_state_load(dfd, &out, &n));
+        ASSERT_OK(bv_verify_state_save(b, in, 3));
+        ASSERT_OK(bv_verify_state_load(b, &out, &n));
         ASSERT_EQ(n, 3);
         ASSERT_EQ(out[0].id[0], 0x10);
         ASSERT_TRUE(out[0].bad && out[0].verified_ns == 7);
@@ -227,9 +229,10 @@ static void test_verify_state_file(void)
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 ASSERT_OK(bv_write_file_durable(dfd, BV_VERIFY_STATE_FILE, bad[i], strlen(bad[i]), true));
-                ASSERT_ERROR(bv_verify_state_load(dfd, &out, &n), EBADMSG);
+                ASSERT_ERROR(bv_verify_state_load(b, &out, &n), EBADMSG);
         }
         unlinkat(dfd, BV_VERIFY_STATE_FILE, 0);
+        bv_backend_close(b);
         close(dfd);
         rmdir(dir);
 }

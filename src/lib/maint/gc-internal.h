@@ -54,7 +54,7 @@ typedef struct Gc {
 /* Names path (below the repository) as the entry at fault for error; returns error. */
 static inline int gc_note(Gc *g, const char *path, bool want_dir, int error)
 {
-        return bv_repo_problem_note(g->problem, g->dirfd, path, want_dir, error);
+        return bv_repo_problem_note(g->problem, bv_repo_backend(g->repo), path, want_dir, error);
 }
 
 static inline bool bit_test(const uint8_t *b, uint64_t i)

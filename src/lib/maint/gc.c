@@ -137,7 +137,7 @@ static int condemn(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, ch
                                   epoch + 1, list_name);
         if (r < 0)
                 return r;
-        r = bv_gc_epoch_write(g->dirfd, epoch + 1);
+        r = bv_gc_epoch_write(bv_repo_backend(g->repo), epoch + 1);
         return r < 0 ? gc_note(g, "gc/epoch", false, r) : 0;
 }
 
@@ -159,24 +159,25 @@ static int snapshots_added(Gc *g, bool *ret)
         return 0;
 }
 
-/* Whether snapshots/ names a record the mark did not see (read from the directory: the index
+/* A listed record the mark did not see stops the listing (1). */
+static int snapshot_unmarked(const BvObjEntry *e, void *userdata)
+{
+        Gc *g = userdata;
+        char id[sizeof(*g->snaps)];
+
+        if (!bv_snapshot_file_id(e->name, id)) /* only records: a stray .snap is no backup */
+                return 0;
+        return bsearch(id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp) ? 0 : -ECANCELED;
+}
+
+/* Whether snapshots/ names a record the mark did not see (read from the listing: the index
  * must not be refreshed between the mark and the condemn, its positions would move). */
 static int snapshots_added_since_mark(Gc *g, bool *ret)
 {
-        DIR *d;
-        int r = bv_opendir_beneath(g->dirfd, "snapshots", &d);
-        if (r < 0)
-                return r;
-        struct dirent *de;
-        *ret = false;
-        while (!*ret && (errno = 0, de = readdir(d))) {
-                char id[sizeof(*g->snaps)];
-                if (bv_snapshot_file_id(de->d_name, id)) /* only records: a stray .snap is no backup */
-                        *ret = !bsearch(id, g->snaps, g->nsnaps, sizeof(*g->snaps), gc_snap_cmp);
-        }
-        r = errno && !*ret ? negative_errno() : 0;
-        closedir(d);
-        return r;
+        int r = bv_backend_list(bv_repo_backend(g->repo), BV_KIND_SNAPSHOT, snapshot_unmarked, g);
+
+        *ret = r == -ECANCELED;
+        return r == -ECANCELED ? 0 : MIN(r, 0);
 }
 
 /* Condemns under locks/commit, unless a backup committed since the mark (the next run marks its
@@ -184,7 +185,7 @@ static int snapshots_added_since_mark(Gc *g, bool *ret)
  * follows it and finds gc/epoch moved (write/heal.h). */
 static int condemn_locked(Gc *g, const Packs *ps, size_t ncondemned, uint64_t epoch, char list_name[BV_INDEX_NAME_MAX])
 {
-        _cleanup_close_ int fd = bv_lock_take(g->dirfd, BV_LOCK_COMMIT, true);
+        _cleanup_close_ int fd = bv_backend_lock(bv_repo_backend(g->repo), BV_LOCK_COMMIT, true);
         bool added;
         if (fd < 0)
                 return fd;
@@ -216,7 +217,7 @@ static int finalize_lists(Gc *g, uint64_t start_epoch, uint64_t start_min, uint6
                 bool ready = w <= start_epoch && start_min >= w;
                 if (!ready && w <= epoch) {
                         if (!rescanned) {
-                                r = bv_leases_scan(g->dirfd, true, &now_min, NULL, &live, g->problem);
+                                r = bv_leases_scan(bv_repo_backend(g->repo), true, &now_min, NULL, &live, g->problem);
                                 if (r >= 0)
                                         r = snapshots_added(g, &added);
                                 if (r < 0)
@@ -249,7 +250,7 @@ static int epoch_derive(Gc *g, bool dry_run, uint64_t file, uint64_t lease_max, 
         g->st->epoch_start = *ret = e;
         if (e == file || dry_run)
                 return 0;
-        int r = bv_gc_epoch_write(g->dirfd, e);
+        int r = bv_gc_epoch_write(bv_repo_backend(g->repo), e);
         return r < 0 ? gc_note(g, "gc/epoch", false, r) : 0;
 }
 
@@ -264,12 +265,12 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
         if (g->gc_dirfd < 0 && !(dry_run && g->gc_dirfd == -ENOENT))
                 return gc_note(g, "gc", true, g->gc_dirfd);
         /* the leases first: whoever registers later reads an epoch this run has seen or moved to */
-        int r = bv_leases_scan(g->dirfd, !dry_run, ret_min, &lease_max, &live, g->problem);
+        int r = bv_leases_scan(bv_repo_backend(g->repo), !dry_run, ret_min, &lease_max, &live, g->problem);
         if (r < 0)
                 return r;
         g->st->leases_reaped = (uint64_t)r;
         g->st->leases_live = live;
-        r = bv_gc_epoch_read(g->dirfd, &file);
+        r = bv_gc_epoch_read(bv_repo_backend(g->repo), &file);
         if (r < 0)
                 return gc_note(g, "gc/epoch", false, r);
         r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */

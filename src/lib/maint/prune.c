@@ -20,7 +20,8 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
 {
         BvSnapshot *const *all;
         size_t n_all, n = 0;
-        int dirfd, r, forgot = 0;
+        BvBackend *b = bv_repo_backend(repo);
+        int r, forgot = 0;
         BvPolicy pol = *p;
 
         if (pol.now == 0) /* snapshots dated later are kept, and measured from by no rule */
@@ -28,9 +29,6 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
 
         if (ret_problem)
                 *ret_problem = (BvRepoProblem){};
-        dirfd = bv_repo_dirfd(repo, "snapshots");
-        if (dirfd < 0)
-                return dirfd;
         r = bv_repo_snapshots(repo, &all, &n_all);
         if (r < 0)
                 return r;
@@ -42,7 +40,7 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
         for (size_t i = 0; i < n_all; i++) {
                 if (!name_matches(all[i], name))
                         continue;
-                r = bv_snapshot_is_protected(dirfd, all[i]->id);
+                r = bv_snapshot_is_protected(b, all[i]->id);
                 if (r < 0)
                         return r;
                 items[n].snap = all[i];
@@ -58,12 +56,11 @@ int bv_prune(BvRepo *repo, const BvPolicy *p, const char *name, bool dry_run, Bv
                 if (items[i].rule != BV_KEEP_NONE)
                         continue;
                 if (!dry_run) {
-                        r = bv_snapshot_forget(dirfd, items[i].snap->id, false);
+                        r = bv_snapshot_forget(b, items[i].snap->id, false);
                         if (r < 0 && r != -ENOENT) {
                                 char path[sizeof("snapshots/.snap") + 2 * BV_SNAPSHOT_ID_SIZE];
-                                int top = bv_repo_dirfd(repo, "");
                                 snprintf(path, sizeof(path), "snapshots/%s.snap", items[i].snap->id);
-                                return bv_repo_problem_note(ret_problem, top, path, false, r);
+                                return bv_repo_problem_note(ret_problem, b, path, false, r);
                         }
                 }
                 forgot++;

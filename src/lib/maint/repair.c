@@ -493,7 +493,7 @@ static int rebuild(Repair *R)
         size_t n_old = 0, from = 0;
         int r;
 
-        lock = bv_lock_take(bv_repo_dirfd(R->repo, ""), BV_LOCK_GC, false);
+        lock = bv_backend_lock(bv_repo_backend(R->repo), BV_LOCK_GC, false);
         if (lock < 0)
                 return lock;
         r = list_segments(R, &old, &n_old);
@@ -534,7 +534,7 @@ static int scan_packs(Repair *R, BvRepoProblem *problem)
         if (r >= 0 || !refused[0])
                 return r;
         snprintf(path, sizeof(path), "packs/%s", refused);
-        return bv_repo_problem_note(problem, bv_repo_dirfd(R->repo, ""), path, !strchr(refused, '/'), r);
+        return bv_repo_problem_note(problem, bv_repo_backend(R->repo), path, !strchr(refused, '/'), r);
 }
 
 static int repair_run(Repair *R, bool force, BvRepoProblem *problem)

@@ -81,14 +81,14 @@ static int parse_line(const char *line, size_t len, BvVerifyPackState *ret)
         return 0;
 }
 
-int bv_verify_state_load(int repo_dirfd, BvVerifyPackState **ret, size_t *ret_n)
+int bv_verify_state_load(BvBackend *b, BvVerifyPackState **ret, size_t *ret_n)
 {
         _cleanup_free_ char *text = NULL;
         _cleanup_free_ BvVerifyPackState *s = NULL;
         size_t len, n = 0, cap = 0;
         int r;
 
-        r = bv_read_file_beneath(repo_dirfd, BV_VERIFY_STATE_FILE, STATE_MAX, (void **)&text, &len);
+        r = bv_backend_get(b, BV_KIND_VERIFY_STATE, NULL, STATE_MAX, (void **)&text, &len);
         if (r == -ENOENT) {
                 *ret = NULL;
                 *ret_n = 0;
@@ -118,7 +118,7 @@ int bv_verify_state_load(int repo_dirfd, BvVerifyPackState **ret, size_t *ret_n)
         return 0;
 }
 
-int bv_verify_state_save(int repo_dirfd, const BvVerifyPackState *s, size_t n)
+int bv_verify_state_save(BvBackend *b, const BvVerifyPackState *s, size_t n)
 {
         _cleanup_free_ BvVerifyPackState *sorted = NULL;
         _cleanup_free_ char *text = NULL;
@@ -139,5 +139,5 @@ int bv_verify_state_save(int repo_dirfd, const BvVerifyPackState *s, size_t n)
                 len += (size_t)snprintf(text + len, cap - len, "%s %" PRIu64 " %s\n", hex, sorted[i].verified_ns,
                                         sorted[i].bad ? "bad" : "ok");
         }
-        return bv_write_file_durable(repo_dirfd, BV_VERIFY_STATE_FILE, text, len, true);
+        return bv_backend_put(b, BV_KIND_VERIFY_STATE, NULL, text, len, BV_PUT_REPLACE);
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "pack.h"
 
 #define BV_VERIFY_STATE_FILE "verify-state"
@@ -25,9 +26,9 @@ typedef struct BvVerifyPackState {
 
 /* Reads the file below repo_dirfd into a malloc'd array sorted by pack id (empty if there is
  * no file). -EBADMSG if it does not parse. */
-int bv_verify_state_load(int repo_dirfd, BvVerifyPackState **ret, size_t *ret_n);
+int bv_verify_state_load(BvBackend *b, BvVerifyPackState **ret, size_t *ret_n);
 /* Writes the n entries (any order) as the new file, with the durability recipe. */
-int bv_verify_state_save(int repo_dirfd, const BvVerifyPackState *s, size_t n);
+int bv_verify_state_save(BvBackend *b, const BvVerifyPackState *s, size_t n);
 /* The entry of a pack in an array sorted by id, or NULL. */
 BvVerifyPackState *bv_verify_state_find(BvVerifyPackState *s, size_t n, const uint8_t id[BV_PACK_ID_SIZE]);
 /* Sorts in the order packs are read: damaged first, then never verified, then the least

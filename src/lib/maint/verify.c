@@ -398,7 +398,7 @@ typedef struct Schedule {
 /* verify-state named as the entry at fault for error; returns error. */
 static int state_note(Verify *v, int error)
 {
-        return bv_repo_problem_note(v->opts->problem, bv_repo_dirfd(v->repo, ""), BV_VERIFY_STATE_FILE, false, error);
+        return bv_repo_problem_note(v->opts->problem, bv_repo_backend(v->repo), BV_VERIFY_STATE_FILE, false, error);
 }
 
 static int schedule_on_pack(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
@@ -435,7 +435,7 @@ static int schedule_plan(Verify *v, Schedule *sc)
         size_t n_st = 0;
         int r;
 
-        r = bv_verify_state_load(bv_repo_dirfd(v->repo, ""), &st, &n_st);
+        r = bv_verify_state_load(bv_repo_backend(v->repo), &st, &n_st);
         if (r == -EBADMSG)
                 v->stats.state_reset = true, n_st = 0;
         else if (r < 0)
@@ -486,7 +486,7 @@ static int schedule_batch(Verify *v, Schedule *sc, size_t first, size_t last, si
                         sc->packs[v->reads[i]->rank].bad = true;
         *pos = end;
         v->stats.packs_read += last - first;
-        r = bv_verify_state_save(bv_repo_dirfd(v->repo, ""), sc->packs, sc->n);
+        r = bv_verify_state_save(bv_repo_backend(v->repo), sc->packs, sc->n);
         return r < 0 ? state_note(v, r) : 0;
 }
 
@@ -637,44 +637,44 @@ static int name_cmp(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+typedef struct IdList {
+        char **names;
+        size_t n, cap;
+} IdList;
+
+static int id_add(const BvObjEntry *e, void *userdata)
+{
+        IdList *l = userdata;
+        char hex[2 * BV_SNAPSHOT_ID_SIZE + 1], *id;
+
+        if (!bv_snapshot_file_id(e->name, hex)) /* the records every reader lists */
+                return 0;
+        id = strdup(hex);
+        if (!id || BV_ARRAY_RESERVE(l->names, l->cap, l->n + 1, 16) < 0) {
+                free(id);
+                return -ENOMEM;
+        }
+        l->names[l->n++] = id;
+        return 0;
+}
+
 /* Ids of every snapshot record in snapshots/ (bv_snapshot_file_id), sorted. */
 static int list_snapshot_ids(BvRepo *r, char ***ret, size_t *ret_n)
 {
-        char **names = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        DIR *d;
-        int err;
+        IdList l = {};
+        int err = bv_backend_list(bv_repo_backend(r), BV_KIND_SNAPSHOT, id_add, &l);
 
-        err = bv_opendir_beneath(bv_repo_dirfd(r, "snapshots"), ".", &d);
-        if (err < 0)
+        if (err < 0) {
+                for (size_t i = 0; i < l.n; i++)
+                        free(l.names[i]);
+                free(l.names);
                 return err;
-        while ((de = readdir(d))) {
-                char hex[2 * BV_SNAPSHOT_ID_SIZE + 1], *id;
-
-                if (!bv_snapshot_file_id(de->d_name, hex)) /* the records every reader lists */
-                        continue;
-                id = strdup(hex);
-                if (!id)
-                        goto oom;
-                if (BV_ARRAY_RESERVE(names, cap, n + 1, 16) < 0) {
-                        free(id);
-                        goto oom;
-                }
-                names[n++] = id;
         }
-        closedir(d);
-        if (n > 0)
-                qsort(names, n, sizeof(*names), name_cmp);
-        *ret = names;
-        *ret_n = n;
+        if (l.n > 0)
+                qsort(l.names, l.n, sizeof(*l.names), name_cmp);
+        *ret = l.names;
+        *ret_n = l.n;
         return 0;
-oom:
-        closedir(d);
-        for (size_t i = 0; i < n; i++)
-                free(names[i]);
-        free(names);
-        return -ENOMEM;
 }
 
 /* Loads every snapshot record, reporting the ones that do not load. */
@@ -692,7 +692,7 @@ static int load_all(Verify *v, BvSnapshot ***ret, size_t *ret_n)
         if (!list)
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < n; i++) {
-                int q = bv_snapshot_load(bv_repo_dirfd(v->repo, "snapshots"), v->codec, ids[i], &list[loaded]);
+                int q = bv_snapshot_load(bv_repo_backend(v->repo), v->codec, ids[i], &list[loaded]);
                 if (q == -ENOMEM)
                         r = q;
                 else if (q < 0)

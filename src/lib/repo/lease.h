@@ -23,15 +23,15 @@ typedef enum {
 typedef struct BvLease BvLease;
 
 /* Reads the epoch (0 when gc/epoch is absent). -EBADMSG if it is not a decimal number. */
-int bv_gc_epoch_read(int repo_dirfd, uint64_t *ret);
+int bv_gc_epoch_read(BvBackend *b, uint64_t *ret);
 /* Writes gc/epoch durably (creating gc/). */
-int bv_gc_epoch_write(int repo_dirfd, uint64_t epoch);
+int bv_gc_epoch_write(BvBackend *b, uint64_t epoch);
 
-/* Reads the epoch, then makes a locked lease visible (creating leases/); its "snapshot" field is
+/* Reads the epoch, then makes a held lease visible (bv_backend_lease_take: a flocked file here); its "snapshot" field is
  * left empty (reserved). *ret_epoch (if not NULL) gets the lease's epoch. -EROFS/-EACCES where
  * leases/ cannot be written (the caller falls back to the shared locks/gc). On failure
  * *ret_problem (if not NULL) names gc/epoch or leases/, whichever failed. */
-int bv_lease_take(int repo_dirfd, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
+int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
                   BvRepoProblem *ret_problem);
 /* The epoch the lease was taken at. */
 uint64_t bv_lease_epoch(const BvLease *l);
@@ -39,11 +39,11 @@ uint64_t bv_lease_epoch(const BvLease *l);
 void bv_lease_release(BvLease *l);
 
 /* Tests every lease: one whose lock can be taken belongs to a holder that ended, and is
- * unlinked (reaped; without reap, as for a dry run, it is only counted and leases/ is not created).
+ * removed (reaped; without reap, as for a dry run, it is only counted).
  * *ret_min_epoch gets the lowest epoch of the live ones (UINT64_MAX when none
  * lives), *ret_max_epoch (if not NULL) the highest (0 when none lives), *ret_live their number. A lease file that does not parse counts as live at epoch 0 (it
  * is being written, or is damaged: finalize waits). Returns the number reaped. A lease that is not a
  * regular file, or cannot be tested, fails the scan: *ret_problem (if not NULL) names it, or
  * leases/ when the directory is at fault. */
-int bv_leases_scan(int repo_dirfd, bool reap, uint64_t *ret_min_epoch, uint64_t *ret_max_epoch, size_t *ret_live,
+int bv_leases_scan(BvBackend *b, bool reap, uint64_t *ret_min_epoch, uint64_t *ret_max_epoch, size_t *ret_live,
                    BvRepoProblem *ret_problem);

@@ -8,17 +8,17 @@
 #include "repo.h"
 
 /* The index's damaged segments as problems (index/<name>), appended to *list. */
-int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n);
+int repo_index_damage(BvBackend *b, BvIndex *index, BvRepoProblem **list, size_t *n);
 
 /* For a writer: lists packs/ (refusing a symbolic link or a foreign type there, named in *p) and
  * compares it with the packs the index names. The missing ones (sorted, malloc'd) are handed to
  * the index, which then treats what they held as not stored, and returned. */
-int repo_check_packs(int dirfd, BvIndex *index, BvPackSet *packs, BvRepoProblem *p,
+int repo_check_packs(BvBackend *b, BvIndex *index, BvPackSet *packs, BvRepoProblem *p,
                      uint8_t (**ret_missing)[BV_PACK_ID_SIZE], size_t *ret_count);
 
 /* The lock and the lease an open takes (lease.c): gc locks/gc exclusively; writers locks/write
  * and a lease; readers a lease, or the shared locks/gc where leases/ cannot be written. */
-int repo_open_lock(int dirfd, BvOpenFlags flags, BvRepoProblem *problem, int *ret_lock_fd, BvLease **ret_lease);
+int repo_open_lock(BvBackend *b, BvOpenFlags flags, BvRepoProblem *problem, int *ret_lock_fd, BvLease **ret_lease);
 
 /* Key files (repokey.c). A secret to seal with: exactly one of a passphrase and a key file
  * (-ENOKEY: neither; -EINVAL: both). */

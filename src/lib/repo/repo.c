@@ -33,7 +33,8 @@ static const char *const fd_names[DIR_COUNT] = {
 
 struct BvRepo {
         char *path;
-        int dirfd;
+        BvBackend *backend;
+        int dirfd; /* the local backend's directory (borrowed) */
         int fds[DIR_COUNT];
         int lock_fd;
         BvLease *lease;
@@ -200,13 +201,13 @@ int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secr
         return init_files(fd, cfg, secret);
 }
 
-static int read_config(int dirfd, BvRepoConfigFile *ret)
+static int read_config(BvBackend *b, BvRepoConfigFile *ret)
 {
         _cleanup_free_ char *json = NULL;
         size_t len;
         int r;
 
-        r = bv_read_file_beneath(dirfd, "config", CONFIG_MAX, (void **)&json, &len);
+        r = bv_backend_get(b, BV_KIND_CONFIG, NULL, CONFIG_MAX, (void **)&json, &len);
         if (r == -EFBIG)
                 return -EBADMSG;
         if (r < 0)
@@ -214,26 +215,30 @@ static int read_config(int dirfd, BvRepoConfigFile *ret)
         return bv_repo_config_parse(json, len, ret);
 }
 
-/* Opens the repository directory path (the user's own path: the one place where symbolic links
- * are followed) and reads its config; what is wrong with the config is noted in problem, which
- * may be NULL. */
-static int open_repo_dir(const char *path, BvRepoProblem *problem, int *ret_fd, BvRepoConfigFile *ret_config)
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvBackend, bv_backend_close);
+
+/* Opens the repository at path (for a directory the user's own path: the one place where
+ * symbolic links are followed) and reads its config; what is wrong with the config is noted in
+ * problem, which may be NULL. */
+static int open_repo_dir(const char *path, BvRepoProblem *problem, BvBackend **ret_backend,
+                         BvRepoConfigFile *ret_config)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
         int r;
 
-        if (fd < 0)
-                return negative_errno();
-        r = read_config(fd, ret_config);
+        r = bv_backend_open(path, false, &b);
         if (r < 0)
-                return bv_repo_problem_note(problem, fd, "config", false, r);
-        *ret_fd = TAKE_FD(fd);
+                return r;
+        r = read_config(b, ret_config);
+        if (r < 0)
+                return bv_repo_problem_note(problem, b, "config", false, r);
+        *ret_backend = TAKE_PTR(b);
         return 0;
 }
 
 int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProblem *ret_problem)
 {
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
         BvRepoConfigFile f;
         int r;
 
@@ -241,7 +246,7 @@ int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProble
                 *ret_problem = (BvRepoProblem){};
         if (!path || !ret)
                 return -EINVAL;
-        r = open_repo_dir(path, ret_problem, &fd, &f);
+        r = open_repo_dir(path, ret_problem, &b, &f);
         if (r < 0)
                 return r;
         *ret = f.config;
@@ -275,7 +280,7 @@ void bv_repo_close(BvRepo *r)
                 safe_close(r->fds[i]);
         bv_lease_release(r->lease);
         safe_close(r->lock_fd);
-        safe_close(r->dirfd);
+        bv_backend_close(r->backend);
         pthread_mutex_destroy(&r->snap_lock);
         free(r->damaged);
         free(r->missing);
@@ -316,7 +321,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
                 if (ret < 0)
                         return ret;
                 if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
-                        return bv_repo_problem_note(problem, r->dirfd, "config", false, -EBADMSG);
+                        return bv_repo_problem_note(problem, r->backend, "config", false, -EBADMSG);
                 return 0;
         }
         r->master = bv_secure_alloc(BV_MASTER_SIZE);
@@ -326,7 +331,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
                 ret = repo_key_unseal(r->dirfd, r->cf.id, secret, r->master);
                 if (ret < 0)
-                        return bv_repo_problem_note(problem, r->dirfd, "keys/default", false, ret);
+                        return bv_repo_problem_note(problem, r->backend, "keys/default", false, ret);
         }
         ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
         if (ret < 0)
@@ -335,7 +340,7 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         if (ret < 0)
                 return ret;
         if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
-                return bv_repo_problem_note(problem, r->dirfd, "config", false, -EBADMSG);
+                return bv_repo_problem_note(problem, r->backend, "config", false, -EBADMSG);
         if (!(r->flags & BV_OPEN_KEYS)) {
                 bv_secure_free(r->master, BV_MASTER_SIZE);
                 r->master = NULL;
@@ -352,7 +357,7 @@ static int open_stores(BvRepo *r, BvRepoProblem *problem)
                 if (r->fds[i] == -ENOENT)
                         return -EUCLEAN;
                 if (r->fds[i] < 0)
-                        return bv_repo_problem_note(problem, r->dirfd, fd_names[i], true, r->fds[i]);
+                        return bv_repo_problem_note(problem, r->backend, fd_names[i], true, r->fds[i]);
         }
         ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
@@ -373,7 +378,7 @@ static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
 {
         int ret;
 
-        ret = repo_index_damage(r->dirfd, r->index, &r->damaged, &r->n_damaged);
+        ret = repo_index_damage(r->backend, r->index, &r->damaged, &r->n_damaged);
         if (ret < 0)
                 return ret;
         if (!(flags & BV_OPEN_WRITE))
@@ -383,7 +388,7 @@ static int open_checks(BvRepo *r, BvOpenFlags flags, BvRepoProblem *problem)
                         *problem = r->damaged[0];
                 return -EUCLEAN;
         }
-        return repo_check_packs(r->dirfd, r->index, r->packs, problem, &r->missing, &r->n_missing);
+        return repo_check_packs(r->backend, r->index, r->packs, problem, &r->missing, &r->n_missing);
 }
 
 int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepo **ret)
@@ -417,13 +422,14 @@ static int repo_start(const char *path, const BvSecret *secret, BvOpenFlags flag
         if (!r->path)
                 return -ENOMEM;
 
-        rr = open_repo_dir(path, problem, &r->dirfd, &r->cf);
+        rr = open_repo_dir(path, problem, &r->backend, &r->cf);
         if (rr < 0)
                 return rr;
+        r->dirfd = bv_backend_local_dirfd(r->backend);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
         if (secret && (secret->passphrase || secret->key_file || secret->keyring) &&
             r->cf.config.cipher == BV_CIPHER_NONE)
-                return bv_repo_problem_note(problem, r->dirfd, "config", false, -EKEYREJECTED);
+                return bv_repo_problem_note(problem, r->backend, "config", false, -EKEYREJECTED);
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -451,7 +457,7 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
          * the index is opened (docs/LIFECYCLE.md, "Leases"). */
-        rr = repo_open_lock(r->dirfd, flags, problem, &r->lock_fd, &r->lease);
+        rr = repo_open_lock(r->backend, flags, problem, &r->lock_fd, &r->lease);
         if (rr < 0)
                 return rr;
 
@@ -522,6 +528,11 @@ const BvKeyring *bv_repo_keyring(BvRepo *r)
         return r->keyring;
 }
 
+BvBackend *bv_repo_backend(BvRepo *r)
+{
+        return r->backend;
+}
+
 int bv_repo_dirfd(BvRepo *r, const char *sub)
 {
         if (!sub || !*sub)
@@ -571,7 +582,7 @@ static void on_record_skipped(const char *file, int error, void *userdata)
                 return; /* the record is skipped all the same, only not named */
         r->damaged = p;
         snprintf(path, sizeof(path), "snapshots/%.50s", file);
-        (void)bv_repo_problem_note(&p[r->n_damaged++], r->dirfd, path, false, error);
+        (void)bv_repo_problem_note(&p[r->n_damaged++], r->backend, path, false, error);
 }
 
 static int load_snapshots(BvRepo *r)
@@ -582,7 +593,7 @@ static int load_snapshots(BvRepo *r)
 
         if (r->snaps_loaded)
                 return 0;
-        ret = bv_snapshot_list_report(r->fds[DIR_SNAPSHOTS], r->snap_codec, &list, &n, on_record_skipped, r);
+        ret = bv_snapshot_list_report(r->backend, r->snap_codec, &list, &n, on_record_skipped, r);
         if (ret < 0)
                 return ret;
         r->snaps = list;
@@ -626,7 +637,7 @@ int bv_repo_reload(BvRepo *r)
                 return ret;
         /* Damage is met again: the index's now, the records' when the list loads. */
         r->n_damaged = 0;
-        return repo_index_damage(r->dirfd, r->index, &r->damaged, &r->n_damaged);
+        return repo_index_damage(r->backend, r->index, &r->damaged, &r->n_damaged);
 }
 
 int bv_repo_read_encoded(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, void **ret)
@@ -731,14 +742,14 @@ int bv_repo_key_export(BvRepo *r, const char *slot, char **ret, size_t *ret_len)
 
 int bv_repo_key_import(const char *path, const char *slot, const char *json, size_t len)
 {
-        _cleanup_close_ int fd = -EBADF;
+        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
         BvRepoConfigFile f;
         BvKeyFile kf;
         int r;
 
         if (!bv_key_slot_valid(slot))
                 return -EINVAL;
-        r = open_repo_dir(path, NULL, &fd, &f);
+        r = open_repo_dir(path, NULL, &b, &f);
         if (r < 0)
                 return r;
         r = bv_repo_keyfile_parse(json, len, &kf);
@@ -746,5 +757,5 @@ int bv_repo_key_import(const char *path, const char *slot, const char *json, siz
                 return r;
         if (memcmp(kf.repository, f.id, BV_REPO_ID_SIZE) != 0)
                 return -EXDEV; /* another repository's key */
-        return repo_key_write(fd, slot, &kf, false);
+        return repo_key_write(bv_backend_local_dirfd(b), slot, &kf, false);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "aead.h"
+#include "backend.h"
 #include "chunker.h"
 #include "index.h"
 #include "keyring.h"
@@ -84,10 +85,11 @@ typedef struct BvRepoProblem {
                            * TIME: COMMAND"), or "" when it did not say */
 } BvRepoProblem;
 
-/* Fills *p (if not NULL) for path (relative to the repository at dirfd) and error; for a refusal
- * by type (-ELOOP, -EBADFD, -ENOTDIR, -EISDIR) names the component at fault and what it is (for
- * the rooms above that meet entries of their own: gc/, leases/, verify-state). Returns error. */
-int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error);
+/* Fills *p (if not NULL) for path (an object's key, bv_obj_key, or a folder of the repository
+ * behind backend b) and error; for a refusal by type (-ELOOP, -EBADFD, -ENOTDIR, -EISDIR) names
+ * the component at fault and what it is (for the rooms above that meet entries of their own:
+ * gc/, leases/, verify-state). Returns error. */
+int bv_repo_problem_note(BvRepoProblem *p, BvBackend *b, const char *path, bool want_dir, int error);
 
 /* Creates a new repository at path (an empty or missing directory). */
 int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secret);
@@ -158,6 +160,8 @@ int bv_repo_find_snapshot(BvRepo *r, const char *spec, const BvSnapshot **ret);
 BvIndex *bv_repo_index(BvRepo *r);
 BvPackSet *bv_repo_packs(BvRepo *r);
 const BvKeyring *bv_repo_keyring(BvRepo *r);
+/* Where the repository's objects are kept (backend.h): every room names them through it. */
+BvBackend *bv_repo_backend(BvRepo *r);
 /* A directory fd of the repository: "packs", "index", "snapshots", "tmp", or "" (the top).
  * The fd belongs to the repository (do not close it); -ENOENT for another name. */
 int bv_repo_dirfd(BvRepo *r, const char *sub);

@@ -14,7 +14,7 @@
 #include "macro.h"
 #include "repo-internal.h"
 
-int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool want_dir, int error)
+int bv_repo_problem_note(BvRepoProblem *p, BvBackend *b, const char *path, bool want_dir, int error)
 {
         mode_t mode = 0;
         int k;
@@ -25,7 +25,7 @@ int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool wan
         snprintf(p->path, sizeof(p->path), "%.63s", path);
         if (error != -ELOOP && error != -EBADFD && error != -ENOTDIR && error != -EISDIR)
                 return error;
-        k = bv_beneath_culprit(dirfd, path, want_dir, &mode);
+        k = bv_backend_culprit(b, path, want_dir, &mode);
         if (k > 0 && (size_t)k < sizeof(p->path)) {
                 if ((size_t)k < strlen(path))
                         p->want_dir = true; /* a component on the way */
@@ -35,7 +35,7 @@ int bv_repo_problem_note(BvRepoProblem *p, int dirfd, const char *path, bool wan
         return error;
 }
 
-int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n)
+int repo_index_damage(BvBackend *b, BvIndex *index, BvRepoProblem **list, size_t *n)
 {
         _cleanup_free_ BvIndexDamage *d = NULL;
         size_t nd = 0;
@@ -53,7 +53,7 @@ int repo_index_damage(int dirfd, BvIndex *index, BvRepoProblem **list, size_t *n
                 char path[64];
 
                 snprintf(path, sizeof(path), "index/%.32s", d[i].name);
-                (void)bv_repo_problem_note(&p[(*n)++], dirfd, path, false, d[i].error);
+                (void)bv_repo_problem_note(&p[(*n)++], b, path, false, d[i].error);
         }
         return 0;
 }
@@ -109,7 +109,7 @@ static void ids_unique(PackIds *l)
         l->n = k + 1;
 }
 
-int repo_check_packs(int dirfd, BvIndex *index, BvPackSet *packs, BvRepoProblem *p,
+int repo_check_packs(BvBackend *b, BvIndex *index, BvPackSet *packs, BvRepoProblem *p,
                      uint8_t (**ret_missing)[BV_PACK_ID_SIZE], size_t *ret_count)
 {
         Compare c = {};
@@ -120,7 +120,7 @@ int repo_check_packs(int dirfd, BvIndex *index, BvPackSet *packs, BvRepoProblem 
         r = bv_packset_list_strict(packs, on_present, &c.present, refused);
         if (r < 0 && refused[0]) {
                 snprintf(path, sizeof(path), "packs/%s", refused);
-                r = bv_repo_problem_note(p, dirfd, path, !strchr(refused, '/'), r);
+                r = bv_repo_problem_note(p, b, path, !strchr(refused, '/'), r);
         }
         if (r >= 0 && c.present.n > 0)
                 qsort(c.present.ids, c.present.n, BV_PACK_ID_SIZE, id_cmp);

@@ -24,58 +24,62 @@ static int names(const char *id, char snap[64], char protect[64])
         return 0;
 }
 
-static int exists(int dirfd, const char *name)
+/* Whether snapshots/<name> is there, whatever it is (a marker that is not a regular file
+ * still protects). */
+static int exists(BvBackend *b, const char *name)
 {
-        struct stat st;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        BvObjEntry e;
+        int r = bv_backend_stat(b, BV_KIND_SNAPSHOT, name, &e);
+
+        if (r == -ENOENT)
+                return 0;
+        if (r == 0 || r == -ELOOP || r == -EBADFD)
                 return 1;
-        return errno == ENOENT ? 0 : -errno;
+        return r;
 }
 
 /* Fills in the file names of snapshot id; returns whether it is protected (1) or not (0). */
-static int lookup(int snapshots_dirfd, const char *id, char snap[64], char protect[64])
+static int lookup(BvBackend *b, const char *id, char snap[64], char protect[64])
 {
         int r = names(id, snap, protect);
-        return r < 0 ? r : exists(snapshots_dirfd, protect);
+        return r < 0 ? r : exists(b, protect);
 }
 
-int bv_snapshot_is_protected(int snapshots_dirfd, const char *id)
+int bv_snapshot_is_protected(BvBackend *b, const char *id)
 {
         char snap[64], protect[64];
-        return lookup(snapshots_dirfd, id, snap, protect);
+        return lookup(b, id, snap, protect);
 }
 
-int bv_snapshot_protect(int snapshots_dirfd, const char *id, bool on)
+int bv_snapshot_protect(BvBackend *b, const char *id, bool on)
 {
         char snap[64], protect[64];
-        int protected = lookup(snapshots_dirfd, id, snap, protect);
+        int protected = lookup(b, id, snap, protect);
         if (protected < 0)
                 return protected;
-        int r = exists(snapshots_dirfd, snap);
+        int r = exists(b, snap);
         if (r <= 0)
                 return r < 0 ? r : -ENOENT;
         if (protected == (int)on)
                 return 0;
         if (on)
-                return bv_write_file_durable(snapshots_dirfd, protect, "", 0, false);
-        return unlinkat(snapshots_dirfd, protect, 0) < 0 ? -errno : bv_fsync_dir(snapshots_dirfd);
+                return bv_backend_put(b, BV_KIND_SNAPSHOT, protect, "", 0, BV_PUT_CREATE);
+        return bv_backend_remove(b, BV_KIND_SNAPSHOT, protect);
 }
 
-int bv_snapshot_forget(int snapshots_dirfd, const char *id, bool force)
+int bv_snapshot_forget(BvBackend *b, const char *id, bool force)
 {
         char snap[64], protect[64];
-        int r = lookup(snapshots_dirfd, id, snap, protect);
+        int r = lookup(b, id, snap, protect);
         if (r < 0)
                 return r;
         if (r > 0 && !force)
                 return -EPERM;
-        if (unlinkat(snapshots_dirfd, snap, 0) < 0)
-                return -errno;
-        r = bv_fsync_dir(snapshots_dirfd);
+        r = bv_backend_remove(b, BV_KIND_SNAPSHOT, snap);
         if (r < 0)
                 return r;
         /* the marker goes after the record: a crash between leaves a stray marker, which is ignored.
-         * So is one that cannot be unlinked (a directory someone made): the snapshot is forgotten. */
-        (void)unlinkat(snapshots_dirfd, protect, 0);
+         * So is one that cannot be removed (a directory someone made): the snapshot is forgotten. */
+        (void)bv_backend_remove(b, BV_KIND_SNAPSHOT, protect);
         return 0;
 }

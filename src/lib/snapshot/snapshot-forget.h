@@ -7,9 +7,11 @@
  */
 #include <stdbool.h>
 
+#include "backend.h"
+
 /* 1 if protected, 0 if not; -errno. */
-int bv_snapshot_is_protected(int snapshots_dirfd, const char *id);
+int bv_snapshot_is_protected(BvBackend *b, const char *id);
 /* Sets or clears the marker, durably. -ENOENT if the snapshot does not exist. */
-int bv_snapshot_protect(int snapshots_dirfd, const char *id, bool on);
+int bv_snapshot_protect(BvBackend *b, const char *id, bool on);
 /* Forgets the snapshot: -EPERM if protected and !force, -ENOENT if absent. */
-int bv_snapshot_forget(int snapshots_dirfd, const char *id, bool force);
+int bv_snapshot_forget(BvBackend *b, const char *id, bool force);

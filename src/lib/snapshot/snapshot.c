@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend.h"
 #include "buf.h"
 #include "endian.h"
 #include "fileio.h"
@@ -35,7 +36,6 @@
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvSnapshot, bv_snapshot_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(DIR, closedir);
 
 void bv_snapshot_source_done(BvSnapshotSource *s)
 {
@@ -77,7 +77,7 @@ static void snapshot_file_name(const char *id, char out[BV_SNAPSHOT_FILE_MAX])
         memcpy(out + SNAP_HEX_SIZE, SNAP_SUFFIX, sizeof(SNAP_SUFFIX));
 }
 
-int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot *s)
+int bv_snapshot_save(BvBackend *b, BvObjectCodec *codec, const BvSnapshot *s)
 {
         _cleanup_free_ char *json = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -104,7 +104,7 @@ int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot
         if (r < 0)
                 return r;
         snapshot_file_name(s->id, name);
-        return bv_write_file_durable(snapshots_dirfd, name, buf, SNAP_HEADER_SIZE + olen, false);
+        return bv_backend_put(b, BV_KIND_SNAPSHOT, name, buf, SNAP_HEADER_SIZE + olen, BV_PUT_CREATE);
 }
 
 /* Decodes the bytes of snapshots/<id>.snap. */
@@ -141,7 +141,7 @@ static int snapshot_decode(BvObjectCodec *codec, const char *id, const uint8_t *
         return 0;
 }
 
-int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, BvSnapshot **ret)
+int bv_snapshot_load(BvBackend *b, BvObjectCodec *codec, const char *id, BvSnapshot **ret)
 {
         _cleanup_free_ void *data = NULL;
         char name[BV_SNAPSHOT_FILE_MAX];
@@ -151,8 +151,8 @@ int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, 
         if (!codec || !ret || !bv_hex_is_lower(id, SNAP_HEX_SIZE))
                 return -EINVAL;
         snapshot_file_name(id, name);
-        r = bv_read_file_beneath(snapshots_dirfd, name, SNAP_HEADER_SIZE + bv_object_bound(BV_OBJECT_MAX_RAW), &data,
-                         &len);
+        r = bv_backend_get(b, BV_KIND_SNAPSHOT, name, SNAP_HEADER_SIZE + bv_object_bound(BV_OBJECT_MAX_RAW), &data,
+                           &len);
         if (r == -EFBIG)
                 return -EBADMSG;
         if (r < 0)
@@ -191,28 +191,6 @@ bool bv_snapshot_file_id(const char *name, char id[SNAP_HEX_SIZE + 1])
         return bv_hex_is_lower(id, SNAP_HEX_SIZE);
 }
 
-/* Loads snapshots/<id>.snap and the time its file was written. */
-static int list_load(int dirfd, BvObjectCodec *codec, const char *id, ListItem *ret)
-{
-        char name[BV_SNAPSHOT_FILE_MAX];
-        BvSnapshot *s = NULL;
-        struct stat st;
-        int r;
-
-        r = bv_snapshot_load(dirfd, codec, id, &s);
-        if (r < 0)
-                return r;
-        snapshot_file_name(id, name);
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                r = negative_errno();
-                bv_snapshot_free(s);
-                return r;
-        }
-        ret->snapshot = s;
-        ret->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-        return 0;
-}
-
 static void list_items_free(ListItem *items, size_t n)
 {
         for (size_t i = 0; i < n; i++)
@@ -227,52 +205,72 @@ static bool load_error_is_damage(int r)
         return r != -ENOMEM && r != -EMFILE && r != -ENFILE && r != -EINTR;
 }
 
-/* Reads every record of the directory, skipping (and reporting) those that do not load. */
-static int list_read(DIR *d, int dirfd, BvObjectCodec *codec, ListItem **ret, size_t *ret_count,
+/* The records a listing of snapshots/ met: their ids and the times their files were written. */
+typedef struct Found {
+        struct FoundItem {
+                char id[SNAP_HEX_SIZE + 1];
+                uint64_t mtime_ns;
+        } *items;
+        size_t n, cap;
+} Found;
+
+static int found_add(const BvObjEntry *e, void *userdata)
+{
+        Found *f = userdata;
+        char id[SNAP_HEX_SIZE + 1];
+        int r;
+
+        if (!bv_snapshot_file_id(e->name, id))
+                return 0;
+        r = BV_ARRAY_RESERVE(f->items, f->cap, f->n + 1, 16);
+        if (r < 0)
+                return r;
+        memcpy(f->items[f->n].id, id, sizeof(id));
+        f->items[f->n++].mtime_ns = (uint64_t)MAX(e->mtime_ns, (int64_t)0);
+        return 0;
+}
+
+/* Loads every record listed, skipping (and reporting) those that do not load. */
+static int list_read(BvBackend *b, BvObjectCodec *codec, ListItem **ret, size_t *ret_count,
                      bv_snapshot_skip_fn skip, void *userdata)
 {
+        _cleanup_free_ struct FoundItem *found = NULL;
         ListItem *items = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        int r = 0;
+        Found f = {};
+        size_t n = 0;
+        int r;
 
-        while ((errno = 0, de = readdir(d))) {
-                char id[SNAP_HEX_SIZE + 1];
-
-                if (!bv_snapshot_file_id(de->d_name, id))
-                        continue;
-                r = BV_ARRAY_RESERVE(items, cap, n + 1, 16);
-                if (r < 0)
-                        break;
-                r = list_load(dirfd, codec, id, &items[n]);
+        r = bv_backend_list(b, BV_KIND_SNAPSHOT, found_add, &f);
+        found = f.items;
+        if (r < 0)
+                return r;
+        items = calloc(f.n ? f.n : 1, sizeof(*items));
+        if (!items)
+                return -ENOMEM;
+        for (size_t i = 0; i < f.n; i++) {
+                r = bv_snapshot_load(b, codec, found[i].id, &items[n].snapshot);
                 if (r == -ENOENT || (r < 0 && load_error_is_damage(r))) {
                         char name[BV_SNAPSHOT_FILE_MAX];
 
-                        snapshot_file_name(id, name);
+                        snapshot_file_name(found[i].id, name);
                         if (skip && r != -ENOENT) /* ENOENT: deleted meanwhile */
                                 skip(name, r, userdata);
-                        r = 0;
                         continue;
                 }
-                if (r < 0)
-                        break;
-                n++;
-        }
-        if (r >= 0 && errno > 0)
-                r = -errno;
-        if (r < 0) {
-                list_items_free(items, n);
-                return r;
+                if (r < 0) {
+                        list_items_free(items, n);
+                        return r;
+                }
+                items[n++].mtime_ns = found[i].mtime_ns;
         }
         *ret = items;
         *ret_count = n;
         return 0;
 }
 
-int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
+int bv_snapshot_list_report(BvBackend *b, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
                             bv_snapshot_skip_fn skip, void *userdata)
 {
-        _cleanup_(closedirp) DIR *d = NULL;
         _cleanup_free_ ListItem *items = NULL;
         BvSnapshot **list;
         size_t n = 0;
@@ -280,10 +278,7 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
 
         if (!codec || !ret || !ret_count)
                 return -EINVAL;
-        r = bv_opendir_beneath(snapshots_dirfd, ".", &d);
-        if (r < 0)
-                return r;
-        r = list_read(d, snapshots_dirfd, codec, &items, &n, skip, userdata);
+        r = list_read(b, codec, &items, &n, skip, userdata);
         if (r < 0)
                 return r;
         list = calloc(n ? n : 1, sizeof(*list));
@@ -300,9 +295,9 @@ int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapsho
         return 0;
 }
 
-int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count)
+int bv_snapshot_list(BvBackend *b, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count)
 {
-        return bv_snapshot_list_report(snapshots_dirfd, codec, ret, ret_count, NULL, NULL);
+        return bv_snapshot_list_report(b, codec, ret, ret_count, NULL, NULL);
 }
 
 void bv_snapshot_list_free(BvSnapshot **list, size_t n)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "chunker.h"
 #include "keyring.h"
 #include "object.h"
@@ -90,8 +91,8 @@ void bv_snapshot_free(BvSnapshot *s);
 void bv_snapshot_source_done(BvSnapshotSource *s);
 
 /* Writes snapshots/<id>.snap durably; -EEXIST if that id exists. */
-int bv_snapshot_save(int snapshots_dirfd, BvObjectCodec *codec, const BvSnapshot *s);
-int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, BvSnapshot **ret);
+int bv_snapshot_save(BvBackend *b, BvObjectCodec *codec, const BvSnapshot *s);
+int bv_snapshot_load(BvBackend *b, BvObjectCodec *codec, const char *id, BvSnapshot **ret);
 
 /* Every snapshot, oldest first: by time, then by the modification time of its file (so that
  * backups of the same second keep the order they were written in), then by id. Only files
@@ -99,10 +100,10 @@ int bv_snapshot_load(int snapshots_dirfd, BvObjectCodec *codec, const char *id, 
  * record that does not load (damaged, -EBADMSG; unknown version; a symbolic link, -ELOOP; not a
  * regular file, -EBADFD; unreadable) is skipped, and the others are listed. Only what is not one
  * record's fault (the directory, memory) fails the list. */
-int bv_snapshot_list(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count);
+int bv_snapshot_list(BvBackend *b, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count);
 /* The same, calling skip (if not NULL) with the file name and error of each record skipped. */
 typedef void (*bv_snapshot_skip_fn)(const char *file, int error, void *userdata);
-int bv_snapshot_list_report(int snapshots_dirfd, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
+int bv_snapshot_list_report(BvBackend *b, BvObjectCodec *codec, BvSnapshot ***ret, size_t *ret_count,
                             bv_snapshot_skip_fn skip, void *userdata);
 void bv_snapshot_list_free(BvSnapshot **list, size_t n);
 

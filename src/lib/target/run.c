@@ -90,6 +90,12 @@ static void first_line(const char *out, char *buf, size_t size)
         snprintf(buf, size, "%.*s", (int)strcspn(out, "\n"), out);
 }
 
+static void job_progress(const BvProgress *p, void *userdata)
+{
+        const BvTargetRunJob *rj = userdata;
+        rj->progress->fn(rj->job, rj->target_name, p, rj->progress->userdata);
+}
+
 /* The job's source into the repository at repo_path, verify what it wrote, then prune by its
  * retention. */
 static void backup_job(const BvConfTarget *t, const char *repo_path, const char *const vars[], BvTargetRunJob *rj)
@@ -119,6 +125,8 @@ static void backup_job(const BvConfTarget *t, const char *repo_path, const char 
                 return;
         }
         BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled };
+        if (rj->progress)
+                opts.progress = job_progress, opts.progress_userdata = rj;
         r = bv_backup(repo, bv_job_source(js), &opts, &stats);
         rj->thin = bv_job_source_thin(js);
         snprintf(rj->read_whole_because, sizeof(rj->read_whole_because), "%s",
@@ -295,6 +303,7 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 }
                 BvTargetRunJob *rj = &run->jobs[run->n_jobs++];
                 rj->job = &c->jobs[i];
+                rj->progress = run->progress, rj->target_name = t->name;
                 if (rj->job->mistake) { /* skipped, and reported as a failed job */
                         rj->step = "configuration", rj->result = -EINVAL;
                         snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->mistake);
@@ -353,14 +362,14 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
 }
 
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
-                        const char *run_dir, BvTargetRun *ret)
+                        const char *run_dir, const BvRunProgress *progress, BvTargetRun *ret)
 {
         _cleanup_free_ char *lock = NULL, *mnt = NULL, *mapname = NULL;
         char mapper[256];
         const char *dir = run_dir ? run_dir : BV_RUN_DIR;
 
         uint64_t start = bv_now_monotonic_ns();
-        *ret = (BvTargetRun){ .target = t, .device = dev };
+        *ret = (BvTargetRun){ .target = t, .device = dev, .progress = progress };
         if (asprintf(&lock, "%s/targets.lock", dir) < 0 || asprintf(&mnt, "%s/target-%s", dir, t->name) < 0 ||
             asprintf(&mapname, "blkvault-%s", t->name) < 0)
                 return ret->result = -ENOMEM;

@@ -15,6 +15,12 @@
 
 #define BV_RUN_DIR "/run/blkvault"
 
+/* The progress of each job's backup: fn is called about every 250 ms from the reading thread. */
+typedef struct BvRunProgress {
+        void (*fn)(const BvConfJob *job, const char *target, const BvProgress *p, void *userdata);
+        void *userdata;
+} BvRunProgress;
+
 typedef struct BvTargetRunJob {
         const BvConfJob *job;
         int result;             /* 0, or -errno of the step that failed */
@@ -36,6 +42,8 @@ typedef struct BvTargetRunJob {
         uint64_t bytes_stored;  /* encoded bytes the backup wrote to packs */
         uint64_t repo_bytes;    /* the repository's packs after the job (0: not measured) */
         uint64_t duration_ms;
+        const BvRunProgress *progress; /* the run's, or NULL */
+        const char *target_name;
 } BvTargetRunJob;
 
 typedef struct BvTargetRun {
@@ -56,6 +64,7 @@ typedef struct BvTargetRun {
         bool room_collected;
         int room_result;
         uint64_t room_packs, room_bytes;
+        const BvRunProgress *progress;
 } BvTargetRun;
 
 /* Below this share of free space on the drive (or less free than the sources' size), a run collects
@@ -64,8 +73,9 @@ typedef struct BvTargetRun {
 #define BV_RUN_ROOM_PERCENT 10
 
 /* Runs target t (attached as dev): every job that wants it, or only the job named only_job;
- * run_dir holds the lock and the mountpoints (NULL: BV_RUN_DIR). Fills *ret (free with
+ * run_dir holds the lock and the mountpoints (NULL: BV_RUN_DIR); progress (or NULL) hears of
+ * each backup's progress. Fills *ret (free with
  * bv_target_run_done); returns ret->result. */
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
-                        const char *run_dir, BvTargetRun *ret);
+                        const char *run_dir, const BvRunProgress *progress, BvTargetRun *ret);
 void bv_target_run_done(BvTargetRun *run);

@@ -113,7 +113,7 @@ static int adopt_locked(Adopt *a)
 int bv_backup_adopt(BvRepo *repo, BvObjectCodec *codec, uint64_t *ret_packs, uint64_t *ret_bytes)
 {
         Adopt a = { .repo = repo, .codec = codec };
-        _cleanup_close_ int fd = bv_lock_take(bv_repo_dirfd(repo, ""), BV_LOCK_COMMIT, true);
+        _cleanup_close_ int fd = bv_backend_lock(bv_repo_backend(repo), BV_LOCK_COMMIT, true);
         int r = fd < 0 ? fd : adopt_locked(&a);
         free(a.known.ids);
         free(a.orphans.ids);

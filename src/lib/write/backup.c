@@ -647,10 +647,10 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         s.unreadable = (BvByteRange *)b->unreadable, s.n_unreadable = b->n_unreadable;
         s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
                                        .max = b->chunker.max }; /* not the key */
-        _cleanup_close_ int gc_lock = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_COMMIT, true);
+        _cleanup_close_ int gc_lock = bv_backend_lock(bv_repo_backend(b->repo), BV_LOCK_COMMIT, true);
         r = gc_lock < 0 ? gc_lock : bv_backup_heal(b->repo, b->pack_codec, root, height, size);
         if (r >= 0)
-                r = bv_snapshot_save(bv_repo_dirfd(b->repo, "snapshots"), b->pack_codec, &s);
+                r = bv_snapshot_save(bv_repo_backend(b->repo), b->pack_codec, &s);
         bv_probe_done(&s.source.probe);
         if (r < 0)
                 return r;
@@ -736,7 +736,7 @@ static unsigned threads_wanted(const BvBackupOptions *opts)
  * compacts anyway, so a busy lock skips it. */
 static int backup_compact(Backup *b)
 {
-        _cleanup_close_ int fd = bv_lock_take(bv_repo_dirfd(b->repo, ""), BV_LOCK_GC, false);
+        _cleanup_close_ int fd = bv_backend_lock(bv_repo_backend(b->repo), BV_LOCK_GC, false);
         if (fd == -EBUSY)
                 return 0;
         if (fd < 0)

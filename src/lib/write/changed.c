@@ -60,7 +60,7 @@ int bv_changed_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSource 
         int rr;
 
         *ret_parent = NULL;
-        rr = bv_snapshot_list(bv_repo_dirfd(r, "snapshots"), codec, &list, &n);
+        rr = bv_snapshot_list(bv_repo_backend(r), codec, &list, &n);
         if (rr < 0)
                 return rr;
         BvSnapshot *p = newest_named(list, n, name);

@@ -172,7 +172,7 @@ int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_
         int r = bv_repo_lease_epoch(repo, &lease);
         if (r < 0)
                 return r == -ENOENT ? 0 : r;
-        r = bv_gc_epoch_read(bv_repo_dirfd(repo, ""), &epoch);
+        r = bv_gc_epoch_read(bv_repo_backend(repo), &epoch);
         if (r < 0)
                 return r;
         /* The epoch cannot go back (docs/LIFECYCLE.md): any epoch but the lease's, lower too (gc/epoch

@@ -77,7 +77,7 @@ int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSourc
         *ret_parent = NULL;
         if (opts->force_read || opts->full_read_every == 1 || bv_source_identity(src, &id) < 0)
                 return 0;
-        rr = bv_snapshot_list(bv_repo_dirfd(r, "snapshots"), codec, &list, &n);
+        rr = bv_snapshot_list(bv_repo_backend(r), codec, &list, &n);
         if (rr < 0)
                 return rr;
         BvSnapshot *p = newest_of(list, n, name, bv_source_path(src));
