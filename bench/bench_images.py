@@ -29,3 +29,24 @@ def build_series(d, size, content_mib):
             subprocess.run([f"{IMAGES}/mutate.sh", v[i] + ".tmp", f"v{i + 1}"], stdout=sys.stderr, check=True)
             os.rename(v[i] + ".tmp", v[i])
     return v
+
+
+def build_installed(d, size="4G", packages="build-essential"):
+    """Builds d/v1.img (images/make-installed.sh: Debian 12 + packages on GPT + ext4), v2.img and
+    v3.img (images/mutate-installed.sh) unless they exist. The .debs are kept in
+    /var/cache/blkvault-bench/debs, so that a rebuild downloads nothing twice."""
+    os.makedirs(d, exist_ok=True)
+    v = [os.path.join(d, f"v{i}.img") for i in (1, 2, 3)]
+    if not os.path.exists(v[0]):
+        log(f"building {v[0]} ({size}: Debian 12 + {packages}) with images/make-installed.sh")
+        subprocess.run([f"{IMAGES}/make-installed.sh", v[0] + ".tmp", size, "--packages", packages],
+                       stdout=sys.stderr, check=True)
+        os.rename(v[0] + ".tmp", v[0])
+    for i in (1, 2):
+        if not os.path.exists(v[i]):
+            log(f"building {v[i]} with images/mutate-installed.sh")
+            subprocess.run(["cp", "--sparse=always", v[i - 1], v[i] + ".tmp"], check=True)
+            subprocess.run([f"{IMAGES}/mutate-installed.sh", v[i] + ".tmp", f"v{i + 1}"], stdout=sys.stderr,
+                           check=True)
+            os.rename(v[i] + ".tmp", v[i])
+    return v

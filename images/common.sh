@@ -73,3 +73,35 @@ copy_budget() {
     rm -f "$list"
     echo "$total"
 }
+
+# The Debian mirror this machine's apt sources name (the first URI ending in /debian), or nothing.
+apt_mirror() {
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+        grep -v '^[[:space:]]*#' | grep -oE '(https?|file)://[^[:space:]]+/debian/?([[:space:]]|$)' |
+        head -1 | tr -d '[:space:]' || true
+}
+
+# chroot_apt ROOT DEBS ARGS...: apt-get -y ARGS in the Debian tree ROOT (proc and dev mounted,
+# services never started), the .debs it needs taken from DEBS when there and the ones it
+# downloads copied into DEBS. Only what apt asks for goes into ROOT's own archive cache.
+chroot_apt() {
+    local root=$1 debs=$2 f
+    shift 2
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+    chmod 755 "$root/usr/sbin/policy-rc.d"
+    mount -t proc proc "$root/proc"
+    on_exit "umount $root/proc"
+    mount --bind /dev "$root/dev"
+    on_exit "umount $root/dev"
+    export DEBIAN_FRONTEND=noninteractive
+    chroot "$root" apt-get -qq update
+    # apt prints 'URI' FILE SIZE HASH for each .deb it would fetch
+    chroot "$root" apt-get -qq --print-uris "$@" | awk '{print $2}' | while read -r f; do
+        [ ! -f "$debs/$f" ] || cp "$debs/$f" "$root/var/cache/apt/archives/$f"
+    done
+    chroot "$root" apt-get -y -o Dpkg::Use-Pty=0 "$@" >&2
+    cp -n "$root"/var/cache/apt/archives/*.deb "$debs/" 2>/dev/null || true
+    rm -f "$root/usr/sbin/policy-rc.d"
+    umount "$root/dev" "$root/proc"
+}

@@ -43,7 +43,7 @@ _blkvault() {
         case $opt in
             --encryption) values="aes-256-gcm none" ;;
             --chunker) values="hybrid cdc fixed" ;;
-            --compression) values="zstd none" ;;
+            --compression) values="auto zstd none" ;;
             --fs) values="ext4 xfs btrfs" ;;
         esac
         if [[ -n $values ]]; then

@@ -97,6 +97,14 @@ void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix)
         }
 }
 
+/* The repository's compression as its config names it: auto, zstd or none. */
+static const char *compression_name(const BvRepoConfig *cfg)
+{
+        if (!cfg->zstd_level)
+                return "none";
+        return cfg->compress_mode == BV_COMPRESS_AUTO ? "auto" : "zstd";
+}
+
 int cmd_info(int argc, char **argv)
 {
         SecretArgs sargs = {};
@@ -127,6 +135,7 @@ int cmd_info(int argc, char **argv)
                         { "chunk_min", json_object_new_uint64(cp->min) }, /* aliases of chunker's, until 0.3 */
                         { "chunk_avg", json_object_new_uint64(cp->avg) },
                         { "chunk_max", json_object_new_uint64(cp->max) },
+                        { "compression", json_object_new_string(compression_name(cfg)) },
                         { "compression_level", json_object_new_int(cfg->zstd_level) },
                         { "snapshots", json_object_new_uint64(info.snapshots) },
                         { "bytes_logical", json_object_new_uint64(info.logical_bytes) },
@@ -150,7 +159,9 @@ int cmd_info(int argc, char **argv)
                 printf("encryption   %s\n", bv_cipher_name(cfg->cipher));
                 printf("chunker      %s %u:%u:%u\n", bv_chunker_kind_name(cfg->chunker.kind), cfg->chunker.min,
                        cfg->chunker.avg, cfg->chunker.max);
-                if (cfg->zstd_level)
+                if (cfg->compress_mode == BV_COMPRESS_AUTO && cfg->zstd_level)
+                        printf("compression  auto (zstd level 1-3 or none, chosen for each group of new data)\n");
+                else if (cfg->zstd_level)
                         printf("compression  zstd level %d\n", cfg->zstd_level);
                 else
                         printf("compression  none\n");

@@ -12,7 +12,9 @@ static const char usage_text[] =
         "  --encryption=aes-256-gcm|none   default aes-256-gcm\n"
         "  --chunker=hybrid|cdc|fixed      default hybrid\n"
         "  --chunk-size=MIN:AVG:MAX        bytes, K/M suffixes allowed; default 16K:64K:256K\n"
-        "  --compression=zstd[:LEVEL]|none default zstd:3\n"
+        "  --compression=auto|zstd[:LEVEL]|none\n"
+        "                                  default auto: zstd where it pays, at a level chosen\n"
+        "                                  for each group of new data\n"
         "  --passphrase-file=FILE          read the new passphrase from FILE\n"
         "  --key-file=FILE                 seal the repository key with the contents of FILE\n"
         "  --passphrase-fd=N               read the new passphrase from file descriptor N\n"
@@ -55,6 +57,12 @@ static int parse_chunk_sizes(const char *text, BvRepoConfig *cfg)
 
 static int parse_compression(const char *arg, BvRepoConfig *cfg)
 {
+        cfg->compress_mode = BV_COMPRESS_LEVEL;
+        if (strcmp(arg, "auto") == 0) {
+                cfg->compress_mode = BV_COMPRESS_AUTO;
+                cfg->zstd_level = 3;
+                return 0;
+        }
         if (strcmp(arg, "none") == 0) {
                 cfg->zstd_level = 0;
                 return 0;
@@ -104,7 +112,7 @@ static int parse_chunk_size_opt(const char *arg, void *ret)
 static int parse_compression_opt(const char *arg, void *ret)
 {
         if (parse_compression(arg, ret) < 0) {
-                log_error("invalid --compression '%s' (zstd, zstd:LEVEL 1-19, or none)", arg);
+                log_error("invalid --compression '%s' (auto, zstd, zstd:LEVEL 1-19, or none)", arg);
                 return -EINVAL;
         }
         return 0;
@@ -153,7 +161,10 @@ int cmd_init(int argc, char **argv)
         if (r < 0)
                 return log_error_errno(r, "cannot create repository '%s'", path);
         log_info("created %s repository '%s' (%s chunker, %s)", bv_cipher_name(cfg.cipher), path,
-                 bv_chunker_kind_name(cfg.chunker.kind), cfg.zstd_level ? "zstd" : "no compression");
+                 bv_chunker_kind_name(cfg.chunker.kind),
+                 !cfg.zstd_level                         ? "no compression"
+                 : cfg.compress_mode == BV_COMPRESS_AUTO ? "zstd where it pays"
+                                                         : "zstd");
         if (cfg.cipher != BV_CIPHER_NONE)
                 log_info("the repository key is sealed in '%s/keys/default', its only copy: export it and keep the "
                          "export elsewhere ('blkvault key export %s FILE', or --paper to print it)", path, path);

@@ -26,7 +26,7 @@ expect_fail 2 "^error: unknown encryption 'rot13' (aes-256-gcm or none)$" bv ini
 expect_fail 2 "^error: invalid --chunk-size '1:2' (expected MIN:AVG:MAX)$" bv init "$T/r" --chunk-size=1:2
 expect_fail 2 "^error: invalid chunk sizes 65536:16384:262144 for the hybrid chunker (need min < avg < max, multiples of 4 KiB for hybrid and fixed, at most 4 MiB)$" \
     bv init "$T/r" --encryption=none --chunk-size=64K:16K:256K
-expect_fail 2 "^error: invalid --compression 'lz4' (zstd, zstd:LEVEL 1-19, or none)$" bv init "$T/r" --compression=lz4
+expect_fail 2 "^error: invalid --compression 'lz4' (auto, zstd, zstd:LEVEL 1-19, or none)$" bv init "$T/r" --compression=lz4
 expect_fail 2 "^error: invalid --threads '0' (1 to 256)$" bv backup "$T/r" "$T/x" --threads=0
 expect_fail 2 "^error: invalid --threads '4x' (1 to 256)$" bv restore "$T/r" latest "$T/x" --threads=4x
 expect_fail 2 "^error: unknown option '--frob' (see 'blkvault help list')$" bv list "$T/r" --frob

@@ -149,6 +149,114 @@ TEST(zstd_errors)
         bv_zstd_free(z);
 }
 
+/* Bytes drawn from the first `symbols` values (a seeded generator): about log2(symbols) bits of
+ * order-0 entropy per byte. */
+static uint8_t *make_symbols(size_t len, unsigned symbols, uint32_t seed)
+{
+        uint8_t *b = malloc(len);
+
+        ASSERT_TRUE(b);
+        for (size_t i = 0; i < len; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                b[i] = (uint8_t)((uint64_t)(seed >> 8) * symbols >> 24);
+        }
+        return b;
+}
+
+/* The entropy of the sample: exact for one and two symbols, near log2(symbols) for more; 0 for
+ * nothing. */
+TEST(sample_entropy)
+{
+        const size_t len = 256 * 1024;
+        uint8_t *zeros = calloc(1, len), *two = malloc(len), *sym;
+
+        ASSERT_TRUE(zeros && two);
+        for (size_t i = 0; i < len; i++)
+                two[i] = (uint8_t)(i & 1);
+        ASSERT_TRUE(bv_zstd_sample_entropy(zeros, len) == 0);
+        ASSERT_TRUE(bv_zstd_sample_entropy(two, len) == 1.0);
+        ASSERT_TRUE(bv_zstd_sample_entropy(two, 6) == 1.0); /* shorter than the sample: all of it */
+        ASSERT_TRUE(bv_zstd_sample_entropy(NULL, len) == 0);
+        ASSERT_TRUE(bv_zstd_sample_entropy(two, 0) == 0);
+        for (unsigned k = 2; k <= 8; k++) {
+                sym = make_symbols(len, 1u << k, k);
+                double e = bv_zstd_sample_entropy(sym, len);
+                ASSERT_TRUE(e > k - 0.02 && e <= k);
+                free(sym);
+        }
+        /* only the sample is looked at: four 4 KiB pieces, the first at the start, the last at the end */
+        sym = make_symbols(len, 256, 9);
+        for (size_t k = 0; k < BV_ZSTD_SAMPLE_PIECES; k++)
+                memset(sym + (len - BV_ZSTD_SAMPLE_PIECE) / (BV_ZSTD_SAMPLE_PIECES - 1) * k, 0, BV_ZSTD_SAMPLE_PIECE);
+        ASSERT_TRUE(bv_zstd_sample_entropy(sym, len) == 0);
+        free(sym);
+        free(zeros);
+        free(two);
+}
+
+/* The choice by entropy band: compressed-looking data raw, the middle band the strongest
+ * settings, text the fastest; every choice's frames decode. */
+TEST(choose)
+{
+        static const struct {
+                unsigned symbols;
+                BvZstdChoice want;
+        } cases[] = {
+                { 256, BV_ZSTD_RAW },   /* ~8 bits */
+                { 181, BV_ZSTD_MID },   /* ~7.5 */
+                { 150, BV_ZSTD_MID },   /* ~7.2 */
+                { 64, BV_ZSTD_STRONG }, /* ~6 */
+                { 16, BV_ZSTD_FAST },   /* ~4 */
+                { 1, BV_ZSTD_FAST },
+        };
+        const size_t len = 256 * 1024;
+        uint8_t *dst = malloc(len), *back = malloc(len), *text = make_text(len);
+        BvZstd *z = NULL;
+        size_t n;
+
+        ASSERT_TRUE(dst && back);
+        ASSERT_OK(bv_zstd_new(3, &z));
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                uint8_t *src = make_symbols(len, cases[i].symbols, (uint32_t)i);
+                BvZstdChoice c = bv_zstd_choose(src, len);
+                ASSERT_EQ(c, cases[i].want);
+                if (c != BV_ZSTD_RAW && cases[i].symbols <= 64) {
+                        /* (150 symbols and more gain too little for zstd to make a block smaller) */
+                        ASSERT_OK(bv_zstd_set_choice(z, c));
+                        ASSERT_OK(bv_zstd_compress(z, src, len, dst, len, &n));
+                        ASSERT_OK(bv_zstd_decompress(z, dst, n, back, len));
+                        ASSERT_MEMEQ(back, src, len);
+                } else if (c == BV_ZSTD_RAW)
+                        ASSERT_ERROR(bv_zstd_compress(z, src, len, dst, len, &n), E2BIG);
+                free(src);
+        }
+        ASSERT_EQ(bv_zstd_choose(text, len), BV_ZSTD_FAST);
+        ASSERT_EQ(bv_zstd_choose(text, 0), BV_ZSTD_RAW);
+        ASSERT_EQ(bv_zstd_choose(NULL, len), BV_ZSTD_RAW);
+        for (BvZstdChoice c = BV_ZSTD_FAST; c <= BV_ZSTD_STRONG; c++) {
+                ASSERT_OK(bv_zstd_set_choice(z, c));
+                ASSERT_OK(bv_zstd_compress(z, text, len, dst, len, &n));
+                ASSERT_OK(bv_zstd_decompress(z, dst, n, back, len));
+                ASSERT_MEMEQ(back, text, len);
+        }
+        /* each choice gives its own frames: the strongest no larger than the fastest on text */
+        size_t fast, strong;
+        ASSERT_OK(bv_zstd_set_choice(z, BV_ZSTD_FAST));
+        ASSERT_OK(bv_zstd_compress(z, text, len, dst, len, &fast));
+        ASSERT_OK(bv_zstd_set_choice(z, BV_ZSTD_STRONG));
+        ASSERT_OK(bv_zstd_compress(z, text, len, dst, len, &strong));
+        ASSERT_TRUE(strong <= fast);
+        ASSERT_OK(bv_zstd_decompress(z, dst, strong, back, len));
+        ASSERT_MEMEQ(back, text, len);
+        ASSERT_ERROR(bv_zstd_set_choice(z, BV_ZSTD_RAW), EINVAL);
+        ASSERT_ERROR(bv_zstd_set_choice(z, (BvZstdChoice)99), EINVAL);
+        ASSERT_ERROR(bv_zstd_set_choice(NULL, BV_ZSTD_FAST), EINVAL);
+        bv_zstd_free(z);
+        free(text);
+        free(dst);
+        free(back);
+}
+
 int main(void)
 {
         RUN(round_trip);
@@ -156,5 +264,7 @@ int main(void)
         RUN(decompress_rejects);
         RUN(frame_without_content_size);
         RUN(zstd_errors);
+        RUN(sample_entropy);
+        RUN(choose);
         return 0;
 }

@@ -462,7 +462,9 @@ TEST(file_parsers_round_trip)
         ASSERT_EQ(cf.created, cf2.created);
         ASSERT_OK(bv_repo_config_canonical(&cf, &canon));
         ASSERT_TRUE(strncmp(canon, "blkvault-config-v1\nformat=blkvault-repository\nversion=1\nid=", 58) == 0);
-        ASSERT_TRUE(strstr(canon, "\nchunker.avg=65536\nchunker.max=262144\ncompression.codec=zstd\ncompression.level=3\n"));
+        ASSERT_TRUE(strstr(canon, "\nchunker.avg=65536\nchunker.max=262144\ncompression.codec=auto\ncompression.level=3\n"));
+        ASSERT_TRUE(strstr(json, "\"codec\": \"auto\""));
+        ASSERT_EQ(cf2.config.compress_mode, BV_COMPRESS_AUTO);
         ASSERT_ERROR(bv_repo_config_parse(json, strlen(json) - 3, &cf2), EBADMSG);
         ASSERT_ERROR(bv_repo_config_parse("[]", 2, &cf2), EBADMSG);
         const char *v7 = "{\"format\":\"blkvault-repository\",\"version\":7}";

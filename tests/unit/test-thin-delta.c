@@ -176,6 +176,23 @@ TEST(pool_full)
         bv_thin_delta_done(&d);
 }
 
+/* thin_delta --metadata-snap prints nr_data_blocks="0" (the kernel wipes the space map roots in
+ * the metadata snapshot): the pool's size is unknown, nothing to check against. */
+TEST(pool_unknown)
+{
+        const char *text = "<superblock uuid=\"\" time=\"1\" transaction=\"2\" data_block_size=\"128\" nr_data_blocks=\"0\" "
+                           "metadata_snap=\"1234\"><diff left=\"1\" right=\"2\">"
+                           "<same><range begin=\"0\" data_begin=\"0\" length=\"8\"/></same>"
+                           "<right_only><range begin=\"8\" data_begin=\"200\" length=\"3\"/></right_only></diff></superblock>";
+        BvThinDelta d = {};
+
+        ASSERT_OK(bv_thin_delta_parse(text, strlen(text), &d));
+        ASSERT_EQ(d.data_blocks, 0);
+        ASSERT_EQ(d.blocks, 11);
+        ASSERT_EQ(d.n_changed, 1);
+        bv_thin_delta_done(&d);
+}
+
 /* The bytes a source delivers as DATA, and checks that the rest is UNCHANGED. */
 static uint64_t data_bytes(BvSource *s)
 {
@@ -289,6 +306,7 @@ int main(void)
         RUN(refused);
         RUN(nothing_changed);
         RUN(pool_full);
+        RUN(pool_unknown);
         RUN(open_thin);
         RUN(does_not_fit);
         return 0;

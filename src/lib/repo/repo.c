@@ -63,6 +63,7 @@ void bv_repo_config_default(BvRepoConfig *c)
                 .cipher = BV_CIPHER_AES256GCM,
                 .chunker = { .kind = BV_CHUNKER_HYBRID, .min = BV_CHUNK_MIN_DEFAULT, .avg = BV_CHUNK_AVG_DEFAULT,
                              .max = BV_CHUNK_MAX_DEFAULT },
+                .compress_mode = BV_COMPRESS_AUTO,
                 .zstd_level = 3,
                 .pack_target = BV_PACK_TARGET_DEFAULT,
         };
@@ -86,6 +87,8 @@ int bv_repo_config_check(const BvRepoConfig *c)
         if (bv_chunker_params_check(&p) < 0)
                 return -EINVAL;
         if (c->zstd_level < -7 || c->zstd_level > 19)
+                return -EINVAL;
+        if (c->compress_mode != BV_COMPRESS_LEVEL && c->compress_mode != BV_COMPRESS_AUTO)
                 return -EINVAL;
         if (c->pack_target < 64u * 1024 || c->pack_target > 1024u * 1024 * 1024)
                 return -EINVAL;

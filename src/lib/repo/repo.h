@@ -39,10 +39,17 @@ typedef struct BvProgress {
 
 typedef void (*bv_progress_fn)(const BvProgress *p, void *userdata);
 
+/* How new data is compressed (docs/FORMAT.md, "config"). */
+typedef enum BvCompressMode {
+        BV_COMPRESS_LEVEL = 0, /* every object at zstd_level (0: none) */
+        BV_COMPRESS_AUTO = 1,  /* data chosen group by group (bv_zstd_choose), metadata at zstd_level */
+} BvCompressMode;
+
 typedef struct BvRepoConfig {
         BvCipher cipher;
         BvChunkerParams chunker; /* kind and sizes; the key stays zero (bv_repo_chunker_params adds it) */
-        int zstd_level;        /* 0: no compression; default 3 */
+        BvCompressMode compress_mode; /* default BV_COMPRESS_AUTO */
+        int zstd_level;        /* 0: no compression (in either mode); default 3 */
         uint32_t pack_target;  /* bytes; default 32 MiB */
 } BvRepoConfig;
 

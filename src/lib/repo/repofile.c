@@ -140,12 +140,15 @@ static int parse_compression(json_object *o, BvRepoConfig *c)
         r = get_int(co, "level", ZSTD_LEVEL_MIN, ZSTD_LEVEL_MAX, &level);
         if (r < 0)
                 return r;
+        c->compress_mode = BV_COMPRESS_LEVEL;
         if (strcmp(codec, "none") == 0) {
                 if (level != 0)
                         return -EBADMSG;
-        } else if (strcmp(codec, "zstd") == 0) {
+        } else if (strcmp(codec, "zstd") == 0 || strcmp(codec, "auto") == 0) {
                 if (level == 0)
                         return -EBADMSG;
+                if (codec[0] == 'a')
+                        c->compress_mode = BV_COMPRESS_AUTO;
         } else
                 return -EPROTONOSUPPORT;
         c->zstd_level = (int)level;
@@ -195,6 +198,14 @@ int bv_repo_config_parse(const char *json, size_t len, BvRepoConfigFile *ret)
         return 0;
 }
 
+/* The config's compression.codec: "none" (level 0, whatever the mode), "auto" or "zstd". */
+static const char *compression_codec(const BvRepoConfig *c)
+{
+        if (c->zstd_level == 0)
+                return "none";
+        return c->compress_mode == BV_COMPRESS_AUTO ? "auto" : "zstd";
+}
+
 int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret)
 {
         char id[2 * BV_REPO_ID_SIZE + 1];
@@ -220,7 +231,7 @@ int bv_repo_config_canonical(const BvRepoConfigFile *f, char **ret)
                      "compression.level=%d\n"
                      "pack_target=%" PRIu32 "\n",
                      CONFIG_VERSION, id, f->created, cipher, kind, c->chunker.min, c->chunker.avg, c->chunker.max,
-                     c->zstd_level != 0 ? "zstd" : "none", c->zstd_level, c->pack_target) < 0)
+                     compression_codec(c), c->zstd_level, c->pack_target) < 0)
                 return -ENOMEM;
         *ret = s;
         return 0;
@@ -257,10 +268,10 @@ static json_object *chunker_json(const BvChunkerParams *p, const char *kind)
                               { "max", json_object_new_int64(p->max) });
 }
 
-static json_object *compression_json(int zstd_level)
+static json_object *compression_json(const BvRepoConfig *c)
 {
-        return BV_JSON_OBJECT({ "codec", json_object_new_string(zstd_level != 0 ? "zstd" : "none") },
-                              { "level", json_object_new_int(zstd_level) });
+        return BV_JSON_OBJECT({ "codec", json_object_new_string(compression_codec(c)) },
+                              { "level", json_object_new_int(c->zstd_level) });
 }
 
 int bv_repo_config_format(const BvRepoConfigFile *f, char **ret)
@@ -277,7 +288,7 @@ int bv_repo_config_format(const BvRepoConfigFile *f, char **ret)
                            { "created", json_object_new_int64((int64_t)f->created) },
                            { "encryption", json_object_new_string(cipher) },
                            { "chunker", chunker_json(&c->chunker, kind) },
-                           { "compression", compression_json(c->zstd_level) },
+                           { "compression", compression_json(c) },
                            { "pack_target", json_object_new_int64(c->pack_target) },
                            { "mac", hex_json(f->mac, sizeof(f->mac)) });
         if (!o)

@@ -16,7 +16,7 @@
 
 typedef struct BvThinDelta {
         uint64_t block_bytes; /* the pool's data block: data_block_size sectors of 512 bytes */
-        uint64_t data_blocks; /* the pool's size in data blocks (nr_data_blocks) */
+        uint64_t data_blocks; /* the pool's size in data blocks (nr_data_blocks); 0: unknown */
         /* Where the last range that the new device maps ends, in blocks: it holds at least these
          * (what only the old one mapped may lie past its end: a thin LV can shrink). */
         uint64_t blocks;
@@ -29,7 +29,8 @@ typedef struct BvThinDelta {
  * for anything else than one superblock (with data_block_size and nr_data_blocks) holding one
  * diff of known elements, with ranges in order that do not overlap, whose bytes fit in 64 bits,
  * whose data blocks (--verbose) lie within nr_data_blocks, and that map no more blocks of either
- * device than nr_data_blocks. *ret is untouched on failure. */
+ * device than nr_data_blocks (unless it is 0, as thin_delta --metadata-snap prints it: the
+ * kernel wipes the space maps of the metadata snapshot). *ret is untouched on failure. */
 int bv_thin_delta_parse(const char *text, size_t len, BvThinDelta *ret);
 void bv_thin_delta_done(BvThinDelta *d);
 

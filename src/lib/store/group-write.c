@@ -9,6 +9,8 @@
 
 struct BvGroupEncoder {
         BvObjectCodec *codec;
+        bool compress; /* zstd_level != 0 */
+        bool auto_choice;
         uint8_t *out;
         size_t out_cap;
 };
@@ -80,6 +82,7 @@ int bv_group_encoder_new(const BvKeyring *k, int zstd_level, BvGroupEncoder **re
                 free(e);
                 return r;
         }
+        e->compress = zstd_level != 0;
         *ret = e;
         return 0;
 }
@@ -91,6 +94,29 @@ void bv_group_encoder_free(BvGroupEncoder *e)
         bv_object_codec_free(e->codec);
         free(e->out);
         free(e);
+}
+
+void bv_group_encoder_set_auto(BvGroupEncoder *e, bool on)
+{
+        if (e)
+                e->auto_choice = on && e->compress;
+}
+
+/* Whether to compress the data of g (of type, after the trailer is in place): with auto, as
+ * bv_zstd_choose says for its members' bytes, with the settings it chose. */
+static int encode_choose(BvGroupEncoder *e, const BvGroupBuf *g, BvObjectType type, bool *ret_compress)
+{
+        BvZstdChoice choice;
+
+        *ret_compress = true;
+        if (!e->auto_choice || type == BV_OBJ_MAP)
+                return 0;
+        choice = bv_zstd_choose(g->data, g->len);
+        if (choice == BV_ZSTD_RAW) {
+                *ret_compress = false;
+                return 0;
+        }
+        return bv_object_codec_set_choice(e->codec, choice);
 }
 
 /* A group that did not compress: its members are stored as raw chunks. */
@@ -119,7 +145,7 @@ int bv_group_encode(BvGroupEncoder *e, BvGroupBuf *g, BvGroupSink sink, void *us
 {
         BvObjectType type;
         size_t raw, len;
-        bool compressed = true;
+        bool compress, compressed = true;
         int r;
 
         if (!e || !g || !sink || g->n_members == 0 || g->n_members > BV_GROUP_TARGET_MEMBERS)
@@ -133,8 +159,13 @@ int bv_group_encode(BvGroupEncoder *e, BvGroupBuf *g, BvGroupSink sink, void *us
         r = bv_buf_reserve(&e->out, &e->out_cap, bv_object_bound(raw));
         if (r < 0)
                 return r;
+        r = encode_choose(e, g, type, &compress);
+        if (r < 0)
+                return r;
+        if (type == BV_OBJ_GROUP && !compress)
+                return encode_members(e, g, sink, userdata); /* incompressible: raw at once */
         r = bv_object_encode_as(e->codec, type, type == BV_OBJ_GROUP ? bv_group_id : g->members[0].id, g->data,
-                                raw, true, e->out, &len, &compressed);
+                                raw, compress, e->out, &len, &compressed);
         if (r < 0)
                 return r;
         if (type == BV_OBJ_GROUP && !compressed)

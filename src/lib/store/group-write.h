@@ -55,6 +55,11 @@ typedef struct BvGroupEncoder BvGroupEncoder;
 int bv_group_encoder_new(const BvKeyring *k, int zstd_level, BvGroupEncoder **ret);
 void bv_group_encoder_free(BvGroupEncoder *e);
 
+/* --compression=auto (a repository's zstd_auto): from now on each chunk or group is stored raw
+ * or compressed as bv_zstd_choose says for its bytes; map nodes keep the encoder's level. Does
+ * nothing for an encoder of zstd_level 0. */
+void bv_group_encoder_set_auto(BvGroupEncoder *e, bool on);
+
 /* Encodes what g holds and passes it to sink; writes the trailer of a group into g's buffer. */
 int bv_group_encode(BvGroupEncoder *e, BvGroupBuf *g, BvGroupSink sink, void *userdata);
 

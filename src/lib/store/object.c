@@ -91,6 +91,13 @@ void bv_object_codec_free(BvObjectCodec *c)
         free(c);
 }
 
+int bv_object_codec_set_choice(BvObjectCodec *c, BvZstdChoice choice)
+{
+        if (!c)
+                return -EINVAL;
+        return bv_zstd_set_choice(c->zstd, choice);
+}
+
 void *bv_object_codec_input(BvObjectCodec *c, size_t len)
 {
         uint8_t *p;

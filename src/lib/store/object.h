@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compress.h"
 #include "keyring.h"
 
 typedef enum {
@@ -43,6 +44,10 @@ typedef struct BvObjectCodec BvObjectCodec;
 /* zstd_level 0 means "store raw" (compression none). */
 int bv_object_codec_new(const BvKeyring *k, int zstd_level, BvObjectCodec **ret);
 void bv_object_codec_free(BvObjectCodec *c);
+
+/* Makes the codec compress with the settings of choice (codec/compress.h; not BV_ZSTD_RAW) from
+ * now on, where it compresses at all: --compression=auto chooses them group by group. */
+int bv_object_codec_set_choice(BvObjectCodec *c, BvZstdChoice choice);
 
 /* A buffer of at least len bytes for the encoded object the caller decodes next with this codec
  * (say, read from a pack): reused from call to call, valid until the next call; NULL when out of

@@ -64,6 +64,7 @@ typedef struct Backup {
         const BvKeyring *keyring;
         BvChunkerParams chunker;
         int zstd_level;
+        bool zstd_auto; /* --compression=auto: data stored raw or compressed as bv_zstd_choose says */
         uint64_t pack_target;
         bool resync; /* the boundary-resync rule applies (not for fixed chunking) */
 
@@ -308,6 +309,7 @@ static void *worker_main(void *userdata)
         r = bv_group_encoder_new(b->keyring, b->zstd_level, &enc);
         if (r < 0)
                 backup_set_error(b, r);
+        bv_group_encoder_set_auto(enc, b->zstd_auto);
 
         while ((j = job_next(b))) {
                 if (backup_get_error(b) == 0) {
@@ -669,6 +671,7 @@ static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
         b->keyring = bv_repo_keyring(r_);
         bv_repo_chunker_params(r_, &b->chunker);
         b->zstd_level = cfg->zstd_level;
+        b->zstd_auto = cfg->compress_mode == BV_COMPRESS_AUTO;
         b->pack_target = cfg->pack_target ? cfg->pack_target : BV_PACK_TARGET_DEFAULT;
         b->resync = b->chunker.kind != BV_CHUNKER_FIXED;
         b->grouping = b->zstd_level > 0;
