@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -35,6 +36,38 @@ static bool socket_activated(void)
 {
         const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
         return pid && fds && strtol(pid, NULL, 10) == (long)getpid() && strtol(fds, NULL, 10) > 0;
+}
+
+/* The sockets systemd passed (fds 3 on): nbdkit serves a passed TCP socket without TLS, the
+ * decrypted disk to anyone who reaches the port (a ListenStream=ADDR:PORT drop-in; issue 21,
+ * finding 3 again), so one needs --insecure spelled out in the service's ExecStart, as --listen
+ * does by hand; --insecure with only Unix sockets is a mistake. -1 when fine, else the exit code
+ * (as serve_check_listener). */
+static int check_passed_sockets(bool insecure)
+{
+        long n = strtol(getenv("LISTEN_FDS"), NULL, 10);
+        bool tcp = false;
+        for (int fd = 3; fd < 3 + n; fd++) {
+                int domain = 0;
+                socklen_t len = sizeof(domain);
+                if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+                        return log_error_errno(-errno, "systemd passed fd %d, which is not a socket", fd);
+                tcp |= domain != AF_UNIX;
+        }
+        if (tcp && !insecure) {
+                log_error("systemd passed a socket that is not a Unix socket (a TCP ListenStream=?): the export "
+                          "would serve the decrypted disk without TLS; add --insecure to the service's ExecStart "
+                          "to serve it unencrypted and unauthenticated, or serve by hand with --listen=ADDR:PORT "
+                          "and --tls-psk or --tls-certificates");
+                return EXIT_ERROR;
+        }
+        if (!tcp && insecure) {
+                log_error("--insecure goes with a TCP socket (a Unix socket is private without it)");
+                return EXIT_USAGE;
+        }
+        if (tcp)
+                log_warning("serving the decrypted disk over TCP without TLS (--insecure)");
+        return -1;
 }
 
 static int exec_export(const BvConfExport *e)
@@ -85,12 +118,12 @@ int serve_export(int argc, char **argv)
                 return EXIT_USAGE;
         }
         bool activated = socket_activated();
-        if (activated && (o.socket || o.listen || o.tls_psk || o.tls_certs || o.insecure)) {
+        if (activated && (o.socket || o.listen || o.tls_psk || o.tls_certs)) {
                 log_error("systemd passed a socket: where the export listens is its socket unit's to say, not "
-                          "--socket, --listen, --tls-psk, --tls-certificates or --insecure");
+                          "--socket, --listen, --tls-psk or --tls-certificates");
                 return EXIT_USAGE;
         }
-        int ec = activated ? -1 : serve_check_listener(&o);
+        int ec = activated ? check_passed_sockets(o.insecure) : serve_check_listener(&o);
         if (ec >= 0)
                 return ec;
         ec = load_config(config, false, &conf);

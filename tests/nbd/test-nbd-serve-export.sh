@@ -77,7 +77,33 @@ expect_fail 2 "^error: --insecure excludes --tls-psk and --tls-certificates$" \
 expect_fail 2 "^error: --socket excludes --listen$" \
     "$BLKVAULT" serve --export=disk --config="$conf" --listen=127.0.0.1:"$port" --socket="$T/s" --insecure
 expect_fail 2 "^error: systemd passed a socket: where the export listens is its socket unit's to say" \
-    bash -c 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"' - "$BLKVAULT" serve --export=disk --config="$conf" --insecure
+    bash -c 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$@"' - "$BLKVAULT" serve --export=disk --config="$conf" --tls-psk="$T/x"
+# activated FAMILY CMD...: CMD with a listening socket of FAMILY (tcp, unix) as fd 3, passed as
+# systemd passes one (LISTEN_PID, LISTEN_FDS)
+activated() {
+    local family=$1; shift
+    FAMILY=$family SOCK="$T/activated.sock" timeout 30 python3 -c 'import os, socket, sys
+if os.environ["FAMILY"] == "tcp":
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+else:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(os.environ["SOCK"])
+s.listen()
+if s.fileno() != 3:
+    os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+# a TCP socket passed as systemd passes one (a ListenStream=ADDR:PORT drop-in of the socket unit):
+# nbdkit served the decrypted disk on it without TLS (the attack after issue 21's fixes); now only
+# with --insecure in the service's ExecStart (timeout: before the fix, nbdkit served until killed).
+expect_fail 1 "^error: systemd passed a socket that is not a Unix socket (a TCP ListenStream=?): the export would serve the decrypted disk without TLS; add --insecure" \
+    activated tcp "$BLKVAULT" serve --export=disk --config="$conf"
+rm -f "$T/activated.sock"
+expect_fail 2 "^error: --insecure goes with a TCP socket (a Unix socket is private without it)$" \
+    activated unix "$BLKVAULT" serve --export=disk --config="$conf" --insecure
 expect_fail 1 "^error: no export 'other' in the configuration (an \[export other\] section)$" \
     "$BLKVAULT" serve --export=other --config="$conf"
 
