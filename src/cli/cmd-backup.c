@@ -259,18 +259,25 @@ static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, 
 
 /* A full target: collects garbage once (what failed and interrupted runs left, snapshots that
  * were forgotten) with *repo closed, whose lease would keep gc from deleting, then opens it
- * again. Returns 1 when gc freed something (then try again), 0 when not, < 0 when the
- * repository did not open again (then *repo is NULL). */
-static int collect_for_room(const char *path, const BvSecret *secret, BvRepo **repo, BvOpenFlags flags)
+ * again, both with the keys *repo holds (the secret was dropped once it was open). Returns 1
+ * when gc freed something (then try again), 0 when not, < 0 when the repository did not open
+ * again (then *repo is NULL). */
+static int collect_for_room(const char *path, BvRepo **repo, BvOpenFlags flags)
 {
         BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
         BvGcStats st = {};
         BvRepo *g = NULL;
+        BvKeyring *keys = NULL;
         char a[32];
 
+        int q = bv_keyring_dup(bv_repo_keyring(*repo), &keys);
+        if (q < 0)
+                return q;
+        /* an unencrypted repository takes no secret, nor keys in its place */
+        const BvSecret secret = { .keyring = bv_keyring_cipher(keys) != BV_CIPHER_NONE ? keys : NULL };
         log_info("note: the target of '%s' is full: collecting garbage once, then backing up again", path);
         bv_repo_close(TAKE_PTR(*repo));
-        int r = bv_repo_open(path, secret, BV_OPEN_GC | BV_OPEN_WAIT, &g);
+        int r = bv_repo_open(path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &g);
         if (r >= 0)
                 r = bv_gc(g, &o, &st);
         bv_repo_close(g);
@@ -279,7 +286,8 @@ static int collect_for_room(const char *path, const BvSecret *secret, BvRepo **r
         else
                 log_info("gc deleted %llu packs, %s", (unsigned long long)st.packs_deleted,
                          format_bytes(st.bytes_deleted, a));
-        int q = bv_repo_open(path, secret, flags, repo);
+        q = bv_repo_open(path, &secret, flags, repo);
+        bv_keyring_free(keys);
         if (q < 0)
                 return q;
         return r >= 0 && st.bytes_deleted > 0;
@@ -353,11 +361,10 @@ int cmd_backup(int argc, char **argv)
         r = open_repo_secret(path, &sargs, flags, &repo, &secret);
         if (r != EXIT_OK)
                 return r;
+        secret_done(&secret); /* the open repository holds what it needs: drop the secret now */
         r = catch_interrupts(NULL);
-        if (r != EXIT_OK) {
-                secret_done(&secret);
+        if (r != EXIT_OK)
                 return r;
-        }
         opts.cancelled = backup_interrupted;
         BvBackupKept kept = {};
         opts.ret_kept = &kept;
@@ -366,9 +373,13 @@ int cmd_backup(int argc, char **argv)
         uint64_t error_offset = UINT64_MAX;
         opts.ret_error_offset = &error_offset;
         r = backup_once(repo, source, &opts, json, &stats);
-        if (r == -ENOSPC && strcmp(source, "-") != 0 && collect_for_room(path, &secret, &repo, flags) > 0)
-                r = backup_once(repo, source, &opts, json, &stats);
-        secret_done(&secret);
+        if (r == -ENOSPC && strcmp(source, "-") != 0) {
+                int q = collect_for_room(path, &repo, flags);
+                if (q < 0)
+                        return log_error_errno(q, "cannot open '%s' again after collecting garbage", path);
+                if (q > 0)
+                        r = backup_once(repo, source, &opts, json, &stats);
+        }
         if (r > 0)
                 return r; /* the source did not open: reported */
         if (r == -ECANCELED && interrupted)

@@ -222,6 +222,40 @@ TEST(prove)
         fixture_done(&f);
 }
 
+/* A repository reopened with the keys another open of it holds (the backup that collects garbage
+ * once on a full target: its secret is gone by then). */
+TEST(reopen_with_keyring)
+{
+        Fixture f = fixture_new();
+        BvRepoConfig c = small_config(BV_CIPHER_AES256GCM);
+        BvSecret s = { .key_file = f.key };
+        BvRepo *r = NULL, *r2 = NULL;
+        BvKeyring *k = NULL;
+
+        ASSERT_OK(bv_repo_init(f.repo, &c, &s));
+        ASSERT_OK(bv_repo_open(f.repo, &s, BV_OPEN_WRITE, &r));
+        ASSERT_OK(bv_keyring_dup(bv_repo_keyring(r), &k));
+        bv_repo_close(r);
+        BvSecret ks = { .keyring = k };
+        ASSERT_OK(bv_repo_open(f.repo, &ks, BV_OPEN_WRITE, &r));
+        ASSERT_ERROR(bv_repo_open(f.repo, &ks, BV_OPEN_READ | BV_OPEN_KEYS, &r2), EINVAL);
+        bv_repo_close(r);
+
+        /* another repository's keys do not open this one */
+        char other[PATH_MAX];
+        snprintf(other, sizeof(other), "%s/other", f.dir);
+        ASSERT_OK(bv_repo_init(other, &c, &s));
+        ASSERT_ERROR(bv_repo_open(other, &ks, BV_OPEN_READ, &r2), EBADMSG);
+        /* nor keys stand in for a secret an unencrypted repository does not have */
+        char plain[PATH_MAX];
+        BvRepoConfig cn = small_config(BV_CIPHER_NONE);
+        snprintf(plain, sizeof(plain), "%s/plain", f.dir);
+        ASSERT_OK(bv_repo_init(plain, &cn, NULL));
+        ASSERT_ERROR(bv_repo_open(plain, &ks, BV_OPEN_READ, &r2), EKEYREJECTED);
+        bv_keyring_free(k);
+        fixture_done(&f);
+}
+
 TEST(passphrase_and_change_key)
 {
         Fixture f = fixture_new();
@@ -474,6 +508,7 @@ int main(void)
         RUN(init_refuses);
         RUN(unencrypted);
         RUN(prove);
+        RUN(reopen_with_keyring);
         RUN(passphrase_and_change_key);
         RUN(config_tampering);
         RUN(open_refuses);

@@ -43,6 +43,15 @@ void bv_keyring_free(BvKeyring *k)
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvKeyring, bv_keyring_free);
 
+/* The HMAC contexts of k's id keys, from k->keys. */
+static int keyring_hmac_keys(BvKeyring *k)
+{
+        int r = bv_hmac_key_new(k->keys + KEY_CHUNK_ID * BV_KEY_SIZE, BV_KEY_SIZE, &k->chunk_id);
+        if (r < 0)
+                return r;
+        return bv_hmac_key_new(k->keys + KEY_MAP_ID * BV_KEY_SIZE, BV_KEY_SIZE, &k->map_id);
+}
+
 int bv_keyring_new(BvCipher cipher, const uint8_t master[BV_MASTER_SIZE],
                    const uint8_t repo_id[BV_REPO_ID_SIZE], BvKeyring **ret)
 {
@@ -67,13 +76,32 @@ int bv_keyring_new(BvCipher cipher, const uint8_t master[BV_MASTER_SIZE],
                 if (r < 0)
                         return r;
         }
-        r = bv_hmac_key_new(k->keys + KEY_CHUNK_ID * BV_KEY_SIZE, BV_KEY_SIZE, &k->chunk_id);
-        if (r < 0)
-                return r;
-        r = bv_hmac_key_new(k->keys + KEY_MAP_ID * BV_KEY_SIZE, BV_KEY_SIZE, &k->map_id);
+        r = keyring_hmac_keys(k);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(k);
+        return 0;
+}
+
+int bv_keyring_dup(const BvKeyring *k, BvKeyring **ret)
+{
+        _cleanup_(bv_keyring_freep) BvKeyring *d = NULL;
+        int r;
+
+        if (!k || !ret)
+                return -EINVAL;
+        d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        d->cipher = k->cipher;
+        d->keys = bv_secure_alloc(KEYS_SIZE);
+        if (!d->keys)
+                return -ENOMEM;
+        memcpy(d->keys, k->keys, KEYS_SIZE);
+        r = keyring_hmac_keys(d);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(d);
         return 0;
 }
 

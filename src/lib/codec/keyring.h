@@ -36,6 +36,9 @@ typedef struct BvKeyring BvKeyring;
 int bv_keyring_new(BvCipher cipher, const uint8_t master[BV_MASTER_SIZE],
                    const uint8_t repo_id[BV_REPO_ID_SIZE], BvKeyring **ret);
 void bv_keyring_free(BvKeyring *k);
+/* A copy of k in memory of its own (locked, wiped on free), for reopening a repository without
+ * its secret. 0, -EINVAL or -ENOMEM. */
+int bv_keyring_dup(const BvKeyring *k, BvKeyring **ret);
 
 BvCipher bv_keyring_cipher(const BvKeyring *k);
 const uint8_t *bv_keyring_data_key(const BvKeyring *k);    /* 32 bytes */

@@ -314,6 +314,19 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
         uint8_t mac[BV_HASH_SIZE];
         int ret;
 
+        if (secret && secret->keyring) {
+                if (r->flags & BV_OPEN_KEYS)
+                        return -EINVAL;
+                ret = bv_keyring_dup(secret->keyring, &r->keyring);
+                if (ret < 0)
+                        return ret;
+                ret = config_mac(&r->cf, r->keyring, mac);
+                if (ret < 0)
+                        return ret;
+                if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
+                        return bv_repo_problem_note(problem, r->backend, "config", false, -EBADMSG);
+                return 0;
+        }
         r->master = bv_secure_alloc(BV_MASTER_SIZE);
         if (!r->master)
                 return -ENOMEM;
@@ -417,7 +430,8 @@ static int repo_start(const char *path, const BvSecret *secret, BvOpenFlags flag
                 return rr;
         r->dirfd = bv_backend_local_dirfd(r->backend);
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
-        if (secret && (secret->passphrase || secret->key_file) && r->cf.config.cipher == BV_CIPHER_NONE)
+        if (secret && (secret->passphrase || secret->key_file || secret->keyring) &&
+            r->cf.config.cipher == BV_CIPHER_NONE)
                 return bv_repo_problem_note(problem, r->backend, "config", false, -EKEYREJECTED);
         *ret = TAKE_PTR(r);
         return 0;

@@ -55,11 +55,15 @@ typedef struct BvRepoConfig {
 
 void bv_repo_config_default(BvRepoConfig *c);
 
-/* Where the secret comes from: exactly one of passphrase / key_file for encrypted
- * repositories; neither for unencrypted ones. */
+/* Where the secret comes from: exactly one of passphrase / key_file / keyring for encrypted
+ * repositories; none for unencrypted ones. */
 typedef struct BvSecret {
         const char *passphrase; /* NUL-terminated */
         const char *key_file;   /* path; its whole content is the key material */
+        /* The keys of this repository as another open of it holds them (bv_repo_keyring): reopens
+         * it without the secret, which need not stay in memory. The config's MAC proves they are
+         * this repository's (-EBADMSG otherwise); not with BV_OPEN_KEYS (-EINVAL). */
+        const struct BvKeyring *keyring;
 } BvSecret;
 
 typedef enum {
