@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "conf.h"
+#include "repo.h" /* BvProgress */
 
 #define BV_RUN_DIR "/run/blkvault"
 
