@@ -31,6 +31,9 @@ void describe_failure(const char *step, int result, int status, char *buf, size_
                 snprintf(buf, size, "cannot open its source: %s", strerror(-result));
         else if (strcmp(step, "configuration") == 0)
                 snprintf(buf, size, "not run: its section of the configuration has a mistake");
+        else if (strcmp(step, "probe") == 0 && result == -EMEDIUMTYPE)
+                snprintf(buf, size, "its filesystem is not one that target format makes (ext4, xfs or btrfs): "
+                                    "refused, nothing was mounted");
         else if (result == -ECHILD && status > 0)
                 snprintf(buf, size, "%s failed: exit status %d", step, status);
         else if (result == -EKEYREJECTED)

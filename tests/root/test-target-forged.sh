@@ -60,6 +60,14 @@ assert_eq "$(ls -A "$T/host/snapshots")" "" "snapshots in the host repository"
 assert_eq "$(ls -A "$T/host/locks")" "" "locks taken in the host repository"
 
 
+# the forged drive as ext2 (mkfs.ext2 -U): a stick must not choose which filesystem driver parses
+# it (ext2 mounted by the ext4 driver without a journal, or a module loaded on demand): only what
+# target format makes is mounted (a red-team finding: it was mounted read-write)
+mkfs.ext2 -q -F -U "$uuid" "$forged"
+expect_fail 1 "^error: target usb-1: its filesystem is not one that target format makes (ext4, xfs or btrfs): refused, nothing was mounted" \
+    bv target run usb-1 "${opts[@]}"
+! grep -q " $T/mnt " /proc/self/mounts || die "the ext2 stick was left mounted"
+
 # the real drive, but the host lost the target's key file: said so, the drive is not blamed
 losetup -d "$forged"
 attach_loop real "$T/real.img"

@@ -165,6 +165,11 @@ const char *bv_drive_mount_options(const char *fstype)
         return NULL;
 }
 
+bool bv_drive_mount_options_known(const char *fstype)
+{
+        return strcmp(fstype, "ext4") == 0 || strcmp(fstype, "xfs") == 0 || strcmp(fstype, "btrfs") == 0;
+}
+
 int bv_drive_mkfs(const char *dev, const char *fstype, const char *label, char *out, size_t size)
 {
         char *ext4[] = { "mkfs.ext4", "-q", "-F", "-L", (char *)label, "-E", "lazy_itable_init=0,lazy_journal_init=0",

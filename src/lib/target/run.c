@@ -340,7 +340,10 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
         BvDriveProbe pr;
         bool ro = t->mode == BV_TARGET_RESTORE_ONLY;
         int r = bv_drive_probe(fsdev, &pr);
-        if (r >= 0 && !pr.type[0])
+        /* Only what target format makes: a stick must not choose which filesystem driver of this
+         * kernel parses it (ext2 through ext4 without errors=remount-ro, or any module that loads
+         * on demand). */
+        if (r >= 0 && (!pr.type[0] || !bv_drive_mount_options_known(pr.type)))
                 r = -EMEDIUMTYPE;
         if (r < 0)
                 return run->step = "probe", r;
