@@ -6,16 +6,19 @@
 # offsets. Each tool keeps the newest 3: blkvault `prune --keep-last=3` (gc included), borg
 # `prune --keep-last=3` then `compact`, restic `forget --keep-last 3 --prune` (the newest restic
 # bench/peers-install.sh built, else Debian's). Wall time, CPU, peak RSS and the repository size
-# before and after. --quick: a 400 MiB image, 6 versions.
+# before and after. --quick: a 400 MiB image, 6 versions. --compression=C: blkvault's repository
+# compression (default: its own default, auto); borg is given zstd,3, so --compression=zstd:3
+# compares what gc gives back rather than the two compression policies.
 # Goal: blkvault faster than both, with less memory.
 . "$(dirname "$0")/lib.sh"
 
-versions=30 size=2G content=600
+versions=30 size=2G content=600 compression=
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) versions=6 size=400M content=48 ;;
         --versions) versions=$2; shift ;;
-        *) die "usage: prune-gc.sh [--quick] [--versions N]" ;;
+        --compression=*) compression=${1#--compression=} ;;
+        *) die "usage: prune-gc.sh [--quick] [--versions N] [--compression=C]" ;;
     esac
     shift
 done
@@ -35,7 +38,7 @@ rewrite() { "$IMAGES_DIR/rewrite-regions.sh" "$1" "$2" 24; }
 
 log "image: $size with $content MiB of files, $versions versions"
 "$IMAGES_DIR/make-image.sh" "$img" "$size" --content-mib "$content" >/dev/null
-bv init "$work/bv" --key-file="$BENCH_KEY" >/dev/null
+bv init "$work/bv" --key-file="$BENCH_KEY" ${compression:+--compression="$compression"} >/dev/null
 borg init --encryption=repokey "$work/borg"
 restic init -q -r "$work/restic"
 for v in $(seq 1 "$versions"); do
