@@ -8,6 +8,8 @@
  * from a read-only mount (a restore-only target).
  */
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -134,6 +136,14 @@ int bv_lock_holder(int repo_dirfd, BvLockKind kind, char *buf, size_t size)
         }
         if (!*pid)
                 return -ENOENT;
+        /* A record that outlived its process (the lock's holder now is one that records none): on
+         * this host a pid that no longer runs names nobody. */
+        char self[256] = "";
+        (void)gethostname(self, sizeof(self) - 1);
+        char *end = NULL;
+        long p = strtol(pid, &end, 10);
+        if (strcmp(host, self) == 0 && end && !*end && p > 0 && p <= INT_MAX && kill((pid_t)p, 0) < 0 && errno == ESRCH)
+                return -ESTALE;
         snprintf(buf, size, "pid %s on %s since %s: %s", pid, *host ? host : "?", when, cmd);
         return 0;
 }

@@ -29,5 +29,6 @@ typedef enum {
 int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait);
 
 /* The holder of a write or gc lock as it recorded itself: "pid 123 on HOST since TIME: COMMAND"
- * in buf. -ENOENT when none was recorded (or it does not read). */
+ * in buf. -ENOENT when none was recorded (or it does not read), -ESTALE when the record is of a
+ * process on this host that no longer runs (the lock is held by one that records nothing). */
 int bv_lock_holder(int repo_dirfd, BvLockKind kind, char *buf, size_t size);
