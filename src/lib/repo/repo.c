@@ -306,27 +306,11 @@ static void empty_tmp(int tmp_fd)
         closedir(d);
 }
 
-/* The master secret (secure memory) and keyring; then the config's MAC is checked. The master
- * secret is wiped at once unless key changes were asked for (BV_OPEN_KEYS): the subkeys are all
- * the repository needs, and the fewer secrets a process holds the less a leak can cost. */
-static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
+/* The master secret (secure memory) from the key slot the secret opens, and the keyring from it. */
+static int open_master(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
 {
-        uint8_t mac[BV_HASH_SIZE];
         int ret;
 
-        if (secret && secret->keyring) {
-                if (r->flags & BV_OPEN_KEYS)
-                        return -EINVAL;
-                ret = bv_keyring_dup(secret->keyring, &r->keyring);
-                if (ret < 0)
-                        return ret;
-                ret = config_mac(&r->cf, r->keyring, mac);
-                if (ret < 0)
-                        return ret;
-                if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
-                        return bv_repo_problem_note(problem, r->backend, "config", false, -EBADMSG);
-                return 0;
-        }
         r->master = bv_secure_alloc(BV_MASTER_SIZE);
         if (!r->master)
                 return -ENOMEM;
@@ -336,7 +320,22 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
                 if (ret < 0)
                         return bv_repo_problem_note(problem, r->backend, "keys/default", false, ret);
         }
-        ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
+        return bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
+}
+
+/* The keyring: a copy of the one the secret carries (a reopen), or derived from the master
+ * secret; then the config's MAC is checked under it. The master secret is wiped at once unless
+ * key changes were asked for (BV_OPEN_KEYS): the subkeys are all the repository needs, and the
+ * fewer secrets a process holds the less a leak can cost. */
+static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
+{
+        uint8_t mac[BV_HASH_SIZE];
+        int ret;
+
+        if (secret && secret->keyring)
+                ret = (r->flags & BV_OPEN_KEYS) ? -EINVAL : bv_keyring_dup(secret->keyring, &r->keyring);
+        else
+                ret = open_master(r, secret, problem);
         if (ret < 0)
                 return ret;
         ret = config_mac(&r->cf, r->keyring, mac);
