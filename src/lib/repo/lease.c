@@ -2,22 +2,17 @@
 #include "lease.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
 #include "hex.h"
 #include "json-util.h"
 #include "lock.h"
 #include "macro.h"
-#include "random.h"
 #include "repo-internal.h"
 
 #define LEASE_NAME_LEN 22 /* 16 hex digits + ".lease" */
@@ -198,8 +193,8 @@ int repo_open_lock(BvBackend *b, BvOpenFlags flags, BvRepoProblem *problem, int 
                 rr = bv_backend_lock(b, kind, wait);
                 if (rr < 0)
                         bv_repo_problem_note(problem, b, kind == BV_LOCK_GC ? "locks/gc" : "locks/write", false, rr);
-                if (rr == -EBUSY && problem && bv_backend_is_local(b)) /* who holds it: a local flock's holder */
-                        (void)bv_lock_holder(bv_backend_local_dirfd(b), kind, problem->holder, sizeof(problem->holder));
+                if (rr == -EBUSY && problem) /* who holds it, as it recorded itself */
+                        (void)bv_backend_lock_holder(b, kind, problem->holder, sizeof(problem->holder));
                 if (rr < 0)
                         return rr;
                 *ret_lock_fd = rr;

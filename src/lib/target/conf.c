@@ -185,15 +185,10 @@ static int conf_load_file(BvConfig *c, const char *path, bool optional)
 {
         _cleanup_free_ void *data = NULL;
         struct stat st = {};
-        char fd_path[64];
         size_t len;
 
-        /* read through the fd that fstat saw: a path checked again later may name another file */
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        int r = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno : 0;
-        snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", fd);
-        if (r >= 0)
-                r = bv_read_file(AT_FDCWD, fd_path, BV_CONF_FILE_MAX, &data, &len);
+        /* the owner check looks at the file that was read: a path checked again later may name another */
+        int r = bv_read_file_stat(AT_FDCWD, path, BV_CONF_FILE_MAX, &data, &len, &st);
         if (r == -ENOENT && optional)
                 return 0;
         if (r < 0) {

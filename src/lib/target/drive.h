@@ -44,10 +44,10 @@ const char *bv_drive_mount_options(const char *fstype);
 /* mkfs.FSTYPE with label on dev; -EPROTONOSUPPORT for a filesystem other than ext4, xfs and
  * btrfs, > 0: mkfs's exit status (its output in out). */
 int bv_drive_mkfs(const char *dev, const char *fstype, const char *label, char *out, size_t size);
-/* Mounts dev (fstype) on dir, nodev, nosuid, noexec, with bv_drive_mount_options and extra
- * (comma-separated, may be NULL); read-only when asked. */
 /* Whether fstype is one that target format makes (ext4, xfs, btrfs): a run mounts no other. */
 bool bv_drive_mount_options_known(const char *fstype);
+/* Mounts dev (fstype) on dir, nodev, nosuid, noexec, with bv_drive_mount_options and extra
+ * (comma-separated, may be NULL); read-only when asked. */
 int bv_drive_mount(const char *dev, const char *fstype, const char *dir, const char *extra, bool readonly);
 
 /* Creates DIR/NAME.key (DIR created 0700 when missing) holding BV_KEY_FILE_BYTES random bytes,

@@ -65,46 +65,62 @@ static void print_family(FILE *f, const char *prefix, Field k)
                 prefix, fields[k].name);
 }
 
-/* The jobs' families: one sample per (job, target) that has run. */
-static int render_jobs(FILE *f, const BvConfig *c, const char *dir)
+/* A (job, target) or a target (job NULL) that has run, and its state file as read once. */
+typedef struct Sample {
+        const char *job, *target;
+        BvRunState s;
+} Sample;
+
+/* Reads the state of (job, target) into *samples if it has run; -ENOMEM only. */
+static int add_sample(const char *dir, const char *job, const char *target, Sample *samples, size_t *n)
 {
-        for (Field k = 0; k < F_MAX; k++) {
-                print_family(f, "", k);
-                for (size_t i = 0; i < c->n_jobs; i++)
-                        for (size_t t = 0; t < c->n_targets; t++) {
-                                const char *job = c->jobs[i].name, *target = c->targets[t].name;
-                                BvRunState s;
-                                if (!bv_conf_job_wants(&c->jobs[i], target))
-                                        continue;
-                                int r = bv_state_read(dir, job, target, &s);
-                                if (r == -ENOMEM)
-                                        return r;
-                                if (r < 0)
-                                        continue; /* never ran there (or a state file status warns of) */
-                                fprintf(f, "blkvault_%s{job=\"%s\",target=\"%s\"} ", fields[k].name, job, target);
-                                print_value(f, &s, k);
-                        }
-        }
+        Sample *x = &samples[*n];
+        int r = job ? bv_state_read(dir, job, target, &x->s) : bv_state_read(dir, target, NULL, &x->s);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return 0; /* never ran there (or a state file status warns of) */
+        x->job = job, x->target = target;
+        (*n)++;
         return 0;
 }
 
-/* The targets' run families (not the numbers of their jobs). */
-static int render_targets(FILE *f, const BvConfig *c, const char *dir)
+/* The families first to last of the samples, prefixed ("" or "target_"). */
+static void render_samples(FILE *f, const char *prefix, Field first, Field last, const Sample *samples, size_t n)
 {
-        for (Field k = F_LAST_RUN; k <= F_DURATION; k++) {
-                print_family(f, "target_", k);
-                for (size_t t = 0; t < c->n_targets; t++) {
-                        BvRunState s;
-                        int r = bv_state_read(dir, c->targets[t].name, NULL, &s);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0)
-                                continue;
-                        fprintf(f, "blkvault_target_%s{target=\"%s\"} ", fields[k].name, c->targets[t].name);
-                        print_value(f, &s, k);
+        for (Field k = first; k <= last; k++) {
+                print_family(f, prefix, k);
+                for (size_t i = 0; i < n; i++) {
+                        if (samples[i].job)
+                                fprintf(f, "blkvault_%s%s{job=\"%s\",target=\"%s\"} ", prefix, fields[k].name,
+                                        samples[i].job, samples[i].target);
+                        else
+                                fprintf(f, "blkvault_%s%s{target=\"%s\"} ", prefix, fields[k].name, samples[i].target);
+                        print_value(f, &samples[i].s, k);
                 }
         }
-        return 0;
+}
+
+/* The jobs' families: one sample per (job, target) that has run; then the targets' run families
+ * (not the numbers of their jobs). Each state file is read once. */
+static int render_runs(FILE *f, const BvConfig *c, const char *dir)
+{
+        _cleanup_free_ Sample *samples = calloc(c->n_jobs * c->n_targets + c->n_targets + 1, sizeof(*samples));
+        size_t n = 0;
+        int r = samples ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < c->n_jobs; i++)
+                for (size_t t = 0; r >= 0 && t < c->n_targets; t++)
+                        if (bv_conf_job_wants(&c->jobs[i], c->targets[t].name))
+                                r = add_sample(dir, c->jobs[i].name, c->targets[t].name, samples, &n);
+        if (r < 0)
+                return r;
+        render_samples(f, "", 0, F_MAX - 1, samples, n);
+        size_t jobs = n;
+        for (size_t t = 0; r >= 0 && t < c->n_targets; t++)
+                r = add_sample(dir, NULL, c->targets[t].name, samples, &n);
+        if (r >= 0)
+                render_samples(f, "target_", F_LAST_RUN, F_DURATION, samples + jobs, n - jobs);
+        return r;
 }
 
 static int render_alarms(FILE *f, const BvConfig *c, const char *dir, uint64_t now)
@@ -130,9 +146,7 @@ static int render_alarms(FILE *f, const BvConfig *c, const char *dir, uint64_t n
 
 int bv_metrics_render(FILE *f, const BvConfig *c, const char *state_dir, uint64_t now)
 {
-        int r = render_jobs(f, c, state_dir);
-        if (r >= 0)
-                r = render_targets(f, c, state_dir);
+        int r = render_runs(f, c, state_dir);
         if (r >= 0)
                 r = render_alarms(f, c, state_dir, now);
         return r;

@@ -80,14 +80,11 @@ int bv_notify_record(const char *dir, const char *subject, const BvNotified *n)
 
 int bv_notify_latest(const char *dir, char subject[BV_NOTIFY_SUBJECT_MAX], BvNotified *ret)
 {
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        DIR *d = fdopendir(dfd);
-        if (!d)
-                return -errno;
-        dfd = -EBADF; /* the DIR holds it now */
-        int r = -ENOENT;
+        DIR *d;
+        int r = bv_opendir_at(AT_FDCWD, dir, &d);
+        if (r < 0)
+                return r;
+        r = -ENOENT;
         for (struct dirent *e; (e = readdir(d));) {
                 BvNotified n;
                 size_t pl = strlen(NOTIFY_PREFIX);

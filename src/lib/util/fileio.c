@@ -253,8 +253,10 @@ static int stat_regular(int fd, struct stat *ret)
 }
 
 /* Opens a regular file of at most max bytes for reading (beneath dirfd if asked); *ret_size:
- * its size from fstat. O_NONBLOCK: a FIFO must not hang the open before fstat refuses it. */
-static int open_small_file(int dirfd, const char *path, bool beneath, size_t max, int *ret_fd, size_t *ret_size)
+ * its size from fstat (and *ret_st all of it, if not NULL). O_NONBLOCK: a FIFO must not hang the
+ * open before fstat refuses it. */
+static int open_small_file(int dirfd, const char *path, bool beneath, size_t max, int *ret_fd, size_t *ret_size,
+                           struct stat *ret_st)
 {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
@@ -274,10 +276,13 @@ static int open_small_file(int dirfd, const char *path, bool beneath, size_t max
                 return -EFBIG;
         *ret_fd = TAKE_FD(fd);
         *ret_size = (size_t)st.st_size;
+        if (ret_st)
+                *ret_st = st;
         return 0;
 }
 
-static int read_file(int dirfd, const char *path, bool beneath, size_t max, void **ret_data, size_t *ret_len)
+static int read_file(int dirfd, const char *path, bool beneath, size_t max, void **ret_data, size_t *ret_len,
+                     struct stat *ret_st)
 {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -285,7 +290,7 @@ static int read_file(int dirfd, const char *path, bool beneath, size_t max, void
         ssize_t n;
         int r;
 
-        r = open_small_file(dirfd, path, beneath, max, &fd, &file_size);
+        r = open_small_file(dirfd, path, beneath, max, &fd, &file_size, ret_st);
         if (r < 0)
                 return r;
         buf = malloc(file_size + 1);
@@ -302,12 +307,17 @@ static int read_file(int dirfd, const char *path, bool beneath, size_t max, void
 
 int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
 {
-        return read_file(dirfd, path, false, max, ret_data, ret_len);
+        return read_file(dirfd, path, false, max, ret_data, ret_len, NULL);
+}
+
+int bv_read_file_stat(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len, struct stat *ret_st)
+{
+        return read_file(dirfd, path, false, max, ret_data, ret_len, ret_st);
 }
 
 int bv_read_file_beneath(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len)
 {
-        return read_file(dirfd, path, true, max, ret_data, ret_len);
+        return read_file(dirfd, path, true, max, ret_data, ret_len, NULL);
 }
 
 /* Reads at most limit bytes of fd into bv_secure_alloc memory of size (> limit) bytes: -EFBIG
@@ -344,7 +354,7 @@ int bv_read_secret_file(int dirfd, const char *path, size_t max, size_t min_size
         size_t file_size;
         int r;
 
-        r = open_small_file(dirfd, path, false, max, &fd, &file_size);
+        r = open_small_file(dirfd, path, false, max, &fd, &file_size, NULL);
         if (r < 0)
                 return r;
         return read_secret(fd, file_size, MAX(file_size + 1, min_size), strip_newline, ret_data, ret_len, ret_size);

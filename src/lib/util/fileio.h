@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Full-length pread/pwrite, retrying on EINTR and short transfers. pread returns the bytes read
@@ -49,6 +50,9 @@ int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t 
 /* Reads a whole file of at most max bytes (-EFBIG if larger) into a malloc'd buffer with a
  * trailing NUL (not counted in ret_len). */
 int bv_read_file(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len);
+/* The same, with the fstat of the file that was read: a check of its owner or mode then looks at
+ * what was read, not at whatever the path names later. */
+int bv_read_file_stat(int dirfd, const char *path, size_t max, void **ret_data, size_t *ret_len, struct stat *ret_st);
 
 /* Reads a small secret file (a passphrase, a key file) straight into bv_secure_alloc memory, never
  * through the ordinary heap. The buffer has MAX(file size + 1, min_size) bytes, *ret_size of them
