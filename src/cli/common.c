@@ -343,14 +343,16 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
                 log_error("cannot open repository '%s': wrong passphrase or key", path);
                 return EXIT_KEY;
         }
-        if (r == -EBUSY && (flags & BV_OPEN_GC)) {
-                log_error("repository '%s' is locked by another garbage collection%s%s (run gc again once it is done)",
-                          path, problem.holder[0] ? ", " : "", problem.holder);
-                return EXIT_BUSY;
-        }
         if (r == -EBUSY) {
-                log_error("repository '%s' is locked by another writer (a backup or key change is running)%s%s",
-                          path, problem.holder[0] ? ": " : "", problem.holder);
+                /* the holder record is the repository's text (a stick's): shown escaped */
+                _cleanup_free_ char *holder = escape_text(problem.holder, 0);
+                const char *h = holder ? holder : "";
+                if (flags & BV_OPEN_GC)
+                        log_error("repository '%s' is locked by another garbage collection%s%s (run gc again once "
+                                  "it is done)", path, *h ? ", " : "", h);
+                else
+                        log_error("repository '%s' is locked by another writer (a backup or key change is "
+                                  "running)%s%s", path, *h ? ": " : "", h);
                 return EXIT_BUSY;
         }
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)

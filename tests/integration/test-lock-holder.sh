@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A repository's lock names its holder: while a backup holds locks/write, a second backup fails
 # (exit 5) naming the first one's pid, host and command line; gc while another gc holds
-# locks/gc names that one. (Before, the message named no one.)
+# locks/gc names that one. (Before, the message named no one.) A record's control characters are
+# shown escaped.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_cmd openssl
 
@@ -26,5 +27,10 @@ exec 9<"$repo/locks/gc"
 flock -x 9
 expect_fail 5 "^error: repository '$repo' is locked by another garbage collection, pid 4242 on elsewhere since 2023-11-14T22:13:20Z: blkvault gc $repo (run gc again once it is done)$" \
     bv gc "$repo"
+# A record is the repository's (a stick's) text: its control characters reach the terminal escaped,
+# not as a title change, a cleared screen or a colour.
+printf 'pid=4242\nhost=else\033]0;owned\007where\ncommand=\033[2Jblkvault gc\n' > "$repo/locks/gc.holder"
+expect_fail 5 "pid 4242 on else\\\\x1b]0;owned\\\\x07where since ?: \\\\x1b\\[2Jblkvault gc (run gc" bv gc "$repo"
+if LC_ALL=C grep -q "$(printf '\033')" "$T/.err"; then die "a holder record's escape sequence reached the terminal"; fi
 exec 9<&-
 bv gc "$repo" >/dev/null   # free again

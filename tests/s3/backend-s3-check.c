@@ -149,12 +149,16 @@ static void check_locks_leases(BvBackend *b)
 {
         BvBackendLease *l;
         char name[64] = "";
-        char *body;
+        char *body, holder[320], expect[32];
         int fd;
 
         fd = bv_backend_lock(b, BV_LOCK_WRITE, false);
         ASSERT_TRUE(fd >= 0);
         ASSERT_ERROR(bv_backend_lock(b, BV_LOCK_WRITE, false), EBUSY);
+        /* the one who finds it taken can name its holder: this process */
+        snprintf(expect, sizeof(expect), "pid %d on ", (int)getpid());
+        ASSERT_OK(bv_backend_lock_holder(b, BV_LOCK_WRITE, holder, sizeof(holder)));
+        ASSERT_TRUE(strncmp(holder, expect, strlen(expect)) == 0);
         close(fd);
         fd = bv_backend_lock(b, BV_LOCK_WRITE, false);
         ASSERT_TRUE(fd >= 0);

@@ -237,9 +237,14 @@ TEST(locks)
         BvTestDir d = bvtest_dir_new();
         BvBackend *b = create(&d);
         int a = bv_backend_lock(b, BV_LOCK_WRITE, false);
+        char holder[320], expect[32];
 
         ASSERT_OK(a);
         ASSERT_ERROR(bv_backend_lock(b, BV_LOCK_WRITE, false), EBUSY);
+        /* the one who finds it taken can name its holder: this process */
+        snprintf(expect, sizeof(expect), "pid %d on ", (int)getpid());
+        ASSERT_OK(bv_backend_lock_holder(b, BV_LOCK_WRITE, holder, sizeof(holder)));
+        ASSERT_TRUE(strncmp(holder, expect, strlen(expect)) == 0);
         close(a);
         a = bv_backend_lock(b, BV_LOCK_WRITE, false);
         ASSERT_OK(a);

@@ -442,6 +442,11 @@ static int local_lock(BvBackend *b, BvLockKind kind, bool wait)
         return bv_lock_take(LOCAL(b)->dirfd, kind, wait);
 }
 
+static int local_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size)
+{
+        return bv_lock_holder(LOCAL(b)->dirfd, kind, buf, size);
+}
+
 static int lease_link(LocalLease *l, int fd, const char *tmpname, const void *body, size_t len)
 {
         uint8_t raw[8];
@@ -566,6 +571,7 @@ static const BvBackendOps local_ops = {
         .writer_commit = local_writer_commit,
         .writer_abort = local_writer_abort,
         .lock = local_lock,
+        .lock_holder = local_lock_holder,
         .lease_take = local_lease_take,
         .lease_release = local_lease_release,
         .lease_alive = local_lease_alive,

@@ -380,7 +380,7 @@ static uint64_t s3_reader_size(BvObjReader *r)
         return ((S3Reader *)r)->size;
 }
 
-static int lock_dir(S3Backend *s);
+static int lock_dir_locked(S3Backend *s);
 
 /* The cache's bound: $BLKVAULT_S3_CACHE_MAX bytes, else 1 GiB. */
 static uint64_t cache_max(void)
@@ -410,10 +410,7 @@ static int s3_reader_fd(BvObjReader *r)
 
         if (rd->fd >= 0)
                 return rd->fd;
-        {
-                BV_LOCK_GUARD(&s->lock_mutex);
-                dirfd = lock_dir(s);
-        }
+        dirfd = lock_dir_locked(s);
         bool cacheable = dirfd >= 0 && s3_cache_name(rd->etag, rd->size, name, sizeof(name)) >= 0;
         if (cacheable && (fd = s3_cache_open(dirfd, name)) >= 0) {
                 rd->fd = TAKE_FD(fd);
@@ -542,16 +539,23 @@ static int lock_dir(S3Backend *s)
         return r;
 }
 
+/* lock_dir under lock_mutex: the lock ops and the readers' cache share the directory. */
+static int lock_dir_locked(S3Backend *s)
+{
+        BV_LOCK_GUARD(&s->lock_mutex);
+        return lock_dir(s);
+}
+
 static int s3_lock(BvBackend *b, BvLockKind kind, bool wait)
 {
-        S3Backend *s = S3B(b);
-        int fd;
-
-        {
-                BV_LOCK_GUARD(&s->lock_mutex);
-                fd = lock_dir(s);
-        }
+        int fd = lock_dir_locked(S3B(b));
         return fd < 0 ? fd : bv_lock_take(fd, kind, wait);
+}
+
+static int s3_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size)
+{
+        int fd = lock_dir_locked(S3B(b));
+        return fd < 0 ? fd : bv_lock_holder(fd, kind, buf, size);
 }
 
 /* ---- leases: an object put again every heartbeat while held ---- */
@@ -706,6 +710,7 @@ static const BvBackendOps s3_ops = {
         .writer_commit = s3_writer_commit,
         .writer_abort = s3_writer_abort,
         .lock = s3_lock,
+        .lock_holder = s3_lock_holder,
         .lease_take = s3_lease_take,
         .lease_release = s3_lease_release,
         .lease_alive = s3_lease_alive,

@@ -220,6 +220,11 @@ int bv_backend_lock(BvBackend *b, BvLockKind kind, bool wait)
         return DISPATCH(b, lock, b, kind, wait);
 }
 
+int bv_backend_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size)
+{
+        return DISPATCH(b, lock_holder, b, kind, buf, size);
+}
+
 int bv_backend_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLease **ret)
 {
         return DISPATCH(b, lease_take, b, body, len, ret);

@@ -147,6 +147,10 @@ typedef struct BvBackendOps {
          * cache for this bucket and prefix, which serialises processes of this machine only;
          * what meets across machines is written down in docs/LIFECYCLE.md. */
         int (*lock)(BvBackend *b, BvLockKind kind, bool wait);
+        /* Who holds a write or gc lock, as the holder recorded itself beside it (lock.h,
+         * bv_lock_holder): both backends keep the lock files in a local directory (the
+         * repository's, the cache's for this bucket and prefix), so both can name it. */
+        int (*lock_holder)(BvBackend *b, BvLockKind kind, char *buf, size_t size);
 
         /* ---- leases: visible to every user of the repository, wherever it runs ---- */
         /* Puts body as leases/<16 random hex>.lease, visible only once it is held: local a file
@@ -219,6 +223,7 @@ int bv_obj_writer_commit(BvObjWriter *w, const char *name, BvPutFlags flags);
 void bv_obj_writer_abort(BvObjWriter *w);
 
 int bv_backend_lock(BvBackend *b, BvLockKind kind, bool wait);
+int bv_backend_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size);
 
 int bv_backend_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLease **ret);
 void bv_backend_lease_release(BvBackendLease *l);

@@ -198,8 +198,8 @@ int repo_open_lock(BvBackend *b, BvOpenFlags flags, BvRepoProblem *problem, int 
                 rr = bv_backend_lock(b, kind, wait);
                 if (rr < 0)
                         bv_repo_problem_note(problem, b, kind == BV_LOCK_GC ? "locks/gc" : "locks/write", false, rr);
-                if (rr == -EBUSY && problem && bv_backend_is_local(b)) /* who holds it: a local flock's holder */
-                        (void)bv_lock_holder(bv_backend_local_dirfd(b), kind, problem->holder, sizeof(problem->holder));
+                if (rr == -EBUSY && problem) /* who holds it, as it recorded itself */
+                        (void)bv_backend_lock_holder(b, kind, problem->holder, sizeof(problem->holder));
                 if (rr < 0)
                         return rr;
                 *ret_lock_fd = rr;

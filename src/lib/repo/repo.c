@@ -24,8 +24,6 @@
 
 #define CONFIG_MAX (64u * 1024)
 
-static const char *const repo_subdirs[] = { "keys", "packs", "index", "snapshots", "locks", "tmp" };
-
 enum { DIR_PACKS, DIR_INDEX, DIR_SNAPSHOTS, DIR_TMP, DIR_COUNT };
 static const char *const fd_names[DIR_COUNT] = {
         [DIR_PACKS] = "packs", [DIR_INDEX] = "index", [DIR_SNAPSHOTS] = "snapshots", [DIR_TMP] = "tmp",
@@ -95,41 +93,17 @@ int bv_repo_config_check(const BvRepoConfig *c)
         return 0;
 }
 
-/* Opens path as a directory, creating it if missing; fails unless it is empty. */
-static int open_empty_dir(const char *path, int *ret_fd)
-{
-        _cleanup_close_ int fd = -EBADF;
-        struct dirent *de;
-        DIR *d;
-        int r;
-
-        if (mkdir(path, 0700) < 0 && errno != EEXIST)
-                return negative_errno();
-        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        r = bv_opendir_beneath(fd, ".", &d);
-        if (r < 0)
-                return r;
-        while ((de = readdir(d)))
-                if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
-                        bool is_repo = strcmp(de->d_name, "config") == 0;
-                        closedir(d);
-                        return is_repo ? -EEXIST : -ENOTEMPTY;
-                }
-        closedir(d);
-        *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvKeyring, bv_keyring_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvBackend, bv_backend_close);
 
-/* Prepares everything in memory first (so that a bad secret leaves nothing behind), then
- * writes keys/ and the config into the empty directory dirfd. The config goes last: a
- * directory without it is not a repository. */
-static int init_files(int dirfd, const BvRepoConfig *cfg, const BvSecret *secret)
+/* Prepares everything in memory first (so that a bad secret leaves nothing behind), then has
+ * the backend make the layout at path (a directory that is missing or empty: -EEXIST if it
+ * holds a config, -ENOTEMPTY if anything else) and writes keys/ and the config there. The
+ * config goes last: a directory without it is not a repository. */
+static int init_files(const char *path, const BvRepoConfig *cfg, const BvSecret *secret)
 {
         _cleanup_(bv_keyring_freep) BvKeyring *k = NULL;
+        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
         _cleanup_free_ char *json = NULL;
         BvRepoConfigFile f = { .config = *cfg, .created = bv_now_realtime_ns() / 1000000000u };
         BvKeyFile kf;
@@ -160,25 +134,19 @@ static int init_files(int dirfd, const BvRepoConfig *cfg, const BvSecret *secret
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < ELEMENTSOF(repo_subdirs); i++) {
-                r = bv_mkdir_p(dirfd, repo_subdirs[i]);
-                if (r < 0)
-                        return r;
-        }
-        r = bv_fsync_dir(dirfd);
+        r = bv_backend_local_open(path, true, &b);
         if (r < 0)
                 return r;
         if (cfg->cipher != BV_CIPHER_NONE) {
-                r = repo_key_write(dirfd, "default", &kf, false);
+                r = repo_key_write(bv_backend_local_dirfd(b), "default", &kf, false);
                 if (r < 0)
                         return r;
         }
-        return bv_write_file_durable(dirfd, "config", json, strlen(json), false);
+        return bv_backend_put(b, BV_KIND_CONFIG, NULL, json, strlen(json), BV_PUT_CREATE);
 }
 
 int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secret)
 {
-        _cleanup_close_ int fd = -EBADF;
         BvRepoConfig def;
         int r;
 
@@ -198,10 +166,7 @@ int bv_repo_init(const char *path, const BvRepoConfig *cfg, const BvSecret *secr
                 if (r < 0)
                         return r;
         }
-        r = open_empty_dir(path, &fd);
-        if (r < 0)
-                return r;
-        return init_files(fd, cfg, secret);
+        return init_files(path, cfg, secret);
 }
 
 static int read_config(BvBackend *b, BvRepoConfigFile *ret)
@@ -217,8 +182,6 @@ static int read_config(BvBackend *b, BvRepoConfigFile *ret)
                 return r;
         return bv_repo_config_parse(json, len, ret);
 }
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(BvBackend, bv_backend_close);
 
 /* Opens the repository at path (for a directory the user's own path: the one place where
  * symbolic links are followed) and reads its config; what is wrong with the config is noted in
@@ -306,27 +269,11 @@ static void empty_tmp(int tmp_fd)
         closedir(d);
 }
 
-/* The master secret (secure memory) and keyring; then the config's MAC is checked. The master
- * secret is wiped at once unless key changes were asked for (BV_OPEN_KEYS): the subkeys are all
- * the repository needs, and the fewer secrets a process holds the less a leak can cost. */
-static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
+/* The master secret (secure memory) from the key slot the secret opens, and the keyring from it. */
+static int open_master(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
 {
-        uint8_t mac[BV_HASH_SIZE];
         int ret;
 
-        if (secret && secret->keyring) {
-                if (r->flags & BV_OPEN_KEYS)
-                        return -EINVAL;
-                ret = bv_keyring_dup(secret->keyring, &r->keyring);
-                if (ret < 0)
-                        return ret;
-                ret = config_mac(&r->cf, r->keyring, mac);
-                if (ret < 0)
-                        return ret;
-                if (CRYPTO_memcmp(mac, r->cf.mac, sizeof(mac)) != 0)
-                        return bv_repo_problem_note(problem, r->backend, "config", false, -EBADMSG);
-                return 0;
-        }
         r->master = bv_secure_alloc(BV_MASTER_SIZE);
         if (!r->master)
                 return -ENOMEM;
@@ -336,7 +283,22 @@ static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
                 if (ret < 0)
                         return bv_repo_problem_note(problem, r->backend, "keys/default", false, ret);
         }
-        ret = bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
+        return bv_keyring_new(r->cf.config.cipher, r->master, r->cf.id, &r->keyring);
+}
+
+/* The keyring: a copy of the one the secret carries (a reopen), or derived from the master
+ * secret; then the config's MAC is checked under it. The master secret is wiped at once unless
+ * key changes were asked for (BV_OPEN_KEYS): the subkeys are all the repository needs, and the
+ * fewer secrets a process holds the less a leak can cost. */
+static int open_keys(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
+{
+        uint8_t mac[BV_HASH_SIZE];
+        int ret;
+
+        if (secret && secret->keyring)
+                ret = (r->flags & BV_OPEN_KEYS) ? -EINVAL : bv_keyring_dup(secret->keyring, &r->keyring);
+        else
+                ret = open_master(r, secret, problem);
         if (ret < 0)
                 return ret;
         ret = config_mac(&r->cf, r->keyring, mac);
