@@ -2,22 +2,17 @@
 #include "lease.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
 #include "hex.h"
 #include "json-util.h"
 #include "lock.h"
 #include "macro.h"
-#include "random.h"
 #include "repo-internal.h"
 
 #define LEASE_NAME_LEN 22 /* 16 hex digits + ".lease" */
