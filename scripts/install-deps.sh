@@ -19,7 +19,8 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          curl   # the S3 tests make their buckets with curl --aws-sigv4 (tests/s3/s3-lib.sh)
          prometheus   # promtool check metrics: the textfile (tests/root/test-notify-metrics)
          systemd)   # systemd-analyze, systemd-socket-activate (unit tests); systemd.pc: the unit directory
-peers=(borgbackup python3-llfuse restic casync python3-matplotlib)
+peers=(borgbackup python3-llfuse restic casync python3-matplotlib
+       debootstrap)   # the installed-system image of the benchmarks (images/make-installed.sh)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
 vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat
     lvm2)   # lvm2: the LVM snapshot job (test-vm-lvm)

@@ -240,10 +240,10 @@ void status_end(bool shown);
 /* restore's destinations (restore-dest.c). restore_to_stdout streams the image in order (a pipe
  * cannot seek); restore_check_dest refuses an existing file or a device that holds something
  * without force, and a device smaller than the image, before anything is written (returns an
- * exit code); restore_temp_name picks an
- * unused name beside dest for a replacement written with --force. */
+ * exit code; *ret_replace: dest is an existing file that --force replaces, never a device, which
+ * is written in place); restore_temp_name picks an unused name beside dest for that replacement. */
 int restore_to_stdout(BvRepo *repo, const BvSnapshot *snap, Progress *progress, uint64_t *ret_bad_offset);
-int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force);
+int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force, bool *ret_replace);
 int restore_temp_name(const char *dest, char *buf, size_t size);
 /* What libblkid finds on the device dev, for a refusal to overwrite it: "a gpt partition table",
  * "ext4 (UUID ...)" into what. 1 when something is there, 0 when nothing is, or -errno. */

@@ -109,10 +109,11 @@ static int restore_prepare(const char *dest, const BvSnapshot *snap, bool force,
                 }
                 return EXIT_OK;
         }
-        r = restore_check_dest(dest, snap, force);
+        bool replace;
+        r = restore_check_dest(dest, snap, force, &replace);
         if (r != EXIT_OK)
                 return r;
-        if (force && access(dest, F_OK) == 0) {
+        if (replace) {
                 r = restore_temp_name(dest, temp, size);
                 if (r < 0)
                         return log_error_errno(r, "cannot pick a temporary name beside '%s'", dest);

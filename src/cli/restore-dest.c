@@ -79,23 +79,32 @@ static int check_device_blank(const char *dest)
         return r > 0 ? EXIT_ERROR : EXIT_OK;
 }
 
-int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force)
+int restore_check_dest(const char *dest, const BvSnapshot *snap, bool force, bool *ret_replace)
 {
         struct stat st;
+        *ret_replace = false;
         if (stat(dest, &st) < 0)
                 return EXIT_OK; /* a new file */
         if (!S_ISBLK(st.st_mode)) {
-                if (force && S_ISREG(st.st_mode))
+                if (force && S_ISREG(st.st_mode)) {
+                        *ret_replace = true; /* written beside it, renamed over it at the end */
                         return EXIT_OK;
+                }
                 if (S_ISREG(st.st_mode))
                         log_error("'%s' exists: restore writes a new file (use --force to replace it)", dest);
                 else
                         log_error("'%s' exists and is neither a file nor a block device", dest);
                 return EXIT_ERROR;
         }
-        _cleanup_close_ int fd = open(dest, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        /* O_EXCL: fails while the device is mounted or held (the write's open would fail the same
+         * way), which --force does not change: said before what is on it */
+        _cleanup_close_ int fd = open(dest, O_RDONLY | O_EXCL | O_CLOEXEC | O_NOCTTY);
         uint64_t size;
         int r = fd < 0 ? -errno : bv_fd_size(fd, &size);
+        if (r == -EBUSY) {
+                log_error("'%s' is in use (mounted, or held by another device); nothing was written", dest);
+                return EXIT_IN_USE;
+        }
         if (r < 0)
                 return log_error_errno(r, "cannot open '%s'", dest);
         if (size < snap->size) {

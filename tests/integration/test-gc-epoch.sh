@@ -63,7 +63,11 @@ race() {
     # went on from the largest one seen
     bv gc "$repo" >/dev/null
     bv verify "$repo" --read-data >/dev/null 2>"$T/verify.err" || { cat "$T/verify.err" >&2; die "$1: verify after the last gc"; }
-    [ "$rc" != 0 ] || { bv restore "$repo" new "$T/restored" 2>/dev/null && assert_same "$T/old" "$T/restored" && rm "$T/restored"; }
+    if [ "$rc" = 0 ]; then
+        bv restore "$repo" new "$T/restored" 2>/dev/null || die "$1: the published snapshot does not restore after the last gc"
+        assert_same "$T/old" "$T/restored"
+        rm "$T/restored"
+    fi
     [ "$(epoch "$repo")" -gt 2 ] || die "$1: gc/epoch went back to $(epoch "$repo")"
     echo "$1: backup exit $rc"
 }

@@ -59,8 +59,19 @@ expect_fail 1 "^error: '$fsdev' holds ext4 (UUID 5b1a2c3d-0000-4000-8000-0000000
 assert_eq "$(sha256sum <"$fsdev")" "$sum" "a refused restore changed the device"
 assert_eq "$(blkid -o value -s TYPE "$fsdev")" ext4 "the filesystem after a refused restore"
 e2fsck -n -f "$fsdev" >/dev/null 2>&1 || die "the ext4 on $fsdev does not check clean after a refused restore"
+# mounted: in use, whatever --force says (exit 7), and said before what is on it
+mkdir -p "$T/fsmnt"
+mount -o ro "$fsdev" "$T/fsmnt"
+expect_fail 7 "^error: '$fsdev' is in use (mounted, or held by another device); nothing was written$" \
+    bv restore "$repo" img@latest "$fsdev"
+expect_fail 7 "^error: '$fsdev' is in use" bv restore "$repo" img@latest "$fsdev" --force
+umount "$T/fsmnt"
 bv restore "$repo" img@latest "$fsdev" --force -q >/dev/null
-cmp "$T/img" "$fsdev" || die "the restore with --force differs"
+# on the device itself, through its backing file: a --force that replaced the /dev node with a
+# regular file (written beside it, renamed over it, as for a file) left the disk as it was, and
+# a cmp through the node's path compared that file
+[ -b "$fsdev" ] || { rm -f "$fsdev"; die "restore --force replaced the device node $fsdev with a file"; }
+cmp -n "$(stat -c %s "$T/img")" "$T/img" "$T/fs.img" || die "the restore with --force differs"
 # a partition table is named as such
 truncate -s 8M "$T/pt.img"
 printf 'label: gpt\n' | sfdisk -q "$T/pt.img" >/dev/null 2>&1 || die "sfdisk failed"

@@ -18,9 +18,8 @@ conf=$T/etc/blkvault.conf
 mkdir -p "$T/etc" "$T/mnt" "$T/fuse"
 opts=(--config="$conf" --run-dir="$T/run")
 randfile "$T/secret.img" 1 forged-secret
-truncate -s 64M "$T/real.img" "$T/forged.img"
-attach_loop real "$T/real.img"
-bv target format "$real" --name=usb-1 --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+loop_target real usb-1 64M "${opts[@]}"
+truncate -s 64M "$T/forged.img"
 uuid=$(blkid -s UUID -o value "$real")
 detach_loop "$real"
 cat > "$conf" <<EOF

@@ -14,11 +14,10 @@ conf=$T/etc/blkvault.conf
 mkdir -p "$T/etc" "$T/mnt"
 opts=(--config="$conf" --run-dir="$T/run")
 randfile "$T/secret.img" 1 forged-secret
-truncate -s 300M "$T/real.img" "$T/forged.img"
-attach_loop real "$T/real.img"
-bv target format "$real" --name=usb-1 --no-luks --key-dir="$T/keys" "${opts[@]}" >/dev/null
+loop_target real usb-1 300M "${opts[@]}"
+truncate -s 300M "$T/forged.img"
 uuid=$(blkid -s UUID -o value "$real")
-losetup -d "$real"
+detach_loop "$real"
 printf '[job secret]\nsource = %s\ntargets = usb-1\n' "$T/secret.img" > "$conf"
 
 # the forged drive
@@ -70,7 +69,7 @@ expect_fail 1 "^error: target usb-1: its filesystem is not one that target forma
 
 # the real drive, but the host lost the target's key file: said so, the drive is not blamed
 losetup -d "$forged"
-attach_loop real "$T/real.img"
+attach_loop real "$T/usb-1.img"
 mv "$T/keys/usb-1.key" "$T/keys/moved"
 expect_fail 1 "^error: target usb-1: cannot read its key file '$T/keys/usb-1.key' (No such file or directory); nothing was written$" \
     bv target run usb-1 "${opts[@]}"

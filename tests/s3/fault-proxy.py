@@ -11,6 +11,9 @@ starts with PATH, when given) get the fault instead of being forwarded, and COUN
     503     HTTP 503 SlowDown (S3's XML error)
     500     HTTP 500 InternalError
     reset   the connection is closed without an answer
+    junk    HTTP 200 whose body is no S3 answer, without an ETag header
+    error200  HTTP 200 with the XML error InternalError as its body (S3 may answer a
+            CompleteMultipartUpload so)
 A missing or empty file forwards everything. Each fault served is appended to CONTROL_FILE.log.
 """
 import http.client
@@ -27,6 +30,23 @@ ERRORS = {
     "503": (503, "SlowDown", "Please reduce your request rate."),
     "500": (500, "InternalError", "We encountered an internal error. Please try again."),
 }
+
+
+def error_xml(code, msg):
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+            f"<Message>{msg}</Message></Error>").encode()
+
+
+def canned(fault):
+    """The status and body a fault answers with instead of forwarding, or None."""
+    if fault in ERRORS:
+        status, code, msg = ERRORS[fault]
+        return status, error_xml(code, msg)
+    if fault == "junk":
+        return 200, b"<NotAnS3Answer/>"
+    if fault == "error200":
+        return 200, error_xml(*ERRORS["500"][1:])
+    return None
 
 
 def take_fault(path):
@@ -62,10 +82,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.close()
             return
-        if fault in ERRORS:
-            status, code, msg = ERRORS[fault]
-            xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
-                   f"<Message>{msg}</Message></Error>").encode()
+        answer = canned(fault)
+        if answer:
+            status, xml = answer
             self.send_response(status)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(xml)))

@@ -60,6 +60,24 @@ expect_fail ENOENT "s3://bvtest/repo/none: GET: HTTP 404 NoSuchKey: The specifie
     env AWS_ENDPOINT_URL="$FAULT_URL" "$S3_TOOL" --stats "$L" get none
 grep -q ' retries=0 ' "$T/err" || die "a 404 was retried: $(cat "$T/err")"
 
+# --- answers no S3 store gives (HTTP 200 all): refused, naming what was wrong, and nothing stored
+echo "junk 1" >"$FAULTS"
+expect_fail EBADMSG "^s3-tool: open: s3://bvtest/repo: LIST: the answer is not a ListBucketResult" \
+    env AWS_ENDPOINT_URL="$FAULT_URL" "$S3_TOOL" "$L" open
+echo "junk 1 /bvtest/repo/obj" >"$FAULTS"
+expect_fail EOPNOTSUPP "s3://bvtest/repo/obj: GET: HTTP 200 to a ranged request \(the store ignores Range\)" \
+    tool "$L" range obj 100 50
+mp=(--threshold=$((6 << 20)) --part=$((5 << 20)))
+echo "junk 1 /bvtest/repo/odd?uploads" >"$FAULTS"
+expect_fail EBADMSG "s3://bvtest/repo/odd: multipart start: HTTP 200 without an UploadId" tool "${mp[@]}" "$L" put odd "$T/big"
+echo "junk 1 /bvtest/repo/odd?partNumber=2" >"$FAULTS"
+expect_fail EBADMSG "s3://bvtest/repo/odd: PUT part 2: HTTP 200 without an ETag" tool "${mp[@]}" "$L" put odd "$T/big"
+echo "error200 1 /bvtest/repo/odd?uploadId" >"$FAULTS"
+expect_fail EIO "s3://bvtest/repo/odd: multipart complete: HTTP 200 but InternalError" tool "${mp[@]}" "$L" put odd "$T/big"
+[ "$(faults_served)" = 5 ] || die "the proxy served $(faults_served) faults, not 5"
+expect_fail ENOENT "GET: HTTP 404 NoSuchKey" tool "$L" get odd
+: >"$FAULTS"
+
 # --- connections dropped on every attempt: the key's request fails naming it
 echo "reset 10 /bvtest/repo/obj" >"$FAULTS"
 expect_fail ECONNRESET "^s3-tool: get: s3://bvtest/repo/obj: GET: cannot reach $FAULT_URL after 2 attempts: " \

@@ -212,6 +212,16 @@ static uint64_t data_bytes(BvSource *s)
         return data;
 }
 
+/* A file of size bytes in dir, its path in *ret. */
+static void make_device(const char *dir, uint64_t size, char **ret)
+{
+        free(*ret);
+        ASSERT_TRUE(asprintf(ret, "%s/dev", dir) > 0);
+        int fd = open(*ret, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+        close(fd);
+}
+
 /* A job's thin source: a parsed delta of the device read, or none (everything is read); the map
  * names carry the LV uuids. */
 TEST(open_thin)
@@ -223,10 +233,7 @@ TEST(open_thin)
         if (!text)
                 return;
         ASSERT_OK(bv_thin_delta_parse(text, strlen(text), &d));
-        ASSERT_TRUE(asprintf(&path, "%s/dev", dir) > 0);
-        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0 && ftruncate(fd, 48 * BLOCK) == 0);
-        close(fd);
+        make_device(dir, 48 * BLOCK, &path);
         ASSERT_EQ(bv_source_open_thin(path, 3, "U3", &d, "U1", NULL, &s), -EINVAL); /* not the delta's device */
         ASSERT_OK(bv_source_open_thin(path, 2, "U2", &d, "U1", NULL, &s));
         ASSERT_STREQ(bv_source_changed_map(s), "lvm-thin:2:U2");
@@ -253,16 +260,6 @@ TEST(open_thin)
         bv_source_free(s);
         bv_thin_delta_done(&d);
         bvtest_rm_rf(dir);
-}
-
-/* A file of size bytes in dir, its path in *ret. */
-static void make_device(const char *dir, uint64_t size, char **ret)
-{
-        free(*ret);
-        ASSERT_TRUE(asprintf(ret, "%s/dev", dir) > 0);
-        int fd = open(*ret, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
-        close(fd);
 }
 
 /* A delta that maps blocks past the device's end is of another device: refused, not clipped

@@ -18,9 +18,7 @@
 
 #include "backend.h"
 #include "fileio.h"
-#include "hex.h"
 #include "macro.h"
-#include "random.h"
 
 typedef struct Local {
         BvBackend base;
@@ -45,7 +43,7 @@ typedef struct LocalLease {
         BvBackendLease base;
         int folder_fd; /* leases/ */
         int fd;        /* holds the flock */
-        char name[32];
+        char name[BV_LEASE_NAME_SIZE];
 } LocalLease;
 
 #define LOCAL(b) ((Local *)(b))
@@ -449,15 +447,12 @@ static int local_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t si
 
 static int lease_link(LocalLease *l, int fd, const char *tmpname, const void *body, size_t len)
 {
-        uint8_t raw[8];
         int r = bv_write_all(fd, body, len);
 
         if (r >= 0)
-                r = bv_random_bytes(raw, sizeof(raw));
+                r = bv_lease_name_new(l->name);
         if (r < 0)
                 return r;
-        bv_hex_encode(raw, sizeof(raw), l->name);
-        strcpy(l->name + 16, ".lease");
         return bv_tmpfile_link(l->folder_fd, fd, tmpname, l->name, false);
 }
 

@@ -15,7 +15,6 @@
 #include "backend-s3-cache.h"
 #include "backend-s3.h"
 #include "fileio.h"
-#include "hex.h"
 #include "macro.h"
 #include "s3-internal.h"
 #include "s3.h"
@@ -60,7 +59,7 @@ typedef struct S3Writer {
 
 typedef struct S3Lease {
         BvBackendLease base;
-        char name[32];
+        char name[BV_LEASE_NAME_SIZE];
         char key[BV_BACKEND_KEY_MAX];
         void *body;
         size_t len;
@@ -593,7 +592,6 @@ static void lease_free(S3Lease *l)
 static int s3_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLease **ret)
 {
         pthread_condattr_t attr;
-        uint8_t rnd[8];
         S3Lease *l;
         int r;
 
@@ -612,12 +610,9 @@ static int s3_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLe
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         pthread_cond_init(&l->cond, &attr);
         pthread_condattr_destroy(&attr);
-        r = getentropy(rnd, sizeof(rnd)) < 0 ? -errno : 0;
-        if (r >= 0) {
-                bv_hex_encode(rnd, sizeof(rnd), l->name);
-                strcat(l->name, ".lease");
+        r = bv_lease_name_new(l->name);
+        if (r >= 0)
                 r = bv_obj_key(BV_KIND_LEASE, l->name, l->key);
-        }
         if (r >= 0)
                 r = bv_s3_put(client(b), l->key, body, len, NULL);
         if (r >= 0 && (r = -pthread_create(&l->thread, NULL, heartbeat, l)) < 0)

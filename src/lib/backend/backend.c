@@ -11,7 +11,9 @@
 
 #include "backend-s3.h"
 #include "backend.h"
+#include "hex.h"
 #include "macro.h"
+#include "random.h"
 
 static const struct {
         const char *folder; /* "" for the top */
@@ -228,6 +230,18 @@ int bv_backend_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size
 int bv_backend_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLease **ret)
 {
         return DISPATCH(b, lease_take, b, body, len, ret);
+}
+
+int bv_lease_name_new(char ret[BV_LEASE_NAME_SIZE])
+{
+        uint8_t raw[8];
+        int r = bv_random_bytes(raw, sizeof(raw));
+
+        if (r < 0)
+                return r;
+        bv_hex_encode(raw, sizeof(raw), ret);
+        strcpy(ret + 2 * sizeof(raw), ".lease");
+        return 0;
 }
 
 void bv_backend_lease_release(BvBackendLease *l)

@@ -226,6 +226,10 @@ int bv_backend_lock(BvBackend *b, BvLockKind kind, bool wait);
 int bv_backend_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size);
 
 int bv_backend_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLease **ret);
+/* A new lease's name for the implementations' lease_take: 16 random lowercase hex digits and
+ * ".lease" (the names repo/lease.c lists). */
+#define BV_LEASE_NAME_SIZE 23
+int bv_lease_name_new(char ret[BV_LEASE_NAME_SIZE]);
 void bv_backend_lease_release(BvBackendLease *l);
 int bv_backend_lease_alive(BvBackend *b, const char *name, bool reap, size_t max, char **ret_body);
 

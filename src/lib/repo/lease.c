@@ -15,7 +15,7 @@
 #include "macro.h"
 #include "repo-internal.h"
 
-#define LEASE_NAME_LEN 22 /* 16 hex digits + ".lease" */
+#define LEASE_NAME_LEN (BV_LEASE_NAME_SIZE - 1) /* 16 hex digits + ".lease" (bv_lease_name_new) */
 #define LEASE_MAX 4096
 
 struct BvLease {
