@@ -259,8 +259,9 @@ static uint64_t sources_size(const BvConfig *c, const BvConfTarget *t, const cha
                         sum += (uint64_t)st.st_blocks * 512;
                 else if (S_ISBLK(st.st_mode)) {
                         _cleanup_close_ int fd = open(j->source, O_RDONLY | O_CLOEXEC);
-                        off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
-                        sum += end > 0 ? (uint64_t)end : 0;
+                        uint64_t size;
+                        if (fd >= 0 && bv_fd_size(fd, &size) >= 0)
+                                sum += size;
                 }
         }
         return sum;
