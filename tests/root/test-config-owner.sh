@@ -124,14 +124,19 @@ setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups bash -c 'cd "$1"
         ln -sfn "$2" b.tmp && mv -Tf b.tmp evil.conf
     done' - "$T/race" "$T/race-root.conf" &
 swapper=$!
+refused=0
 for i in $(seq 1 200); do
     bv config check --config="$conf" >"$T/race.out" 2>&1 || true
     if grep -q "^configuration ok: 1 target, 2 jobs" "$T/race.out"; then
         kill "$swapper"
         die "config check took nobody's job from a file it checked as root's (try $i)"
     fi
+    ! grep -q "^$etc/conf.d/70-race.conf: file owned by nobody, not root (chown root)$" "$T/race.out" || refused=$((refused + 1))
 done
 kill "$swapper"
 wait "$swapper" 2>/dev/null || true
+echo "race: nobody's file refused in $refused of 200 checks"
+# the race ran: some checks read nobody's file (else the loop above proves nothing)
+[ "$refused" -gt 0 ] || { cat "$T/race.out" >&2; die "no check read nobody's file: the swap never raced"; }
 rm "$etc/conf.d/70-race.conf"
 echo ok
