@@ -66,7 +66,8 @@ static const char *owner_problem(const struct stat *st, bool secret, char *why, 
         else if (!S_ISDIR(st->st_mode) && (mode & 0022))
                 snprintf(why, size, "file has mode %04o: writable by group or others (chmod go-w)", mode);
         else if (secret && ((mode & 0007) || ((mode & 0070) && !group_is_secret_group(st->st_gid))))
-                snprintf(why, size, "secret file has mode %04o: readable by others than its owner (chmod 0400)",
+                snprintf(why, size, "secret file has mode %04o: readable by others than its owner (chmod 0600 or 0400; "
+                                    "group read only for group " BV_SECRET_GROUP ")",
                          mode);
         else
                 return NULL;
@@ -127,6 +128,14 @@ static const char *path_problem(const char *path, char *why, size_t size)
                         return why;
         }
         return NULL;
+}
+
+const char *bv_conf_secret_problem(const char *path, char *why, size_t size)
+{
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return NULL; /* its read says so */
+        return owner_problem(&st, true, why, size);
 }
 
 int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret)
