@@ -370,6 +370,7 @@ int cmd_delete(int argc, char **argv);
 int cmd_protect(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_copy(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
@@ -387,6 +388,7 @@ struct BvTargetRun;
 int report_run(const struct BvTargetRun *run, const BvConfig *conf, const char *state_dir);
 /* "STEP failed: exit status N" (result -ECHILD with a status) or "STEP failed: strerror". */
 void describe_failure(const char *step, int result, int status, char *buf, size_t size);
+void describe_interrupt(uint64_t kept_packs, uint64_t kept_bytes, char *buf, size_t size);
 /* notify.c: tells [global] notify when subject's state (failed: a failure, or an alarm) changed
  * since it was last told; the command gets BLKVAULT_EVENT (failure, recovery, alarm or
  * alarm-cleared), BLKVAULT_SUBJECT, BLKVAULT_SUMMARY, BLKVAULT_RESULT and BLKVAULT_JOB and

@@ -296,16 +296,10 @@ static int collect_for_room(const char *path, BvRepo **repo, BvOpenFlags flags)
 /* A backup stopped by a signal: what it kept for the next one; 128 + the signal, as a shell. */
 static int report_interrupt(const char *source, const BvBackupKept *kept)
 {
-        char a[32];
-        const char *sig = sigabbrev_np(interrupted);
+        char why[256];
 
-        if (kept->packs == 0)
-                log_error("backup of '%s' interrupted by SIG%s: nothing was published or kept", source,
-                          sig ? sig : "?");
-        else
-                log_error("backup of '%s' interrupted by SIG%s: nothing was published; it kept %s in %llu packs, "
-                          "which the next backup continues from", source, sig ? sig : "?",
-                          format_bytes(kept->bytes, a), (unsigned long long)kept->packs);
+        describe_interrupt(kept->packs, kept->bytes, why, sizeof(why));
+        log_error("backup of '%s' %s", source, why);
         return 128 + interrupted;
 }
 

@@ -163,7 +163,13 @@ static int check_certs_dir(ServeOptions *o)
 static int read_psk_user(ServeOptions *o)
 {
         _cleanup_free_ char *text = NULL;
+        char why[160];
         size_t len;
+        /* a key anyone may read is no key: refused as the configuration's key files are */
+        if (bv_conf_secret_problem(o->tls_psk, why, sizeof(why))) {
+                log_error("the TLS key file '%s': %s; refused", o->tls_psk, why);
+                return EXIT_ERROR;
+        }
         int r = bv_read_file(AT_FDCWD, o->tls_psk, 1 << 20, (void **)&text, &len);
         if (r < 0)
                 return log_error_errno(r, "cannot read the TLS key file '%s'", o->tls_psk);

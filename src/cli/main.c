@@ -24,6 +24,7 @@ static const struct {
         { "delete", cmd_delete, "forget snapshots" },
         { "protect", cmd_protect, "protect a snapshot from prune and delete" },
         { "prune", cmd_prune, "forget snapshots by a retention policy, then reclaim their space" },
+        { "copy", cmd_copy, "copy snapshots to a related repository (a drive, S3), sending only what it lacks" },
         { "gc", cmd_gc, "reclaim the space no snapshot uses (beside backups and exports)" },
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },

@@ -5,6 +5,7 @@
  * `blkvault status` and the age alarm read, and the operator's on-success / on-failure commands.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,23 @@ void describe_failure(const char *step, int result, int status, char *buf, size_
                          step);
         else
                 snprintf(buf, size, "%s failed: %s", step, strerror(-result));
+}
+
+/* What an interrupted backup left: "interrupted by SIGTERM: nothing was published; it kept 160.3 MiB in
+ * 5 packs, which the next backup continues from" (a plain backup's error and a run's job line);
+ * "cancelled: ..." when no signal was caught. */
+void describe_interrupt(uint64_t kept_packs, uint64_t kept_bytes, char *buf, size_t size)
+{
+        char a[32], how[32] = "cancelled";
+        const char *sig = interrupted ? sigabbrev_np(interrupted) : NULL;
+
+        if (sig)
+                snprintf(how, sizeof(how), "interrupted by SIG%s", sig);
+        if (kept_packs == 0)
+                snprintf(buf, size, "%s: nothing was published or kept", how);
+        else
+                snprintf(buf, size, "%s: nothing was published; it kept %s in %llu packs, which the next backup "
+                         "continues from", how, format_bytes(kept_bytes, a), (unsigned long long)kept_packs);
 }
 
 int run_hook(const char *what, const char *cmd, const char *job, const char *target, bool ok, const char *summary)
@@ -80,34 +98,76 @@ static void report_thin(const BvTargetRunJob *j)
                j->read_whole_because[0] ? "" : " with the thin delta");
 }
 
-static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const BvConfig *conf, const char *state_dir,
-                       uint64_t now)
+/* A job that succeeded after an interrupted run of it (recorded in prev) or after a killed
+ * backup's packs were adopted: says it continued, unless gc deleted what it could continue from. */
+static void report_continued(const BvTargetRun *run, const BvTargetRunJob *j, const BvRunState *prev, bool had_prev)
+{
+        char a[32];
+
+        if (j->result < 0 || run->room_bytes > 0 || j->room_bytes > 0)
+                return;
+        if (j->resumed_packs > 0)
+                printf("job %s: continued from what a killed backup left (%s in %llu packs)\n", j->job->name,
+                       format_bytes(j->resumed_bytes, a), (unsigned long long)j->resumed_packs);
+        else if (had_prev && prev->result == -ECANCELED && strcmp(prev->step, "backup") == 0 &&
+                 prev->numbers.bytes_stored > 0)
+                printf("job %s: continued from what the interrupted run kept (%s)\n", j->job->name,
+                       format_bytes(prev->numbers.bytes_stored, a));
+}
+
+/* The job's line of the report: what went wrong, or the snapshot; the room gc made when the drive
+ * was full. */
+static void job_line(const BvTargetRun *run, const BvTargetRunJob *j, char *line, size_t size)
 {
         const char *t = run->target->name, *name = j->job->name;
-        char b[32], line[800], what[160], why[600], subject[BV_NOTIFY_SUBJECT_MAX];
-        BvRunNumbers numbers = { .duration_ms = j->duration_ms, .bytes_new = j->bytes_new,
-                                 .bytes_stored = j->bytes_stored, .repo_bytes = j->repo_bytes };
+        char b[32], why[600];
 
+        if (j->room_collected && j->room_result < 0)
+                log_warning("target %s: job %s: the drive is full and gc failed: %s", t, name, strerror(-j->room_result));
+        else if (j->room_bytes > 0)
+                printf("job %s: the drive was full: gc deleted %llu packs, %s%s\n", name,
+                       (unsigned long long)j->room_packs, format_bytes(j->room_bytes, b),
+                       j->ran_again ? ", and the backup ran again" : " (the next run has the room)");
         if (j->result < 0) {
                 if (strcmp(j->step, "source") == 0)
                         snprintf(why, sizeof(why), "cannot open its source '%s': %s", j->detail, strerror(-j->result));
+                else if (strcmp(j->step, "backup") == 0 && j->result == -ECANCELED)
+                        describe_interrupt(j->kept_packs, j->kept_bytes, why, sizeof(why));
                 else {
                         describe_failure(j->step, j->result, j->status, why, sizeof(why));
                         if (j->detail[0])
                                 snprintf(why + strlen(why), sizeof(why) - strlen(why), " (%s)", j->detail);
                 }
-                snprintf(line, sizeof(line), "job %s on %s: %s", name, t, why);
+                snprintf(line, size, "job %s on %s: %s", name, t, why);
                 log_error("target %s: job %s: %s", t, name, why);
         } else {
-                snprintf(line, sizeof(line), "job %s on %s: snapshot %.8s, %s new, verified", name, t, j->snapshot_id,
+                snprintf(line, size, "job %s on %s: snapshot %.8s, %s new, verified", name, t, j->snapshot_id,
                          format_bytes(j->bytes_new, b));
                 printf("job %s: snapshot %.8s, %s new, verified\n", name, j->snapshot_id, format_bytes(j->bytes_new, b));
         }
+}
+
+static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const BvConfig *conf, const char *state_dir,
+                       uint64_t now)
+{
+        const char *t = run->target->name, *name = j->job->name;
+        char b[32], line[800], what[160], subject[BV_NOTIFY_SUBJECT_MAX];
+        /* a failed backup's kept packs are what it stored: the next run says it continued from them */
+        BvRunNumbers numbers = { .duration_ms = j->duration_ms, .bytes_new = j->bytes_new,
+                                 .bytes_stored = j->result < 0 ? j->kept_bytes : j->bytes_stored,
+                                 .repo_bytes = j->repo_bytes };
+        BvRunState prev;
+        bool had_prev = bv_state_read(state_dir, name, t, &prev) >= 0;
+
+        report_continued(run, j, &prev, had_prev);
+        job_line(run, j, line, sizeof(line));
         if (j->thin && j->snapshot_id[0])
                 report_thin(j);
-        if (j->pruned)
+        if (j->pruned && j->packs_deleted > 0)
                 printf("job %s: retention kept %zu snapshots, forgot %zu; gc deleted %llu packs, %s\n", name, j->kept,
                        j->forgotten, (unsigned long long)j->packs_deleted, format_bytes(j->bytes_deleted, b));
+        else if (j->pruned) /* nothing deleted: nothing to say of gc */
+                printf("job %s: retention kept %zu snapshots, forgot %zu\n", name, j->kept, j->forgotten);
         int r = bv_state_record(state_dir, name, t, now, j->result, j->step, j->status, j->snapshot_id, &numbers);
         if (r < 0)
                 log_warning("cannot record the run of job %s in '%s': %s", name, state_dir, strerror(-r));
@@ -178,7 +238,7 @@ int report_run(const BvTargetRun *run, const BvConfig *conf, const char *state_d
         if (run->room_collected && run->room_result < 0)
                 log_warning("target %s: the drive is short of room and gc failed before the jobs: %s, ignoring", t->name,
                             strerror(-run->room_result));
-        else if (run->room_collected)
+        else if (run->room_collected && run->room_bytes > 0) /* nothing deleted: nothing to say */
                 printf("target %s: the drive was short of room: gc deleted %llu packs, %s before the jobs\n", t->name,
                        (unsigned long long)run->room_packs, format_bytes(run->room_bytes, line));
         for (size_t i = 0; i < run->n_jobs; i++)

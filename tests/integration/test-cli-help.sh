@@ -37,6 +37,7 @@ expect_usage "verify REPO [SNAPSHOT]" verify "$T/r" latest extra
 expect_usage "info REPO [SNAPSHOT]" info "$T/r" latest extra
 expect_usage "repair REPO" repair "$T/r" extra
 expect_usage "gc REPO" gc
+expect_usage "copy SRC DST [SNAPSHOT...]" copy "$T/r"
 expect_usage "prune REPO" prune
 expect_usage "delete REPO SNAPSHOT..." delete "$T/r"
 expect_usage "protect REPO SNAPSHOT" protect "$T/r" a b

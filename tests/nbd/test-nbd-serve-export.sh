@@ -130,6 +130,10 @@ stop_serve
 
 # a pre-shared key
 printf 'alice:%s\n' "$(openssl rand -hex 32)" >"$T/keys.psk"
+# one that every user may read is refused, as the configuration's key files are
+chmod 644 "$T/keys.psk"
+expect_fail 1 "^error: the TLS key file '$T/keys.psk': secret file has mode 0644: readable by others than its owner (chmod 0600 or 0400; group read only for group blkvault); refused$" \
+    timeout 30 "$BLKVAULT" serve --export=disk --config="$conf" --listen=127.0.0.1:"$(free_port)" --tls-psk="$T/keys.psk"
 chmod 600 "$T/keys.psk"
 start_tcp psk --tls-psk="$T/keys.psk"
 assert_eq "$SERVE_URI" "nbds://alice@127.0.0.1:$port/?tls-psk-file=$T/keys.psk" "printed URI with --tls-psk"

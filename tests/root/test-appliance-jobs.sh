@@ -147,7 +147,7 @@ for _ in $(seq 300); do [ -e "$T/started" ] && break; sleep 0.1; done
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 assert_eq "$rc" 1 "exit status of a cancelled run"
-assert_eq "$(cat "$T/err")" "error: target usb-1: job slow: backup failed: Operation canceled"
+assert_eq "$(cat "$T/err")" "error: target usb-1: job slow: interrupted by SIGTERM: nothing was published or kept"
 assert_eq "$(tail -n1 "$T/out")" "target usb-1: cancelled, 1 jobs, 1 failed, 0 B new; safe to unplug"
 ! grep -q " $T/run/" /proc/self/mountinfo || die "the cancelled run left its mount"
 for _ in $(seq 50); do kill -0 "$(cat "$T/sleep.pid")" 2>/dev/null || break; sleep 0.1; done

@@ -30,7 +30,7 @@ for fs in ext4 xfs btrfs; do
     dev=${devs[$fs]}
     bv target run "$dev" "${opts[@]}" >"$T/out" || { cat "$T/out"; die "target run of $fs failed"; }
     grep -q "^job vm: snapshot [0-9a-f]\{8\}, 6.0 MiB new, verified$" "$T/out" || { cat "$T/out"; die "$fs: job line"; }
-    grep -qx "job vm: retention kept 1 snapshots, forgot 0; gc deleted 0 packs, 0 B" "$T/out" ||
+    grep -qx "job vm: retention kept 1 snapshots, forgot 0" "$T/out" ||
         { cat "$T/out"; die "$fs: the run did not prune by keep-daily"; }
     assert_eq "$(tail -n1 "$T/out")" "target usb-$fs: 1 jobs, 0 failed, 6.0 MiB new; safe to unplug"
     ! grep -q " $dev " /proc/self/mountinfo || die "$fs: the drive is still mounted"
@@ -55,7 +55,7 @@ pb=$!
 wait $pa || { cat "$T/a.out"; die "concurrent run of usb-xfs failed"; }
 wait $pb || { cat "$T/b.out"; die "concurrent run of usb-btrfs failed"; }
 # the second snapshot of the day: keep-daily = 7 keeps it and forgets the first
-grep -qx "job vm: retention kept 1 snapshots, forgot 1; gc deleted 0 packs, 0 B" "$T/a.out" ||
+grep -qx "job vm: retention kept 1 snapshots, forgot 1" "$T/a.out" ||
     { cat "$T/a.out"; die "the second run of the day did not forget the first snapshot"; }
 assert_eq "$(tail -n1 "$T/a.out")" "target usb-xfs: 1 jobs, 0 failed, 0 B new; safe to unplug"
 assert_eq "$(tail -n1 "$T/b.out")" "target usb-btrfs: 1 jobs, 0 failed, 0 B new; safe to unplug"

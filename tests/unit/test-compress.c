@@ -257,6 +257,35 @@ TEST(choose)
         free(back);
 }
 
+/* After a choice, bv_zstd_reset_choice compresses as the level of creation again: the same frame
+ * as a context that never chose. */
+TEST(reset_choice)
+{
+        const size_t len = 256 * 1024;
+        uint8_t *text = make_symbols(len, 16, 11), *want = malloc(len), *dst = malloc(len);
+        BvZstd *z = NULL, *fresh = NULL;
+        size_t n_want, n_fast, n;
+
+        ASSERT_TRUE(want && dst);
+        ASSERT_OK(bv_zstd_new(19, &fresh));
+        ASSERT_OK(bv_zstd_compress(fresh, text, len, want, len, &n_want));
+        ASSERT_OK(bv_zstd_new(19, &z));
+        ASSERT_OK(bv_zstd_reset_choice(z)); /* nothing chosen yet: nothing to do */
+        ASSERT_OK(bv_zstd_set_choice(z, BV_ZSTD_FAST));
+        ASSERT_OK(bv_zstd_compress(z, text, len, dst, len, &n_fast));
+        ASSERT_TRUE(n_fast != n_want); /* the choice shows in the frame */
+        ASSERT_OK(bv_zstd_reset_choice(z));
+        ASSERT_OK(bv_zstd_compress(z, text, len, dst, len, &n));
+        ASSERT_EQ(n, n_want);
+        ASSERT_MEMEQ(dst, want, n);
+        ASSERT_ERROR(bv_zstd_reset_choice(NULL), EINVAL);
+        bv_zstd_free(z);
+        bv_zstd_free(fresh);
+        free(text);
+        free(want);
+        free(dst);
+}
+
 int main(void)
 {
         RUN(round_trip);
@@ -266,5 +295,6 @@ int main(void)
         RUN(zstd_errors);
         RUN(sample_entropy);
         RUN(choose);
+        RUN(reset_choice);
         return 0;
 }

@@ -90,15 +90,20 @@ static void encode(const BvKeyring *k, int level, bool automatic, const uint8_t 
         bv_object_codec_free(got->codec);
 }
 
-static BvKeyring *keyring(void)
+static BvKeyring *keyring_of(BvCipher cipher)
 {
         uint8_t master[BV_MASTER_SIZE], repo_id[BV_REPO_ID_SIZE];
         BvKeyring *k;
 
         bvtest_fill_random(master, sizeof(master), 1);
         bvtest_fill_random(repo_id, sizeof(repo_id), 2);
-        ASSERT_OK(bv_keyring_new(BV_CIPHER_AES256GCM, master, repo_id, &k));
+        ASSERT_OK(bv_keyring_new(cipher, master, repo_id, &k));
         return k;
+}
+
+static BvKeyring *keyring(void)
+{
+        return keyring_of(BV_CIPHER_AES256GCM);
 }
 
 /* Text: one compressed GROUP at a fixed level and with auto; random bytes: a level tries and
@@ -181,10 +186,77 @@ TEST(gather_limits)
         ASSERT_TRUE(g.data == NULL && g.n_members == 0);
 }
 
+/* Bytes drawn from 16 values (a seeded generator): ~4 bits per byte, auto's fastest band. */
+static uint8_t *symbols16(size_t len, uint32_t seed)
+{
+        uint8_t *b = malloc(len);
+        ASSERT_TRUE(b);
+        for (size_t i = 0; i < len; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                b[i] = (uint8_t)(seed >> 28);
+        }
+        return b;
+}
+
+/* The encoded size of map node t (MEMBER bytes) through e. */
+static size_t map_size(BvGroupEncoder *e, Got *got, const uint8_t *t)
+{
+        BvGroupBuf g = {};
+        uint8_t id[BV_ID_SIZE];
+        size_t before = got->encoded_bytes;
+
+        got->len = 0;
+        bv_keyring_id(got->k, BV_ID_MAP, t, MEMBER, id);
+        ASSERT_OK(bv_group_buf_set(&g, BV_OBJ_MAP, id, t, MEMBER));
+        ASSERT_OK(bv_group_encode(e, &g, sink, got));
+        bv_group_buf_done(&g);
+        return got->encoded_bytes - before;
+}
+
+/* Under auto, a map node is compressed at the encoder's level even after a group chose other
+ * settings (unpadded objects: the size shows the settings). */
+TEST(map_level_after_choice)
+{
+        BvKeyring *k = keyring_of(BV_CIPHER_NONE);
+        _cleanup_free_ uint8_t *d = symbols16(2 * MEMBER, 7), *t = symbols16(MEMBER, 8);
+        _cleanup_free_ Got *got = calloc(1, sizeof(Got));
+        BvGroupEncoder *e, *fresh, *fast;
+        BvGroupBuf g = {};
+        uint8_t id[BV_ID_SIZE];
+
+        ASSERT_TRUE(got);
+        got->k = k;
+        ASSERT_OK(bv_object_codec_new(k, 3, &got->codec));
+        ASSERT_OK(bv_group_encoder_new(k, 19, &fresh));
+        ASSERT_OK(bv_group_encoder_new(k, 1, &fast));
+        bv_group_encoder_set_auto(fresh, true);
+        size_t want = map_size(fresh, got, t);
+        ASSERT_TRUE(map_size(fast, got, t) != want); /* level 1 (auto's choice for d) differs */
+
+        ASSERT_OK(bv_group_encoder_new(k, 19, &e));
+        bv_group_encoder_set_auto(e, true);
+        bv_group_buf_clear(&g, BV_OBJ_CHUNK);
+        for (unsigned i = 0; i < 2; i++) {
+                bv_keyring_id(k, BV_ID_CHUNK, d + i * MEMBER, MEMBER, id);
+                ASSERT_OK(bv_group_buf_add(&g, id, d + i * MEMBER, MEMBER));
+        }
+        got->len = 0;
+        ASSERT_OK(bv_group_encode(e, &g, sink, got));
+        ASSERT_EQ(got->groups, 1);
+        ASSERT_EQ(map_size(e, got, t), want);
+        bv_group_buf_done(&g);
+        bv_group_encoder_free(e);
+        bv_group_encoder_free(fast);
+        bv_group_encoder_free(fresh);
+        bv_object_codec_free(got->codec);
+        bv_keyring_free(k);
+}
+
 int main(void)
 {
         RUN(encode_kinds);
         RUN(encode_single);
         RUN(gather_limits);
+        RUN(map_level_after_choice);
         return 0;
 }

@@ -161,7 +161,7 @@ guest() {
     assert_eq "$(unit_state "$unit") $result" "failed exit-code" "state and result of $unit after the pull"
     assert_eq "$(systemctl show -P ExecMainStatus "$unit")" 1 "exit status of the pulled run"
     journal_of "$unit" >/run/vmtest/pull.journal
-    grep -q "^error: target usb-a: job vm: backup failed: " /run/vmtest/pull.journal ||
+    grep -qE "^error: target usb-a: job vm: (backup failed: |interrupted by SIGTERM: )" /run/vmtest/pull.journal ||
         { cat /run/vmtest/pull.journal; die "the pulled run did not say that the backup failed"; }
     # the pull cancels the run, or the final sync meets the vanished drive first: then the run says
     # that the filesystem failed instead of "safe to unplug" (issue 21's honest ending)

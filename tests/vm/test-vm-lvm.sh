@@ -64,7 +64,7 @@ rm "$T/snap.img" "$T/restored.img"
 vm_log "lvm: consistent"
 
 # cancelled (SIGTERM) right after the snapshot was made: removed, nothing published
-expect_fail 1 "^error: target usb-1: job data: backup failed: Operation canceled$" env CANCEL_AFTER_SNAPSHOT=1 "$BLKVAULT" job run data "${opts[@]}"
+expect_fail 1 "^error: target usb-1: job data: interrupted by SIGTERM: nothing was published or kept$" env CANCEL_AFTER_SNAPSHOT=1 "$BLKVAULT" job run data "${opts[@]}"
 assert_eq "$(lvs --noheadings -o lv_name vg0 | tr -d ' ' | sort | tr '\n' ' ')" "big data " "volumes after a cancelled run"
 ! grep -q " $T/run/" /proc/self/mountinfo || die "the cancelled run left its mount"
 mount "$usb" "$T/mnt"

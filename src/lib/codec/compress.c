@@ -11,6 +11,7 @@ struct BvZstd {
         ZSTD_CCtx *cctx; /* level set at creation, or by bv_zstd_set_choice */
         ZSTD_DCtx *dctx;
         BvZstdChoice choice; /* the settings of cctx: BV_ZSTD_RAW while those of creation */
+        int level;           /* of creation */
 };
 
 /* The settings of each choice (0: what the level gives). */
@@ -49,6 +50,7 @@ int bv_zstd_new(int level, BvZstd **ret)
         z->dctx = ZSTD_createDCtx();
         if (!z->cctx || !z->dctx)
                 return -ENOMEM;
+        z->level = level;
         /* The content size goes into every frame header: decompression checks it. The AEAD tag
          * already protects the frame, so no zstd checksum. */
         if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level)) ||
@@ -165,17 +167,39 @@ BvZstdChoice bv_zstd_choose(const void *data, size_t len)
         return BV_ZSTD_FAST;
 }
 
+/* Sets level and the hash and chain logs (0: the level's own) of cctx. */
+static int cctx_settings(BvZstd *z, int level, int hash_log, int chain_log)
+{
+        if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_hashLog, hash_log)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_chainLog, chain_log)))
+                return -EINVAL;
+        return 0;
+}
+
 int bv_zstd_set_choice(BvZstd *z, BvZstdChoice choice)
 {
         if (!z || choice <= BV_ZSTD_RAW || choice > BV_ZSTD_STRONG)
                 return -EINVAL;
         if (z->choice == choice)
                 return 0;
-        /* a hash or chain log of 0 is the level's own */
-        if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, choice_params[choice].level)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_hashLog, choice_params[choice].hash_log)) ||
-            ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_chainLog, choice_params[choice].chain_log)))
-                return -EINVAL;
+        int r = cctx_settings(z, choice_params[choice].level, choice_params[choice].hash_log,
+                              choice_params[choice].chain_log);
+        if (r < 0)
+                return r;
         z->choice = choice;
+        return 0;
+}
+
+int bv_zstd_reset_choice(BvZstd *z)
+{
+        if (!z)
+                return -EINVAL;
+        if (z->choice == BV_ZSTD_RAW)
+                return 0;
+        int r = cctx_settings(z, z->level, 0, 0);
+        if (r < 0)
+                return r;
+        z->choice = BV_ZSTD_RAW;
         return 0;
 }

@@ -51,3 +51,6 @@ BvZstdChoice bv_zstd_choose(const void *data, size_t len);
 /* Makes z compress with the settings of choice (not BV_ZSTD_RAW) from now on; -EINVAL for an
  * unknown choice. */
 int bv_zstd_set_choice(BvZstd *z, BvZstdChoice choice);
+/* Makes z compress with the settings it was created with again (what auto does not choose for:
+ * map nodes). */
+int bv_zstd_reset_choice(BvZstd *z);

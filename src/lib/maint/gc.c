@@ -90,7 +90,7 @@ static int count_entry(const uint8_t id[BV_ID_SIZE], const BvLocation *loc, uint
 }
 
 /* Decides each pack's fate; returns the number condemned. */
-static size_t packs_plan(Gc *g, Packs *ps, unsigned max_unused)
+static size_t packs_plan(Gc *g, Packs *ps)
 {
         size_t n = 0;
         for (size_t i = 0; i < ps->n; i++) {
@@ -103,7 +103,7 @@ static size_t packs_plan(Gc *g, Packs *ps, unsigned max_unused)
                 } else if (p->live == 0) {
                         p->flags |= PACK_CONDEMN;
                         g->st->packs_dead++;
-                } else if ((p->flags & PACK_LISTED) && (uint64_t)(p->total - p->live) * 100 > (uint64_t)max_unused * p->total) {
+                } else if ((p->flags & PACK_LISTED) && (uint64_t)(p->total - p->live) * 100 > (uint64_t)g->max_unused * p->total) {
                         p->flags |= PACK_CONDEMN | PACK_REWRITE;
                         g->st->packs_rewritten++;
                 }
@@ -315,7 +315,7 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
         }
         if (r < 0)
                 goto out;
-        ncondemned = packs_plan(&g, &ps, o->max_unused);
+        ncondemned = packs_plan(&g, &ps);
         st->epoch = epoch;
         if (ncondemned > 0 && epoch == UINT64_MAX) { /* W = epoch + 1 would wrap to 0: ready at once */
                 r = -EOVERFLOW;

@@ -61,11 +61,17 @@ typedef struct Restore {
         size_t n_damaged;
 } Restore;
 
+/* An error that names damage of the repository (a chunk or the map that does not read). */
+static bool is_damage(int error)
+{
+        return error == -EBADMSG || error == -EUCLEAN;
+}
+
 /* Keeps the first error, and for damage the lowest image offset seen. */
 static void restore_fail(Restore *rs, int error, uint64_t bad_offset)
 {
         BV_LOCK_GUARD(&rs->lock);
-        bool damage = error == -EBADMSG || error == -EUCLEAN;
+        bool damage = is_damage(error);
 
         if (rs->error == 0 || (damage && rs->error == error && bad_offset < rs->bad_offset)) {
                 rs->error = error;
@@ -94,11 +100,6 @@ static void restore_dropped(Restore *rs, uint64_t offset)
 static bool cancelled(const Restore *rs)
 {
         return rs->opts && rs->opts->cancel && *rs->opts->cancel != 0;
-}
-
-static bool is_damage(int error)
-{
-        return error == -EBADMSG || error == -EUCLEAN;
 }
 
 static int record_damage(Restore *rs, uint64_t offset, uint64_t length, int error, bool map)
@@ -473,7 +474,7 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
 
         uint64_t damaged_bytes;
         size_t n_damaged = damage_merge(rs.damaged, rs.n_damaged, &damaged_bytes);
-        if (ret_stats && (ret >= 0 || ret == -EBADMSG || ret == -EUCLEAN || ret == -ECANCELED)) {
+        if (ret_stats && (ret >= 0 || is_damage(ret) || ret == -ECANCELED)) {
                 *ret_stats = (BvRestoreStats){
                         .size = rs.size,
                         .bytes_written = rs.bytes_written,

@@ -752,6 +752,21 @@ int bv_repo_key_export(BvRepo *r, const char *slot, char **ret, size_t *ret_len)
         return repo_key_read(r->backend, slot, ret, ret_len);
 }
 
+int bv_repo_key_seal_export(BvRepo *r, const BvSecret *secret, char **ret)
+{
+        BvKeyFile kf;
+        int ret_;
+
+        if (!r)
+                return -EINVAL;
+        if (r->cf.config.cipher == BV_CIPHER_NONE)
+                return -EOPNOTSUPP;
+        if (!r->master) /* opened without BV_OPEN_KEYS */
+                return -EPERM;
+        ret_ = repo_key_seal(r->cf.id, secret, r->master, &kf);
+        return ret_ < 0 ? ret_ : bv_repo_keyfile_format(&kf, ret);
+}
+
 int bv_repo_key_import(const char *path, const char *slot, const char *json, size_t len)
 {
         _cleanup_(bv_backend_closep) BvBackend *b = NULL;

@@ -168,6 +168,9 @@ void bv_key_slots_free(char **names, size_t n);
 int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret);
 int bv_repo_key_remove(BvRepo *r, const char *slot);
 int bv_repo_key_export(BvRepo *r, const char *slot, char **ret, size_t *ret_len);
+/* The master secret sealed by secret as a key file's JSON (malloc'd), written nowhere: for a
+ * related repository (blkvault copy). Needs BV_OPEN_KEYS (-EPERM) and a cipher (-EOPNOTSUPP). */
+int bv_repo_key_seal_export(BvRepo *r, const BvSecret *secret, char **ret);
 int bv_repo_key_import(const char *path, const char *slot, const char *json, size_t len);
 
 /* Snapshots, oldest first. The list belongs to the repository until it is closed or reloaded. */

@@ -103,14 +103,17 @@ void bv_group_encoder_set_auto(BvGroupEncoder *e, bool on)
 }
 
 /* Whether to compress the data of g (of type, after the trailer is in place): with auto, as
- * bv_zstd_choose says for its members' bytes, with the settings it chose. */
+ * bv_zstd_choose says for its members' bytes, with the settings it chose; a map node at the
+ * encoder's level, whatever the data before it chose. */
 static int encode_choose(BvGroupEncoder *e, const BvGroupBuf *g, BvObjectType type, bool *ret_compress)
 {
         BvZstdChoice choice;
 
         *ret_compress = true;
-        if (!e->auto_choice || type == BV_OBJ_MAP)
+        if (!e->auto_choice)
                 return 0;
+        if (type == BV_OBJ_MAP)
+                return bv_object_codec_set_choice(e->codec, BV_ZSTD_RAW);
         choice = bv_zstd_choose(g->data, g->len);
         if (choice == BV_ZSTD_RAW) {
                 *ret_compress = false;

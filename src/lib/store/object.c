@@ -95,7 +95,7 @@ int bv_object_codec_set_choice(BvObjectCodec *c, BvZstdChoice choice)
 {
         if (!c)
                 return -EINVAL;
-        return bv_zstd_set_choice(c->zstd, choice);
+        return choice == BV_ZSTD_RAW ? bv_zstd_reset_choice(c->zstd) : bv_zstd_set_choice(c->zstd, choice);
 }
 
 void *bv_object_codec_input(BvObjectCodec *c, size_t len)

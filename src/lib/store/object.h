@@ -45,8 +45,9 @@ typedef struct BvObjectCodec BvObjectCodec;
 int bv_object_codec_new(const BvKeyring *k, int zstd_level, BvObjectCodec **ret);
 void bv_object_codec_free(BvObjectCodec *c);
 
-/* Makes the codec compress with the settings of choice (codec/compress.h; not BV_ZSTD_RAW) from
- * now on, where it compresses at all: --compression=auto chooses them group by group. */
+/* Makes the codec compress with the settings of choice (codec/compress.h) from now on, where it
+ * compresses at all: --compression=auto chooses them group by group. BV_ZSTD_RAW: with the
+ * codec's own level again. */
 int bv_object_codec_set_choice(BvObjectCodec *c, BvZstdChoice choice);
 
 /* A buffer of at least len bytes for the encoded object the caller decodes next with this codec

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -65,19 +66,88 @@ static const char *owner_problem(const struct stat *st, bool secret, char *why, 
         else if (!S_ISDIR(st->st_mode) && (mode & 0022))
                 snprintf(why, size, "file has mode %04o: writable by group or others (chmod go-w)", mode);
         else if (secret && ((mode & 0007) || ((mode & 0070) && !group_is_secret_group(st->st_gid))))
-                snprintf(why, size, "secret file has mode %04o: readable by others than its owner (chmod 0400)",
+                snprintf(why, size, "secret file has mode %04o: readable by others than its owner (chmod 0600 or 0400; "
+                                    "group read only for group " BV_SECRET_GROUP ")",
                          mode);
         else
                 return NULL;
         return why;
 }
 
-int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret)
+/* What is wrong with the directory dir on the way to a secret file (NULL when nothing): one that
+ * another user can change could swap the file between this check and its use. A sticky
+ * directory (/tmp) is fine: only the owner of an entry may replace it, and the next step checks
+ * that owner. */
+static const char *dir_problem(const char *dir, char *why, size_t size)
+{
+        struct stat st;
+        char who[32];
+        if (lstat(dir, &st) < 0)
+                return NULL; /* gone: the file's own check says so */
+        mode_t mode = st.st_mode & 07777;
+        if (S_ISLNK(st.st_mode)) {
+                if (!owner_ok(st.st_uid))
+                        snprintf(why, size, "it is reached through '%s', a symbolic link owned by %s, not root", dir,
+                                 user_name(st.st_uid, who));
+                else
+                        return NULL;
+        } else if (!owner_ok(st.st_uid))
+                snprintf(why, size, "its directory '%s' is owned by %s, not root (chown root)", dir,
+                         user_name(st.st_uid, who));
+        else if ((mode & 0022) && !(mode & S_ISVTX))
+                snprintf(why, size, "its directory '%s' has mode %04o: writable by group or others (chmod go-w)", dir,
+                         mode);
+        else
+                return NULL;
+        return why;
+}
+
+/* Every directory (and symbolic link) on the way to path, as written and as resolved. */
+static const char *path_problem(const char *path, char *why, size_t size)
+{
+        _cleanup_free_ char *real = realpath(path, NULL);
+        const char *ways[] = { path, real };
+
+        for (size_t w = 0; w < ELEMENTSOF(ways); w++) {
+                if (!ways[w] || ways[w][0] != '/')
+                        continue;
+                _cleanup_free_ char *p = strdup(ways[w]);
+                if (!p)
+                        return NULL;
+                /* each prefix "/a", "/a/b", ... but the whole path (the file, checked by its caller) */
+                for (char *slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+                        *slash = '\0';
+                        const char *bad = dir_problem(p, why, size);
+                        *slash = '/';
+                        if (bad)
+                                return bad;
+                }
+                struct stat st;
+                if (w == 0 && (dir_problem("/", why, size) ||
+                               (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && dir_problem(path, why, size))))
+                        return why;
+        }
+        return NULL;
+}
+
+const char *bv_conf_secret_problem(const char *path, char *why, size_t size)
 {
         struct stat st;
         if (stat(path, &st) < 0)
+                return NULL; /* its read says so */
+        return owner_problem(&st, true, why, size);
+}
+
+int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret)
+{
+        struct stat st;
+        char why[PATH_MAX + 160];
+        if (stat(path, &st) < 0)
                 return 0; /* a missing file is reported where it is read */
-        return conf_check_owner_st(c, file, line, path, &st, secret);
+        int r = conf_check_owner_st(c, file, line, path, &st, secret);
+        if (r < 0 || !secret || !path_problem(path, why, sizeof(why)))
+                return r;
+        return conf_error(c, file, line, "'%s': %s", path, why);
 }
 
 int conf_check_owner_st(BvConfig *c, const char *file, unsigned line, const char *path, const struct stat *st,

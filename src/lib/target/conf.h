@@ -172,6 +172,11 @@ bool bv_conf_job_wants(const BvConfJob *j, const char *target);
 bool bv_conf_job_prunes(const BvConfJob *j);
 /* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
 const char *bv_conf_job_command(const BvConfJob *j);
+/* What is wrong with the secret file at path, as the configuration's key files are checked (owned
+ * by root or the user running blkvault, writable and readable by its owner only, or readable by
+ * the group 'blkvault'), into why ("secret file has mode 0644: ..."); NULL when nothing, or when
+ * it does not stat (its read says why). */
+const char *bv_conf_secret_problem(const char *path, char *why, size_t size);
 
 /* Registers a target: writes its section to conf.d/50-target-NAME.conf beside main_path (durably,
  * never over an existing file: -EEXIST); the file's path in *ret_path. */

@@ -96,55 +96,95 @@ static void job_progress(const BvProgress *p, void *userdata)
         rj->progress->fn(rj->job, rj->target_name, p, rj->progress->userdata);
 }
 
-/* The job's source into the repository at repo_path, verify what it wrote, then prune by its
- * retention. */
+/* The job's source into the open repository: 0, or the failure in rj (step, result, detail). */
+static int backup_source(const char *target, const char *const vars[], BvRepo *repo, BvTargetRunJob *rj,
+                         BvBackupStats *stats)
+{
+        BvJobSource *js = NULL;
+        BvBackupKept kept = {};
+        char out[1024];
+
+        rj->detail[0] = '\0';
+        int r = bv_job_source_open(rj->job, target, vars, &js, &rj->status, out, sizeof(out));
+        if (r == -ECHILD)
+                first_line(out, rj->detail, sizeof(rj->detail));
+        if (r < 0 && r != -ECHILD && !bv_conf_job_command(rj->job)) { /* the source did not open: named */
+                snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->source);
+                return rj->step = "source", rj->result = r;
+        }
+        if (r < 0)
+                return rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
+        BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled, .ret_kept = &kept };
+        if (rj->progress)
+                opts.progress = job_progress, opts.progress_userdata = rj;
+        r = bv_backup(repo, bv_job_source(js), &opts, stats);
+        rj->thin = bv_job_source_thin(js);
+        snprintf(rj->read_whole_because, sizeof(rj->read_whole_because), "%s",
+                 *bv_job_source_reason(js) ? bv_job_source_reason(js) : stats->changed_reason);
+        rj->kept_packs = kept.packs, rj->kept_bytes = kept.bytes;
+        int q = bv_job_source_close(js, r >= 0, &rj->status, out, sizeof(out));
+        if (q == -ECHILD && rj->job->snapshot)
+                first_line(out, rj->detail, sizeof(rj->detail));
+        if (r < 0)
+                return rj->step = r == -ECHILD ? "command" : "backup", rj->result = r;
+        snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", stats->snapshot_id);
+        rj->size = stats->size, rj->bytes_new = stats->counts.bytes_new, rj->bytes_read = stats->counts.bytes_read;
+        rj->bytes_stored = stats->counts.bytes_stored;
+        rj->resumed_packs = stats->packs_resumed, rj->resumed_bytes = stats->bytes_resumed;
+        if (q < 0)
+                return rj->step = rj->job->snapshot ? "snapshot removal" : "command", rj->result = q;
+        return 0;
+}
+
+/* A backup that met a full drive: gc once with the repository closed (its lease would keep gc
+ * from deleting what the backup kept), then open it again. True when gc freed something and the
+ * repository is open again: then the backup runs again (not a command's: its output is read
+ * once; its next run finds the room). */
+static bool collect_full(const BvConfTarget *t, const char *repo_path, BvRepo **repo, BvTargetRunJob *rj)
+{
+        _cleanup_(bv_repo_closep) BvRepo *g = NULL;
+        BvSecret secret = { .key_file = t->key_file };
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st = {};
+
+        bv_repo_close(TAKE_PTR(*repo));
+        int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &g);
+        if (r >= 0)
+                r = bv_gc(g, &o, &st);
+        bv_repo_close(TAKE_PTR(g));
+        rj->room_collected = true, rj->room_result = r < 0 ? r : 0;
+        rj->room_packs = st.packs_deleted, rj->room_bytes = st.bytes_deleted + st.tmp_bytes_deleted;
+        if (r < 0 || rj->room_bytes == 0 || bv_conf_job_command(rj->job))
+                return false;
+        rj->ran_again = true;
+        r = bv_repo_open(repo_path, &secret, BV_OPEN_WRITE | BV_OPEN_WAIT, repo);
+        if (r < 0)
+                rj->step = "open", rj->result = r;
+        return r >= 0;
+}
+
+/* The job's source into the repository at repo_path (once more after gc when the drive is full),
+ * verify what it wrote, then prune by its retention. */
 static void backup_job(const BvConfTarget *t, const char *repo_path, const char *const vars[], BvTargetRunJob *rj)
 {
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         BvSecret secret = { .key_file = t->key_file };
         BvBackupStats stats = {};
         BvVerifyStats vs = {};
-        BvJobSource *js = NULL;
-        char out[1024];
 
         int r = bv_repo_open(repo_path, &secret, BV_OPEN_WRITE | BV_OPEN_WAIT, &repo);
         if (r < 0) {
                 rj->step = "open", rj->result = r;
                 return;
         }
-        r = bv_job_source_open(rj->job, t->name, vars, &js, &rj->status, out, sizeof(out));
-        if (r == -ECHILD)
-                first_line(out, rj->detail, sizeof(rj->detail));
-        if (r < 0 && r != -ECHILD && !bv_conf_job_command(rj->job)) { /* the source did not open: named */
-                snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->source);
-                rj->step = "source", rj->result = r;
-                return;
+        r = backup_source(t->name, vars, repo, rj, &stats);
+        if (r == -ENOSPC && strcmp(rj->step, "backup") == 0 && collect_full(t, repo_path, &repo, rj)) {
+                rj->step = NULL, rj->result = 0, rj->status = 0;
+                stats = (BvBackupStats){};
+                r = backup_source(t->name, vars, repo, rj, &stats);
         }
-        if (r < 0) {
-                rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
+        if (r < 0)
                 return;
-        }
-        BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled };
-        if (rj->progress)
-                opts.progress = job_progress, opts.progress_userdata = rj;
-        r = bv_backup(repo, bv_job_source(js), &opts, &stats);
-        rj->thin = bv_job_source_thin(js);
-        snprintf(rj->read_whole_because, sizeof(rj->read_whole_because), "%s",
-                 *bv_job_source_reason(js) ? bv_job_source_reason(js) : stats.changed_reason);
-        int q = bv_job_source_close(js, r >= 0, &rj->status, out, sizeof(out));
-        if (q == -ECHILD && rj->job->snapshot)
-                first_line(out, rj->detail, sizeof(rj->detail));
-        if (r < 0) {
-                rj->step = r == -ECHILD ? "command" : "backup", rj->result = r;
-                return;
-        }
-        snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", stats.snapshot_id);
-        rj->size = stats.size, rj->bytes_new = stats.counts.bytes_new, rj->bytes_read = stats.counts.bytes_read;
-        rj->bytes_stored = stats.counts.bytes_stored;
-        if (q < 0) {
-                rj->step = rj->job->snapshot ? "snapshot removal" : "command", rj->result = q;
-                return;
-        }
         /* What this run wrote: the chunks the job's snapshot before this one does not use. */
         BvVerifyOptions vo = { .snapshot = stats.snapshot_id, .read_data = true, .written = true };
         r = bv_verify_opts(repo, &vo, count_problem, &rj->problems, &vs);
@@ -219,32 +259,49 @@ static uint64_t sources_size(const BvConfig *c, const BvConfTarget *t, const cha
                         sum += (uint64_t)st.st_blocks * 512;
                 else if (S_ISBLK(st.st_mode)) {
                         _cleanup_close_ int fd = open(j->source, O_RDONLY | O_CLOEXEC);
-                        off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
-                        sum += end > 0 ? (uint64_t)end : 0;
+                        uint64_t size;
+                        if (fd >= 0 && bv_fd_size(fd, &size) >= 0)
+                                sum += size;
                 }
         }
         return sum;
 }
 
+/* What gc would delete now (a dry run): the packs of failed and interrupted runs, which the next
+ * backup of the same source continues from, and what prune forgot. */
+static int collectable(BvRepo *repo, uint64_t *ret)
+{
+        BvGcOptions o = { .dry_run = true, .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st = {};
+        int r = bv_gc(repo, &o, &st);
+        if (r < 0)
+                return r;
+        *ret = st.bytes_condemned > st.bytes_copied ? st.bytes_condemned - st.bytes_copied : 0;
+        return 0;
+}
+
 /* Room first: a run that failed on a full drive (or was interrupted, or lost its drive) left
- * packs that no snapshot uses, and retention only runs after a backup succeeds. When the drive
- * has less free than BV_RUN_ROOM_PERCENT or than the sources could add, gc deletes them (and
- * what prune forgot) before the jobs run; otherwise the next backup continues from them. */
+ * packs that no snapshot uses, and retention only runs after a backup succeeds. Only when the
+ * drive's free space and what gc could delete together are less than the sources could add does
+ * gc delete it before the jobs: otherwise the next backup continues from what an interrupted run
+ * kept (a resumed backup needs only the rest), and a backup that meets a full drive all the same
+ * collects once and runs again (backup_job). */
 static void collect_for_room(const BvConfig *c, const BvConfTarget *t, const char *only_job,
                              const char *repo_path, BvTargetRun *run)
 {
         struct statvfs sv;
-        if (statvfs(repo_path, &sv) < 0 || sv.f_blocks == 0)
-                return;
-        uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-        if (avail * 100 >= (uint64_t)sv.f_blocks * sv.f_frsize * BV_RUN_ROOM_PERCENT &&
-            avail >= sources_size(c, t, only_job))
+        uint64_t need = sources_size(c, t, only_job), can = 0;
+        if (need == 0 || statvfs(repo_path, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize >= need)
                 return;
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         BvSecret secret = { .key_file = t->key_file };
         BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
         BvGcStats st = {};
         int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
+        if (r >= 0)
+                r = collectable(repo, &can);
+        if (r >= 0 && (can == 0 || (uint64_t)sv.f_bavail * sv.f_frsize + can >= need))
+                return;
         if (r >= 0)
                 r = bv_gc(repo, &o, &st);
         run->room_collected = true;

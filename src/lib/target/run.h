@@ -43,6 +43,13 @@ typedef struct BvTargetRunJob {
         uint64_t bytes_stored;  /* encoded bytes the backup wrote to packs */
         uint64_t repo_bytes;    /* the repository's packs after the job (0: not measured) */
         uint64_t duration_ms;
+        uint64_t kept_packs, kept_bytes; /* a failed backup: what it left for the next to continue from */
+        uint64_t resumed_packs, resumed_bytes; /* adopted from a backup that was killed (write/adopt.h) */
+        /* The backup met a full drive: gc ran (room_result < 0: it failed) and, when it freed
+         * something, the backup ran again (ran_again; not a command's: its next run has the room). */
+        bool room_collected, ran_again;
+        int room_result;
+        uint64_t room_packs, room_bytes;
         const BvRunProgress *progress; /* the run's, or NULL */
         const char *target_name;
 } BvTargetRunJob;
@@ -59,19 +66,14 @@ typedef struct BvTargetRun {
         uint64_t bytes_new, bytes_stored;
         uint64_t repo_bytes;    /* the repository's packs after the last job that measured them */
         uint64_t duration_ms;
-        /* The drive had less free than BV_RUN_ROOM_PERCENT or than the sources could add: gc ran
-         * before the jobs, deleting what failed and interrupted runs left (or failed:
-         * room_result < 0, and the jobs ran anyway). */
+        /* The drive had less free, with what gc could delete (which the next backup would continue
+         * from), than the sources could add: gc ran before the jobs, deleting what failed and
+         * interrupted runs left (or failed: room_result < 0, and the jobs ran anyway). */
         bool room_collected;
         int room_result;
         uint64_t room_packs, room_bytes;
         const BvRunProgress *progress;
 } BvTargetRun;
-
-/* Below this share of free space on the drive (or less free than the sources' size), a run collects
- * garbage before its jobs; otherwise what an interrupted run left stays for its next backup to
- * continue from. */
-#define BV_RUN_ROOM_PERCENT 10
 
 /* Runs target t (attached as dev): every job that wants it, or only the job named only_job;
  * run_dir holds the lock and the mountpoints (NULL: BV_RUN_DIR); progress (or NULL) hears of

@@ -153,19 +153,25 @@ void bv_tmpfile_discard(int dirfd, const char *tmpname)
 
 int bv_tmpfile_reap(int dirfd, const char *name, uint64_t *ret_bytes)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
 
+        /* Only a regular file is a writer's, and only that is opened: a device node on a nodev
+         * mount does not even open (EACCES) */
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return 0;
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT || errno == ELOOP ? 0 : negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
-        if (!S_ISREG(st.st_mode))
+        if (!S_ISREG(st.st_mode)) /* replaced since */
                 return 0;
         if (flock(fd, LOCK_EX | LOCK_NB) < 0)
                 return errno == EWOULDBLOCK ? 0 : negative_errno(); /* its writer lives */
-        if (unlinkat(dirfd, name, 0) < 0)
-                return errno == ENOENT ? 0 : negative_errno();
+        if (unlinkat(dirfd, name, 0) < 0) /* EPERM: immutable or append-only, no writer made it so */
+                return errno == ENOENT || errno == EPERM ? 0 : negative_errno();
         *ret_bytes = (uint64_t)st.st_blocks * 512;
         return 1;
 }

@@ -41,7 +41,8 @@ int bv_tmpfile_link(int dirfd, int fd, const char *tmpname, const char *name, bo
 void bv_tmpfile_discard(int dirfd, const char *tmpname);
 /* A named temporary file (the fallback of bv_tmpfile_open) is flock'ed by its writer until it is
  * linked or discarded. Deletes name in dirfd if it is a regular file no live writer holds: 1
- * (*ret_bytes: what it occupied), 0 when it is held, gone or not a regular file. */
+ * (*ret_bytes: what it occupied), 0 when it is held, gone, not a regular file (never opened then) or
+ * immutable (EPERM: left alone). */
 int bv_tmpfile_reap(int dirfd, const char *name, uint64_t *ret_bytes);
 
 /* The whole recipe for a small file: tmpfile, write, fsync, link, fsync dir. */

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "conf.h"
+#include "copy.h"
+
+static const char usage_text[] =
+        "Usage: blkvault copy SRC DST [SNAPSHOT...] [OPTIONS]\n\n"
+        "Copy snapshots (every one by default) from repository SRC to repository DST: a drive to\n"
+        "another, to S3 (s3://BUCKET/PREFIX) and back. Only what DST lacks travels: a pack goes as it\n"
+        "is when DST lacks everything in it, otherwise the objects it lacks go into new packs. When\n"
+        "DST does not exist it is created related to SRC (the same repository id, chunking and keys,\n"
+        "so that chunks deduplicate across both); copying into an unrelated repository is refused.\n"
+        "A copy that was interrupted continues where it stopped when run again.\n\n"
+        "  --dst-passphrase-file=FILE, --dst-passphrase-fd=N, --dst-passphrase-command=CMD,\n"
+        "  --dst-key-file=FILE      a DST that copy creates is sealed by this secret (default:\n"
+        "                           SRC's key slots, so the secrets that open SRC open DST)\n"
+        "  --limit-upload=RATE      write at most RATE bytes per second to DST (K, M, G suffixes)\n"
+        "  --limit-download=RATE    read at most RATE bytes per second from SRC\n"
+        "  --progress               show progress even when stderr is not a terminal\n"
+        "  --json                   print the result as JSON\n"
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP
+        "\nThe secret options open SRC; DST opens with SRC's keys.\n";
+
+static int parse_rate(const char *arg, void *ret)
+{
+        if (bv_conf_parse_size(arg, ret) < 0 || *(uint64_t *)ret == 0) {
+                log_error("invalid rate '%s' (bytes per second, with a K, M or G suffix: 20M)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static struct json_object *copy_json(const BvCopyStats *s)
+{
+        return BV_JSON_OBJECT({ "snapshots_copied", json_object_new_uint64(s->snapshots_copied) },
+                              { "snapshots_present", json_object_new_uint64(s->snapshots_present) },
+                              { "objects_sent", json_object_new_uint64(s->objects_sent) },
+                              { "objects_present", json_object_new_uint64(s->objects_present) },
+                              { "bytes_sent", json_object_new_uint64(s->bytes_sent) },
+                              { "bytes_read", json_object_new_uint64(s->bytes_read) },
+                              { "packs_whole", json_object_new_uint64(s->packs_whole) },
+                              { "packs_repacked", json_object_new_uint64(s->packs_repacked) },
+                              { "packs_written", json_object_new_uint64(s->packs_written) },
+                              { "packs_resumed", json_object_new_uint64(s->packs_resumed) },
+                              { "bytes_resumed", json_object_new_uint64(s->bytes_resumed) },
+                              { "requests", json_object_new_uint64(s->requests) },
+                              { "seconds", json_object_new_double(s->seconds) });
+}
+
+static int copy_report(const BvCopyStats *s, const char *dst, bool json)
+{
+        char a[32], b[32];
+        if (json) {
+                _cleanup_(json_object_putp) struct json_object *o = copy_json(s);
+                if (!o)
+                        return log_error_errno(-ENOMEM, "cannot print the result");
+                json_print(o);
+                return EXIT_OK;
+        }
+        log_info("copied %llu snapshots to '%s' (%llu there already): %s sent in %llu objects (%llu packs whole, "
+                 "%llu repacked into %llu), %llu objects there already, %.1f s, %s/s",
+                 (unsigned long long)s->snapshots_copied, dst, (unsigned long long)s->snapshots_present,
+                 format_bytes(s->bytes_sent, a), (unsigned long long)s->objects_sent,
+                 (unsigned long long)s->packs_whole, (unsigned long long)s->packs_repacked,
+                 (unsigned long long)s->packs_written, (unsigned long long)s->objects_present, s->seconds,
+                 format_bytes(s->seconds > 0 ? (uint64_t)((double)s->bytes_sent / s->seconds) : 0, b));
+        return EXIT_OK;
+}
+
+/* DST made related to SRC when it holds no repository, reporting a failure; an exit code. */
+static int prepare_dst(BvRepo *src, const char *srcpath, const char *dst, const SecretArgs *dargs)
+{
+        BvSecret dsecret = {};
+        bool given = dargs->key_file || dargs->passphrase_file || dargs->passphrase_fd || dargs->passphrase_command;
+        bool created = false;
+        if (given && secret_get(dargs, true, false, &dsecret) < 0)
+                return EXIT_KEY;
+        int r = bv_copy_prepare(src, dst, given ? &dsecret : NULL, &created);
+        secret_done(&dsecret);
+        if (r == -EXDEV) {
+                log_error("'%s' is a repository not related to '%s': copy goes only between related repositories "
+                          "(the same id and keys); to make one, copy into a location that does not exist yet "
+                          "('blkvault copy %s NEWDIR')",
+                          dst, srcpath, srcpath);
+                return EXIT_USAGE;
+        }
+        if (r == -ENOTEMPTY) {
+                log_error("'%s' holds files but no blkvault repository: copy creates a repository only in a "
+                          "location that is missing or empty",
+                          dst);
+                return EXIT_NO_REPO;
+        }
+        if (r == -EOPNOTSUPP && given) {
+                log_error("'%s' is not encrypted: a DST secret would protect nothing", srcpath);
+                return EXIT_USAGE;
+        }
+        if (r < 0)
+                return log_error_errno(r, "cannot prepare '%s' for a copy of '%s'", dst, srcpath);
+        if (created)
+                log_verbose("created '%s', related to '%s'", dst, srcpath);
+        else if (given)
+                log_warning("'%s' exists: the --dst-* secret options only seal a repository that copy creates, "
+                            "ignoring",
+                            dst);
+        return EXIT_OK;
+}
+
+static int open_dst(BvRepo *src, const char *dst, BvRepo **ret)
+{
+        BvRepoProblem problem = {};
+        int r = bv_copy_open_dst(src, dst, false, &problem, ret), e;
+        if (r == -EBADMSG && !problem.path[0]) {
+                log_error("the config of '%s' does not authenticate under the keys of the source: it is not related "
+                          "to it, or it is damaged",
+                          dst);
+                return EXIT_USAGE;
+        }
+        if (r < 0 && (e = report_open_problem(dst, &problem, r)) >= 0)
+                return e;
+        if (r < 0)
+                return log_open_error(dst, r);
+        report_missing_packs(*ret);
+        return EXIT_OK;
+}
+
+static int copy_failed(int r, const BvCopyStats *s, const char *src, const char *dst)
+{
+        if (r == -ENOENT && s->culprit[0] && !strchr(s->culprit, '/')) {
+                log_error("no snapshot '%s' in '%s'", s->culprit, src);
+                return EXIT_USAGE;
+        }
+        if (r == -EUCLEAN)
+                return log_error_errno(r, "cannot copy from '%s': %s uses an object its index lacks (run 'blkvault "
+                                          "verify %s')", src, s->culprit[0] ? s->culprit : "a snapshot", src);
+        if (s->culprit[0])
+                return log_error_errno(r, "copy from '%s' to '%s' failed at '%s'", src, dst, s->culprit);
+        return log_error_errno(r, "copy from '%s' to '%s' failed", src, dst);
+}
+
+int cmd_copy(int argc, char **argv)
+{
+        SecretArgs sargs = {}, dargs = {};
+        BvCopyOptions o = {};
+        bool json = false, force_progress = false;
+        const CliOption options[] = {
+                CLI_STR("dst-passphrase-file", &dargs.passphrase_file),
+                CLI_STR("dst-passphrase-fd", &dargs.passphrase_fd),
+                CLI_STR("dst-passphrase-command", &dargs.passphrase_command),
+                CLI_STR("dst-key-file", &dargs.key_file),
+                CLI_PARSED("limit-upload", parse_rate, &o.limit_upload),
+                CLI_PARSED("limit-download", parse_rate, &o.limit_download),
+                CLI_FLAG("progress", &force_progress),
+                CLI_FLAG("json", &json),
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "copy", .usage = usage_text, .options = options, .secret = &sargs,
+                                        .args = "SRC DST [SNAPSHOT...]");
+        const char *srcpath = argv[optind], *dst = argv[optind + 1];
+        bool dst_secret = dargs.key_file || dargs.passphrase_file || dargs.passphrase_fd || dargs.passphrase_command;
+
+        /* the master secret is kept only to seal a new DST by another secret */
+        OPEN_REPO_OR_RETURN(src, srcpath, &sargs, BV_OPEN_READ | (dst_secret ? BV_OPEN_KEYS : 0));
+        report_snapshot_damage(src);
+        int ec = prepare_dst(src, srcpath, dst, &dargs);
+        if (ec != EXIT_OK)
+                return ec;
+        _cleanup_(bv_repo_closep) BvRepo *dstrepo = NULL;
+        ec = open_dst(src, dst, &dstrepo);
+        if (ec != EXIT_OK)
+                return ec;
+
+        Progress progress;
+        progress_init(&progress, "copy", json || is_quiet());
+        progress.enabled = progress.enabled || (force_progress && !is_quiet());
+        o.progress = progress_update;
+        o.progress_userdata = &progress;
+        o.snapshots = (const char *const *)argv + optind + 2;
+        o.n_snapshots = (size_t)(argc - optind - 2);
+        BvCopyStats stats;
+        int r = bv_copy(src, dstrepo, &o, &stats);
+        progress_done(&progress);
+        if (r < 0)
+                return copy_failed(r, &stats, srcpath, dst);
+        return copy_report(&stats, dst, json);
+}

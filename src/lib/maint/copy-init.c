@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * DST of a copy (copy.h): made related to SRC when it holds no repository, checked to be related
+ * when it does, and opened with SRC's keys.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "copy.h"
+#include "fileio.h"
+#include "hex.h"
+#include "macro.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvBackend, bv_backend_close);
+
+#define CONFIG_MAX (64u * 1024)
+#define KEY_MAX (64u * 1024)
+
+/* 0 and DST's repository id in hex, or -ENOENT when it has no config. */
+static int config_id(BvBackend *b, char ret[2 * BV_REPO_ID_SIZE + 1])
+{
+        _cleanup_free_ char *json = NULL;
+        BvRepoConfigFile f;
+        size_t len;
+        int r = bv_backend_get(b, BV_KIND_CONFIG, NULL, CONFIG_MAX, (void **)&json, &len);
+        if (r < 0)
+                return r;
+        r = bv_repo_config_parse(json, len, &f);
+        if (r < 0)
+                return r;
+        bv_hex_encode(f.id, sizeof(f.id), ret);
+        return 0;
+}
+
+/* 0 when b holds src's repository (same id), -EXDEV another one, -ENOENT none. */
+static int related(BvRepo *src, BvBackend *b)
+{
+        char id[2 * BV_REPO_ID_SIZE + 1];
+        int r = config_id(b, id);
+        if (r < 0)
+                return r;
+        return strcasecmp(id, bv_repo_id_hex(src)) == 0 ? 0 : -EXDEV;
+}
+
+static int count_entry(const BvObjEntry *e, void *userdata)
+{
+        (*(size_t *)userdata)++;
+        return 0;
+}
+
+/* The top of a local directory: how many entries, -ENOTEMPTY for one that is not a folder of the
+ * layout (the directory holds something else). */
+static int local_top(BvBackend *b, size_t *ret)
+{
+        static const char *const layout[] = { "keys", "packs", "index", "snapshots", "locks", "tmp", "leases", "gc" };
+        struct dirent *de;
+        DIR *d;
+        size_t n = 0;
+        int r = bv_opendir_beneath(bv_backend_local_dirfd(b), ".", &d);
+        if (r < 0)
+                return r;
+        while (r >= 0 && (de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                n++;
+                r = -ENOTEMPTY;
+                for (size_t i = 0; i < ELEMENTSOF(layout); i++)
+                        if (strcmp(de->d_name, layout[i]) == 0)
+                                r = 0;
+        }
+        closedir(d);
+        *ret = n;
+        return r;
+}
+
+/* A location without a config: 1 nothing there (to be created), 0 what an interrupted creation
+ * by copy left (the layout, key slots), -ENOTEMPTY anything else. */
+static int dst_fresh(BvBackend *b)
+{
+        static const BvObjKind data[] = { BV_KIND_PACK, BV_KIND_INDEX, BV_KIND_SNAPSHOT, BV_KIND_CONDEMNED };
+        size_t n = 0, keys = 0, top = 0;
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(data) && r >= 0; i++)
+                r = bv_backend_list(b, data[i], count_entry, &n);
+        if (r >= 0)
+                r = bv_backend_list(b, BV_KIND_KEY, count_entry, &keys);
+        if (r >= 0 && bv_backend_is_local(b))
+                r = local_top(b, &top);
+        if (r < 0)
+                return r;
+        if (n > 0)
+                return -ENOTEMPTY;
+        return bv_backend_is_local(b) ? top == 0 : keys == 0;
+}
+
+static int copy_object(BvBackend *from, BvBackend *to, BvObjKind kind, const char *name, size_t max,
+                       BvPutFlags flags)
+{
+        _cleanup_free_ void *data = NULL;
+        size_t len;
+        int r = bv_backend_get(from, kind, name, max, &data, &len);
+        return r < 0 ? r : bv_backend_put(to, kind, name, data, len, flags);
+}
+
+typedef struct Slots {
+        char **names;
+        size_t n;
+} Slots;
+
+static int slot_add(const BvObjEntry *e, void *userdata)
+{
+        Slots *s = userdata;
+        if (!bv_key_slot_valid(e->name))
+                return 0; /* a temporary file */
+        char **p = reallocarray(s->names, s->n + 1, sizeof(char *));
+        if (!p)
+                return -ENOMEM;
+        s->names = p;
+        s->names[s->n] = strdup(e->name);
+        return s->names[s->n++] ? 0 : -ENOMEM;
+}
+
+/* The key slots of DST: src's as they are, or the master secret sealed by dst_secret. Replacing:
+ * a location without a config is no repository, and what is there an interrupted creation left. */
+static int write_keys(BvRepo *src, BvBackend *b, const BvSecret *dst_secret)
+{
+        if (bv_repo_config(src)->cipher == BV_CIPHER_NONE)
+                return 0;
+        if (dst_secret) {
+                _cleanup_free_ char *json = NULL;
+                int r = bv_repo_key_seal_export(src, dst_secret, &json);
+                return r < 0 ? r : bv_backend_put(b, BV_KIND_KEY, "default", json, strlen(json), BV_PUT_REPLACE);
+        }
+        Slots s = {};
+        int r = bv_backend_list(bv_repo_backend(src), BV_KIND_KEY, slot_add, &s);
+        for (size_t i = 0; i < s.n && r >= 0; i++)
+                r = copy_object(bv_repo_backend(src), b, BV_KIND_KEY, s.names[i], KEY_MAX, BV_PUT_REPLACE);
+        for (size_t i = 0; i < s.n; i++)
+                free(s.names[i]);
+        free(s.names);
+        return r;
+}
+
+int bv_copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, bool *ret_created)
+{
+        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
+        int r = bv_backend_open(dst, false, &b);
+        if (r == -ENOENT)
+                r = bv_backend_open(dst, true, &b); /* a directory that does not exist yet */
+        else if (r >= 0) {
+                r = related(src, b);
+                if (r != -ENOENT) {
+                        if (r >= 0)
+                                *ret_created = false;
+                        return r;
+                }
+                r = dst_fresh(b);
+                if (r > 0) {
+                        bv_backend_close(TAKE_PTR(b));
+                        r = bv_backend_open(dst, true, &b);
+                }
+        }
+        if (r < 0)
+                return r;
+        r = write_keys(src, b, dst_secret);
+        if (r < 0)
+                return r;
+        /* the config last: a location without it is not a repository */
+        r = copy_object(bv_repo_backend(src), b, BV_KIND_CONFIG, NULL, CONFIG_MAX, BV_PUT_CREATE);
+        if (r < 0)
+                return r;
+        *ret_created = true;
+        return 0;
+}
+
+int bv_copy_open_dst(BvRepo *src, const char *dst, bool wait, BvRepoProblem *ret_problem, BvRepo **ret)
+{
+        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
+        int r = bv_backend_open(dst, false, &b);
+        if (r >= 0)
+                r = related(src, b);
+        if (r < 0)
+                return r;
+        /* an unencrypted repository takes no secret (its keys are public) */
+        BvSecret keys = { .keyring = bv_repo_keyring(src) };
+        bool none = bv_repo_config(src)->cipher == BV_CIPHER_NONE;
+        return bv_repo_open_report(dst, none ? NULL : &keys, BV_OPEN_WRITE | (wait ? BV_OPEN_WAIT : 0), ret_problem, ret);
+}

@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Copying snapshots to a related repository (copy.h; docs/LIFECYCLE.md, "Copies").
+ *
+ * Mark: each wanted snapshot's map is walked in SRC (a subtree seen before is skipped, as gc's
+ * mark does), and every object it uses that DST's index lacks sets a bit over SRC's index
+ * positions. Send: each SRC pack holding such an object goes whole when every entry of its own
+ * index is wanted (its bytes, the same keys: nothing is decoded or sealed again); otherwise the
+ * wanted objects, as stored (a group with all its members), go into new packs. DST's index gets
+ * a segment after every COPY_FLUSH_BYTES sent, and a killed copy's packs that no segment names
+ * yet are adopted when the next copy opens DST (write/adopt.h), so nothing finished is sent
+ * twice. Publish: the snapshot records last, each under locks/commit after heal.h's check, as a
+ * backup commits.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "adopt.h"
+#include "backend-s3.h"
+#include "buf.h"
+#include "copy.h"
+#include "fileio.h"
+#include "group-write.h"
+#include "heal.h"
+#include "macro.h"
+#include "maptree.h"
+#include "timeutil.h"
+
+#define COPY_FLUSH_BYTES (1ull << 30) /* an index segment at DST after this much sent */
+#define COPY_BUF (4u << 20)          /* a whole pack travels in pieces of this size */
+#define INDEX_MAX_SEGMENTS 16u
+
+/* A rate limit: sleeps so that bytes counted since the first stay at or below rate per second. */
+typedef struct Pace {
+        uint64_t rate, bytes, start_ns;
+} Pace;
+
+typedef struct PackIds {
+        uint8_t (*ids)[BV_PACK_ID_SIZE];
+        size_t n, cap;
+} PackIds;
+
+typedef struct Copy {
+        BvRepo *src, *dst;
+        BvIndex *sx, *dx;
+        BvBackend *sb, *db;
+        BvObjectCodec *scodec, *dcodec;
+        const BvCopyOptions *o;
+        BvCopyStats *st;
+        const BvSnapshot **snaps; /* to publish, oldest first */
+        size_t nsnaps;
+        uint8_t *seen, *want; /* bits over SRC's index positions */
+        PackIds packs;        /* SRC packs holding a wanted object (sorted, unique after the mark) */
+        BvPackWriter *w;      /* new packs at DST */
+        uint64_t unflushed;   /* bytes sent since DST's last index segment */
+        Pace up, down;
+        BvProgress pr;
+        uint64_t start_ns;
+        void *buf;
+} Copy;
+
+static inline bool bit_test(const uint8_t *b, uint64_t i)
+{
+        return b[i >> 3] & (1u << (i & 7));
+}
+
+static inline void bit_set(uint8_t *b, uint64_t i)
+{
+        b[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static int pack_id_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_PACK_ID_SIZE);
+}
+
+static void pace(Pace *p, uint64_t n)
+{
+        if (p->rate == 0)
+                return;
+        uint64_t now = bv_now_monotonic_ns();
+        if (p->start_ns == 0)
+                p->start_ns = now;
+        p->bytes += n;
+        uint64_t due = p->start_ns + (uint64_t)((double)p->bytes * 1e9 / (double)p->rate);
+        if (due > now) {
+                struct timespec ts = { .tv_sec = (time_t)((due - now) / 1000000000u),
+                                       .tv_nsec = (long)((due - now) % 1000000000u) };
+                while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                        ;
+        }
+}
+
+static void progress(Copy *c)
+{
+        if (!c->o->progress)
+                return;
+        c->pr.work_done = c->st->bytes_sent;
+        c->pr.elapsed_ns = bv_now_monotonic_ns() - c->start_ns;
+        c->o->progress(&c->pr, c->o->progress_userdata);
+}
+
+static void culprit_pack(Copy *c, const uint8_t id[BV_PACK_ID_SIZE])
+{
+        char name[64], key[BV_BACKEND_KEY_MAX];
+        bv_pack_path(id, name);
+        if (bv_obj_key(BV_KIND_PACK, name, key) >= 0)
+                snprintf(c->st->culprit, sizeof(c->st->culprit), "%s", key);
+}
+
+/* ---- which snapshots ---- */
+
+static int snap_present(Copy *c, const BvSnapshot *s)
+{
+        char name[2 * BV_SNAPSHOT_ID_SIZE + 8];
+        snprintf(name, sizeof(name), "%s.snap", s->id);
+        return bv_backend_exists(c->db, BV_KIND_SNAPSHOT, name);
+}
+
+static int pick_snapshots(Copy *c)
+{
+        BvSnapshot *const *list;
+        size_t n;
+        int r = bv_repo_snapshots(c->src, &list, &n);
+        if (r < 0)
+                return r;
+        _cleanup_free_ bool *pick = calloc(n + 1, sizeof(bool));
+        c->snaps = calloc(n + 1, sizeof(*c->snaps));
+        if (!pick || !c->snaps)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->o->n_snapshots; i++) {
+                const BvSnapshot *s;
+                r = bv_repo_find_snapshot(c->src, c->o->snapshots[i], &s);
+                if (r < 0) {
+                        snprintf(c->st->culprit, sizeof(c->st->culprit), "%s", c->o->snapshots[i]);
+                        return r;
+                }
+                for (size_t j = 0; j < n; j++)
+                        pick[j] |= list[j] == s;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (c->o->n_snapshots > 0 && !pick[i])
+                        continue;
+                r = snap_present(c, list[i]);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        c->st->snapshots_present++;
+                else
+                        c->snaps[c->nsnaps++] = list[i];
+        }
+        return 0;
+}
+
+/* ---- mark ---- */
+
+static int packs_add(PackIds *p, const uint8_t id[BV_PACK_ID_SIZE])
+{
+        if (p->n > 0 && memcmp(p->ids[p->n - 1], id, BV_PACK_ID_SIZE) == 0)
+                return 0; /* the common case: a snapshot's objects lie together */
+        if (BV_ARRAY_RESERVE(p->ids, p->cap, p->n + 1, 256) < 0)
+                return -ENOMEM;
+        memcpy(p->ids[p->n++], id, BV_PACK_ID_SIZE);
+        return 0;
+}
+
+static void packs_unique(PackIds *p)
+{
+        size_t k = 0;
+        if (p->n > 1)
+                qsort(p->ids, p->n, BV_PACK_ID_SIZE, pack_id_cmp);
+        for (size_t i = 0; i < p->n; i++)
+                if (k == 0 || memcmp(p->ids[k - 1], p->ids[i], BV_PACK_ID_SIZE) != 0)
+                        memmove(p->ids[k++], p->ids[i], BV_PACK_ID_SIZE);
+        p->n = k;
+}
+
+/* 1: seen before (a map node's subtree is then skipped), 0: marked now. */
+static int mark_id(Copy *c, const uint8_t id[BV_ID_SIZE])
+{
+        BvLocation loc, there;
+        uint64_t pos;
+        int r = bv_index_lookup_position(c->sx, id, &loc, &pos);
+        if (r == -ENOENT)
+                return -EUCLEAN; /* SRC's snapshot does not read: verify says what it lost */
+        if (r < 0)
+                return r;
+        if (bit_test(c->seen, pos))
+                return 1;
+        bit_set(c->seen, pos);
+        r = bv_index_lookup(c->dx, id, &there);
+        if (r == 0) {
+                c->st->objects_present++;
+                return 0;
+        }
+        if (r != -ENOENT)
+                return r;
+        bit_set(c->want, pos);
+        return packs_add(&c->packs, loc.pack_id);
+}
+
+static int mark_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
+{
+        return mark_id(userdata, id);
+}
+
+static int mark_extent(void *userdata, const BvMapExtent *e)
+{
+        int r = e->kind == BV_EXTENT_DATA ? mark_id(userdata, e->id) : 0;
+        return r < 0 ? r : 0;
+}
+
+static int mark_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
+{
+        Copy *c = userdata;
+        return bv_repo_read_object_alloc(c->src, c->scodec, BV_OBJ_MAP, id, ret_node, ret_len);
+}
+
+static int mark(Copy *c)
+{
+        uint64_t bytes = bv_index_positions(c->sx) / 8 + 1;
+        c->seen = calloc(bytes, 1);
+        c->want = calloc(bytes, 1);
+        if (!c->seen || !c->want)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->nsnaps; i++) {
+                const BvSnapshot *s = c->snaps[i];
+                int r = bv_map_walk(s->root, s->height, s->size, mark_fetch, c, mark_node, mark_extent, c);
+                if (r < 0) {
+                        snprintf(c->st->culprit, sizeof(c->st->culprit), "snapshots/%s.snap", s->id);
+                        return r;
+                }
+        }
+        packs_unique(&c->packs);
+        return 0;
+}
+
+static int on_pack_size(const uint8_t id[BV_PACK_ID_SIZE], uint64_t size, void *userdata)
+{
+        Copy *c = userdata;
+        if (c->packs.n > 0 && bsearch(id, c->packs.ids, c->packs.n, BV_PACK_ID_SIZE, pack_id_cmp))
+                c->pr.total += size;
+        return 0;
+}
+
+/* ---- send ---- */
+
+/* Whether entry e of SRC pack id is the winning location of an object DST lacks. */
+static bool entry_wanted(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e)
+{
+        BvLocation loc;
+        uint64_t pos;
+        return bv_index_lookup_position(c->sx, e->id, &loc, &pos) == 0 && bit_test(c->want, pos) &&
+               memcmp(loc.pack_id, id, BV_PACK_ID_SIZE) == 0 && loc.offset == e->offset && loc.member == e->member;
+}
+
+/* After a pack reached DST durably: its entries into DST's index, a segment once enough went. */
+static int pack_sent(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n, uint64_t bytes)
+{
+        int r = bv_index_add_pack(c->dx, id, e, n);
+        if (r < 0)
+                return r;
+        c->st->objects_sent += n;
+        c->st->bytes_sent += bytes;
+        c->unflushed += bytes;
+        if (c->unflushed >= COPY_FLUSH_BYTES) {
+                c->unflushed = 0;
+                return bv_index_flush(c->dx);
+        }
+        return 0;
+}
+
+static int send_reader(Copy *c, BvObjReader *rd, BvObjWriter *w)
+{
+        uint64_t size = bv_obj_reader_size(rd);
+        int fd = bv_obj_writer_fd(w);
+        if (fd < 0)
+                return fd;
+        for (uint64_t off = 0; off < size;) {
+                size_t len = (size_t)MIN((uint64_t)COPY_BUF, size - off);
+                ssize_t got = bv_obj_reader_pread(rd, c->buf, len, off);
+                if (got < 0)
+                        return (int)got;
+                if ((size_t)got != len)
+                        return -EBADMSG; /* the pack ended early */
+                c->st->bytes_read += len;
+                pace(&c->down, len);
+                int r = bv_write_all(fd, c->buf, len);
+                if (r < 0)
+                        return r;
+                pace(&c->up, len);
+                off += len;
+                c->pr.done += len;
+                c->pr.work_done = c->st->bytes_sent + off;
+                progress(c);
+        }
+        return 0;
+}
+
+/* A pack whose every object DST lacks: its bytes, under its name (already there: an interrupted
+ * copy sent it and no segment names it, or a gc at DST condemned it: named again now). */
+static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
+{
+        char name[64];
+        BvObjReader *rd = NULL;
+        BvObjWriter *w = NULL;
+        bv_pack_path(id, name);
+        int r = bv_obj_reader_open(c->sb, BV_KIND_PACK, name, &rd);
+        if (r >= 0)
+                r = bv_obj_writer_open(c->db, BV_KIND_PACK, &w);
+        if (r >= 0)
+                r = send_reader(c, rd, w);
+        uint64_t size = rd ? bv_obj_reader_size(rd) : 0;
+        if (r >= 0) {
+                r = bv_obj_writer_commit(TAKE_PTR(w), name, BV_PUT_CREATE);
+                if (r == -EEXIST)
+                        r = 0;
+        }
+        if (w)
+                bv_obj_writer_abort(w);
+        if (rd)
+                bv_obj_reader_close(rd);
+        if (r < 0)
+                return r;
+        c->st->packs_whole++;
+        return pack_sent(c, id, e, n, size);
+}
+
+static int writer_commit(Copy *c)
+{
+        uint8_t id[BV_PACK_ID_SIZE];
+        _cleanup_free_ BvPackEntry *e = NULL;
+        size_t n;
+        int r = bv_pack_writer_commit(c->w, id, &e, &n);
+        if (r == -ENODATA)
+                return 0;
+        if (r < 0)
+                return r;
+        c->st->packs_written++;
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || e[i].offset != e[i - 1].offset)
+                        bytes += e[i].length;
+        return pack_sent(c, id, e, n, bytes);
+}
+
+/* One object as stored (a group: its n members) into DST's new pack, committed when full. */
+static int send_object(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
+{
+        BvGroupMember m[BV_GROUP_MAX_MEMBERS];
+        if (n > BV_GROUP_MAX_MEMBERS)
+                return -EBADMSG;
+        for (size_t k = 0; k < n; k++) {
+                memcpy(m[k].id, e[k].id, BV_ID_SIZE);
+                m[k].length = e[k].raw_length;
+        }
+        int r = bv_packset_read(bv_repo_packs(c->src), id, e[0].offset, c->buf, e[0].length);
+        if (r < 0)
+                return r;
+        c->st->bytes_read += e[0].length;
+        pace(&c->down, e[0].length);
+        r = bv_group_append(c->w, (BvObjectType)e[0].type, m, n, c->buf, e[0].length);
+        if (r == -EFBIG) {
+                r = writer_commit(c);
+                if (r >= 0)
+                        r = bv_group_append(c->w, (BvObjectType)e[0].type, m, n, c->buf, e[0].length);
+        }
+        if (r < 0)
+                return r;
+        pace(&c->up, e[0].length);
+        if (bv_pack_writer_size(c->w) >= bv_repo_config(c->dst)->pack_target)
+                return writer_commit(c);
+        return 0;
+}
+
+/* The wanted objects of a pack that does not go whole (a group goes with every member when one
+ * of them is wanted). */
+static int send_objects(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n,
+                        const bool *wanted)
+{
+        int r = 0;
+        if (!c->w)
+                r = bv_pack_writer_new(bv_repo_dirfd(c->dst, "packs"), c->dcodec, &c->w);
+        for (size_t i = 0, j; i < n && r >= 0; i = j) {
+                bool any = wanted[i];
+                for (j = i + 1; e[i].type == BV_OBJ_GROUP && j < n && e[j].offset == e[i].offset; j++)
+                        any |= wanted[j];
+                if (any)
+                        r = send_object(c, id, e + i, j - i);
+        }
+        if (r >= 0)
+                c->st->packs_repacked++;
+        return r;
+}
+
+static int send_pack(Copy *c, const uint8_t id[BV_PACK_ID_SIZE])
+{
+        _cleanup_free_ BvPackEntry *e = NULL;
+        _cleanup_free_ bool *wanted = NULL;
+        size_t n, nwanted = 0;
+        uint64_t size = 0, before = c->pr.done;
+        int r = bv_packset_read_index(bv_repo_packs(c->src), c->scodec, id, &e, &n);
+        if (r < 0)
+                return r;
+        wanted = calloc(n + 1, sizeof(bool));
+        if (!wanted)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                wanted[i] = entry_wanted(c, id, &e[i]);
+                nwanted += wanted[i];
+                if (i == 0 || e[i].offset != e[i - 1].offset)
+                        size += e[i].length;
+        }
+        r = nwanted == n ? send_whole(c, id, e, n) : send_objects(c, id, e, n, wanted);
+        c->pr.done = before + size;
+        progress(c);
+        return r;
+}
+
+static int send(Copy *c)
+{
+        int r = bv_packset_list(bv_repo_packs(c->src), on_pack_size, c);
+        for (size_t i = 0; i < c->packs.n && r >= 0; i++) {
+                r = send_pack(c, c->packs.ids[i]);
+                if (r < 0)
+                        culprit_pack(c, c->packs.ids[i]);
+        }
+        if (r >= 0 && c->w)
+                r = writer_commit(c);
+        if (r >= 0)
+                r = bv_index_flush(c->dx); /* every pack sent is durable: the segment naming them */
+        return r;
+}
+
+/* ---- publish ---- */
+
+/* Compaction rewrites the index: never beside a gc (both take locks/gc); a busy lock skips it. */
+static int compact(Copy *c)
+{
+        _cleanup_close_ int fd = bv_backend_lock(c->db, BV_LOCK_GC, false);
+        if (fd == -EBUSY)
+                return 0;
+        if (fd < 0)
+                return fd;
+        return bv_index_compact(c->dx, INDEX_MAX_SEGMENTS);
+}
+
+/* Each record under locks/commit, after heal.h put back into DST's index what a gc there
+ * condemned since this copy's lease (the objects it found at DST and did not send). */
+static int publish(Copy *c)
+{
+        for (size_t i = 0; i < c->nsnaps; i++) {
+                const BvSnapshot *s = c->snaps[i];
+                _cleanup_close_ int lock = bv_backend_lock(c->db, BV_LOCK_COMMIT, true);
+                int r = lock < 0 ? lock : bv_backup_heal(c->dst, c->dcodec, s->root, s->height, s->size);
+                if (r >= 0)
+                        r = bv_snapshot_save(c->db, c->dcodec, s);
+                if (r == -EEXIST) /* another copy published it meanwhile */
+                        r = 0, c->st->snapshots_present++;
+                else if (r >= 0)
+                        c->st->snapshots_copied++;
+                if (r < 0) {
+                        snprintf(c->st->culprit, sizeof(c->st->culprit), "snapshots/%s.snap", s->id);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static void requests_add(BvBackend *b, uint64_t *n)
+{
+        bv_s3_stats s;
+        if (bv_backend_s3_stats(b, &s) >= 0)
+                *n += s.requests;
+}
+
+static int copy_run(Copy *c)
+{
+        int r = bv_backup_adopt(c->dst, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
+        if (r >= 0)
+                r = pick_snapshots(c);
+        if (r >= 0)
+                r = mark(c);
+        if (r >= 0)
+                r = send(c);
+        if (r >= 0)
+                r = compact(c);
+        if (r >= 0)
+                r = publish(c);
+        return r;
+}
+
+int bv_copy(BvRepo *src, BvRepo *dst, const BvCopyOptions *o, BvCopyStats *ret)
+{
+        BvCopyStats st = {};
+        Copy c = {
+                .src = src, .dst = dst, .o = o, .st = &st,
+                .sx = bv_repo_index(src), .dx = bv_repo_index(dst),
+                .sb = bv_repo_backend(src), .db = bv_repo_backend(dst),
+                .up = { .rate = o->limit_upload }, .down = { .rate = o->limit_download },
+                .start_ns = bv_now_monotonic_ns(),
+        };
+        int r = bv_object_codec_new(bv_repo_keyring(src), 0, &c.scodec);
+        if (r >= 0)
+                r = bv_object_codec_new(bv_repo_keyring(dst), bv_repo_config(dst)->zstd_level, &c.dcodec);
+        if (r >= 0)
+                r = (c.buf = malloc(MAX(COPY_BUF, bv_object_bound(BV_OBJECT_MAX_RAW)))) ? 0 : -ENOMEM;
+        if (r >= 0)
+                r = copy_run(&c);
+        bv_pack_writer_free(c.w);
+        free(c.buf);
+        free(c.seen);
+        free(c.want);
+        free(c.packs.ids);
+        free(c.snaps);
+        bv_object_codec_free(c.scodec);
+        bv_object_codec_free(c.dcodec);
+        requests_add(c.sb, &st.requests);
+        if (c.db != c.sb)
+                requests_add(c.db, &st.requests);
+        st.seconds = (double)(bv_now_monotonic_ns() - c.start_ns) / 1e9;
+        *ret = st;
+        return r;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Copying snapshots between related repositories (blkvault copy; docs/LIFECYCLE.md, "Copies"):
+ * a drive to another (rotation), a drive to S3 and back. Related repositories share the
+ * repository id and the master secret, hence every subkey: a chunk has the same id in both, so
+ * what DST holds already is not sent again, and a pack travels as its bytes, never re-encrypted.
+ *
+ * copy-init.c makes DST related to SRC when it does not exist yet and opens it; copy.c copies:
+ * it walks each wanted snapshot's map in SRC, looks every object up in DST's index, sends the
+ * SRC packs whose every object DST lacks as they are and puts the wanted objects of the others
+ * into new packs, records them in DST's index, then publishes the snapshot records. DST is opened
+ * as a backup opens it (locks/write and a lease), and its commit is a backup's (heal.h), so a gc
+ * at DST meanwhile loses nothing of it.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "repo.h"
+
+typedef struct BvCopyOptions {
+        /* Snapshots of SRC to copy, as bv_repo_find_snapshot names them (NULL or none: all). */
+        const char *const *snapshots;
+        size_t n_snapshots;
+        uint64_t limit_upload;   /* bytes per second written to DST, 0: no limit */
+        uint64_t limit_download; /* bytes per second read from SRC, 0: no limit */
+        bv_progress_fn progress; /* done/total: bytes of the SRC packs to go through; work: bytes sent */
+        void *progress_userdata;
+} BvCopyOptions;
+
+typedef struct BvCopyStats {
+        uint64_t snapshots_copied;  /* records published at DST */
+        uint64_t snapshots_present; /* wanted, but DST had them already */
+        uint64_t objects_sent;      /* index entries recorded at DST (chunks, group members, map nodes) */
+        uint64_t objects_present;   /* objects the copied snapshots use that DST held already */
+        uint64_t bytes_sent;        /* bytes of packs written to DST */
+        uint64_t bytes_read;        /* bytes read from SRC's packs */
+        uint64_t packs_whole;       /* SRC packs sent as they are */
+        uint64_t packs_repacked;    /* SRC packs whose wanted objects went into new packs */
+        uint64_t packs_written;     /* new packs written at DST for those */
+        uint64_t packs_resumed;     /* packs an interrupted copy (or backup) left at DST, adopted */
+        uint64_t bytes_resumed;
+        uint64_t requests;          /* S3 requests made (SRC and DST; 0 for local repositories) */
+        double seconds;
+        /* On failure: the object at fault, when one was ("packs/ab/ab12....pack"), else "". */
+        char culprit[96];
+} BvCopyStats;
+
+/* Copies o's snapshots (every one of SRC by default) from src (opened for reading) to dst
+ * (opened with bv_copy_open_dst). A snapshot DST holds already (the same id) is skipped.
+ * -EUCLEAN: SRC lacks an object one of its snapshots uses (culprit names the snapshot);
+ * -ENOENT: a snapshot named in o is not in SRC; the errors of the backends otherwise. */
+int bv_copy(BvRepo *src, BvRepo *dst, const BvCopyOptions *o, BvCopyStats *ret);
+
+/*
+ * DST (copy-init.c). When dst holds no repository (missing, empty, or what an interrupted
+ * creation by copy left: key slots and nothing else), it is made related to src: src's key slots
+ * as they are (dst_secret NULL: DST opens with every secret that opens SRC), or the master secret
+ * sealed by dst_secret as keys/default (src opened with BV_OPEN_KEYS), then src's config as it is,
+ * last. *ret_created tells whether it did.
+ * -EXDEV: dst is a repository, but not related to src (another repository id); -ENOTEMPTY: dst
+ * holds something that is not a repository.
+ */
+int bv_copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, bool *ret_created);
+/* Opens dst (prepared) for writing with src's keys: locks/write and a lease, as a backup. -EXDEV
+ * when it is not related to src; -EBADMSG when its config does not authenticate under src's keys
+ * (the same id, another master secret: not related either, or damaged); bv_repo_open's errors. */
+int bv_copy_open_dst(BvRepo *src, const char *dst, bool wait, BvRepoProblem *ret_problem, BvRepo **ret);
