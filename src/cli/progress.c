@@ -99,11 +99,20 @@ static void run_progress_update(const BvConfJob *job, const char *target, const 
         progress_update(bp, &rp->p);
 }
 
+/* Another run holds the run lock: said once, whether stderr is a terminal or the journal. */
+static void run_progress_waiting(const char *target, const char *holder, int pid, void *userdata)
+{
+        if (holder)
+                log_info("target %s: waiting for the run of target %s (pid %d) to finish", target, holder, pid);
+        else
+                log_info("target %s: waiting for another run of a drive to finish", target);
+}
+
 void run_progress_init(RunProgress *rp, BvRunProgress *ret)
 {
         *rp = (RunProgress){};
         progress_init(&rp->p, "", false);
-        *ret = (BvRunProgress){ .fn = run_progress_update, .userdata = rp };
+        *ret = (BvRunProgress){ .fn = run_progress_update, .waiting = run_progress_waiting, .userdata = rp };
 }
 
 void run_progress_done(RunProgress *rp)

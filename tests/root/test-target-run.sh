@@ -4,7 +4,7 @@
 # btrfs: every job of the target is backed up, verified and pruned by its keep-* (then gc), the
 # snapshot restores bit-exact, the drive is left unmounted (restored from a read-only mount of
 # it); by device or by name; two drives run at once one after the
-# other; an unregistered drive is ignored (exit 0, one line); a restore-only drive is not
+# other (the second says it waits for the first); an unregistered drive is ignored (exit 0, one line); a restore-only drive is not
 # written to; a failing job gives exit 1 and its message; the errors of a name.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
@@ -59,6 +59,18 @@ grep -qx "job vm: retention kept 1 snapshots, forgot 1" "$T/a.out" ||
     { cat "$T/a.out"; die "the second run of the day did not forget the first snapshot"; }
 assert_eq "$(tail -n1 "$T/a.out")" "target usb-xfs: 1 jobs, 0 failed, 0 B new; safe to unplug"
 assert_eq "$(tail -n1 "$T/b.out")" "target usb-btrfs: 1 jobs, 0 failed, 0 B new; safe to unplug"
+# a run that must wait for another's lock says so, once, naming it (held in a write of its backup)
+randfile "$T/vm.img" 6 target-run-2
+BV_STALL_WRITE=1 stall_start $((2 * 1048576)) "$T/held.err" "$BLKVAULT" target run usb-xfs "${opts[@]}"
+held=$pid
+bv target run usb-btrfs "${opts[@]}" >"$T/w.out" 2>"$T/w.err" &
+pw=$!
+for _ in $(seq 300); do grep -q "waiting" "$T/w.err" && break; sleep 0.1; done
+touch "$T/gate"
+wait $held || { cat "$T/held.err"; die "the held run failed"; }
+pid=
+wait $pw || { cat "$T/w.out" "$T/w.err"; die "the waiting run failed"; }
+assert_eq "$(cat "$T/w.err")" "target usb-btrfs: waiting for the run of target usb-xfs (pid $held) to finish"
 
 # unregistered: ignored, exit 0, one line
 truncate -s 64M "$T/stray.img"

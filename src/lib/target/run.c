@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,23 +422,74 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
         return r;
 }
 
+/* Who holds the run lock, as run_lock recorded it in dir/targets.holder: its target into buf and
+ * its pid; 0 when there is no record of a process that still runs. */
+static int lock_holder(const char *dir, char *buf, size_t size)
+{
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len;
+        int pid = 0;
+        if (asprintf(&path, "%s/targets.holder", dir) < 0 ||
+            bv_read_file(AT_FDCWD, path, 4096, (void **)&text, &len) < 0)
+                return 0;
+        buf[0] = '\0';
+        for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+                if (strncmp(l, "pid=", 4) == 0)
+                        pid = atoi(l + 4);
+                else if (strncmp(l, "target=", 7) == 0)
+                        snprintf(buf, size, "%s", l + 7);
+        if (pid <= 0 || !buf[0] || (kill(pid, 0) < 0 && errno == ESRCH))
+                return 0;
+        return pid;
+}
+
+/* The run lock (dir/targets.lock): one run of a drive at a time on this host. A run that must
+ * wait says so once (progress->waiting), naming the holder it recorded; the holder records
+ * itself (best effort: the lock, not the record, orders the runs). */
+static int run_lock(const char *dir, const char *target, const BvRunProgress *progress, int *ret_fd)
+{
+        _cleanup_free_ char *lock = NULL, *holder = NULL;
+        char who[BV_CONF_NAME_MAX + 1], text[BV_CONF_NAME_MAX + 64];
+        if (asprintf(&lock, "%s/targets.lock", dir) < 0 || asprintf(&holder, "%s/targets.holder", dir) < 0)
+                return -ENOMEM;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        _cleanup_close_ int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno != EWOULDBLOCK)
+                        return -errno;
+                if (progress && progress->waiting) {
+                        int pid = lock_holder(dir, who, sizeof(who));
+                        progress->waiting(target, pid ? who : NULL, pid, progress->userdata);
+                }
+                if (flock(fd, LOCK_EX) < 0)
+                        return -errno;
+        }
+        int n = snprintf(text, sizeof(text), "pid=%d\ntarget=%s\n", (int)getpid(), target);
+        _cleanup_close_ int hfd = open(holder, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (hfd >= 0 && n > 0 && (size_t)n < sizeof(text))
+                (void)bv_write_all(hfd, text, (size_t)n);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
                         const char *run_dir, const BvRunProgress *progress, BvTargetRun *ret)
 {
-        _cleanup_free_ char *lock = NULL, *mnt = NULL, *mapname = NULL;
+        _cleanup_free_ char *mnt = NULL, *mapname = NULL;
+        _cleanup_close_ int lfd = -EBADF;
         char mapper[256];
         const char *dir = run_dir ? run_dir : BV_RUN_DIR;
 
         uint64_t start = bv_now_monotonic_ns();
         *ret = (BvTargetRun){ .target = t, .device = dev, .progress = progress };
-        if (asprintf(&lock, "%s/targets.lock", dir) < 0 || asprintf(&mnt, "%s/target-%s", dir, t->name) < 0 ||
-            asprintf(&mapname, "blkvault-%s", t->name) < 0)
+        if (asprintf(&mnt, "%s/target-%s", dir, t->name) < 0 || asprintf(&mapname, "blkvault-%s", t->name) < 0)
                 return ret->result = -ENOMEM;
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return ret->step = "lock", ret->result = -errno;
-        _cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (lfd < 0 || flock(lfd, LOCK_EX) < 0)
-                return ret->step = "lock", ret->result = -errno;
+        int lr = run_lock(dir, t->name, progress, &lfd);
+        if (lr < 0)
+                return ret->step = "lock", ret->result = lr;
         const char *fsdev = dev;
         if (t->luks) {
                 int r = bv_luks_open(dev, mapname, t->key_file, mapper, sizeof(mapper));

@@ -19,6 +19,9 @@
 /* The progress of each job's backup: fn is called about every 250 ms from the reading thread. */
 typedef struct BvRunProgress {
         void (*fn)(const BvConfJob *job, const char *target, const BvProgress *p, void *userdata);
+        /* Once, when the run waits for another's run lock: the target that one runs and its pid
+         * (holder NULL and pid 0 when it recorded none). NULL: not told. */
+        void (*waiting)(const char *target, const char *holder, int pid, void *userdata);
         void *userdata;
 } BvRunProgress;
 
