@@ -8,6 +8,7 @@ build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
        libcryptsetup-dev libsystemd-dev libinih-dev nbdkit nbdkit-plugin-dev libnbd-dev
        libcurl4-openssl-dev libxml2-dev   # the S3 client (src/lib/backend/s3-*)
+       libext2fs-dev   # blkvault files: ext2/3/4 read through an io_manager (src/lib/fs/ext-files.c)
        bash-completion   # its pkg-config file says where the completion goes; the test loads it
        clang libclang-rt-14-dev)   # clang and libFuzzer: the fuzz build (scripts/fuzz.sh)
 # real package names only: a virtual or wrong name is never "installed", so every run would call

@@ -358,6 +358,7 @@ int cmd_protect(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_copy(int argc, char **argv);
+int cmd_files(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);

@@ -26,6 +26,7 @@ static const struct {
         { "prune", cmd_prune, "forget snapshots by a retention policy, then reclaim their space" },
         { "copy", cmd_copy, "copy snapshots to a related repository (a drive, S3), sending only what it lacks" },
         { "gc", cmd_gc, "reclaim the space no snapshot uses (beside backups and exports)" },
+        { "files", cmd_files, "list, print, copy out, find and compare a snapshot's files, without root" },
         { "serve", cmd_serve, "serve a snapshot over NBD (nbdkit)" },
         { "mount", cmd_mount, "mount a snapshot's filesystem read-only (nbdkit, nbdfuse, loop)" },
         { "umount", cmd_umount, "undo 'blkvault mount'" },

@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* blkvault files: list, print, copy out, find and compare files of a snapshot without root, its
+ * filesystems read in-process through the read path (libext2fs over bv_image_pread). */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fileio.h"
+#include "files.h"
+
+static const char usage_text[] =
+        "Usage: blkvault files REPO SNAPSHOT COMMAND [ARG]... [OPTIONS]\n\n"
+        "Read files of SNAPSHOT's filesystems (ext2, ext3, ext4) in-process, as any user who can read\n"
+        "REPO and has its secret: no device, no mount, no root. PATH is /etc/hosts on a disk with one\n"
+        "filesystem, else p1:/etc/hosts (the partition's number) or LABEL:/etc/hosts (a filesystem\n"
+        "label or GPT partition name).\n\n"
+        "  ls [PATH]                list a directory (mode, owner, size, mtime, name, link target);\n"
+        "                           without PATH on a partitioned disk: the partitions\n"
+        "  cat PATH                 write a file to standard output\n"
+        "  get PATH... DEST         copy files and directories (recursively) to DEST, keeping modes,\n"
+        "                           times and symbolic links, and owners when run as root\n"
+        "  find [PATH]              print every path below PATH (default: the root)\n"
+        "  diff SNAPSHOT2 [PATH]    files added (+), removed (-), changed (M: content, m: metadata\n"
+        "                           only, T: type) from SNAPSHOT to SNAPSHOT2\n\n"
+        "  --name=GLOB              find: only names matching GLOB (as find -name)\n"
+        "  --content                diff: compare the content of every regular file, not only those\n"
+        "                           whose size, times or inode differ\n"
+        "  --force                  get: replace existing files in DEST\n"
+        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+
+static int dev_pread(void *userdata, void *buf, size_t count, uint64_t offset, uint64_t *ret_bad_offset)
+{
+        return bv_image_pread(userdata, buf, count, offset, ret_bad_offset);
+}
+
+int files_disk_open(BvRepo *repo, const char *spec, FilesDisk *d)
+{
+        int r = find_snapshot(repo, spec, &d->snap);
+        if (r != EXIT_OK)
+                return r;
+        r = bv_image_open(repo, d->snap, NULL, &d->img);
+        if (r < 0)
+                return log_error_errno(r, "cannot open snapshot %.8s", d->snap->id);
+        d->dev = (BvFilesDev){ .pread = dev_pread, .userdata = d->img, .size = bv_image_size(d->img) };
+        r = bv_files_parts(&d->dev, &d->parts, &d->n_parts, &d->table);
+        if (r == -EBADMSG && !d->parts)
+                return log_error_errno(r, "cannot read the partition table of snapshot %.8s", d->snap->id);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the partitions of snapshot %.8s", d->snap->id);
+        d->ext = calloc(d->n_parts ? d->n_parts : 1, sizeof(*d->ext));
+        if (!d->ext)
+                return log_error_errno(-ENOMEM, "cannot open snapshot %.8s", d->snap->id);
+        return EXIT_OK;
+}
+
+void files_disk_close(FilesDisk *d)
+{
+        for (size_t i = 0; d->ext && i < d->n_parts; i++)
+                bv_ext_close(d->ext[i]);
+        free(d->ext);
+        free(d->parts);
+        bv_image_free(d->img);
+        *d = (FilesDisk){};
+}
+
+static void part_name(const BvFilesPart *p, char *buf, size_t size)
+{
+        if (p->number)
+                snprintf(buf, size, "p%u", p->number);
+        else
+                snprintf(buf, size, "the disk");
+}
+
+/* Opens partition i's filesystem once; reports; returns an exit code. */
+static int part_open(FilesDisk *d, size_t i)
+{
+        const BvFilesPart *p = &d->parts[i];
+        char name[16];
+        int r;
+
+        if (d->ext[i])
+                return EXIT_OK;
+        part_name(p, name, sizeof(name));
+        if (!bv_files_is_ext(p->fstype)) {
+                log_error("%s of snapshot %.8s holds %s%s: files reads ext2, ext3 and ext4 (use 'blkvault mount' "
+                          "for others)", name, d->snap->id, p->fstype ? p->fstype : "no filesystem known",
+                          p->fstype ? "" : " here");
+                return EXIT_ERROR;
+        }
+        r = bv_ext_open(&d->dev, p->offset, p->size, &d->ext[i]);
+        if (r == -EBADMSG || r == -EUCLEAN)
+                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s", p->fstype, name,
+                                       d->snap->id);
+        if (r < 0)
+                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s%s", p->fstype, name,
+                                       d->snap->id, r == -EMEDIUMTYPE ? " (libext2fs refused it)" : "");
+        if (bv_ext_needs_recovery(d->ext[i]))
+                log_warning("the %s filesystem of %s was not cleanly unmounted when snapshot %.8s was taken: its "
+                            "journal is not replayed, so its newest changes may be missing", p->fstype, name,
+                            d->snap->id);
+        return EXIT_OK;
+}
+
+/* The partition prefix spec ("p2", a label) names: its index, or -1 (reported). */
+static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
+{
+        for (size_t i = 0; i < d->n_parts; i++) {
+                char name[16];
+                const BvFilesPart *p = &d->parts[i];
+                part_name(p, name, sizeof(name));
+                if ((strlen(name) == len && strncmp(name, spec, len) == 0) ||
+                    (p->label[0] && strlen(p->label) == len && strncmp(p->label, spec, len) == 0) ||
+                    (p->partname[0] && strlen(p->partname) == len && strncmp(p->partname, spec, len) == 0))
+                        return (ssize_t)i;
+        }
+        _cleanup_free_ char *s = strndup(spec, len);
+        _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL;
+        log_error("snapshot %.8s has no partition '%s' (see 'blkvault files REPO %.8s ls')", d->snap->id,
+                  e ? e : "?", d->snap->id);
+        return -1;
+}
+
+int files_resolve(FilesDisk *d, const char *arg, FilesPath *ret)
+{
+        const char *colon = arg[0] == '/' ? NULL : strchr(arg, ':');
+        ssize_t idx = -1;
+        int r;
+
+        *ret = (FilesPath){ .disk = d, .path = arg, .prefix = "" };
+        if (colon) {
+                idx = part_find(d, arg, (size_t)(colon - arg));
+                if (idx < 0)
+                        return EXIT_ERROR;
+                ret->path = colon + 1;
+        } else {
+                size_t readable = 0;
+                for (size_t i = 0; i < d->n_parts; i++)
+                        if (bv_files_is_ext(d->parts[i].fstype)) {
+                                readable++;
+                                idx = (ssize_t)i;
+                        }
+                if (readable != 1 && d->n_parts != 1) {
+                        log_error("snapshot %.8s holds %zu partitions: name one, as p1:%s (see 'blkvault files "
+                                  "REPO %.8s ls')", d->snap->id, d->n_parts, arg, d->snap->id);
+                        return EXIT_USAGE;
+                }
+                if (d->n_parts == 1)
+                        idx = 0;
+        }
+        if (ret->path[0] != '/') {
+                log_error("'%s': a path in the filesystem starts with '/'", arg);
+                return EXIT_USAGE;
+        }
+        r = part_open(d, (size_t)idx);
+        if (r != EXIT_OK)
+                return r;
+        ret->part = (size_t)idx;
+        ret->fs = d->ext[idx];
+        if (colon) {
+                static _Thread_local char prefixes[4][80];
+                static _Thread_local unsigned next;
+                char *p = prefixes[next++ % ELEMENTSOF(prefixes)];
+                snprintf(p, sizeof(prefixes[0]), "%.*s:", (int)MIN((size_t)(colon - arg), (size_t)70), arg);
+                ret->prefix = p;
+        }
+        return EXIT_OK;
+}
+
+char *files_display(const char *prefix, const char *path)
+{
+        _cleanup_free_ char *s = NULL;
+
+        if (asprintf(&s, "%s%s", prefix, path) < 0)
+                return NULL;
+        return escape_text(s, 0);
+}
+
+char *files_join(const char *dir, const char *name)
+{
+        char *s;
+        size_t n = strlen(dir);
+
+        if (asprintf(&s, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name) < 0)
+                return NULL;
+        return s;
+}
+
+int files_error(BvExt *fs, int r, const char *what, const char *prefix, const char *path)
+{
+        _cleanup_free_ char *name = files_display(prefix, path);
+        const char *text = fs ? bv_ext_error_text(fs) : NULL;
+
+        if (r == -EBADMSG || r == -EUCLEAN)
+                return log_error_errno(r, "cannot %s '%s': %s data at offset %llu of the snapshot", what,
+                                       name ? name : path, r == -EBADMSG ? "damaged" : "missing",
+                                       (unsigned long long)bv_ext_bad_offset(fs));
+        if (r == -EIO && text) {
+                log_error("cannot %s '%s': %s", what, name ? name : path, text);
+                return EXIT_ERROR;
+        }
+        return log_error_errno(r, "cannot %s '%s'", what, name ? name : path);
+}
+
+static void mode_string(uint32_t mode, char out[11])
+{
+        static const char types[] = { [S_IFDIR >> 12] = 'd', [S_IFLNK >> 12] = 'l', [S_IFCHR >> 12] = 'c',
+                                      [S_IFBLK >> 12] = 'b', [S_IFIFO >> 12] = 'p', [S_IFSOCK >> 12] = 's',
+                                      [S_IFREG >> 12] = '-' };
+        char t = types[(mode >> 12) & 0xf];
+
+        out[0] = t ? t : '?';
+        for (int i = 0; i < 9; i++)
+                out[1 + i] = (mode & (0400u >> i)) ? "rwxrwxrwx"[i] : '-';
+        if (mode & S_ISUID)
+                out[3] = out[3] == 'x' ? 's' : 'S';
+        if (mode & S_ISGID)
+                out[6] = out[6] == 'x' ? 's' : 'S';
+        if (mode & S_ISVTX)
+                out[9] = out[9] == 'x' ? 't' : 'T';
+        out[10] = 0;
+}
+
+/* One line of ls: mode, owner, group, size, mtime, name (and " -> target"). */
+static int ls_line(FilesPath *fp, uint32_t ino, const char *path, const char *shown)
+{
+        BvExtStat st;
+        char mode[11], when[32];
+        struct tm tm;
+        time_t t;
+        int r = bv_ext_stat(fp->fs, ino, &st);
+
+        if (r < 0)
+                return files_error(fp->fs, r, "read", fp->prefix, path);
+        mode_string(st.mode, mode);
+        t = (time_t)st.mtime;
+        if (!localtime_r(&t, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+                snprintf(when, sizeof(when), "@%lld", (long long)st.mtime);
+        _cleanup_free_ char *name = escape_text(shown, 0), *target = NULL, *etarget = NULL;
+        if (S_ISLNK(st.mode)) {
+                r = bv_ext_readlink(fp->fs, ino, &target);
+                if (r < 0)
+                        return files_error(fp->fs, r, "read the link", fp->prefix, path);
+                etarget = escape_text(target, 0);
+        }
+        printf("%s %5u %5u %12llu %s %s%s%s\n", mode, st.uid, st.gid, (unsigned long long)st.size, when,
+               name ? name : "?", etarget ? " -> " : "", etarget ? etarget : "");
+        return EXIT_OK;
+}
+
+static int files_ls_parts(FilesDisk *d)
+{
+        for (size_t i = 0; i < d->n_parts; i++) {
+                const BvFilesPart *p = &d->parts[i];
+                char name[16], size[32];
+                part_name(p, name, sizeof(name));
+                _cleanup_free_ char *label = escape_text(p->label[0] ? p->label : p->partname, 64);
+                printf("%-4s %-6s %10s  offset %-12llu %s\n", p->number ? name : "-", p->fstype ? p->fstype : "?",
+                       format_bytes(p->size, size), (unsigned long long)p->offset, label ? label : "");
+        }
+        return EXIT_OK;
+}
+
+static int files_ls(FilesDisk *d, const char *arg)
+{
+        FilesPath fp;
+        uint32_t ino;
+        BvExtStat st;
+        BvExtEntry *ents;
+        size_t n;
+        int r, ec = EXIT_OK;
+
+        if (!arg && d->n_parts > 1)
+                return files_ls_parts(d);
+        r = files_resolve(d, arg ? arg : "/", &fp);
+        if (r != EXIT_OK)
+                return r;
+        r = bv_ext_lookup(fp.fs, fp.path, false, &ino);
+        if (r >= 0)
+                r = bv_ext_stat(fp.fs, ino, &st);
+        if (r < 0)
+                return files_error(fp.fs, r, "list", fp.prefix, fp.path);
+        if (!S_ISDIR(st.mode))
+                return ls_line(&fp, ino, fp.path, fp.path);
+        r = bv_ext_readdir(fp.fs, ino, &ents, &n);
+        if (r < 0)
+                return files_error(fp.fs, r, "list", fp.prefix, fp.path);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = files_join(fp.path, ents[i].name);
+                r = path ? ls_line(&fp, ents[i].ino, path, ents[i].name) : log_error_errno(-ENOMEM, "cannot list");
+                ec = ec == EXIT_OK ? r : ec;
+        }
+        bv_ext_entries_free(ents, n);
+        return ec;
+}
+
+static int cat_sink(const void *buf, size_t len, uint64_t offset _unused_, void *userdata _unused_)
+{
+        static const uint8_t zero[65536];
+
+        if (buf)
+                return bv_write_all(STDOUT_FILENO, buf, len);
+        for (size_t done = 0; done < len;) {
+                size_t k = MIN(len - done, sizeof(zero));
+                int r = bv_write_all(STDOUT_FILENO, zero, k);
+                if (r < 0)
+                        return r;
+                done += k;
+        }
+        return 0;
+}
+
+static int files_cat(FilesDisk *d, const char *arg)
+{
+        FilesPath fp;
+        uint32_t ino;
+        int r = files_resolve(d, arg, &fp);
+
+        if (r != EXIT_OK)
+                return r;
+        r = bv_ext_lookup(fp.fs, fp.path, true, &ino);
+        if (r >= 0)
+                r = bv_ext_read(fp.fs, ino, cat_sink, NULL);
+        if (r == -EPIPE)
+                return EXIT_ERROR;
+        if (r < 0)
+                return files_error(fp.fs, r, r == -EISDIR ? "print" : "read", fp.prefix, fp.path);
+        return EXIT_OK;
+}
+
+/* find: path, then (for a directory) everything below it, depth first in name order. */
+static int find_walk(FilesPath *fp, uint32_t ino, const char *path, const char *name, const FilesOptions *o)
+{
+        BvExtStat st;
+        BvExtEntry *ents;
+        size_t n;
+        int r = bv_ext_stat(fp->fs, ino, &st), ec = EXIT_OK;
+
+        if (r < 0)
+                return files_error(fp->fs, r, "read", fp->prefix, path);
+        if (!o->name_glob || fnmatch(o->name_glob, name, 0) == 0) {
+                _cleanup_free_ char *shown = files_display(fp->prefix, path);
+                printf("%s\n", shown ? shown : path);
+        }
+        if (!S_ISDIR(st.mode))
+                return EXIT_OK;
+        r = bv_ext_readdir(fp->fs, ino, &ents, &n);
+        if (r < 0)
+                return files_error(fp->fs, r, "list", fp->prefix, path);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *sub = files_join(path, ents[i].name);
+                r = sub ? find_walk(fp, ents[i].ino, sub, ents[i].name, o) : log_error_errno(-ENOMEM, "cannot list");
+                ec = ec == EXIT_OK ? r : ec;
+        }
+        bv_ext_entries_free(ents, n);
+        return ec;
+}
+
+static int files_find(FilesDisk *d, const char *arg, const FilesOptions *o)
+{
+        FilesPath fp;
+        uint32_t ino;
+        int r = files_resolve(d, arg ? arg : "/", &fp);
+
+        if (r != EXIT_OK)
+                return r;
+        r = bv_ext_lookup(fp.fs, fp.path, true, &ino);
+        if (r < 0)
+                return files_error(fp.fs, r, "find", fp.prefix, fp.path);
+        const char *base = strrchr(fp.path, '/');
+        return find_walk(&fp, ino, fp.path, base && base[1] ? base + 1 : fp.path, o);
+}
+
+/* Whether n arguments after the command fit it; else the usage error. */
+static bool args_fit(const char *cmd, int n)
+{
+        static const struct {
+                const char *name, *form;
+                int min, max;
+        } forms[] = {
+                { "ls", "ls [PATH]", 0, 1 },         { "cat", "cat PATH", 1, 1 },
+                { "get", "get PATH... DEST", 2, -1 }, { "find", "find [PATH]", 0, 1 },
+                { "diff", "diff SNAPSHOT2 [PATH]", 1, 2 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(forms); i++)
+                if (strcmp(cmd, forms[i].name) == 0) {
+                        if (n >= forms[i].min && (forms[i].max < 0 || n <= forms[i].max))
+                                return true;
+                        char form[80];
+                        snprintf(form, sizeof(form), "REPO SNAPSHOT %s", forms[i].form);
+                        usage_error("files", form);
+                        return false;
+                }
+        usage_error("files", "REPO SNAPSHOT ls|cat|get|find|diff ...");
+        return false;
+}
+
+int cmd_files(int argc, char **argv)
+{
+        SecretArgs sargs = {};
+        FilesOptions o = {};
+        const CliOption options[] = {
+                CLI_STR("name", &o.name_glob),
+                CLI_FLAG("content", &o.content),
+                CLI_FLAG("force", &o.force),
+                {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "files", .usage = usage_text, .options = options, .secret = &sargs,
+                            .args = "REPO SNAPSHOT COMMAND [ARG]...", .repo = true);
+        const char *path = argv[optind], *spec = argv[optind + 1], *cmd = argv[optind + 2];
+        char **args = argv + optind + 3;
+        int n = argc - optind - 3, r;
+
+        if (!args_fit(cmd, n))
+                return EXIT_USAGE;
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
+        FilesDisk d = {};
+        r = files_disk_open(repo, spec, &d);
+        if (r == EXIT_OK) {
+                if (strcmp(cmd, "ls") == 0)
+                        r = files_ls(&d, n ? args[0] : NULL);
+                else if (strcmp(cmd, "cat") == 0)
+                        r = files_cat(&d, args[0]);
+                else if (strcmp(cmd, "get") == 0)
+                        r = files_get(&d, args, n, &o);
+                else if (strcmp(cmd, "find") == 0)
+                        r = files_find(&d, n ? args[0] : NULL, &o);
+                else
+                        r = files_diff(repo, &d, args[0], n > 1 ? args[1] : NULL, &o);
+        }
+        if (fflush(stdout) != 0 && r == EXIT_OK)
+                r = log_error_errno(-errno, "cannot write to standard output");
+        files_disk_close(&d);
+        return r;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * blkvault files: a snapshot's filesystems read in-process (cmd-files.c; get in files-get.c,
+ * diff in files-diff.c). A FilesDisk is one snapshot opened for reading: its image, its
+ * partitions, and each ext filesystem opened on first use.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ext-files.h"
+#include "files-parts.h"
+#include "image.h"
+#include "repo.h"
+
+typedef struct FilesDisk {
+        const BvSnapshot *snap;
+        BvImage *img;
+        BvFilesDev dev;
+        BvFilesPart *parts;
+        size_t n_parts;
+        const char *table;
+        BvExt **ext; /* per partition, opened on first use */
+} FilesDisk;
+
+/* A path of a snapshot resolved: its filesystem, the path inside it, and the name to show
+ * ("p1:/etc/hosts" or "/etc/hosts" as given). */
+typedef struct FilesPath {
+        FilesDisk *disk;
+        BvExt *fs;
+        size_t part;
+        const char *path;
+        const char *prefix; /* "p1:" or "" */
+} FilesPath;
+
+/* Opens snapshot spec of repo and its partition table; reports; returns an exit code. */
+int files_disk_open(BvRepo *repo, const char *spec, FilesDisk *d);
+void files_disk_close(FilesDisk *d);
+/* arg ("p1:/etc", "LABEL:/etc", "/etc" on a disk with one filesystem we read) into ret;
+ * reports; returns an exit code. */
+int files_resolve(FilesDisk *d, const char *arg, FilesPath *ret);
+/* The error r met reading name in fs (what: "read", "list"...) said once, with the snapshot
+ * offset of damaged data; returns the exit code. */
+int files_error(BvExt *fs, int r, const char *what, const char *prefix, const char *path);
+/* "prefix + path" escaped for a terminal (malloc'd; NULL if out of memory). */
+char *files_display(const char *prefix, const char *path);
+/* "/a/b" + "c" = "/a/b/c" (malloc'd). */
+char *files_join(const char *dir, const char *name);
+
+typedef struct FilesOptions {
+        const char *name_glob; /* find --name */
+        bool content;          /* diff --content */
+        bool force;            /* get --force */
+} FilesOptions;
+
+int files_get(FilesDisk *d, char **args, int n, const FilesOptions *o);
+int files_diff(BvRepo *repo, FilesDisk *d, const char *spec2, const char *path, const FilesOptions *o);
