@@ -381,7 +381,9 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 if (rj->repo_bytes)
                         run->repo_bytes = rj->repo_bytes;
                 run->n_failed += rj->result < 0;
-                run->cancelled |= bv_job_cancelled(); /* also while the last job ran */
+                /* also while the last job ran; one that finished before the signal is done (the
+                 * jobs after it are left out above) */
+                run->cancelled |= rj->result < 0 && bv_job_cancelled();
         }
         return 0;
 }

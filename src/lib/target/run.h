@@ -66,7 +66,8 @@ typedef struct BvTargetRun {
         int result;             /* 0, or -errno of the step that failed before the jobs */
         const char *step;       /* "lock", "unlock", "probe", "mount", "unmount", "close", "power-off" */
         bool powered_off;       /* power-off = yes, and it was done */
-        bool cancelled;         /* bv_job_cancel: the jobs not yet started were left out */
+        bool cancelled;         /* bv_job_cancel: a job failed by it, or the jobs not yet started were left out
+                                 * (not when it came after the last job was done) */
         BvTargetRunJob *jobs;
         size_t n_jobs, n_failed;
         uint64_t bytes_new, bytes_stored;
