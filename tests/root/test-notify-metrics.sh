@@ -97,7 +97,7 @@ grep -qx "warning: the notify command (failure of job-a@usb-1) exited with statu
 bv target run usb-1 "${opts[@]}" >/dev/null 2>"$T/err" || true
 grep -qx "warning: the notify command (failure of job-a@usb-1) exited with status 3" "$T/err" || { cat "$T/err"; die "a failed notification is not tried again"; }
 
-# metrics = no writes none; a directory that does not exist is warned about
+# metrics = no: no textfile is written; a directory that does not exist is warned about
 rm "$prom"
 sed -i "s|^metrics = .*|metrics = no|" "$conf"
 bv status --check-age --config="$conf" >/dev/null 2>&1 || true
