@@ -223,6 +223,8 @@ int bv_fs_used_open(BvSource *inner, bool snapshot, BvFsUsedMap *ret_map, BvSour
         why[0] = '\0';
         *ret_map = (BvFsUsedMap){ .size = bv_source_size(inner) };
         *ret = inner;
+        if (!problem && bv_source_changed_map(inner))
+                problem = "it reads only what changed already (a changed-block map)";
         if (problem) {
                 snprintf(why, why_size, "%s", problem);
                 return 0;

@@ -39,6 +39,9 @@ typedef struct BvTargetRunJob {
         uint64_t size, bytes_new, bytes_read;
         bool thin;              /* the source is a thin volume's snapshot, read with a thin delta */
         char read_whole_because[800]; /* thin: why everything was read, or "" */
+        bool used_only;         /* used-only = yes: the free bytes it did not read, or why it read */
+        uint64_t bytes_free_skipped; /* everything ("" when it did not) */
+        char used_why[256];
         uint64_t problems;      /* verify's */
         bool pruned;            /* the job has keep-*: prune and gc ran */
         size_t kept, forgotten; /* the job's snapshots */
