@@ -30,17 +30,7 @@ detach_loop "$loop"
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
 bv backup "$repo" "$img" --name=disk >/dev/null
-export RCLONE_CONFIG=$T/rclone.conf
-cat >"$RCLONE_CONFIG" <<EOF
-[gw]
-type = s3
-provider = Other
-access_key_id = $S3_KEY
-secret_access_key = $S3_SECRET
-endpoint = $AWS_ENDPOINT_URL
-region = us-east-1
-force_path_style = true
-EOF
+s3_rclone_remote
 rclone copy --exclude 'locks/**' --exclude 'tmp/**' --exclude 'leases/**' "$repo" gw:bvmount/m \
     || die "rclone copy failed"
 sleep 1.1

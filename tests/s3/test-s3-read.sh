@@ -34,17 +34,7 @@ npacks=$(find "$repo/packs" -name '*.pack' | wc -l)
 [ "$npacks" -ge 2 ] || die "expected several packs, got $npacks"
 
 # upload: rclone with an S3 remote on the server, keys = the relative paths (no locks, no tmp)
-export RCLONE_CONFIG=$T/rclone.conf
-cat >"$RCLONE_CONFIG" <<EOF
-[gw]
-type = s3
-provider = Other
-access_key_id = $S3_KEY
-secret_access_key = $S3_SECRET
-endpoint = $AWS_ENDPOINT_URL
-region = us-east-1
-force_path_style = true
-EOF
+s3_rclone_remote
 rclone copy --exclude 'locks/**' --exclude 'tmp/**' --exclude 'leases/**' "$repo" gw:bvread/site/a \
     || die "rclone copy failed"
 loc=s3://bvread/site/a
