@@ -483,7 +483,7 @@ static const char mount_usage[] =
         "  --partition=N            mount partition N (default: the whole disk's filesystem, or the\n"
         "                           first partition holding a known filesystem)\n"
         "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
 static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
@@ -519,7 +519,7 @@ int cmd_mount(int argc, char **argv)
         const CliOption options[] = {
                 CLI_PARSED("partition", parse_partition, &partition),
                 CLI_PARSED("cache", parse_cache_size, &cache),
-                {},
+                POINT_IN_TIME_OPTION(&sargs), {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "mount", .usage = mount_usage, .options = options, .secret = &sargs,
                                         .args = "REPO SNAPSHOT MOUNTPOINT", .repo = true);

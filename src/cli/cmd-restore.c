@@ -23,7 +23,7 @@ static const char usage_text[] =
         "  --skip-damaged           write damaged or missing data as zeroes and list those ranges (exit 4)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 static const char *damage_reason(const BvRestoreDamage *d)
 {
@@ -166,7 +166,7 @@ int cmd_restore(int argc, char **argv)
                 CLI_PARSED("threads", parse_threads, &opts.threads),
                 CLI_FLAG("force", &force),
                 CLI_FLAG("skip-damaged", &opts.skip_damaged),
-                {},
+                POINT_IN_TIME_OPTION(&sargs), {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "restore", .usage = usage_text, .options = options, .secret = &sargs,
                                         .args = "REPO SNAPSHOT DEST", .repo = true);
