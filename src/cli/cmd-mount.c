@@ -500,7 +500,10 @@ static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
                 log_error("'%s' is already a mountpoint", s->mountpoint);
                 return EXIT_IN_USE;
         }
-        if (!realpath(repo, s->repo))
+        /* an s3:// location is not a path */
+        if (strncmp(repo, "s3://", 5) == 0)
+                snprintf(s->repo, sizeof(s->repo), "%s", repo);
+        else if (!realpath(repo, s->repo))
                 return log_open_error(repo, -errno);
         state_dir_for(s->mountpoint, s->dir, sizeof(s->dir));
         return EXIT_OK;

@@ -34,17 +34,7 @@ npacks=$(find "$repo/packs" -name '*.pack' | wc -l)
 [ "$npacks" -ge 2 ] || die "expected several packs, got $npacks"
 
 # upload: rclone with an S3 remote on the server, keys = the relative paths (no locks, no tmp)
-export RCLONE_CONFIG=$T/rclone.conf
-cat >"$RCLONE_CONFIG" <<EOF
-[gw]
-type = s3
-provider = Other
-access_key_id = $S3_KEY
-secret_access_key = $S3_SECRET
-endpoint = $AWS_ENDPOINT_URL
-region = us-east-1
-force_path_style = true
-EOF
+s3_rclone_remote
 rclone copy --exclude 'locks/**' --exclude 'tmp/**' --exclude 'leases/**' "$repo" gw:bvread/site/a \
     || die "rclone copy failed"
 loc=s3://bvread/site/a
@@ -131,6 +121,16 @@ expect_fail 2 "point-in-time" bv list --point-in-time=yesterday-ish "$loc"
 AWS_SECRET_ACCESS_KEY=wrong expect_fail 9 "HTTP 403" bv list "$loc"
 port=$(free_port)
 AWS_ENDPOINT_URL=http://127.0.0.1:$port AWS_MAX_ATTEMPTS=1 expect_fail 1 "127.0.0.1:$port" bv list "$loc"
+# the store failing while a restore reads the packs (every pack request answered 503 SlowDown
+# beyond the retries): the restore fails naming the object and the answer, and leaves nothing
+fault_proxy_start
+echo "503 1000 /bvread/site/a/packs/" >"$FAULTS"
+AWS_ENDPOINT_URL=$FAULT_URL AWS_MAX_ATTEMPTS=2 expect_fail 1 "packs/.*HTTP 503" \
+    bv restore "$loc" one "$T/r-fault.img"
+[ ! -e "$T/r-fault.img" ] || die "a failed restore left its file"
+ls "$T" | grep -q 'r-fault' && die "a failed restore left a temporary file: $(ls "$T")"
+: >"$FAULTS"
+
 # writing is not there yet: refused, saying so
 expect_fail 1 "S3" bv backup "$loc" "$img" --name=four
 echo ok
