@@ -8,13 +8,14 @@ build=(meson ninja-build pkg-config gcc git
        liburing-dev libzstd-dev libssl-dev libblkid-dev libjson-c-dev
        libcryptsetup-dev libsystemd-dev libinih-dev nbdkit nbdkit-plugin-dev libnbd-dev
        libcurl4-openssl-dev libxml2-dev   # the S3 client (src/lib/backend/s3-*)
-       libext2fs-dev   # blkvault files: ext2/3/4 read through an io_manager (src/lib/fs/ext-files.c)
+       libext2fs-dev   # ext2/3/4 in src/lib/fs: used blocks (used-ext.c), files through an io_manager (ext-files.c)
        bash-completion   # its pkg-config file says where the completion goes; the test loads it
        clang libclang-rt-14-dev)   # clang and libFuzzer: the fuzz build (scripts/fuzz.sh)
 # real package names only: a virtual or wrong name is never "installed", so every run would call
 # apt-get update (nbdfuse is in libnbd-bin)
 runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
+         partclone dosfstools ntfs-3g   # used blocks of XFS, btrfs, FAT, NTFS (src/lib/fs/); mkfs.vfat, mkntfs in tests
          kmod time thin-provisioning-tools   # thin_restore/thin_delta: tests/unit/test-thin-delta
          openssl man-db   # the openssl command (test data) and man (test-man): libssl-dev pulls neither
          curl   # the S3 tests make their buckets with curl --aws-sigv4 (tests/s3/s3-lib.sh)

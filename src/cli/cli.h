@@ -313,6 +313,13 @@ struct json_object *json_snapshot(const BvSnapshot *s);
 int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n);
 int json_add_members(struct json_object *o, struct json_object *from);
 
+/* used-report.c: what a --used-only read skipped, per partition (why: why the source was read
+ * whole, "" when it was not): the "used_only" member of --json (NULL: out of memory), and the
+ * lines after the backup's result (with json only the warning that it was read whole). */
+struct BvFsUsedMap;
+struct json_object *json_used_only(const struct BvFsUsedMap *m, const char *why);
+void log_used_only(const struct BvFsUsedMap *m, const char *why, const char *source, bool json);
+
 /* The signal (SIGINT, SIGTERM, SIGHUP) that asked a long command (restore, a target's run) to
  * stop, once catch_interrupts installed the one handler of these signals; 0 until then. The
  * handler sets it, then calls cancel (async-signal-safe; NULL: none), e.g. bv_job_cancel: the

@@ -15,6 +15,7 @@
 #include "mounts.h"
 #include "snapshot-json.h"
 #include "snapshot.h"
+#include "used-source.h"
 
 static const char usage_text[] =
         "Usage: blkvault backup REPO SOURCE [OPTIONS]\n\n"
@@ -38,17 +39,33 @@ static const char usage_text[] =
         "  --thin-delta=FILE        an LVM thin snapshot: FILE is thin_delta's XML from the thin device\n"
         "                           the last snapshot of the same name read to SOURCE; only the ranges\n"
         "                           it marks changed are read\n"
+        "  --used-only              read only the blocks the filesystems inside SOURCE use (ext2/3/4;\n"
+        "                           partition tables and other filesystems are read whole); free blocks\n"
+        "                           are stored as holes. Only for an image no process writes, or a device\n"
+        "                           not mounted read-write; anything else is read whole, saying why\n"
         "  --wait                   wait for another writer instead of failing\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
+/* --used-only: what the source's map said, and why it was read whole ("" when it was not). */
+typedef struct UsedOnly {
+        bool on;
+        BvFsUsedMap map;
+        char why[256];
+} UsedOnly;
+
+static void used_only_done(UsedOnly *u)
+{
+        bv_fs_used_map_done(&u->map);
+}
+
 /* The new snapshot, its stats nested as list prints them, and how the source was read. Until
  * 0.3 the stats are also repeated at the top level, where earlier releases printed them. */
-static struct json_object *backup_json(const BvBackupStats *s, const char *name)
+static struct json_object *backup_json(const BvBackupStats *s, const char *name, const UsedOnly *u)
 {
         _cleanup_(json_object_putp) struct json_object *stats = bv_snapshot_stats_json(&s->counts);
-        _cleanup_(json_object_putp) struct json_object *o = NULL;
+        _cleanup_(json_object_putp) struct json_object *o = NULL, *used = u->on ? json_used_only(&u->map, u->why) : NULL;
 
-        if (!stats)
+        if (!stats || (u->on && !used))
                 return NULL;
         o = BV_JSON_OBJECT({ "snapshot", json_object_new_string(s->snapshot_id) },
                            { "name", json_object_new_string(name) },
@@ -65,21 +82,23 @@ static struct json_object *backup_json(const BvBackupStats *s, const char *name)
                            { s->packs_resumed ? "resumed_packs" : NULL,
                              s->packs_resumed ? json_object_new_uint64(s->packs_resumed) : NULL },
                            { s->packs_resumed ? "resumed_bytes" : NULL,
-                             s->packs_resumed ? json_object_new_uint64(s->bytes_resumed) : NULL });
+                             s->packs_resumed ? json_object_new_uint64(s->bytes_resumed) : NULL },
+                           { used ? "used_only" : NULL, used ? json_object_get(used) : NULL });
         if (!o || json_add_members(o, stats) < 0)
                 return NULL;
         return TAKE_PTR(o);
 }
 
 /* The result line, or the JSON document with --json. */
-static int backup_report(const BvBackupStats *stats, const char *name, const char *source, bool json)
+static int backup_report(const BvBackupStats *stats, const char *name, const char *source, bool json,
+                         const UsedOnly *u)
 {
         const char *base = strrchr(source, '/');
 
         if (!name)
                 name = strcmp(source, "-") == 0 ? "stdin" : base ? base + 1 : source;
         if (json) {
-                _cleanup_(json_object_putp) struct json_object *o = backup_json(stats, name);
+                _cleanup_(json_object_putp) struct json_object *o = backup_json(stats, name, u);
                 if (!o)
                         return log_error_errno(-ENOMEM, "cannot print the result");
                 json_print(o);
@@ -99,6 +118,8 @@ static int backup_report(const BvBackupStats *stats, const char *name, const cha
                         log_info("read only what changed since snapshot %.8s: %s", stats->changed_from,
                                  format_bytes(stats->counts.bytes_read, a));
         }
+        if (u->on && !stats->reused_from[0])
+                log_used_only(&u->map, u->why, source, json);
         if (stats->counts.bytes_map_wrong > 0)
                 log_warning("the changed-block map was wrong: %llu bytes it called unchanged had changed (this "
                             "snapshot read them; do not trust the map: recreate the bitmap or the copy)",
@@ -236,7 +257,8 @@ static bool backup_interrupted(void)
 
 /* Opens the source and backs it up: bv_backup's result, or an exit code (> 0) once the source
  * did not open (reported). */
-static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, bool json, BvBackupStats *ret)
+static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, bool json, UsedOnly *u,
+                       BvBackupStats *ret)
 {
         Progress progress;
         BvSource *src = NULL;
@@ -248,6 +270,15 @@ static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, 
         if (r < 0) {
                 progress_done(&progress);
                 return open_error(r, source, &opts->source);
+        }
+        if (u->on) {
+                bv_fs_used_map_done(&u->map);
+                r = bv_fs_used_open(src, false, &u->map, &src, u->why, sizeof(u->why));
+                if (r < 0) {
+                        bv_source_free(src);
+                        progress_done(&progress);
+                        return log_error_errno(r, "cannot map the used blocks of '%s'", source);
+                }
         }
         if (bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
                 warn_mounted_rw(source);
@@ -308,6 +339,7 @@ int cmd_backup(int argc, char **argv)
         SecretArgs sargs = {};
         BvBackupOptions opts = {};
         bool json = false, wait = false;
+        _cleanup_(used_only_done) UsedOnly used = {};
         const CliOption options[] = {
                 CLI_STR("name", &opts.name),
                 CLI_FLAG("json", &json),
@@ -319,6 +351,7 @@ int cmd_backup(int argc, char **argv)
                 CLI_STR("dirty-bitmap", &opts.source.dirty_bitmap),
                 CLI_STR("compare-with", &opts.source.compare_with),
                 CLI_STR("thin-delta", &opts.source.thin_delta),
+                CLI_FLAG("used-only", &used.on),
                 CLI_FLAG("wait", &wait),
                 {},
         };
@@ -366,18 +399,21 @@ int cmd_backup(int argc, char **argv)
         BvBackupStats stats = {};
         uint64_t error_offset = UINT64_MAX;
         opts.ret_error_offset = &error_offset;
-        r = backup_once(repo, source, &opts, json, &stats);
+        r = backup_once(repo, source, &opts, json, &used, &stats);
         if (r == -ENOSPC && strcmp(source, "-") != 0) {
                 int q = collect_for_room(path, &repo, flags);
                 if (q < 0)
                         return log_error_errno(q, "cannot open '%s' again after collecting garbage", path);
                 if (q > 0)
-                        r = backup_once(repo, source, &opts, json, &stats);
+                        r = backup_once(repo, source, &opts, json, &used, &stats);
         }
         if (r > 0)
                 return r; /* the source did not open: reported */
         if (r == -ECANCELED && interrupted)
                 return report_interrupt(source, &kept);
+        if (r == -ESTALE && used.on)
+                return log_error_errno(r, "backup of '%s' failed: it changed while its used blocks were read "
+                                          "(another process wrote it; nothing was published)", source);
         if (r == -EIO && error_offset != UINT64_MAX)
                 return log_error_errno(r, "backup of '%s' failed: cannot read it at offset %llu (0x%llx) "
                                           "(nothing was published; --skip-unreadable stores such blocks "
@@ -388,8 +424,8 @@ int cmd_backup(int argc, char **argv)
         /* --compare-with and --thin-delta sources read with pread by design; an unchanged
          * file is not read at all: neither says anything about io_uring */
         if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source) && !opts.source.compare_with &&
-            !opts.source.thin_delta && stats.counts.bytes_read > 0)
+            !opts.source.thin_delta && !used.on && stats.counts.bytes_read > 0)
                 log_info("note: io_uring is unavailable, read with pread");
         warn_read_everything(&opts.source, &stats, source);
-        return backup_report(&stats, opts.name, source, json);
+        return backup_report(&stats, opts.name, source, json, &used);
 }

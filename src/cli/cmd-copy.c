@@ -73,16 +73,12 @@ static int copy_report(const BvCopyStats *s, const char *dst, bool json)
         return EXIT_OK;
 }
 
-/* DST made related to SRC when it holds no repository, reporting a failure; an exit code. */
-static int prepare_dst(BvRepo *src, const char *srcpath, const char *dst, const SecretArgs *dargs)
+DEFINE_TRIVIAL_CLEANUP_FUNC(BvCopyDst, bv_copy_dst_close)
+
+/* Why DST did not open (r), said; an exit code. */
+static int open_dst_error(int r, const BvRepoProblem *problem, const char *srcpath, const char *dst, bool given)
 {
-        BvSecret dsecret = {};
-        bool given = dargs->key_file || dargs->passphrase_file || dargs->passphrase_fd || dargs->passphrase_command;
-        bool created = false;
-        if (given && secret_get(dargs, true, false, &dsecret) < 0)
-                return EXIT_KEY;
-        int r = bv_copy_prepare(src, dst, given ? &dsecret : NULL, &created);
-        secret_done(&dsecret);
+        int e;
         if (r == -EXDEV) {
                 log_error("'%s' is a repository not related to '%s': copy goes only between related repositories "
                           "(the same id and keys); to make one, copy into a location that does not exist yet "
@@ -100,32 +96,38 @@ static int prepare_dst(BvRepo *src, const char *srcpath, const char *dst, const 
                 log_error("'%s' is not encrypted: a DST secret would protect nothing", srcpath);
                 return EXIT_USAGE;
         }
+        if (r == -EBADMSG && !problem->path[0]) {
+                log_error("the config of '%s' does not authenticate under the keys of '%s': it is not related "
+                          "to it, or it is damaged",
+                          dst, srcpath);
+                return EXIT_USAGE;
+        }
+        if ((e = report_open_problem(dst, problem, r)) >= 0)
+                return e;
+        return log_open_error(dst, r);
+}
+
+/* DST opened, made related to SRC first when it holds no repository; an exit code. */
+static int open_dst(BvRepo *src, const char *srcpath, const char *dst, const SecretArgs *dargs, BvCopyDst **ret)
+{
+        BvSecret dsecret = {};
+        BvRepoProblem problem = {};
+        bool given = dargs->key_file || dargs->passphrase_file || dargs->passphrase_fd || dargs->passphrase_command;
+        bool created = false;
+        if (given && secret_get(dargs, true, false, &dsecret) < 0)
+                return EXIT_KEY;
+        int r = bv_copy_open_dst(src, dst, given ? &dsecret : NULL, false, &problem, &created, ret);
+        secret_done(&dsecret);
         if (r < 0)
-                return log_error_errno(r, "cannot prepare '%s' for a copy of '%s'", dst, srcpath);
+                return open_dst_error(r, &problem, srcpath, dst, given);
         if (created)
                 log_verbose("created '%s', related to '%s'", dst, srcpath);
         else if (given)
                 log_warning("'%s' exists: the --dst-* secret options only seal a repository that copy creates, "
                             "ignoring",
                             dst);
-        return EXIT_OK;
-}
-
-static int open_dst(BvRepo *src, const char *dst, BvRepo **ret)
-{
-        BvRepoProblem problem = {};
-        int r = bv_copy_open_dst(src, dst, false, &problem, ret), e;
-        if (r == -EBADMSG && !problem.path[0]) {
-                log_error("the config of '%s' does not authenticate under the keys of the source: it is not related "
-                          "to it, or it is damaged",
-                          dst);
-                return EXIT_USAGE;
-        }
-        if (r < 0 && (e = report_open_problem(dst, &problem, r)) >= 0)
-                return e;
-        if (r < 0)
-                return log_open_error(dst, r);
-        report_missing_packs(*ret);
+        if (bv_copy_dst_repo(*ret))
+                report_missing_packs(bv_copy_dst_repo(*ret));
         return EXIT_OK;
 }
 
@@ -138,6 +140,9 @@ static int copy_failed(int r, const BvCopyStats *s, const char *src, const char 
         if (r == -EUCLEAN)
                 return log_error_errno(r, "cannot copy from '%s': %s uses an object its index lacks (run 'blkvault "
                                           "verify %s')", src, s->culprit[0] ? s->culprit : "a snapshot", src);
+        if (r == -ESTALE)
+                return log_error_errno(r, "copy to '%s' stopped before '%s': a gc at '%s' moved its epoch since the copy "
+                                          "began; run the copy again", dst, s->culprit, dst);
         if (s->culprit[0])
                 return log_error_errno(r, "copy from '%s' to '%s' failed at '%s'", src, dst, s->culprit);
         return log_error_errno(r, "copy from '%s' to '%s' failed", src, dst);
@@ -167,11 +172,8 @@ int cmd_copy(int argc, char **argv)
         /* the master secret is kept only to seal a new DST by another secret */
         OPEN_REPO_OR_RETURN(src, srcpath, &sargs, BV_OPEN_READ | (dst_secret ? BV_OPEN_KEYS : 0));
         report_snapshot_damage(src);
-        int ec = prepare_dst(src, srcpath, dst, &dargs);
-        if (ec != EXIT_OK)
-                return ec;
-        _cleanup_(bv_repo_closep) BvRepo *dstrepo = NULL;
-        ec = open_dst(src, dst, &dstrepo);
+        _cleanup_(bv_copy_dst_closep) BvCopyDst *dstrepo = NULL;
+        int ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
         if (ec != EXIT_OK)
                 return ec;
 

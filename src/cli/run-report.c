@@ -98,6 +98,19 @@ static void report_thin(const BvTargetRunJob *j)
                j->read_whole_because[0] ? "" : " with the thin delta");
 }
 
+/* A job with used-only = yes: what it read and did not, or why it read everything. */
+static void report_used(const BvTargetRunJob *j)
+{
+        char a[32], b[32], c[32];
+
+        if (j->used_why[0])
+                log_warning("job %s: read whole, not only its used blocks: %s", j->job->name, j->used_why);
+        else
+                printf("job %s: read %s of %s (%llu bytes), only the used blocks: %s free not read\n", j->job->name,
+                       format_bytes(j->bytes_read, a), format_bytes(j->size, b), (unsigned long long)j->bytes_read,
+                       format_bytes(j->bytes_free_skipped, c));
+}
+
 /* A job that succeeded after an interrupted run of it (recorded in prev) or after a killed
  * backup's packs were adopted: says it continued, unless gc deleted what it could continue from. */
 static void report_continued(const BvTargetRun *run, const BvTargetRunJob *j, const BvRunState *prev, bool had_prev)
@@ -163,6 +176,8 @@ static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const Bv
         job_line(run, j, line, sizeof(line));
         if (j->thin && j->snapshot_id[0])
                 report_thin(j);
+        if (j->used_only && j->snapshot_id[0])
+                report_used(j);
         if (j->pruned && j->packs_deleted > 0)
                 printf("job %s: retention kept %zu snapshots, forgot %zu; gc deleted %llu packs, %s\n", name, j->kept,
                        j->forgotten, (unsigned long long)j->packs_deleted, format_bytes(j->bytes_deleted, b));

@@ -121,6 +121,9 @@ cache = 0M
 [export huge]
 repository = /r
 cache = 99999999999T
+[job u1]
+source = command:cat /dev/sdz
+used-only = yes
 EOF
 f=$d/conf.d/10-bad.conf
 cat > "$T/expected" <<EOF
@@ -159,6 +162,7 @@ $f:47: [job c3]: snapshot = yes needs a source that is an LVM logical volume, no
 $f:50: [job k0]: its keep-* rules keep nothing (all 0), so each run would forget every snapshot: keep at least one, or set no keep-* to prune nothing
 $f:56: invalid size '0M' for cache (a size such as 256M: the cache cannot be turned off)
 $f:59: invalid size '99999999999T' for cache (too large: nbdkit takes less than 8E)
+$f:60: [job u1]: used-only = yes needs a source that is a device or an image file, not a command (a stream cannot skip what it does not read)
 EOF
 rc=0
 bv config check --config="$d/blkvault.conf" >"$T/out" 2>"$T/err" || rc=$?

@@ -5,6 +5,8 @@
 # 120 MiB are written. Its job line says what the backup kept. The drive then has less free than
 # the source, but enough with what was kept: the next run deletes nothing before its job (no "gc
 # deleted"), says it continued, stores only what is left, and its snapshot restores bit-exact.
+# A SIGTERM that comes after the job's snapshot was published (during prune) leaves a run that
+# says it was done, not cancelled.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 need_cmd losetup mkfs.ext4 python3
@@ -57,4 +59,32 @@ mount -o ro "$dev" "$T/mnt"
 bv restore "$T/mnt/blkvault" vm "$T/out.img" --key-file="$key" >/dev/null || die "restore"
 umount "$T/mnt"
 assert_same "$T/vm.img" "$T/out.img"
+rm "$T/out.img"
+
+# SIGTERM after the snapshot was published (the run waits for the gc lock to prune): the job is
+# done and the run says so, neither "cancelled" nor "interrupted"; exit 0
+printf 'keep-last = 1\n' >>"$conf"
+randfile "$T/vm.img" 8 resume-late
+repo=$T/run/target-usb-resume/blkvault
+BV_STALL_WRITE=1 stall_start $((2 * MIB)) "$T/late.err" \
+    bash -c 'exec "$@" >"$0"' "$T/late.out" "$BLKVAULT" target run usb-resume "${opts[@]}"
+flock "$repo/locks/gc" -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.1; done" &
+holder=$!
+on_exit "touch '$T/release'"
+for _ in $(seq 300); do [ -e "$T/held" ] && break; sleep 0.1; done
+before=$(ls "$repo/snapshots" | wc -l)
+touch "$T/gate"
+for _ in $(seq 300); do [ "$(ls "$repo/snapshots" | wc -l)" -gt "$before" ] && break; sleep 0.1; done
+[ "$(ls "$repo/snapshots" | wc -l)" -gt "$before" ] || die "the run did not publish its snapshot"
+sleep 0.5 # into prune's wait for locks/gc
+kill -TERM $pid
+touch "$T/release"
+wait $holder
+rc=0
+wait $pid || rc=$?
+pid=
+grep -q "^job vm: snapshot [0-9a-f]\{8\}, 8.0 MiB new, verified$" "$T/late.out" || { cat "$T/late.out" "$T/late.err"; die "late SIGTERM: job line"; }
+assert_eq "$(tail -n1 "$T/late.out")" "target usb-resume: 1 jobs, 0 failed, 8.0 MiB new; safe to unplug"
+! grep -q "interrupted\|cancelled" "$T/late.out" "$T/late.err" || { cat "$T/late.out" "$T/late.err"; die "late SIGTERM: said cancelled"; }
+assert_eq "$rc" 0 "exit status of a run whose job finished before SIGTERM"
 echo ok

@@ -8,12 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "copy.h"
+#include "copy-internal.h"
 #include "fileio.h"
 #include "hex.h"
 #include "macro.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(BvBackend, bv_backend_close);
 
 #define CONFIG_MAX (64u * 1024)
 #define KEY_MAX (64u * 1024)
@@ -34,8 +32,7 @@ static int config_id(BvBackend *b, char ret[2 * BV_REPO_ID_SIZE + 1])
         return 0;
 }
 
-/* 0 when b holds src's repository (same id), -EXDEV another one, -ENOENT none. */
-static int related(BvRepo *src, BvBackend *b)
+int copy_related(BvRepo *src, BvBackend *b)
 {
         char id[2 * BV_REPO_ID_SIZE + 1];
         int r = config_id(b, id);
@@ -143,46 +140,41 @@ static int write_keys(BvRepo *src, BvBackend *b, const BvSecret *dst_secret)
         return r;
 }
 
-int bv_copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, bool *ret_created)
+int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBackend **bp, bool *ret_created)
 {
-        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
-        int r = bv_backend_open(dst, false, &b);
+        int r = bv_backend_open(dst, false, bp);
         if (r == -ENOENT)
-                r = bv_backend_open(dst, true, &b); /* a directory that does not exist yet */
+                r = bv_backend_open(dst, true, bp); /* a directory that does not exist yet */
         else if (r >= 0) {
-                r = related(src, b);
+                r = copy_related(src, *bp);
                 if (r != -ENOENT) {
                         if (r >= 0)
                                 *ret_created = false;
                         return r;
                 }
-                r = dst_fresh(b);
-                if (r > 0) {
-                        bv_backend_close(TAKE_PTR(b));
-                        r = bv_backend_open(dst, true, &b);
+                r = dst_fresh(*bp);
+                /* an empty directory gets its layout; below an S3 prefix there is none to make */
+                if (r > 0 && bv_backend_is_local(*bp)) {
+                        bv_backend_close(*bp);
+                        *bp = NULL;
+                        r = bv_backend_open(dst, true, bp);
                 }
         }
         if (r < 0)
                 return r;
-        r = write_keys(src, b, dst_secret);
+        r = write_keys(src, *bp, dst_secret);
         if (r < 0)
                 return r;
         /* the config last: a location without it is not a repository */
-        r = copy_object(bv_repo_backend(src), b, BV_KIND_CONFIG, NULL, CONFIG_MAX, BV_PUT_CREATE);
+        r = copy_object(bv_repo_backend(src), *bp, BV_KIND_CONFIG, NULL, CONFIG_MAX, BV_PUT_CREATE);
         if (r < 0)
                 return r;
         *ret_created = true;
         return 0;
 }
 
-int bv_copy_open_dst(BvRepo *src, const char *dst, bool wait, BvRepoProblem *ret_problem, BvRepo **ret)
+int copy_open_local(BvRepo *src, const char *dst, bool wait, BvRepoProblem *ret_problem, BvRepo **ret)
 {
-        _cleanup_(bv_backend_closep) BvBackend *b = NULL;
-        int r = bv_backend_open(dst, false, &b);
-        if (r >= 0)
-                r = related(src, b);
-        if (r < 0)
-                return r;
         /* an unencrypted repository takes no secret (its keys are public) */
         BvSecret keys = { .keyring = bv_repo_keyring(src) };
         bool none = bv_repo_config(src)->cipher == BV_CIPHER_NONE;

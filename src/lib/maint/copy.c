@@ -17,13 +17,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "adopt.h"
 #include "backend-s3.h"
 #include "buf.h"
-#include "copy.h"
+#include "copy-internal.h"
 #include "fileio.h"
 #include "group-write.h"
-#include "heal.h"
 #include "macro.h"
 #include "maptree.h"
 #include "timeutil.h"
@@ -43,7 +41,8 @@ typedef struct PackIds {
 } PackIds;
 
 typedef struct Copy {
-        BvRepo *src, *dst;
+        BvRepo *src;
+        CopyDst *d;
         BvIndex *sx, *dx;
         BvBackend *sb, *db;
         BvObjectCodec *scodec, *dcodec;
@@ -112,11 +111,26 @@ static void culprit_pack(Copy *c, const uint8_t id[BV_PACK_ID_SIZE])
 
 /* ---- which snapshots ---- */
 
-static int snap_present(Copy *c, const BvSnapshot *s)
+typedef struct Names {
+        char (*ids)[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        size_t n, cap;
+} Names;
+
+static int name_add(const BvObjEntry *e, void *userdata)
 {
-        char name[2 * BV_SNAPSHOT_ID_SIZE + 8];
-        snprintf(name, sizeof(name), "%s.snap", s->id);
-        return bv_backend_exists(c->db, BV_KIND_SNAPSHOT, name);
+        Names *l = userdata;
+        char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        if (!bv_snapshot_file_id(e->name, id))
+                return 0; /* a protection mark, a temporary file */
+        if (BV_ARRAY_RESERVE(l->ids, l->cap, l->n + 1, 64) < 0)
+                return -ENOMEM;
+        memcpy(l->ids[l->n++], id, sizeof(id));
+        return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+        return strcmp(a, b);
 }
 
 static int pick_snapshots(Copy *c)
@@ -126,6 +140,15 @@ static int pick_snapshots(Copy *c)
         int r = bv_repo_snapshots(c->src, &list, &n);
         if (r < 0)
                 return r;
+        Names there = {};
+        r = bv_backend_list(c->db, BV_KIND_SNAPSHOT, name_add, &there); /* one LIST, not a HEAD each */
+        if (r < 0) {
+                free(there.ids);
+                return r;
+        }
+        if (there.n > 1)
+                qsort(there.ids, there.n, sizeof(*there.ids), id_cmp);
+        _cleanup_free_ char(*there_ids)[2 * BV_SNAPSHOT_ID_SIZE + 1] = there.ids;
         _cleanup_free_ bool *pick = calloc(n + 1, sizeof(bool));
         c->snaps = calloc(n + 1, sizeof(*c->snaps));
         if (!pick || !c->snaps)
@@ -143,10 +166,7 @@ static int pick_snapshots(Copy *c)
         for (size_t i = 0; i < n; i++) {
                 if (c->o->n_snapshots > 0 && !pick[i])
                         continue;
-                r = snap_present(c, list[i]);
-                if (r < 0)
-                        return r;
-                if (r > 0)
+                if (there.n > 0 && bsearch(list[i]->id, there_ids, there.n, sizeof(*there_ids), id_cmp))
                         c->st->snapshots_present++;
                 else
                         c->snaps[c->nsnaps++] = list[i];
@@ -267,7 +287,7 @@ static int pack_sent(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEnt
         c->unflushed += bytes;
         if (c->unflushed >= COPY_FLUSH_BYTES) {
                 c->unflushed = 0;
-                return bv_index_flush(c->dx);
+                return copy_dst_flush(c->d);
         }
         return 0;
 }
@@ -313,13 +333,7 @@ static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEn
         if (r >= 0)
                 r = send_reader(c, rd, w);
         uint64_t size = rd ? bv_obj_reader_size(rd) : 0;
-        if (r >= 0) {
-                r = bv_obj_writer_commit(TAKE_PTR(w), name, BV_PUT_CREATE);
-                if (r == -EEXIST)
-                        r = 0;
-        }
-        if (w)
-                bv_obj_writer_abort(w);
+        r = copy_writer_end(w, name, r);
         if (rd)
                 bv_obj_reader_close(rd);
         if (r < 0)
@@ -336,6 +350,8 @@ static int writer_commit(Copy *c)
         int r = bv_pack_writer_commit(c->w, id, &e, &n);
         if (r == -ENODATA)
                 return 0;
+        if (r >= 0)
+                r = copy_dst_pack_committed(c->d, id);
         if (r < 0)
                 return r;
         c->st->packs_written++;
@@ -370,7 +386,7 @@ static int send_object(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackE
         if (r < 0)
                 return r;
         pace(&c->up, e[0].length);
-        if (bv_pack_writer_size(c->w) >= bv_repo_config(c->dst)->pack_target)
+        if (bv_pack_writer_size(c->w) >= c->d->config.pack_target)
                 return writer_commit(c);
         return 0;
 }
@@ -382,7 +398,7 @@ static int send_objects(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPack
 {
         int r = 0;
         if (!c->w)
-                r = bv_pack_writer_new(bv_repo_dirfd(c->dst, "packs"), c->dcodec, &c->w);
+                r = bv_pack_writer_new(c->d->packs_fd, c->dcodec, &c->w);
         for (size_t i = 0, j; i < n && r >= 0; i = j) {
                 bool any = wanted[i];
                 for (j = i + 1; e[i].type == BV_OBJ_GROUP && j < n && e[j].offset == e[i].offset; j++)
@@ -430,7 +446,7 @@ static int send(Copy *c)
         if (r >= 0 && c->w)
                 r = writer_commit(c);
         if (r >= 0)
-                r = bv_index_flush(c->dx); /* every pack sent is durable: the segment naming them */
+                r = copy_dst_flush(c->d); /* every pack sent is durable: the segment naming them */
         return r;
 }
 
@@ -439,6 +455,8 @@ static int send(Copy *c)
 /* Compaction rewrites the index: never beside a gc (both take locks/gc); a busy lock skips it. */
 static int compact(Copy *c)
 {
+        if (!c->d->repo)
+                return 0; /* a remote DST's segments stay as they are */
         _cleanup_close_ int fd = bv_backend_lock(c->db, BV_LOCK_GC, false);
         if (fd == -EBUSY)
                 return 0;
@@ -453,10 +471,7 @@ static int publish(Copy *c)
 {
         for (size_t i = 0; i < c->nsnaps; i++) {
                 const BvSnapshot *s = c->snaps[i];
-                _cleanup_close_ int lock = bv_backend_lock(c->db, BV_LOCK_COMMIT, true);
-                int r = lock < 0 ? lock : bv_backup_heal(c->dst, c->dcodec, s->root, s->height, s->size);
-                if (r >= 0)
-                        r = bv_snapshot_save(c->db, c->dcodec, s);
+                int r = copy_dst_publish(c->d, c->dcodec, s);
                 if (r == -EEXIST) /* another copy published it meanwhile */
                         r = 0, c->st->snapshots_present++;
                 else if (r >= 0)
@@ -478,7 +493,7 @@ static void requests_add(BvBackend *b, uint64_t *n)
 
 static int copy_run(Copy *c)
 {
-        int r = bv_backup_adopt(c->dst, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
+        int r = copy_dst_adopt(c->d, c->src, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
         if (r >= 0)
                 r = pick_snapshots(c);
         if (r >= 0)
@@ -492,19 +507,20 @@ static int copy_run(Copy *c)
         return r;
 }
 
-int bv_copy(BvRepo *src, BvRepo *dst, const BvCopyOptions *o, BvCopyStats *ret)
+int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *ret)
 {
         BvCopyStats st = {};
         Copy c = {
-                .src = src, .dst = dst, .o = o, .st = &st,
-                .sx = bv_repo_index(src), .dx = bv_repo_index(dst),
-                .sb = bv_repo_backend(src), .db = bv_repo_backend(dst),
+                .src = src, .d = dst, .o = o, .st = &st,
+                .sx = bv_repo_index(src), .dx = dst->x,
+                .sb = bv_repo_backend(src), .db = dst->b,
                 .up = { .rate = o->limit_upload }, .down = { .rate = o->limit_download },
                 .start_ns = bv_now_monotonic_ns(),
         };
         int r = bv_object_codec_new(bv_repo_keyring(src), 0, &c.scodec);
         if (r >= 0)
-                r = bv_object_codec_new(bv_repo_keyring(dst), bv_repo_config(dst)->zstd_level, &c.dcodec);
+                r = bv_object_codec_new(dst->repo ? bv_repo_keyring(dst->repo) : dst->keyring, dst->config.zstd_level,
+                                        &c.dcodec);
         if (r >= 0)
                 r = (c.buf = malloc(MAX(COPY_BUF, bv_object_bound(BV_OBJECT_MAX_RAW)))) ? 0 : -ENOMEM;
         if (r >= 0)

@@ -48,23 +48,29 @@ typedef struct BvCopyStats {
         char culprit[96];
 } BvCopyStats;
 
-/* Copies o's snapshots (every one of SRC by default) from src (opened for reading) to dst
- * (opened with bv_copy_open_dst). A snapshot DST holds already (the same id) is skipped.
- * -EUCLEAN: SRC lacks an object one of its snapshots uses (culprit names the snapshot);
- * -ENOENT: a snapshot named in o is not in SRC; the errors of the backends otherwise. */
-int bv_copy(BvRepo *src, BvRepo *dst, const BvCopyOptions *o, BvCopyStats *ret);
 
-/*
- * DST (copy-init.c). When dst holds no repository (missing, empty, or what an interrupted
- * creation by copy left: key slots and nothing else), it is made related to src: src's key slots
- * as they are (dst_secret NULL: DST opens with every secret that opens SRC), or the master secret
- * sealed by dst_secret as keys/default (src opened with BV_OPEN_KEYS), then src's config as it is,
- * last. *ret_created tells whether it did.
- * -EXDEV: dst is a repository, but not related to src (another repository id); -ENOTEMPTY: dst
- * holds something that is not a repository.
- */
-int bv_copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, bool *ret_created);
-/* Opens dst (prepared) for writing with src's keys: locks/write and a lease, as a backup. -EXDEV
- * when it is not related to src; -EBADMSG when its config does not authenticate under src's keys
- * (the same id, another master secret: not related either, or damaged); bv_repo_open's errors. */
-int bv_copy_open_dst(BvRepo *src, const char *dst, bool wait, BvRepoProblem *ret_problem, BvRepo **ret);
+/* DST as a copy writes it. */
+typedef struct BvCopyDst BvCopyDst;
+/* Opens dst for writing with src's keys, as a backup opens a repository: locks/write and a lease.
+ * A directory is a repository opened for writing (bv_copy_dst_repo); a remote one (s3://) is
+ * written through its backend. When dst holds no repository (missing, empty, or what an
+ * interrupted creation by copy left: key slots and nothing else), it is made related to src
+ * first: src's key slots as they are (dst_secret NULL: DST opens with every secret that opens
+ * SRC), or the master secret sealed by dst_secret as keys/default (src opened with
+ * BV_OPEN_KEYS), then src's config as it is, last; *ret_created tells whether it was.
+ * -EXDEV: dst is a repository not related to src (another repository id); -ENOTEMPTY: dst holds
+ * something that is not a repository; -EBADMSG: its config does not authenticate under src's
+ * keys (the same id, another master secret: not related either, or damaged); -EBUSY: another
+ * writer holds it; bv_repo_open's errors. */
+int bv_copy_open_dst(BvRepo *src, const char *dst, const BvSecret *dst_secret, bool wait, BvRepoProblem *ret_problem,
+                     bool *ret_created, BvCopyDst **ret);
+void bv_copy_dst_close(BvCopyDst *d);
+/* The repository of a local DST; NULL for a remote one. */
+BvRepo *bv_copy_dst_repo(BvCopyDst *d);
+
+/* Copies o's snapshots (every one of SRC by default) from src (opened for reading) to dst
+ * (bv_copy_open_dst). A snapshot DST holds already (the same id) is skipped.
+ * -EUCLEAN: SRC lacks an object one of its snapshots uses (culprit names the snapshot);
+ * -ENOENT: a snapshot named in o is not in SRC; -ESTALE: a remote DST's gc/epoch moved since
+ * the copy opened it (nothing more is published; run it again); the backends' errors otherwise. */
+int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *ret);

@@ -145,7 +145,7 @@ void bv_probe_done(BvProbe *p)
         *p = (BvProbe){};
 }
 
-static int probe_fd(int fd, BvProbe *p)
+int bv_source_probe_fd(int fd, BvProbe *p)
 {
         const ProbeValue values[] = DEVICE_VALUES(p);
         _cleanup_(blkid_free_probep) struct blkid_struct_probe *pr = blkid_new_probe();
@@ -184,7 +184,7 @@ int bv_source_probe(const char *path, BvProbe *ret)
                 return fd;
         if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
                 return -ENODEV;
-        r = probe_fd(fd, &p);
+        r = bv_source_probe_fd(fd, &p);
         if (r < 0) {
                 bv_probe_done(&p);
                 return r;

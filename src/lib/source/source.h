@@ -219,6 +219,9 @@ typedef struct BvProbe {
 /* Fills *ret (zeroed first; bv_probe_done() frees it). Never fails on unrecognised content
  * (an empty probe). */
 int bv_source_probe(const char *path, BvProbe *ret);
+/* The same on an open file or block device (read-only is enough); *ret must be zeroed, and is
+ * partly filled on failure (bv_probe_done() frees it either way). 0 or -errno. */
+int bv_source_probe_fd(int fd, BvProbe *ret);
 void bv_probe_done(BvProbe *p);
 
 /* A block device's stable name: its first link in /dev/disk/by-id, else by-uuid, else by-partuuid

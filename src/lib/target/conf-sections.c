@@ -24,11 +24,11 @@ static const char *const global_keys[] = { "on-success", "on-failure", "notify",
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
-       J_ON_FAILURE };
+       J_ON_FAILURE, J_USED_ONLY };
 static const char *const job_keys[] = {
         "source", "command", "snapshot", "targets", "schedule", "keep-last", "keep-hourly", "keep-daily",
         "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "pre", "post", "max-age", "on-success",
-        "on-failure", NULL,
+        "on-failure", "used-only", NULL,
 };
 
 enum { E_REPOSITORY, E_SNAPSHOT, E_PASSPHRASE_FILE, E_KEY_FILE, E_CACHE };
@@ -378,6 +378,8 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
                 return set_absolute(x, value, &j->source);
         case J_SNAPSHOT:
                 return set_bool(x, value, &j->snapshot);
+        case J_USED_ONLY:
+                return set_bool(x, value, &j->used_only);
         case J_TARGETS:
                 return set_targets(x, j, value);
         case J_SCHEDULE:
@@ -520,6 +522,9 @@ static int finish_job(BvConfig *c, BvConfJob *j)
         else if (bv_conf_job_command(j) && j->snapshot)
                 r = conf_error(c, f, l, "[job %s]: snapshot = yes needs a source that is an LVM logical volume, "
                                "not a command", j->name);
+        else if (bv_conf_job_command(j) && j->used_only)
+                r = conf_error(c, f, l, "[job %s]: used-only = yes needs a source that is a device or an image "
+                               "file, not a command (a stream cannot skip what it does not read)", j->name);
         if (r >= 0 && keeps_nothing(&j->keep))
                 r = conf_error(c, f, l, "[job %s]: its keep-* rules keep nothing (all 0), so each run would forget "
                                "every snapshot: keep at least one, or set no keep-* to prune nothing", j->name);

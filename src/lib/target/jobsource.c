@@ -12,6 +12,7 @@
 #include "lvmsnap.h"
 #include "macro.h"
 #include "process.h"
+#include "used-source.h"
 
 static int cancelled;
 static pid_t command_pid; /* the command being read, for bv_job_cancel to end */
@@ -34,6 +35,9 @@ struct BvJobSource {
         pid_t pid;              /* the command, until reaped */
         int status;             /* its exit status once reaped */
         BvLvmSnap *snapshot;    /* snapshot = yes */
+        bool used_only;         /* used-only = yes: what its map said, and why it was read whole */
+        BvFsUsedMap used;
+        char used_why[256];
 };
 
 static int reap(BvJobSource *js)
@@ -156,6 +160,11 @@ int bv_job_source_open(const BvConfJob *j, const char *target, const char *const
         if (out && size)
                 out[0] = '\0';
         int r = open_inner(js, j, target, vars, fail_status, out, size);
+        if (r >= 0 && j->used_only && !bv_conf_job_command(j)) {
+                js->used_only = true;
+                r = bv_fs_used_open(js->inner, js->snapshot != NULL, &js->used, &js->inner, js->used_why,
+                                    sizeof(js->used_why));
+        }
         if (r >= 0) {
                 const char *cmd = bv_conf_job_command(j);
                 r = bv_source_new(&js_ops, js, bv_source_kind(js->inner), cmd ? cmd : j->source, &js->outer);
@@ -183,6 +192,12 @@ const char *bv_job_source_reason(const BvJobSource *js)
         return js->snapshot ? bv_lvm_snap_reason(js->snapshot) : "";
 }
 
+const BvFsUsedMap *bv_job_source_used(const BvJobSource *js, const char **ret_why)
+{
+        *ret_why = js->used_why;
+        return js->used_only ? &js->used : NULL;
+}
+
 int bv_job_source_close(BvJobSource *js, bool published, int *fail_status, char *out, size_t size)
 {
         int r = 0;
@@ -191,6 +206,7 @@ int bv_job_source_close(BvJobSource *js, bool published, int *fail_status, char 
                 return 0;
         bv_source_free(js->outer);
         bv_source_free(js->inner);
+        bv_fs_used_map_done(&js->used);
         if (js->pid > 0) {
                 kill(-js->pid, SIGTERM);
                 r = reap(js);

@@ -14,6 +14,7 @@
 
 #include "conf.h"
 #include "source.h"
+#include "used.h"
 
 typedef struct BvJobSource BvJobSource;
 
@@ -31,6 +32,9 @@ BvSource *bv_job_source(BvJobSource *js);
  * all the same ("" when it does not; the backup may still refuse the pairing). */
 bool bv_job_source_thin(const BvJobSource *js);
 const char *bv_job_source_reason(const BvJobSource *js);
+/* used-only = yes: the source's used-block map (fs/used.h) and in *ret_why why it was read whole
+ * ("" when it was not); NULL for a job without used-only. Valid until bv_job_source_close. */
+const BvFsUsedMap *bv_job_source_used(const BvJobSource *js, const char **ret_why);
 /* Ends the command (SIGTERM when it still runs, then waits) and removes the snapshot (published:
  * the backup was published, a thin volume's snapshot is kept instead), then frees js. 0; -ECHILD
  * when the command exited with a status other than 0 or an LVM command failed (its status in

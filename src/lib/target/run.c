@@ -122,6 +122,13 @@ static int backup_source(const char *target, const char *const vars[], BvRepo *r
         rj->thin = bv_job_source_thin(js);
         snprintf(rj->read_whole_because, sizeof(rj->read_whole_because), "%s",
                  *bv_job_source_reason(js) ? bv_job_source_reason(js) : stats->changed_reason);
+        const char *used_why;
+        const BvFsUsedMap *used = bv_job_source_used(js, &used_why);
+        rj->used_only = used != NULL;
+        if (used) {
+                snprintf(rj->used_why, sizeof(rj->used_why), "%s", used_why);
+                rj->bytes_free_skipped = used->bytes_free;
+        }
         rj->kept_packs = kept.packs, rj->kept_bytes = kept.bytes;
         int q = bv_job_source_close(js, r >= 0, &rj->status, out, sizeof(out));
         if (q == -ECHILD && rj->job->snapshot)
@@ -374,7 +381,9 @@ static int run_jobs(const BvConfig *c, const BvConfTarget *t, const char *mnt, c
                 if (rj->repo_bytes)
                         run->repo_bytes = rj->repo_bytes;
                 run->n_failed += rj->result < 0;
-                run->cancelled |= bv_job_cancelled(); /* also while the last job ran */
+                /* also while the last job ran; one that finished before the signal is done (the
+                 * jobs after it are left out above) */
+                run->cancelled |= rj->result < 0 && bv_job_cancelled();
         }
         return 0;
 }

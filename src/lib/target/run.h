@@ -39,6 +39,9 @@ typedef struct BvTargetRunJob {
         uint64_t size, bytes_new, bytes_read;
         bool thin;              /* the source is a thin volume's snapshot, read with a thin delta */
         char read_whole_because[800]; /* thin: why everything was read, or "" */
+        bool used_only;         /* used-only = yes: the free bytes it did not read, or why it read */
+        uint64_t bytes_free_skipped; /* everything ("" when it did not) */
+        char used_why[256];
         uint64_t problems;      /* verify's */
         bool pruned;            /* the job has keep-*: prune and gc ran */
         size_t kept, forgotten; /* the job's snapshots */
@@ -63,7 +66,8 @@ typedef struct BvTargetRun {
         int result;             /* 0, or -errno of the step that failed before the jobs */
         const char *step;       /* "lock", "unlock", "probe", "mount", "unmount", "close", "power-off" */
         bool powered_off;       /* power-off = yes, and it was done */
-        bool cancelled;         /* bv_job_cancel: the jobs not yet started were left out */
+        bool cancelled;         /* bv_job_cancel: a job failed by it, or the jobs not yet started were left out
+                                 * (not when it came after the last job was done) */
         BvTargetRunJob *jobs;
         size_t n_jobs, n_failed;
         uint64_t bytes_new, bytes_stored;

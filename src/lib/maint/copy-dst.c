@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * DST of a copy as the copy writes it (copy.h). A local DST is a repository opened for writing, as
+ * a backup opens it. A remote one (S3) is written through its backend, with what the store room
+ * writes into a folder staged in a local spool: DST's index segments are fetched into the spool's
+ * index/ and opened there (bv_index_open), so lookups answer for DST; a segment the index writes
+ * there, and a pack the pack writer commits in the spool's packs/, is then put at DST (create-only)
+ * and the pack's spool file dropped. Locks/write there is the backend's (this machine), the lease a
+ * lease object with its heartbeat (backend-s3.c).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "adopt.h"
+#include "buf.h"
+#include "copy-internal.h"
+#include "fileio.h"
+#include "heal.h"
+#include "hex.h"
+#include "lease.h"
+#include "macro.h"
+
+#define SEGMENT_MAX (4ull << 30)
+#define PACK_MAX (1ull << 31)
+
+static int name_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool name_known(const CopyDst *d, const char *name)
+{
+        return d->nsegs > 0 && bsearch(&name, d->segs, d->nsegs, sizeof(char *), name_cmp);
+}
+
+static int name_add(CopyDst *d, const char *name)
+{
+        if (BV_ARRAY_RESERVE(d->segs, d->segcap, d->nsegs + 1, 16) < 0)
+                return -ENOMEM;
+        if (!(d->segs[d->nsegs] = strdup(name)))
+                return -ENOMEM;
+        d->nsegs++;
+        qsort(d->segs, d->nsegs, sizeof(char *), name_cmp);
+        return 0;
+}
+
+int copy_writer_end(BvObjWriter *w, const char *name, int r)
+{
+        if (r < 0) {
+                if (w)
+                        bv_obj_writer_abort(w);
+                return r;
+        }
+        r = bv_obj_writer_commit(w, name, BV_PUT_CREATE);
+        return r == -EEXIST ? 0 : r;
+}
+
+/* A spool file into a writer of DST: the file's bytes, then commit under name. */
+static int put_file(CopyDst *d, int dirfd, const char *path, BvObjKind kind, const char *name)
+{
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        BvObjWriter *w = NULL;
+        char buf[1 << 16];
+        ssize_t n;
+        if (fd < 0)
+                return -errno;
+        int r = bv_obj_writer_open(d->b, kind, &w);
+        while (r >= 0 && (n = read(fd, buf, sizeof(buf))) != 0)
+                r = n < 0 ? -errno : bv_write_all(bv_obj_writer_fd(w), buf, (size_t)n);
+        r = copy_writer_end(w, name, r);
+        return r;
+}
+
+/* The segments the index wrote into the spool that DST does not have yet, put there. */
+static int segments_put(CopyDst *d)
+{
+        DIR *dir;
+        struct dirent *de;
+        int r = bv_opendir_at(d->index_fd, ".", &dir);
+        if (r < 0)
+                return r;
+        while (r >= 0 && (de = readdir(dir)))
+                if (bv_index_name_valid(de->d_name) && !name_known(d, de->d_name)) {
+                        r = put_file(d, d->index_fd, de->d_name, BV_KIND_INDEX, de->d_name);
+                        if (r >= 0)
+                                r = name_add(d, de->d_name);
+                }
+        closedir(dir);
+        return r;
+}
+
+int copy_dst_flush(CopyDst *d)
+{
+        int r = bv_index_flush(d->x);
+        return r < 0 || d->repo ? r : segments_put(d);
+}
+
+int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE])
+{
+        char name[64];
+        if (d->repo)
+                return 0;
+        bv_pack_path(id, name);
+        int r = put_file(d, d->packs_fd, name, BV_KIND_PACK, name);
+        if (r >= 0)
+                (void)unlinkat(d->packs_fd, name, 0);
+        return r;
+}
+
+/* ---- a remote DST ---- */
+
+static int fetch_segment(const BvObjEntry *e, void *userdata)
+{
+        CopyDst *d = userdata;
+        _cleanup_free_ void *data = NULL;
+        size_t len;
+        if (!bv_index_name_valid(e->name))
+                return 0;
+        int r = bv_backend_get(d->b, BV_KIND_INDEX, e->name, SEGMENT_MAX, &data, &len);
+        if (r >= 0)
+                r = bv_write_file_durable(d->index_fd, e->name, data, len, false);
+        return r < 0 ? r : name_add(d, e->name);
+}
+
+static int spool_open(CopyDst *d)
+{
+        const char *tmp = getenv("TMPDIR");
+        if (asprintf(&d->spool, "%s/blkvault-copy-XXXXXX", tmp && *tmp ? tmp : "/var/tmp") < 0)
+                return -ENOMEM;
+        if (!mkdtemp(d->spool))
+                return -errno;
+        d->spool_fd = open(d->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d->spool_fd < 0 || mkdirat(d->spool_fd, "index", 0700) < 0 || mkdirat(d->spool_fd, "packs", 0700) < 0)
+                return -errno;
+        d->index_fd = bv_open_dir_beneath(d->spool_fd, "index");
+        d->packs_fd = bv_open_dir_beneath(d->spool_fd, "packs");
+        return d->index_fd < 0 ? d->index_fd : d->packs_fd < 0 ? d->packs_fd : 0;
+}
+
+/* Empties the folder dirfd (files and folders of files: the spool's index/ and packs/xx/). */
+static void empty_dir(int dirfd)
+{
+        DIR *dir;
+        struct dirent *de;
+        if (bv_opendir_at(dirfd, ".", &dir) < 0)
+                return;
+        while ((de = readdir(dir))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (unlinkat(dirfd, de->d_name, 0) < 0 && (errno == EISDIR || errno == EPERM)) {
+                        int sub = bv_open_dir_beneath(dirfd, de->d_name);
+                        if (sub >= 0) {
+                                empty_dir(sub);
+                                close(sub);
+                        }
+                        (void)unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
+                }
+        }
+        closedir(dir);
+}
+
+static void spool_remove(CopyDst *d)
+{
+        if (d->spool_fd < 0)
+                return;
+        empty_dir(d->spool_fd);
+        (void)rmdir(d->spool);
+}
+
+static int remote_open(CopyDst *d, bool wait, BvRepoProblem *problem)
+{
+        int r = bv_backend_lock(d->b, BV_LOCK_WRITE, wait);
+        if (r < 0) {
+                bv_repo_problem_note(problem, d->b, "locks/write", false, r);
+                if (r == -EBUSY && problem)
+                        (void)bv_backend_lock_holder(d->b, BV_LOCK_WRITE, problem->holder, sizeof(problem->holder));
+                return r;
+        }
+        d->lock_fd = r;
+        r = bv_lease_take(d->b, BV_LEASE_WRITE, &d->lease, &d->epoch, problem);
+        if (r >= 0)
+                r = spool_open(d);
+        if (r >= 0)
+                r = bv_backend_list(d->b, BV_KIND_INDEX, fetch_segment, d);
+        if (r >= 0)
+                r = bv_index_open(d->index_fd, &d->x);
+        return r;
+}
+
+int copy_dst_open(BvRepo *src, const char *location, const BvSecret *dst_secret, bool wait, BvRepoProblem *problem,
+                  bool *ret_created, CopyDst **ret)
+{
+        CopyDst *d = calloc(1, sizeof(*d));
+        if (!d)
+                return -ENOMEM;
+        *d = (CopyDst){ .lock_fd = -EBADF, .spool_fd = -EBADF, .index_fd = -EBADF, .packs_fd = -EBADF,
+                        .keyring = bv_repo_keyring(src), .config = *bv_repo_config(src) };
+        int r = copy_prepare(src, location, dst_secret, &d->b, ret_created);
+        if (r >= 0 && bv_backend_is_local(d->b)) {
+                bv_backend_close(TAKE_PTR(d->b));
+                r = copy_open_local(src, location, wait, problem, &d->repo);
+                if (r >= 0) {
+                        d->b = bv_repo_backend(d->repo);
+                        d->x = bv_repo_index(d->repo);
+                        d->packs_fd = bv_repo_dirfd(d->repo, "packs");
+                        d->config = *bv_repo_config(d->repo);
+                }
+        } else if (r >= 0)
+                r = remote_open(d, wait, problem);
+        if (r < 0) {
+                copy_dst_close(d);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
+void copy_dst_close(CopyDst *d)
+{
+        if (!d)
+                return;
+        if (d->repo)
+                bv_repo_close(d->repo);
+        else {
+                bv_index_free(d->x);
+                bv_lease_release(d->lease);
+                safe_close(d->lock_fd);
+                safe_close(d->index_fd);
+                safe_close(d->packs_fd);
+                spool_remove(d);
+                safe_close(d->spool_fd);
+                bv_backend_close(d->b);
+        }
+        for (size_t i = 0; i < d->nsegs; i++)
+                free(d->segs[i]);
+        free(d->segs);
+        free(d->spool);
+        free(d);
+}
+
+/* ---- adoption: packs an interrupted copy left that no segment names ---- */
+
+typedef struct Orphans {
+        CopyDst *d;
+        uint8_t (*named)[BV_PACK_ID_SIZE];
+        size_t nnamed, named_cap;
+        uint8_t (*ids)[BV_PACK_ID_SIZE];
+        size_t n, cap;
+} Orphans;
+
+static int pack_cmp(const void *a, const void *b)
+{
+        return memcmp(a, b, BV_PACK_ID_SIZE);
+}
+
+static int on_named(const uint8_t id[BV_PACK_ID_SIZE], void *userdata)
+{
+        Orphans *o = userdata;
+        if (BV_ARRAY_RESERVE(o->named, o->named_cap, o->nnamed + 1, 256) < 0)
+                return -ENOMEM;
+        memcpy(o->named[o->nnamed++], id, BV_PACK_ID_SIZE);
+        return 0;
+}
+
+static int on_listed(const BvObjEntry *e, void *userdata)
+{
+        Orphans *o = userdata;
+        uint8_t id[BV_PACK_ID_SIZE];
+        const char *slash = strchr(e->name, '/');
+        if (!slash || strlen(slash + 1) != 2 * BV_PACK_ID_SIZE + 5 || strcmp(slash + 1 + 2 * BV_PACK_ID_SIZE, ".pack") ||
+            bv_hex_decode(strndupa(slash + 1, 2 * BV_PACK_ID_SIZE), id, sizeof(id)) < 0)
+                return 0; /* not a pack's name */
+        if (o->nnamed > 0 && bsearch(id, o->named, o->nnamed, BV_PACK_ID_SIZE, pack_cmp))
+                return 0;
+        if (BV_ARRAY_RESERVE(o->ids, o->cap, o->n + 1, 64) < 0)
+                return -ENOMEM;
+        memcpy(o->ids[o->n++], id, BV_PACK_ID_SIZE);
+        return 0;
+}
+
+/* An orphan's own index: from SRC when it is one of SRC's packs sent whole (the same bytes), else
+ * from the pack at DST, read whole. One that does not read is left alone. */
+static int adopt_one(CopyDst *d, BvRepo *src, BvObjectCodec *codec, const uint8_t id[BV_PACK_ID_SIZE],
+                     uint64_t *packs, uint64_t *bytes)
+{
+        _cleanup_free_ BvPackEntry *e = NULL;
+        _cleanup_free_ void *data = NULL;
+        size_t n, len;
+        char name[64];
+        int r = bv_packset_read_index(bv_repo_packs(src), codec, id, &e, &n);
+        if (r < 0) {
+                bv_pack_path(id, name);
+                r = bv_backend_get(d->b, BV_KIND_PACK, name, PACK_MAX, &data, &len);
+                if (r >= 0)
+                        r = bv_pack_parse_index(codec, id, data, len, &e, &n);
+        }
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || n == 0)
+                return 0;
+        r = bv_index_add_pack(d->x, id, e, n);
+        if (r < 0)
+                return r;
+        (*packs)++;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || e[i].offset != e[i - 1].offset)
+                        *bytes += e[i].length;
+        return 0;
+}
+
+int copy_dst_adopt(CopyDst *d, BvRepo *src, BvObjectCodec *codec, uint64_t *packs, uint64_t *bytes)
+{
+        if (d->repo)
+                return bv_backup_adopt(d->repo, codec, packs, bytes);
+        Orphans o = { .d = d };
+        int r = bv_index_packs(d->x, on_named, &o);
+        if (r >= 0 && o.nnamed > 1)
+                qsort(o.named, o.nnamed, BV_PACK_ID_SIZE, pack_cmp);
+        if (r >= 0)
+                r = bv_backend_list(d->b, BV_KIND_PACK, on_listed, &o);
+        for (size_t i = 0; i < o.n && r >= 0; i++)
+                r = adopt_one(d, src, codec, o.ids[i], packs, bytes);
+        if (r >= 0 && o.n > 0)
+                r = copy_dst_flush(d);
+        free(o.named);
+        free(o.ids);
+        return r;
+}
+
+/* ---- publishing a record ---- */
+
+int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s)
+{
+        if (d->repo) {
+                _cleanup_close_ int lock = bv_backend_lock(d->b, BV_LOCK_COMMIT, true);
+                int r = lock < 0 ? lock : bv_backup_heal(d->repo, codec, s->root, s->height, s->size);
+                return r < 0 ? r : bv_snapshot_save(d->b, codec, s);
+        }
+        /* No gc runs on a remote repository yet: one that moved gc/epoch since the lease may have
+         * condemned what this copy found there, so nothing is published (docs/LIFECYCLE.md). */
+        uint64_t epoch;
+        int r = bv_gc_epoch_read(d->b, &epoch);
+        if (r >= 0 && epoch != d->epoch)
+                r = -ESTALE;
+        return r < 0 ? r : bv_snapshot_save(d->b, codec, s);
+}
+
+int bv_copy_open_dst(BvRepo *src, const char *dst, const BvSecret *dst_secret, bool wait, BvRepoProblem *ret_problem,
+                     bool *ret_created, BvCopyDst **ret)
+{
+        return copy_dst_open(src, dst, dst_secret, wait, ret_problem, ret_created, ret);
+}
+
+void bv_copy_dst_close(BvCopyDst *d)
+{
+        copy_dst_close(d);
+}
+
+BvRepo *bv_copy_dst_repo(BvCopyDst *d)
+{
+        return d->repo;
+}

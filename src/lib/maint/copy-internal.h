@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Private to copy.c, copy-dst.c and copy-init.c: DST as the copy writes it (copy-dst.c). */
+
+#include "copy.h"
+#include "lease.h"
+
+typedef struct BvCopyDst CopyDst;
+
+struct BvCopyDst {
+        BvRepo *repo;        /* a local DST, opened for writing; NULL for a remote one */
+        BvBackend *b;        /* DST's objects (the repository's backend when local) */
+        BvIndex *x;          /* what DST holds; new entries go here */
+        const BvKeyring *keyring;
+        BvRepoConfig config;
+        int packs_fd;        /* where new packs are written: packs/ of the repository, or the spool's */
+        /* a remote DST only */
+        int lock_fd;         /* locks/write (the backend's, on this machine) */
+        BvLease *lease;
+        uint64_t epoch;      /* the lease's */
+        char *spool;         /* a local folder: index/ (DST's segments and new ones), packs/ */
+        int spool_fd, index_fd;
+        char **segs;         /* the segments DST has (sorted) */
+        size_t nsegs, segcap;
+};
+
+/* 0 when b holds src's repository (the same id), -EXDEV another one, -ENOENT none (copy-init.c). */
+int copy_related(BvRepo *src, BvBackend *b);
+/* Opens the backend of dst into *bp (the caller closes it, also after a failure) and, when dst
+ * holds no repository, makes it related to src (bv_copy_open_dst). */
+int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBackend **bp, bool *ret_created);
+/* A local DST opened for writing with src's keys (copy-init.c). */
+int copy_open_local(BvRepo *src, const char *dst, bool wait, BvRepoProblem *problem, BvRepo **ret);
+
+/* After writing w's bytes (r: how that went): commits w as the create-only object name (one already
+ * there under that name is the same: a pack is named by its id, a segment at random), or drops it. */
+int copy_writer_end(BvObjWriter *w, const char *name, int r);
+
+int copy_dst_open(BvRepo *src, const char *location, const BvSecret *dst_secret, bool wait, BvRepoProblem *problem,
+                  bool *ret_created, CopyDst **ret);
+void copy_dst_close(CopyDst *d);
+/* Packs an interrupted copy (or backup) left at DST that no segment names, recorded. */
+int copy_dst_adopt(CopyDst *d, BvRepo *src, BvObjectCodec *codec, uint64_t *packs, uint64_t *bytes);
+/* After the pack writer committed pack id in packs_fd: a remote DST gets it. */
+int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
+/* The index's new entries as a durable segment at DST. */
+int copy_dst_flush(CopyDst *d);
+/* A snapshot record at DST: a local one's commit as a backup's (heal.h), under locks/commit. */
+int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s);
