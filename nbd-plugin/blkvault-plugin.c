@@ -54,6 +54,7 @@ static char *key_file;
 static int passphrase_fd = -EBADF;
 static BvImageOptions image_options = { .cache_bytes = 256u << 20, .readahead = 8 };
 static unsigned n_workers; /* 0: twice the online CPUs */
+static int64_t point_in_time; /* seconds since the epoch; 0: now */
 
 static BvRepo *repo;
 static BvImage *image;
@@ -113,6 +114,14 @@ static int blkvault_config(const char *key, const char *value)
                 }
                 image_options.cache_bytes = (size_t)size;
                 return 0;
+        } else if (strcmp(key, "point-in-time") == 0) {
+                if (nbdkit_parse_int64_t("point-in-time", value, &point_in_time) < 0)
+                        return -1;
+                if (point_in_time <= 0) {
+                        nbdkit_error("point-in-time= must be seconds since the epoch, above 0");
+                        return -1;
+                }
+                return 0;
         } else if (strcmp(key, "readahead") == 0)
                 return nbdkit_parse_unsigned("readahead", value, &image_options.readahead);
         else if (strcmp(key, "workers") == 0) {
@@ -127,9 +136,12 @@ static int blkvault_config(const char *key, const char *value)
                 nbdkit_error("unknown parameter '%s'", key);
                 return -1;
         }
-        /* Paths are made absolute: nbdkit changes directory when it forks into the background. */
+        /* Paths are made absolute: nbdkit changes directory when it forks into the background. An
+         * s3:// location is not a path. */
         free(*slot);
-        *slot = slot == &snapshot_spec ? strdup(value) : nbdkit_realpath(value);
+        *slot = slot == &snapshot_spec || (slot == &repo_path && strncmp(value, "s3://", 5) == 0)
+                        ? strdup(value)
+                        : nbdkit_realpath(value);
         return *slot ? 0 : -1;
 }
 
@@ -154,7 +166,8 @@ static int blkvault_config_complete(void)
 }
 
 #define blkvault_config_help                                                                               \
-        "repo=<DIR>            (required) the repository.\n"                                               \
+        "repo=<DIR>            (required) the repository: a directory or s3://BUCKET[/PREFIX].\n"         \
+        "point-in-time=<SECONDS> an S3 repository as it was then (seconds since the epoch).\n"           \
         "snapshot=<SNAPSHOT>   (required) id, unique id prefix, name or 'latest'.\n"                       \
         "passphrase-file=<FILE> the repository passphrase (or $BLKVAULT_PASSPHRASE).\n"                    \
         "passphrase-fd=<N>     read the passphrase from file descriptor N (a pipe) once.\n"              \
@@ -228,7 +241,8 @@ static int blkvault_after_fork(void)
 
         if (load_secret(&secret) < 0)
                 return -1;
-        r = bv_repo_open(repo_path, &secret, BV_OPEN_READ | BV_OPEN_EXPORT, &repo);
+        BvRepoProblem problem;
+        r = bv_repo_open_at(repo_path, point_in_time, &secret, BV_OPEN_READ | BV_OPEN_EXPORT, &problem, &repo);
         bv_passphrase_free((char *)secret.passphrase);
         if (r == -ENOKEY) {
                 nbdkit_error("cannot open repository '%s': wrong or missing passphrase or key", repo_path);
@@ -241,7 +255,8 @@ static int blkvault_after_fork(void)
                 return -1;
         }
         if (r < 0) {
-                nbdkit_error("cannot open repository '%s': %s", repo_path, strerror(-r));
+                nbdkit_error("cannot open repository '%s': %s%s%s", repo_path, strerror(-r),
+                             problem.message[0] ? ": " : "", problem.message);
                 return -1;
         }
         r = bv_repo_find_snapshot(repo, snapshot_spec, &snap);

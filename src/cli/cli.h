@@ -84,7 +84,19 @@ typedef struct SecretArgs {
         /* The new secret of key change: its passphrase comes from $BLKVAULT_NEW_PASSPHRASE instead of
          * $BLKVAULT_PASSPHRASE, and its options are --new-passphrase-file and --new-key-file. */
         bool new_secret;
+        /* --point-in-time (the read commands: POINT_IN_TIME_OPTION): an S3 repository as it was
+         * then, seconds since the epoch; 0: now. */
+        int64_t point_in_time;
 } SecretArgs;
+
+/* --point-in-time=TIME of the read commands (list, info, verify, restore, serve, mount): an S3
+ * repository as it was at TIME, from its object versions. TIME: "YYYY-MM-DD[THH:MM[:SS]][Z]" in
+ * UTC, or "@SECONDS" since the epoch. */
+int parse_point_in_time(const char *arg, void *ret);
+#define POINT_IN_TIME_OPTION(s) CLI_PARSED("point-in-time", parse_point_in_time, &(s)->point_in_time)
+#define POINT_IN_TIME_HELP                                                                                 \
+        "  --point-in-time=TIME     an S3 repository as it was at TIME (UTC: 2026-11-27T10:00:00Z, or\n"    \
+        "                           @SECONDS), read from its object versions\n"
 
 /* The long options every repository command accepts (append to a command's table). */
 #define SECRET_OPTIONS                                                                                     \
@@ -260,6 +272,7 @@ typedef struct PluginArgs {
         char repo[4200];
         char snapshot[128];
         char cache[64];
+        char point_in_time[48];
         char secret[4200];
         int secret_fd; /* the read end of the passphrase pipe, or -EBADF */
 } PluginArgs;

@@ -63,6 +63,8 @@ static int copy_report(const BvCopyStats *s, const char *dst, bool json)
                 json_print(o);
                 return EXIT_OK;
         }
+        if (is_quiet())
+                return EXIT_OK;
         log_info("copied %llu snapshots to '%s' (%llu there already): %s sent in %llu objects (%llu packs whole, "
                  "%llu repacked into %llu), %llu objects there already, %.1f s, %s/s",
                  (unsigned long long)s->snapshots_copied, dst, (unsigned long long)s->snapshots_present,

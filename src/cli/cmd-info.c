@@ -15,7 +15,7 @@ static const char usage_text[] =
         "describe that snapshot: source, host, content, sizes, the backup's counters, and how much of\n"
         "its data its parent (the previous snapshot of its name) holds too.\n\n"
         "  --json                   print as JSON\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The previous snapshot of s's name, or NULL. */
 static const BvSnapshot *parent_of(BvRepo *repo, const BvSnapshot *s)
@@ -109,7 +109,7 @@ int cmd_info(int argc, char **argv)
 {
         SecretArgs sargs = {};
         bool json = false;
-        const CliOption options[] = { CLI_FLAG("json", &json), {} };
+        const CliOption options[] = { CLI_FLAG("json", &json), POINT_IN_TIME_OPTION(&sargs), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "info", .usage = usage_text, .options = options, .secret = &sargs,
                                         .args = "REPO [SNAPSHOT]", .repo = true);
         int r;

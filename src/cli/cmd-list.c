@@ -18,7 +18,7 @@ static const char usage_text[] =
         "  --last=N     only the newest N (of NAME, with --name)\n"
         "  --utc        times in UTC\n"
         "  --json       a JSON list: snapshot, name, time, time_utc, size, protected, source, chunker, stats\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* "gpt: ext4 'root', xfs 'data'" from the probe, for the table. */
 void describe_probe(const BvSnapshotSource *src, char *buf, size_t size)
@@ -67,7 +67,7 @@ static int parse_list_args(int argc, char **argv, SecretArgs *s, ListArgs *a, co
 {
         const CliOption options[] = {
                 CLI_FLAG("json", &a->json), CLI_STR("name", &a->name), CLI_PARSED("last", parse_last, &a->last),
-                CLI_FLAG("utc", &a->utc),   {},
+                CLI_FLAG("utc", &a->utc),   POINT_IN_TIME_OPTION(s), {},
         };
         int r = cli_parse(&(CliCommand){ .name = "list", .usage = usage_text, .options = options, .secret = s,
                                          .args = "REPO", .repo = true },

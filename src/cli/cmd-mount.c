@@ -483,7 +483,7 @@ static const char mount_usage[] =
         "  --partition=N            mount partition N (default: the whole disk's filesystem, or the\n"
         "                           first partition holding a known filesystem)\n"
         "  --cache=SIZE             decoded chunk cache of the server (default 256M)\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* The absolute mountpoint (a directory, not mounted on yet), repository and state directory. */
 static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
@@ -500,7 +500,10 @@ static int mount_paths(MountState *s, const char *repo, const char *mountpoint)
                 log_error("'%s' is already a mountpoint", s->mountpoint);
                 return EXIT_IN_USE;
         }
-        if (!realpath(repo, s->repo))
+        /* an s3:// location is not a path */
+        if (strncmp(repo, "s3://", 5) == 0)
+                snprintf(s->repo, sizeof(s->repo), "%s", repo);
+        else if (!realpath(repo, s->repo))
                 return log_open_error(repo, -errno);
         state_dir_for(s->mountpoint, s->dir, sizeof(s->dir));
         return EXIT_OK;
@@ -519,7 +522,7 @@ int cmd_mount(int argc, char **argv)
         const CliOption options[] = {
                 CLI_PARSED("partition", parse_partition, &partition),
                 CLI_PARSED("cache", parse_cache_size, &cache),
-                {},
+                POINT_IN_TIME_OPTION(&sargs), {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "mount", .usage = mount_usage, .options = options, .secret = &sargs,
                                         .args = "REPO SNAPSHOT MOUNTPOINT", .repo = true);

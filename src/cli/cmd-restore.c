@@ -23,7 +23,7 @@ static const char usage_text[] =
         "  --skip-damaged           write damaged or missing data as zeroes and list those ranges (exit 4)\n"
         "  --json                   print the result as JSON\n"
         "  --threads=N              decoding threads (default: one per CPU)\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 static const char *damage_reason(const BvRestoreDamage *d)
 {
@@ -124,7 +124,7 @@ static int restore_prepare(const char *dest, const BvSnapshot *snap, bool force,
 
 /* After a restore into target that returned r: reports a failure, or moves a temporary into place
  * at dest. Returns an exit code. */
-static int restore_finish(int r, const BvSnapshot *snap, const char *target, const char *dest,
+static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const char *target, const char *dest,
                           const BvRestoreStats *stats)
 {
         if (r == -ECANCELED && interrupted)
@@ -151,8 +151,13 @@ static int restore_finish(int r, const BvSnapshot *snap, const char *target, con
                           format_bytes(snap->size, b));
                 return EXIT_TOO_SMALL;
         }
-        if (r < 0)
-                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'", snap->id, dest);
+        if (r < 0) {
+                /* an S3 repository's storage says which object and what it answered */
+                char said[320];
+                bv_repo_storage_error(repo, said, sizeof(said));
+                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'%s%s%s", snap->id, dest,
+                                       said[0] ? " (" : "", said, said[0] ? ")" : "");
+        }
         return EXIT_OK;
 }
 
@@ -166,7 +171,7 @@ int cmd_restore(int argc, char **argv)
                 CLI_PARSED("threads", parse_threads, &opts.threads),
                 CLI_FLAG("force", &force),
                 CLI_FLAG("skip-damaged", &opts.skip_damaged),
-                {},
+                POINT_IN_TIME_OPTION(&sargs), {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "restore", .usage = usage_text, .options = options, .secret = &sargs,
                                         .args = "REPO SNAPSHOT DEST", .repo = true);
@@ -210,7 +215,7 @@ int cmd_restore(int argc, char **argv)
                 r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);
         _cleanup_free_ BvRestoreDamage *damaged = stats.damaged;
-        r = restore_finish(r, snap, target, dest, &stats);
+        r = restore_finish(repo, r, snap, target, dest, &stats);
         if (r != EXIT_OK)
                 return r;
         return restore_report(snap, dest, &stats, json);

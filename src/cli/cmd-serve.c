@@ -52,7 +52,7 @@ static const char usage_text[] =
         "  --export=NAME            serve the configuration's [export NAME] section instead of REPO\n"
         "                           SNAPSHOT (on the socket systemd passes, else as above)\n"
         "  --config=FILE            with --export: the configuration (also $" BV_CONF_ENV ")\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 static bool is_localhost(const char *address)
 {
@@ -134,7 +134,7 @@ static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs 
                 CLI_FLAG("insecure", &o->insecure),
                 CLI_FLAG("writable", &o->writable),
                 CLI_PARSED("cache", parse_cache_size, &o->cache),
-                {},
+                POINT_IN_TIME_OPTION(sargs), {},
         };
         CLI_PARSE_OR_RETURN(*argcp, *argvp, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
                                         .args = "REPO SNAPSHOT", .repo = true);

@@ -23,7 +23,7 @@ static const char usage_text[] =
         "  --written                with SNAPSHOT and --read-data: read only the chunks that the\n"
         "                           snapshot before it of the same name does not reference\n"
         "  --json                   print the result as JSON\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 /* --sample, --max-duration and --written (scheduled verification) */
 static int parse_sample(const char *arg, void *ret)
@@ -126,7 +126,7 @@ int cmd_verify(int argc, char **argv)
         const CliOption options[] = { CLI_FLAG("read-data", &vo.read_data), CLI_FLAG("json", &rep.json),
                                       CLI_PARSED("sample", parse_sample, &vo.sample_percent),
                                       CLI_PARSED("max-duration", parse_max_duration, &vo.max_duration_ns),
-                                      CLI_FLAG("written", &vo.written), {} };
+                                      CLI_FLAG("written", &vo.written), POINT_IN_TIME_OPTION(&sargs), {} };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "verify", .usage = usage_text, .options = options, .secret = &sargs,
                                         .args = "REPO [SNAPSHOT]", .repo = true);
         int r;

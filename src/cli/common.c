@@ -270,9 +270,18 @@ void secret_done(BvSecret *s)
         *s = (BvSecret){};
 }
 
+static bool is_s3(const char *path)
+{
+        return strncmp(path, "s3://", 5) == 0;
+}
+
 int log_open_error(const char *path, int r)
 {
         struct stat st;
+        if (is_s3(path) && r == -ENOENT) {
+                log_error("'%s' is not a blkvault repository (no config object there)", path);
+                return EXIT_NO_REPO;
+        }
         if (r == -ENOENT && stat(path, &st) < 0) {
                 log_error("repository '%s' does not exist (create one with 'blkvault init %s')", path, path);
                 return EXIT_NO_REPO;
@@ -289,17 +298,25 @@ int log_open_error(const char *path, int r)
         return log_error_errno(r, "cannot open repository '%s'", path);
 }
 
+/* A remote repository that failed: what its storage answered ("s3://BUCKET/KEY: HTTP 403 ...",
+ * the endpoint that did not answer), which says more than the errno. */
+static int log_storage_error(const char *path, const BvRepoProblem *p, int r)
+{
+        log_error("cannot open repository '%s': %s (%s)", path, p->message, strerror(-r));
+        return r == -EACCES || r == -EPERM ? EXIT_PERM : exit_code_for(r);
+}
+
 /* Damaged files already warned of (one repository per command). */
 static size_t damage_reported;
 
 /* bv_repo_open_report, with a status line while a passphrase's key is derived (scrypt takes
  * most of a second) and the time it took with -v. */
-static int open_deriving(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
-                         BvRepo **ret)
+static int open_deriving(const char *path, int64_t at, const BvSecret *secret, BvOpenFlags flags,
+                         BvRepoProblem *problem, BvRepo **ret)
 {
         uint64_t start = bv_now_monotonic_ns();
         bool shown = secret->passphrase && status_begin("deriving the key from the passphrase (scrypt)...");
-        int r = bv_repo_open_report(path, secret, flags, problem, ret);
+        int r = bv_repo_open_at(path, at, secret, flags, problem, ret);
 
         status_end(shown);
         if (r >= 0)
@@ -317,7 +334,19 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
         BvSecret secret;
         int r, e;
 
-        r = bv_repo_peek_config_report(path, &cfg, &problem);
+        if (s->point_in_time && !is_s3(path)) {
+                log_error("--point-in-time needs an S3 repository (s3://BUCKET[/PREFIX], with versioning): "
+                          "'%s' is a directory, which keeps no earlier versions", path);
+                return EXIT_USAGE;
+        }
+        if (is_s3(path) && (flags & (BV_OPEN_WRITE | BV_OPEN_GC))) {
+                log_error("cannot write to '%s': writing to an S3 repository is not supported yet (list, info, "
+                          "verify, restore, serve and mount read one)", path);
+                return EXIT_ERROR;
+        }
+        r = bv_repo_peek_config_at(path, s->point_in_time, &cfg, &problem);
+        if (r < 0 && problem.message[0])
+                return log_storage_error(path, &problem, r);
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
                 return e;
         if (r < 0)
@@ -328,7 +357,7 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
         r = secret_get(s, cfg.cipher != BV_CIPHER_NONE || given, false, &secret);
         if (r < 0)
                 return EXIT_KEY;
-        r = open_deriving(path, &secret, flags, &problem, ret);
+        r = open_deriving(path, s->point_in_time, &secret, flags, &problem, ret);
         if (r < 0 || !ret_secret)
                 secret_done(&secret);
         else
@@ -355,6 +384,8 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
                                   "running)%s%s", path, *h ? ": " : "", h);
                 return EXIT_BUSY;
         }
+        if (r < 0 && problem.message[0])
+                return log_storage_error(path, &problem, r);
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
                 return e;
         if (r < 0)
@@ -592,6 +623,11 @@ int plugin_args(PluginArgs *pa, const char *repo, const char *id, const char *ca
         if (cache) {
                 snprintf(pa->cache, sizeof(pa->cache), "cache=%s", cache);
                 argv[(*n)++] = pa->cache;
+        }
+        if (s->point_in_time) {
+                snprintf(pa->point_in_time, sizeof(pa->point_in_time), "point-in-time=%lld",
+                         (long long)s->point_in_time);
+                argv[(*n)++] = pa->point_in_time;
         }
         /* The plugin reads the same secret: files by name, a passphrase through a pipe. */
         if (s->key_file) {

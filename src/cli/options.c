@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -215,4 +216,36 @@ int parse_cache_size(const char *arg, void *ret)
         }
         *(const char **)ret = arg;
         return 0;
+}
+
+int parse_point_in_time(const char *arg, void *ret)
+{
+        struct tm tm = {};
+        const char *end = NULL;
+        char *e;
+        int64_t t;
+
+        if (arg[0] == '@') {
+                errno = 0;
+                long long v = strtoll(arg + 1, &e, 10);
+                if (e != arg + 1 && !*e && errno == 0 && v > 0) {
+                        *(int64_t *)ret = v;
+                        return 0;
+                }
+        } else {
+                const char *forms[] = { "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M",
+                                        "%Y-%m-%d %H:%M", "%Y-%m-%d" };
+                for (size_t i = 0; i < ELEMENTSOF(forms) && !(end && (!*end || strcmp(end, "Z") == 0)); i++) {
+                        tm = (struct tm){};
+                        end = strptime(arg, forms[i], &tm);
+                }
+                t = end && (!*end || strcmp(end, "Z") == 0) ? (int64_t)timegm(&tm) : -1;
+                if (t > 0) {
+                        *(int64_t *)ret = t;
+                        return 0;
+                }
+        }
+        log_error("invalid --point-in-time '%s' (a time in UTC such as 2026-11-27T10:00:00Z, or @SECONDS "
+                  "since the epoch)", arg);
+        return -EINVAL;
 }

@@ -8,7 +8,7 @@
 #  3. copy of named snapshots, into a DST sealed by its own passphrase (--dst-passphrase-file):
 #     a pack of which only part is wanted is repacked, the snapshot restores;
 #  4. refusals: an unrelated repository, a non-empty directory that is no repository, a snapshot
-#     SRC lacks, a bad rate;
+#     SRC lacks, a bad rate; what a creation killed before its config left is finished;
 #  5. --limit-upload holds the rate;
 #  6. a gc at DST while the copy is held in a write deletes nothing the copy deduplicated against
 #     (it holds DST's lease and commits as a backup does): the copied snapshot restores at once.
@@ -71,7 +71,13 @@ restores "$dst" b "$T/b2"
 bv copy "$src" "$dst" --json >"$T/c3.json" 2>/dev/null || die "copy with nothing to do"
 assert_eq "$(jget bytes_sent <"$T/c3.json")" 0 "a copy with nothing new sends nothing"
 assert_eq "$(jget snapshots_copied <"$T/c3.json")" 0 "a copy with nothing new publishes nothing"
-bv copy "$src" "$dst" -q || die "copy -q"
+bv copy "$src" "$dst" -q 2>"$T/q.err" || die "copy -q"
+[ ! -s "$T/q.err" ] || { cat "$T/q.err"; die "copy -q printed something"; }
+# --progress: the progress line on stderr, which is no terminal here; without it, none
+bv copy "$src" "$T/prog" b --progress 2>"$T/prog.err" >/dev/null || die "copy --progress"
+grep -q "copy .* / .* (100%)" "$T/prog.err" || { cat "$T/prog.err"; die "copy --progress showed no progress"; }
+bv copy "$src" "$T/prog2" b 2>"$T/noprog.err" >/dev/null || die "copy without --progress"
+if grep -q "(100%)" "$T/noprog.err"; then die "copy showed progress on a stderr that is no terminal"; fi
 
 # 3. named snapshots into a DST of its own passphrase: the newest 'a' uses most of the first
 # backup's pack but not the 2 MiB the second one replaced: that pack is repacked
@@ -102,6 +108,12 @@ mkdir "$T/junk"
 echo x >"$T/junk/notes"
 expect_fail 10 "^error: '$T/junk' holds files but no blkvault repository: copy creates a repository only in a location that is missing or empty$" \
     bv copy "$src" "$T/junk"
+# what a creation killed before its config left (the layout, a key slot) is finished, not refused
+mkdir -p "$T/half/"{keys,packs,index,snapshots,locks,tmp}
+echo '{"half":"written"}' >"$T/half/keys/default"
+bv copy "$src" "$T/half" b -q || die "copy into what an interrupted creation left"
+cmp -s "$src/keys/default" "$T/half/keys/default" || die "the half-written key slot was not replaced"
+restores "$T/half" b "$T/b2"
 expect_fail 2 "^error: no snapshot 'nosuch' in '$src'$" bv copy "$src" "$dst" nosuch
 expect_fail 2 "^error: invalid rate 'fast' (bytes per second, with a K, M or G suffix: 20M)$" \
     bv copy "$src" "$dst" --limit-upload=fast

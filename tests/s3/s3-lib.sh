@@ -9,6 +9,8 @@
 #   s3_mb NAME [lock|versioned]
 #                         makes bucket NAME (with Object Lock, or versioning, when asked)
 #   s3_curl ARGS...       curl signed with the server's keys (curl --aws-sigv4)
+#   s3_rclone_remote      an rclone remote 'gw' on the server (RCLONE_CONFIG), to upload a local
+#                         repository as it is: rclone copy REPO gw:BUCKET/PREFIX
 #   s3_log_count OP [KEY] how many requests of operation OP (s3_PutObject, s3_GetObject, ...),
 #                         for KEY when given, the access log holds
 
@@ -117,4 +119,19 @@ fault_proxy_start() {
     done
     [ -s "$T/proxy.port" ] || die "the fault proxy did not start"
     FAULT_URL=http://127.0.0.1:$(cat "$T/proxy.port")
+}
+
+s3_rclone_remote() {
+    need_cmd rclone
+    export RCLONE_CONFIG=$T/rclone.conf
+    cat >"$RCLONE_CONFIG" <<EOF
+[gw]
+type = s3
+provider = Other
+access_key_id = $S3_KEY
+secret_access_key = $S3_SECRET
+endpoint = $AWS_ENDPOINT_URL
+region = us-east-1
+force_path_style = true
+EOF
 }

@@ -21,6 +21,7 @@
 typedef struct Repo {
         char *dir;
         int packs;
+        BvBackend *backend;
         BvKeyring *k;
         BvObjectCodec *c;
 } Repo;
@@ -34,6 +35,7 @@ static void repo_open(Repo *r, const char *dir)
         ASSERT_TRUE(mkdirat(dfd, "packs", 0700) == 0);
         r->packs = openat(dfd, "packs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ASSERT_TRUE(r->packs >= 0);
+        ASSERT_OK(bv_backend_local_open(dir, false, &r->backend));
         bvtest_fill_random(master, sizeof(master), 1);
         bvtest_fill_random(repo_id, sizeof(repo_id), 2);
         ASSERT_OK(bv_keyring_new(BV_CIPHER_AES256GCM, master, repo_id, &r->k));
@@ -51,6 +53,7 @@ static void repo_done(Repo *r)
         bv_object_codec_free(r->c);
         bv_keyring_free(r->k);
         safe_close(r->packs);
+        bv_backend_close(r->backend);
         bvtest_rm_rf(r->dir);
         free(r->dir);
 }
@@ -176,7 +179,7 @@ TEST(write_and_read_back)
         ASSERT_EQ(entries[0].offset, BV_PACK_HEADER_SIZE);
         ASSERT_TRUE(entries[n - 1].offset + entries[n - 1].length < size - BV_PACK_FOOTER_SIZE);
 
-        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        ASSERT_OK(bv_packset_new(r.backend, &ps));
         for (size_t i = 0; i < n; i++)
                 check_obj(&r, ps, pack_id, &entries[i], i);
         ASSERT_OK(bv_packset_read_index(ps, r.c, pack_id, &again, &count));
@@ -310,7 +313,7 @@ TEST(corrupt_packs)
         BvPackSet *ps;
 
         repo_init(&r);
-        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        ASSERT_OK(bv_packset_new(r.backend, &ps));
         corrupt_case(&r, ps, 0, 0x20, false, EBADMSG);                /* header magic */
         corrupt_case(&r, ps, 8, 0x02, false, EPROTONOSUPPORT);        /* header version */
         corrupt_case(&r, ps, 12, 0x01, false, EPROTONOSUPPORT);       /* header flags */
@@ -338,7 +341,7 @@ TEST(truncated_and_missing)
         _cleanup_close_ int fd = -EBADF;
 
         repo_init(&r);
-        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        ASSERT_OK(bv_packset_new(r.backend, &ps));
         ASSERT_ERROR(bv_packset_read(ps, missing, 0, buf, sizeof(buf)), EUCLEAN);
         ASSERT_ERROR(bv_packset_read_index(ps, r.c, missing, &got, &count), EUCLEAN);
 
@@ -560,7 +563,7 @@ TEST(entry_limit)
         ASSERT_ERROR(bv_pack_writer_append(w, BV_OBJ_SNAPSHOT, id, 0, enc, enc_len), EFBIG);
         ASSERT_OK(bv_pack_writer_commit(w, pack_id, &entries, &count));
         ASSERT_EQ(count, MAX_ENTRIES);
-        ASSERT_OK(bv_packset_new(r.packs, &ps));
+        ASSERT_OK(bv_packset_new(r.backend, &ps));
         ASSERT_OK(bv_packset_read_index(ps, r.c, pack_id, &got, &count));
         ASSERT_EQ(count, MAX_ENTRIES);
         assert_entries_equal(entries, got, count);
@@ -600,7 +603,7 @@ TEST(cache_eviction_threads)
         repo_init(&r);
         for (size_t p = 0; p < MANY_PACKS; p++)
                 write_pack(&r, 2000 + 2 * p, 1, m.ids[p], &m.entries[p]);
-        ASSERT_OK(bv_packset_new(r.packs, &m.ps));
+        ASSERT_OK(bv_packset_new(r.backend, &m.ps));
         /* one codec per thread: the codec is not shared */
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 own[i] = r;
@@ -659,6 +662,7 @@ static bool test_enospc(void)
         bv_object_codec_free(r.c);
         bv_keyring_free(r.k);
         safe_close(r.packs);
+        bv_backend_close(r.backend);
         ASSERT_TRUE(umount(dir) == 0);
         rmdir(dir);
         return true;

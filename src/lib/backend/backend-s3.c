@@ -49,6 +49,18 @@ typedef struct S3Reader {
         char etag[80]; /* names the cached copy */
         uint64_t size;
         int fd; /* the whole object, once reader_fd asked for it */
+        /* Prefetch windows (reader_advise): each one ranged GET of what the caller will read
+         * next, which the reads within it are served from, instead of a GET each. Two: a stream
+         * asks for the next window before it has read all of the one before. Several threads
+         * read one pack: while a window is fetched, a read within it waits for it. */
+        pthread_mutex_t mutex;
+        pthread_cond_t fetched;
+        struct {
+                uint8_t *data; /* [off, off + len) of the object */
+                uint64_t off, len;
+        } win[2];
+        uint64_t want_off, want_len; /* the window being fetched, while fetching */
+        bool fetching;
 } S3Reader;
 
 typedef struct S3Writer {
@@ -354,12 +366,34 @@ static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjR
                 return r;
         }
         rd->base.backend = b;
+        pthread_mutex_init(&rd->mutex, NULL);
+        pthread_cond_init(&rd->fetched, NULL);
         rd->size = o.size;
         snprintf(rd->etag, sizeof(rd->etag), "%s", o.etag);
         rd->fd = -EBADF;
         bv_s3_object_done(&o);
         *ret = &rd->base;
         return 0;
+}
+
+static bool within(uint64_t offset, uint64_t len, uint64_t from, uint64_t n)
+{
+        return offset >= from && offset - from <= n && len <= n - (offset - from);
+}
+
+/* Copies [offset, offset+len) from the prefetch window if it holds it (waiting while the window
+ * that will hold it is fetched); false otherwise. */
+static bool window_read(S3Reader *rd, void *buf, size_t len, uint64_t offset)
+{
+        BV_LOCK_GUARD(&rd->mutex);
+        while (rd->fetching && within(offset, len, rd->want_off, rd->want_len))
+                pthread_cond_wait(&rd->fetched, &rd->mutex);
+        for (size_t i = 0; i < ELEMENTSOF(rd->win); i++)
+                if (rd->win[i].data && within(offset, len, rd->win[i].off, rd->win[i].len)) {
+                        memcpy(buf, rd->win[i].data + (offset - rd->win[i].off), len);
+                        return true;
+                }
+        return false;
 }
 
 static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t offset)
@@ -371,7 +405,52 @@ static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t o
         len = (size_t)MIN((uint64_t)len, rd->size - offset);
         if (rd->fd >= 0)
                 return bv_pread_all(rd->fd, buf, len, offset);
+        if (window_read(rd, buf, len, offset))
+                return (ssize_t)len;
         return bv_s3_get_range(client(r->backend), rd->key, rd->version_id, offset, len, buf);
+}
+
+/* The largest window: a stream's prefetch (pack.h asks for 4 MiB at a time). */
+#define S3_WINDOW_MAX (16u << 20)
+
+/* Fetches [offset, offset+len) with one ranged GET into a window, replacing the older of the two
+ * (the caller, a reader walking the object, has moved past it). Called by the thread that
+ * reads next; a failure leaves no new window, and the reads then GET what they need themselves. */
+static void s3_reader_advise(BvObjReader *r, uint64_t offset, uint64_t len)
+{
+        S3Reader *rd = (S3Reader *)r;
+        uint8_t *buf;
+        ssize_t n;
+
+        if (rd->fd >= 0 || offset >= rd->size)
+                return;
+        len = MIN(len, (uint64_t)S3_WINDOW_MAX);
+        len = MIN(len, rd->size - offset);
+        {
+                BV_LOCK_GUARD(&rd->mutex);
+                if (rd->fetching)
+                        return; /* one window at a time */
+                for (size_t i = 0; i < ELEMENTSOF(rd->win); i++)
+                        if (rd->win[i].data && within(offset, len, rd->win[i].off, rd->win[i].len))
+                                return;
+                rd->fetching = true;
+                rd->want_off = offset;
+                rd->want_len = len;
+        }
+        buf = malloc(len);
+        n = buf ? bv_s3_get_range(client(r->backend), rd->key, rd->version_id, offset, len, buf) : -ENOMEM;
+        BV_LOCK_GUARD(&rd->mutex);
+        if (n > 0) {
+                size_t old = !rd->win[0].data ? 0 : !rd->win[1].data ? 1 : rd->win[0].off > rd->win[1].off;
+
+                free(rd->win[old].data);
+                rd->win[old].data = buf;
+                rd->win[old].off = offset;
+                rd->win[old].len = (uint64_t)n;
+        } else
+                free(buf);
+        rd->fetching = false;
+        pthread_cond_broadcast(&rd->fetched);
 }
 
 static uint64_t s3_reader_size(BvObjReader *r)
@@ -436,6 +515,10 @@ static void s3_reader_close(BvObjReader *r)
         S3Reader *rd = (S3Reader *)r;
 
         safe_close(rd->fd);
+        free(rd->win[0].data);
+        free(rd->win[1].data);
+        pthread_cond_destroy(&rd->fetched);
+        pthread_mutex_destroy(&rd->mutex);
         free(rd);
 }
 
@@ -698,6 +781,7 @@ static const BvBackendOps s3_ops = {
         .reader_open = s3_reader_open,
         .reader_pread = s3_reader_pread,
         .reader_size = s3_reader_size,
+        .reader_advise = s3_reader_advise,
         .reader_fd = s3_reader_fd,
         .reader_close = s3_reader_close,
         .writer_open = s3_writer_open,

@@ -111,6 +111,18 @@ int bv_backend_open(const char *location, bool create, BvBackend **ret)
         return bv_backend_local_open(location, create, ret);
 }
 
+int bv_backend_open_read(const char *location, int64_t at, BvBackend **ret, char *errbuf, size_t errlen)
+{
+        if (errbuf && errlen > 0)
+                errbuf[0] = '\0';
+        if (!location || !*location || !ret || at < 0)
+                return -EINVAL;
+        if (strncmp(location, "s3://", 5) == 0)
+                return at ? bv_backend_s3_open_at(location, at, ret, errbuf, errlen)
+                          : bv_backend_s3_open(location, false, ret, errbuf, errlen);
+        return at ? -EOPNOTSUPP : bv_backend_local_open(location, false, ret);
+}
+
 void bv_backend_close(BvBackend *b)
 {
         if (b)

@@ -192,6 +192,12 @@ struct BvBackendLease {
  * the one place where a symbolic link is followed, the user's own path). create: the location
  * is made or must hold nothing (ops->create). -EPROTONOSUPPORT for a scheme not built in. */
 int bv_backend_open(const char *location, bool create, BvBackend **ret);
+/* Opens an existing location to read (and, but at a point in time, write) it: as
+ * bv_backend_open, and at a point in time at (seconds since the epoch; 0: now) for S3
+ * (bv_backend_s3_open_at; -EOPNOTSUPP for a directory, which keeps no versions). A remote
+ * location's failure is said in errbuf (errlen bytes; may be NULL), naming the endpoint,
+ * bucket or key at fault. */
+int bv_backend_open_read(const char *location, int64_t at, BvBackend **ret, char *errbuf, size_t errlen);
 void bv_backend_close(BvBackend *b);
 bool bv_backend_is_local(const BvBackend *b);
 const char *bv_backend_location(const BvBackend *b);

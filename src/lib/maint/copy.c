@@ -445,6 +445,10 @@ static int send(Copy *c)
         }
         if (r >= 0 && c->w)
                 r = writer_commit(c);
+        if (r >= 0) { /* a repacked pack's index and unwanted objects were covered without being sent */
+                c->pr.done = c->pr.total;
+                progress(c);
+        }
         if (r >= 0)
                 r = copy_dst_flush(c->d); /* every pack sent is durable: the segment naming them */
         return r;
@@ -515,6 +519,7 @@ int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *re
                 .sx = bv_repo_index(src), .dx = dst->x,
                 .sb = bv_repo_backend(src), .db = dst->b,
                 .up = { .rate = o->limit_upload }, .down = { .rate = o->limit_download },
+                .pr = { .work_total = UINT64_MAX }, /* the work is what the packs to go through hold */
                 .start_ns = bv_now_monotonic_ns(),
         };
         int r = bv_object_codec_new(bv_repo_keyring(src), 0, &c.scodec);

@@ -28,11 +28,11 @@ int repo_key_seal(const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret
                   BvKeyFile *ret);
 /* Opens master (secure memory of BV_MASTER_SIZE) with the first slot the secret fits: -ENOKEY if none,
  * -ENOENT if there is no slot (or no keys/). */
-int repo_key_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret, uint8_t *master);
+int repo_key_unseal(BvBackend *b, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret, uint8_t *master);
 /* The slots in keys/, sorted, "default" first (bv_key_slots_free). */
-int repo_key_slots(int dirfd, char ***ret, size_t *ret_n);
+int repo_key_slots(BvBackend *b, char ***ret, size_t *ret_n);
 /* keys/<slot>: its JSON read, written durably (replacing only with replace), or removed (-ENOENT
  * if absent, -EMLINK for the last slot). The slot name is the caller's to check. */
-int repo_key_read(int dirfd, const char *slot, char **ret, size_t *ret_len);
-int repo_key_write(int dirfd, const char *slot, const BvKeyFile *kf, bool replace);
-int repo_key_remove(int dirfd, const char *slot);
+int repo_key_read(BvBackend *b, const char *slot, char **ret, size_t *ret_len);
+int repo_key_write(BvBackend *b, const char *slot, const BvKeyFile *kf, bool replace);
+int repo_key_remove(BvBackend *b, const char *slot);

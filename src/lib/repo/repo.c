@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backend-s3.h"
 #include "fileio.h"
 #include "hex.h"
 #include "lease.h"
@@ -138,7 +139,7 @@ static int init_files(const char *path, const BvRepoConfig *cfg, const BvSecret 
         if (r < 0)
                 return r;
         if (cfg->cipher != BV_CIPHER_NONE) {
-                r = repo_key_write(bv_backend_local_dirfd(b), "default", &kf, false);
+                r = repo_key_write(b, "default", &kf, false);
                 if (r < 0)
                         return r;
         }
@@ -183,26 +184,42 @@ static int read_config(BvBackend *b, BvRepoConfigFile *ret)
         return bv_repo_config_parse(json, len, ret);
 }
 
+/* What the storage said of the last request that failed (a remote backend's), into problem. */
+static void note_storage_message(BvRepoProblem *problem, BvBackend *b)
+{
+        if (problem && b && !bv_backend_is_local(b) && !problem->message[0])
+                (void)bv_backend_errmsg(b, problem->message, sizeof(problem->message));
+}
+
 /* Opens the repository at path (for a directory the user's own path: the one place where
- * symbolic links are followed) and reads its config; what is wrong with the config is noted in
- * problem, which may be NULL. */
-static int open_repo_dir(const char *path, BvRepoProblem *problem, BvBackend **ret_backend,
+ * symbolic links are followed; s3://BUCKET[/PREFIX] as it was at time at when that is not 0) and
+ * reads its config; what is wrong with the config is noted in problem, which may be NULL. */
+static int open_repo_dir(const char *path, int64_t at, BvRepoProblem *problem, BvBackend **ret_backend,
                          BvRepoConfigFile *ret_config)
 {
         _cleanup_(bv_backend_closep) BvBackend *b = NULL;
         int r;
 
-        r = bv_backend_open(path, false, &b);
+        r = bv_backend_open_read(path, at, &b, problem ? problem->message : NULL,
+                                 problem ? sizeof(problem->message) : 0);
         if (r < 0)
                 return r;
         r = read_config(b, ret_config);
-        if (r < 0)
-                return bv_repo_problem_note(problem, b, "config", false, r);
+        if (r < 0) {
+                (void)bv_repo_problem_note(problem, b, "config", false, r);
+                note_storage_message(problem, b);
+                return r;
+        }
         *ret_backend = TAKE_PTR(b);
         return 0;
 }
 
 int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProblem *ret_problem)
+{
+        return bv_repo_peek_config_at(path, 0, ret, ret_problem);
+}
+
+int bv_repo_peek_config_at(const char *path, int64_t at, BvRepoConfig *ret, BvRepoProblem *ret_problem)
 {
         _cleanup_(bv_backend_closep) BvBackend *b = NULL;
         BvRepoConfigFile f;
@@ -212,7 +229,7 @@ int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProble
                 *ret_problem = (BvRepoProblem){};
         if (!path || !ret)
                 return -EINVAL;
-        r = open_repo_dir(path, ret_problem, &b, &f);
+        r = open_repo_dir(path, at, ret_problem, &b, &f);
         if (r < 0)
                 return r;
         *ret = f.config;
@@ -279,7 +296,7 @@ static int open_master(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem
                 return -ENOMEM;
         memset(r->master, 0, BV_MASTER_SIZE);
         if (r->cf.config.cipher != BV_CIPHER_NONE) {
-                ret = repo_key_unseal(r->dirfd, r->cf.id, secret, r->master);
+                ret = repo_key_unseal(r->backend, r->cf.id, secret, r->master);
                 if (ret < 0)
                         return bv_repo_problem_note(problem, r->backend, "keys/default", false, ret);
         }
@@ -317,17 +334,19 @@ static int open_stores(BvRepo *r, BvRepoProblem *problem)
 {
         int ret;
 
-        for (size_t i = 0; i < DIR_COUNT; i++) {
+        /* A local repository's folders, for what writes there (packs, index segments, tmp/); a
+         * remote one is only read (repo_start refused writers), through the backend. */
+        for (size_t i = 0; i < DIR_COUNT && r->dirfd >= 0; i++) {
                 r->fds[i] = bv_open_dir_beneath(r->dirfd, fd_names[i]);
                 if (r->fds[i] == -ENOENT)
                         return -EUCLEAN;
                 if (r->fds[i] < 0)
                         return bv_repo_problem_note(problem, r->backend, fd_names[i], true, r->fds[i]);
         }
-        ret = bv_index_open(r->fds[DIR_INDEX], &r->index);
+        ret = bv_index_open_backend(r->backend, r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
                 return ret;
-        ret = bv_packset_new(r->fds[DIR_PACKS], &r->packs);
+        ret = bv_packset_new(r->backend, &r->packs);
         if (ret < 0)
                 return ret;
         return bv_object_codec_new(r->keyring, r->cf.config.zstd_level, &r->snap_codec);
@@ -365,8 +384,8 @@ int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, Bv
  * given for a repository without a cipher is refused here, from the config this open goes on
  * with (not from an earlier peek, which a flaky or hostile drive can answer differently): such a
  * repository opens with any secret, so it proves nothing of the one who holds it. */
-static int repo_start(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
-                      BvRepo **ret)
+static int repo_start(const char *path, int64_t at, const BvSecret *secret, BvOpenFlags flags,
+                      BvRepoProblem *problem, BvRepo **ret)
 {
         _cleanup_(bv_repo_closep) BvRepo *r = NULL;
         int rr;
@@ -387,10 +406,13 @@ static int repo_start(const char *path, const BvSecret *secret, BvOpenFlags flag
         if (!r->path)
                 return -ENOMEM;
 
-        rr = open_repo_dir(path, problem, &r->backend, &r->cf);
+        rr = open_repo_dir(path, at, problem, &r->backend, &r->cf);
         if (rr < 0)
                 return rr;
-        r->dirfd = bv_backend_local_dirfd(r->backend);
+        /* Writing (packs, index segments) goes to a local repository's folders only, for now. */
+        if (!bv_backend_is_local(r->backend) && (flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
+                return -EROFS;
+        r->dirfd = bv_backend_is_local(r->backend) ? bv_backend_local_dirfd(r->backend) : -EBADF;
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
         if (secret && (secret->passphrase || secret->key_file || secret->keyring) &&
             r->cf.config.cipher == BV_CIPHER_NONE)
@@ -406,19 +428,19 @@ int bv_repo_prove(const char *path, const BvSecret *secret, BvRepoProblem *probl
 
         if (!secret || !(secret->passphrase || secret->key_file))
                 return -ENOKEY;
-        rr = repo_start(path, secret, BV_OPEN_READ, problem, &r);
+        rr = repo_start(path, 0, secret, BV_OPEN_READ, problem, &r);
         return rr < 0 ? rr : open_keys(r, secret, problem);
 }
 
 int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem,
                         BvRepo **ret)
 {
-        _cleanup_(bv_repo_closep) BvRepo *r = NULL;
-        int rr;
+        return bv_repo_open_at(path, 0, secret, flags, problem, ret);
+}
 
-        rr = repo_start(path, secret, flags, problem, &r);
-        if (rr < 0)
-                return rr;
+static int repo_open(BvRepo *r, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *problem)
+{
+        int rr;
 
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
          * the index is opened (docs/LIFECYCLE.md, "Leases"). */
@@ -438,6 +460,24 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
         /* tmp/ was opened beneath the repository: what is emptied is the repository's own. */
         if (flags & BV_OPEN_WRITE)
                 empty_tmp(r->fds[DIR_TMP]);
+        return 0;
+}
+
+int bv_repo_open_at(const char *path, int64_t at, const BvSecret *secret, BvOpenFlags flags,
+                    BvRepoProblem *problem, BvRepo **ret)
+{
+        _cleanup_(bv_repo_closep) BvRepo *r = NULL;
+        int rr;
+
+        if (at < 0)
+                return -EINVAL;
+        rr = repo_start(path, at, secret, flags, problem, &r);
+        if (rr >= 0)
+                rr = repo_open(r, secret, flags, problem);
+        if (rr < 0) {
+                note_storage_message(problem, r ? r->backend : NULL);
+                return rr;
+        }
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -498,6 +538,13 @@ BvBackend *bv_repo_backend(BvRepo *r)
         return r->backend;
 }
 
+const char *bv_repo_storage_error(BvRepo *r, char *buf, size_t len)
+{
+        if (len > 0)
+                buf[0] = '\0';
+        return bv_backend_is_local(r->backend) ? buf : bv_backend_errmsg(r->backend, buf, len);
+}
+
 int bv_repo_dirfd(BvRepo *r, const char *sub)
 {
         if (!sub || !*sub)
@@ -533,7 +580,7 @@ int bv_repo_change_key(BvRepo *r, const BvSecret *new_secret)
 {
         BvKeyFile kf;
         int ret = r ? seal_master(r, new_secret, &kf) : -EINVAL;
-        return ret < 0 ? ret : repo_key_write(r->dirfd, "default", &kf, true);
+        return ret < 0 ? ret : repo_key_write(r->backend, "default", &kf, true);
 }
 
 /* A snapshot record skipped by the list: kept as damage (the caller holds snap_lock). */
@@ -679,14 +726,14 @@ int bv_repo_read_object_alloc(BvRepo *r, BvObjectCodec *codec, BvObjectType type
 
 int bv_repo_key_slots(BvRepo *r, char ***ret, size_t *ret_n)
 {
-        return repo_key_slots(r->dirfd, ret, ret_n);
+        return repo_key_slots(r->backend, ret, ret_n);
 }
 
 int bv_repo_key_add(BvRepo *r, const char *slot, const BvSecret *secret)
 {
         BvKeyFile kf;
         int ret = r && bv_key_slot_valid(slot) ? seal_master(r, secret, &kf) : -EINVAL;
-        return ret < 0 ? ret : repo_key_write(r->dirfd, slot, &kf, false);
+        return ret < 0 ? ret : repo_key_write(r->backend, slot, &kf, false);
 }
 
 int bv_repo_key_remove(BvRepo *r, const char *slot)
@@ -695,14 +742,14 @@ int bv_repo_key_remove(BvRepo *r, const char *slot)
                 return -EINVAL;
         if (!(r->flags & BV_OPEN_WRITE))
                 return -EPERM;
-        return repo_key_remove(r->dirfd, slot);
+        return repo_key_remove(r->backend, slot);
 }
 
 int bv_repo_key_export(BvRepo *r, const char *slot, char **ret, size_t *ret_len)
 {
         if (!bv_key_slot_valid(slot))
                 return -EINVAL;
-        return repo_key_read(r->dirfd, slot, ret, ret_len);
+        return repo_key_read(r->backend, slot, ret, ret_len);
 }
 
 int bv_repo_key_seal_export(BvRepo *r, const BvSecret *secret, char **ret)
@@ -729,7 +776,7 @@ int bv_repo_key_import(const char *path, const char *slot, const char *json, siz
 
         if (!bv_key_slot_valid(slot))
                 return -EINVAL;
-        r = open_repo_dir(path, NULL, &b, &f);
+        r = open_repo_dir(path, 0, NULL, &b, &f);
         if (r < 0)
                 return r;
         r = bv_repo_keyfile_parse(json, len, &kf);
@@ -737,5 +784,5 @@ int bv_repo_key_import(const char *path, const char *slot, const char *json, siz
                 return r;
         if (memcmp(kf.repository, f.id, BV_REPO_ID_SIZE) != 0)
                 return -EXDEV; /* another repository's key */
-        return repo_key_write(bv_backend_local_dirfd(b), slot, &kf, false);
+        return repo_key_write(b, slot, &kf, false);
 }

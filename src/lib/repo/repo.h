@@ -90,6 +90,8 @@ typedef struct BvRepoProblem {
         bool want_dir; /* what was wanted there: a directory, or a regular file */
         char holder[320]; /* -EBUSY on locks/write or locks/gc: who holds it ("pid N on HOST since
                            * TIME: COMMAND"), or "" when it did not say */
+        char message[320]; /* a remote repository's: what the storage said of the request that
+                            * failed ("s3://BUCKET/KEY: HTTP 403 ..."), or "" */
 } BvRepoProblem;
 
 /* Fills *p (if not NULL) for path (an object's key, bv_obj_key, or a folder of the repository
@@ -117,6 +119,14 @@ int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, Bv
  * empty path otherwise). */
 int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags flags, BvRepoProblem *ret_problem,
                         BvRepo **ret);
+/* The same for a repository as it was at time at (seconds since the epoch; 0: now): an S3
+ * location with versioning, opened from the object versions current then (backend-s3.h,
+ * bv_backend_s3_open_at), read-only (-EROFS for BV_OPEN_WRITE or BV_OPEN_GC); -EOPNOTSUPP for
+ * a local directory, which keeps no versions. Where a remote repository fails, *ret_problem's
+ * message says what the storage answered. Writers are refused on a remote repository for now
+ * (-EROFS): packs and index segments are written to a local repository's folders only. */
+int bv_repo_open_at(const char *path, int64_t at, const BvSecret *secret, BvOpenFlags flags,
+                    BvRepoProblem *ret_problem, BvRepo **ret);
 /* Proves that the repository at path is the one secret (a passphrase or key file: -ENOKEY without)
  * opens: its config read once, a cipher (-EKEYREJECTED without), a key slot the secret opens and
  * the config's MAC under that key. Takes no lock and no lease and writes nothing: for a drive that
@@ -133,6 +143,7 @@ void bv_repo_close(BvRepo *r);
 /* Reads the config without the key (to ask for a passphrase only when needed). */
 int bv_repo_peek_config(const char *path, BvRepoConfig *ret);
 int bv_repo_peek_config_report(const char *path, BvRepoConfig *ret, BvRepoProblem *ret_problem);
+int bv_repo_peek_config_at(const char *path, int64_t at, BvRepoConfig *ret, BvRepoProblem *ret_problem);
 
 const BvRepoConfig *bv_repo_config(const BvRepo *r);
 const char *bv_repo_path(const BvRepo *r);
@@ -172,6 +183,10 @@ BvPackSet *bv_repo_packs(BvRepo *r);
 const BvKeyring *bv_repo_keyring(BvRepo *r);
 /* Where the repository's objects are kept (backend.h): every room names them through it. */
 BvBackend *bv_repo_backend(BvRepo *r);
+/* What a remote repository's storage said of the last request that failed ("s3://BUCKET/KEY:
+ * HTTP 503 ..."), into buf (len bytes); "" for a local repository or when none failed. For the
+ * CLI's one message when a read fails with a transport or storage error. Returns buf. */
+const char *bv_repo_storage_error(BvRepo *r, char *buf, size_t len);
 /* A directory fd of the repository: "packs", "index", "snapshots", "tmp", or "" (the top).
  * The fd belongs to the repository (do not close it); -ENOENT for another name. */
 int bv_repo_dirfd(BvRepo *r, const char *sub);

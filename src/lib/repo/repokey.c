@@ -171,30 +171,23 @@ int bv_repo_keyfile_open(const BvKeyFile *kf, const char *passphrase, const void
         return r == -EBADMSG ? -ENOKEY : r;
 }
 
-int repo_key_read(int dirfd, const char *slot, char **ret, size_t *ret_len)
+int repo_key_read(BvBackend *b, const char *slot, char **ret, size_t *ret_len)
 {
-        char name[5 + BV_KEY_SLOT_MAX + 1];
-
-        snprintf(name, sizeof(name), "keys/%s", slot);
-        return bv_read_file_beneath(dirfd, name, KEYFILE_MAX, (void **)ret, ret_len);
+        return bv_backend_get(b, BV_KIND_KEY, slot, KEYFILE_MAX, (void **)ret, ret_len);
 }
 
-int repo_key_write(int dirfd, const char *slot, const BvKeyFile *kf, bool replace)
+int repo_key_write(BvBackend *b, const char *slot, const BvKeyFile *kf, bool replace)
 {
         _cleanup_free_ char *json = NULL;
-        _cleanup_close_ int kfd = -EBADF;
         int r = bv_repo_keyfile_format(kf, &json);
         if (r < 0)
                 return r;
-        kfd = bv_open_dir_beneath(dirfd, "keys");
-        if (kfd < 0)
-                return kfd;
-        return bv_write_file_durable(kfd, slot, json, strlen(json), replace);
+        return bv_backend_put(b, BV_KIND_KEY, slot, json, strlen(json), replace ? BV_PUT_REPLACE : BV_PUT_CREATE);
 }
 
 /* Opens keys/<slot> with the secret into master (secure memory of BV_MASTER_SIZE). A key file's
  * material is read at the first slot that needs it and kept in *sf for the others. */
-static int keyslot_unseal(int dirfd, const char *slot, const uint8_t repo_id[BV_REPO_ID_SIZE],
+static int keyslot_unseal(BvBackend *b, const char *slot, const uint8_t repo_id[BV_REPO_ID_SIZE],
                           const BvSecret *secret, SecretFile *sf, uint8_t *master)
 {
         _cleanup_free_ char *json = NULL;
@@ -204,7 +197,7 @@ static int keyslot_unseal(int dirfd, const char *slot, const uint8_t repo_id[BV_
 
         if (!secret || (!secret->passphrase && !secret->key_file))
                 return -ENOKEY;
-        r = repo_key_read(dirfd, slot, &json, &len);
+        r = repo_key_read(b, slot, &json, &len);
         if (r == -ENOENT)
                 return -ENOKEY;
         if (r < 0)
@@ -237,32 +230,42 @@ bool bv_key_slot_valid(const char *slot)
         return strspn(slot, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == n;
 }
 
-/* The key slots in keys/, sorted, "default" first. */
-int repo_key_slots(int dirfd, char ***ret, size_t *ret_n)
+typedef struct SlotList {
+        char **names;
+        size_t n;
+} SlotList;
+
+static int slot_entry(const BvObjEntry *e, void *userdata)
 {
-        _cleanup_free_ char **names = NULL;
-        struct dirent *de;
-        size_t n = 0;
-        DIR *d;
-        int r = bv_opendir_beneath(dirfd, "keys", &d);
-        if (r < 0)
+        SlotList *l = userdata;
+        char **nn;
+
+        if (!bv_key_slot_valid(e->name) || strchr(e->name, '~'))
+                return 0;
+        nn = realloc(l->names, (l->n + 2) * sizeof(*l->names));
+        if (!nn)
+                return -ENOMEM;
+        l->names = nn;
+        l->names[l->n] = strdup(e->name);
+        if (!l->names[l->n])
+                return -ENOMEM;
+        l->n++;
+        return 0;
+}
+
+/* The key slots in keys/, sorted, "default" first. */
+int repo_key_slots(BvBackend *b, char ***ret, size_t *ret_n)
+{
+        SlotList l = {};
+        char **names;
+        size_t n;
+        int r = bv_backend_list(b, BV_KIND_KEY, slot_entry, &l);
+        if (r < 0) {
+                bv_key_slots_free(l.names, l.n);
                 return r;
-        while ((de = readdir(d))) {
-                if (!bv_key_slot_valid(de->d_name) || strchr(de->d_name, '~'))
-                        continue;
-                char **nn = realloc(names, (n + 2) * sizeof(*names));
-                char *dup = nn ? strdup(de->d_name) : NULL;
-                if (nn)
-                        names = nn;
-                if (!dup) {
-                        closedir(d);
-                        bv_key_slots_free(names, n);
-                        names = NULL;
-                        return -ENOMEM;
-                }
-                names[n++] = dup;
         }
-        closedir(d);
+        names = l.names;
+        n = l.n;
         for (size_t i = 1; i < n; i++) /* insertion sort, "default" first */
                 for (size_t j = i; j > 0; j--) {
                         bool dflt = strcmp(names[j], "default") == 0 && strcmp(names[j - 1], "default") != 0;
@@ -272,38 +275,37 @@ int repo_key_slots(int dirfd, char ***ret, size_t *ret_n)
                         names[j] = names[j - 1];
                         names[j - 1] = t;
                 }
-        *ret = TAKE_PTR(names);
+        *ret = names;
         *ret_n = n;
         return 0;
 }
 
 /* Tries every key slot: the secret opens the first it fits. No slot at all is -ENOENT (like a
  * missing keys/), not a wrong secret. */
-int repo_key_unseal(int dirfd, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret, uint8_t *master)
+int repo_key_unseal(BvBackend *b, const uint8_t repo_id[BV_REPO_ID_SIZE], const BvSecret *secret, uint8_t *master)
 {
         SecretFile sf = {};
         char **names;
         size_t n;
-        int r = repo_key_slots(dirfd, &names, &n);
+        int r = repo_key_slots(b, &names, &n);
         if (r < 0)
                 return r;
         r = n == 0 ? -ENOENT : -ENOKEY;
         for (size_t i = 0; i < n && r == -ENOKEY; i++)
-                r = keyslot_unseal(dirfd, names[i], repo_id, secret, &sf, master);
+                r = keyslot_unseal(b, names[i], repo_id, secret, &sf, master);
         secret_file_done(&sf);
         bv_key_slots_free(names, n);
         return r;
 }
 
-int repo_key_remove(int dirfd, const char *slot)
+int repo_key_remove(BvBackend *b, const char *slot)
 {
-        _cleanup_close_ int kfd = -EBADF;
         char **names;
         size_t n;
         bool found = false;
         int ret;
 
-        ret = repo_key_slots(dirfd, &names, &n);
+        ret = repo_key_slots(b, &names, &n);
         if (ret < 0)
                 return ret;
         for (size_t i = 0; i < n; i++)
@@ -313,10 +315,5 @@ int repo_key_remove(int dirfd, const char *slot)
                 return -ENOENT;
         if (n == 1)
                 return -EMLINK; /* the last slot: removing it would lose the repository */
-        kfd = bv_open_dir_beneath(dirfd, "keys");
-        if (kfd < 0)
-                return kfd;
-        if (unlinkat(kfd, slot, 0) < 0)
-                return negative_errno();
-        return fsync(kfd) < 0 ? negative_errno() : 0;
+        return bv_backend_remove(b, BV_KIND_KEY, slot);
 }

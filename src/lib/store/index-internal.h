@@ -104,7 +104,8 @@ typedef struct Pending {
 } Pending;
 
 struct BvIndex {
-        int dirfd;
+        BvBackend *backend; /* borrowed; NULL: segments are read from dirfd */
+        int dirfd;          /* index/ of a local repository, for writes; -EBADF: read-only */
         BvIndexDamage *damaged; /* segments the last scan left out (update_mutex) */
         size_t n_damaged;
         uint8_t (*missing)[IDX_PACK_SIZE]; /* sorted: packs whose entries lookups ignore */
@@ -150,6 +151,8 @@ typedef struct Cursor {
 int id_cmp(const uint8_t *a, const uint8_t *b);
 void segment_free(Segment *s);
 int segment_open(int dirfd, const char *name, Segment **ret);
+/* The same for index/<name> of a backend (read through bv_obj_reader_fd). */
+int segment_open_backend(BvBackend *b, const char *name, Segment **ret);
 /* ret_entry (if not NULL): the entry's number in the segment. */
 int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret,
                  uint64_t *ret_entry);

@@ -177,6 +177,8 @@ static int index_merge(BvIndex *x, MergeDrop *drop, uint64_t list_generation, Se
 
         if (!cur)
                 return -ENOMEM;
+        if (x->dirfd < 0)
+                return -EROFS; /* opened to be read only */
         for (size_t i = 0; i < in->n; i++) {
                 cur[i] = (Cursor){ .seg = in->s[i], .rank = (unsigned)i };
                 total += in->s[i]->count;

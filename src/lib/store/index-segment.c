@@ -178,9 +178,11 @@ void segment_free(Segment *s)
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(Segment, segment_free);
 
-int segment_open(int dirfd, const char *name, Segment **ret)
+/* Maps the segment file fd (taken, closed on failure) read as name. */
+static int segment_map(int fd, const char *name, Segment **ret)
 {
         _cleanup_(segment_freep) Segment *s = NULL;
+        _cleanup_close_ int owned = fd;
         struct stat st;
         void *map;
         int r;
@@ -188,9 +190,7 @@ int segment_open(int dirfd, const char *name, Segment **ret)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->fd = bv_open_file_beneath(dirfd, name, O_RDONLY);
-        if (s->fd < 0)
-                return s->fd;
+        s->fd = TAKE_FD(owned);
         if (fstat(s->fd, &st) < 0)
                 return negative_errno();
         if (st.st_size < IDX_HEADER_SIZE)
@@ -208,6 +208,32 @@ int segment_open(int dirfd, const char *name, Segment **ret)
         snprintf(s->name, sizeof(s->name), "%s", name);
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+int segment_open(int dirfd, const char *name, Segment **ret)
+{
+        int fd = bv_open_file_beneath(dirfd, name, O_RDONLY);
+
+        return fd < 0 ? fd : segment_map(fd, name, ret);
+}
+
+int segment_open_backend(BvBackend *b, const char *name, Segment **ret)
+{
+        BvObjReader *rd;
+        int fd, r;
+
+        r = bv_obj_reader_open(b, BV_KIND_INDEX, name, &rd);
+        if (r < 0)
+                return r;
+        /* The whole segment in a file: the local one itself, S3's copy in the local cache. */
+        fd = bv_obj_reader_fd(rd);
+        if (fd >= 0) {
+                fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0)
+                        fd = negative_errno();
+        }
+        bv_obj_reader_close(rd);
+        return fd < 0 ? fd : segment_map(fd, name, ret);
 }
 
 void segment_entry_location(const Segment *s, const uint8_t *e, BvLocation *ret)

@@ -119,13 +119,6 @@ static int segs_find(BvIndex *x, const uint8_t id[BV_ID_SIZE], bool via_pread, B
 /* Lists the segment files of the directory into a new array, reusing the segments of known
  * ones. *ret_vanished tells whether a segment of known disappeared (another process compacted:
  * scan again to be sure to see its output). */
-/* Whether a segment that fails to open is that segment's damage (left out), rather than a
- * failure of the process (out of memory or descriptors) that must fail the scan. */
-static bool segment_error_is_damage(int r)
-{
-        return r != -ENOMEM && r != -EMFILE && r != -ENFILE && r != -EINTR;
-}
-
 static int damaged_add(BvIndexDamage **list, size_t *n, const char *name, int error)
 {
         BvIndexDamage *p = reallocarray(*list, *n + 1, sizeof(**list));
@@ -139,43 +132,106 @@ static int damaged_add(BvIndexDamage **list, size_t *n, const char *name, int er
         return 0;
 }
 
+/* The segment names of index/, as met (names that are not a segment's are skipped). */
+typedef struct SegNames {
+        char (*v)[IDX_NAME_LEN + 1];
+        size_t n, cap;
+} SegNames;
+
+static int seg_names_add(SegNames *l, const char *name)
+{
+        if (!bv_index_name_valid(name))
+                return 0;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? 2 * l->cap : 16;
+                void *v = reallocarray(l->v, cap, sizeof(*l->v));
+
+                if (!v)
+                        return -ENOMEM;
+                l->v = v;
+                l->cap = cap;
+        }
+        snprintf(l->v[l->n++], IDX_NAME_LEN + 1, "%.20s", name); /* checked: 20 bytes */
+        return 0;
+}
+
+static int seg_names_entry(const BvObjEntry *e, void *userdata)
+{
+        return seg_names_add(userdata, e->name);
+}
+
+/* Lists index/: through the backend, or the directory of an index opened on one. */
+static int seg_names_list(BvIndex *x, SegNames *l)
+{
+        struct dirent *de;
+        DIR *d;
+        int r;
+
+        if (x->backend) {
+                r = bv_backend_list(x->backend, BV_KIND_INDEX, seg_names_entry, l);
+                return r < 0 ? r : 0;
+        }
+        r = bv_opendir_beneath(x->dirfd, ".", &d);
+        if (r < 0)
+                return r;
+        while ((errno = 0, de = readdir(d)) && r >= 0)
+                r = seg_names_add(l, de->d_name);
+        if (r >= 0 && errno != 0)
+                r = negative_errno();
+        closedir(d);
+        return r;
+}
+
+/* Whether a segment that fails to open is that segment's damage (left out), rather than a
+ * failure of the process (out of memory or descriptors) or, for a remote backend, of the
+ * transport or the credentials, that must fail the scan. */
+static bool segment_error_is_damage(const BvIndex *x, int r)
+{
+        if (x->backend && !bv_backend_is_local(x->backend))
+                return r == -EBADMSG || r == -EPROTONOSUPPORT;
+        return r != -ENOMEM && r != -EMFILE && r != -ENFILE && r != -EINTR;
+}
+
+static int segment_open_named(BvIndex *x, const char *name, Segment **ret)
+{
+        return x->backend ? segment_open_backend(x->backend, name, ret) : segment_open(x->dirfd, name, ret);
+}
+
 static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *ret_vanished)
 {
         _cleanup_free_ BvIndexDamage *damaged = NULL;
         size_t n_damaged = 0;
         _cleanup_free_ SegArray *a = NULL;
+        SegNames names = {};
         size_t cap = 16, found = 0;
-        struct dirent *de;
-        DIR *d;
         int r;
 
-        r = bv_opendir_beneath(x->dirfd, ".", &d);
-        if (r < 0)
+        r = seg_names_list(x, &names);
+        a = r < 0 ? NULL : segarray_new(cap);
+        if (r >= 0 && !a)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(names.v);
                 return r;
-        a = segarray_new(cap);
-        if (!a) {
-                closedir(d);
-                return -ENOMEM;
         }
         a->n = 0;
-        while ((errno = 0, de = readdir(d))) {
+        for (size_t i = 0; i < names.n; i++) {
+                const char *name = names.v[i];
                 Segment *s = NULL;
 
-                if (!bv_index_name_valid(de->d_name))
-                        continue;
-                for (size_t i = 0; known && i < known->n && !s; i++)
-                        if (strcmp(known->s[i]->name, de->d_name) == 0)
-                                s = known->s[i];
+                for (size_t k = 0; known && k < known->n && !s; k++)
+                        if (strcmp(known->s[k]->name, name) == 0)
+                                s = known->s[k];
                 if (s)
                         found++;
                 else {
-                        r = segment_open(x->dirfd, de->d_name, &s);
+                        r = segment_open_named(x, name, &s);
                         if (r == -ENOENT) {
                                 r = 0; /* removed by a compaction meanwhile */
                                 continue;
                         }
-                        if (r < 0 && segment_error_is_damage(r)) {
-                                r = damaged_add(&damaged, &n_damaged, de->d_name, r);
+                        if (r < 0 && segment_error_is_damage(x, r)) {
+                                r = damaged_add(&damaged, &n_damaged, name, r);
                                 if (r < 0)
                                         break;
                                 continue;
@@ -196,9 +252,7 @@ static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *r
                 }
                 a->s[a->n++] = s;
         }
-        if (r == 0 && errno != 0)
-                r = negative_errno();
-        closedir(d);
+        free(names.v);
         if (r < 0) {
                 for (size_t i = 0; i < a->n; i++)
                         if (!segarray_contains(known, a->s[i]))
@@ -258,20 +312,24 @@ void bv_index_free(BvIndex *x)
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvIndex, bv_index_free);
 
-int bv_index_open(int index_dirfd, BvIndex **ret)
+static int index_new(BvBackend *b, int index_dirfd, BvIndex **ret)
 {
         _cleanup_(bv_index_freep) BvIndex *x = NULL;
         pthread_rwlockattr_t attr;
         int r;
 
-        if (index_dirfd < 0 || !ret)
+        if ((!b && index_dirfd < 0) || !ret)
                 return -EINVAL;
         x = calloc(1, sizeof(*x));
         if (!x)
                 return -ENOMEM;
-        x->dirfd = fcntl(index_dirfd, F_DUPFD_CLOEXEC, 3);
-        if (x->dirfd < 0)
-                return negative_errno();
+        x->backend = b;
+        x->dirfd = -EBADF;
+        if (index_dirfd >= 0) {
+                x->dirfd = fcntl(index_dirfd, F_DUPFD_CLOEXEC, 3);
+                if (x->dirfd < 0)
+                        return negative_errno();
+        }
         pthread_mutex_init(&x->update_mutex, NULL);
         pthread_mutex_init(&x->pending_mutex, NULL);
         /* Publishers must not starve behind a steady stream of lookups. */
@@ -288,6 +346,16 @@ int bv_index_open(int index_dirfd, BvIndex **ret)
                 return r;
         *ret = TAKE_PTR(x);
         return 0;
+}
+
+int bv_index_open(int index_dirfd, BvIndex **ret)
+{
+        return index_new(NULL, index_dirfd, ret);
+}
+
+int bv_index_open_backend(BvBackend *b, int index_dirfd, BvIndex **ret)
+{
+        return b ? index_new(b, index_dirfd, ret) : -EINVAL;
 }
 
 int bv_index_refresh(BvIndex *x)
@@ -487,6 +555,8 @@ static int index_flush_locked(BvIndex *x)
 
         if (t->located == 0)
                 return 0;
+        if (x->dirfd < 0)
+                return -EROFS; /* opened to be read only */
         order = malloc(t->located * sizeof(uint32_t));
         if (!order)
                 return -ENOMEM;

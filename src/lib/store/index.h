@@ -54,6 +54,12 @@ bool bv_index_name_valid(const char *name);
  * (bv_index_damaged): lookups then miss what only it locates. Fails only for what is not one
  * segment's damage (the directory, memory). */
 int bv_index_open(int index_dirfd, BvIndex **ret);
+/* The same for the segments of backend b (listed and read through it: on S3 each segment is
+ * fetched once into the backend's local cache and mapped from there). index_dirfd is the local
+ * repository's index/ for what writes segments (flush, compaction), or -EBADF for an index that
+ * is only read: then those are -EROFS. A remote backend's transport or credential errors fail
+ * the open rather than leave a segment out as damaged. */
+int bv_index_open_backend(BvBackend *b, int index_dirfd, BvIndex **ret);
 
 /* The segments the last scan (open or refresh) left out: a malloc'd copy (NULL when none). */
 int bv_index_damaged(BvIndex *x, BvIndexDamage **ret, size_t *ret_count);

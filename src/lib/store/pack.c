@@ -514,32 +514,30 @@ int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE],
 /* An open pack; its reads are watched for a stream to prefetch for (WILLNEED). */
 typedef struct PackSlot {
         uint8_t pack_id[BV_PACK_ID_SIZE];
-        int fd;              /* -EBADF when the slot is free */
+        BvObjReader *reader; /* NULL when the slot is free */
         unsigned users;      /* reads in progress: the slot is not evicted while > 0 */
         bool referenced;     /* clock bit */
         BvReadStream stream;
 } PackSlot;
 
 struct BvPackSet {
-        int packs_dirfd; /* borrowed */
+        BvBackend *backend; /* borrowed */
         pthread_mutex_t mutex;
         PackSlot slots[PACKSET_SLOTS];
         unsigned hand;
 };
 
-int bv_packset_new(int packs_dirfd, BvPackSet **ret)
+int bv_packset_new(BvBackend *b, BvPackSet **ret)
 {
         BvPackSet *p;
 
-        if (packs_dirfd < 0 || !ret)
+        if (!b || !ret)
                 return -EINVAL;
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
-        p->packs_dirfd = packs_dirfd;
+        p->backend = b;
         pthread_mutex_init(&p->mutex, NULL);
-        for (size_t i = 0; i < PACKSET_SLOTS; i++)
-                p->slots[i].fd = -EBADF;
         *ret = p;
         return 0;
 }
@@ -549,23 +547,23 @@ void bv_packset_free(BvPackSet *p)
         if (!p)
                 return;
         for (size_t i = 0; i < PACKSET_SLOTS; i++)
-                safe_close(p->slots[i].fd);
+                bv_obj_reader_close(p->slots[i].reader);
         pthread_mutex_destroy(&p->mutex);
         free(p);
 }
 
-static int pack_open(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE])
+static int pack_open(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], BvObjReader **ret)
 {
         char path[64];
-        int fd;
+        int r;
 
         bv_pack_path(pack_id, path);
-        fd = bv_open_file_beneath(p->packs_dirfd, path, O_RDONLY);
+        r = bv_obj_reader_open(p->backend, BV_KIND_PACK, path, ret);
         /* A pack that is not there, or is not a regular file beneath packs/ (a symbolic link, a
          * FIFO...), is not read: the repository needs repair. */
-        if (fd == -ENOENT || fd == -ELOOP || fd == -EBADFD || fd == -ENOTDIR)
+        if (r == -ENOENT || r == -ELOOP || r == -EBADFD || r == -ENOTDIR)
                 return -EUCLEAN;
-        return fd;
+        return r;
 }
 
 /* Picks a slot to reuse with the clock algorithm; NULL if every slot is in use. */
@@ -577,7 +575,7 @@ static PackSlot *packset_victim(BvPackSet *p)
                 p->hand = (p->hand + 1) % PACKSET_SLOTS;
                 if (s->users > 0)
                         continue;
-                if (s->fd >= 0 && s->referenced) {
+                if (s->reader && s->referenced) {
                         s->referenced = false;
                         continue;
                 }
@@ -587,42 +585,45 @@ static PackSlot *packset_victim(BvPackSet *p)
 }
 
 /* Returns a slot holding the pack open, with one more user; or, when the cache is full of
- * busy slots, *ret_fd gets an uncached fd the caller closes. Caller holds p->mutex. */
+ * busy slots, *ret_reader gets an uncached reader the caller closes. Caller holds p->mutex.
+ * Opening a pack is a HEAD on S3: under the mutex, as a local open is; the reads are not. */
 static int packset_get_locked(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], PackSlot **ret_slot,
-                              int *ret_fd)
+                              BvObjReader **ret_reader)
 {
+        BvObjReader *rd;
         PackSlot *s;
-        int fd;
+        int r;
 
         for (size_t i = 0; i < PACKSET_SLOTS; i++) {
                 s = &p->slots[i];
-                if (s->fd >= 0 && memcmp(s->pack_id, pack_id, BV_PACK_ID_SIZE) == 0) {
+                if (s->reader && memcmp(s->pack_id, pack_id, BV_PACK_ID_SIZE) == 0) {
                         s->users++;
                         s->referenced = true;
                         *ret_slot = s;
                         return 0;
                 }
         }
-        fd = pack_open(p, pack_id);
-        if (fd < 0)
-                return fd;
+        r = pack_open(p, pack_id, &rd);
+        if (r < 0)
+                return r;
         s = packset_victim(p);
         if (!s) {
                 *ret_slot = NULL;
-                *ret_fd = fd;
+                *ret_reader = rd;
                 return 0;
         }
-        safe_close(s->fd);
-        *s = (PackSlot){ .fd = fd, .users = 1, .referenced = true };
+        bv_obj_reader_close(s->reader);
+        *s = (PackSlot){ .reader = rd, .users = 1, .referenced = true };
         memcpy(s->pack_id, pack_id, BV_PACK_ID_SIZE);
         *ret_slot = s;
         return 0;
 }
 
-static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], PackSlot **ret_slot, int *ret_fd)
+static int packset_get(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], PackSlot **ret_slot,
+                       BvObjReader **ret_reader)
 {
         BV_LOCK_GUARD(&p->mutex);
-        return packset_get_locked(p, pack_id, ret_slot, ret_fd);
+        return packset_get_locked(p, pack_id, ret_slot, ret_reader);
 }
 
 uint64_t bv_read_stream_note(BvReadStream *s, uint64_t offset, uint64_t end, uint64_t *ret_from)
@@ -641,23 +642,23 @@ uint64_t bv_read_stream_note(BvReadStream *s, uint64_t offset, uint64_t end, uin
         return s->prefetched - *ret_from;
 }
 
-static void packset_put(BvPackSet *p, PackSlot *s, int fd)
+static void packset_put(BvPackSet *p, PackSlot *s, BvObjReader *rd)
 {
         if (!s) {
-                safe_close(fd);
+                bv_obj_reader_close(rd);
                 return;
         }
         BV_LOCK_GUARD(&p->mutex);
         s->users--;
 }
 
-static int packset_pread(int fd, void *buf, size_t len, uint64_t offset)
+static int packset_pread(BvObjReader *rd, void *buf, size_t len, uint64_t offset)
 {
         ssize_t n;
 
         if (offset > UINT64_MAX - len)
                 return -EBADMSG;
-        n = bv_pread_all(fd, buf, len, offset);
+        n = bv_obj_reader_pread(rd, buf, len, offset);
         if (n < 0)
                 return (int)n;
         if ((size_t)n != len)
@@ -667,49 +668,47 @@ static int packset_pread(int fd, void *buf, size_t len, uint64_t offset)
 
 int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t offset, void *buf, size_t len)
 {
+        BvObjReader *rd = NULL;
         uint64_t from, n = 0;
         PackSlot *s;
-        int fd = -EBADF, r;
+        int r;
 
         if (!p || !pack_id || (!buf && len > 0))
                 return -EINVAL;
         {
                 /* One lock round for the slot and the stream: every pack read comes here. */
                 BV_LOCK_GUARD(&p->mutex);
-                r = packset_get_locked(p, pack_id, &s, &fd);
+                r = packset_get_locked(p, pack_id, &s, &rd);
                 if (r < 0)
                         return r;
                 if (s && offset <= UINT64_MAX - BV_READ_PREFETCH - len)
                         n = bv_read_stream_note(&s->stream, offset, offset + len, &from);
         }
         if (n > 0)
-                (void)posix_fadvise(s->fd, (off_t)from, (off_t)n, POSIX_FADV_WILLNEED);
-        r = packset_pread(s ? s->fd : fd, buf, len, offset);
-        packset_put(p, s, fd);
+                bv_obj_reader_advise(s->reader, from, n);
+        r = packset_pread(s ? s->reader : rd, buf, len, offset);
+        packset_put(p, s, rd);
         return r;
 }
 
-static int packset_read_index_fd(int fd, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
-                                 BvPackEntry **ret_entries, size_t *ret_count)
+static int packset_read_index_from(BvObjReader *rd, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
+                                   BvPackEntry **ret_entries, size_t *ret_count)
 {
         _cleanup_free_ uint8_t *obj = NULL;
         uint8_t header[BV_PACK_HEADER_SIZE], footer[BV_PACK_FOOTER_SIZE];
+        uint64_t size = bv_obj_reader_size(rd);
         PackFooter pf;
-        uint64_t size;
         int r;
 
-        r = bv_fd_size(fd, &size);
-        if (r < 0)
-                return r;
         if (size < BV_PACK_HEADER_SIZE + BV_PACK_FOOTER_SIZE)
                 return -EBADMSG;
-        r = packset_pread(fd, header, sizeof(header), 0);
+        r = packset_pread(rd, header, sizeof(header), 0);
         if (r < 0)
                 return r;
         r = pack_header_check(header, pack_id);
         if (r < 0)
                 return r;
-        r = packset_pread(fd, footer, sizeof(footer), size - BV_PACK_FOOTER_SIZE);
+        r = packset_pread(rd, footer, sizeof(footer), size - BV_PACK_FOOTER_SIZE);
         if (r < 0)
                 return r;
         r = pack_footer_parse(footer, size, &pf);
@@ -720,7 +719,7 @@ static int packset_read_index_fd(int fd, BvObjectCodec *codec, const uint8_t pac
         obj = malloc(pf.index_length ? pf.index_length : 1);
         if (!obj)
                 return -ENOMEM;
-        r = packset_pread(fd, obj, pf.index_length, pf.index_offset);
+        r = packset_pread(rd, obj, pf.index_length, pf.index_offset);
         if (r < 0)
                 return r;
         return pack_index_decode(codec, pack_id, &pf, obj, ret_entries, ret_count);
@@ -729,29 +728,31 @@ static int packset_read_index_fd(int fd, BvObjectCodec *codec, const uint8_t pac
 int bv_packset_read_index(BvPackSet *p, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
                           BvPackEntry **ret_entries, size_t *ret_count)
 {
+        BvObjReader *rd = NULL;
         PackSlot *s;
-        int fd = -EBADF, r;
+        int r;
 
         if (!p || !codec || !pack_id || !ret_entries || !ret_count)
                 return -EINVAL;
-        r = packset_get(p, pack_id, &s, &fd);
+        r = packset_get(p, pack_id, &s, &rd);
         if (r < 0)
                 return r;
-        r = packset_read_index_fd(s ? s->fd : fd, codec, pack_id, ret_entries, ret_count);
-        packset_put(p, s, fd);
+        r = packset_read_index_from(s ? s->reader : rd, codec, pack_id, ret_entries, ret_count);
+        packset_put(p, s, rd);
         return r;
 }
 
-/* Parses "<32 lowercase hex>.pack" whose first two digits are sub: exactly the names
- * bv_pack_path gives. */
-static bool pack_name_parse(const char *name, const char *sub, uint8_t pack_id[BV_PACK_ID_SIZE])
+/* Parses "xx/<32 lowercase hex>.pack" whose folder xx is the id's first two digits: exactly the
+ * names bv_pack_path gives. */
+static bool pack_name_parse(const char *name, uint8_t pack_id[BV_PACK_ID_SIZE])
 {
         char hex[2 * BV_PACK_ID_SIZE + 1], check[2 * BV_PACK_ID_SIZE + 1];
+        const char *base = name + 3;
 
-        if (strlen(name) != 2 * BV_PACK_ID_SIZE + 5 || strcmp(name + 2 * BV_PACK_ID_SIZE, ".pack") != 0 ||
-            strncmp(name, sub, 2) != 0)
+        if (strlen(name) != 3 + 2 * BV_PACK_ID_SIZE + 5 || name[2] != '/' ||
+            strcmp(base + 2 * BV_PACK_ID_SIZE, ".pack") != 0 || strncmp(name, base, 2) != 0)
                 return false;
-        memcpy(hex, name, 2 * BV_PACK_ID_SIZE);
+        memcpy(hex, base, 2 * BV_PACK_ID_SIZE);
         hex[2 * BV_PACK_ID_SIZE] = '\0';
         if (bv_hex_decode(hex, pack_id, BV_PACK_ID_SIZE) < 0)
                 return false;
@@ -759,106 +760,57 @@ static bool pack_name_parse(const char *name, const char *sub, uint8_t pack_id[B
         return strcmp(check, hex) == 0;
 }
 
-/* An entry that is not what packs/ should hold: refused (named in refused, -ELOOP for a symbolic
- * link, -EBADFD for another type) when refused is not NULL, else skipped (returns 0). */
-static int packset_foreign(const char *sub, const char *name, unsigned char type, char *refused)
+/* A folder name of packs/: two lowercase hex digits. */
+static bool pack_folder_name(const char *name)
 {
-        if (!refused)
+        uint8_t b;
+        char check[3];
+
+        if (strlen(name) != 2 || bv_hex_decode(name, &b, 1) < 0)
+                return false;
+        bv_hex_encode(&b, 1, check);
+        return strcmp(check, name) == 0;
+}
+
+typedef struct PackList {
+        int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud);
+        void *userdata;
+        char *refused; /* NULL: skip foreign entries */
+        int count;
+} PackList;
+
+/* An entry of the backend's listing of packs: "xx/<id>.pack" (S_IFREG for a pack), or what the
+ * local backend met in packs/ that is not a folder ("xx"). A pack or pack folder that is not what
+ * it should be is refused (named in refused, -ELOOP for a symbolic link, -EBADFD for another
+ * type) when refused is not NULL, else skipped; other names are not the packs' and are ignored. */
+static int pack_list_entry(const BvObjEntry *e, void *userdata)
+{
+        PackList *l = userdata;
+        uint8_t id[BV_PACK_ID_SIZE];
+
+        if (!pack_name_parse(e->name, id) && !pack_folder_name(e->name))
                 return 0;
-        if (name)
-                snprintf(refused, 64, "%.2s/%.48s", sub, name); /* names are checked: 2 and 37 bytes */
-        else
-                snprintf(refused, 64, "%.2s", sub);
-        return type == DT_LNK ? -ELOOP : -EBADFD;
-}
-
-static unsigned char entry_type(int dirfd, const struct dirent *de)
-{
-        struct stat st;
-
-        if (de->d_type != DT_UNKNOWN)
-                return de->d_type;
-        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return DT_UNKNOWN;
-        return IFTODT(st.st_mode);
-}
-
-static int packset_list_sub(int packs_fd, const char *sub,
-                            int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
-                            void *userdata, char *refused)
-{
-        DIR *d;
-        struct dirent *de;
-        int n = 0, r;
-
-        r = bv_opendir_beneath(packs_fd, sub, &d);
-        if (r == -ENOTDIR || r == -ELOOP) /* a symbolic link is never followed */
-                return packset_foreign(sub, NULL, r == -ELOOP ? DT_LNK : DT_REG, refused);
-        if (r < 0)
-                return r;
-        while ((errno = 0, de = readdir(d))) {
-                uint8_t id[BV_PACK_ID_SIZE];
-                struct stat st;
-
-                if (!pack_name_parse(de->d_name, sub, id))
-                        continue;
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        if (errno == ENOENT)
-                                continue;
-                        r = negative_errno();
-                        break;
-                }
-                if (!S_ISREG(st.st_mode)) {
-                        r = packset_foreign(sub, de->d_name, IFTODT(st.st_mode), refused);
-                        if (r < 0)
-                                break;
-                        continue;
-                }
-                r = cb(id, (uint64_t)st.st_size, userdata);
-                if (r < 0)
-                        break;
-                n++;
+        if (e->type != S_IFREG || !strchr(e->name, '/')) {
+                if (!l->refused)
+                        return 0;
+                snprintf(l->refused, 64, "%.48s", e->name); /* names are checked: 2 or 40 bytes */
+                return e->type == S_IFLNK ? -ELOOP : -EBADFD;
         }
-        if (r >= 0 && errno != 0)
-                r = negative_errno();
-        closedir(d);
-        return r < 0 ? r : n;
+        l->count++;
+        return l->cb(id, e->size, l->userdata);
 }
 
 int bv_packset_list_strict(BvPackSet *p,
                            int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
                            void *userdata, char refused[64])
 {
-        DIR *d;
-        struct dirent *de;
-        int n = 0, r;
+        PackList l = { .cb = cb, .userdata = userdata, .refused = refused };
+        int r;
 
         if (!p || !cb)
                 return -EINVAL;
-        r = bv_opendir_beneath(p->packs_dirfd, ".", &d);
-        if (r < 0)
-                return r;
-        while ((errno = 0, de = readdir(d))) {
-                uint8_t b;
-                char check[3];
-
-                if (bv_hex_decode(de->d_name, &b, 1) < 0)
-                        continue;
-                bv_hex_encode(&b, 1, check);
-                if (strcmp(check, de->d_name) != 0)
-                        continue;
-                if (entry_type(dirfd(d), de) != DT_DIR)
-                        r = packset_foreign(de->d_name, NULL, entry_type(dirfd(d), de), refused);
-                else
-                        r = packset_list_sub(p->packs_dirfd, de->d_name, cb, userdata, refused);
-                if (r < 0)
-                        break;
-                n += r;
-        }
-        if (r >= 0 && errno != 0)
-                r = negative_errno();
-        closedir(d);
-        return r < 0 ? r : n;
+        r = bv_backend_list(p->backend, BV_KIND_PACK, pack_list_entry, &l);
+        return r < 0 ? r : l.count;
 }
 
 int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "group.h"
 #include "keyring.h"
 #include "object.h"
@@ -74,10 +75,12 @@ typedef struct BvReadStream {
  * its start in *ret_from. end + BV_READ_PREFETCH must not overflow. */
 uint64_t bv_read_stream_note(BvReadStream *s, uint64_t offset, uint64_t end, uint64_t *ret_from);
 
-/* Reading: a thread-safe cache of open pack fds. */
+/* Reading: a thread-safe cache of open packs, each a reader of the backend (backend.h): the
+ * local file, or ranged GETs of the S3 object. Reads of several threads go to the backend at
+ * once (only opening a pack is serialised). */
 typedef struct BvPackSet BvPackSet;
 
-int bv_packset_new(int packs_dirfd, BvPackSet **ret);
+int bv_packset_new(BvBackend *b, BvPackSet **ret);
 void bv_packset_free(BvPackSet *p);
 
 /* Reads len bytes at offset of a pack. -EUCLEAN if the pack does not exist, -EBADMSG if it
@@ -93,7 +96,7 @@ int bv_packset_read_index(BvPackSet *p, BvObjectCodec *codec, const uint8_t pack
 int bv_pack_parse_index(BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE], const void *pack,
                         size_t size, BvPackEntry **ret_entries, size_t *ret_count);
 
-/* Lists every pack id in the repository (callback per pack; a negative return stops the walk
+/* Lists every pack id in the repository (the backend's listing of packs; callback per pack; a negative return stops the walk
  * and is returned). Returns the number of packs listed. */
 int bv_packset_list(BvPackSet *p, int (*cb)(const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t size, void *ud),
                     void *userdata);
