@@ -3,6 +3,7 @@
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "gc.h"
@@ -13,7 +14,7 @@ static const char usage_text[] =
         "interrupted backups, and (rewritten) packs whose unused share exceeds --max-unused.\n"
         "Runs beside backups and NBD exports: what they may still read is deleted by a later gc.\n\n"
         "  --dry-run              say what would be condemned; change nothing\n"
-        "  --max-unused=PERCENT   rewrite packs with more unused entries than this (default 10)\n"
+        "  --max-unused=PERCENT   rewrite packs with more unused entries than this (default 10; a % may follow)\n"
         "  --json                 the counters as a JSON object\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
@@ -102,9 +103,18 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
         return EXIT_OK;
 }
 
+/* PERCENT, with or without its sign: "10" or "10%". */
 static int parse_max_unused(const char *arg, void *ret)
 {
-        return parse_unsigned_arg("--max-unused", arg, 0, 100, ret);
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (end == arg || errno || arg[0] == '-' || v > 100 || (*end && strcmp(end, "%") != 0)) {
+                log_error("invalid --max-unused '%s' (0 to 100)", arg);
+                return -EINVAL;
+        }
+        *(unsigned *)ret = (unsigned)v;
+        return 0;
 }
 
 int cmd_gc(int argc, char **argv)

@@ -68,7 +68,8 @@ static void list_add(char *buf, size_t size, const char *name)
         snprintf(buf + n, size - n, "%s%s", n ? ", " : "", name);
 }
 
-/* What plugging in t will do: "back up a, b (then prune: a) and verify, unmount and lock". */
+/* What plugging in t will do: "back up a, b (then prune: a) and verify, unmount and lock" (no
+ * "lock" for a drive without LUKS). */
 static void describe_plug(const BvConfig *c, const BvConfTarget *t, char *buf, size_t size)
 {
         char jobs[512] = "", prune[512] = "", bad[512] = "";
@@ -77,7 +78,7 @@ static void describe_plug(const BvConfig *c, const BvConfTarget *t, char *buf, s
                 return;
         }
         if (t->mode == BV_TARGET_RESTORE_ONLY) {
-                snprintf(buf, size, "mount it read-only and write nothing, unmount and lock%s",
+                snprintf(buf, size, "mount it read-only and write nothing, unmount%s%s", t->luks ? " and lock" : "",
                          t->power_off ? ", power off" : "");
                 return;
         }
@@ -89,9 +90,10 @@ static void describe_plug(const BvConfig *c, const BvConfTarget *t, char *buf, s
                 if (!j->mistake && bv_conf_job_prunes(j))
                         list_add(prune, sizeof(prune), j->name);
         }
-        snprintf(buf, size, "%s%s%s%s%s%s, unmount and lock%s", jobs[0] ? "back up and verify " : "back up nothing",
+        /* a drive without LUKS (target format --no-luks) is only unmounted */
+        snprintf(buf, size, "%s%s%s%s%s%s, unmount%s%s", jobs[0] ? "back up and verify " : "back up nothing",
                  jobs, prune[0] ? ", prune and collect garbage for " : "", prune,
-                 bad[0] ? ", report as failed (a mistake in their sections) " : "", bad,
+                 bad[0] ? ", report as failed (a mistake in their sections) " : "", bad, t->luks ? " and lock" : "",
                  t->power_off ? ", power off" : "");
 }
 
@@ -150,13 +152,15 @@ static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next
         json_object_array_add(arr, o);
 }
 
-/* job NAME: last run TIME on TARGET: ok; last good backup TIME on TARGET (AGE old); next run
- * NEXT; max-age 7d: ok|ALARM */
+/* job NAME (SOURCE): last run TIME on TARGET: ok; last good backup TIME on TARGET (AGE old); next
+ * run NEXT; max-age 7d: ok|ALARM. SOURCE: the path it backs up, or "command" for a command's
+ * output (the command itself may be long, or hold what status should not print). */
 static void job_text(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now)
 {
         char when[32], good[32], age[32], max[32], why[256];
         bv_conf_format_duration(j->max_age, max);
-        printf("job %s: ", j->name);
+        _cleanup_free_ char *source = j->source && !bv_conf_job_command(j) ? escape_text(j->source, 0) : NULL;
+        printf("job %s (%s): ", j->name, source ? source : bv_conf_job_command(j) ? "command" : "no source");
         if (st->last.last_run == 0)
                 printf("never run; ");
         else {

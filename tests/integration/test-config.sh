@@ -190,3 +190,9 @@ expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault help conf
 expect_fail 2 "^error: expected 'blkvault config check' (see 'blkvault help config')$" bv config show
 printf '[job x]\nsource = /dev/sdb\ntargets = , ,\n' > "$T/t.conf"
 expect_fail 1 "^$T/t.conf:3: targets names no target (a list of names, or any)$" bv config check --config="$T/t.conf"
+# metrics: a path, or no (none, off) for no textfile; anything else says both
+printf '[global]\nmetrics = none\n[job x]\nsource = /dev/sdb\n' > "$T/m.conf"
+bv config check --config="$T/m.conf" >/dev/null || die "metrics = none was refused"
+printf '[global]\nmetrics = blkvault.prom\n[job x]\nsource = /dev/sdb\n' > "$T/m.conf"
+expect_fail 1 "^$T/m.conf:2: metrics must be an absolute path, or no to write no textfile, not 'blkvault.prom'$" \
+    bv config check --config="$T/m.conf"

@@ -25,6 +25,9 @@ check_all() {
 backup() { bv backup "$repo" "$T/$1.img" --name="$1" -q; }
 
 expect_fail 2 "^error: invalid --max-unused '101' (0 to 100)$" bv gc "$repo" --max-unused=101
+expect_fail 2 "^error: invalid --max-unused '10%%' (0 to 100)$" bv gc "$repo" --max-unused=10%%
+# a percentage, as the help says: with its sign too
+bv gc "$repo" --max-unused=10% --dry-run >/dev/null || die "gc --max-unused=10% was refused"
 expect_fail 2 "^error: expected 'blkvault gc REPO' (see 'blkvault help gc')$" bv gc
 
 # A. two snapshots, one forgotten by prune: its pack goes in the same run

@@ -21,12 +21,12 @@ for e in -2147483648 2147483648 99999999999999999999 4096 -4096 x ''; do
         rc=0; bv status --config="$conf" >"$T/out" 2>"$T/err" || rc=$?
         assert_eq "$rc" 0 "exit status of status with error=$e"
         [ ! -s "$T/err" ] || { cat "$T/err"; die "status with error=$e wrote to stderr"; }
-        assert_eq "$(grep '^job vm1:' "$T/out")" \
-                "job vm1: last run 2023-11-14T22:13:20Z on usb-1: backup failed: Input/output error; no good backup; next run not scheduled; max-age 1w: ALARM" \
+        assert_eq "$(grep '^job vm1 ' "$T/out")" \
+                "job vm1 (/dev/vg0/vm1): last run 2023-11-14T22:13:20Z on usb-1: backup failed: Input/output error; no good backup; next run not scheduled; max-age 1w: ALARM" \
                 "status of a failed run with error=$e"
 done
 # a real errno is still read as written
 printf 'last-run=1700000000\nresult=failed\nstep=backup\nerror=28\n' >"$BLKVAULT_STATE_DIR/job-vm1@usb-1"
-assert_eq "$(bv status --config="$conf" | grep '^job vm1:')" \
-        "job vm1: last run 2023-11-14T22:13:20Z on usb-1: backup failed: No space left on device; no good backup; next run not scheduled; max-age 1w: ALARM" \
+assert_eq "$(bv status --config="$conf" | grep '^job vm1 ')" \
+        "job vm1 (/dev/vg0/vm1): last run 2023-11-14T22:13:20Z on usb-1: backup failed: No space left on device; no good backup; next run not scheduled; max-age 1w: ALARM" \
         "status of a run that failed with ENOSPC"

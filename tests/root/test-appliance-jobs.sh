@@ -64,8 +64,8 @@ grep -qx "result=ok" "$state/target-usb-1" || die "state of usb-1"
 bv status --config="$conf" >"$T/status"
 ts='[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9:]\{8\}Z'
 grep -qx "target usb-1: last run $ts: ok" "$T/status" || { cat "$T/status"; die "status: target"; }
-grep -qx "job cmd: last run $ts on usb-1: ok; last good backup $ts on usb-1 ([0-9]*s old); next run not scheduled; max-age 1w: ok" "$T/status" || { cat "$T/status"; die "status: job cmd"; }
-grep -qx "job cmd2: last run $ts on usb-1: ok; last good backup $ts on usb-1 ([0-9]*s old); next run [A-Z][a-z][a-z] [0-9-]* 02:30:00 [A-Z]*; max-age 2d: ok" "$T/status" || { cat "$T/status"; die "status: job cmd2"; }
+grep -qx "job cmd (command): last run $ts on usb-1: ok; last good backup $ts on usb-1 ([0-9]*s old); next run not scheduled; max-age 1w: ok" "$T/status" || { cat "$T/status"; die "status: job cmd"; }
+grep -qx "job cmd2 (command): last run $ts on usb-1: ok; last good backup $ts on usb-1 ([0-9]*s old); next run [A-Z][a-z][a-z] [0-9-]* 02:30:00 [A-Z]*; max-age 2d: ok" "$T/status" || { cat "$T/status"; die "status: job cmd2"; }
 bv status --json --config="$conf" | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
@@ -107,8 +107,8 @@ target failed: usb-1: target usb-1: 2 jobs, 2 failed, 0 B new; safe to unplug" "
 assert_eq "$(names)" "cmd cmd2" "snapshots after the failed run (nothing published)"
 grep -qx "result=failed" "$state/job-cmd@usb-1" && grep -qx "step=command" "$state/job-cmd@usb-1" || die "state of the failed job"
 grep -qx "last-good=[1-9][0-9]*" "$state/job-cmd@usb-1" || die "the failed run lost the last good backup"
-grep -qx "job cmd: last run $ts on usb-1: command failed: exit status 3; last good backup $ts on usb-1 ([0-9]*s old); next run not scheduled; max-age 1w: ok" <(bv status --config="$conf") || { bv status --config="$conf"; die "status after a failure"; }
-grep -qx "job pre: last run $ts on usb-1: pre failed: exit status 4; no good backup; next run not scheduled; max-age 1w: ALARM" <(bv status --config="$conf") || die "status of a job never good"
+grep -qx "job cmd (command): last run $ts on usb-1: command failed: exit status 3; last good backup $ts on usb-1 ([0-9]*s old); next run not scheduled; max-age 1w: ok" <(bv status --config="$conf") || { bv status --config="$conf"; die "status after a failure"; }
+grep -qx "job pre ($T/a.img): last run $ts on usb-1: pre failed: exit status 4; no good backup; next run not scheduled; max-age 1w: ALARM" <(bv status --config="$conf") || die "status of a job never good"
 
 # -- the age alarm: job cmd's last good backup 8 days ago, job pre never
 old=$(( $(date +%s) - 8 * 86400 ))

@@ -61,7 +61,7 @@ bv status "${opts[@]::1}" >"$T/out" 2>"$T/err" || rc=$?
 assert_eq "$rc" 0 "status with mistakes: exit status"
 grep -qx "job b: skipped: its section has a mistake ($conf:9: unknown key 'sorce' in \[job b\])" "$T/out" || { cat "$T/out"; die "status: job b"; }
 grep -qx "target usb-2: skipped: its section has a mistake ($T/etc/conf.d/50-target-usb-2.conf:8: unknown key 'power-of' in \[target usb-2\])" "$T/out" || { cat "$T/out"; die "status: usb-2"; }
-grep -q "^job a: last run .* on usb-1: ok; .*max-age 1w: ok$" "$T/out" || { cat "$T/out"; die "status: job a"; }
+grep -q "^job a ($T/a.img): last run .* on usb-1: ok; .*max-age 1w: ok$" "$T/out" || { cat "$T/out"; die "status: job a"; }
 
 # the age alarm: job b never had a good backup; exit 11 and [global]'s on-failure runs
 : > "$T/notified"

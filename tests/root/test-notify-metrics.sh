@@ -82,7 +82,7 @@ check_prom "in alarm"
 assert_eq "$(metric blkvault_age_alarm '{job="a"}')" 1 "age alarm metric"
 bv status --config="$conf" >"$T/out"
 grep -q "^last notification: [0-9TZ:-]*: alarm of alarm-a: job a: no good backup" "$T/out" || { cat "$T/out"; die "status: the last notification"; }
-grep -qx "target usb-1: plugged in, it will back up and verify a, prune and collect garbage for a, unmount and lock" "$T/out" || { cat "$T/out"; die "status: what plugging usb-1 in does"; }
+grep -qx "target usb-1: plugged in, it will back up and verify a, prune and collect garbage for a, unmount" "$T/out" || { cat "$T/out"; die "status: what plugging usb-1 in does"; }
 # a run: the alarm is over, told once
 bv target run usb-1 "${opts[@]}" >/dev/null
 bv status --check-age --config="$conf" >/dev/null
@@ -97,7 +97,7 @@ grep -qx "warning: the notify command (failure of job-a@usb-1) exited with statu
 bv target run usb-1 "${opts[@]}" >/dev/null 2>"$T/err" || true
 grep -qx "warning: the notify command (failure of job-a@usb-1) exited with status 3" "$T/err" || { cat "$T/err"; die "a failed notification is not tried again"; }
 
-# metrics = no writes none; a directory that does not exist is warned about
+# metrics = no: no textfile is written; a directory that does not exist is warned about
 rm "$prom"
 sed -i "s|^metrics = .*|metrics = no|" "$conf"
 bv status --check-age --config="$conf" >/dev/null 2>&1 || true

@@ -443,8 +443,15 @@ static int set_global_key(const Ctx *x, BvConfig *c, int key, const char *value)
         case G_NOTIFY:
                 return set_string(x, value, &c->notify);
         default:
-                c->no_metrics = strcmp(value, "no") == 0;
-                return c->no_metrics ? 0 : set_absolute(x, value, &c->metrics);
+                c->no_metrics = strcasecmp(value, "no") == 0 || strcasecmp(value, "none") == 0 ||
+                                strcasecmp(value, "off") == 0;
+                if (c->no_metrics)
+                        return 0;
+                if (value[0] != '/')
+                        return conf_error(x->c, x->file, x->line,
+                                          "metrics must be an absolute path, or no to write no textfile, not '%s'",
+                                          value);
+                return set_string(x, value, &c->metrics);
         }
 }
 
