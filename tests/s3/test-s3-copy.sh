@@ -7,10 +7,12 @@
 #     snapshot restores bit-exact from it and verify --read-data passes;
 #  2. an incremental copy PUTs only the new backup's packs, one request each, and a few more
 #     (the access log and --json's requests agree); a copy with nothing new PUTs no pack;
+#     a named snapshot whose pack is wanted in part: its objects go up in a new pack;
 #  3. copies killed (SIGKILL) at random moments, held in a write of a pack's spool or after a
 #     random delay, then run again: no pack key is PUT twice (access log) and the copy completes;
-#     a named snapshot whose pack is wanted in part: its objects go up in a new pack;
-#  4. an unrelated repository at the location is refused.
+#  4. back home: a restore straight from s3://, copies S3 -> a directory (all, and a named
+#     snapshot repacked) and S3 -> S3 restore bit-exact;
+#  5. an unrelated repository at the location is refused.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
 need_cmd openssl python3
@@ -129,7 +131,32 @@ twice=$(grep -E " s3_(PutObject|CompleteMultipartUpload) killed/packs/" "$S3_LOG
 assert_eq "$(pack_puts killed)" "$(npacks "$src")" "PUTs of packs over every run"
 restores_all killed 5
 
-# 4. an unrelated repository there
+# 4. back home: restore straight from S3, copy S3 -> a directory (all; then a named snapshot whose
+# pack is read in part, repacked), S3 -> S3
+rm -f "$T/out"
+bv restore s3://bvcopy/site n2 "$T/out" -q || die "restore from s3://bvcopy/site"
+assert_same "$T/img2" "$T/out"
+bv copy s3://bvcopy/site "$T/home" --json >"$T/h.json" 2>"$T/h.err" || { cat "$T/h.err"; die "copy S3 -> a directory"; }
+assert_eq "$(jget snapshots_copied <"$T/h.json")" 4 "home: snapshots copied"
+for i in 1 2 3 4; do
+    rm -f "$T/out"
+    bv restore "$T/home" "n$i" "$T/out" -q || die "restore n$i from the copy brought home"
+    assert_same "$T/img$i" "$T/out"
+done
+bv verify "$T/home" --read-data >/dev/null 2>"$T/verify.err" || { cat "$T/verify.err"; die "verify of the copy brought home"; }
+bv copy s3://bvcopy/site "$T/home" --json >"$T/h2.json" 2>/dev/null || die "copy S3 -> a directory again"
+assert_eq "$(jget bytes_sent <"$T/h2.json")" 0 "home again: bytes sent"
+bv copy s3://bvcopy/site "$T/home2" n4 --json >"$T/h3.json" 2>"$T/h3.err" || { cat "$T/h3.err"; die "copy of n4 S3 -> a directory"; }
+[ "$(jget packs_written <"$T/h3.json")" -ge 1 ] || die "copy of n4 from S3: nothing repacked ($(cat "$T/h3.json"))"
+rm -f "$T/out"
+bv restore "$T/home2" n4 "$T/out" -q || die "restore n4 from home2"
+assert_same "$T/img4" "$T/out"
+bv copy s3://bvcopy/named s3://bvcopy/again --json >"$T/h4.json" 2>"$T/h4.err" || { cat "$T/h4.err"; die "copy S3 -> S3"; }
+rm -f "$T/out"
+bv restore s3://bvcopy/again n4 "$T/out" -q || die "restore n4 from s3://bvcopy/again"
+assert_same "$T/img4" "$T/out"
+
+# 5. an unrelated repository there
 bv init "$T/other" -q
 expect_fail 2 "is a repository not related to '$T/other'" bv copy "$T/other" s3://bvcopy/site
 echo ok

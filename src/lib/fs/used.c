@@ -22,6 +22,11 @@ static const Reader readers[] = {
         { "ext2", "libext2fs", bv_fs_used_ext },
         { "ext3", "libext2fs", bv_fs_used_ext },
         { "ext4", "libext2fs", bv_fs_used_ext },
+        { "xfs", "partclone.xfs", bv_fs_used_partclone },
+        { "btrfs", "partclone.btrfs", bv_fs_used_partclone },
+        { "vfat", "partclone.fat", bv_fs_used_partclone },
+        { "ntfs", "partclone.ntfs", bv_fs_used_partclone },
+        { "exfat", "partclone.exfat", bv_fs_used_partclone },
 };
 
 int bv_fs_used_add_free(BvFsUsedMap *map, uint64_t offset, uint64_t length)

@@ -6,6 +6,9 @@
  * ranges its allocation bitmaps call free, which a backup with --used-only never reads (they
  * become holes in the snapshot, zeroes on restore). Which reader maps which filesystem:
  *   ext2, ext3, ext4      libext2fs (e2fsprogs): the block bitmaps, read in-process (used-ext.c)
+ *   xfs, btrfs, vfat,     partclone.<fs> -D (Debian's partclone): a ddrescue domain map of the
+ *   ntfs, exfat           used blocks (used-partclone.c); a partition inside a disk is given to it
+ *                         as a read-only loop device over its range, which needs root
  * Everything else (partition tables, gaps between partitions, boot areas, filesystems no reader
  * knows or that a reader refuses, such as an ext4 whose journal needs recovery) is read whole.
  */
@@ -51,6 +54,15 @@ typedef int (*BvFsUsedReader)(int fd, const BvFsPartition *p, BvFsUsedMap *map, 
 
 int bv_fs_used_ext(int fd, const BvFsPartition *p, BvFsUsedMap *map, uint64_t *ret_covered, char *why,
                    size_t why_size);
+
+int bv_fs_used_partclone(int fd, const BvFsPartition *p, BvFsUsedMap *map, uint64_t *ret_covered, char *why,
+                         size_t why_size);
+
+/* A ddrescue domain map (partclone -D: a "POS STATUS" line, then "POS SIZE +|?" lines in hex, in
+ * order and without gaps) of a filesystem at base: its free runs ("?") appended to map, in
+ * *ret_covered where the last line ends. -EBADMSG for anything else, or a line past limit. */
+int bv_fs_domain_parse(const char *text, size_t len, uint64_t base, uint64_t limit, BvFsUsedMap *map,
+                       uint64_t *ret_covered);
 
 /* Appends a free run [offset, offset+length) to map->skip, shrunk to whole 4 KiB blocks and
  * dropped when shorter than BV_FS_FREE_MIN. 0 or -ENOMEM. */
