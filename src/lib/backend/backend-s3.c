@@ -61,6 +61,7 @@ typedef struct S3Reader {
         } win[2];
         uint64_t want_off, want_len; /* the window being fetched, while fetching */
         bool fetching;
+        uint64_t miss_end; /* where the last read that no window held ended (0: none yet) */
 } S3Reader;
 
 typedef struct S3Writer {
@@ -376,6 +377,9 @@ static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjR
         return 0;
 }
 
+/* The window a read that misses near the last miss fetches. */
+#define S3_READ_AROUND (2u << 20)
+
 static bool within(uint64_t offset, uint64_t len, uint64_t from, uint64_t n)
 {
         return offset >= from && offset - from <= n && len <= n - (offset - from);
@@ -396,6 +400,19 @@ static bool window_read(S3Reader *rd, void *buf, size_t len, uint64_t offset)
         return false;
 }
 
+/* A read missed the windows: whether it is near the last one that did (within a window's reach
+ * either way), which then becomes this one. */
+static bool miss_near(S3Reader *rd, uint64_t offset, size_t len)
+{
+        BV_LOCK_GUARD(&rd->mutex);
+        uint64_t last = rd->miss_end;
+
+        rd->miss_end = offset + len;
+        return last > 0 && offset + S3_READ_AROUND >= last && offset <= last + S3_READ_AROUND;
+}
+
+static void s3_reader_advise(BvObjReader *r, uint64_t offset, uint64_t len);
+
 static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t offset)
 {
         S3Reader *rd = (S3Reader *)r;
@@ -407,6 +424,13 @@ static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t o
                 return bv_pread_all(rd->fd, buf, len, offset);
         if (window_read(rd, buf, len, offset))
                 return (ssize_t)len;
+        /* Reads that miss near one another (restore workers walking a pack together, which the
+         * pack set's stream detection may not see as one stream): a window from here, at once. */
+        if (miss_near(rd, offset, len) && len < S3_READ_AROUND) {
+                s3_reader_advise(r, offset, S3_READ_AROUND);
+                if (window_read(rd, buf, len, offset))
+                        return (ssize_t)len;
+        }
         return bv_s3_get_range(client(r->backend), rd->key, rd->version_id, offset, len, buf);
 }
 
@@ -428,8 +452,10 @@ static void s3_reader_advise(BvObjReader *r, uint64_t offset, uint64_t len)
         len = MIN(len, rd->size - offset);
         {
                 BV_LOCK_GUARD(&rd->mutex);
-                if (rd->fetching)
-                        return; /* one window at a time */
+                /* one window at a time: the stream asked for this one once and will not again,
+                 * so it waits for the one in flight rather than dropping it */
+                while (rd->fetching)
+                        pthread_cond_wait(&rd->fetched, &rd->mutex);
                 for (size_t i = 0; i < ELEMENTSOF(rd->win); i++)
                         if (rd->win[i].data && within(offset, len, rd->win[i].off, rd->win[i].len))
                                 return;
