@@ -104,6 +104,10 @@ static int open_dst_error(int r, const BvRepoProblem *problem, const char *srcpa
                           dst, srcpath);
                 return EXIT_USAGE;
         }
+        if (problem->message[0]) {
+                log_error("cannot open repository '%s': %s (%s)", dst, problem->message, strerror(-r));
+                return exit_code_for(r);
+        }
         if ((e = report_open_problem(dst, problem, r)) >= 0)
                 return e;
         return log_open_error(dst, r);
@@ -133,8 +137,10 @@ static int open_dst(BvRepo *src, const char *srcpath, const char *dst, const Sec
         return EXIT_OK;
 }
 
-static int copy_failed(int r, const BvCopyStats *s, const char *src, const char *dst)
+static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *dstrepo, const char *src,
+                       const char *dst)
 {
+        char said[320] = "", at[160] = "";
         if (r == -ENOENT && s->culprit[0] && !strchr(s->culprit, '/')) {
                 log_error("no snapshot '%s' in '%s'", s->culprit, src);
                 return EXIT_USAGE;
@@ -145,9 +151,14 @@ static int copy_failed(int r, const BvCopyStats *s, const char *src, const char 
         if (r == -ESTALE)
                 return log_error_errno(r, "copy to '%s' stopped before '%s': a gc at '%s' moved its epoch since the copy "
                                           "began; run the copy again", dst, s->culprit, dst);
+        /* a remote repository's storage says which object and what it answered */
+        bv_copy_dst_storage_error(dstrepo, said, sizeof(said));
+        if (!said[0])
+                bv_repo_storage_error(srcrepo, said, sizeof(said));
         if (s->culprit[0])
-                return log_error_errno(r, "copy from '%s' to '%s' failed at '%s'", src, dst, s->culprit);
-        return log_error_errno(r, "copy from '%s' to '%s' failed", src, dst);
+                snprintf(at, sizeof(at), " at '%s'", s->culprit);
+        return log_error_errno(r, "copy from '%s' to '%s' failed%s%s%s%s; what was sent stays for the next copy", src,
+                               dst, at, said[0] ? " (" : "", said, said[0] ? ")" : "");
 }
 
 int cmd_copy(int argc, char **argv)
@@ -190,6 +201,6 @@ int cmd_copy(int argc, char **argv)
         int r = bv_copy(src, dstrepo, &o, &stats);
         progress_done(&progress);
         if (r < 0)
-                return copy_failed(r, &stats, srcpath, dst);
+                return copy_failed(r, &stats, src, dstrepo, srcpath, dst);
         return copy_report(&stats, dst, json);
 }

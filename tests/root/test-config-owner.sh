@@ -20,7 +20,7 @@ opts=(--config="$conf" --run-dir="$T/run" --state-dir="$T/state")
 loop_target dev usb 300M --config="$conf"
 key=$T/keys/usb.key
 tconf=$etc/conf.d/50-target-usb.conf
-tline=$(grep -n '^\[target usb\]' "$tconf" | cut -d: -f1)
+tline=$(grep -n '^key-file' "$tconf" | cut -d: -f1) # the mistake is at the key-file line
 # [global] and a job whose commands would show that they ran
 printf '[global]\non-failure = touch %s\n' "$T/pwned-global" >"$conf"
 truncate -s 1M "$T/src.img"
@@ -86,7 +86,7 @@ chown root "$key"
 printf 'pass\n' >"$etc/pass"
 chmod 0644 "$etc/pass"
 printf '[export disk]\nrepository = %s\npassphrase-file = %s\n' "$T/repo" "$etc/pass" >"$etc/conf.d/70-export.conf"
-expect_fail 1 "^error: export 'disk' is not served: its section has a mistake ($etc/conf.d/70-export.conf:1: '$etc/pass': secret file has mode 0644: readable by others than its owner (chmod 0600 or 0400; group read only for group blkvault))$" \
+expect_fail 1 "^error: export 'disk' is not served: its section has a mistake ($etc/conf.d/70-export.conf:3: '$etc/pass': secret file has mode 0644: readable by others than its owner (chmod 0600 or 0400; group read only for group blkvault))$" \
     bv serve --export=disk --config="$conf"
 chmod 0600 "$etc/pass"
 

@@ -22,7 +22,7 @@ opts=(--config="$conf" --run-dir="$T/run" --state-dir="$T/state")
 loop_target dev usb 300M --config="$conf"
 key=$T/keys/usb.key
 tconf=$etc/conf.d/50-target-usb.conf
-tline=$(grep -n '^\[target usb\]' "$tconf" | cut -d: -f1)
+tline=$(grep -n '^key-file' "$tconf" | cut -d: -f1) # the mistake is at the key-file line
 bv config check --config="$conf" >/dev/null || die "the configuration as root wrote it was refused"
 set_key() { sed -i "s|^key-file = .*|key-file = $1|" "$tconf"; }
 

@@ -64,4 +64,20 @@ rm "$T/out.img"
 # with room: a run leaves the drive alone before its jobs
 bv target run usb-full "${opts[@]}" >"$T/out" 2>&1 || { cat "$T/out"; die "a run with room failed"; }
 ! grep -q "short of room" "$T/out" || { cat "$T/out"; die "gc ran before the jobs on a drive with room"; }
+
+# a command's output that fills the drive cannot be read again: its job collects and fails, and
+# the next run has the room
+cat > "$conf" <<EOF2
+[job vm]
+command = cat $T/vm.img
+keep-last = 1
+EOF2
+randfile "$T/vm.img" 160 full-big
+expect_fail 1 "job vm: backup failed: No space left on device" bv target run usb-full "${opts[@]}"
+grep -qx "job vm: the drive was full: gc deleted [1-9][0-9]* packs, [0-9.]* MiB (the next run has the room)" "$T/.out" ||
+    { cat "$T/.out"; die "the command's job did not say it collected"; }
+randfile "$T/vm.img" 32 full-4
+bv target run usb-full "${opts[@]}" >"$T/out" 2>&1 || { cat "$T/out"; die "the run after the command filled the drive failed"; }
+! grep -q "the drive was full\|short of room" "$T/out" || { cat "$T/out"; die "the command's next run found no room"; }
+grep -q "^job vm: snapshot [0-9a-f]\{8\}, 32.0 MiB new, verified$" "$T/out" || { cat "$T/out"; die "the command's job line"; }
 echo ok

@@ -12,7 +12,8 @@
 #     random delay, then run again: no pack key is PUT twice (access log) and the copy completes;
 #  4. back home: a restore straight from s3://, copies S3 -> a directory (all, and a named
 #     snapshot repacked) and S3 -> S3 restore bit-exact;
-#  5. an unrelated repository at the location is refused.
+#  5. an unrelated repository at the location is refused;
+#  6. the server stopped mid-copy: a clear error, nothing published, and the next copy completes.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
 need_cmd openssl python3
@@ -159,4 +160,31 @@ assert_same "$T/img4" "$T/out"
 # 5. an unrelated repository there
 bv init "$T/other" -q
 expect_fail 2 "is a repository not related to '$T/other'" bv copy "$T/other" s3://bvcopy/site
+
+# 6. the server stops while a copy is held before its PUT: the copy fails naming what the storage
+# answered, publishes nothing; once the server is back the copy completes
+randfile "$T/img6" 6 s3copy-6
+bv backup "$src" "$T/img6" --name=n6 -q
+rm -f "$T/gate" "$T/gate.waiting"
+env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_AFTER=$((1 << 20)) BV_STALL_GATE="$T/gate" AWS_MAX_ATTEMPTS=2 \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$BLKVAULT" copy "$src" s3://bvcopy/site -q 2>"$T/down.err" &
+pid=$!
+while [ ! -e "$T/gate.waiting" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
+[ -e "$T/gate.waiting" ] || { cat "$T/down.err"; die "the copy of n6 was not held"; }
+s3_stop
+touch "$T/gate"
+rc=0
+wait $pid || rc=$?
+pid=
+cat "$T/down.err" >&2
+[ "$rc" != 0 ] || die "a copy to a server that stopped succeeded"
+grep -q "^error: copy from '$src' to 's3://bvcopy/site' failed at 'packs/.*' (.*127.0.0.1.*); what was sent stays for the next copy: " "$T/down.err" ||
+    die "the failed copy did not say where and what the storage answered"
+s3_start
+bv list s3://bvcopy/site --json | python3 -c 'import json,sys; assert all(s["name"] != "n6" for s in json.load(sys.stdin))' ||
+    die "the failed copy published n6"
+bv copy "$src" s3://bvcopy/site -q || die "the copy once the server is back"
+rm -f "$T/out"
+bv restore s3://bvcopy/site n6 "$T/out" -q || die "restore n6"
+assert_same "$T/img6" "$T/out"
 echo ok

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "adopt.h"
+#include "backend-s3.h"
 #include "buf.h"
 #include "copy-internal.h"
 #include "fileio.h"
@@ -201,7 +202,10 @@ int copy_dst_open(BvRepo *src, const char *location, const BvSecret *dst_secret,
                 return -ENOMEM;
         *d = (CopyDst){ .lock_fd = -EBADF, .spool_fd = -EBADF, .index_fd = -EBADF, .packs_fd = -EBADF,
                         .keyring = bv_repo_keyring(src), .config = *bv_repo_config(src) };
-        int r = copy_prepare(src, location, dst_secret, &d->b, ret_created);
+        BvRepoProblem none = {};
+        if (!problem)
+                problem = &none;
+        int r = copy_prepare(src, location, dst_secret, &d->b, ret_created, problem->message, sizeof(problem->message));
         if (r >= 0 && bv_backend_is_local(d->b)) {
                 bv_backend_close(TAKE_PTR(d->b));
                 r = copy_open_local(src, location, wait, problem, &d->repo);
@@ -214,6 +218,8 @@ int copy_dst_open(BvRepo *src, const char *location, const BvSecret *dst_secret,
         } else if (r >= 0)
                 r = remote_open(d, wait, problem);
         if (r < 0) {
+                if (d->b && !d->repo && !problem->message[0]) /* what the storage answered */
+                        bv_backend_errmsg(d->b, problem->message, sizeof(problem->message));
                 copy_dst_close(d);
                 return r;
         }
@@ -360,6 +366,11 @@ int bv_copy_open_dst(BvRepo *src, const char *dst, const BvSecret *dst_secret, b
 void bv_copy_dst_close(BvCopyDst *d)
 {
         copy_dst_close(d);
+}
+
+const char *bv_copy_dst_storage_error(BvCopyDst *d, char *buf, size_t len)
+{
+        return bv_backend_errmsg(d->b, buf, len);
 }
 
 BvRepo *bv_copy_dst_repo(BvCopyDst *d)

@@ -140,9 +140,10 @@ static int write_keys(BvRepo *src, BvBackend *b, const BvSecret *dst_secret)
         return r;
 }
 
-int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBackend **bp, bool *ret_created)
+int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBackend **bp, bool *ret_created,
+                 char *errbuf, size_t errlen)
 {
-        int r = bv_backend_open(dst, false, bp);
+        int r = bv_backend_open_read(dst, 0, bp, errbuf, errlen);
         if (r == -ENOENT)
                 r = bv_backend_open(dst, true, bp); /* a directory that does not exist yet */
         else if (r >= 0) {

@@ -28,8 +28,9 @@ struct BvCopyDst {
 /* 0 when b holds src's repository (the same id), -EXDEV another one, -ENOENT none (copy-init.c). */
 int copy_related(BvRepo *src, BvBackend *b);
 /* Opens the backend of dst into *bp (the caller closes it, also after a failure) and, when dst
- * holds no repository, makes it related to src (bv_copy_open_dst). */
-int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBackend **bp, bool *ret_created);
+ * holds no repository, makes it related to src (bv_copy_open_dst). A remote location that does not open says why in errbuf. */
+int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBackend **bp, bool *ret_created,
+                 char *errbuf, size_t errlen);
 /* A local DST opened for writing with src's keys (copy-init.c). */
 int copy_open_local(BvRepo *src, const char *dst, bool wait, BvRepoProblem *problem, BvRepo **ret);
 

@@ -61,10 +61,13 @@ typedef struct BvCopyDst BvCopyDst;
  * -EXDEV: dst is a repository not related to src (another repository id); -ENOTEMPTY: dst holds
  * something that is not a repository; -EBADMSG: its config does not authenticate under src's
  * keys (the same id, another master secret: not related either, or damaged); -EBUSY: another
- * writer holds it; bv_repo_open's errors. */
+ * writer holds it; bv_repo_open's errors. A remote DST's failure is said in ret_problem's message. */
 int bv_copy_open_dst(BvRepo *src, const char *dst, const BvSecret *dst_secret, bool wait, BvRepoProblem *ret_problem,
                      bool *ret_created, BvCopyDst **ret);
 void bv_copy_dst_close(BvCopyDst *d);
+/* What a remote DST's storage said of the last request that failed ("s3://BUCKET/KEY: HTTP 503
+ * ..."), into buf; "" for a local one or when none failed. Returns buf. */
+const char *bv_copy_dst_storage_error(BvCopyDst *d, char *buf, size_t len);
 /* The repository of a local DST; NULL for a remote one. */
 BvRepo *bv_copy_dst_repo(BvCopyDst *d);
 

@@ -204,8 +204,8 @@ static int check_secrets(BvConfig *c)
         int r = 0;
         for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_targets; i++, n = c->n_errors) {
                 BvConfTarget *t = &c->targets[i];
-                if (t->key_file)
-                        r = conf_check_owner(c, t->where.file, t->where.line, t->key_file, true);
+                if (t->key_file) /* at its key-file line */
+                        r = conf_check_owner(c, t->key_file_where.file, t->key_file_where.line, t->key_file, true);
                 if (r >= 0 && c->n_errors > n)
                         r = conf_set_mistake(&t->mistake, &c->errors[n]);
         }
@@ -213,7 +213,7 @@ static int check_secrets(BvConfig *c)
                 BvConfExport *e = &c->exports[i];
                 const char *secret = e->key_file ? e->key_file : e->passphrase_file;
                 if (secret)
-                        r = conf_check_owner(c, e->where.file, e->where.line, secret, true);
+                        r = conf_check_owner(c, e->secret_where.file, e->secret_where.line, secret, true);
                 if (r >= 0 && c->n_errors > n)
                         r = conf_set_mistake(&e->mistake, &c->errors[n]);
         }

@@ -302,6 +302,7 @@ static int set_target_key(const Ctx *x, BvConfTarget *t, int key, const char *va
         case T_UUID:
                 return set_uuid(x, value, &t->uuid);
         case T_KEY_FILE:
+                t->key_file_where = (BvConfWhere){ x->file, x->line };
                 return set_absolute(x, value, &t->key_file);
         case T_REPOSITORY:
                 return set_inner_path(x, value, &t->repository);
@@ -425,8 +426,10 @@ static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *va
         case E_SNAPSHOT:
                 return set_string(x, value, &e->snapshot);
         case E_PASSPHRASE_FILE:
+                e->secret_where = (BvConfWhere){ x->file, x->line };
                 return set_absolute(x, value, &e->passphrase_file);
         case E_KEY_FILE:
+                e->secret_where = (BvConfWhere){ x->file, x->line };
                 return set_absolute(x, value, &e->key_file);
         default:
                 return set_cache(x, value, &e->cache);

@@ -63,6 +63,7 @@ typedef struct BvConfTarget {
         BvConfWhere where;      /* its [target NAME] line */
         char *uuid;             /* lower case; of the LUKS container, or of the filesystem without LUKS */
         char *key_file;         /* opens the LUKS container and the repository */
+        BvConfWhere key_file_where; /* its key-file line */
         char *repository;       /* relative path inside the filesystem */
         BvTargetMode mode;
         bool power_off;
@@ -106,6 +107,7 @@ typedef struct BvConfExport {
         char *repository;       /* absolute path */
         char *snapshot;         /* default "latest" */
         char *passphrase_file, *key_file;
+        BvConfWhere secret_where; /* the line of the last of them */
         char *cache;            /* a size ("512M"), or NULL */
         char *mistake;          /* as BvConfTarget's */
 } BvConfExport;
