@@ -133,6 +133,21 @@ grep -qxF "warning: '$T/disk.img' read whole, not only its used blocks: $why" "$
 [ "$(json_get "$T/w.json" 'd["stats"]["bytes_read"]')" -ge $((read + 250 * MIB)) ] ||
     die "an image open for writing: not a whole read"
 
+# the image changes while it is read (a writer that came after the check): its mtime and ctime
+# differ at the end, so the backup fails and publishes nothing (a fresh repository: it writes)
+bv init "$T/repo3" --encryption=none >/dev/null
+BV_STALL_WRITE=1 stall_start $((8 * MIB)) "$T/stale.err" \
+    "$BLKVAULT" backup "$T/repo3" "$T/disk.img" --name=stale --used-only -q
+touch "$T/disk.img"
+touch "$T/gate"
+rc=0
+wait "$pid" || rc=$?
+assert_eq "$rc" 1 "a backup of an image that changed under it: exit status"
+assert_eq "$(cat "$T/stale.err")" "error: backup of '$T/disk.img' failed: it changed while its used blocks were read \
+(another process wrote it; nothing was published): Stale file handle"
+bv list "$T/repo3" --json | python3 -c 'import json,sys; assert json.load(sys.stdin) == []' ||
+    die "a backup of an image that changed under it was published"
+
 # the ext4 partition as a device: mounted read-write it is read whole, read-only it is mapped
 part d1 1
 mount "$d1" "$T/mnt"
