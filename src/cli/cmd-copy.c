@@ -185,6 +185,19 @@ int cmd_copy(int argc, char **argv)
         /* the master secret is kept only to seal a new DST by another secret */
         OPEN_REPO_OR_RETURN(src, srcpath, &sargs, BV_OPEN_READ | (dst_secret ? BV_OPEN_KEYS : 0));
         report_snapshot_damage(src);
+        /* each SNAPSHOT as every command takes one (NAME@latest too), resolved to its id here */
+        o.n_snapshots = (size_t)(argc - optind - 2);
+        _cleanup_free_ const char **ids = calloc(o.n_snapshots + 1, sizeof(char *));
+        if (!ids)
+                return log_error_errno(-ENOMEM, "cannot copy");
+        for (size_t i = 0; i < o.n_snapshots; i++) {
+                const BvSnapshot *snap;
+                int e = find_snapshot(src, argv[optind + 2 + i], &snap);
+                if (e != EXIT_OK)
+                        return e;
+                ids[i] = snap->id;
+        }
+        o.snapshots = ids;
         _cleanup_(bv_copy_dst_closep) BvCopyDst *dstrepo = NULL;
         int ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
         if (ec != EXIT_OK)
@@ -195,8 +208,6 @@ int cmd_copy(int argc, char **argv)
         progress.enabled = progress.enabled || (force_progress && !is_quiet());
         o.progress = progress_update;
         o.progress_userdata = &progress;
-        o.snapshots = (const char *const *)argv + optind + 2;
-        o.n_snapshots = (size_t)(argc - optind - 2);
         BvCopyStats stats;
         int r = bv_copy(src, dstrepo, &o, &stats);
         progress_done(&progress);

@@ -114,7 +114,11 @@ echo '{"half":"written"}' >"$T/half/keys/default"
 bv copy "$src" "$T/half" b -q || die "copy into what an interrupted creation left"
 cmp -s "$src/keys/default" "$T/half/keys/default" || die "the half-written key slot was not replaced"
 restores "$T/half" b "$T/b2"
-expect_fail 2 "^error: no snapshot 'nosuch' in '$src'$" bv copy "$src" "$dst" nosuch
+expect_fail 1 "^error: no snapshot matches 'nosuch' (see 'blkvault list')$" bv copy "$src" "$T/none" nosuch
+[ ! -e "$T/none" ] || die "a copy of a snapshot SRC lacks created DST"
+bv copy "$src" "$T/latest" b@latest --json >"$T/l.json" 2>/dev/null || die "copy of b@latest"
+assert_eq "$(jget snapshots_copied <"$T/l.json")" 1 "copy of b@latest"
+restores "$T/latest" b "$T/b2"
 expect_fail 2 "^error: invalid rate 'fast' (bytes per second, with a K, M or G suffix: 20M)$" \
     bv copy "$src" "$dst" --limit-upload=fast
 expect_fail 10 "" bv copy "$T/nosuch" "$dst"
