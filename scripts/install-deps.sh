@@ -20,6 +20,7 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          openssl man-db   # the openssl command (test data) and man (test-man): libssl-dev pulls neither
          curl   # the S3 tests make their buckets with curl --aws-sigv4 (tests/s3/s3-lib.sh)
          prometheus   # promtool check metrics: the textfile (tests/root/test-notify-metrics)
+         libguestfs-tools   # virt-cat through serve's nbd://?socket= URI (tests/nbd/test-nbd-serve-guestfs)
          systemd)   # systemd-analyze, systemd-socket-activate (unit tests); systemd.pc: the unit directory
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib
        debootstrap)   # the installed-system image of the benchmarks (images/make-installed.sh)

@@ -49,6 +49,9 @@ static const char usage_text[] =
         SERVE_LISTENER_HELP
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
+        "  --uri-for=qemu|libguestfs  the URI printed for a Unix socket: nbd+unix:///?socket=PATH\n"
+        "                           (qemu, libnbd tools; default) or nbd://?socket=PATH (libguestfs:\n"
+        "                           guestfish -a, virt-ls -a); the other form is said on stderr\n"
         "  --export=NAME            serve the configuration's [export NAME] section instead of REPO\n"
         "                           SNAPSHOT (on the socket systemd passes, else as above)\n"
         "  --config=FILE            with --export: the configuration (also $" BV_CONF_ENV ")\n"
@@ -134,10 +137,15 @@ static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs 
                 CLI_FLAG("insecure", &o->insecure),
                 CLI_FLAG("writable", &o->writable),
                 CLI_PARSED("cache", parse_cache_size, &o->cache),
+                CLI_STR("uri-for", &o->uri_for),
                 POINT_IN_TIME_OPTION(sargs), {},
         };
         CLI_PARSE_OR_RETURN(*argcp, *argvp, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
                                         .args = "REPO SNAPSHOT", .repo = true);
+        if (o->uri_for && strcmp(o->uri_for, "qemu") != 0 && strcmp(o->uri_for, "libguestfs") != 0) {
+                log_error("invalid --uri-for '%s' (qemu or libguestfs)", o->uri_for);
+                return EXIT_USAGE;
+        }
         return serve_check_listener(o);
 }
 
@@ -387,9 +395,19 @@ static void print_uri(const ServeOptions *o)
                 printf("nbds+unix://%s@/?socket=%s&tls-psk-file=%s\n", o->psk_user, o->sock, o->tls_psk);
         else if (o->port)
                 printf("nbd://%s\n", host);
+        else if (o->uri_for && strcmp(o->uri_for, "libguestfs") == 0)
+                printf("nbd://?socket=%s\n", o->sock);
         else
                 printf("nbd+unix:///?socket=%s\n", o->sock);
         fflush(stdout);
+        /* libguestfs (guestfish -a, virt-ls -a, virt-cat -a) refuses nbd+unix:// and wants
+         * nbd://?socket= for a Unix socket; qemu, nbdinfo, nbdcopy and nbdfuse want nbd+unix:// */
+        if (o->port || o->tls_psk || o->tls_certs)
+                return;
+        if (o->uri_for && strcmp(o->uri_for, "libguestfs") == 0)
+                log_info("for qemu and the libnbd tools (nbdinfo, nbdcopy, nbdfuse): nbd+unix:///?socket=%s", o->sock);
+        else
+                log_info("for libguestfs (guestfish -a, virt-ls -a, virt-cat -a): nbd://?socket=%s", o->sock);
 }
 
 static pid_t start_server(char **args, const sigset_t *old_mask)

@@ -22,6 +22,7 @@
 typedef struct ServeOptions {
         const char *socket, *listen, *tls_psk, *tls_certs, *cache;
         bool insecure, writable;
+        const char *uri_for; /* --uri-for: "qemu" (NULL) or "libguestfs" */
         const char *address, *port; /* from --listen */
         bool served;        /* nbdkit answered: the socket is ours to remove */
         char listen_addr[256], listen_port[8];
