@@ -9,7 +9,7 @@
 #     a pack of which only part is wanted is repacked, the snapshot restores;
 #  4. refusals: an unrelated repository, a non-empty directory that is no repository, a snapshot
 #     SRC lacks, a bad rate; what a creation killed before its config left is finished;
-#  5. --limit-upload holds the rate;
+#  5. --limit-upload and --limit-download hold the rate;
 #  6. a gc at DST while the copy is held in a write deletes nothing the copy deduplicated against
 #     (it holds DST's lease and commits as a backup does): the copied snapshot restores at once.
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -125,6 +125,12 @@ bv copy "$src" "$T/slow" b --limit-upload=4M --json >"$T/slow.json" 2>/dev/null 
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 sent=$(jget bytes_sent <"$T/slow.json")
 [ "$ms" -ge $(( sent * 1000 / (4 * 1048576) * 9 / 10 )) ] || die "--limit-upload=4M: $sent bytes in $ms ms"
+start=$(date +%s%N)
+bv copy "$src" "$T/slow2" b --limit-download=4M --json >"$T/slow2.json" 2>/dev/null || die "copy with --limit-download"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+got=$(jget bytes_read <"$T/slow2.json")
+[ "$got" -gt 0 ] || die "--limit-download: nothing read"
+[ "$ms" -ge $(( got * 1000 / (4 * 1048576) * 9 / 10 )) ] || die "--limit-download=4M: $got bytes in $ms ms"
 
 # 6. gc at DST beside a held copy: x is at DST; the copy of xy (x then y) finds x's objects there
 # and is held writing y's; x is deleted at DST and collected: gc condemns x's pack but may not
