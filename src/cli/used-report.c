@@ -58,6 +58,8 @@ void log_used_only(const BvFsUsedMap *m, const char *why, const char *source, bo
                         log_info("%s %s: %s used (read), %s free (not read), %s read whole (%s)", name, p->fstype,
                                  format_bytes(p->bytes_used, a), format_bytes(p->bytes_free, b),
                                  format_bytes(p->bytes_unknown, c), p->reader);
+                else if (p->bytes_unknown == 0) /* an extended partition: its logical ones follow */
+                        log_info("%s: %s", name, p->why);
                 else
                         log_info("%s%s%s: %s read whole because %s", name, p->fstype[0] ? " " : "", p->fstype,
                                  format_bytes(p->bytes_unknown, a), p->why);

@@ -194,3 +194,29 @@ bv job run img "${opts[@]}" >"$T/job.out" 2>"$T/job.err" || { cat "$T/job.out" "
 kill "$writer"
 grep -qxF "warning: job img: read whole, not only its used blocks: another process has it open for writing" \
     "$T/job.err" || { cat "$T/job.out" "$T/job.err" >&2; die "no warning from the job"; }
+
+# an MBR table with an extended partition: its logical ext4 is mapped, the container's boot
+# records are read, the restore passes e2fsck
+truncate -s 200M "$T/mbr.img"
+printf 'label: dos\n,20M,L\n,,E\n,,L\n' | sfdisk -q "$T/mbr.img"
+read -r start size < <(sfdisk -J "$T/mbr.img" | python3 -c "
+import json, sys
+p = json.load(sys.stdin)['partitiontable']['partitions'][2]
+print(p['start'] * 512, p['size'] * 512)")
+attach_loop lg -o "$start" --sizelimit "$size" "$T/mbr.img"
+mkfs.ext4 -q "$lg"
+mount "$lg" "$T/mnt"
+randfile "$T/mnt/junk" 100 mbr-junk
+sync
+rm "$T/mnt/junk"
+cp "$T/orig/dir/f1" "$T/mnt/"
+umount "$T/mnt"
+detach_loop "$lg"
+wait_no_writer "$T/mbr.img"
+bv backup "$T/repo2" "$T/mbr.img" --used-only --json >"$T/mbr.json" 2>"$T/mbr.err"
+assert_eq "$(json_get "$T/mbr.json" '[(p["number"], p.get("reader"), p.get("read_whole_because")) for p in d["used_only"]["partitions"]]')" \
+    "[(1, None, 'no filesystem found'), (2, None, 'an extended partition: its logical ones are listed each'), (5, 'libext2fs', None)]"
+[ "$(json_get "$T/mbr.json" 'd["used_only"]["bytes_free_skipped"]')" -ge $((100 * MIB)) ] || die "MBR: free space not skipped"
+bv restore "$T/repo2" mbr.img "$T/mbr-restored.img" >/dev/null
+attach_loop lg -r -o "$start" --sizelimit "$size" "$T/mbr-restored.img"
+e2fsck -fn "$lg" >"$T/fsck.out" 2>&1 || { cat "$T/fsck.out" >&2; die "e2fsck -fn of the restored logical ext4"; }

@@ -67,7 +67,7 @@ static int map_partition(int fd, const BvFsPartition *p, BvFsUsedMap *m, BvFsUse
         snprintf(u->fstype, sizeof(u->fstype), "%s", p->fstype ? p->fstype : "");
         if (p->container) {
                 u->bytes_unknown = 0; /* what it holds is accounted for by its own partitions */
-                snprintf(u->why, sizeof(u->why), "an extended partition (its logical ones are mapped each)");
+                snprintf(u->why, sizeof(u->why), "an extended partition: its logical ones are listed each");
                 return 0;
         }
         if (!rd) {
