@@ -64,6 +64,7 @@ expect_fail 2 "^error: --tls-psk and --tls-certificates exclude each other$" "$B
 expect_fail 1 "^error: cannot read the TLS key file '$T/none.psk': No such file or directory" \
     "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:10999 --tls-psk="$T/none.psk"
 printf 'not a key\n' > "$T/bad.psk"
+chmod 0600 "$T/bad.psk" # a PSK file others can read is refused before it is read (test-nbd-serve-export)
 expect_fail 1 "^error: '$T/bad.psk' holds no USER:HEXKEY line (make one with 'psktool -u USER -p FILE')$" \
     "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:10999 --tls-psk="$T/bad.psk"
 [ ! -s "$T/.out" ] || die "a refused serve printed a URI"
