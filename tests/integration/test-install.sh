@@ -22,6 +22,9 @@ mandir=$dest$prefix/$(meson introspect "$BUILD_ROOT" --buildoptions | python3 -c
 import json, sys
 print([o["value"] for o in json.load(sys.stdin) if o["name"] == "mandir"][0])')
 [ -f "$mandir/man1/blkvault.1" ] || die "blkvault.1 is not installed in $mandir/man1"
+for cmd in backup copy files restore; do
+    [ -f "$mandir/man1/blkvault-$cmd.1" ] || die "blkvault-$cmd.1 is not installed in $mandir/man1"
+done
 [ -f "$mandir/man7/blkvault-json.7" ] || die "blkvault-json.7 is not installed in $mandir/man7"
 [ -f "$mandir/man5/blkvault.conf.5" ] || die "blkvault.conf.5 is not installed in $mandir/man5"
 if pkg-config --exists systemd; then
