@@ -51,7 +51,7 @@ static bool build_tables(const CliCommand *cmd, struct option *longs, size_t max
 }
 
 /* How many arguments args names: *min the required words, *max those and the [optional] ones,
- * -1 after a WORD... */
+ * -1 after a WORD..., [WORD...] or [WORD]... */
 static void count_args(const char *args, int *min, int *max)
 {
         int required = 0, optional = 0;
@@ -63,7 +63,7 @@ static void count_args(const char *args, int *min, int *max)
                         optional++;
                 else if (*w != '-')
                         required++;
-                many = many || (len > 3 && strncmp(w + len - 3, "...", 3) == 0);
+                many = many || memmem(w, len, "...", 3); /* WORD..., [WORD...], [WORD]... */
                 w += len;
         }
         *min = required;

@@ -99,6 +99,12 @@ assert_eq "$(jget snapshots_copied <"$T/n2.json")" 3 "the rest: snapshots copied
 BLKVAULT_PASSPHRASE=other-pass restores "$dst2" "$first_a" "$T/a1"
 BLKVAULT_PASSPHRASE=other-pass check "$dst2"
 
+# two snapshots named at once, as the synopsis says ([SNAPSHOT...]): the argument count refused
+# more than one ("expected 'blkvault copy SRC DST [SNAPSHOT...]'")
+bv copy "$src" "$T/two" a b --json >"$T/two.json" 2>"$T/two.err" || { cat "$T/two.err"; die "copy of two named snapshots"; }
+assert_eq "$(jget snapshots_copied <"$T/two.json")" 2 "two named: snapshots copied"
+restores "$T/two" b "$T/b2"
+
 # 4. refusals
 bv init "$T/other" -q
 expect_fail 2 "^error: '$T/other' is a repository not related to '$src': copy goes only between related repositories (the same id and keys); to make one, copy into a location that does not exist yet ('blkvault copy $src NEWDIR')$" \
