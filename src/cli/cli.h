@@ -185,6 +185,9 @@ int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo *
  * not exist, is not a repository, needs other rights. Returns the exit code. */
 int log_open_error(const char *path, int r);
 /* Declares repo, opened with open_repo, or returns open_repo's exit code from the caller. */
+/* EXIT_ERROR, said, when path is an S3 repository, to which only copy writes yet (the commands
+ * that open one to read and then write records in it, as delete and protect do, ask first). */
+int refuse_s3_write(const char *path);
 #define OPEN_REPO_OR_RETURN(repo, path, s, flags)                                                          \
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;                                                     \
         do {                                                                                               \

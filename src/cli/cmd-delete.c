@@ -21,6 +21,8 @@ int cmd_delete(int argc, char **argv)
                                         .args = "REPO SNAPSHOT...", .repo = true);
         int r, n = argc - optind - 1;
         const char *path = argv[optind];
+        if ((r = refuse_s3_write(path)) != EXIT_OK) /* it writes snapshot records */
+                return r;
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         _cleanup_free_ const BvSnapshot **snaps = calloc((size_t)n, sizeof(*snaps));
         if (!snaps)

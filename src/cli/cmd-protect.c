@@ -19,6 +19,8 @@ int cmd_protect(int argc, char **argv)
                                         .args = "REPO SNAPSHOT", .repo = true);
         int r;
         const char *path = argv[optind], *spec = argv[optind + 1];
+        if ((r = refuse_s3_write(path)) != EXIT_OK) /* it writes snapshot records */
+                return r;
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         const BvSnapshot *s;
         r = find_snapshot(repo, spec, &s);

@@ -326,6 +326,15 @@ static int open_deriving(const char *path, int64_t at, const BvSecret *secret, B
         return r;
 }
 
+int refuse_s3_write(const char *path)
+{
+        if (!is_s3(path))
+                return EXIT_OK;
+        log_error("cannot write to '%s': writing to an S3 repository is not supported yet (list, info, "
+                  "verify, restore, serve, mount and files read one; copy writes one)", path);
+        return EXIT_ERROR;
+}
+
 int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret,
                             BvSecret *ret_secret)
 {
@@ -339,11 +348,8 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
                           "'%s' is a directory, which keeps no earlier versions", path);
                 return EXIT_USAGE;
         }
-        if (is_s3(path) && (flags & (BV_OPEN_WRITE | BV_OPEN_GC))) {
-                log_error("cannot write to '%s': writing to an S3 repository is not supported yet (list, info, "
-                          "verify, restore, serve and mount read one)", path);
-                return EXIT_ERROR;
-        }
+        if (flags & (BV_OPEN_WRITE | BV_OPEN_GC) && (e = refuse_s3_write(path)) != EXIT_OK)
+                return e;
         r = bv_repo_peek_config_at(path, s->point_in_time, &cfg, &problem);
         if (r < 0 && problem.message[0])
                 return log_storage_error(path, &problem, r);

@@ -133,4 +133,8 @@ ls "$T" | grep -q 'r-fault' && die "a failed restore left a temporary file: $(ls
 
 # writing is not there yet: refused, saying so
 expect_fail 1 "S3" bv backup "$loc" "$img" --name=four
+# delete and protect write snapshot records: refused too (they opened to read, and wrote)
+expect_fail 1 "^error: cannot write to '$loc': writing to an S3 repository is not supported yet" bv delete "$loc" three
+expect_fail 1 "^error: cannot write to '$loc': writing to an S3 repository is not supported yet" bv protect "$loc" three
+bv list "$loc" --json | grep -q '"name": *"three"' || die "delete on S3 forgot snapshot three"
 echo ok
