@@ -393,6 +393,9 @@ int cmd_backup(int argc, char **argv)
         r = catch_interrupts(NULL);
         if (r != EXIT_OK)
                 return r;
+        /* the map of used blocks is this read's own: an earlier snapshot of the same file is no
+         * --used-only snapshot of it (nor the other way round) */
+        opts.force_read = opts.force_read || used.on;
         opts.cancelled = backup_interrupted;
         BvBackupKept kept = {};
         opts.ret_kept = &kept;

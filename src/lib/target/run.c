@@ -115,7 +115,8 @@ static int backup_source(const char *target, const char *const vars[], BvRepo *r
         }
         if (r < 0)
                 return rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
-        BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled, .ret_kept = &kept };
+        BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled, .ret_kept = &kept,
+                                 .force_read = rj->job->used_only }; /* its map is this read's own */
         if (rj->progress)
                 opts.progress = job_progress, opts.progress_userdata = rj;
         r = bv_backup(repo, bv_job_source(js), &opts, stats);
