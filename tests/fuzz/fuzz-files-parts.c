@@ -40,7 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (bv_files_parts(&dev, &parts, &n, &table) < 0)
                 return 0;
-        if (n == 0 || (strcmp(table, "none") == 0 && (n != 1 || parts[0].number != 0)))
+        /* a table may hold no partition (an empty GPT); "none" is the whole disk, one entry */
+        if (strcmp(table, "none") == 0 && (n != 1 || parts[0].number != 0))
+                abort();
+        if (n == 0 && strcmp(table, "gpt") != 0 && strcmp(table, "dos") != 0)
                 abort();
         for (size_t i = 0; i < n; i++) {
                 const BvFilesPart *p = &parts[i];
