@@ -17,10 +17,10 @@
 
 static const char usage_text[] =
         "Usage: blkvault files REPO SNAPSHOT COMMAND [ARG]... [OPTIONS]\n\n"
-        "Read files of SNAPSHOT's filesystems (ext2, ext3, ext4) in-process, as any user who can read\n"
-        "REPO and has its secret: no device, no mount, no root. PATH is /etc/hosts on a disk with one\n"
-        "filesystem, else p1:/etc/hosts (the partition's number) or LABEL:/etc/hosts (a filesystem\n"
-        "label or GPT partition name).\n\n"
+        "Read files of SNAPSHOT's filesystems (ext2, ext3, ext4, NTFS) in-process, as any user who can\n"
+        "read REPO and has its secret: no device, no mount, no root. PATH is /etc/hosts on a disk with\n"
+        "one filesystem, else p1:/etc/hosts (the partition's number) or LABEL:/etc/hosts (a filesystem\n"
+        "label or GPT partition name). On NTFS, PATH:NAME is the named data stream NAME of PATH.\n\n"
         "  ls [PATH]                list a directory (mode, owner, size, mtime, name, link target);\n"
         "                           without PATH on a partitioned disk: the partitions\n"
         "  cat PATH                 write a file to standard output\n"
