@@ -116,7 +116,7 @@ static int part_open(FilesDisk *d, size_t i)
         return EXIT_OK;
 }
 
-/* The partition prefix spec ("p2", a label) names: its index, or -1 (reported). */
+/* The partition prefix of spec ("p2:/etc", a label) of len bytes names: its index, or -1 (reported). */
 static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
 {
         for (size_t i = 0; i < d->n_parts; i++) {
@@ -129,9 +129,15 @@ static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
                         return (ssize_t)i;
         }
         _cleanup_free_ char *s = strndup(spec, len);
-        _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL;
-        log_error("snapshot %.8s has no partition '%s' (see 'blkvault files REPO %.8s ls')", d->snap->id,
-                  e ? e : "?", d->snap->id);
+        _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL, *path = escape_text(spec + len + 1, 64),
+                           *whole = escape_text(spec, 80);
+        if (d->n_parts == 1 && d->parts[0].number == 0) /* a filesystem on the whole disk */
+                log_error("snapshot %.8s has no partition table: its %s%sfilesystem is the whole disk; name paths "
+                          "without a partition, as %s (not %s)", d->snap->id, d->parts[0].fstype ?: "",
+                          d->parts[0].fstype ? " " : "", path ? path : "?", whole ? whole : "?");
+        else
+                log_error("snapshot %.8s has no partition '%s' (see 'blkvault files REPO %.8s ls')", d->snap->id,
+                          e ? e : "?", d->snap->id);
         return -1;
 }
 

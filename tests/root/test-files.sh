@@ -137,7 +137,7 @@ grep -q "fifo" "$T/get.err" && die "a fifo was refused"
 files "$snap1" get p1:/etc/hosts p1:/home/user/abs-link "$T/out" 2>/dev/null
 cmp "$T/out/hosts" "$mnt/etc/hosts" || die "get of two paths into a directory"
 assert_eq "$(readlink "$T/out/abs-link")" /etc/hosts "get of a symbolic link"
-expect_fail 1 "^error: cannot create '$T/out/hosts': File exists$" files "$snap1" get p1:/etc/hosts "$T/out"
+expect_fail 1 "^error: cannot create '$T/out/hosts': File exists (--force replaces it)$" files "$snap1" get p1:/etc/hosts "$T/out"
 files "$snap1" get p1:/etc/hosts "$T/out" --force 2>/dev/null || die "get --force"
 # as root the owners are kept too
 bv files "$repo" "$snap1" get p1:/ "$T/rootcopy" --key-file="$T/root.key" 2>/dev/null || die "get as root failed"
