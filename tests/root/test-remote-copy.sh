@@ -180,6 +180,17 @@ copy_unit offsite >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the copy once
 rc=0; bv status --check-age "${sopts[@]}" >"$T/age.out" 2>&1 || rc=$?
 grep -qx "age check: 2 remotes, 0 without a good copy within their max-age" "$T/age.out" || { cat "$T/age.out"; die "alarm after a good copy"; }
 
+# a remote whose LOCATION/TARGET holds a repository of another drive: refused, said how to go on
+printf '[remote stranger]\nlocation = %s\n' "$T/stranger" >>"$conf"
+sed -i 's/^copy-to = vault$/copy-to = vault, stranger/' "$T/etc/conf.d/50-target-usb-1.conf"
+mkdir -p "$T/stranger"
+BLKVAULT_PASSPHRASE=other bv init "$T/stranger/usb-1" -q
+rc=0; copy_unit stranger >"$T/copy.out" 2>"$T/copy.err" || rc=$?
+assert_eq "$rc" 1 "exit status of a copy into an unrelated repository"
+grep -qx "error: copy of target usb-1 to stranger ($T/stranger/usb-1) failed: the remote holds a repository not related to the drive's (another repository id): give the drive's copy another location" "$T/copy.err" ||
+    { cat "$T/copy.err"; die "the refusal of an unrelated repository"; }
+! grep -q " $dev " /proc/self/mountinfo || die "the drive is still mounted after a refused copy"
+
 # 6. the drive not attached: nothing to read, nothing done
 detach_loop "$dev" || die "cannot detach the drive"
 assert_eq "$(copy_unit offsite | tail -n2)" "target usb-1: not attached; its copy to offsite waits for it
