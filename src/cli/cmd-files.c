@@ -102,10 +102,16 @@ static int part_open(FilesDisk *d, size_t i)
         if (r == -EBADMSG || r == -EUCLEAN)
                 return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s", p->fstype, name,
                                        d->snap->id);
+        if (r == -EMEDIUMTYPE) {
+                const char *why = b->ops->open_error_text ? b->ops->open_error_text() : NULL;
+                _cleanup_free_ char *ewhy = why ? escape_text(why, 200) : NULL;
+                log_error("cannot open the %s filesystem of %s of snapshot %.8s: %s refused it%s%s", p->fstype, name,
+                          d->snap->id, b->ops->library, ewhy ? ": " : "", ewhy ? ewhy : "");
+                return EXIT_ERROR;
+        }
         if (r < 0)
-                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s%s%s%s", p->fstype,
-                                       name, d->snap->id, r == -EMEDIUMTYPE ? " (" : "",
-                                       r == -EMEDIUMTYPE ? b->ops->library : "", r == -EMEDIUMTYPE ? " refused it)" : "");
+                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s", p->fstype, name,
+                                       d->snap->id);
         if (bv_fs_needs_recovery(d->fs[i]))
                 log_warning("the %s filesystem of %s was not cleanly unmounted when snapshot %.8s was taken: its "
                             "journal is not replayed, so its newest changes may be missing", p->fstype, name,
