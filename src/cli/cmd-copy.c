@@ -20,6 +20,11 @@ static const char usage_text[] =
         "  --dst-passphrase-file=FILE, --dst-passphrase-fd=N, --dst-passphrase-command=CMD,\n"
         "  --dst-key-file=FILE      a DST that copy creates is sealed by this secret (default:\n"
         "                           SRC's key slots, so the secrets that open SRC open DST)\n"
+        "  --object-lock=DURATION   S3 Object Lock at DST (an s3:// bucket with Object Lock\n"
+        "                           enabled): every object put is retained for DURATION (7d, 12h),\n"
+        "                           and what DST's snapshots need is extended when half of it is\n"
+        "                           left, so deleting it with DST's credentials fails\n"
+        "  --object-lock-mode=MODE  compliance (the default: nobody can shorten it) or governance\n"
         "  --limit-upload=RATE      write at most RATE bytes per second to DST (K, M, G suffixes)\n"
         "  --limit-download=RATE    read at most RATE bytes per second from SRC\n"
         "  --progress               show progress even when stderr is not a terminal\n"
@@ -36,6 +41,49 @@ static int parse_rate(const char *arg, void *ret)
         return 0;
 }
 
+static int parse_lock_duration(const char *arg, void *ret)
+{
+        if (bv_conf_parse_duration(arg, ret) < 0 || *(uint64_t *)ret == 0) {
+                log_error("invalid --object-lock '%s' (a duration: a number and s, min, h, d or w: 30d)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int parse_lock_mode(const char *arg, void *ret)
+{
+        if (strcmp(arg, "compliance") != 0 && strcmp(arg, "governance") != 0) {
+                log_error("invalid --object-lock-mode '%s' (compliance or governance)", arg);
+                return -EINVAL;
+        }
+        *(bool *)ret = strcmp(arg, "governance") == 0;
+        return 0;
+}
+
+/* --object-lock on a DST that cannot take it, said before anything is written there. */
+static int check_object_lock(const char *dst)
+{
+        char why[320] = "";
+        int r = bv_copy_check_object_lock(dst, why, sizeof(why));
+        if (r == -EOPNOTSUPP) {
+                log_error("--object-lock needs an S3 DST (s3://BUCKET/PREFIX): '%s' is a directory, which keeps "
+                          "no retention", dst);
+                return EXIT_USAGE;
+        }
+        if (r == -ENOLCK) {
+                log_error("--object-lock: the bucket of '%s' has no Object Lock enabled (it is set when a bucket "
+                          "is created: x-amz-bucket-object-lock-enabled, 'aws s3api create-bucket "
+                          "--object-lock-enabled-for-bucket')", dst);
+                return EXIT_USAGE;
+        }
+        if (r < 0) {
+                log_error("cannot open repository '%s': %s (%s)", dst, why[0] ? why : "its Object Lock did not answer",
+                          strerror(-r));
+                return exit_code_for(r);
+        }
+        return EXIT_OK;
+}
+
 static struct json_object *copy_json(const BvCopyStats *s)
 {
         return BV_JSON_OBJECT({ "snapshots_copied", json_object_new_uint64(s->snapshots_copied) },
@@ -49,6 +97,7 @@ static struct json_object *copy_json(const BvCopyStats *s)
                               { "packs_written", json_object_new_uint64(s->packs_written) },
                               { "packs_resumed", json_object_new_uint64(s->packs_resumed) },
                               { "bytes_resumed", json_object_new_uint64(s->bytes_resumed) },
+                              { "objects_retained", json_object_new_uint64(s->objects_retained) },
                               { "requests", json_object_new_uint64(s->requests) },
                               { "seconds", json_object_new_double(s->seconds) });
 }
@@ -72,6 +121,9 @@ static int copy_report(const BvCopyStats *s, const char *dst, bool json)
                  (unsigned long long)s->packs_whole, (unsigned long long)s->packs_repacked,
                  (unsigned long long)s->packs_written, (unsigned long long)s->objects_present, s->seconds,
                  format_bytes(s->seconds > 0 ? (uint64_t)((double)s->bytes_sent / s->seconds) : 0, b));
+        if (s->objects_retained > 0)
+                log_info("Object Lock: the retention of %llu objects DST's snapshots need was extended",
+                         (unsigned long long)s->objects_retained);
         return EXIT_OK;
 }
 
@@ -151,6 +203,8 @@ static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *
         if (r == -ESTALE)
                 return log_error_errno(r, "copy to '%s' stopped before '%s': a gc at '%s' moved its epoch since the copy "
                                           "began; run the copy again", dst, s->culprit, dst);
+        if (r == -ENOLCK || (r == -EOPNOTSUPP && !bv_copy_dst_storage_error(dstrepo, said, sizeof(said))[0]))
+                return check_object_lock(dst);
         /* a remote repository's storage says which object and what it answered */
         bv_copy_dst_storage_error(dstrepo, said, sizeof(said));
         if (!said[0])
@@ -171,6 +225,8 @@ int cmd_copy(int argc, char **argv)
                 CLI_STR("dst-passphrase-fd", &dargs.passphrase_fd),
                 CLI_STR("dst-passphrase-command", &dargs.passphrase_command),
                 CLI_STR("dst-key-file", &dargs.key_file),
+                CLI_PARSED("object-lock", parse_lock_duration, &o.object_lock_seconds),
+                CLI_PARSED("object-lock-mode", parse_lock_mode, &o.object_lock_governance),
                 CLI_PARSED("limit-upload", parse_rate, &o.limit_upload),
                 CLI_PARSED("limit-download", parse_rate, &o.limit_download),
                 CLI_FLAG("progress", &force_progress),
@@ -199,7 +255,10 @@ int cmd_copy(int argc, char **argv)
         }
         o.snapshots = ids;
         _cleanup_(bv_copy_dst_closep) BvCopyDst *dstrepo = NULL;
-        int ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
+        int ec = o.object_lock_seconds ? check_object_lock(dst) : EXIT_OK;
+        if (ec != EXIT_OK)
+                return ec;
+        ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
         if (ec != EXIT_OK)
                 return ec;
 

@@ -806,3 +806,38 @@ int bv_backend_s3_set_object_lock(BvBackend *b, int64_t retain_seconds, bv_s3_lo
         S3B(b)->lock_mode = mode == BV_S3_LOCK_GOVERNANCE ? BV_S3_LOCK_GOVERNANCE : BV_S3_LOCK_COMPLIANCE;
         return 0;
 }
+
+int bv_backend_s3_object_lock_enabled(BvBackend *b)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        return bv_s3_object_lock_enabled(client(b));
+}
+
+int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        bv_s3_object o = {};
+        int r = !b || strcmp(b->ops->scheme, "s3") != 0 ? -EOPNOTSUPP : bv_obj_key(kind, name, key);
+
+        if (r >= 0)
+                r = bv_s3_head(client(b), key, NULL, &o);
+        if (r >= 0)
+                *ret_until = o.retain_until;
+        bv_s3_object_done(&o);
+        return r;
+}
+
+int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        int64_t now_until = 0;
+        int r = !b || strcmp(b->ops->scheme, "s3") != 0 ? -EOPNOTSUPP : S3B(b)->pit ? -EROFS : bv_obj_key(kind, name, key);
+
+        if (r >= 0)
+                r = bv_s3_set_retention(client(b), key, NULL, S3B(b)->lock_mode ?: BV_S3_LOCK_COMPLIANCE, until);
+        /* refused: perhaps it is retained longer already, which a COMPLIANCE lock does not shorten */
+        if (r == -EACCES && bv_backend_s3_retention(b, kind, name, &now_until) >= 0 && now_until >= until)
+                r = 0;
+        return r;
+}

@@ -134,6 +134,9 @@ int bv_s3_list_versions(bv_s3 *s, const char *prefix, bv_s3_list_cb cb, void *us
  * Deleting a key that is not there succeeds, as on S3. */
 int bv_s3_delete(bv_s3 *s, const char *key, const char *version_id);
 
+/* Whether the bucket has Object Lock enabled (GET ?object-lock): 1 yes, 0 no, <0 error. */
+int bv_s3_object_lock_enabled(bv_s3 *s);
+
 /* Sets (extends) the Object Lock retention of key's version (NULL: current). */
 int bv_s3_set_retention(bv_s3 *s, const char *key, const char *version_id, bv_s3_lock_mode mode,
                         int64_t retain_until);

@@ -49,3 +49,7 @@ int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
 int copy_dst_flush(CopyDst *d);
 /* A snapshot record at DST: a local one's commit as a backup's (heal.h), under locks/commit. */
 int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s);
+/* Object Lock (copy-lock.c): checks the bucket and sets the retention of every later put;
+ * after the records are published, extends what DST's snapshots need when due. */
+int copy_lock_begin(CopyDst *d, const BvCopyOptions *o);
+int copy_lock_extend(CopyDst *d, const BvCopyOptions *o, uint64_t *ret_extended, char *culprit, size_t culprit_len);

@@ -497,7 +497,9 @@ static void requests_add(BvBackend *b, uint64_t *n)
 
 static int copy_run(Copy *c)
 {
-        int r = copy_dst_adopt(c->d, c->src, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
+        int r = c->d->repo && c->o->object_lock_seconds ? -EOPNOTSUPP : copy_lock_begin(c->d, c->o);
+        if (r >= 0)
+                r = copy_dst_adopt(c->d, c->src, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
         if (r >= 0)
                 r = pick_snapshots(c);
         if (r >= 0)
@@ -508,6 +510,8 @@ static int copy_run(Copy *c)
                 r = compact(c);
         if (r >= 0)
                 r = publish(c);
+        if (r >= 0)
+                r = copy_lock_extend(c->d, c->o, &c->st->objects_retained, c->st->culprit, sizeof(c->st->culprit));
         return r;
 }
 
