@@ -750,10 +750,15 @@ static int s3_open(const char *location, bool create, int64_t at, BvBackend **re
                 r = -ENOMEM;
         if (r >= 0)
                 r = bv_s3_open(conf, at ? 0 : BV_S3_PROBE_CONDITIONAL, &s->s3, errbuf, errlen);
+        else if (errbuf && r == -ESRCH)
+                snprintf(errbuf, errlen, "%s: AWS_PROFILE '%s' names no profile: neither the credentials file "
+                         "(AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) has a [%s] section nor the config file "
+                         "(AWS_CONFIG_FILE, else ~/.aws/config) a [profile %s] one", location, getenv("AWS_PROFILE"),
+                         getenv("AWS_PROFILE"), getenv("AWS_PROFILE"));
         else if (errbuf)
                 snprintf(errbuf, errlen, "%s: %s", location,
                          r == -ENOKEY ? "no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or ~/.aws/credentials)"
-                                      : "not a usable S3 location or configuration (s3://BUCKET[/PREFIX], AWS_ENDPOINT_URL, AWS_MAX_ATTEMPTS)");
+                                      : "not a usable S3 location or configuration (s3://BUCKET[/PREFIX], AWS_ENDPOINT_URL, AWS_MAX_ATTEMPTS, BLKVAULT_S3_TIMEOUT)");
         bv_s3_conf_free(conf);
         if (r >= 0 && create) {
                 r = s3_create(&s->base);
