@@ -84,9 +84,29 @@ static int check_object_lock(const char *dst)
         return EXIT_OK;
 }
 
-static struct json_object *copy_json(const BvCopyStats *s)
+/* The snapshots a copy published, for its report: "ID8 (NAME)" each. */
+typedef struct Copied {
+        struct json_object *ids; /* full ids, for --json */
+        char *text;              /* "1a2b3c4d (web), 5e6f7a8b" */
+} Copied;
+
+static void on_published(const BvSnapshot *s, void *userdata)
+{
+        Copied *c = userdata;
+        char *t = NULL;
+        if (c->ids)
+                json_object_array_add(c->ids, json_object_new_string(s->id));
+        if (asprintf(&t, "%s%s%.8s%s%s%s", c->text ?: "", c->text ? ", " : "", s->id, s->name ? " (" : "",
+                     s->name ?: "", s->name ? ")" : "") >= 0) {
+                free(c->text);
+                c->text = t;
+        }
+}
+
+static struct json_object *copy_json(const BvCopyStats *s, Copied *copied)
 {
         return BV_JSON_OBJECT({ "snapshots_copied", json_object_new_uint64(s->snapshots_copied) },
+                              { "copied", json_object_get(copied->ids) },
                               { "snapshots_present", json_object_new_uint64(s->snapshots_present) },
                               { "objects_sent", json_object_new_uint64(s->objects_sent) },
                               { "objects_present", json_object_new_uint64(s->objects_present) },
@@ -102,11 +122,11 @@ static struct json_object *copy_json(const BvCopyStats *s)
                               { "seconds", json_object_new_double(s->seconds) });
 }
 
-static int copy_report(const BvCopyStats *s, const char *dst, bool json)
+static int copy_report(const BvCopyStats *s, Copied *copied, const char *dst, bool json)
 {
         char a[32], b[32];
         if (json) {
-                _cleanup_(json_object_putp) struct json_object *o = copy_json(s);
+                _cleanup_(json_object_putp) struct json_object *o = copy_json(s, copied);
                 if (!o)
                         return log_error_errno(-ENOMEM, "cannot print the result");
                 json_print(o);
@@ -114,9 +134,14 @@ static int copy_report(const BvCopyStats *s, const char *dst, bool json)
         }
         if (is_quiet())
                 return EXIT_OK;
-        log_info("copied %llu snapshots to '%s' (%llu there already): %s sent in %llu objects (%llu packs whole, "
+        if (s->packs_resumed > 0)
+                log_info("resumed an interrupted copy: %llu pack%s (%s) it had sent kept", (unsigned long long)s->packs_resumed,
+                         s->packs_resumed == 1 ? "" : "s",
+                         format_bytes(s->bytes_resumed, a));
+        log_info("copied %llu snapshot%s to '%s'%s%s (%llu there already): %s sent in %llu objects (%llu packs whole, "
                  "%llu repacked into %llu), %llu objects there already, %.1f s, %s/s",
-                 (unsigned long long)s->snapshots_copied, dst, (unsigned long long)s->snapshots_present,
+                 (unsigned long long)s->snapshots_copied, s->snapshots_copied == 1 ? "" : "s", dst,
+                 copied->text ? ": " : "", copied->text ?: "", (unsigned long long)s->snapshots_present,
                  format_bytes(s->bytes_sent, a), (unsigned long long)s->objects_sent,
                  (unsigned long long)s->packs_whole, (unsigned long long)s->packs_repacked,
                  (unsigned long long)s->packs_written, (unsigned long long)s->objects_present, s->seconds,
@@ -140,10 +165,13 @@ static int open_dst_error(int r, const BvRepoProblem *problem, const char *srcpa
                           dst, srcpath, srcpath);
                 return EXIT_USAGE;
         }
+        if (r == -EBUSY)
+                return log_locked(dst, problem, false);
         if (r == -ENOTEMPTY) {
-                log_error("'%s' holds files but no blkvault repository: copy creates a repository only in a "
-                          "location that is missing or empty",
-                          dst);
+                log_error("'%s' holds %s but no blkvault repository%s%s%s: copy creates a repository only in a "
+                          "location that is missing or empty (for S3, a bucket or a prefix that holds no object)",
+                          dst, strncmp(dst, "s3://", 5) == 0 ? "objects" : "files",
+                          problem->message[0] ? " (" : "", problem->message, problem->message[0] ? " is there)" : "");
                 return EXIT_NO_REPO;
         }
         if (r == -EOPNOTSUPP && given) {
@@ -200,6 +228,18 @@ static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *
         if (r == -EUCLEAN)
                 return log_error_errno(r, "cannot copy from '%s': %s uses an object its index lacks (run 'blkvault "
                                           "verify %s')", src, s->culprit[0] ? s->culprit : "a snapshot", src);
+        if (r == -ECANCELED && interrupted) {
+                log_error("copy from '%s' to '%s' interrupted by SIG%s: what was sent stays at '%s'; running the "
+                          "same copy again resumes it", src, dst, sigabbrev_np(interrupted) ?: "?", dst);
+                return 128 + interrupted;
+        }
+        if (r == -EBADMSG && s->culprit_has_offset) {
+                log_error("copy from '%s' to '%s' stopped: '%s' of '%s' is damaged at offset %llu (an object there "
+                          "does not authenticate or is not what its index says); it was not sent and no snapshot was "
+                          "published (run 'blkvault verify --read-data %s' and 'blkvault repair %s')",
+                          src, dst, s->culprit, src, (unsigned long long)s->culprit_offset, src, src);
+                return EXIT_DAMAGE;
+        }
         if (r == -ESTALE)
                 return log_error_errno(r, "copy to '%s' stopped before '%s': a gc at '%s' moved its epoch since the copy "
                                           "began; run the copy again", dst, s->culprit, dst);
@@ -211,7 +251,8 @@ static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *
                 bv_repo_storage_error(srcrepo, said, sizeof(said));
         if (s->culprit[0])
                 snprintf(at, sizeof(at), " at '%s'", s->culprit);
-        return log_error_errno(r, "copy from '%s' to '%s' failed%s%s%s%s; what was sent stays for the next copy", src,
+        return log_error_errno(r, "copy from '%s' to '%s' failed%s%s%s%s; what was sent stays: running the same copy again "
+                                  "resumes it", src,
                                dst, at, said[0] ? " (" : "", said, said[0] ? ")" : "");
 }
 
@@ -268,9 +309,17 @@ int cmd_copy(int argc, char **argv)
         o.progress = progress_update;
         o.progress_userdata = &progress;
         BvCopyStats stats;
+        _cleanup_(json_object_putp) struct json_object *copied_ids = json_object_new_array();
+        Copied copied = { .ids = copied_ids };
+        o.published = on_published;
+        o.cancel = &interrupted;
+        ec = catch_interrupts(NULL);
+        if (ec != EXIT_OK)
+                return ec;
+        o.published_userdata = &copied;
         int r = bv_copy(src, dstrepo, &o, &stats);
         progress_done(&progress);
-        if (r < 0)
-                return copy_failed(r, &stats, src, dstrepo, srcpath, dst);
-        return copy_report(&stats, dst, json);
+        ec = r < 0 ? copy_failed(r, &stats, src, dstrepo, srcpath, dst) : copy_report(&stats, &copied, dst, json);
+        free(copied.text);
+        return ec;
 }

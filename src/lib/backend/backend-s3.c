@@ -846,3 +846,25 @@ int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *nam
                 r = 0;
         return r;
 }
+
+typedef struct Foreign {
+        char *what;
+        size_t len;
+} Foreign;
+
+static int foreign_cb(const bv_s3_object *o, void *userdata)
+{
+        Foreign *f = userdata;
+        if (strncmp(o->key, "keys/", 5) == 0)
+                return 0; /* a creation by copy that was interrupted before its config */
+        snprintf(f->what, f->len, "%s", o->key);
+        return -ENOTEMPTY;
+}
+
+int bv_backend_s3_foreign(BvBackend *b, char *what, size_t what_len)
+{
+        Foreign f = { .what = what, .len = what_len };
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        return bv_s3_list(client(b), "", foreign_cb, &f);
+}
