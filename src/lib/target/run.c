@@ -17,6 +17,7 @@
 #include "gc.h"
 #include "hooks.h"
 #include "jobsource.h"
+#include "used-source.h"
 #include "macro.h"
 #include "power.h"
 #include "prune.h"
@@ -115,16 +116,16 @@ static int backup_source(const char *target, const char *const vars[], BvRepo *r
         }
         if (r < 0)
                 return rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
+        const char *used_why;
+        const BvFsUsedMap *used = bv_job_source_used(js, &used_why);
         BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled, .ret_kept = &kept,
-                                 .force_read = rj->job->used_only }; /* its map is this read's own */
+                                 .used_only = used ? bv_fs_used_applied(used, used_why) : NULL };
         if (rj->progress)
                 opts.progress = job_progress, opts.progress_userdata = rj;
         r = bv_backup(repo, bv_job_source(js), &opts, stats);
         rj->thin = bv_job_source_thin(js);
         snprintf(rj->read_whole_because, sizeof(rj->read_whole_because), "%s",
                  *bv_job_source_reason(js) ? bv_job_source_reason(js) : stats->changed_reason);
-        const char *used_why;
-        const BvFsUsedMap *used = bv_job_source_used(js, &used_why);
         rj->used_only = used != NULL;
         if (used) {
                 snprintf(rj->used_why, sizeof(rj->used_why), "%s", used_why);
