@@ -84,6 +84,11 @@ static int check_object_lock(const char *dst)
         return EXIT_OK;
 }
 
+static bool copy_interrupted(void)
+{
+        return interrupted != 0;
+}
+
 /* The snapshots a copy published, for its report: "ID8 (NAME)" each. */
 typedef struct Copied {
         struct json_object *ids; /* full ids, for --json */
@@ -312,7 +317,7 @@ int cmd_copy(int argc, char **argv)
         _cleanup_(json_object_putp) struct json_object *copied_ids = json_object_new_array();
         Copied copied = { .ids = copied_ids };
         o.published = on_published;
-        o.cancel = &interrupted;
+        o.cancelled = copy_interrupted;
         ec = catch_interrupts(NULL);
         if (ec != EXIT_OK)
                 return ec;

@@ -7,11 +7,13 @@
 #include "ext-files.h"
 #include "files.h"
 #include "macro.h"
+#include "ntfs-files.h"
 
 static const FilesBackend backends[] = {
         { "ext2", &bv_ext_fs_ops },
         { "ext3", &bv_ext_fs_ops },
         { "ext4", &bv_ext_fs_ops },
+        { "ntfs", &bv_ntfs_fs_ops },
 };
 
 const FilesBackend *files_backend(const char *fstype)

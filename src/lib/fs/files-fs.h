@@ -58,6 +58,8 @@ typedef struct BvFsOps {
         int (*readdir)(void *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n);
         /* A regular file's content; -EISDIR for anything else. */
         int (*read)(void *fs, uint64_t ino, BvFsSink sink, void *userdata);
+        /* Optional: the library's text for why the last open on this thread failed, else NULL. */
+        const char *(*open_error_text)(void);
 } BvFsOps;
 
 typedef struct BvFs BvFs;

@@ -104,7 +104,7 @@ static void progress(Copy *c)
 
 static bool cancelled(const Copy *c)
 {
-        return c->o->cancel && *c->o->cancel;
+        return c->o->cancelled && c->o->cancelled();
 }
 
 static void culprit_pack(Copy *c, const uint8_t id[BV_PACK_ID_SIZE])

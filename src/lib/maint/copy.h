@@ -15,7 +15,6 @@
  * at DST meanwhile loses nothing of it.
  */
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,14 +35,14 @@ typedef struct BvCopyOptions {
          * bucket without (bv_copy_check_object_lock says so before DST is created). */
         uint64_t object_lock_seconds;
         bool object_lock_governance; /* GOVERNANCE mode (whoever may bypass governance can lift it); default COMPLIANCE */
-        /* When it becomes non-zero (a signal handler sets it) the copy stops at the next piece of
-         * a pack with -ECANCELED, publishing nothing more; what it sent stays for the next copy. */
-        const volatile sig_atomic_t *cancel;
         /* Called after each snapshot record is published at DST (NULL: not called). */
         void (*published)(const BvSnapshot *s, void *userdata);
         void *published_userdata;
         bv_progress_fn progress; /* done/total: bytes of the SRC packs to go through; work: bytes sent */
         void *progress_userdata;
+        /* Asked before each pack and each buffer sent: true stops the copy (-ECANCELED), nothing
+         * more published, what was sent kept for the next copy. NULL: never. */
+        bool (*cancelled)(void);
 } BvCopyOptions;
 
 typedef struct BvCopyStats {
@@ -102,6 +101,6 @@ int bv_copy_check_object_lock(const char *dst, char *errbuf, size_t errlen);
  * -EUCLEAN: SRC lacks an object one of its snapshots uses (culprit names the snapshot);
  * -EBADMSG: an object about to be sent is damaged at SRC (culprit and culprit_offset: the pack
  * and where in it; nothing is published);
- * -ENOENT: a snapshot named in o is not in SRC; -ESTALE: a remote DST's gc/epoch moved since
+ * -ENOENT: a snapshot named in o is not in SRC; -ECANCELED: o->cancelled said so; -ESTALE: a remote DST's gc/epoch moved since
  * the copy opened it (nothing more is published; run it again); the backends' errors otherwise. */
 int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *ret);
