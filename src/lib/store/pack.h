@@ -37,6 +37,9 @@ typedef struct BvPackWriter BvPackWriter;
 
 /* packs_dirfd is the repository's packs/ directory; the codec seals the pack index. */
 int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret);
+/* The same through the writers of backend b (backend.h): a spool file, put create-only at
+ * commit (a remote repository's packs). */
+int bv_pack_writer_new_backend(BvBackend *b, BvObjectCodec *codec, BvPackWriter **ret);
 void bv_pack_writer_free(BvPackWriter *w); /* discards an uncommitted pack */
 
 /* -EFBIG when the object would end past 4 GiB or the pack index is full: commit, then append
