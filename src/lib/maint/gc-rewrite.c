@@ -163,7 +163,7 @@ int gc_rewrite_packs(Gc *g, const Packs *ps)
         if (g->st->packs_rewritten == 0)
                 return 0;
         const BvRepoConfig *cfg = bv_repo_config(g->repo);
-        int r = bv_pack_writer_new(bv_repo_dirfd(g->repo, "packs"), g->codec, &rw.w);
+        int r = bv_repo_pack_writer_new(g->repo, g->codec, &rw.w);
         if (r >= 0)
                 r = bv_group_encoder_new(bv_repo_keyring(g->repo), cfg->zstd_level, &rw.enc);
         bv_group_buf_clear(&rw.buf, BV_OBJ_CHUNK);
