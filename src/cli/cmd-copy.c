@@ -22,6 +22,10 @@ static const char usage_text[] =
         "                           SRC's key slots, so the secrets that open SRC open DST)\n"
         "  --limit-upload=RATE      write at most RATE bytes per second to DST (K, M, G suffixes)\n"
         "  --limit-download=RATE    read at most RATE bytes per second from SRC\n"
+        "  --prune                  then apply DST's own retention, given by the --keep-* rules as\n"
+        "                           'blkvault prune' takes them, and gc DST\n"
+        "  --keep-last=N, --keep-hourly=N, --keep-daily=N, --keep-weekly=N, --keep-monthly=N,\n"
+        "  --keep-yearly=N, --keep-within=DURATION   DST's retention (with --prune)\n"
         "  --progress               show progress even when stderr is not a terminal\n"
         "  --json                   print the result as JSON\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP
@@ -161,12 +165,33 @@ static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *
                                dst, at, said[0] ? " (" : "", said, said[0] ? ")" : "");
 }
 
+/* --prune needs a rule, and a rule needs --prune; --prune prints text only (an exit code). */
+static int copy_prune_check(bool prune, bool json, PruneArgs *pa)
+{
+        if (prune && json) {
+                log_error("copy --prune does not print JSON: run 'blkvault prune DST --json' after the copy");
+                return EXIT_USAGE;
+        }
+        if (prune && !prune_args_given(pa)) {
+                log_error("copy --prune needs DST's retention: a --keep-* rule as 'blkvault prune' takes it");
+                return EXIT_USAGE;
+        }
+        if (!prune && prune_args_given(pa)) {
+                log_error("the --keep-* rules are DST's retention for copy --prune: give --prune too");
+                return EXIT_USAGE;
+        }
+        return prune ? prune_args_check(pa) : EXIT_OK;
+}
+
 int cmd_copy(int argc, char **argv)
 {
         SecretArgs sargs = {}, dargs = {};
         BvCopyOptions o = {};
-        bool json = false, force_progress = false;
+        bool json = false, force_progress = false, prune = false;
+        PruneArgs pa = {};
         const CliOption options[] = {
+                CLI_FLAG("prune", &prune),
+                PRUNE_POLICY_OPTIONS(&pa),
                 CLI_STR("dst-passphrase-file", &dargs.passphrase_file),
                 CLI_STR("dst-passphrase-fd", &dargs.passphrase_fd),
                 CLI_STR("dst-passphrase-command", &dargs.passphrase_command),
@@ -181,6 +206,9 @@ int cmd_copy(int argc, char **argv)
                                         .args = "SRC DST [SNAPSHOT...]");
         const char *srcpath = argv[optind], *dst = argv[optind + 1];
         bool dst_secret = dargs.key_file || dargs.passphrase_file || dargs.passphrase_fd || dargs.passphrase_command;
+        int ec = copy_prune_check(prune, json, &pa);
+        if (ec != EXIT_OK)
+                return ec;
 
         /* the master secret is kept only to seal a new DST by another secret */
         OPEN_REPO_OR_RETURN(src, srcpath, &sargs, BV_OPEN_READ | (dst_secret ? BV_OPEN_KEYS : 0));
@@ -199,7 +227,7 @@ int cmd_copy(int argc, char **argv)
         }
         o.snapshots = ids;
         _cleanup_(bv_copy_dst_closep) BvCopyDst *dstrepo = NULL;
-        int ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
+        ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
         if (ec != EXIT_OK)
                 return ec;
 
@@ -213,5 +241,10 @@ int cmd_copy(int argc, char **argv)
         progress_done(&progress);
         if (r < 0)
                 return copy_failed(r, &stats, src, dstrepo, srcpath, dst);
-        return copy_report(&stats, dst, json);
+        ec = copy_report(&stats, dst, json);
+        if (ec != EXIT_OK || !prune)
+                return ec;
+        /* DST's copy lock and lease go first: a lease of this process would hold gc's deletes back */
+        bv_copy_dst_close(TAKE_PTR(dstrepo));
+        return prune_repo(dst, &(SecretArgs){ .keyring = bv_repo_keyring(src) }, &pa);
 }

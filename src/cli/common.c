@@ -236,8 +236,8 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
         char *pass = NULL;
         int r;
 
-        *ret = (BvSecret){};
-        if (!encrypted)
+        *ret = (BvSecret){ .keyring = s->keyring };
+        if (!encrypted || s->keyring)
                 return 0;
         if (s->key_file && s->passphrase_file && sources == 2) {
                 log_error(s->new_secret ? "--new-key-file and --new-passphrase-file exclude each other"
