@@ -197,9 +197,10 @@ static void packs_unique(PackIds *p)
         p->n = k;
 }
 
-/* 1: seen before (a map node's subtree is then skipped), 0: marked now. */
-static int mark_id(Copy *c, const uint8_t id[BV_ID_SIZE])
+/* 1: seen before (a map node's subtree is then skipped), 0: marked now (bv_map_walk_ids). */
+static int mark_id(void *userdata, const uint8_t id[BV_ID_SIZE])
 {
+        Copy *c = userdata;
         BvLocation loc, there;
         uint64_t pos;
         int r = bv_index_lookup_position(c->sx, id, &loc, &pos);
@@ -221,17 +222,6 @@ static int mark_id(Copy *c, const uint8_t id[BV_ID_SIZE])
         return packs_add(&c->packs, loc.pack_id);
 }
 
-static int mark_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
-{
-        return mark_id(userdata, id);
-}
-
-static int mark_extent(void *userdata, const BvMapExtent *e)
-{
-        int r = e->kind == BV_EXTENT_DATA ? mark_id(userdata, e->id) : 0;
-        return r < 0 ? r : 0;
-}
-
 static int mark_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
 {
         Copy *c = userdata;
@@ -247,7 +237,7 @@ static int mark(Copy *c)
                 return -ENOMEM;
         for (size_t i = 0; i < c->nsnaps; i++) {
                 const BvSnapshot *s = c->snaps[i];
-                int r = bv_map_walk(s->root, s->height, s->size, mark_fetch, c, mark_node, mark_extent, c);
+                int r = bv_map_walk_ids(s->root, s->height, s->size, mark_fetch, c, mark_id, c);
                 if (r < 0) {
                         snprintf(c->st->culprit, sizeof(c->st->culprit), "snapshots/%s.snap", s->id);
                         return r;

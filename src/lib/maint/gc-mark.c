@@ -95,9 +95,10 @@ void gc_lists_free(Gc *g)
         g->nlists = 0;
 }
 
-/* 1: seen before (a node's subtree is then skipped), 0: marked now. */
-static int mark_id(Gc *g, const uint8_t id[BV_ID_SIZE])
+/* 1: seen before (a node's subtree is then skipped), 0: marked now (bv_map_walk_ids). */
+static int mark_id(void *userdata, const uint8_t id[BV_ID_SIZE])
 {
+        Gc *g = userdata;
         BvLocation loc;
         uint64_t pos;
         int r = bv_index_lookup_position(g->index, id, &loc, &pos);
@@ -118,17 +119,6 @@ static int mark_id(Gc *g, const uint8_t id[BV_ID_SIZE])
                 }
         g->st->missing++;
         return 0;
-}
-
-static int mark_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
-{
-        return mark_id(userdata, id);
-}
-
-static int mark_extent(void *userdata, const BvMapExtent *e)
-{
-        int r = e->kind == BV_EXTENT_DATA ? mark_id(userdata, e->id) : 0;
-        return r < 0 ? r : 0;
 }
 
 /* A map node from the index, or from a condemned list that still holds it. */
@@ -170,7 +160,7 @@ int gc_mark(Gc *g)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 const BvSnapshot *s = list[i];
-                r = bv_map_walk(s->root, s->height, s->size, mark_fetch, g, mark_node, mark_extent, g);
+                r = bv_map_walk_ids(s->root, s->height, s->size, mark_fetch, g, mark_id, g);
                 if (r < 0)
                         return r == -ENOENT ? -EUCLEAN : r;
                 snprintf(g->snaps[i], sizeof(g->snaps[i]), "%s", s->id);
