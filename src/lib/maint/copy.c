@@ -332,16 +332,11 @@ static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEn
         return pack_sent(c, id, e, n, size);
 }
 
-static int writer_commit(Copy *c)
+/* A new pack committed: at DST (a remote one gets it now), then recorded. */
+static int pack_record(void *userdata, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
 {
-        uint8_t id[BV_PACK_ID_SIZE];
-        _cleanup_free_ BvPackEntry *e = NULL;
-        size_t n;
-        int r = bv_pack_writer_commit(c->w, id, &e, &n);
-        if (r == -ENODATA)
-                return 0;
-        if (r >= 0)
-                r = copy_dst_pack_committed(c->d, id);
+        Copy *c = userdata;
+        int r = copy_dst_pack_committed(c->d, id);
         if (r < 0)
                 return r;
         c->st->packs_written++;
@@ -350,6 +345,11 @@ static int writer_commit(Copy *c)
                 if (i == 0 || e[i].offset != e[i - 1].offset)
                         bytes += e[i].length;
         return pack_sent(c, id, e, n, bytes);
+}
+
+static int writer_commit(Copy *c)
+{
+        return bv_pack_writer_commit_record(c->w, pack_record, c);
 }
 
 /* One object as stored (a group: its n members) into DST's new pack, committed when full. */

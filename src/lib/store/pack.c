@@ -538,6 +538,17 @@ int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE],
         return 0;
 }
 
+int bv_pack_writer_commit_record(BvPackWriter *w, bv_pack_record_fn record, void *userdata)
+{
+        uint8_t id[BV_PACK_ID_SIZE];
+        _cleanup_free_ BvPackEntry *e = NULL;
+        size_t n;
+        int r = bv_pack_writer_commit(w, id, &e, &n);
+        if (r == -ENODATA)
+                return 0;
+        return r < 0 ? r : record(userdata, id, e, n);
+}
+
 /* ---- reading ---- */
 
 /* An open pack; its reads are watched for a stream to prefetch for (WILLNEED). */

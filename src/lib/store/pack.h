@@ -59,6 +59,13 @@ size_t bv_pack_writer_count(const BvPackWriter *w); /* entries: objects and grou
 int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE], BvPackEntry **ret_entries,
                           size_t *ret_count);
 
+/* bv_pack_writer_commit, then the caller's record step for what the pack holds (its index, a
+ * copy's DST): nothing when no object was appended. The entries are the writer's (freed after
+ * record returns). */
+typedef int (*bv_pack_record_fn)(void *userdata, const uint8_t pack_id[BV_PACK_ID_SIZE], const BvPackEntry *entries,
+                                 size_t n);
+int bv_pack_writer_commit_record(BvPackWriter *w, bv_pack_record_fn record, void *userdata);
+
 /* Prefetch for reads that walk a pack: restore workers and NBD clients read it slightly out
  * of order from several threads, which the kernel's readahead takes for random reads.
  * BV_READ_STREAM_MIN reads in a row, each within BV_READ_STREAM_GAP of the one before, make a
