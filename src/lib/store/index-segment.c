@@ -367,6 +367,11 @@ int seg_writer_begin(SegWriter *w, SegDest dest, uint64_t max_count, const uint8
                 seg_writer_abort(w);
                 return r;
         }
+        r = w->backend ? 0 : bv_share_file(w->dirfd, w->fd); /* a spool file is this process's */
+        if (r < 0) {
+                seg_writer_abort(w);
+                return r;
+        }
         /* Allocate every block now: a full disk is -ENOSPC here, not SIGBUS in the mapping. */
         r = posix_fallocate(w->fd, 0, (off_t)size);
         if (r != 0) {
