@@ -119,8 +119,26 @@ static int part_open(FilesDisk *d, size_t i)
         return EXIT_OK;
 }
 
-/* The partition prefix of spec ("p2:/etc", a label) of len bytes names: its index, or -1 (reported). */
-static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
+/* The labels that only the filesystem's reader knows (NTFS keeps its label in an MFT record): each
+ * such filesystem opened, quietly (one that does not open keeps no label). */
+static void part_labels(FilesDisk *d)
+{
+        for (size_t i = 0; i < d->n_parts; i++) {
+                BvFilesPart *p = &d->parts[i];
+                const FilesBackend *b = files_backend(p->fstype);
+                const char *label;
+
+                if (p->label[0] || !b || !b->ops->label)
+                        continue;
+                if (!d->fs[i] && bv_fs_open(b->ops, &d->dev, p->offset, p->size, &d->fs[i]) < 0)
+                        continue;
+                label = b->ops->label(bv_fs_impl(d->fs[i]));
+                if (label)
+                        snprintf(p->label, sizeof(p->label), "%s", label);
+        }
+}
+
+static ssize_t part_match(FilesDisk *d, const char *spec, size_t len)
 {
         for (size_t i = 0; i < d->n_parts; i++) {
                 char name[16];
@@ -131,6 +149,20 @@ static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
                     (p->partname[0] && strlen(p->partname) == len && strncmp(p->partname, spec, len) == 0))
                         return (ssize_t)i;
         }
+        return -1;
+}
+
+/* The partition prefix of spec ("p2:/etc", a label) of len bytes names: its index, or -1 (reported). */
+static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
+{
+        ssize_t i = part_match(d, spec, len);
+
+        if (i >= 0)
+                return i;
+        part_labels(d);
+        i = part_match(d, spec, len);
+        if (i >= 0)
+                return i;
         _cleanup_free_ char *s = strndup(spec, len);
         _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL, *path = escape_text(spec + len + 1, 64),
                            *whole = escape_text(spec, 80);
@@ -275,6 +307,7 @@ static int ls_line(FilesPath *fp, uint64_t ino, const char *path, const char *sh
 
 static int files_ls_parts(FilesDisk *d, const FilesOptions *o)
 {
+        part_labels(d);
         for (size_t i = 0; i < d->n_parts; i++) {
                 const BvFilesPart *p = &d->parts[i];
                 char name[16], size[32];

@@ -95,7 +95,7 @@ mount_ntfs ro
 
 # --- ls: the partitions, then every directory against the mounted tree -----------------------
 files "$snap1" ls >"$T/parts"
-grep -Eq '^p1 +ntfs .* windows$' "$T/parts" || { cat "$T/parts"; die "ls lists no p1 ntfs"; }
+grep -Eq '^p1 +ntfs .* winvol$' "$T/parts" || { cat "$T/parts"; die "ls lists no p1 ntfs 'winvol' (its label)"; }
 grep -Eq '^p2 +ext4 .* data$' "$T/parts" || { cat "$T/parts"; die "ls lists no p2 ext4 'data'"; }
 checked=0
 while read -r dir; do
@@ -111,6 +111,9 @@ grep -q '^\$MFT' < <(files "$whole" ls /) && die "ls shows NTFS system files"
 expect_fail 1 "^error: cannot print 'data:/lost+found': Is a directory$" files "$snap1" cat data:/lost+found
 
 # --- cat: every regular file byte for byte, a stream, links ---------------------------------
+# the partition by its NTFS label (in an MFT record: read by libntfs-3g) and by its GPT name
+files "$snap1" cat winvol:/Docs/hello.txt | cmp - "$mnt/Docs/hello.txt" || die "cat by the NTFS label"
+files "$snap1" cat windows:/Docs/hello.txt | cmp - "$mnt/Docs/hello.txt" || die "cat by the GPT name"
 while read -r f; do
     files "$snap1" cat "p1:$f" >"$T/cat" || die "files cat p1:$f failed"
     cmp "$T/cat" "$mnt$f" || die "files cat p1:$f differs"

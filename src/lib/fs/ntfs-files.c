@@ -253,6 +253,13 @@ static bool nt_needs_recovery(const void *fs)
         return (le16_to_cpu(n->vol->flags) & le16_to_cpu(VOLUME_IS_DIRTY)) != 0;
 }
 
+static const char *nt_label(const void *fs)
+{
+        const Ntfs *n = fs;
+
+        return n->vol->vol_name && n->vol->vol_name[0] ? n->vol->vol_name : NULL;
+}
+
 static uint64_t nt_bad_offset(const void *fs)
 {
         const Ntfs *n = fs;
@@ -521,4 +528,5 @@ const BvFsOps bv_ntfs_fs_ops = {
         .readdir = nt_readdir,
         .read = nt_read,
         .open_error_text = nt_open_error_text,
+        .label = nt_label,
 };
