@@ -19,11 +19,12 @@
 static const char usage_text[] =
         "Usage: blkvault files REPO SNAPSHOT COMMAND [ARG]... [OPTIONS]\n\n"
         "Read files of SNAPSHOT's filesystems as any user who can read REPO and has its secret: no\n"
-        "device, no mount, no root. ext2, ext3 and ext4 are read in-process; XFS, btrfs, FAT (vfat) and\n"
-        "LVM logical volumes through libguestfs, whose appliance (a small VM) boots once a command:\n"
-        "about a minute without KVM. PATH is /etc/hosts on a disk with one filesystem, else\n"
+        "device, no mount, no root. ext2, ext3, ext4 and NTFS are read in-process; XFS, btrfs, FAT\n"
+        "(vfat) and LVM logical volumes through libguestfs, whose appliance (a small VM) boots once a\n"
+        "command: about a minute without KVM. PATH is /etc/hosts on a disk with one filesystem, else\n"
         "p1:/etc/hosts (the partition's number), LABEL:/etc/hosts (a filesystem label or GPT partition\n"
-        "name) or VG/LV:/etc/hosts (an LVM logical volume).\n\n"
+        "name) or VG/LV:/etc/hosts (an LVM logical volume). On NTFS, PATH:NAME is the named data\n"
+        "stream NAME of PATH.\n\n"
         "  ls [PATH]                list a directory (mode, owner, size, mtime, name, link target);\n"
         "                           without PATH on a partitioned disk: the partitions\n"
         "  cat PATH                 write a file to standard output\n"
@@ -149,7 +150,8 @@ static int part_open(FilesDisk *d, size_t i)
         return EXIT_OK;
 }
 
-/* The partition prefix spec ("p2", a label, "vg/lv") names: its index, or -1 (reported). */
+/* The partition prefix of spec ("p2:/etc", a label, "vg/lv:/etc") of len bytes names: its index, or -1
+ * (reported). */
 static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
 {
         for (int pass = 0; pass < 2; pass++) {
@@ -167,9 +169,15 @@ static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
                         break;
         }
         _cleanup_free_ char *s = strndup(spec, len);
-        _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL;
-        log_error("snapshot %.8s has no partition '%s' (see 'blkvault files REPO %.8s ls')", d->snap->id,
-                  e ? e : "?", d->snap->id);
+        _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL, *path = escape_text(spec + len + 1, 64),
+                           *whole = escape_text(spec, 80);
+        if (d->n_parts == 1 && d->parts[0].number == 0) /* a filesystem on the whole disk */
+                log_error("snapshot %.8s has no partition table: its %s%sfilesystem is the whole disk; name paths "
+                          "without a partition, as %s (not %s)", d->snap->id, d->parts[0].fstype ?: "",
+                          d->parts[0].fstype ? " " : "", path ? path : "?", whole ? whole : "?");
+        else
+                log_error("snapshot %.8s has no partition '%s' (see 'blkvault files REPO %.8s ls')", d->snap->id,
+                          e ? e : "?", d->snap->id);
         return -1;
 }
 

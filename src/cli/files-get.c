@@ -66,6 +66,16 @@ static int create_entry(GetCtx *c, int dirfd, const char *name, int (*make)(int,
         return r;
 }
 
+/* An entry create_entry could not make: one that exists is refused without --force (said). */
+static int create_error(int r, const char *dest)
+{
+        if (r == -EEXIST) {
+                log_error("cannot create '%s': %s (--force replaces it)", dest, strerror(-r));
+                return exit_code_for(r);
+        }
+        return log_error_errno(r, "cannot create '%s'", dest);
+}
+
 static int make_file(int dirfd, const char *name, void *arg)
 {
         int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -95,7 +105,7 @@ static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, ui
         int r = create_entry(c, dirfd, name, make_file, &fd);
 
         if (r < 0)
-                return log_error_errno(r, "cannot create '%s'", dest);
+                return create_error(r, dest);
         r = bv_fs_read(c->fp->fs, ino, write_sink, &fd);
         if (r >= 0 && ftruncate(fd, (off_t)st->size) < 0)
                 r = -errno;
@@ -175,7 +185,7 @@ static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, u
                 return EXIT_OK;
         }
         if (r < 0)
-                return log_error_errno(r, "cannot create '%s'", dest);
+                return create_error(r, dest);
         r = set_attrs(c, dirfd, name, -EBADF, &st);
         if (r < 0)
                 return log_error_errno(r, "cannot set the owner and times of '%s'", dest);

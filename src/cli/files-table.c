@@ -7,11 +7,13 @@
 #include "ext-files.h"
 #include "files.h"
 #include "macro.h"
+#include "ntfs-files.h"
 
 static const FilesBackend backends[] = {
         { "ext2", &bv_ext_fs_ops },
         { "ext3", &bv_ext_fs_ops },
         { "ext4", &bv_ext_fs_ops },
+        { "ntfs", &bv_ntfs_fs_ops },
         /* the libguestfs appliance's kernel: one boot a command (about a minute under TCG) */
         { "xfs", NULL, files_guestfs_open },
         { "btrfs", NULL, files_guestfs_open },

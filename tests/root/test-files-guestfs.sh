@@ -12,6 +12,7 @@
 # damaged chunk: that file fails with its path, the others are still compared (exit 4).
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
+. "$SOURCE_ROOT/tests/root/files-lib.sh"
 need_root
 need_cmd losetup sfdisk mkfs.ext4 mkfs.xfs mkfs.btrfs mkfs.vfat mcopy mmd pvcreate vgcreate vgcfgbackup \
     vgcfgrestore setpriv mount umount python3 guestfish
@@ -144,7 +145,7 @@ mkdir -m 777 "$T/guestfs" "$T/out"
 # nobody, with the plugin's preload (the build's sanitizers) for the private serve's nbdkit
 XENV=()
 files() {
-    setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR "${NBD_ENV[@]}" HOME="$T/guestfs" TMPDIR="$T/guestfs" \
+    as_nobody env -u XDG_RUNTIME_DIR "${NBD_ENV[@]}" HOME="$T/guestfs" TMPDIR="$T/guestfs" \
         LIBGUESTFS_CACHEDIR="$T/guestfs" LIBGUESTFS_BACKEND=direct ${XENV[@]+"${XENV[@]}"} "$BLKVAULT" files "$@"
 }
 boots=0
@@ -192,7 +193,7 @@ mount -o ro "$lvro" "$T/mlv"
 on_exit "umount '$T/mlv'"
 
 # --- boot 2: ls of an XFS directory, line for line as the mounted one --------------------------
-files_expected_ls "$T/m2/home/user" >"$T/want"
+expected_ls "$T/m2/home/user" >"$T/want"
 t0=$EPOCHREALTIME
 files "$repo" disk ls xroot:/home/user >"$T/got" 2>"$T/ls.err" || { cat "$T/ls.err" >&2; die "files ls xroot:/home/user failed"; }
 echo "files ls on XFS: $(awk "BEGIN { print $EPOCHREALTIME - $t0 }") s" >&2
@@ -210,16 +211,16 @@ booted "$T/get.err"
 grep -q "^error: cannot copy 'p2:/nope': No such file or directory$" "$T/get.err" || { cat "$T/get.err" >&2; die "get of a missing path"; }
 grep -q "^error: cannot mount the xfs filesystem of p6 of snapshot [0-9a-f]\{8\} in the appliance: " "$T/get.err" ||
     { cat "$T/get.err" >&2; die "get of a filesystem that does not mount"; }
-files_compare_tree "$T/m2/home" "$T/out/home" no || die "get of XFS differs from the mounted tree"
-files_compare_tree "$T/m3/etc" "$T/out/etc" no || die "get of btrfs differs from the mounted tree"
-files_compare_tree "$T/mlv/home/user" "$T/out/user" no || die "get of the LVM logical volume differs from the mounted tree"
+compare_tree "$T/m2/home" "$T/out/home" no || die "get of XFS differs from the mounted tree"
+compare_tree "$T/m3/etc" "$T/out/etc" no || die "get of btrfs differs from the mounted tree"
+compare_tree "$T/mlv/home/user" "$T/out/user" no || die "get of the LVM logical volume differs from the mounted tree"
 cmp "$T/out/deep/leaf.txt" <(printf 'leaf of sys\n') || die "get of ext4 beside the appliance's filesystems"
 for f in readme.txt docs/blob.bin docs/sub/note.txt; do
     cmp "$T/fat/$f" "$T/out/$f" || die "get of FAT: $f differs"
 done
 assert_eq "$(stat -c %Y "$T/out/readme.txt")" "$(date -d '2004-05-06 07:08:10' +%s)" "the mtime of a FAT file"
 [ "$(allocated "$T/out/home/user/sparse")" -lt 1048576 ] || die "the sparse file was written whole"
-grep -q "^copied [0-9]* files (.*) to '$T/out'; the errors above were left out$" "$T/get.err" || { cat "$T/get.err" >&2; die "no summary"; }
+grep -q "^error: copied [0-9]* files (.*) to '$T/out'; the errors above were left out$" "$T/get.err" || { cat "$T/get.err" >&2; die "no summary"; }
 [ -p "$T/out/home/fifo" ] || die "the fifo was not made"
 [ "$(stat -c %U "$T/out/home/user/big.bin")" = nobody ] || die "nobody's copy is not nobody's"
 
