@@ -50,13 +50,14 @@ static int parse_lock_duration(const char *arg, void *ret)
         return 0;
 }
 
+/* --object-lock-mode: 1 governance, 2 compliance (0: not given). */
 static int parse_lock_mode(const char *arg, void *ret)
 {
         if (strcmp(arg, "compliance") != 0 && strcmp(arg, "governance") != 0) {
                 log_error("invalid --object-lock-mode '%s' (compliance or governance)", arg);
                 return -EINVAL;
         }
-        *(bool *)ret = strcmp(arg, "governance") == 0;
+        *(int *)ret = strcmp(arg, "governance") == 0 ? 1 : 2;
         return 0;
 }
 
@@ -266,13 +267,14 @@ int cmd_copy(int argc, char **argv)
         SecretArgs sargs = {}, dargs = {};
         BvCopyOptions o = {};
         bool json = false, force_progress = false;
+        int lock_mode = 0;
         const CliOption options[] = {
                 CLI_STR("dst-passphrase-file", &dargs.passphrase_file),
                 CLI_STR("dst-passphrase-fd", &dargs.passphrase_fd),
                 CLI_STR("dst-passphrase-command", &dargs.passphrase_command),
                 CLI_STR("dst-key-file", &dargs.key_file),
                 CLI_PARSED("object-lock", parse_lock_duration, &o.object_lock_seconds),
-                CLI_PARSED("object-lock-mode", parse_lock_mode, &o.object_lock_governance),
+                CLI_PARSED("object-lock-mode", parse_lock_mode, &lock_mode),
                 CLI_PARSED("limit-upload", parse_rate, &o.limit_upload),
                 CLI_PARSED("limit-download", parse_rate, &o.limit_download),
                 CLI_FLAG("progress", &force_progress),
@@ -281,6 +283,11 @@ int cmd_copy(int argc, char **argv)
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "copy", .usage = usage_text, .options = options, .secret = &sargs,
                                         .args = "SRC DST [SNAPSHOT...]");
+        if (lock_mode && !o.object_lock_seconds) {
+                log_error("--object-lock-mode needs --object-lock=DURATION (how long the objects are retained)");
+                return EXIT_USAGE;
+        }
+        o.object_lock_governance = lock_mode == 1;
         const char *srcpath = argv[optind], *dst = argv[optind + 1];
         bool dst_secret = dargs.key_file || dargs.passphrase_file || dargs.passphrase_fd || dargs.passphrase_command;
 

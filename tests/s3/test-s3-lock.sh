@@ -33,6 +33,7 @@ expect_fail 2 "needs an S3 DST" bv copy "$src" "$T/local" --object-lock=1h
 [ ! -e "$T/local" ] || die "a refused copy made $T/local"
 expect_fail 2 "invalid --object-lock 'soon'" bv copy "$src" s3://bvlock/site --object-lock=soon
 expect_fail 2 "invalid --object-lock-mode" bv copy "$src" s3://bvlock/site --object-lock=1h --object-lock-mode=strict
+expect_fail 2 "^error: --object-lock-mode needs --object-lock=DURATION" bv copy "$src" s3://bvlock/site --object-lock-mode=governance
 
 # 1. every object put is retained, COMPLIANCE by default
 bv copy "$src" s3://bvlock/site --object-lock=2min --json >"$T/c1.json" 2>"$T/c1.err" || { cat "$T/c1.err"; die "copy --object-lock"; }
