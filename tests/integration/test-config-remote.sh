@@ -6,7 +6,7 @@
 # group or others can read (a secret only the copy, run as root, reads: not even group blkvault),
 # a bad location, a remote without one, S3-only keys on a directory, a bad endpoint, rate and
 # region, keep-* that keep nothing, an unknown key, a remote defined twice, and what this build's
-# copy cannot do yet (object-lock, keep-* at the remote) refused rather than skipped.
+# copy cannot do yet (object-lock, keep-* at an s3:// remote) refused rather than skipped.
 # `remote copy` of a remote with a mistake, or of none, is refused; of one no target copies to,
 # nothing is done.
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -96,7 +96,10 @@ set_key object-lock 30d
 bad 12 "\[remote offsite\]: object-lock needs copy's Object Lock, which this blkvault lacks: remove it (nothing would be locked)"
 cp "$T/good.conf" "$d/blkvault.conf"
 set_key keep-daily 7
-bad 12 "\[remote offsite\]: keep-\* needs copy's prune at the remote, which this blkvault lacks: .*"
+bad 12 "\[remote offsite\]: keep-\* at an s3:// location needs prune on S3, which this blkvault lacks: .*"
+cp "$T/good.conf" "$d/blkvault.conf"
+printf 'keep-daily = 7\nkeep-within = 2w\n' >>"$d/blkvault.conf"
+check >/dev/null || die "keep-* at a directory remote refused: $(check 2>&1)"
 cp "$T/good.conf" "$d/blkvault.conf"
 set_key keep-daily 0
 bad 10 "\[remote offsite\]: its keep-\* rules keep nothing (all 0), .*"

@@ -8,7 +8,8 @@
 #     (no systemd here: it says its timer copies later);
 #  2. the copy unit's own command line (ExecStart of blkvault-copy@.service, %i = offsite) copies
 #     the job's snapshots, not the other job's, to s3://BUCKET/PREFIX/usb-1, which restores
-#     bit-exact; the drive is unmounted again; the vault gets every snapshot of the drive;
+#     bit-exact; the drive is unmounted again; the vault gets every snapshot of the drive, then
+#     its own keep-last prunes it there;
 #  3. `status` shows each remote's last good copy and its age (text and JSON); an incremental
 #     copy sends only the new snapshot;
 #  4. a run of the drive stops a copy that holds it (SIGTERM) instead of waiting on the network,
@@ -55,6 +56,7 @@ limit-upload = 200M
 [remote vault]
 location = $T/vault
 max-age = 2d
+keep-last = 1
 CONF
 bv config check --config="$conf" >/dev/null || die "config check"
 # the unit's environment has no AWS key: the credentials file must be what opens the bucket
@@ -101,10 +103,12 @@ AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_ENDPOINT_URL=http
     bv restore s3://bvremote/site/usb-1 vm "$T/vm.out" --key-file="$T/keys/usb-1.key" -q || die "restore from the remote"
 assert_same "$T/vm.img" "$T/vm.out"
 copy_unit vault >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the vault copy failed"; }
-grep -q "^copy of target usb-1 to vault ($T/vault/usb-1): 3 snapshots copied" "$T/copy.out" || { cat "$T/copy.out"; die "vault copy"; }
+grep -q "^copy of target usb-1 to vault ($T/vault/usb-1): 3 snapshots copied, 0 there already, [0-9.]* MiB sent (the remote's repository created); retention there kept 2 snapshots, forgot 1, gc deleted [0-9]* packs, .*$" "$T/copy.out" ||
+    { cat "$T/copy.out"; die "vault copy"; }
 assert_eq "$(bv list "$T/vault/usb-1" --key-file="$T/keys/usb-1.key" --json |
-             python3 -c 'import json,sys; print(" ".join(sorted(s["name"] for s in json.load(sys.stdin))))')" "db db vm" \
-    "the vault (copy-to on the target) holds every snapshot of the drive"
+             python3 -c 'import json,sys; print(" ".join(sorted(s["name"] for s in json.load(sys.stdin))))')" "db vm" \
+    "the vault (copy-to on the target: every snapshot of the drive) after its keep-last = 1, by name"
+bv verify "$T/vault/usb-1" --key-file="$T/keys/usb-1.key" --read-data >/dev/null 2>&1 || die "verify of the vault after its retention"
 
 # 3. status: each remote's last good copy and its age
 bv status "${sopts[@]}" >"$T/status" || die "status"
