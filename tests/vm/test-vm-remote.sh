@@ -66,15 +66,12 @@ grep -qx "target usb-1: 1 jobs, 0 failed, 6.0 MiB new; safe to unplug" "$T/targe
 grep -qx "target usb-1: its new snapshots go off-site to vault next (blkvault-copy@vault.service): it reads the drive, mounted read-only; unplugging stops it, and it continues at the next plug-in" "$T/target.log" ||
     { cat "$T/target.log"; die "the run did not start the copy"; }
 vm_log "remote: run done"
-# the copy unit ran once it has an exit time and is no longer active (or activating)
+# the copy unit ran once systemd says it ended (a oneshot unit: "Deactivated successfully", or
+# "Failed with result")
 end=$(( $(date +%s) + 300 ))
-while :; do
-    show="$(systemctl show -P ActiveState blkvault-copy@vault.service) $(systemctl show -P ExecMainExitTimestampMonotonic blkvault-copy@vault.service)"
-    case $show in
-    "inactive "[1-9]* | "failed "[1-9]*) break ;;
-    esac
+until journalctl -u blkvault-copy@vault.service -o cat | grep -q -e "Deactivated successfully" -e "Failed with result"; do
     [ "$(date +%s)" -lt "$end" ] ||
-        { systemctl status blkvault-copy@vault.service --no-pager; journalctl -b --no-pager | tail -40; die "blkvault-copy@vault.service did not run ($show)"; }
+        { systemctl status blkvault-copy@vault.service --no-pager; journalctl -b --no-pager | tail -40; die "blkvault-copy@vault.service did not run"; }
     sleep 2
 done
 journalctl --sync
