@@ -65,6 +65,9 @@ static void copy_line(const BvRemoteCopy *rc, char *line, size_t size)
         else if (strcmp(rc->step, "identify") == 0)
                 snprintf(why, sizeof(why), "cannot prove that the drive is the registered one (%s); nothing was read",
                          strerror(-rc->result));
+        else if (rc->result == -ENOLCK)
+                snprintf(why, sizeof(why), "object-lock is set, but the bucket has no Object Lock enabled (it is "
+                         "enabled when a bucket is made); nothing was written");
         else if (rc->result == -EXDEV)
                 snprintf(why, sizeof(why), "the remote holds a repository not related to the drive's (another "
                          "repository id): give the drive's copy another location");

@@ -98,7 +98,10 @@ static int copy_held(const BvConfig *c, const BvConfRemote *rm, const BvConfTarg
                         return 0; /* none of its jobs has a snapshot on the drive yet */
                 o.snapshots = ids, o.n_snapshots = rc->n_wanted;
         }
+        o.object_lock_seconds = rm->object_lock; /* COMPLIANCE */
         r = bv_remote_env(rm);
+        if (r >= 0 && rm->object_lock) /* a bucket without Object Lock: refused before anything is written */
+                r = bv_copy_check_object_lock(rc->dst, problem.message, sizeof(problem.message));
         if (r >= 0)
                 r = bv_copy_open_dst(src, rc->dst, NULL, false, &problem, &rc->created, &dst);
         if (r < 0) {
