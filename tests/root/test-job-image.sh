@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A job whose source = is a qcow2 image (issue 24): `blkvault job run` backs up the virtual disk
 # it holds (qemu-nbd), records the format, and the snapshot restores bit-exact against
-# `qemu-img convert -O raw`; no qemu-nbd outlives the run.
+# `qemu-img convert -O raw`; no qemu-nbd outlives the run. as-file = yes stores the file's bytes.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 need_cmd losetup mkfs.ext4 qemu-img qemu-nbd qemu-io
@@ -17,6 +17,10 @@ qemu-io -f qcow2 -c 'write -P 0x5a 0 3M' -c 'write -P 0xa5 700M 2M' "$T/vm.qcow2
 cat > "$conf" <<CONF
 [job vm]
 source = $T/vm.qcow2
+targets = usb-1
+[job vmfile]
+source = $T/vm.qcow2
+as-file = yes
 targets = usb-1
 CONF
 
@@ -34,4 +38,10 @@ PY
 bv restore "$T/mnt/blkvault" vm "$T/vm.out" --key-file="$T/keys/usb-1.key" >/dev/null
 qemu-img convert -O raw "$T/vm.qcow2" "$T/vm.ref"
 assert_same "$T/vm.ref" "$T/vm.out"
+# as-file = yes: the image file's own bytes
+umount "$T/mnt"
+bv job run vmfile "${opts[@]}" >"$T/out"
+mount "$dev" "$T/mnt"
+bv restore "$T/mnt/blkvault" vmfile "$T/vmfile.out" --key-file="$T/keys/usb-1.key" >/dev/null
+assert_same "$T/vm.qcow2" "$T/vmfile.out"
 echo "job with an image source: ok"
