@@ -67,11 +67,14 @@ static const struct {
         [BV_LOCK_READ] = { "locks/gc", "locks/write", LOCK_SH },
         [BV_LOCK_GC] = { "locks/gc", "locks/write", LOCK_EX },
         [BV_LOCK_COMMIT] = { "locks/commit", "locks/gc", LOCK_EX },
+        [BV_LOCK_COMPACT] = { "locks/gc", "locks/write", LOCK_EX },
 };
 
 static const char *holder_name(BvLockKind kind)
 {
-        return kind == BV_LOCK_WRITE ? "write.holder" : kind == BV_LOCK_GC ? "gc.holder" : NULL;
+        return kind == BV_LOCK_WRITE                              ? "write.holder"
+               : kind == BV_LOCK_GC || kind == BV_LOCK_COMPACT ? "gc.holder"
+                                                                  : NULL;
 }
 
 /* This process's command line, its arguments joined by spaces (/proc files have no size to
@@ -99,8 +102,9 @@ static void holder_record(int repo_dirfd, BvLockKind kind)
                 return;
         (void)gethostname(host, sizeof(host) - 1);
         own_command(cmd, sizeof(cmd));
-        int n = snprintf(text, sizeof(text), "pid=%d\nhost=%s\nsince=%llu\ncommand=%s\n", (int)getpid(), host,
-                         (unsigned long long)(bv_now_realtime_ns() / 1000000000ull), cmd);
+        int n = snprintf(text, sizeof(text), "pid=%d\nhost=%s\nsince=%llu\n%scommand=%s\n", (int)getpid(), host,
+                         (unsigned long long)(bv_now_realtime_ns() / 1000000000ull),
+                         kind == BV_LOCK_COMPACT ? "purpose=compaction\n" : "", cmd);
         if (n > 0 && (size_t)n < sizeof(text))
                 (void)bv_write_file_durable(dfd, holder_name(kind), text, (size_t)n, true);
         close(dfd);
@@ -111,6 +115,7 @@ int bv_lock_holder(int repo_dirfd, BvLockKind kind, char *buf, size_t size)
         _cleanup_free_ char *data = NULL, *path = NULL;
         char when[32] = "?";
         const char *pid = "", *host = "", *cmd = "";
+        bool compaction = false;
         size_t len;
 
         if (!holder_name(kind))
@@ -133,6 +138,8 @@ int bv_lock_holder(int repo_dirfd, BvLockKind kind, char *buf, size_t size)
                         cmd = v;
                 else if (strcmp(l, "since") == 0)
                         bv_format_time_utc(strtoull(v, NULL, 10), when);
+                else if (strcmp(l, "purpose") == 0)
+                        compaction = strcmp(v, "compaction") == 0;
         }
         if (!*pid)
                 return -ENOENT;
@@ -145,7 +152,7 @@ int bv_lock_holder(int repo_dirfd, BvLockKind kind, char *buf, size_t size)
         if (strcmp(host, self) == 0 && end && !*end && p > 0 && p <= INT_MAX && kill((pid_t)p, 0) < 0 && errno == ESRCH)
                 return -ESTALE;
         snprintf(buf, size, "pid %s on %s since %s: %s", pid, *host ? host : "?", when, cmd);
-        return 0;
+        return compaction;
 }
 
 int bv_lock_take(int repo_dirfd, BvLockKind kind, bool wait)

@@ -471,7 +471,7 @@ static int compact(Copy *c)
 {
         if (!c->d->repo)
                 return 0; /* a remote DST's segments stay as they are */
-        _cleanup_close_ int fd = bv_backend_lock(c->db, BV_LOCK_GC, false);
+        _cleanup_close_ int fd = bv_backend_lock(c->db, BV_LOCK_COMPACT, false);
         if (fd == -EBUSY)
                 return 0;
         if (fd < 0)

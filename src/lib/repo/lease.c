@@ -251,6 +251,10 @@ int repo_open_lock(BvBackend *b, BvOpenFlags flags, BvRepoProblem *problem, int 
         if (flags & (BV_OPEN_WRITE | BV_OPEN_GC)) {
                 BvLockKind kind = (flags & BV_OPEN_GC) ? BV_LOCK_GC : BV_LOCK_WRITE;
                 rr = bv_backend_lock(b, kind, wait);
+                /* an index compaction holds locks/gc for a moment: a gc waits for it */
+                char who[256];
+                if (rr == -EBUSY && kind == BV_LOCK_GC && bv_backend_lock_holder(b, kind, who, sizeof(who)) == 1)
+                        rr = bv_backend_lock(b, kind, true);
                 if (rr < 0)
                         bv_repo_problem_note(problem, b, kind == BV_LOCK_GC ? "locks/gc" : "locks/write", false, rr);
                 if (rr == -EBUSY && problem) /* who holds it, as it recorded itself */

@@ -745,7 +745,7 @@ static unsigned threads_wanted(const BvBackupOptions *opts)
  * compacts anyway, so a busy lock skips it. */
 static int backup_compact(Backup *b)
 {
-        _cleanup_close_ int fd = bv_backend_lock(bv_repo_backend(b->repo), BV_LOCK_GC, false);
+        _cleanup_close_ int fd = bv_backend_lock(bv_repo_backend(b->repo), BV_LOCK_COMPACT, false);
         if (fd == -EBUSY)
                 return 0;
         if (fd < 0)
