@@ -290,6 +290,29 @@ static int on_listed(const BvObjEntry *e, void *userdata)
         return 0;
 }
 
+/* The packs of DST's condemned lists are no orphans: gc took them out of the index and keeps
+ * the list while a pack is locked (docs/LIFECYCLE.md, "gc and Object Lock"); adopted, it would be
+ * named again and the retention extension would keep it for ever. A list gone meanwhile was
+ * finalized: its packs were deleted. */
+static int on_condemned(const BvObjEntry *e, void *userdata)
+{
+        Orphans *o = userdata;
+        BvIndexList *l;
+        const uint8_t(*ids)[BV_PACK_ID_SIZE];
+        if (!bv_index_name_valid(e->name))
+                return 0;
+        int r = bv_index_list_open_backend(o->d->b, e->name, &l);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        size_t n = bv_index_list_packs(l, &ids);
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = on_named(ids[i], o);
+        bv_index_list_free(l);
+        return r;
+}
+
 /* An orphan's own index: from SRC when it is one of SRC's packs sent whole (the same bytes), else
  * from the pack at DST, read whole. One that does not read is left alone. */
 static int adopt_one(CopyDst *d, BvRepo *src, BvObjectCodec *codec, const uint8_t id[BV_PACK_ID_SIZE],
@@ -326,6 +349,8 @@ int copy_dst_adopt(CopyDst *d, BvRepo *src, BvObjectCodec *codec, uint64_t *pack
                 return bv_backup_adopt(d->repo, codec, packs, bytes);
         Orphans o = { .d = d };
         int r = bv_index_packs(d->x, on_named, &o);
+        if (r >= 0)
+                r = bv_backend_list(d->b, BV_KIND_CONDEMNED, on_condemned, &o);
         if (r >= 0 && o.nnamed > 1)
                 qsort(o.named, o.nnamed, BV_PACK_ID_SIZE, pack_cmp);
         if (r >= 0)
