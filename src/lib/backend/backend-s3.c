@@ -832,7 +832,8 @@ int bv_backend_s3_object_lock_enabled(BvBackend *b)
         return bv_s3_object_lock_enabled(client(b));
 }
 
-int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until)
+int bv_backend_s3_retention_mode(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until,
+                                 bv_s3_lock_mode *ret_mode)
 {
         char key[BV_BACKEND_KEY_MAX];
         bv_s3_object o = {};
@@ -840,10 +841,18 @@ int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int6
 
         if (r >= 0)
                 r = bv_s3_head(client(b), key, NULL, &o);
-        if (r >= 0)
+        if (r >= 0) {
                 *ret_until = o.retain_until;
+                if (ret_mode)
+                        *ret_mode = o.lock_mode;
+        }
         bv_s3_object_done(&o);
         return r;
+}
+
+int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until)
+{
+        return bv_backend_s3_retention_mode(b, kind, name, ret_until, NULL);
 }
 
 int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until)

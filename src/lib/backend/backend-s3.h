@@ -73,6 +73,9 @@ int bv_backend_s3_object_lock_enabled(BvBackend *b);
 int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until);
 /* The retention of (kind, name)'s current version (HEAD): seconds since the epoch, 0 none. */
 int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until);
+/* Likewise, and its mode (NONE when it has no retention) in *ret_mode if not NULL. */
+int bv_backend_s3_retention_mode(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until,
+                                 bv_s3_lock_mode *ret_mode);
 
 /* Whether the location holds objects that are not key slots (a location a copy is to create a
  * repository in must hold none): -ENOTEMPTY with the first one's key (below the prefix) in what,
