@@ -291,7 +291,7 @@ int log_open_error(const char *path, int r)
                 return EXIT_NO_REPO;
         }
         if (r == -EACCES || r == -EPERM) {
-                log_error("cannot open repository '%s': %s (needs the rights of the repository's owner, or root)",
+                log_error("cannot open repository '%s': %s (its owner and root may open it; to let a group read it, share it: see blkvault-files(1))",
                           path, strerror(-r));
                 return EXIT_PERM;
         }
