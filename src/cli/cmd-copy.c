@@ -94,6 +94,14 @@ static int open_dst_error(int r, const BvRepoProblem *problem, const char *srcpa
                           dst);
                 return EXIT_NO_REPO;
         }
+        if (r == -EBUSY) {
+                /* the holder record is the repository's text (a stick's): shown escaped */
+                _cleanup_free_ char *holder = escape_text(problem->holder, 0);
+                log_error("repository '%s' is locked by another writer on this machine (a copy or backup is "
+                          "running)%s%s: run the copy again once it is done",
+                          dst, holder && *holder ? ": " : "", holder ? holder : "");
+                return EXIT_BUSY;
+        }
         if (r == -EOPNOTSUPP && given) {
                 log_error("'%s' is not encrypted: a DST secret would protect nothing", srcpath);
                 return EXIT_USAGE;
