@@ -654,6 +654,17 @@ static int lock_dir_locked(S3Backend *s)
         return lock_dir(s);
 }
 
+int bv_backend_s3_cache_dirfd(BvBackend *b)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        int fd = lock_dir_locked(S3B(b));
+        if (fd < 0)
+                return fd;
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        return fd < 0 ? -errno : fd;
+}
+
 static int s3_lock(BvBackend *b, BvLockKind kind, bool wait)
 {
         int fd = lock_dir_locked(S3B(b));
@@ -779,6 +790,49 @@ static int s3_lease_alive(BvBackend *b, const char *name, bool reap, size_t max,
         return 1;
 }
 
+/* ---- the probe for conditional writes, remembered ---- */
+
+/* How long this machine trusts what the probe found for an endpoint and bucket. */
+#define PROBE_TTL_S (24 * 3600)
+#define PROBE_FILE "conditional-put"
+
+/* What the probe found for this endpoint and bucket less than PROBE_TTL_S ago, from the file it
+ * left in the backend's directory: 1 honoured, 0 not, -ENOENT none to trust. */
+static int probe_remembered(S3Backend *s, int dirfd)
+{
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t len, n = strlen(s->s3->base_url);
+
+        if (fstatat(dirfd, PROBE_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            st.st_mtime + PROBE_TTL_S < time(NULL) || st.st_mtime > time(NULL) + 60)
+                return -ENOENT;
+        if (bv_read_file_beneath(dirfd, PROBE_FILE, 4096, (void **)&text, &len) < 0 || len != n + 3 ||
+            memcmp(text, s->s3->base_url, n) != 0 || text[n] != ' ' || text[n + 2] != '\n' ||
+            (text[n + 1] != '0' && text[n + 1] != '1'))
+                return -ENOENT;
+        return text[n + 1] == '1';
+}
+
+/* Whether the store honours If-None-Match: * on PUT: as the probe found it lately on this
+ * machine, else probed now (three requests) and remembered. */
+static int probe_conditional(S3Backend *s)
+{
+        _cleanup_free_ char *text = NULL;
+        int dirfd = lock_dir_locked(s), r;
+
+        if (dirfd >= 0 && (r = probe_remembered(s, dirfd)) >= 0) {
+                s->s3->conditional_put = r;
+                return 0;
+        }
+        r = s3_probe_conditional(s->s3);
+        if (r < 0 || dirfd < 0)
+                return r;
+        if (asprintf(&text, "%s %d\n", s->s3->base_url, s->s3->conditional_put ? 1 : 0) >= 0)
+                (void)bv_write_file_durable(dirfd, PROBE_FILE, text, strlen(text), true);
+        return 0;
+}
+
 /* ---- open, close ---- */
 
 static void s3_close(BvBackend *b)
@@ -839,9 +893,11 @@ static int s3_open(const char *location, bool create, int64_t at, BvBackend **re
         if (r >= 0 && (!(s->base.location = strdup(location)) || !(s->bucket = strdup(conf->bucket)) ||
                        !(s->prefix = strdup(conf->prefix))))
                 r = -ENOMEM;
-        if (r >= 0)
-                r = bv_s3_open(conf, at ? 0 : BV_S3_PROBE_CONDITIONAL, &s->s3, errbuf, errlen);
-        else if (errbuf)
+        if (r >= 0) {
+                r = bv_s3_open(conf, 0, &s->s3, errbuf, errlen);
+                if (r >= 0 && !at && (r = probe_conditional(s)) < 0 && errbuf)
+                        bv_s3_errmsg(s->s3, errbuf, errlen);
+        } else if (errbuf)
                 snprintf(errbuf, errlen, "%s: %s", location,
                          r == -ENOKEY ? "no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or ~/.aws/credentials)"
                                       : "not a usable S3 location or configuration (s3://BUCKET[/PREFIX], AWS_ENDPOINT_URL, AWS_MAX_ATTEMPTS)");

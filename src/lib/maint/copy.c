@@ -508,6 +508,8 @@ static int copy_run(Copy *c)
                 r = compact(c);
         if (r >= 0)
                 r = publish(c);
+        if (r >= 0)
+                copy_dst_done(c->d);
         return r;
 }
 
