@@ -58,12 +58,13 @@ _blkvault() {
         [[ ${COMPREPLY[0]-} == *= ]] && compopt -o nospace 2>/dev/null
         return
     fi
-    # the first argument of key, target, job and config is a subcommand (or help)
+    # the first argument of key, target, job, remote and config is a subcommand (or help)
     local sub=
     case $cmd in
         key) sub="change export import add list remove help" ;;
         target) sub="format run list help" ;;
         job) sub="run help" ;;
+        remote) sub="copy help" ;;
         config) sub="check help" ;;
     esac
     if [[ -n $sub ]]; then

@@ -87,6 +87,20 @@ stall_start() {
 }
 
 # Runs blkvault; the test's repositories are unencrypted unless a test sets a secret.
+# wait_nonempty FILE PID LOG WHAT [SECONDS]: waits until FILE holds bytes while process PID lives;
+# when PID exits first or SECONDS (default 10) pass, prints LOG (if not "") and dies with WHAT.
+wait_nonempty() {
+    local file=$1 pid=$2 log=$3 what=$4 i
+    for i in $(seq 1 $(( ${5:-10} * 10 ))); do
+        [ -s "$file" ] && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -s "$file" ] && return 0
+    [ -z "$log" ] || cat "$log" >&2
+    die "$what"
+}
+
 bv() { "$BLKVAULT" "$@"; }
 
 # expect_fail EXIT_CODE PATTERN CMD...: CMD must exit with EXIT_CODE and print PATTERN on stderr.

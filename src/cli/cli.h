@@ -387,6 +387,7 @@ int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_target(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+int cmd_remote(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_generator(int argc, char **argv);
@@ -397,6 +398,10 @@ int cmd_generator(int argc, char **argv);
  * the run). Returns the exit code. */
 struct BvTargetRun;
 int report_run(const struct BvTargetRun *run, const BvConfig *conf, const char *state_dir);
+/* After a run of a drive with new snapshots for a remote (copy-to): asks systemd to start
+ * blkvault-copy@REMOTE.service (without waiting for it) and says so; its timer copies later when
+ * systemd cannot be asked. */
+void request_copies(const struct BvTargetRun *run, const BvConfig *conf);
 /* "STEP failed: exit status N" (result -ECHILD with a status) or "STEP failed: strerror". */
 void describe_failure(const char *step, int result, int status, char *buf, size_t size);
 void describe_interrupt(uint64_t kept_packs, uint64_t kept_bytes, char *buf, size_t size);

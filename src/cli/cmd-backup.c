@@ -230,8 +230,10 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
 }
 
 /* A change map that was not used (the whole source was read instead), and what did not read. */
-static void warn_read_everything(const BvSourceOptions *so, const BvBackupStats *stats, const char *source)
+static void warn_read_everything(const BvBackupOptions *opts, const BvBackupStats *stats, const char *source)
 {
+        const BvSourceOptions *so = &opts->source;
+
         if (stats->changed_reason[0] && so->dirty_bitmap)
                 log_warning("dirty bitmap '%s' not used, read everything: %s", so->dirty_bitmap,
                             stats->changed_reason);
@@ -239,6 +241,13 @@ static void warn_read_everything(const BvSourceOptions *so, const BvBackupStats 
                 log_warning("thin delta '%s' not used, read everything: %s", so->thin_delta, stats->changed_reason);
         else if (stats->changed_reason[0])
                 log_warning("'%s' not compared with, read everything: %s", so->compare_with, stats->changed_reason);
+        if (stats->other_read_from[0] && stats->other_read_used_only && !opts->used_only)
+                log_info("note: '%s' is unchanged since snapshot %.8s, but that one was taken --used-only (without "
+                         "its free blocks): read it whole", source, stats->other_read_from);
+        else if (stats->other_read_from[0])
+                log_info("note: '%s' is unchanged since snapshot %.8s, but that one was read %s: read it", source,
+                         stats->other_read_from,
+                         stats->other_read_used_only ? "with another used-block map" : "whole");
         if (stats->lost_from[0])
                 log_warning("'%s' is unchanged, but its last snapshot %.8s lost chunks (see 'blkvault repair'): read "
                             "it again",
@@ -280,6 +289,7 @@ static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, 
                         progress_done(&progress);
                         return log_error_errno(r, "cannot map the used blocks of '%s'", source);
                 }
+                opts->used_only = bv_fs_used_applied(&u->map, u->why);
         }
         if (bv_source_kind(src) == BV_SOURCE_BLOCKDEV)
                 warn_mounted_rw(source);
@@ -393,9 +403,6 @@ int cmd_backup(int argc, char **argv)
         r = catch_interrupts(NULL);
         if (r != EXIT_OK)
                 return r;
-        /* the map of used blocks is this read's own: an earlier snapshot of the same file is no
-         * --used-only snapshot of it (nor the other way round) */
-        opts.force_read = opts.force_read || used.on;
         opts.cancelled = backup_interrupted;
         BvBackupKept kept = {};
         opts.ret_kept = &kept;
@@ -430,6 +437,6 @@ int cmd_backup(int argc, char **argv)
         if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source) && !opts.source.compare_with &&
             !opts.source.thin_delta && !used.on && stats.counts.bytes_read > 0)
                 log_info("note: io_uring is unavailable, read with pread");
-        warn_read_everything(&opts.source, &stats, source);
+        warn_read_everything(&opts, &stats, source);
         return backup_report(&stats, opts.name, source, json, &used);
 }

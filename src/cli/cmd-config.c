@@ -65,9 +65,12 @@ static int config_check(const char *path)
                 log_error("%zu %s in the configuration", n_bad, n_bad == 1 ? "mistake" : "mistakes");
                 return EXIT_ERROR;
         }
-        printf("configuration ok: %zu %s, %zu %s, %zu %s (%zu %s read)\n", c->n_targets,
+        char remotes[48] = ""; /* named when there are any */
+        if (c->n_remotes > 0)
+                snprintf(remotes, sizeof(remotes), ", %zu %s", c->n_remotes, c->n_remotes == 1 ? "remote" : "remotes");
+        printf("configuration ok: %zu %s, %zu %s, %zu %s%s (%zu %s read)\n", c->n_targets,
                c->n_targets == 1 ? "target" : "targets", c->n_jobs, c->n_jobs == 1 ? "job" : "jobs", c->n_exports,
-               c->n_exports == 1 ? "export" : "exports", c->n_files, c->n_files == 1 ? "file" : "files");
+               c->n_exports == 1 ? "export" : "exports", remotes, c->n_files, c->n_files == 1 ? "file" : "files");
         return EXIT_OK;
 }
 

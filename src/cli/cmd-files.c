@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* blkvault files: list, print, copy out, find and compare files of a snapshot without root, its
- * filesystems read in-process through the read path (libext2fs over bv_image_pread). */
+ * filesystems read in-process through the read path (files-table.c: libext2fs, libntfs-3g over
+ * bv_image_pread). */
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -16,10 +17,10 @@
 
 static const char usage_text[] =
         "Usage: blkvault files REPO SNAPSHOT COMMAND [ARG]... [OPTIONS]\n\n"
-        "Read files of SNAPSHOT's filesystems (ext2, ext3, ext4) in-process, as any user who can read\n"
-        "REPO and has its secret: no device, no mount, no root. PATH is /etc/hosts on a disk with one\n"
-        "filesystem, else p1:/etc/hosts (the partition's number) or LABEL:/etc/hosts (a filesystem\n"
-        "label or GPT partition name).\n\n"
+        "Read files of SNAPSHOT's filesystems (ext2, ext3, ext4, NTFS) in-process, as any user who can\n"
+        "read REPO and has its secret: no device, no mount, no root. PATH is /etc/hosts on a disk with\n"
+        "one filesystem, else p1:/etc/hosts (the partition's number) or LABEL:/etc/hosts (a filesystem\n"
+        "label or GPT partition name). On NTFS, PATH:NAME is the named data stream NAME of PATH.\n\n"
         "  ls [PATH]                list a directory (mode, owner, size, mtime, name, link target);\n"
         "                           without PATH on a partitioned disk: the partitions\n"
         "  cat PATH                 write a file to standard output\n"
@@ -53,17 +54,17 @@ int files_disk_open(BvRepo *repo, const char *spec, FilesDisk *d)
                 return log_error_errno(r, "cannot read the partition table of snapshot %.8s", d->snap->id);
         if (r < 0)
                 return log_error_errno(r, "cannot read the partitions of snapshot %.8s", d->snap->id);
-        d->ext = calloc(d->n_parts ? d->n_parts : 1, sizeof(*d->ext));
-        if (!d->ext)
+        d->fs = calloc(d->n_parts ? d->n_parts : 1, sizeof(*d->fs));
+        if (!d->fs)
                 return log_error_errno(-ENOMEM, "cannot open snapshot %.8s", d->snap->id);
         return EXIT_OK;
 }
 
 void files_disk_close(FilesDisk *d)
 {
-        for (size_t i = 0; d->ext && i < d->n_parts; i++)
-                bv_ext_close(d->ext[i]);
-        free(d->ext);
+        for (size_t i = 0; d->fs && i < d->n_parts; i++)
+                bv_fs_close(d->fs[i]);
+        free(d->fs);
         free(d->parts);
         bv_image_free(d->img);
         *d = (FilesDisk){};
@@ -81,33 +82,35 @@ static void part_name(const BvFilesPart *p, char *buf, size_t size)
 static int part_open(FilesDisk *d, size_t i)
 {
         const BvFilesPart *p = &d->parts[i];
+        const FilesBackend *b = files_backend(p->fstype);
         char name[16];
         int r;
 
-        if (d->ext[i])
+        if (d->fs[i])
                 return EXIT_OK;
         part_name(p, name, sizeof(name));
-        if (!bv_files_is_ext(p->fstype)) {
-                log_error("%s of snapshot %.8s holds %s%s: files reads ext2, ext3 and ext4 (use 'blkvault mount' "
-                          "for others)", name, d->snap->id, p->fstype ? p->fstype : "no filesystem known",
-                          p->fstype ? "" : " here");
+        if (!b) {
+                log_error("%s of snapshot %.8s holds %s%s: files reads %s (use 'blkvault mount' for others)", name,
+                          d->snap->id, p->fstype ? p->fstype : "no filesystem known", p->fstype ? "" : " here",
+                          files_backend_names());
                 return EXIT_ERROR;
         }
-        r = bv_ext_open(&d->dev, p->offset, p->size, &d->ext[i]);
+        r = bv_fs_open(b->ops, &d->dev, p->offset, p->size, &d->fs[i]);
         if (r == -EBADMSG || r == -EUCLEAN)
                 return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s", p->fstype, name,
                                        d->snap->id);
         if (r < 0)
-                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s%s", p->fstype, name,
-                                       d->snap->id, r == -EMEDIUMTYPE ? " (libext2fs refused it)" : "");
-        if (bv_ext_needs_recovery(d->ext[i]))
+                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s%s%s%s", p->fstype,
+                                       name, d->snap->id, r == -EMEDIUMTYPE ? " (" : "",
+                                       r == -EMEDIUMTYPE ? b->ops->library : "", r == -EMEDIUMTYPE ? " refused it)" : "");
+        if (bv_fs_needs_recovery(d->fs[i]))
                 log_warning("the %s filesystem of %s was not cleanly unmounted when snapshot %.8s was taken: its "
                             "journal is not replayed, so its newest changes may be missing", p->fstype, name,
                             d->snap->id);
         return EXIT_OK;
 }
 
-/* The partition prefix spec ("p2", a label) names: its index, or -1 (reported). */
+/* The partition prefix of spec ("p2:/etc", a label) of len bytes names: its index, or -1 (reported). */
 static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
 {
         for (size_t i = 0; i < d->n_parts; i++) {
@@ -120,9 +123,15 @@ static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
                         return (ssize_t)i;
         }
         _cleanup_free_ char *s = strndup(spec, len);
-        _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL;
-        log_error("snapshot %.8s has no partition '%s' (see 'blkvault files REPO %.8s ls')", d->snap->id,
-                  e ? e : "?", d->snap->id);
+        _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL, *path = escape_text(spec + len + 1, 64),
+                           *whole = escape_text(spec, 80);
+        if (d->n_parts == 1 && d->parts[0].number == 0) /* a filesystem on the whole disk */
+                log_error("snapshot %.8s has no partition table: its %s%sfilesystem is the whole disk; name paths "
+                          "without a partition, as %s (not %s)", d->snap->id, d->parts[0].fstype ?: "",
+                          d->parts[0].fstype ? " " : "", path ? path : "?", whole ? whole : "?");
+        else
+                log_error("snapshot %.8s has no partition '%s' (see 'blkvault files REPO %.8s ls')", d->snap->id,
+                          e ? e : "?", d->snap->id);
         return -1;
 }
 
@@ -141,7 +150,7 @@ int files_resolve(FilesDisk *d, const char *arg, FilesPath *ret)
         } else {
                 size_t readable = 0;
                 for (size_t i = 0; i < d->n_parts; i++)
-                        if (bv_files_is_ext(d->parts[i].fstype)) {
+                        if (files_backend(d->parts[i].fstype)) {
                                 readable++;
                                 idx = (ssize_t)i;
                         }
@@ -161,7 +170,7 @@ int files_resolve(FilesDisk *d, const char *arg, FilesPath *ret)
         if (r != EXIT_OK)
                 return r;
         ret->part = (size_t)idx;
-        ret->fs = d->ext[idx];
+        ret->fs = d->fs[idx];
         if (colon) {
                 static _Thread_local char prefixes[4][80];
                 static _Thread_local unsigned next;
@@ -191,15 +200,15 @@ char *files_join(const char *dir, const char *name)
         return s;
 }
 
-int files_error(BvExt *fs, int r, const char *what, const char *prefix, const char *path)
+int files_error(BvFs *fs, int r, const char *what, const char *prefix, const char *path)
 {
         _cleanup_free_ char *name = files_display(prefix, path);
-        const char *text = fs ? bv_ext_error_text(fs) : NULL;
+        const char *text = fs ? bv_fs_error_text(fs) : NULL;
 
         if (r == -EBADMSG || r == -EUCLEAN)
                 return log_error_errno(r, "cannot %s '%s': %s data at offset %llu of the snapshot", what,
                                        name ? name : path, r == -EBADMSG ? "damaged" : "missing",
-                                       (unsigned long long)bv_ext_bad_offset(fs));
+                                       (unsigned long long)bv_fs_bad_offset(fs));
         if (r == -EIO && text) {
                 log_error("cannot %s '%s': %s", what, name ? name : path, text);
                 return EXIT_ERROR;
@@ -227,13 +236,13 @@ static void mode_string(uint32_t mode, char out[11])
 }
 
 /* One line of ls: mode, owner, group, size, mtime, name (and " -> target"). */
-static int ls_line(FilesPath *fp, uint32_t ino, const char *path, const char *shown)
+static int ls_line(FilesPath *fp, uint64_t ino, const char *path, const char *shown)
 {
-        BvExtStat st;
+        BvFsStat st;
         char mode[11], when[32];
         struct tm tm;
         time_t t;
-        int r = bv_ext_stat(fp->fs, ino, &st);
+        int r = bv_fs_stat(fp->fs, ino, &st);
 
         if (r < 0)
                 return files_error(fp->fs, r, "read", fp->prefix, path);
@@ -243,7 +252,7 @@ static int ls_line(FilesPath *fp, uint32_t ino, const char *path, const char *sh
                 snprintf(when, sizeof(when), "@%lld", (long long)st.mtime);
         _cleanup_free_ char *name = escape_text(shown, 0), *target = NULL, *etarget = NULL;
         if (S_ISLNK(st.mode)) {
-                r = bv_ext_readlink(fp->fs, ino, &target);
+                r = bv_fs_readlink(fp->fs, ino, &target);
                 if (r < 0)
                         return files_error(fp->fs, r, "read the link", fp->prefix, path);
                 etarget = escape_text(target, 0);
@@ -269,9 +278,9 @@ static int files_ls_parts(FilesDisk *d)
 static int files_ls(FilesDisk *d, const char *arg)
 {
         FilesPath fp;
-        uint32_t ino;
-        BvExtStat st;
-        BvExtEntry *ents;
+        uint64_t ino;
+        BvFsStat st;
+        BvFsEntry *ents;
         size_t n;
         int r, ec = EXIT_OK;
 
@@ -280,14 +289,14 @@ static int files_ls(FilesDisk *d, const char *arg)
         r = files_resolve(d, arg ? arg : "/", &fp);
         if (r != EXIT_OK)
                 return r;
-        r = bv_ext_lookup(fp.fs, fp.path, false, &ino);
+        r = bv_fs_lookup(fp.fs, fp.path, false, &ino);
         if (r >= 0)
-                r = bv_ext_stat(fp.fs, ino, &st);
+                r = bv_fs_stat(fp.fs, ino, &st);
         if (r < 0)
                 return files_error(fp.fs, r, "list", fp.prefix, fp.path);
         if (!S_ISDIR(st.mode))
                 return ls_line(&fp, ino, fp.path, fp.path);
-        r = bv_ext_readdir(fp.fs, ino, &ents, &n);
+        r = bv_fs_readdir(fp.fs, ino, &ents, &n);
         if (r < 0)
                 return files_error(fp.fs, r, "list", fp.prefix, fp.path);
         for (size_t i = 0; i < n; i++) {
@@ -295,7 +304,7 @@ static int files_ls(FilesDisk *d, const char *arg)
                 r = path ? ls_line(&fp, ents[i].ino, path, ents[i].name) : log_error_errno(-ENOMEM, "cannot list");
                 ec = ec == EXIT_OK ? r : ec;
         }
-        bv_ext_entries_free(ents, n);
+        bv_fs_entries_free(ents, n);
         return ec;
 }
 
@@ -318,14 +327,14 @@ static int cat_sink(const void *buf, size_t len, uint64_t offset _unused_, void 
 static int files_cat(FilesDisk *d, const char *arg)
 {
         FilesPath fp;
-        uint32_t ino;
+        uint64_t ino;
         int r = files_resolve(d, arg, &fp);
 
         if (r != EXIT_OK)
                 return r;
-        r = bv_ext_lookup(fp.fs, fp.path, true, &ino);
+        r = bv_fs_lookup(fp.fs, fp.path, true, &ino);
         if (r >= 0)
-                r = bv_ext_read(fp.fs, ino, cat_sink, NULL);
+                r = bv_fs_read(fp.fs, ino, cat_sink, NULL);
         if (r == -EPIPE)
                 return EXIT_ERROR;
         if (r < 0)
@@ -334,12 +343,12 @@ static int files_cat(FilesDisk *d, const char *arg)
 }
 
 /* find: path, then (for a directory) everything below it, depth first in name order. */
-static int find_walk(FilesPath *fp, uint32_t ino, const char *path, const char *name, const FilesOptions *o)
+static int find_walk(FilesPath *fp, uint64_t ino, const char *path, const char *name, const FilesOptions *o)
 {
-        BvExtStat st;
-        BvExtEntry *ents;
+        BvFsStat st;
+        BvFsEntry *ents;
         size_t n;
-        int r = bv_ext_stat(fp->fs, ino, &st), ec = EXIT_OK;
+        int r = bv_fs_stat(fp->fs, ino, &st), ec = EXIT_OK;
 
         if (r < 0)
                 return files_error(fp->fs, r, "read", fp->prefix, path);
@@ -349,7 +358,7 @@ static int find_walk(FilesPath *fp, uint32_t ino, const char *path, const char *
         }
         if (!S_ISDIR(st.mode))
                 return EXIT_OK;
-        r = bv_ext_readdir(fp->fs, ino, &ents, &n);
+        r = bv_fs_readdir(fp->fs, ino, &ents, &n);
         if (r < 0)
                 return files_error(fp->fs, r, "list", fp->prefix, path);
         for (size_t i = 0; i < n; i++) {
@@ -357,19 +366,19 @@ static int find_walk(FilesPath *fp, uint32_t ino, const char *path, const char *
                 r = sub ? find_walk(fp, ents[i].ino, sub, ents[i].name, o) : log_error_errno(-ENOMEM, "cannot list");
                 ec = ec == EXIT_OK ? r : ec;
         }
-        bv_ext_entries_free(ents, n);
+        bv_fs_entries_free(ents, n);
         return ec;
 }
 
 static int files_find(FilesDisk *d, const char *arg, const FilesOptions *o)
 {
         FilesPath fp;
-        uint32_t ino;
+        uint64_t ino;
         int r = files_resolve(d, arg ? arg : "/", &fp);
 
         if (r != EXIT_OK)
                 return r;
-        r = bv_ext_lookup(fp.fs, fp.path, true, &ino);
+        r = bv_fs_lookup(fp.fs, fp.path, true, &ino);
         if (r < 0)
                 return files_error(fp.fs, r, "find", fp.prefix, fp.path);
         const char *base = strrchr(fp.path, '/');

@@ -4,8 +4,9 @@
  * NORMAL_DIR EARLY_DIR LATE_DIR): for every job with a schedule, blkvault-job@NAME.timer in
  * NORMAL_DIR, wanted by timers.target; for every [export NAME], blkvault-nbd@NAME.socket wanted
  * by sockets.target (a link to the installed template), so that the exports the configuration
- * declares listen from boot on, or after daemon-reload and a start of sockets.target. A job or
- * export whose section holds a mistake gets no unit (each mistake is logged); the others do. A
+ * declares listen from boot on, or after daemon-reload and a start of sockets.target; for every
+ * [remote NAME], blkvault-copy@NAME.timer wanted by timers.target (the copy's retries). A job,
+ * export or remote whose section holds a mistake gets no unit (each mistake is logged); the others do. A
  * generator never fails the boot.
  */
 #include <errno.h>
@@ -51,19 +52,20 @@ static int write_timer(const char *dir, const BvConfJob *j)
         return 0;
 }
 
-/* DIR/sockets.target.wants/blkvault-nbd@NAME.socket, a link to the template. */
-static int want_socket(const char *dir, const BvConfExport *e)
+/* DIR/WANTS/PREFIX@NAME.SUFFIX, a link to the installed template PREFIX@.SUFFIX. */
+static int want_instance(const char *dir, const char *wants, const char *prefix, const char *name, const char *suffix)
 {
-        _cleanup_free_ char *link = NULL;
-        if (asprintf(&link, "%s/sockets.target.wants/blkvault-nbd@%s.socket", dir, e->name) < 0)
+        _cleanup_free_ char *link = NULL, *template = NULL;
+        if (asprintf(&link, "%s/%s/%s@%s.%s", dir, wants, prefix, name, suffix) < 0 ||
+            asprintf(&template, SYSTEMD_UNIT_DIR "/%s@.%s", prefix, suffix) < 0)
                 return -ENOMEM;
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
-        int r = bv_mkdir_p(dfd, "sockets.target.wants");
+        int r = bv_mkdir_p(dfd, wants);
         if (r < 0)
                 return r;
-        if (symlink(SYSTEMD_UNIT_DIR "/blkvault-nbd@.socket", link) < 0 && errno != EEXIST)
+        if (symlink(template, link) < 0 && errno != EEXIST)
                 return -errno;
         return 0;
 }
@@ -98,10 +100,18 @@ int cmd_generator(int argc, char **argv)
         for (size_t i = 0; i < conf->n_exports; i++) {
                 if (conf->exports[i].mistake)
                         continue;
-                r = want_socket(argv[1], &conf->exports[i]);
+                r = want_instance(argv[1], "sockets.target.wants", "blkvault-nbd", conf->exports[i].name, "socket");
                 if (r < 0)
                         fprintf(stderr, "blkvault-generator: cannot start the socket of export %s: %s\n",
                                 conf->exports[i].name, strerror(-r));
+        }
+        for (size_t i = 0; i < conf->n_remotes; i++) {
+                if (conf->remotes[i].mistake)
+                        continue;
+                r = want_instance(argv[1], "timers.target.wants", "blkvault-copy", conf->remotes[i].name, "timer");
+                if (r < 0)
+                        fprintf(stderr, "blkvault-generator: cannot start the timer of remote %s: %s\n",
+                                conf->remotes[i].name, strerror(-r));
         }
         return EXIT_OK;
 }

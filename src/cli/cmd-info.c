@@ -13,9 +13,37 @@ static const char usage_text[] =
         "Usage: blkvault info REPO [SNAPSHOT] [OPTIONS]\n\n"
         "Show the repository's configuration, sizes, deduplication and compression; with SNAPSHOT,\n"
         "describe that snapshot: source, host, content, sizes, the backup's counters, and how much of\n"
-        "its data its parent (the previous snapshot of its name) holds too.\n\n"
+        "its data its parent (the previous snapshot of its name) holds too, and for a backup --used-only\n"
+        "what each partition's map said (used, free not read, read whole).\n\n"
         "  --json                   print as JSON\n"
         POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+
+/* A --used-only snapshot: what each partition's map said, as backup printed it. */
+static void print_used_only(const BvSnapshotUsedOnly *u)
+{
+        char a[32], b[32], c[32], name[16];
+
+        if (!u->on)
+                return;
+        printf("used-only    yes: %s free not read (holes in the snapshot, zeroes on restore)\n",
+               format_bytes(u->bytes_free, a));
+        for (size_t i = 0; i < u->n_parts; i++) {
+                const BvSnapshotUsedPart *p = &u->parts[i];
+                const char *fs = p->fstype ? p->fstype : "";
+                snprintf(name, sizeof(name), p->number ? "p%u" : "disk", p->number);
+                printf("  %s%s%s%s%s%s: ", name, fs[0] ? " " : "", fs, p->label ? " '" : "", p->label ? p->label : "",
+                       p->label ? "'" : "");
+                if (p->reader)
+                        printf("%s used (read), %s free (not read), %s read whole (%s)\n",
+                               format_bytes(p->bytes_used, a), format_bytes(p->bytes_free, b),
+                               format_bytes(p->bytes_unknown, c), p->reader);
+                else if (p->bytes_unknown == 0) /* an extended partition */
+                        printf("%s\n", p->why ? p->why : "nothing read");
+                else
+                        printf("%s read whole because %s\n", format_bytes(p->bytes_unknown, a),
+                               p->why ? p->why : "no reader mapped it");
+        }
+}
 
 /* The previous snapshot of s's name, or NULL. */
 static const BvSnapshot *parent_of(BvRepo *repo, const BvSnapshot *s)
@@ -69,6 +97,7 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
                 printf("content      %s\n", content);
         printf("size         %s image, %s data, %s zero or holes\n", format_bytes(s->size, a),
                format_bytes(data, b), format_bytes(zero, c));
+        print_used_only(&s->used_only);
         printf("backup       %s new, %s stored, %llu chunks (%llu new), %.1f s\n", format_bytes(st->bytes_new, a),
                format_bytes(st->bytes_stored, b), (unsigned long long)st->chunks,
                (unsigned long long)st->chunks_new, st->seconds);

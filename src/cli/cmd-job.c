@@ -61,6 +61,7 @@ static int job_run(const char *config, const char *run_dir, const char *state_di
                 bv_target_run_drive(conf, t, dev, j->name, run_dir, &bp, &run);
                 run_progress_done(&rp);
                 int r = report_run(&run, conf, state_dir);
+                request_copies(&run, conf);
                 bv_target_run_done(&run);
                 if (r != EXIT_OK && ec == EXIT_OK)
                         ec = r;

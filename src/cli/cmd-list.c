@@ -37,8 +37,8 @@ void describe_probe(const BvSnapshotSource *src, char *buf, size_t size)
         }
         for (size_t i = 0; i < p->n_partitions && used < size; i++) {
                 const BvProbePartition *q = &p->partitions[i];
-                used += (size_t)snprintf(buf + used, size - used, " %s%s%s%s", q->fstype ?: "?", q->label ? "'" : "",
-                                         q->label ?: "", q->label ? "'" : "");
+                used += (size_t)snprintf(buf + used, size - used, "%s %s%s%s%s", i ? "," : "", q->fstype ?: "?",
+                                         q->label ? " '" : "", q->label ?: "", q->label ? "'" : "");
         }
 }
 
@@ -88,7 +88,7 @@ void format_time_local(uint64_t t, char out[64])
 static void print_table(BvSnapshot *const *list, const bool *prot, size_t n, bool utc)
 {
         if (n > 0)
-                printf("%-8s  %-25s  %10s  %-24s %s\n", "ID", utc ? "TIME (UTC)" : "TIME", "SIZE", "NAME", "CONTENT");
+                printf("%-8s  %-25s  %10s  %-24s  %s\n", "ID", utc ? "TIME (UTC)" : "TIME", "SIZE", "NAME", "CONTENT");
         for (size_t i = 0; i < n; i++) {
                 const BvSnapshot *s = list[i];
                 char when[64], size[32], content[256];
@@ -100,7 +100,7 @@ static void print_table(BvSnapshot *const *list, const bool *prot, size_t n, boo
                 /* names and labels come from whoever wrote the repository or the source */
                 _cleanup_free_ char *name = escape_text(s->name ? s->name : "", 0),
                                    *shown = escape_text(content, 0);
-                printf("%-8.8s  %-25s  %10s  %-24s %s%s\n", s->id, when, format_bytes(s->size, size),
+                printf("%-8.8s  %-25s  %10s  %-24s  %s%s\n", s->id, when, format_bytes(s->size, size),
                        name ? name : "?", shown ? shown : "?", prot[i] ? " [protected]" : "");
         }
 }

@@ -2,7 +2,8 @@
 /*
  * blkvault status [--json] [--check-age]: for each target and job what the runs recorded (the
  * state files, state.h), the next scheduled run, and the age alarm: a job is in alarm when no
- * drive it may run on has a good backup younger than its max-age. --check-age (run by
+ * drive it may run on has a good backup younger than its max-age; for each remote its copies, in
+ * alarm when no drive copied to it has a copy that completed within the remote's max-age. --check-age (run by
  * blkvault-alarm.timer) logs each alarm as a journal warning and runs on-failure, tells notify
  * of each alarm that began or ended (once), and writes the metrics textfile.
  */
@@ -24,9 +25,11 @@ static const char usage_text[] =
         "Usage: blkvault status [--json] [--check-age] [--config=FILE] [--state-dir=DIR]\n\n"
         "For each registered drive (target) and job: the last run and its result, the last good\n"
         "backup and its age, the next scheduled run, and the age alarm: a job is in alarm when no\n"
-        "drive it may run on has a good backup younger than its max-age (default 7d).\n\n"
-        "  --json                   print a JSON object (targets, jobs)\n"
-        "  --check-age              for each job in alarm, log a warning to the journal and run its\n"
+        "drive it may run on has a good backup younger than its max-age (default 7d). For each\n"
+        "off-site remote: the last copy, the last good copy and its age, and the same alarm over\n"
+        "the drives copied to it.\n\n"
+        "  --json                   print a JSON object (targets, jobs, remotes)\n"
+        "  --check-age              for each job or remote in alarm, log a warning to the journal and run its\n"
         "                           on-failure command (else [global]'s), tell [global] notify of an\n"
         "                           alarm that began or ended, write the metrics; exit status 11 if any\n"
         "  --config=FILE            the configuration (also $" BV_CONF_ENV ")\n"
@@ -128,14 +131,15 @@ static void print_target(const BvConfig *c, const BvConfTarget *t, const BvRunSt
         printf("target %s: plugged in, it will %s\n", t->name, plug);
 }
 
-static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now, struct json_object *arr)
+/* The object of a job or remote: its name, then its runs (or copies) over the targets, its age. */
+static struct json_object *runs_json(const char *name, const BvJobStatus *st, uint64_t max_age, uint64_t now)
 {
         char why[256] = "";
         bool ran = st->last.last_run > 0;
         if (ran && st->last.result < 0)
                 describe_failure(st->last.step, st->last.result, st->last.status, why, sizeof(why));
         struct json_object *o = json_object_new_object();
-        json_object_object_add(o, "name", json_object_new_string(j->name));
+        json_object_object_add(o, "name", json_object_new_string(name));
         json_object_object_add(o, "last_run", ran ? json_time(st->last.last_run) : NULL);
         json_object_object_add(o, "last_run_target", ran ? json_object_new_string(st->last_target) : NULL);
         json_object_object_add(o, "result", !ran ? NULL : json_object_new_string(st->last.result < 0 ? "failed" : "ok"));
@@ -144,7 +148,13 @@ static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next
         json_object_object_add(o, "last_good_target", st->last_good ? json_object_new_string(st->good_target) : NULL);
         json_object_object_add(o, "age_seconds", st->last_good && now >= st->last_good ?
                                                          json_object_new_uint64(now - st->last_good) : NULL);
-        json_object_object_add(o, "max_age_seconds", json_object_new_uint64(j->max_age));
+        json_object_object_add(o, "max_age_seconds", json_object_new_uint64(max_age));
+        return o;
+}
+
+static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now, struct json_object *arr)
+{
+        struct json_object *o = runs_json(j->name, st, j->max_age, now);
         json_object_object_add(o, "schedule", j->schedule ? json_object_new_string(j->schedule) : NULL);
         json_object_object_add(o, "next_run", next ? json_object_new_string(next) : NULL);
         json_object_object_add(o, "alarm", json_object_new_boolean(st->alarm));
@@ -155,27 +165,39 @@ static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next
 /* job NAME (SOURCE): last run TIME on TARGET: ok; last good backup TIME on TARGET (AGE old); next
  * run NEXT; max-age 7d: ok|ALARM. SOURCE: the path it backs up, or "command" for a command's
  * output (the command itself may be long, or hold what status should not print). */
-static void job_text(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now)
+/* "last run TIME on TARGET: ok; last good backup TIME on TARGET (AGE old); " of a job, or of a
+ * remote "last copy TIME of TARGET: ...; last good copy ...; " (remote). */
+static void runs_text(const BvJobStatus *st, uint64_t now, bool remote)
 {
-        char when[32], good[32], age[32], max[32], why[256];
-        bv_conf_format_duration(j->max_age, max);
-        _cleanup_free_ char *source = j->source && !bv_conf_job_command(j) ? escape_text(j->source, 0) : NULL;
-        printf("job %s (%s): ", j->name, source ? source : bv_conf_job_command(j) ? "command" : "no source");
+        char when[32], good[32], age[32], why[256];
+        const char *run = remote ? "copy" : "run", *on = remote ? "of" : "on", *what = remote ? "copy" : "backup";
         if (st->last.last_run == 0)
-                printf("never run; ");
+                printf("%s; ", remote ? "never copied to" : "never run");
         else {
                 bv_format_time_utc(st->last.last_run, when);
                 if (st->last.result < 0)
                         describe_failure(st->last.step, st->last.result, st->last.status, why, sizeof(why));
-                printf("last run %s on %s: %s; ", when, st->last_target, st->last.result < 0 ? why : "ok");
+                printf("last %s %s %s %s: %s; ", run, when, on, st->last_target, st->last.result < 0 ? why : "ok");
         }
         if (st->last_good == 0)
-                printf("no good backup; ");
+                printf("no good %s; ", what);
         else {
                 bv_format_time_utc(st->last_good, good);
-                printf("last good backup %s on %s (%s old); ", good, st->good_target,
+                printf("last good %s %s %s %s (%s old); ", what, good, on, st->good_target,
                        format_age(now > st->last_good ? now - st->last_good : 0, age));
         }
+}
+
+/* job NAME (SOURCE): last run TIME on TARGET: ok; last good backup TIME on TARGET (AGE old); next
+ * run NEXT; max-age 7d: ok|ALARM. SOURCE: the path it backs up, or "command" for a command's
+ * output (the command itself may be long, or hold what status should not print). */
+static void job_text(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now)
+{
+        char max[32];
+        bv_conf_format_duration(j->max_age, max);
+        _cleanup_free_ char *source = j->source && !bv_conf_job_command(j) ? escape_text(j->source, 0) : NULL;
+        printf("job %s (%s): ", j->name, source ? source : bv_conf_job_command(j) ? "command" : "no source");
+        runs_text(st, now, false);
         printf("next run %s; max-age %s: %s\n", next ? next : j->schedule ? "never" : "not scheduled", max,
                st->alarm ? "ALARM" : "ok");
         if (j->mistake)
@@ -237,11 +259,82 @@ static void print_notified(const char *dir, struct json_object *top)
                 printf("last notification: none\n");
 }
 
+/* remote NAME (LOCATION): last copy TIME of TARGET: ok; last good copy TIME of TARGET (AGE old);
+ * max-age 7d: ok|ALARM */
+static void remote_text(const BvConfRemote *rm, const BvJobStatus *st, uint64_t now)
+{
+        char max[32];
+        bv_conf_format_duration(rm->max_age, max);
+        printf("remote %s (%s): ", rm->name, rm->location ? rm->location : "no location");
+        runs_text(st, now, true);
+        printf("max-age %s: %s\n", max, st->alarm ? "ALARM" : "ok");
+        if (rm->mistake)
+                printf("remote %s: skipped: its section has a mistake (%s)\n", rm->name, rm->mistake);
+}
+
+static void remote_json(const BvConfRemote *rm, const BvJobStatus *st, uint64_t now, struct json_object *arr)
+{
+        struct json_object *o = runs_json(rm->name, st, rm->max_age, now);
+        json_object_object_add(o, "location", rm->location ? json_object_new_string(rm->location) : NULL);
+        json_object_object_add(o, "alarm", json_object_new_boolean(st->alarm));
+        json_object_object_add(o, "mistake", rm->mistake ? json_object_new_string(rm->mistake) : NULL);
+        json_object_array_add(arr, o);
+}
+
+/* The warning, [global] on-failure and notification of a remote in alarm (or of its end). */
+static void alarm_remote(const BvConfig *c, const BvConfRemote *rm, const BvJobStatus *st, const char *dir)
+{
+        char max[32], good[32] = "never", line[512], subject[BV_NOTIFY_SUBJECT_MAX];
+        snprintf(subject, sizeof(subject), "alarm-remote-%s", rm->name);
+        if (!st->alarm) {
+                snprintf(line, sizeof(line), "remote %s: a good copy within its max-age again", rm->name);
+                notify_change(c, dir, subject, false, true, NULL, NULL, line);
+                return;
+        }
+        bv_conf_format_duration(rm->max_age, max);
+        if (st->last_good)
+                bv_format_time_utc(st->last_good, good);
+        snprintf(line, sizeof(line), "remote %s: no good copy off-site within its max-age of %s (last good: %s%s%s)",
+                 rm->name, max, good, st->last_good ? " of " : "", st->last_good ? st->good_target : "");
+        log_warning("%s", line);
+        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_AGE_ALARM, "PRIORITY=4", "REMOTE=%s", rm->name,
+                        "MAX_AGE=%llu", (unsigned long long)rm->max_age, "LAST_GOOD=%s", good,
+                        "LAST_GOOD_TARGET=%s", st->last_good ? st->good_target : "", NULL);
+        run_hook("the on-failure command of [global]", c->on_failure, NULL, NULL, false, line);
+        notify_change(c, dir, subject, true, true, NULL, NULL, line);
+}
+
+/* Each remote: shown (text or JSON), and with --check-age its alarm; the number in alarm. */
+static size_t status_remotes(const BvConfig *conf, const StatusArgs *a, const char *dir, uint64_t now, bool show,
+                             struct json_object *arr)
+{
+        size_t alarms = 0;
+        for (size_t i = 0; i < conf->n_remotes; i++) {
+                const BvConfRemote *rm = &conf->remotes[i];
+                BvJobStatus st;
+                if (bv_state_remote_status(dir, conf, rm, now, &st) < 0) {
+                        log_warning("cannot read the state of remote %s in '%s', ignoring", rm->name, dir);
+                        continue;
+                }
+                if (st.bad_target)
+                        log_warning("cannot read the state of the copy of %s to %s ('%s/%s'): %s, ignoring",
+                                    st.bad_target, rm->name, dir, st.bad_file, strerror(-st.bad_error));
+                if (arr)
+                        remote_json(rm, &st, now, arr);
+                else if (show)
+                        remote_text(rm, &st, now);
+                if (a->check_age)
+                        alarm_remote(conf, rm, &st, dir);
+                alarms += st.alarm;
+        }
+        return alarms;
+}
+
 static int status(const StatusArgs *a)
 {
         _cleanup_(bv_conf_freep) BvConfig *conf = NULL;
         _cleanup_(json_object_putp) struct json_object *top = NULL;
-        struct json_object *targets = NULL, *jobs = NULL;
+        struct json_object *targets = NULL, *jobs = NULL, *remotes = NULL;
         uint64_t now = bv_now_realtime_ns() / 1000000000ull;
         const char *dir = bv_state_dir(a->state_dir);
         size_t alarms = 0;
@@ -254,6 +347,7 @@ static int status(const StatusArgs *a)
                 top = json_object_new_object();
                 json_object_object_add(top, "targets", targets = json_object_new_array());
                 json_object_object_add(top, "jobs", jobs = json_object_new_array());
+                json_object_object_add(top, "remotes", remotes = json_object_new_array());
         }
         for (size_t i = 0; i < conf->n_targets && show; i++) {
                 BvRunState s;
@@ -284,6 +378,7 @@ static int status(const StatusArgs *a)
                         check_age_notify(conf, j, false, NULL, dir);
                 alarms += st.alarm;
         }
+        size_t remote_alarms = status_remotes(conf, a, dir, now, show, remotes);
         if (a->check_age)
                 write_metrics(conf, dir);
         if (show)
@@ -292,7 +387,10 @@ static int status(const StatusArgs *a)
                 json_print(top);
         else if (a->check_age)
                 printf("age check: %zu jobs, %zu without a good backup within their max-age\n", conf->n_jobs, alarms);
-        return a->check_age && alarms > 0 ? EXIT_ALARM : EXIT_OK;
+        if (a->check_age && !a->json && conf->n_remotes > 0)
+                printf("age check: %zu remotes, %zu without a good copy within their max-age\n", conf->n_remotes,
+                       remote_alarms);
+        return a->check_age && alarms + remote_alarms > 0 ? EXIT_ALARM : EXIT_OK;
 }
 
 int cmd_status(int argc, char **argv)

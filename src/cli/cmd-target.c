@@ -267,6 +267,7 @@ static int target_run(const FormatArgs *a, const char *what)
         bv_target_run_drive(conf, t, dev, NULL, a->run_dir, &bp, &run);
         run_progress_done(&rp);
         ec = report_run(&run, conf, a->state_dir);
+        request_copies(&run, conf);
         bv_target_run_done(&run);
         return ec;
 }

@@ -40,12 +40,12 @@ static void diff_print(DiffCtx *c, char what, const char *path)
 }
 
 /* Everything below a directory only one side has, as added or removed. */
-static void diff_subtree(DiffCtx *c, FilesPath *fp, uint32_t ino, const char *path, char what)
+static void diff_subtree(DiffCtx *c, FilesPath *fp, uint64_t ino, const char *path, char what)
 {
-        BvExtStat st;
-        BvExtEntry *ents;
+        BvFsStat st;
+        BvFsEntry *ents;
         size_t n;
-        int r = bv_ext_stat(fp->fs, ino, &st);
+        int r = bv_fs_stat(fp->fs, ino, &st);
 
         diff_print(c, what, path);
         if (r < 0 || !S_ISDIR(st.mode)) {
@@ -53,7 +53,7 @@ static void diff_subtree(DiffCtx *c, FilesPath *fp, uint32_t ino, const char *pa
                         diff_fail(c, files_error(fp->fs, r, "read", fp->prefix, path));
                 return;
         }
-        r = bv_ext_readdir(fp->fs, ino, &ents, &n);
+        r = bv_fs_readdir(fp->fs, ino, &ents, &n);
         if (r < 0) {
                 diff_fail(c, files_error(fp->fs, r, "list", fp->prefix, path));
                 return;
@@ -63,7 +63,7 @@ static void diff_subtree(DiffCtx *c, FilesPath *fp, uint32_t ino, const char *pa
                 if (sub)
                         diff_subtree(c, fp, ents[i].ino, sub, what);
         }
-        bv_ext_entries_free(ents, n);
+        bv_fs_entries_free(ents, n);
 }
 
 static int hash_sink(const void *buf, size_t len, uint64_t offset _unused_, void *userdata)
@@ -79,26 +79,26 @@ static int hash_sink(const void *buf, size_t len, uint64_t offset _unused_, void
 }
 
 /* SHA-256 of a file's content into md; an exit code. */
-static int content_hash(FilesPath *fp, uint32_t ino, const char *path, uint8_t md[EVP_MAX_MD_SIZE])
+static int content_hash(FilesPath *fp, uint64_t ino, const char *path, uint8_t md[EVP_MAX_MD_SIZE])
 {
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         int r = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ? 0 : -ENOMEM;
 
         if (r >= 0)
-                r = bv_ext_read(fp->fs, ino, hash_sink, ctx);
+                r = bv_fs_read(fp->fs, ino, hash_sink, ctx);
         if (r >= 0 && !EVP_DigestFinal_ex(ctx, md, NULL))
                 r = -ENOMEM;
         EVP_MD_CTX_free(ctx);
         return r < 0 ? files_error(fp->fs, r, "read", fp->prefix, path) : EXIT_OK;
 }
 
-static bool same_times(const BvExtStat *x, const BvExtStat *y)
+static bool same_times(const BvFsStat *x, const BvFsStat *y)
 {
         return x->mtime == y->mtime && x->mtime_ns == y->mtime_ns;
 }
 
 /* M, m or 0 for two regular files. */
-static char diff_regular(DiffCtx *c, const BvExtStat *x, const BvExtStat *y, const char *path)
+static char diff_regular(DiffCtx *c, const BvFsStat *x, const BvFsStat *y, const char *path)
 {
         bool meta = x->mode != y->mode || x->uid != y->uid || x->gid != y->gid || !same_times(x, y);
         uint8_t ha[EVP_MAX_MD_SIZE], hb[EVP_MAX_MD_SIZE];
@@ -118,19 +118,19 @@ static char diff_regular(DiffCtx *c, const BvExtStat *x, const BvExtStat *y, con
         return memcmp(ha, hb, 32) != 0 ? 'M' : meta ? 'm' : 0;
 }
 
-static void diff_dir(DiffCtx *c, uint32_t ia, uint32_t ib, const char *path);
+static void diff_dir(DiffCtx *c, uint64_t ia, uint64_t ib, const char *path);
 
-static void diff_entry(DiffCtx *c, uint32_t ia, uint32_t ib, const char *path)
+static void diff_entry(DiffCtx *c, uint64_t ia, uint64_t ib, const char *path)
 {
-        BvExtStat x, y;
-        int r = bv_ext_stat(c->a.fs, ia, &x);
+        BvFsStat x, y;
+        int r = bv_fs_stat(c->a.fs, ia, &x);
         char what = 0;
 
         if (r < 0) {
                 diff_fail(c, files_error(c->a.fs, r, "read", c->a.prefix, path));
                 return;
         }
-        r = bv_ext_stat(c->b.fs, ib, &y);
+        r = bv_fs_stat(c->b.fs, ib, &y);
         if (r < 0) {
                 diff_fail(c, files_error(c->b.fs, r, "read", c->b.prefix, path));
                 return;
@@ -141,9 +141,9 @@ static void diff_entry(DiffCtx *c, uint32_t ia, uint32_t ib, const char *path)
                 what = diff_regular(c, &x, &y, path);
         else if (S_ISLNK(x.mode)) {
                 _cleanup_free_ char *ta = NULL, *tb = NULL;
-                r = bv_ext_readlink(c->a.fs, ia, &ta);
+                r = bv_fs_readlink(c->a.fs, ia, &ta);
                 if (r >= 0)
-                        r = bv_ext_readlink(c->b.fs, ib, &tb);
+                        r = bv_fs_readlink(c->b.fs, ib, &tb);
                 if (r < 0)
                         diff_fail(c, files_error(c->b.fs, r, "read the link", c->b.prefix, path));
                 else if (strcmp(ta, tb) != 0)
@@ -156,19 +156,19 @@ static void diff_entry(DiffCtx *c, uint32_t ia, uint32_t ib, const char *path)
                 diff_dir(c, ia, ib, path);
 }
 
-static void diff_dir(DiffCtx *c, uint32_t ia, uint32_t ib, const char *path)
+static void diff_dir(DiffCtx *c, uint64_t ia, uint64_t ib, const char *path)
 {
-        BvExtEntry *ea = NULL, *eb = NULL;
+        BvFsEntry *ea = NULL, *eb = NULL;
         size_t na = 0, nb = 0, i = 0, j = 0;
-        int r = bv_ext_readdir(c->a.fs, ia, &ea, &na);
+        int r = bv_fs_readdir(c->a.fs, ia, &ea, &na);
 
         if (r < 0) {
                 diff_fail(c, files_error(c->a.fs, r, "list", c->a.prefix, path));
                 return;
         }
-        r = bv_ext_readdir(c->b.fs, ib, &eb, &nb);
+        r = bv_fs_readdir(c->b.fs, ib, &eb, &nb);
         if (r < 0) {
-                bv_ext_entries_free(ea, na);
+                bv_fs_entries_free(ea, na);
                 diff_fail(c, files_error(c->b.fs, r, "list", c->b.prefix, path));
                 return;
         }
@@ -186,22 +186,22 @@ static void diff_dir(DiffCtx *c, uint32_t ia, uint32_t ib, const char *path)
                 else
                         diff_entry(c, ea[i++].ino, eb[j++].ino, sub);
         }
-        bv_ext_entries_free(ea, na);
-        bv_ext_entries_free(eb, nb);
+        bv_fs_entries_free(ea, na);
+        bv_fs_entries_free(eb, nb);
 }
 
 /* Compares arg in both snapshots. */
 static int diff_arg(DiffCtx *c, FilesDisk *a, FilesDisk *b, const char *arg)
 {
-        uint32_t ia, ib;
+        uint64_t ia, ib;
         int ra, rb, r = files_resolve(a, arg, &c->a);
 
         if (r == EXIT_OK)
                 r = files_resolve(b, arg, &c->b);
         if (r != EXIT_OK)
                 return r;
-        ra = bv_ext_lookup(c->a.fs, c->a.path, false, &ia);
-        rb = bv_ext_lookup(c->b.fs, c->b.path, false, &ib);
+        ra = bv_fs_lookup(c->a.fs, c->a.path, false, &ia);
+        rb = bv_fs_lookup(c->b.fs, c->b.path, false, &ib);
         if (ra < 0 && ra != -ENOENT)
                 return files_error(c->a.fs, ra, "read", c->a.prefix, c->a.path);
         if (rb < 0 && rb != -ENOENT)
@@ -226,10 +226,10 @@ int files_diff(BvRepo *repo, FilesDisk *d, const char *spec2, const char *path, 
         if (r == EXIT_OK && path)
                 r = diff_arg(&c, d, &d2, path);
         else if (r == EXIT_OK) {
-                /* every ext filesystem: the disk's only one, or each partition by number */
+                /* every filesystem files reads: the disk's only one, or each partition by number */
                 for (size_t i = 0; i < d->n_parts && r == EXIT_OK; i++) {
                         char arg[32];
-                        if (d->n_parts > 1 && !bv_files_is_ext(d->parts[i].fstype))
+                        if (d->n_parts > 1 && !files_backend(d->parts[i].fstype))
                                 continue;
                         snprintf(arg, sizeof(arg), d->n_parts > 1 ? "p%u:/" : "/", d->parts[i].number);
                         r = diff_arg(&c, d, &d2, arg);

@@ -37,7 +37,7 @@ static int write_sink(const void *buf, size_t len, uint64_t offset, void *userda
 }
 
 /* Sets what the snapshot says of the inode on what dirfd/name (fd if >= 0) now holds. */
-static int set_attrs(GetCtx *c, int dirfd, const char *name, int fd, const BvExtStat *st)
+static int set_attrs(GetCtx *c, int dirfd, const char *name, int fd, const BvFsStat *st)
 {
         struct timespec ts[2] = { { .tv_sec = st->atime, .tv_nsec = st->atime_ns },
                                   { .tv_sec = st->mtime, .tv_nsec = st->mtime_ns } };
@@ -66,6 +66,16 @@ static int create_entry(GetCtx *c, int dirfd, const char *name, int (*make)(int,
         return r;
 }
 
+/* An entry create_entry could not make: one that exists is refused without --force (said). */
+static int create_error(int r, const char *dest)
+{
+        if (r == -EEXIST) {
+                log_error("cannot create '%s': %s (--force replaces it)", dest, strerror(-r));
+                return exit_code_for(r);
+        }
+        return log_error_errno(r, "cannot create '%s'", dest);
+}
+
 static int make_file(int dirfd, const char *name, void *arg)
 {
         int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -86,14 +96,14 @@ static int make_fifo(int dirfd, const char *name, void *arg _unused_)
         return mkfifoat(dirfd, name, 0600) < 0 ? -errno : 0;
 }
 
-static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, const BvExtStat *st, const char *path)
+static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, const BvFsStat *st, const char *path)
 {
         _cleanup_close_ int fd = -EBADF;
         int r = create_entry(c, dirfd, name, make_file, &fd);
 
         if (r < 0)
-                return log_error_errno(r, "cannot create '%s'", dest);
-        r = bv_ext_read(c->fp->fs, st->ino, write_sink, &fd);
+                return create_error(r, dest);
+        r = bv_fs_read(c->fp->fs, st->ino, write_sink, &fd);
         if (r >= 0 && ftruncate(fd, (off_t)st->size) < 0)
                 r = -errno;
         if (r < 0) {
@@ -110,12 +120,12 @@ static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, co
         return EXIT_OK;
 }
 
-static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, uint32_t ino, const char *path);
+static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, uint64_t ino, const char *path);
 
-static int get_dir(GetCtx *c, int dirfd, const char *name, const char *dest, const BvExtStat *st, const char *path)
+static int get_dir(GetCtx *c, int dirfd, const char *name, const char *dest, const BvFsStat *st, const char *path)
 {
         _cleanup_close_ int fd = -EBADF;
-        BvExtEntry *ents;
+        BvFsEntry *ents;
         size_t n;
         int r;
 
@@ -124,7 +134,7 @@ static int get_dir(GetCtx *c, int dirfd, const char *name, const char *dest, con
         fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(-errno, "cannot open the directory '%s'", dest);
-        r = bv_ext_readdir(c->fp->fs, st->ino, &ents, &n);
+        r = bv_fs_readdir(c->fp->fs, st->ino, &ents, &n);
         if (r < 0)
                 return files_error(c->fp->fs, r, "list", c->fp->prefix, path);
         for (size_t i = 0; i < n; i++) {
@@ -139,18 +149,18 @@ static int get_dir(GetCtx *c, int dirfd, const char *name, const char *dest, con
                 if (r != EXIT_OK)
                         get_fail(c, r);
         }
-        bv_ext_entries_free(ents, n);
+        bv_fs_entries_free(ents, n);
         r = set_attrs(c, dirfd, name, fd, st); /* after its entries: they changed its times */
         if (r < 0)
                 return log_error_errno(r, "cannot set the mode and times of '%s'", dest);
         return EXIT_OK;
 }
 
-static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, uint32_t ino, const char *path)
+static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, uint64_t ino, const char *path)
 {
-        BvExtStat st;
+        BvFsStat st;
         _cleanup_free_ char *target = NULL;
-        int r = bv_ext_stat(c->fp->fs, ino, &st);
+        int r = bv_fs_stat(c->fp->fs, ino, &st);
 
         if (r < 0)
                 return files_error(c->fp->fs, r, "read", c->fp->prefix, path);
@@ -159,7 +169,7 @@ static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, u
         if (S_ISDIR(st.mode))
                 return get_dir(c, dirfd, name, dest, &st, path);
         if (S_ISLNK(st.mode)) {
-                r = bv_ext_readlink(c->fp->fs, ino, &target);
+                r = bv_fs_readlink(c->fp->fs, ino, &target);
                 if (r < 0)
                         return files_error(c->fp->fs, r, "read the link", c->fp->prefix, path);
                 r = create_entry(c, dirfd, name, make_link, target);
@@ -171,7 +181,7 @@ static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, u
                 return EXIT_OK;
         }
         if (r < 0)
-                return log_error_errno(r, "cannot create '%s'", dest);
+                return create_error(r, dest);
         r = set_attrs(c, dirfd, name, -EBADF, &st);
         if (r < 0)
                 return log_error_errno(r, "cannot set the owner and times of '%s'", dest);
@@ -183,13 +193,13 @@ static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, u
 static int get_arg(GetCtx *c, FilesDisk *d, const char *arg, const char *dest, bool into)
 {
         FilesPath fp;
-        uint32_t ino;
+        uint64_t ino;
         int r = files_resolve(d, arg, &fp);
 
         if (r != EXIT_OK)
                 return r;
         c->fp = &fp;
-        r = bv_ext_lookup(fp.fs, fp.path, false, &ino);
+        r = bv_fs_lookup(fp.fs, fp.path, false, &ino);
         if (r < 0)
                 return files_error(fp.fs, r, "copy", fp.prefix, fp.path);
         _cleanup_free_ char *copy = strdup(dest), *parent = NULL, *target = NULL;
@@ -213,8 +223,8 @@ static int get_arg(GetCtx *c, FilesDisk *d, const char *arg, const char *dest, b
         if (!where)
                 return log_error_errno(-ENOMEM, "cannot copy '%s'", arg);
         if (strcmp(target, ".") == 0) { /* the root into DEST: its entries */
-                BvExtStat rst;
-                r = bv_ext_stat(fp.fs, ino, &rst);
+                BvFsStat rst;
+                r = bv_fs_stat(fp.fs, ino, &rst);
                 return r < 0 ? files_error(fp.fs, r, "copy", fp.prefix, fp.path) : get_dir(c, dirfd, ".", where, &rst, fp.path);
         }
         return get_entry(c, dirfd, target, where, ino, fp.path);

@@ -4,13 +4,13 @@
 /*
  * blkvault files: a snapshot's filesystems read in-process (cmd-files.c; get in files-get.c,
  * diff in files-diff.c). A FilesDisk is one snapshot opened for reading: its image, its
- * partitions, and each ext filesystem opened on first use.
+ * partitions, and each filesystem opened on first use by the reader files-table.c names for it.
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ext-files.h"
+#include "files-fs.h"
 #include "files-parts.h"
 #include "image.h"
 #include "repo.h"
@@ -22,18 +22,29 @@ typedef struct FilesDisk {
         BvFilesPart *parts;
         size_t n_parts;
         const char *table;
-        BvExt **ext; /* per partition, opened on first use */
+        BvFs **fs; /* per partition, opened on first use */
 } FilesDisk;
 
 /* A path of a snapshot resolved: its filesystem, the path inside it, and the name to show
  * ("p1:/etc/hosts" or "/etc/hosts" as given). */
 typedef struct FilesPath {
         FilesDisk *disk;
-        BvExt *fs;
+        BvFs *fs;
         size_t part;
         const char *path;
         const char *prefix; /* "p1:" or "" */
 } FilesPath;
+
+/* A reader of a filesystem type (files-table.c). */
+typedef struct FilesBackend {
+        const char *fstype;
+        const BvFsOps *ops;
+} FilesBackend;
+
+/* The reader of fstype, or NULL. */
+const FilesBackend *files_backend(const char *fstype);
+/* "ext2, ext3, ext4 and ntfs": what files reads. */
+const char *files_backend_names(void);
 
 /* Opens snapshot spec of repo and its partition table; reports; returns an exit code. */
 int files_disk_open(BvRepo *repo, const char *spec, FilesDisk *d);
@@ -43,7 +54,7 @@ void files_disk_close(FilesDisk *d);
 int files_resolve(FilesDisk *d, const char *arg, FilesPath *ret);
 /* The error r met reading name in fs (what: "read", "list"...) said once, with the snapshot
  * offset of damaged data; returns the exit code. */
-int files_error(BvExt *fs, int r, const char *what, const char *prefix, const char *path);
+int files_error(BvFs *fs, int r, const char *what, const char *prefix, const char *path);
 /* "prefix + path" escaped for a terminal (malloc'd; NULL if out of memory). */
 char *files_display(const char *prefix, const char *path);
 /* "/a/b" + "c" = "/a/b/c" (malloc'd). */

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "snapshot-json.h"
+#include "snapshot-used.h"
 #include "timeutil.h"
 
 struct json_object *json_snapshot(const BvSnapshot *s)
@@ -26,7 +27,9 @@ struct json_object *json_snapshot(const BvSnapshot *s)
                               { "chunker", bv_chunker_params_json(&s->chunker) },
                               { "stats", bv_snapshot_stats_json(&s->stats) },
                               { s->n_unreadable ? "unreadable" : NULL,
-                                s->n_unreadable ? bv_snapshot_unreadable_json(s) : NULL });
+                                s->n_unreadable ? bv_snapshot_unreadable_json(s) : NULL },
+                              { s->used_only.on ? "used_only" : NULL,
+                                s->used_only.on ? bv_snapshot_used_only_json(&s->used_only) : NULL });
 }
 
 int json_add_aliases(struct json_object *o, const char *const *pairs, size_t n)

@@ -32,6 +32,7 @@ static const struct {
         { "umount", cmd_umount, "undo 'blkvault mount'" },
         { "target", cmd_target, "register a backup drive (target format), list them (target list)" },
         { "job", cmd_job, "run a configured job on every attached target it names (job run)" },
+        { "remote", cmd_remote, "copy the attached drives off-site to a configured remote (remote copy)" },
         { "config", cmd_config, "check the appliance's configuration (config check)" },
         { "status", cmd_status, "last runs, good backups, next runs and age alarms of targets and jobs" },
 };

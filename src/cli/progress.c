@@ -108,11 +108,20 @@ static void run_progress_waiting(const char *target, const char *holder, int pid
                 log_info("target %s: waiting for another run of a drive to finish", target);
 }
 
+/* A remote's copy holds the drives: the run stops it rather than wait on the network. */
+static void run_progress_stopping_copy(const char *target, const char *holder, const char *remote, int pid,
+                                       void *userdata)
+{
+        log_info("target %s: stopping the copy of target %s to %s (pid %d): a backup does not wait on the network; "
+                 "the copy continues after this run", target, holder, remote, pid);
+}
+
 void run_progress_init(RunProgress *rp, BvRunProgress *ret)
 {
         *rp = (RunProgress){};
         progress_init(&rp->p, "", false);
-        *ret = (BvRunProgress){ .fn = run_progress_update, .waiting = run_progress_waiting, .userdata = rp };
+        *ret = (BvRunProgress){ .fn = run_progress_update, .waiting = run_progress_waiting,
+                                .stopping_copy = run_progress_stopping_copy, .userdata = rp };
 }
 
 void run_progress_done(RunProgress *rp)

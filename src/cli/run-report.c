@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "drive.h"
 #include "hooks.h"
 #include "notify.h"
 #include "run.h"
@@ -283,4 +284,51 @@ int report_run(const BvTargetRun *run, const BvConfig *conf, const char *state_d
         if (run->result < 0)
                 return exit_code_for(run->result);
         return ok ? EXIT_OK : EXIT_ERROR;
+}
+
+/* Does the run hold new snapshots for remote rm: a job that succeeded and copies to it, or any
+ * job that succeeded on a target that copies everything to it? */
+static bool run_feeds(const BvTargetRun *run, const BvConfRemote *rm)
+{
+        for (size_t i = 0; i < run->n_jobs; i++)
+                if (run->jobs[i].result >= 0 && (bv_conf_target_copies_all(run->target, rm->name) ||
+                                                  bv_conf_job_copies_to(run->jobs[i].job, rm->name)))
+                        return true;
+        return false;
+}
+
+void request_copies(const BvTargetRun *run, const BvConfig *conf)
+{
+        /* a run that failed before its jobs wrote nothing new; the timer still copies what is there */
+        for (size_t i = 0; run->result >= 0 && i < conf->n_remotes; i++) {
+                const BvConfRemote *rm = &conf->remotes[i];
+                _cleanup_free_ char *unit = NULL;
+                char out[512] = "";
+                if (!run_feeds(run, rm))
+                        continue;
+                if (rm->mistake) {
+                        log_warning("target %s: not copied to %s: its section has a mistake (%s)", run->target->name,
+                                    rm->name, rm->mistake);
+                        continue;
+                }
+                if (asprintf(&unit, "blkvault-copy@%s.service", rm->name) < 0)
+                        return;
+                char *argv[] = { (char *)"systemctl", (char *)"start", (char *)"--no-block", unit, NULL };
+                fflush(stdout);
+                int r = bv_target_run(argv, out, sizeof(out));
+                if (r != 0) {
+                        char why[300];
+                        out[strcspn(out, "\n")] = '\0';
+                        if (r < 0)
+                                snprintf(why, sizeof(why), "%s", strerror(-r));
+                        else
+                                snprintf(why, sizeof(why), "systemctl: exit status %d%s%s", r, *out ? ": " : "", out);
+                        log_warning("target %s: cannot start %s (%s): blkvault-copy@%s.timer copies later",
+                                    run->target->name, unit, why, rm->name);
+                        continue;
+                }
+                printf("target %s: its new snapshots go off-site to %s next (%s): it reads the drive, mounted "
+                       "read-only; unplugging stops it, and it continues at the next plug-in\n",
+                       run->target->name, rm->name, unit);
+        }
 }

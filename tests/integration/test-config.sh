@@ -144,7 +144,7 @@ $f:15: [job vm2]: invalid schedule 'every full moon' (Failed to parse calendar s
 $f:16: invalid value '-3' for keep-daily (expected a whole number from 0 to 1000000, or -1 for every one)
 $f:17: invalid duration '7x' for max-age (expected a number and a unit: s, min, h, d or w, as in 7d)
 $f:18: 'pre' has no value
-$f:19: unknown section [thing x] (expected [global], [target NAME], [job NAME] or [export NAME])
+$f:19: unknown section [thing x] (expected [global], [target NAME], [job NAME], [export NAME] or [remote NAME])
 $f:21: [job vm1] is defined twice (first at $d/blkvault.conf:16)
 $f:23: [export e] has no repository
 $f:24: invalid size '12Q' for cache (expected digits and an optional K, M, G or T)

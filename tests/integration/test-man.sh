@@ -77,7 +77,7 @@ keys=$(sed -n '/_keys\[\] = {/,/};/p' "$SOURCE_ROOT/src/lib/target/conf-sections
 for key in $keys; do
     grep -q -- "${key//-/\\\\-}" "$conf" || die "blkvault.conf(5) does not describe the key $key"
 done
-for section in '\[global\]' '\[target NAME\]' '\[job NAME\]' '\[export NAME\]'; do
+for section in '\[global\]' '\[target NAME\]' '\[job NAME\]' '\[export NAME\]' '\[remote NAME\]'; do
     grep -q "^\.SH $section$" "$conf" || die "blkvault.conf(5) has no section $section"
 done
 json=$SOURCE_ROOT/docs/man/blkvault-json.7

@@ -30,6 +30,27 @@ grep -qx "ListenStream=/run/blkvault/nbd/%i.sock" "$socket" || die "socket does 
 grep -qx "ExecStart=.*/blkvault serve --export=%i" "$service" || die "the service does not serve the configured export %i"
 ! grep -q "EnvironmentFile" "$service" || die "the service still reads an EnvironmentFile"
 
+# the off-site copy: its service and timer verify cleanly; the service runs `blkvault remote copy
+# %i` with the network (the drive's units have none), after network-online.target, and the
+# timer is hourly and persistent
+cservice=$units/blkvault-copy@.service
+ctimer=$SOURCE_ROOT/systemd/blkvault-copy@.timer
+[ -f "$cservice" ] || die "blkvault-copy@.service not built in $units"
+sed "s|^ExecStart=[^ ]*/blkvault |ExecStart=$BLKVAULT |" "$cservice" > "$T/units/blkvault-copy@.service"
+cp "$ctimer" "$T/units/"
+rc=0
+(cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-copy@offsite.timer" \
+    "$T/units/blkvault-copy@offsite.service") >"$T/verify.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify of the copy units complained"; }
+grep -qx "ExecStart=.*/blkvault remote copy %i" "$cservice" || die "the copy service does not run 'blkvault remote copy %i'"
+for key in Type=oneshot After=network-online.target\ local-fs.target Wants=network-online.target ProtectSystem=strict \
+           NoNewPrivileges=yes CacheDirectory=blkvault; do
+    grep -qx "$key" "$cservice" || die "copy service lacks $key"
+done
+! grep -q "^PrivateNetwork=yes" "$cservice" || die "the copy service has no network"
+grep -qx "OnCalendar=hourly" "$ctimer" && grep -qx "Persistent=yes" "$ctimer" || die "copy timer"
+grep -qx "PrivateNetwork=yes" "$units/blkvault-target@.service" || die "the drive's run has the network: a backup would wait on it"
+
 # scheduled verification: the timer and its service verify cleanly, and the service's command
 # line, with a configuration, reads a sample of the packs and records it in the repository
 vservice=$units/blkvault-verify@.service

@@ -33,11 +33,7 @@ sock=$T/run/g.sock
 "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" fs --socket="$sock" --uri-for=libguestfs >"$T/g.out" 2>"$T/g.log" &
 pid=$!
 on_exit "kill $pid; wait $pid"
-for _ in $(seq 1 600); do
-    [ -s "$T/g.out" ] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$T/g.log" >&2; die "serve --uri-for=libguestfs exited"; }
-    sleep 0.1
-done
+wait_nonempty "$T/g.out" "$pid" "$T/g.log" "serve --uri-for=libguestfs printed no URI" 60
 uri=$(head -1 "$T/g.out")
 assert_eq "$uri" "nbd://?socket=$sock" "the URI for libguestfs"
 grep -Fxq "for qemu and the libnbd tools (nbdinfo, nbdcopy, nbdfuse): nbd+unix:///?socket=$sock" "$T/g.log" ||

@@ -75,7 +75,7 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
 print(s.getsockname()[1], flush=True); time.sleep(600)' >"$T/holder.port" &
 holder=$!
 on_exit "kill $holder"
-for w in $(seq 100); do [ -s "$T/holder.port" ] && break; sleep 0.1; done
+wait_nonempty "$T/holder.port" "$holder" "" "the port holder did not start"
 busy=$(cat "$T/holder.port")
 rc=0
 BLKVAULT_PASSPHRASE=$pass timeout 60 "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk --listen=127.0.0.1:"$busy" --insecure \

@@ -78,10 +78,17 @@ schedule = Mon..Fri *-*-* 02:30:00
 source = /srv/img
 [export disk]
 repository = /srv/repo
+[remote offsite]
+location = s3://bv-offsite/site
 EOF
 mkdir -p "$T/gen" "$T/gen-bad"
 BLKVAULT_CONFIG=$T/gen.conf "$T/blkvault-generator" "$T/gen" "$T/gen-early" "$T/gen-late"
-assert_eq "$(cd "$T/gen" && find . | sort | tr '\n' ' ')" ". ./blkvault-job@vm1.timer ./sockets.target.wants ./sockets.target.wants/blkvault-nbd@disk.socket ./timers.target.wants ./timers.target.wants/blkvault-job@vm1.timer " "generated files"
+assert_eq "$(cd "$T/gen" && find . | sort | tr '\n' ' ')" ". ./blkvault-job@vm1.timer ./sockets.target.wants ./sockets.target.wants/blkvault-nbd@disk.socket ./timers.target.wants ./timers.target.wants/blkvault-copy@offsite.timer ./timers.target.wants/blkvault-job@vm1.timer " "generated files"
+# a remote's copy: its retry timer (the installed template) wanted by timers.target
+case $(readlink "$T/gen/timers.target.wants/blkvault-copy@offsite.timer") in
+/*/blkvault-copy@.timer) ;;
+*) die "the remote's timer links to '$(readlink "$T/gen/timers.target.wants/blkvault-copy@offsite.timer")', not the template" ;;
+esac
 case $(readlink "$T/gen/sockets.target.wants/blkvault-nbd@disk.socket") in
 /*/blkvault-nbd@.socket) ;;
 *) die "the export's socket links to '$(readlink "$T/gen/sockets.target.wants/blkvault-nbd@disk.socket")', not the template" ;;
@@ -92,8 +99,9 @@ cp "$T/gen/blkvault-job@vm1.timer" "$T/units/"
 rc=0
 (cd "$T/units" && systemd-analyze verify --man=no "$T/units/blkvault-job@vm1.timer") >"$T/verify.out" 2>&1 || rc=$?
 [ "$rc" = 0 ] && [ ! -s "$T/verify.out" ] || { cat "$T/verify.out" >&2; die "systemd-analyze verify of the generated timer complained"; }
-printf '[job x]\nschedule = daily\n[export y]\nsnapshot = latest\n' > "$T/gen-bad.conf"
+printf '[job x]\nschedule = daily\n[export y]\nsnapshot = latest\n[remote z]\nregion = x\n' > "$T/gen-bad.conf"
 BLKVAULT_CONFIG=$T/gen-bad.conf "$T/blkvault-generator" "$T/gen-bad" "$T/e" "$T/l" 2>"$T/gen.err"
 assert_eq "$(cat "$T/gen.err")" "blkvault-generator: $T/gen-bad.conf:1: [job x] has no source (set source = PATH or command = COMMAND)
-blkvault-generator: $T/gen-bad.conf:3: [export y] has no repository"
+blkvault-generator: $T/gen-bad.conf:3: [export y] has no repository
+blkvault-generator: $T/gen-bad.conf:5: [remote z] has no location (s3://BUCKET[/PREFIX] or a directory)"
 assert_eq "$(ls -A "$T/gen-bad")" "" "units made from sections with mistakes"

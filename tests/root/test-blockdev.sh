@@ -91,6 +91,6 @@ parts = probe["partitions"]
 assert [p.get("fstype") for p in parts] == ["ext4", "xfs", "btrfs"], parts
 assert [p.get("label") for p in parts] == ["p-ext4", "p-xfs", "p-btrfs"], parts
 '
-bv list "$repo" | grep "gpt: ext4'p-ext4' xfs'p-xfs' btrfs'p-btrfs'" >/dev/null || { bv list "$repo"; die "list does not show the partitions"; }
+bv list "$repo" | grep "  gpt: ext4 'p-ext4', xfs 'p-xfs', btrfs 'p-btrfs'$" >/dev/null || { bv list "$repo"; die "list does not show the partitions"; }
 bv verify "$repo" --read-data >/dev/null
 echo ok

@@ -7,6 +7,7 @@
 # names what was added, removed and changed; and a damaged chunk under one big file fails that
 # file, with its path, while the others stay readable (exit 4).
 . "$SOURCE_ROOT/tests/lib.sh"
+. "$SOURCE_ROOT/tests/root/files-lib.sh"
 need_root
 need_cmd losetup mkfs.ext4 sfdisk setpriv mount umount python3 mkfifo
 [ -e /dev/loop-control ] || skip "no loop devices"
@@ -14,7 +15,6 @@ export TZ=UTC
 chmod 755 "$T"
 mnt=$T/mnt
 mkdir "$mnt"
-as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 
 # --- the disk: p1 ext4 'root' with a tree, p2 ext4 'data' -----------------------------------
 img=$T/disk.img
@@ -97,18 +97,6 @@ on_exit "umount '$mnt'"
 files "$snap1" ls >"$T/parts"
 grep -Eq '^p1 +ext4 .* root$' "$T/parts" || { cat "$T/parts"; die "ls lists no p1 ext4 'root'"; }
 grep -Eq '^p2 +ext4 .* data$' "$T/parts" || { cat "$T/parts"; die "ls lists no p2 ext4 'data'"; }
-expected_ls() { # the mounted directory $1 as files ls prints it
-    python3 - "$1" <<'PY'
-import os, stat, sys, time
-d = sys.argv[1]
-for name in sorted(os.listdir(d), key=os.fsencode):
-    p = os.path.join(d, name)
-    st = os.lstat(p)
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(st.st_mtime))
-    link = " -> " + os.readlink(p) if stat.S_ISLNK(st.st_mode) else ""
-    print("%s %5u %5u %12u %s %s%s" % (stat.filemode(st.st_mode), st.st_uid, st.st_gid, st.st_size, when, name, link))
-PY
-}
 checked=0
 while read -r dir; do
     expected_ls "$mnt$dir" >"$T/want"
@@ -139,30 +127,6 @@ files "$snap1" find p1:/ --name='*.txt' | LC_ALL=C sort >"$T/got"
 diff "$T/want" "$T/got" >&2 || die "files find --name differs from find -name"
 
 # --- get: the whole tree as nobody (modes, times, links; owners are nobody's), then as root --
-compare_tree() { # compare_tree SRC DST OWNERS: content, type, mode, mtime (and owner) of every entry
-    python3 - "$@" <<'PY'
-import os, stat, sys, filecmp
-src, dst, owners = sys.argv[1], sys.argv[2], sys.argv[3] == "yes"
-bad = 0
-for root, dirs, files in os.walk(src):
-    for name in dirs + files:
-        a = os.path.join(root, name)
-        b = os.path.join(dst, os.path.relpath(a, src))
-        if name == "lost+found":
-            continue
-        sa, sb = os.lstat(a), os.lstat(b)
-        why = []
-        if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode): why.append("type")
-        if not stat.S_ISLNK(sa.st_mode) and sa.st_mode != sb.st_mode: why.append("mode %o %o" % (sa.st_mode, sb.st_mode))
-        if sa.st_mtime_ns != sb.st_mtime_ns: why.append("mtime %d %d" % (sa.st_mtime_ns, sb.st_mtime_ns))
-        if owners and (sa.st_uid, sa.st_gid) != (sb.st_uid, sb.st_gid): why.append("owner")
-        if stat.S_ISLNK(sa.st_mode) and os.readlink(a) != os.readlink(b): why.append("target")
-        if stat.S_ISREG(sa.st_mode) and not filecmp.cmp(a, b, shallow=False): why.append("content")
-        if why:
-            print("%s: %s" % (b, ", ".join(why))); bad += 1
-sys.exit(1 if bad else 0)
-PY
-}
 files "$snap1" get p1:/ "$T/out/all" 2>"$T/get.err" || { cat "$T/get.err" >&2; die "files get p1:/ failed"; }
 compare_tree "$mnt" "$T/out/all" no || die "files get (as nobody) differs from the mounted tree"
 [ "$(stat -c %U "$T/out/all/home/user/small.bin")" = nobody ] || die "nobody's copy is not nobody's"
@@ -173,7 +137,7 @@ grep -q "fifo" "$T/get.err" && die "a fifo was refused"
 files "$snap1" get p1:/etc/hosts p1:/home/user/abs-link "$T/out" 2>/dev/null
 cmp "$T/out/hosts" "$mnt/etc/hosts" || die "get of two paths into a directory"
 assert_eq "$(readlink "$T/out/abs-link")" /etc/hosts "get of a symbolic link"
-expect_fail 1 "^error: cannot create '$T/out/hosts': File exists$" files "$snap1" get p1:/etc/hosts "$T/out"
+expect_fail 1 "^error: cannot create '$T/out/hosts': File exists (--force replaces it)$" files "$snap1" get p1:/etc/hosts "$T/out"
 files "$snap1" get p1:/etc/hosts "$T/out" --force 2>/dev/null || die "get --force"
 # as root the owners are kept too
 bv files "$repo" "$snap1" get p1:/ "$T/rootcopy" --key-file="$T/root.key" 2>/dev/null || die "get as root failed"

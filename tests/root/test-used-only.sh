@@ -73,7 +73,8 @@ whole_stored=$(json_get "$T/whole.json" 'd["stats"]["bytes_stored"]')
 # --used-only of the same, unchanged image under the same name: read, not the whole snapshot's
 # map taken unread ("unchanged since snapshot ...: not read" kept the free blocks' old data)
 bv backup "$repo" "$T/disk.img" --name=whole --used-only >"$T/again.out" 2>&1 || { cat "$T/again.out"; die "--used-only after a whole backup"; }
-if grep -q "unchanged since snapshot" "$T/again.out"; then cat "$T/again.out"; die "--used-only took the whole snapshot's map"; fi
+if grep -q "not read (--force-read reads it)" "$T/again.out"; then cat "$T/again.out"; die "--used-only took the whole snapshot's map"; fi
+grep -q "unchanged since snapshot .*, but that one was read whole: read it" "$T/again.out" || { cat "$T/again.out"; die "no note on the whole parent"; }
 grep -qxF "p2: 32.0 MiB read whole because no filesystem found" "$T/again.out" || { cat "$T/again.out"; die "--used-only after a whole backup did not map the partitions"; }
 
 # used blocks only (a new name: nothing to dedup against but the whole one's chunks)

@@ -110,14 +110,9 @@ fault_proxy_start() {
     FAULTS=$T/faults
     : >"$FAULTS"
     python3 "$SOURCE_ROOT/tests/s3/fault-proxy.py" "$S3_PORT" "$FAULTS" "$T/proxy.port" 2>"$T/proxy.log" &
-    local pid=$! i
+    local pid=$!
     on_exit "kill $pid"
-    for i in $(seq 1 100); do
-        [ -s "$T/proxy.port" ] && break
-        kill -0 "$pid" 2>/dev/null || { cat "$T/proxy.log" >&2; die "the fault proxy did not start"; }
-        sleep 0.1
-    done
-    [ -s "$T/proxy.port" ] || die "the fault proxy did not start"
+    wait_nonempty "$T/proxy.port" "$pid" "$T/proxy.log" "the fault proxy did not start"
     FAULT_URL=http://127.0.0.1:$(cat "$T/proxy.port")
 }
 

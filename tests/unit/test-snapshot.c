@@ -296,6 +296,71 @@ TEST(json_older_record)
         free(doc);
 }
 
+/* "used_only" (backup --used-only): written only when set, read back as written; inside it absent
+ * members read as zero or none, unknown ones are ignored, mistyped ones are corrupt; a record
+ * without it (every record before it existed) is a whole read. */
+static int from_extra(const char *member)
+{
+        char *doc = doc_with("", NULL), *extra = NULL;
+        ASSERT_TRUE(asprintf(&extra, "{%s,%s", member, doc + 1) > 0);
+        int r = from_string(extra);
+        free(extra);
+        free(doc);
+        return r;
+}
+
+TEST(json_used_only)
+{
+        BvSnapshot *s = make_snapshot(1, "h", 1763750000), *t = NULL;
+        char *json = NULL;
+
+        ASSERT_OK(bv_snapshot_to_json(s, &json));
+        ASSERT_TRUE(strstr(json, "used_only") == NULL);
+        ASSERT_OK(bv_snapshot_from_json(json, strlen(json), &t));
+        ASSERT_TRUE(!t->used_only.on && t->used_only.n_parts == 0);
+        bv_snapshot_free(t);
+        free(json);
+
+        BvSnapshotUsedOnly *u = &s->used_only;
+        u->on = true;
+        u->bytes_free = 300;
+        u->parts = calloc(2, sizeof(BvSnapshotUsedPart));
+        ASSERT_TRUE(u->parts != NULL);
+        u->n_parts = 2;
+        u->parts[0] = (BvSnapshotUsedPart){ .number = 1, .start = 1048576, .size = 4096000, .fstype = strdup("ext4"),
+                                            .label = strdup("root"), .reader = strdup("libext2fs"),
+                                            .bytes_used = 700, .bytes_free = 300, .bytes_unknown = 5 };
+        u->parts[1] = (BvSnapshotUsedPart){ .number = 2, .start = 5144576, .size = 1000, .why = strdup("no filesystem found"),
+                                            .bytes_unknown = 1000 };
+        ASSERT_OK(bv_snapshot_to_json(s, &json));
+        ASSERT_TRUE(strstr(json, "\"used_only\":{\"bytes_free_skipped\":300,\"partitions\":[{\"number\":1,\"name\":\"p1\""));
+        ASSERT_OK(bv_snapshot_from_json(json, strlen(json), &t));
+        ASSERT_TRUE(bv_snapshot_used_only_equal(&s->used_only, &t->used_only));
+        ASSERT_STREQ(t->used_only.parts[0].label, "root");
+        ASSERT_STREQ(t->used_only.parts[1].why, "no filesystem found");
+        ASSERT_TRUE(t->used_only.parts[1].reader == NULL && t->used_only.parts[1].fstype == NULL);
+        /* what may stand for what: a whole read never for a used-only one, nor another map */
+        BvSnapshotUsedOnly whole = {};
+        ASSERT_TRUE(!bv_snapshot_used_only_equal(&whole, &t->used_only));
+        ASSERT_TRUE(!bv_snapshot_used_only_equal(&t->used_only, &whole));
+        ASSERT_TRUE(bv_snapshot_used_only_equal(&whole, &whole));
+        t->used_only.parts[0].bytes_free--;
+        ASSERT_TRUE(!bv_snapshot_used_only_equal(&s->used_only, &t->used_only));
+        bv_snapshot_free(t);
+        free(json);
+        bv_snapshot_free(s);
+
+        ASSERT_OK(from_extra("\"used_only\":{}"));
+        ASSERT_OK(from_extra("\"used_only\":{\"partitions\":[{}],\"later\":[1]}"));
+        ASSERT_OK(from_extra("\"used_only\":{\"partitions\":[{\"number\":1,\"later\":{\"x\":2}}]}"));
+        ASSERT_ERROR(from_extra("\"used_only\":true"), EBADMSG);
+        ASSERT_ERROR(from_extra("\"used_only\":{\"partitions\":{}}"), EBADMSG);
+        ASSERT_ERROR(from_extra("\"used_only\":{\"partitions\":[1]}"), EBADMSG);
+        ASSERT_ERROR(from_extra("\"used_only\":{\"bytes_free_skipped\":-1}"), EBADMSG);
+        ASSERT_ERROR(from_extra("\"used_only\":{\"partitions\":[{\"number\":4294967296}]}"), EBADMSG);
+        ASSERT_ERROR(from_extra("\"used_only\":{\"partitions\":[{\"reader\":7}]}"), EBADMSG);
+}
+
 TEST(save_load)
 {
         Env e;
@@ -701,6 +766,7 @@ int main(void)
         RUN(json_roundtrip);
         RUN(json_errors);
         RUN(json_older_record);
+        RUN(json_used_only);
         RUN(save_load);
         RUN(damaged_files);
         RUN(list_and_resolve);

@@ -87,7 +87,8 @@ static int folder_open(Local *l, const char *folder, bool create)
                         continue;
                 char saved = *p;
                 *p = '\0';
-                if (mkdirat(l->dirfd, path, 0700) >= 0) {
+                int m = bv_mkdirat_shared(l->dirfd, path);
+                if (m >= 0) {
                         char *parent = strrchr(path, '/');
                         _cleanup_close_ int pfd = -EBADF;
                         if (parent) {
@@ -99,8 +100,8 @@ static int folder_open(Local *l, const char *folder, bool create)
                         int r = pfd < 0 ? pfd : bv_fsync_dir(pfd);
                         if (r < 0)
                                 return r;
-                } else if (errno != EEXIST)
-                        return negative_errno();
+                } else if (m != -EEXIST)
+                        return m;
                 *p = saved;
                 if (saved == '\0')
                         break;
@@ -164,7 +165,7 @@ static int local_put(BvBackend *b, BvObjKind kind, const char *name, const void 
         folder_fd = folder_open(LOCAL(b), folder, true);
         if (folder_fd < 0)
                 return folder_fd;
-        return bv_write_file_durable(folder_fd, base, data, len, !!(flags & BV_PUT_REPLACE));
+        return bv_write_file_shared(folder_fd, base, data, len, !!(flags & BV_PUT_REPLACE));
 }
 
 static int local_get(BvBackend *b, BvObjKind kind, const char *name, size_t max, void **ret, size_t *ret_len)
@@ -382,6 +383,10 @@ static int local_writer_open(BvBackend *b, BvObjKind kind, BvObjWriter **ret)
         if (w->folder_fd < 0)
                 return w->folder_fd;
         r = bv_tmpfile_open(w->folder_fd, &w->fd, w->tmpname);
+        if (r >= 0 && (r = bv_share_file(w->folder_fd, w->fd)) < 0) {
+                bv_tmpfile_discard(w->folder_fd, w->tmpname);
+                safe_close(w->fd);
+        }
         if (r < 0) {
                 safe_close(w->folder_fd);
                 return r;
@@ -470,6 +475,8 @@ static int local_lease_take(BvBackend *b, const void *body, size_t len, BvBacken
         if (l->folder_fd < 0)
                 return l->folder_fd;
         r = bv_tmpfile_open_prefix(l->folder_fd, ".tmp-", &fd, tmpname);
+        if (r >= 0)
+                r = bv_share_file(l->folder_fd, fd);
         if (r >= 0 && flock(fd, LOCK_EX) < 0) /* nobody else can see it yet: never blocks */
                 r = negative_errno();
         if (r >= 0)

@@ -27,11 +27,11 @@ typedef struct ExtDisk {
         uint64_t bad_offset;
 } ExtDisk;
 
-struct BvExt {
+typedef struct BvExt {
         ext2_filsys fs;
         ExtDisk disk;
         errcode_t last;
-};
+} BvExt;
 
 /* The disk the next channel opens: ext2fs_open2 passes only a name to the manager's open. */
 static _Thread_local ExtDisk *pending_disk;
@@ -163,7 +163,7 @@ static int ext_err(BvExt *e, errcode_t code)
         }
 }
 
-int bv_ext_open(const BvFilesDev *dev, uint64_t offset, uint64_t size, BvExt **ret)
+static int ext_open(const BvFilesDev *dev, uint64_t offset, uint64_t size, void **ret)
 {
         BvExt *e = calloc(1, sizeof(*e));
         errcode_t code;
@@ -185,8 +185,10 @@ int bv_ext_open(const BvFilesDev *dev, uint64_t offset, uint64_t size, BvExt **r
         return 0;
 }
 
-void bv_ext_close(BvExt *e)
+static void ext_close(void *fs)
 {
+        BvExt *e = fs;
+
         if (!e)
                 return;
         if (e->fs)
@@ -194,23 +196,30 @@ void bv_ext_close(BvExt *e)
         free(e);
 }
 
-bool bv_ext_needs_recovery(const BvExt *e)
+static bool ext_needs_recovery(const void *fs)
 {
+        const BvExt *e = fs;
+
         return ext2fs_has_feature_journal_needs_recovery(e->fs->super);
 }
 
-uint64_t bv_ext_bad_offset(const BvExt *e)
+static uint64_t ext_bad_offset(const void *fs)
 {
+        const BvExt *e = fs;
+
         return e->disk.bad_offset;
 }
 
-const char *bv_ext_error_text(const BvExt *e)
+static const char *ext_error_text(const void *fs)
 {
+        const BvExt *e = fs;
+
         return e->last >= 4096 ? error_message(e->last) : NULL;
 }
 
-int bv_ext_lookup(BvExt *e, const char *path, bool follow, uint32_t *ret_ino)
+static int ext_lookup(void *fs, const char *path, bool follow, uint64_t *ret_ino)
 {
+        BvExt *e = fs;
         ext2_ino_t ino;
         errcode_t code;
 
@@ -236,14 +245,17 @@ static void time_of(uint32_t lo, uint32_t extra, bool has_extra, int64_t *sec, u
         }
 }
 
-static int read_inode(BvExt *e, uint32_t ino, struct ext2_inode_large *ret)
+static int read_inode(BvExt *e, uint64_t ino, struct ext2_inode_large *ret)
 {
         memset(ret, 0, sizeof(*ret));
-        return ext_err(e, ext2fs_read_inode_full(e->fs, ino, (struct ext2_inode *)ret, sizeof(*ret)));
+        if (ino == 0 || ino > UINT32_MAX)
+                return -ENOENT;
+        return ext_err(e, ext2fs_read_inode_full(e->fs, (ext2_ino_t)ino, (struct ext2_inode *)ret, sizeof(*ret)));
 }
 
-int bv_ext_stat(BvExt *e, uint32_t ino, BvExtStat *ret)
+static int ext_stat(void *fs, uint64_t ino, BvFsStat *ret)
 {
+        BvExt *e = fs;
         struct ext2_inode_large in;
         int r = read_inode(e, ino, &in);
         bool extra;
@@ -251,7 +263,7 @@ int bv_ext_stat(BvExt *e, uint32_t ino, BvExtStat *ret)
         if (r < 0)
                 return r;
         extra = EXT2_INODE_SIZE(e->fs->super) > EXT2_GOOD_OLD_INODE_SIZE && in.i_extra_isize >= 16;
-        *ret = (BvExtStat){ .ino = ino, .mode = in.i_mode, .uid = inode_uid(in), .gid = inode_gid(in),
+        *ret = (BvFsStat){ .ino = ino, .mode = in.i_mode, .uid = inode_uid(in), .gid = inode_gid(in),
                             .nlink = in.i_links_count, .size = EXT2_I_SIZE(&in) };
         time_of(in.i_atime, in.i_atime_extra, extra, &ret->atime, &ret->atime_ns);
         time_of(in.i_mtime, in.i_mtime_extra, extra, &ret->mtime, &ret->mtime_ns);
@@ -260,11 +272,11 @@ int bv_ext_stat(BvExt *e, uint32_t ino, BvExtStat *ret)
 }
 
 /* Reads size bytes of ino's content with libext2fs's own file reader (inline data, symlinks). */
-static int read_small(BvExt *e, uint32_t ino, void *buf, unsigned size)
+static int read_small(BvExt *e, uint64_t ino, void *buf, unsigned size)
 {
         ext2_file_t f;
         unsigned got = 0;
-        errcode_t code = ext2fs_file_open(e->fs, ino, 0, &f);
+        errcode_t code = ext2fs_file_open(e->fs, (ext2_ino_t)ino, 0, &f);
 
         if (code)
                 return ext_err(e, code);
@@ -275,8 +287,9 @@ static int read_small(BvExt *e, uint32_t ino, void *buf, unsigned size)
         return got == size ? 0 : -EBADMSG;
 }
 
-int bv_ext_readlink(BvExt *e, uint32_t ino, char **ret)
+static int ext_readlink(void *fs, uint64_t ino, char **ret)
 {
+        BvExt *e = fs;
         struct ext2_inode_large in;
         char *t;
         int r = read_inode(e, ino, &in);
@@ -305,7 +318,7 @@ int bv_ext_readlink(BvExt *e, uint32_t ino, char **ret)
 }
 
 typedef struct DirList {
-        BvExtEntry *v;
+        BvFsEntry *v;
         size_t n, alloc;
         int error;
 } DirList;
@@ -320,7 +333,7 @@ static int dir_cb(struct ext2_dir_entry *de, int offset _unused_, int blocksize 
                 return 0;
         if (l->n == l->alloc) {
                 size_t a = l->alloc ? 2 * l->alloc : 64;
-                BvExtEntry *v = realloc(l->v, a * sizeof(*v));
+                BvFsEntry *v = realloc(l->v, a * sizeof(*v));
                 if (!v) {
                         l->error = -ENOMEM;
                         return DIRENT_ABORT;
@@ -337,30 +350,23 @@ static int dir_cb(struct ext2_dir_entry *de, int offset _unused_, int blocksize 
         return 0;
 }
 
-static int entry_cmp(const void *a, const void *b)
+static int ext_readdir(void *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n)
 {
-        return strcmp(((const BvExtEntry *)a)->name, ((const BvExtEntry *)b)->name);
-}
-
-void bv_ext_entries_free(BvExtEntry *v, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                free(v[i].name);
-        free(v);
-}
-
-int bv_ext_readdir(BvExt *e, uint32_t ino, BvExtEntry **ret, size_t *ret_n)
-{
+        BvExt *e = fs;
         DirList l = {};
-        errcode_t code = ext2fs_dir_iterate(e->fs, ino, 0, NULL, dir_cb, &l);
-        int r = l.error ? l.error : ext_err(e, code);
+        errcode_t code;
+        int r;
+
+        if (ino == 0 || ino > UINT32_MAX)
+                return -ENOENT;
+        code = ext2fs_dir_iterate(e->fs, (ext2_ino_t)ino, 0, NULL, dir_cb, &l);
+        r = l.error ? l.error : ext_err(e, code);
 
         if (r < 0) {
-                bv_ext_entries_free(l.v, l.n);
+                bv_fs_entries_free(l.v, l.n);
                 return r;
         }
-        if (l.n)
-                qsort(l.v, l.n, sizeof(*l.v), entry_cmp);
+        bv_fs_entries_sort(l.v, l.n);
         *ret = l.v;
         *ret_n = l.n;
         return 0;
@@ -370,7 +376,7 @@ int bv_ext_readdir(BvExt *e, uint32_t ino, BvExtEntry **ret, size_t *ret_n)
  * the sink when the next one does not continue it. */
 typedef struct Run {
         BvExt *e;
-        BvExtSink sink;
+        BvFsSink sink;
         void *userdata;
         uint8_t *buf;
         uint64_t size, nblocks; /* of the file */
@@ -433,11 +439,11 @@ static int run_add(Run *run, uint64_t lblk, uint64_t pblk, uint64_t count, bool 
         return 0;
 }
 
-static int read_extents(Run *run, uint32_t ino, struct ext2_inode_large *in)
+static int read_extents(Run *run, uint64_t ino, struct ext2_inode_large *in)
 {
         ext2_extent_handle_t h;
         struct ext2fs_extent ex;
-        errcode_t code = ext2fs_extent_open2(run->e->fs, ino, (struct ext2_inode *)in, &h);
+        errcode_t code = ext2fs_extent_open2(run->e->fs, (ext2_ino_t)ino, (struct ext2_inode *)in, &h);
         int r = 0;
 
         if (code)
@@ -467,7 +473,7 @@ static int block_cb(ext2_filsys fs _unused_, blk64_t *blocknr, e2_blkcnt_t block
         return run->error < 0 ? BLOCK_ABORT : 0;
 }
 
-static int read_inline(Run *run, uint32_t ino)
+static int read_inline(Run *run, uint64_t ino)
 {
         _cleanup_free_ uint8_t *b = NULL;
         int r;
@@ -481,8 +487,9 @@ static int read_inline(Run *run, uint32_t ino)
         return r < 0 ? r : run->sink(b, run->size, 0, run->userdata);
 }
 
-int bv_ext_read(BvExt *e, uint32_t ino, BvExtSink sink, void *userdata)
+static int ext_read(void *fs, uint64_t ino, BvFsSink sink, void *userdata)
 {
+        BvExt *e = fs;
         struct ext2_inode_large in;
         _cleanup_free_ uint8_t *buf = NULL;
         Run run = { .e = e, .sink = sink, .userdata = userdata, .bs = e->fs->blocksize };
@@ -505,7 +512,7 @@ int bv_ext_read(BvExt *e, uint32_t ino, BvExtSink sink, void *userdata)
         if (in.i_flags & EXT4_EXTENTS_FL)
                 r = read_extents(&run, ino, &in);
         else {
-                errcode_t code = ext2fs_block_iterate3(e->fs, ino, BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY, NULL,
+                errcode_t code = ext2fs_block_iterate3(e->fs, (ext2_ino_t)ino, BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY, NULL,
                                                        block_cb, &run);
                 r = run.error < 0 ? run.error : ext_err(e, code);
         }
@@ -515,3 +522,17 @@ int bv_ext_read(BvExt *e, uint32_t ino, BvExtSink sink, void *userdata)
                 r = run_flush(&run);
         return r;
 }
+
+const BvFsOps bv_ext_fs_ops = {
+        .library = "libext2fs",
+        .open = ext_open,
+        .close = ext_close,
+        .needs_recovery = ext_needs_recovery,
+        .bad_offset = ext_bad_offset,
+        .error_text = ext_error_text,
+        .lookup = ext_lookup,
+        .stat = ext_stat,
+        .readlink = ext_readlink,
+        .readdir = ext_readdir,
+        .read = ext_read,
+};

@@ -39,11 +39,6 @@ static void copy_label(char *dst, size_t size, const uint8_t *src, size_t len)
         dst[n] = 0;
 }
 
-bool bv_files_is_ext(const char *fstype)
-{
-        return fstype && strncmp(fstype, "ext", 3) == 0;
-}
-
 static const char *ext_kind(const uint8_t *sb)
 {
         uint32_t compat = get_le32(sb + 92), incompat = get_le32(sb + 96), ro_compat = get_le32(sb + 100);

@@ -34,6 +34,3 @@ int bv_files_parts(const BvFilesDev *dev, BvFilesPart **ret, size_t *ret_n, cons
  * (size bytes); 0 and NULL when none is known. */
 int bv_files_probe_fs(const BvFilesDev *dev, uint64_t offset, uint64_t size, const char **ret_fstype,
                       char *label, size_t label_size);
-
-/* Whether fstype is one of ext2, ext3, ext4. */
-bool bv_files_is_ext(const char *fstype);

@@ -213,6 +213,11 @@ static int open_stable(BvSource *inner, bool snapshot, UsedSource *s, char *why,
         return MAX(r, 0);
 }
 
+const BvFsUsedMap *bv_fs_used_applied(const BvFsUsedMap *m, const char *why)
+{
+        return m && !why[0] && m->bytes_free > 0 ? m : NULL; /* the skip runs moved into the source */
+}
+
 int bv_fs_used_open(BvSource *inner, bool snapshot, BvFsUsedMap *ret_map, BvSource **ret, char *why,
                     size_t why_size)
 {

@@ -29,6 +29,10 @@
 int bv_fs_used_open(BvSource *inner, bool snapshot, BvFsUsedMap *ret_map, BvSource **ret, char *why,
                     size_t why_size);
 
+/* The map a source that bv_fs_used_open returned reads by (for BvBackupOptions.used_only): m
+ * when it wrapped its source (why "", free runs skipped), NULL when the source reads whole. */
+const BvFsUsedMap *bv_fs_used_applied(const BvFsUsedMap *m, const char *why);
+
 /* Can path change under a read? 1 when it cannot (as above), 0 when it may (why says how), or
  * -errno when path cannot be looked at. For a regular file, fd is one of it opened read-only. */
 int bv_fs_source_stable(const char *path, int fd, char *why, size_t why_size);

@@ -65,6 +65,7 @@ static int map_partition(int fd, const BvFsPartition *p, BvFsUsedMap *m, BvFsUse
 
         *u = (BvFsUsedPart){ .number = p->number, .start = p->start, .size = p->size, .bytes_unknown = p->size };
         snprintf(u->fstype, sizeof(u->fstype), "%s", p->fstype ? p->fstype : "");
+        snprintf(u->label, sizeof(u->label), "%s", p->label ? p->label : "");
         if (p->container) {
                 u->bytes_unknown = 0; /* what it holds is accounted for by its own partitions */
                 snprintf(u->why, sizeof(u->why), "an extended partition: its logical ones are listed each");

@@ -28,6 +28,7 @@ typedef struct BvFsUsedPart {
         uint32_t number;            /* 0: a filesystem on the whole disk */
         uint64_t start, size;       /* bytes */
         char fstype[32];            /* libblkid's name, "" when none was found */
+        char label[64];             /* the filesystem's label, "" when it has none */
         const char *reader;         /* "libext2fs", "partclone.xfs"; NULL when read whole */
         char why[192];              /* when read whole: why ("" when mapped) */
         uint64_t bytes_used;        /* what the filesystem uses (read) */

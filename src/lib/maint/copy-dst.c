@@ -139,7 +139,7 @@ static int fetch_segment(const BvObjEntry *e, void *userdata)
                 return name_add(d, e->name);
         int r = bv_backend_get(d->b, BV_KIND_INDEX, e->name, SEGMENT_MAX, &data, &len);
         if (r >= 0)
-                r = bv_write_file_durable(d->index_fd, e->name, data, len, false);
+                r = bv_write_file_shared(d->index_fd, e->name, data, len, false);
         return r < 0 ? r : name_add(d, e->name);
 }
 

@@ -299,6 +299,8 @@ static int send_reader(Copy *c, BvObjReader *rd, BvObjWriter *w)
         if (fd < 0)
                 return fd;
         for (uint64_t off = 0; off < size;) {
+                if (c->o->cancelled && c->o->cancelled())
+                        return -ECANCELED;
                 size_t len = (size_t)MIN((uint64_t)COPY_BUF, size - off);
                 ssize_t got = bv_obj_reader_pread(rd, c->buf, len, off);
                 if (got < 0)
@@ -439,6 +441,8 @@ static int send(Copy *c)
 {
         int r = bv_packset_list(bv_repo_packs(c->src), on_pack_size, c);
         for (size_t i = 0; i < c->packs.n && r >= 0; i++) {
+                if (c->o->cancelled && c->o->cancelled())
+                        return -ECANCELED;
                 r = send_pack(c, c->packs.ids[i]);
                 if (r < 0)
                         culprit_pack(c, c->packs.ids[i]);

@@ -28,6 +28,9 @@ typedef struct BvCopyOptions {
         uint64_t limit_download; /* bytes per second read from SRC, 0: no limit */
         bv_progress_fn progress; /* done/total: bytes of the SRC packs to go through; work: bytes sent */
         void *progress_userdata;
+        /* Asked before each pack and each buffer sent: true stops the copy (-ECANCELED), nothing
+         * more published, what was sent kept for the next copy. NULL: never. */
+        bool (*cancelled)(void);
 } BvCopyOptions;
 
 typedef struct BvCopyStats {
@@ -74,6 +77,6 @@ BvRepo *bv_copy_dst_repo(BvCopyDst *d);
 /* Copies o's snapshots (every one of SRC by default) from src (opened for reading) to dst
  * (bv_copy_open_dst). A snapshot DST holds already (the same id) is skipped.
  * -EUCLEAN: SRC lacks an object one of its snapshots uses (culprit names the snapshot);
- * -ENOENT: a snapshot named in o is not in SRC; -ESTALE: a remote DST's gc/epoch moved since
+ * -ENOENT: a snapshot named in o is not in SRC; -ECANCELED: o->cancelled said so; -ESTALE: a remote DST's gc/epoch moved since
  * the copy opened it (nothing more is published; run it again); the backends' errors otherwise. */
 int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *ret);

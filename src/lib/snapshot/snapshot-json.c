@@ -5,7 +5,7 @@
  *   {"version":1, "id", "name", "time", "time_utc", "size", "root", "height",
  *    "source":{"path","kind","size","probe":{...}, "dev","ino","mtime_ns","ctime_ns",
  *              "reused_from","unread_backups", "changed_map","changed_from","changed_backups"},
- *    "stats":{...}, "chunker":{...}}
+ *    "stats":{...}, "chunker":{...}, "unreadable":[...], "used_only":{...}}
  *
  * Decoding is strict about the record's frame (every top-level member present and typed) and
  * lenient inside source, stats and chunker: a member that is absent reads as zero or unknown
@@ -20,6 +20,7 @@
 #include "macro.h"
 #include "maptree.h"
 #include "snapshot-json.h"
+#include "snapshot-used.h"
 #include "timeutil.h"
 
 #define SNAP_JSON_VERSION 1
@@ -172,6 +173,13 @@ int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
                                { "chunker", bv_chunker_params_json(&s->chunker) });
         if (!o)
                 return -ENOMEM;
+        if (s->used_only.on) {
+                struct json_object *u = bv_snapshot_used_only_json(&s->used_only);
+                if (!u || json_object_object_add(o, "used_only", u) < 0) {
+                        json_object_put(u);
+                        return -ENOMEM;
+                }
+        }
         if (s->n_unreadable > 0) {
                 struct json_object *a = bv_snapshot_unreadable_json(s);
                 if (!a || json_object_object_add(o, "unreadable", a) < 0) {
@@ -418,7 +426,8 @@ static int snapshot_fill(BvSnapshot *s, struct json_object *o)
         if (!s->name)
                 return -ENOMEM;
         if ((r = source_from_json(source, &s->source)) < 0 || (r = stats_from_json(stats, &s->stats)) < 0 ||
-            (r = chunker_from_json(chunker, &s->chunker)) < 0 || (r = unreadable_from_json(o, s)) < 0)
+            (r = chunker_from_json(chunker, &s->chunker)) < 0 || (r = unreadable_from_json(o, s)) < 0 ||
+            (r = bv_snapshot_used_only_from_json(o, &s->used_only)) < 0)
                 return r;
         return 0;
 }

@@ -54,6 +54,7 @@ void bv_snapshot_free(BvSnapshot *s)
                 return;
         free(s->name);
         free(s->unreadable);
+        bv_snapshot_used_only_done(&s->used_only);
         bv_snapshot_source_done(&s->source);
         free(s);
 }

@@ -72,6 +72,31 @@ typedef struct BvSnapshotStats {
         double seconds;
 } BvSnapshotStats;
 
+/* A backup that read only the blocks the filesystems inside its source use (backup --used-only):
+ * the free blocks of the partitions a reader mapped were not read and are holes in the snapshot,
+ * so it is no image of the whole source. Per partition what its map said. */
+typedef struct BvSnapshotUsedPart {
+        uint32_t number;          /* 1, 2, ...; 0: a filesystem on the whole disk */
+        uint64_t start, size;     /* bytes */
+        char *fstype;             /* libblkid's name; NULL: none found */
+        char *label;              /* the filesystem's label; NULL: none */
+        char *reader;             /* what mapped it ("libext2fs", "partclone.xfs"); NULL: read whole */
+        char *why;                /* read whole: why; NULL when mapped */
+        uint64_t bytes_used, bytes_free, bytes_unknown; /* read; free, not read; read whole */
+} BvSnapshotUsedPart;
+
+typedef struct BvSnapshotUsedOnly {
+        bool on;                  /* false: the source was read whole (no "used_only" member) */
+        uint64_t bytes_free;      /* free bytes not read, all partitions */
+        BvSnapshotUsedPart *parts;
+        size_t n_parts;
+} BvSnapshotUsedOnly;
+
+void bv_snapshot_used_only_done(BvSnapshotUsedOnly *u);
+/* Whether a and b say the same of the same partitions (both whole, or both used-only with equal
+ * partitions, readers and counts): a map of the one may stand for the other. */
+bool bv_snapshot_used_only_equal(const BvSnapshotUsedOnly *a, const BvSnapshotUsedOnly *b);
+
 typedef struct BvSnapshot {
         char id[2 * BV_SNAPSHOT_ID_SIZE + 1]; /* hex */
         char *name;
@@ -85,6 +110,7 @@ typedef struct BvSnapshot {
         /* Ranges the source could not read (backup --skip-unreadable): stored as zeroes. */
         BvByteRange *unreadable;
         size_t n_unreadable;
+        BvSnapshotUsedOnly used_only;
 } BvSnapshot;
 
 void bv_snapshot_free(BvSnapshot *s);

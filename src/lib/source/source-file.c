@@ -660,15 +660,13 @@ static int alloc_slots(FileSource *s, unsigned n)
         return 0;
 }
 
-int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret)
+int bv_source_open_path(const char *path, const BvSourceOptions *opts, BvSource **ret)
 {
         BvSourceOptions o = opts ? *opts : (BvSourceOptions){};
         int r;
 
         if (!path || !ret)
                 return -EINVAL;
-        if (bv_source_is_nbd_uri(path))
-                return bv_source_open_nbd(path, opts, ret);
         if (o.dirty_bitmap)
                 return -EINVAL; /* only an NBD export has one */
         if (o.compare_with && o.thin_delta)

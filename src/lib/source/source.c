@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A source: an implementation behind BvSourceOps (source-file.c for files, block devices and
- * streams; later NBD exports with dirty bitmaps, LVM thin deltas) and what the backup asks of
- * every source alike.
+ * streams, source-nbd.c for NBD exports, source-fiemap.c for reflink copies and LVM thin
+ * deltas), the table of kinds the factory opens through, and what the backup asks of every
+ * source alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,26 +48,61 @@ void bv_source_free(BvSource *s)
         free(s);
 }
 
+static int recognise_nbd(const char *location, const BvSourceOptions *o)
+{
+        return bv_source_is_nbd_uri(location);
+}
+
+/*
+ * The kinds of source, one row each: a new kind is a row here (and its BvSourceKind) plus its
+ * own file. The factory opens a location with the first row whose recognise() says it is of
+ * that kind; a row without recognise() takes every location that reaches it. Files, block
+ * devices and streams are told apart by bv_source_open_path itself (it stats the path), so the
+ * blockdev and stream rows only name their kinds.
+ */
+typedef struct SourceKindRow {
+        BvSourceKind kind;
+        const char *name;
+        /* 1 when location is of this kind, 0 when not, -errno when looking failed */
+        int (*recognise)(const char *location, const BvSourceOptions *o);
+        int (*open)(const char *location, const BvSourceOptions *o, BvSource **ret);
+} SourceKindRow;
+
+static const SourceKindRow source_kinds[] = {
+        { BV_SOURCE_NBD, "nbd", recognise_nbd, bv_source_open_nbd },
+        { BV_SOURCE_FILE, "file", NULL, bv_source_open_path },
+        { BV_SOURCE_BLOCKDEV, "blockdev", NULL, bv_source_open_path },
+        { BV_SOURCE_STREAM, "stream", NULL, bv_source_open_path },
+};
+
+int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret)
+{
+        if (!path || !ret)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(source_kinds); i++) {
+                const SourceKindRow *k = &source_kinds[i];
+                int r = k->recognise ? k->recognise(path, opts) : 1;
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return k->open(path, opts, ret);
+        }
+        return -EINVAL; /* not reached: the file row takes every path */
+}
+
 const char *bv_source_kind_name(BvSourceKind k)
 {
-        switch (k) {
-        case BV_SOURCE_FILE:
-                return "file";
-        case BV_SOURCE_BLOCKDEV:
-                return "blockdev";
-        case BV_SOURCE_STREAM:
-                return "stream";
-        case BV_SOURCE_NBD:
-                return "nbd";
-        }
+        for (size_t i = 0; i < ELEMENTSOF(source_kinds); i++)
+                if (source_kinds[i].kind == k)
+                        return source_kinds[i].name;
         return "unknown";
 }
 
 int bv_source_kind_from_name(const char *name, BvSourceKind *ret)
 {
-        for (BvSourceKind k = BV_SOURCE_FILE; k <= BV_SOURCE_NBD; k++)
-                if (strcmp(name, bv_source_kind_name(k)) == 0) {
-                        *ret = k;
+        for (size_t i = 0; i < ELEMENTSOF(source_kinds); i++)
+                if (strcmp(name, source_kinds[i].name) == 0) {
+                        *ret = source_kinds[i].kind;
                         return 0;
                 }
         return -EINVAL;

@@ -15,6 +15,7 @@
 
 #include "extent.h"
 
+/* The kinds a snapshot records (by name: source_kinds in source.c, the one table of kinds). */
 typedef enum {
         BV_SOURCE_FILE = 1,
         BV_SOURCE_BLOCKDEV = 2,
@@ -117,16 +118,19 @@ typedef struct BvSourceOps {
  * the snapshot records. 0 or -ENOMEM (then impl is not freed). */
 int bv_source_new(const BvSourceOps *ops, void *impl, BvSourceKind kind, const char *path, BvSource **ret);
 
-/* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe;
- * an NBD URI opens with bv_source_open_nbd, opts->compare_with with bv_source_open_compare and
- * opts->thin_delta with bv_source_open_thin_delta. opts may be NULL for the defaults.
- * Errors: -ENOENT etc. from stat/open, -EISDIR for a directory, -ENODEV for a character device
- * or socket, -EINVAL for bad options. */
+/* The source at a location, opened by the implementation of its kind (the table in source.c):
+ * an NBD URI with bv_source_open_nbd, anything else with bv_source_open_path. opts may be NULL
+ * for the defaults. Errors: those of the implementation. */
 int bv_source_open(const char *path, const BvSourceOptions *opts, BvSource **ret);
+/* The file, block device or stream at path: path "-" is stdin (a stream), as is a named pipe;
+ * opts->compare_with opens with bv_source_open_compare and opts->thin_delta with
+ * bv_source_open_thin_delta. Errors: -ENOENT etc. from stat/open, -EISDIR for a directory,
+ * -ENODEV for a character device or socket, -EINVAL for bad options. */
+int bv_source_open_path(const char *path, const BvSourceOptions *opts, BvSource **ret);
 void bv_source_free(BvSource *s);
 
 BvSourceKind bv_source_kind(const BvSource *s);
-const char *bv_source_kind_name(BvSourceKind k); /* "file", "blockdev", "stream" */
+const char *bv_source_kind_name(BvSourceKind k); /* "file", "blockdev", "stream", "nbd" */
 int bv_source_kind_from_name(const char *name, BvSourceKind *ret); /* -EINVAL if unknown */
 const char *bv_source_path(const BvSource *s);
 /* Size in bytes; for a stream, UINT64_MAX until the end was reached. */

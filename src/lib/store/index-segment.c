@@ -356,6 +356,11 @@ int seg_writer_begin(SegWriter *w, int dirfd, uint64_t max_count, const uint8_t 
                 seg_writer_abort(w);
                 return r;
         }
+        r = bv_share_file(dirfd, w->fd);
+        if (r < 0) {
+                seg_writer_abort(w);
+                return r;
+        }
         /* Allocate every block now: a full disk is -ENOSPC here, not SIGBUS in the mapping. */
         r = posix_fallocate(w->fd, 0, (off_t)size);
         if (r != 0) {

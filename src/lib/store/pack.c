@@ -344,6 +344,9 @@ static int pack_writer_start(BvPackWriter *w)
         r = bv_tmpfile_open(w->packs_dirfd, &w->fd, w->tmpname);
         if (r < 0)
                 return r;
+        r = bv_share_file(w->packs_dirfd, w->fd); /* unlinked on failure with the writer */
+        if (r < 0)
+                return r;
         pack_header_build(header, w->pack_id);
         return pack_writer_put(w, header, sizeof(header));
 }
@@ -465,12 +468,13 @@ static int pack_writer_link(BvPackWriter *w)
         bv_pack_path(w->pack_id, path);
         memcpy(sub, path, 2);
         sub[2] = '\0';
-        if (mkdirat(w->packs_dirfd, sub, 0700) >= 0) {
+        r = bv_mkdirat_shared(w->packs_dirfd, sub);
+        if (r >= 0) {
                 r = bv_fsync_dir(w->packs_dirfd);
                 if (r < 0)
                         return r;
-        } else if (errno != EEXIST)
-                return negative_errno();
+        } else if (r != -EEXIST)
+                return r;
         subfd = bv_open_dir_beneath(w->packs_dirfd, sub);
         if (subfd < 0)
                 return subfd;

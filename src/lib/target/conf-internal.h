@@ -11,6 +11,7 @@ typedef enum ConfKind {
         CONF_TARGET,
         CONF_JOB,
         CONF_EXPORT,
+        CONF_REMOTE,
         CONF_GLOBAL,
 } ConfKind;
 
@@ -29,7 +30,7 @@ int conf_section_open(BvConfig *c, const char *file, unsigned line, const char *
 int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned line, const char *key,
                      const char *value);
 
-/* The mistake of the target, job or export whose section header is at (file, line), or NULL. */
+/* The mistake of the target, job, export or remote whose section header is at (file, line), or NULL. */
 char **conf_section_mistake(BvConfig *c, const char *file, unsigned line);
 /* Keeps e as *mistake ("FILE:LINE: MESSAGE") unless it holds one already. -ENOMEM only. */
 int conf_set_mistake(char **mistake, const BvConfError *e);

@@ -53,8 +53,8 @@ static bool group_is_secret_group(gid_t gid)
 }
 
 /* What is wrong with a file or directory of st (NULL when nothing), into why. secret: also
- * unreadable by others (but group BV_SECRET_GROUP). */
-static const char *owner_problem(const struct stat *st, bool secret, char *why, size_t size)
+ * unreadable by others (but group BV_SECRET_GROUP, unless root_only: by its owner alone). */
+static const char *owner_problem(const struct stat *st, bool secret, bool root_only, char *why, size_t size)
 {
         char who[32];
         mode_t mode = st->st_mode & 07777;
@@ -65,6 +65,9 @@ static const char *owner_problem(const struct stat *st, bool secret, char *why, 
                 snprintf(why, size, "directory has mode %04o: writable by group or others (chmod go-w)", mode);
         else if (!S_ISDIR(st->st_mode) && (mode & 0022))
                 snprintf(why, size, "file has mode %04o: writable by group or others (chmod go-w)", mode);
+        else if (secret && root_only && (mode & 0077))
+                snprintf(why, size, "secret file has mode %04o: readable by others than its owner (chmod 0600 or 0400)",
+                         mode);
         else if (secret && ((mode & 0007) || ((mode & 0070) && !group_is_secret_group(st->st_gid))))
                 snprintf(why, size, "secret file has mode %04o: readable by others than its owner (chmod 0600 or 0400; "
                                     "group read only for group " BV_SECRET_GROUP ")",
@@ -135,26 +138,35 @@ const char *bv_conf_secret_problem(const char *path, char *why, size_t size)
         struct stat st;
         if (stat(path, &st) < 0)
                 return NULL; /* its read says so */
-        return owner_problem(&st, true, why, size);
+        return owner_problem(&st, true, false, why, size);
 }
 
-int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret)
+/* conf_check_owner, and for a secret that only root's copy reads (root_only) no group either. */
+static int check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret, bool root_only)
 {
         struct stat st;
         char why[PATH_MAX + 160];
         if (stat(path, &st) < 0)
                 return 0; /* a missing file is reported where it is read */
-        int r = conf_check_owner_st(c, file, line, path, &st, secret);
+        int r = 0;
+        if (owner_problem(&st, secret, root_only, why, sizeof(why)))
+                r = strcmp(file, path) == 0 ? conf_error(c, file, line, "%s", why) :
+                                              conf_error(c, file, line, "'%s': %s", path, why);
         if (r < 0 || !secret || !path_problem(path, why, sizeof(why)))
                 return r;
         return conf_error(c, file, line, "'%s': %s", path, why);
+}
+
+int conf_check_owner(BvConfig *c, const char *file, unsigned line, const char *path, bool secret)
+{
+        return check_owner(c, file, line, path, secret, false);
 }
 
 int conf_check_owner_st(BvConfig *c, const char *file, unsigned line, const char *path, const struct stat *st,
                         bool secret)
 {
         char why[160];
-        if (!owner_problem(st, secret, why, sizeof(why)))
+        if (!owner_problem(st, secret, false, why, sizeof(why)))
                 return 0;
         if (strcmp(file, path) == 0)
                 return conf_error(c, file, line, "%s", why);
@@ -190,6 +202,9 @@ static int distrust_file(BvConfig *c, const char *file, size_t e)
         for (size_t i = 0; r >= 0 && i < c->n_exports; i++)
                 if (c->exports[i].where.file == file)
                         r = conf_set_mistake(&c->exports[i].mistake, &c->errors[e]);
+        for (size_t i = 0; r >= 0 && i < c->n_remotes; i++)
+                if (c->remotes[i].where.file == file)
+                        r = conf_set_mistake(&c->remotes[i].mistake, &c->errors[e]);
         if (c->global_where.file == file) {
                 /* metrics: a path root would write to */
                 drop(&c->on_success), drop(&c->on_failure), drop(&c->notify), drop(&c->metrics);
@@ -216,6 +231,14 @@ static int check_secrets(BvConfig *c)
                         r = conf_check_owner(c, e->secret_where.file, e->secret_where.line, secret, true);
                 if (r >= 0 && c->n_errors > n)
                         r = conf_set_mistake(&e->mistake, &c->errors[n]);
+        }
+        for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_remotes; i++, n = c->n_errors) {
+                BvConfRemote *rm = &c->remotes[i];
+                if (rm->credentials) /* S3 keys: only the copy, run as root, reads them */
+                        r = check_owner(c, rm->credentials_where.file, rm->credentials_where.line, rm->credentials,
+                                        true, true);
+                if (r >= 0 && c->n_errors > n)
+                        r = conf_set_mistake(&rm->mistake, &c->errors[n]);
         }
         return r;
 }

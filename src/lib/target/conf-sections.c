@@ -6,17 +6,21 @@
 #include <string.h>
 
 #include "conf-internal.h"
+#include "s3-conf.h"
 
 static const char *const kind_names[] = {
         [CONF_TARGET] = "target",
         [CONF_JOB] = "job",
         [CONF_EXPORT] = "export",
+        [CONF_REMOTE] = "remote",
         [CONF_GLOBAL] = "global",
 };
 
-enum { T_UUID, T_KEY_FILE, T_REPOSITORY, T_MODE, T_POWER_OFF, T_LUKS, T_FS_OPTIONS, T_ON_SUCCESS, T_ON_FAILURE };
+enum { T_UUID, T_KEY_FILE, T_REPOSITORY, T_MODE, T_POWER_OFF, T_LUKS, T_FS_OPTIONS, T_ON_SUCCESS, T_ON_FAILURE,
+       T_COPY_TO };
 static const char *const target_keys[] = {
-        "uuid", "key-file", "repository", "mode", "power-off", "luks", "fs-options", "on-success", "on-failure", NULL,
+        "uuid", "key-file", "repository", "mode", "power-off", "luks", "fs-options", "on-success", "on-failure",
+        "copy-to", NULL,
 };
 
 enum { G_ON_SUCCESS, G_ON_FAILURE, G_NOTIFY, G_METRICS };
@@ -24,11 +28,11 @@ static const char *const global_keys[] = { "on-success", "on-failure", "notify",
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
-       J_ON_FAILURE, J_USED_ONLY };
+       J_ON_FAILURE, J_USED_ONLY, J_COPY_TO };
 static const char *const job_keys[] = {
         "source", "command", "snapshot", "targets", "schedule", "keep-last", "keep-hourly", "keep-daily",
         "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "pre", "post", "max-age", "on-success",
-        "on-failure", "used-only", NULL,
+        "on-failure", "used-only", "copy-to", NULL,
 };
 
 enum { E_REPOSITORY, E_SNAPSHOT, E_PASSPHRASE_FILE, E_KEY_FILE, E_CACHE };
@@ -36,12 +40,23 @@ static const char *const export_keys[] = {
         "repository", "snapshot", "passphrase-file", "key-file", "cache", NULL,
 };
 
+/* keep-* first, in the order of job_keys' (set_keep) */
+enum { R_KEEP_LAST, R_KEEP_HOURLY, R_KEEP_DAILY, R_KEEP_WEEKLY, R_KEEP_MONTHLY, R_KEEP_YEARLY, R_KEEP_WITHIN,
+       R_LOCATION, R_CREDENTIALS, R_ENDPOINT, R_REGION, R_OBJECT_LOCK, R_LIMIT_UPLOAD, R_LIMIT_DOWNLOAD, R_MAX_AGE };
+static const char *const remote_keys[] = {
+        "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within",
+        "location", "credentials", "endpoint", "region", "object-lock", "limit-upload", "limit-download",
+        "max-age", NULL,
+};
+
 _Static_assert(ELEMENTSOF(job_keys) - 1 <= ELEMENTSOF(((ConfSection *)0)->seen), "ConfSection.seen is too small");
+_Static_assert(ELEMENTSOF(remote_keys) - 1 <= ELEMENTSOF(((ConfSection *)0)->seen), "ConfSection.seen is too small");
 
 static const char *const *const kind_keys[] = {
         [CONF_TARGET] = target_keys,
         [CONF_JOB] = job_keys,
         [CONF_EXPORT] = export_keys,
+        [CONF_REMOTE] = remote_keys,
         [CONF_GLOBAL] = global_keys,
 };
 
@@ -66,6 +81,8 @@ static const char *entity_name(const BvConfig *c, const ConfSection *s)
                 return c->jobs[s->index].name;
         case CONF_EXPORT:
                 return c->exports[s->index].name;
+        case CONF_REMOTE:
+                return c->remotes[s->index].name;
         case CONF_GLOBAL:
                 return "";
         default:
@@ -78,11 +95,13 @@ static const BvConfWhere *conf_find(const BvConfig *c, ConfKind kind, const char
 {
         const void *e = kind == CONF_TARGET ? (const void *)bv_conf_target_by_name(c, name) :
                         kind == CONF_JOB    ? (const void *)bv_conf_job_by_name(c, name) :
+                        kind == CONF_REMOTE ? (const void *)bv_conf_remote_by_name(c, name) :
                                               (const void *)bv_conf_export_by_name(c, name);
         if (!e)
                 return NULL;
         return kind == CONF_TARGET ? &((const BvConfTarget *)e)->where :
                kind == CONF_JOB    ? &((const BvConfJob *)e)->where :
+               kind == CONF_REMOTE ? &((const BvConfRemote *)e)->where :
                                      &((const BvConfExport *)e)->where;
 }
 
@@ -105,6 +124,16 @@ static int conf_add(BvConfig *c, ConfKind kind, char *name, BvConfWhere where, s
                                                       BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, 0 },
                                             .max_age = BV_CONF_DEFAULT_MAX_AGE };
                 *ret_index = c->n_jobs++;
+        } else if (kind == CONF_REMOTE) {
+                BvConfRemote *a = reallocarray(c->remotes, c->n_remotes + 1, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                c->remotes = a;
+                a[c->n_remotes] = (BvConfRemote){ .name = name, .where = where,
+                                                  .keep = { BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET,
+                                                            BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, BV_CONF_KEEP_UNSET, 0 },
+                                                  .max_age = BV_CONF_DEFAULT_MAX_AGE };
+                *ret_index = c->n_remotes++;
         } else {
                 BvConfExport *a = reallocarray(c->exports, c->n_exports + 1, sizeof(*a));
                 if (!a)
@@ -132,13 +161,13 @@ int conf_section_open(BvConfig *c, const char *file, unsigned line, const char *
         size_t klen = strcspn(header, " \t");
         const char *name = header + klen + strspn(header + klen, " \t");
         ConfKind kind = CONF_NONE;
-        for (ConfKind k = CONF_TARGET; k <= CONF_EXPORT; k++)
+        for (ConfKind k = CONF_TARGET; k <= CONF_REMOTE; k++)
                 if (strlen(kind_names[k]) == klen && strncmp(header, kind_names[k], klen) == 0)
                         kind = k;
         if (kind == CONF_NONE || kind == CONF_GLOBAL)
                 return conf_error(c, file, line,
-                                  "unknown section [%s] (expected [global], [target NAME], [job NAME] or "
-                                  "[export NAME])",
+                                  "unknown section [%s] (expected [global], [target NAME], [job NAME], "
+                                  "[export NAME] or [remote NAME])",
                                   header);
         if (!*name)
                 return conf_error(c, file, line, "[%s] needs a name, as in [%s NAME]", header, kind_names[kind]);
@@ -175,6 +204,9 @@ char **conf_section_mistake(BvConfig *c, const char *file, unsigned line)
         for (size_t i = 0; i < c->n_exports; i++)
                 if (c->exports[i].where.file == file && c->exports[i].where.line == line)
                         return &c->exports[i].mistake;
+        for (size_t i = 0; i < c->n_remotes; i++)
+                if (c->remotes[i].where.file == file && c->remotes[i].where.line == line)
+                        return &c->remotes[i].mistake;
         return NULL;
 }
 
@@ -296,6 +328,8 @@ static int set_inner_path(const Ctx *x, const char *value, char **dest)
         return set_string(x, value, dest);
 }
 
+static int set_copy_to(const Ctx *x, char ***v, size_t *n, BvConfWhere *where, const char *value);
+
 static int set_target_key(const Ctx *x, BvConfTarget *t, int key, const char *value)
 {
         switch (key) {
@@ -321,9 +355,24 @@ static int set_target_key(const Ctx *x, BvConfTarget *t, int key, const char *va
                 return set_string(x, value, &t->on_success);
         case T_ON_FAILURE:
                 return set_string(x, value, &t->on_failure);
+        case T_COPY_TO:
+                return set_copy_to(x, &t->copy_to, &t->n_copy_to, &t->copy_to_where, value);
         default:
                 return set_string(x, value, &t->fs_options);
         }
+}
+
+/* Appends a copy of w to the NULL-terminated list *v of *n names. */
+static int append_name(char ***v, size_t *n, const char *w)
+{
+        char **a = reallocarray(*v, *n + 2, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        *v = a;
+        if (!(a[*n] = strdup(w)))
+                return -ENOMEM;
+        a[++*n] = NULL;
+        return 0;
 }
 
 static int set_targets(const Ctx *x, BvConfJob *j, const char *value)
@@ -341,13 +390,9 @@ static int set_targets(const Ctx *x, BvConfJob *j, const char *value)
                 }
                 if (!conf_name_valid(w, strlen(w)))
                         return conf_error(x->c, x->file, x->line, "invalid target name '%s' in targets", w);
-                char **v = reallocarray(j->targets, j->n_targets + 2, sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                j->targets = v;
-                if (!(v[j->n_targets] = strdup(w)))
-                        return -ENOMEM;
-                v[++j->n_targets] = NULL;
+                int r = append_name(&j->targets, &j->n_targets, w);
+                if (r < 0)
+                        return r;
                 named++;
         }
         if (any && named > 0)
@@ -358,13 +403,36 @@ static int set_targets(const Ctx *x, BvConfJob *j, const char *value)
         return 0;
 }
 
+/* copy-to = NAME[, NAME...]: remotes, checked against the [remote] sections by the finish. */
+static int set_copy_to(const Ctx *x, char ***v, size_t *n, BvConfWhere *where, const char *value)
+{
+        _cleanup_free_ char *copy = strdup(value);
+        if (!copy)
+                return -ENOMEM;
+        *where = (BvConfWhere){ x->file, x->line };
+        for (char *save = NULL, *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
+                if (!conf_name_valid(w, strlen(w)))
+                        return conf_error(x->c, x->file, x->line, "invalid remote name '%s' in copy-to", w);
+                int r = append_name(v, n, w);
+                if (r < 0)
+                        return r;
+        }
+        if (*n == 0)
+                return conf_error(x->c, x->file, x->line, "copy-to names no remote (a list of [remote NAME] names)");
+        return 0;
+}
+
+/* keep-last ... keep-within, by their index from keep-last (0 to 6). */
+static int set_keep(const Ctx *x, BvConfRetention *k, int i, const char *value)
+{
+        int *counts[] = { &k->last, &k->hourly, &k->daily, &k->weekly, &k->monthly, &k->yearly };
+        if (i >= (int)ELEMENTSOF(counts))
+                return set_duration(x, value, &k->within);
+        return set_count(x, value, counts[i]);
+}
+
 static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
 {
-        int *counts[] = {
-                [J_KEEP_LAST] = &j->keep.last,     [J_KEEP_HOURLY] = &j->keep.hourly,
-                [J_KEEP_DAILY] = &j->keep.daily,   [J_KEEP_WEEKLY] = &j->keep.weekly,
-                [J_KEEP_MONTHLY] = &j->keep.monthly, [J_KEEP_YEARLY] = &j->keep.yearly,
-        };
         char **strings[] = {
                 [J_COMMAND] = &j->command, [J_PRE] = &j->pre, [J_POST] = &j->post,
                 [J_ON_SUCCESS] = &j->on_success, [J_ON_FAILURE] = &j->on_failure,
@@ -386,10 +454,10 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
         case J_SCHEDULE:
                 j->schedule_where = (BvConfWhere){ x->file, x->line };
                 return set_string(x, value, &j->schedule);
-        case J_KEEP_LAST ... J_KEEP_YEARLY:
-                return set_count(x, value, counts[key]);
-        case J_KEEP_WITHIN:
-                return set_duration(x, value, &j->keep.within);
+        case J_KEEP_LAST ... J_KEEP_WITHIN:
+                return set_keep(x, &j->keep, key - J_KEEP_LAST, value);
+        case J_COPY_TO:
+                return set_copy_to(x, &j->copy_to, &j->n_copy_to, &j->copy_to_where, value);
         case J_MAX_AGE:
                 return set_duration(x, value, &j->max_age);
         default:
@@ -433,6 +501,90 @@ static int set_export_key(const Ctx *x, BvConfExport *e, int key, const char *va
                 return set_absolute(x, value, &e->key_file);
         default:
                 return set_cache(x, value, &e->cache);
+        }
+}
+
+/* A remote's location: s3://BUCKET[/PREFIX] as the S3 client takes it, or an absolute directory;
+ * kept without a trailing '/'. */
+static int set_location(const Ctx *x, BvConfRemote *rm, const char *value)
+{
+        _cleanup_free_ char *bucket = NULL, *prefix = NULL;
+        rm->location_where = (BvConfWhere){ x->file, x->line };
+        if (bv_s3_is_location(value)) {
+                if (bv_s3_location_parse(value, &bucket, &prefix) < 0)
+                        return conf_error(x->c, x->file, x->line,
+                                          "invalid location '%s' (expected s3://BUCKET[/PREFIX], a bucket of 3 to "
+                                          "63 of a-z, 0-9, '.' and '-', or an absolute directory)",
+                                          value);
+                free(rm->location);
+                if (asprintf(&rm->location, "s3://%s%s%s", bucket, *prefix ? "/" : "", prefix) < 0)
+                        return rm->location = NULL, -ENOMEM;
+                return 0;
+        }
+        if (value[0] != '/' || strstr(value, "://"))
+                return conf_error(x->c, x->file, x->line,
+                                  "invalid location '%s' (expected s3://BUCKET[/PREFIX] or an absolute directory)",
+                                  value);
+        size_t n = strlen(value);
+        while (n > 1 && value[n - 1] == '/')
+                n--;
+        free(rm->location);
+        rm->location = strndup(value, n);
+        return rm->location ? 0 : -ENOMEM;
+}
+
+/* http[s]://HOST[:PORT] and nothing after it but a '/'. */
+static int set_endpoint(const Ctx *x, const char *value, char **dest)
+{
+        const char *host = strncmp(value, "https://", 8) == 0 ? value + 8 :
+                           strncmp(value, "http://", 7) == 0  ? value + 7 : NULL;
+        size_t n = host ? strcspn(host, "/") : 0;
+        if (!host || n == 0 || strpbrk(value, "?# \t") || (host[n] && strcmp(host + n, "/") != 0))
+                return conf_error(x->c, x->file, x->line,
+                                  "invalid endpoint '%s' (expected http://HOST[:PORT] or https://HOST[:PORT])", value);
+        return set_string(x, value, dest);
+}
+
+/* A rate in bytes per second as copy takes it (K, M, G suffixes), not 0. */
+static int set_rate(const Ctx *x, const char *value, uint64_t *dest)
+{
+        if (bv_conf_parse_size(value, dest) < 0 || *dest == 0)
+                return conf_error(x->c, x->file, x->line,
+                                  "invalid rate '%s' for %s (bytes per second, with a K, M or G suffix: 20M)", value,
+                                  x->key);
+        return 0;
+}
+
+static int set_remote_key(const Ctx *x, BvConfRemote *rm, int key, const char *value)
+{
+        if (key >= R_CREDENTIALS && key <= R_OBJECT_LOCK)
+                rm->s3_where = (BvConfWhere){ x->file, x->line };
+        switch (key) {
+        case R_KEEP_LAST ... R_KEEP_WITHIN:
+                rm->keep_where = (BvConfWhere){ x->file, x->line };
+                return set_keep(x, &rm->keep, key - R_KEEP_LAST, value);
+        case R_LOCATION:
+                return set_location(x, rm, value);
+        case R_CREDENTIALS:
+                rm->credentials_where = (BvConfWhere){ x->file, x->line };
+                return set_absolute(x, value, &rm->credentials);
+        case R_ENDPOINT:
+                return set_endpoint(x, value, &rm->endpoint);
+        case R_REGION:
+                if (strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(value))
+                        return conf_error(x->c, x->file, x->line,
+                                          "invalid region '%s' (lower-case letters, digits and '-', as eu-central-1)",
+                                          value);
+                return set_string(x, value, &rm->region);
+        case R_OBJECT_LOCK:
+                rm->object_lock_where = (BvConfWhere){ x->file, x->line };
+                return set_duration(x, value, &rm->object_lock);
+        case R_LIMIT_UPLOAD:
+                return set_rate(x, value, &rm->limit_upload);
+        case R_LIMIT_DOWNLOAD:
+                return set_rate(x, value, &rm->limit_download);
+        default:
+                return set_duration(x, value, &rm->max_age);
         }
 }
 
@@ -483,7 +635,20 @@ int conf_section_set(BvConfig *c, ConfSection *s, const char *file, unsigned lin
                 return set_job_key(&x, &c->jobs[s->index], k, value);
         if (s->kind == CONF_GLOBAL)
                 return set_global_key(&x, c, k, value);
+        if (s->kind == CONF_REMOTE)
+                return set_remote_key(&x, &c->remotes[s->index], k, value);
         return set_export_key(&x, &c->exports[s->index], k, value);
+}
+
+/* Each name of a copy-to list is a [remote]: an error at its copy-to line for the first that is not. */
+static int finish_copy_to(BvConfig *c, const char *kind, const char *name, char *const *copy_to, size_t n,
+                          BvConfWhere where)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!bv_conf_remote_by_name(c, copy_to[i]))
+                        return conf_error(c, where.file, where.line, "[%s %s]: unknown remote '%s' in copy-to (no [remote %s])",
+                                          kind, name, copy_to[i], copy_to[i]);
+        return 0;
 }
 
 static int finish_target(BvConfig *c, size_t i)
@@ -503,6 +668,8 @@ static int finish_target(BvConfig *c, size_t i)
                 if (c->targets[k].uuid && strcmp(c->targets[k].uuid, t->uuid) == 0)
                         r = conf_error(c, f, l, "[target %s] has the same uuid as [target %s] (%s:%u)", t->name,
                                        c->targets[k].name, c->targets[k].where.file, c->targets[k].where.line);
+        if (r >= 0)
+                r = finish_copy_to(c, "target", t->name, t->copy_to, t->n_copy_to, t->copy_to_where);
         return r;
 }
 
@@ -543,6 +710,8 @@ static int finish_job(BvConfig *c, BvConfJob *j)
                         r = conf_error(c, j->targets_where.file, j->targets_where.line,
                                        "[job %s]: unknown target '%s' (no [target %s])", j->name, j->targets[i],
                                        j->targets[i]);
+        if (r >= 0)
+                r = finish_copy_to(c, "job", j->name, j->copy_to, j->n_copy_to, j->copy_to_where);
         return r;
 }
 
@@ -561,6 +730,37 @@ static int finish_export(BvConfig *c, BvConfExport *e)
         return r;
 }
 
+static int finish_remote(BvConfig *c, BvConfRemote *rm)
+{
+        const char *f = rm->where.file;
+        unsigned l = rm->where.line;
+
+        if (!rm->location) /* unless its location line was reported */
+                return rm->location_where.file ? 0 :
+                       conf_error(c, f, l, "[remote %s] has no location (s3://BUCKET[/PREFIX] or a directory)", rm->name);
+        if (!bv_s3_is_location(rm->location) && rm->s3_where.file)
+                return conf_error(c, rm->s3_where.file, rm->s3_where.line,
+                                  "[remote %s]: credentials, endpoint, region and object-lock are for an s3:// "
+                                  "location, not the directory '%s'",
+                                  rm->name, rm->location);
+        if (keeps_nothing(&rm->keep))
+                return conf_error(c, f, l, "[remote %s]: its keep-* rules keep nothing (all 0), so each copy would "
+                                  "forget every snapshot there: keep at least one, or set no keep-* to prune nothing",
+                                  rm->name);
+        /* what copy cannot do yet is refused here, not skipped at the remote */
+        if (rm->object_lock)
+                return conf_error(c, rm->object_lock_where.file, rm->object_lock_where.line,
+                                  "[remote %s]: object-lock needs copy's Object Lock, which this blkvault lacks: "
+                                  "remove it (nothing would be locked)",
+                                  rm->name);
+        if (rm->keep_where.file)
+                return conf_error(c, rm->keep_where.file, rm->keep_where.line,
+                                  "[remote %s]: keep-* needs copy's prune at the remote, which this blkvault lacks: "
+                                  "remove them (nothing would be pruned there; 'blkvault prune' can at a directory)",
+                                  rm->name);
+        return 0;
+}
+
 /* A check across sections found a mistake in the section of *mistake since error `from`. */
 static int finish_mark(BvConfig *c, size_t from, int r, char **mistake)
 {
@@ -576,6 +776,8 @@ int bv_conf_finish(BvConfig *c)
                 r = finish_mark(c, n, finish_job(c, &c->jobs[i]), &c->jobs[i].mistake);
         for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_exports; i++, n = c->n_errors)
                 r = finish_mark(c, n, finish_export(c, &c->exports[i]), &c->exports[i].mistake);
+        for (size_t i = 0, n = c->n_errors; r >= 0 && i < c->n_remotes; i++, n = c->n_errors)
+                r = finish_mark(c, n, finish_remote(c, &c->remotes[i]), &c->remotes[i].mistake);
         bv_conf_sort_errors(c);
         return r;
 }

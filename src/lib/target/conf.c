@@ -347,23 +347,31 @@ void bv_conf_free(BvConfig *c)
                 BvConfTarget *t = &c->targets[i];
                 free(t->name), free(t->uuid), free(t->key_file), free(t->repository), free(t->fs_options);
                 free(t->on_success), free(t->on_failure), free(t->mistake);
+                conf_free_strv(t->copy_to, t->n_copy_to);
         }
         for (size_t i = 0; i < c->n_jobs; i++) {
                 BvConfJob *j = &c->jobs[i];
                 free(j->name), free(j->source), free(j->command), free(j->schedule);
                 free(j->pre), free(j->post), free(j->on_success), free(j->on_failure), free(j->mistake);
                 conf_free_strv(j->targets, j->n_targets);
+                conf_free_strv(j->copy_to, j->n_copy_to);
         }
         for (size_t i = 0; i < c->n_exports; i++) {
                 BvConfExport *e = &c->exports[i];
                 free(e->name), free(e->repository), free(e->snapshot), free(e->passphrase_file);
                 free(e->key_file), free(e->cache), free(e->mistake);
         }
+        for (size_t i = 0; i < c->n_remotes; i++) {
+                BvConfRemote *rm = &c->remotes[i];
+                free(rm->name), free(rm->location), free(rm->credentials), free(rm->endpoint), free(rm->region);
+                free(rm->mistake);
+        }
         for (size_t i = 0; i < c->n_errors; i++)
                 free(c->errors[i].message);
         free(c->targets);
         free(c->jobs);
         free(c->exports);
+        free(c->remotes);
         free(c->errors);
         conf_free_strv(c->files, c->n_files);
         free(c->file_st);
@@ -406,6 +414,44 @@ const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name)
         return section_by_name(c->exports, c->n_exports, sizeof(*c->exports), offsetof(BvConfExport, name), name);
 }
 
+const BvConfRemote *bv_conf_remote_by_name(const BvConfig *c, const char *name)
+{
+        return section_by_name(c->remotes, c->n_remotes, sizeof(*c->remotes), offsetof(BvConfRemote, name), name);
+}
+
+static bool names_hold(char *const *names, size_t n, const char *name)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(names[i], name) == 0)
+                        return true;
+        return false;
+}
+
+bool bv_conf_job_copies_to(const BvConfJob *j, const char *remote)
+{
+        return names_hold(j->copy_to, j->n_copy_to, remote);
+}
+
+bool bv_conf_target_copies_all(const BvConfTarget *t, const char *remote)
+{
+        return names_hold(t->copy_to, t->n_copy_to, remote);
+}
+
+bool bv_conf_target_copies_to(const BvConfig *c, const BvConfTarget *t, const char *remote)
+{
+        if (bv_conf_target_copies_all(t, remote))
+                return true;
+        for (size_t i = 0; i < c->n_jobs; i++)
+                if (bv_conf_job_wants(&c->jobs[i], t->name) && bv_conf_job_copies_to(&c->jobs[i], remote))
+                        return true;
+        return false;
+}
+
+int bv_conf_remote_location(const BvConfRemote *r, const char *target, char **ret)
+{
+        return asprintf(ret, "%s%s%s", r->location, strcmp(r->location, "/") == 0 ? "" : "/", target) < 0 ? -ENOMEM : 0;
+}
+
 bool bv_conf_job_wants(const BvConfJob *j, const char *target)
 {
         if (j->any_target)
@@ -416,12 +462,21 @@ bool bv_conf_job_wants(const BvConfJob *j, const char *target)
         return false;
 }
 
-bool bv_conf_job_prunes(const BvConfJob *j)
+static bool retention_set(const BvConfRetention *k)
 {
-        const BvConfRetention *k = &j->keep;
         return k->last != BV_CONF_KEEP_UNSET || k->hourly != BV_CONF_KEEP_UNSET || k->daily != BV_CONF_KEEP_UNSET ||
                k->weekly != BV_CONF_KEEP_UNSET || k->monthly != BV_CONF_KEEP_UNSET ||
                k->yearly != BV_CONF_KEEP_UNSET || k->within > 0;
+}
+
+bool bv_conf_job_prunes(const BvConfJob *j)
+{
+        return retention_set(&j->keep);
+}
+
+bool bv_conf_remote_prunes(const BvConfRemote *r)
+{
+        return retention_set(&r->keep);
 }
 
 const char *bv_conf_job_command(const BvConfJob *j)

@@ -15,6 +15,9 @@
  *                  pre, post, max-age, on-success, on-failure
  *   [export NAME]  an NBD export (blkvault-nbd@NAME.service): repository, snapshot,
  *                  passphrase-file or key-file, cache
+ *   [remote NAME]  an off-site copy (blkvault-copy@NAME.service): location (s3://BUCKET[/PREFIX]
+ *                  or a directory), credentials, endpoint, region, object-lock, limit-upload,
+ *                  limit-download, keep-*, max-age; a job or target names it in copy-to
  *
  * Loading never stops at the first mistake: every one is recorded as a BvConfError with its
  * file and line, for `blkvault config check` to print as "FILE:LINE: MESSAGE". A mistake costs
@@ -70,6 +73,9 @@ typedef struct BvConfTarget {
         bool luks;              /* default yes */
         char *fs_options;       /* extra mount options, or NULL */
         char *on_success, *on_failure; /* after a run of the drive (else [global]'s) */
+        char **copy_to;         /* the remotes its repository is copied to (every snapshot), NULL-terminated */
+        size_t n_copy_to;
+        BvConfWhere copy_to_where;
         char *mistake;          /* the section's first mistake ("FILE:LINE: MESSAGE"), or NULL */
 } BvConfTarget;
 
@@ -98,6 +104,9 @@ typedef struct BvConfJob {
         BvConfRetention keep;
         char *pre, *post, *on_success, *on_failure;
         uint64_t max_age;       /* seconds */
+        char **copy_to;         /* the remotes its snapshots are copied to after a run, NULL-terminated */
+        size_t n_copy_to;
+        BvConfWhere copy_to_where;
         char *mistake;          /* as BvConfTarget's */
 } BvConfJob;
 
@@ -112,6 +121,28 @@ typedef struct BvConfExport {
         char *mistake;          /* as BvConfTarget's */
 } BvConfExport;
 
+/* An off-site copy: the repository of each target that copies to it (copy-to on the target, or on
+ * a job that runs there) goes to LOCATION/TARGET, a repository related to the drive's. */
+typedef struct BvConfRemote {
+        char *name;
+        BvConfWhere where;
+        char *location;         /* "s3://BUCKET[/PREFIX]" (no trailing '/'), or an absolute directory */
+        BvConfWhere location_where;
+        char *credentials;      /* an AWS shared credentials file (its [default] profile; root's only),
+                                 * or NULL: the environment's AWS_* variables */
+        BvConfWhere credentials_where;
+        char *endpoint;         /* AWS_ENDPOINT_URL_S3 of the copy, or NULL */
+        char *region;           /* AWS_REGION of the copy, or NULL */
+        BvConfWhere s3_where;   /* the line of the last S3-only key (credentials, endpoint, region,
+                                 * object-lock), 0 when none is set */
+        uint64_t object_lock;   /* seconds of Object Lock retention, 0: none */
+        BvConfWhere object_lock_where, keep_where; /* their lines (keep_where: the last keep-*) */
+        uint64_t limit_upload, limit_download; /* bytes per second, 0: no limit */
+        BvConfRetention keep;   /* retention at the remote (copy's prune), all unset: none */
+        uint64_t max_age;       /* seconds: the age alarm of its last good copy */
+        char *mistake;          /* as BvConfTarget's */
+} BvConfRemote;
+
 typedef struct BvConfig {
         char **files;           /* every file read, in order */
         size_t n_files;
@@ -125,6 +156,8 @@ typedef struct BvConfig {
         size_t n_jobs;
         BvConfExport *exports;
         size_t n_exports;
+        BvConfRemote *remotes;
+        size_t n_remotes;
         BvConfError *errors;
         size_t n_errors;
         BvConfWhere global_where; /* the [global] line, file NULL when there is none */
@@ -169,6 +202,17 @@ const BvConfTarget *bv_conf_target_by_name(const BvConfig *c, const char *name);
 const BvConfTarget *bv_conf_target_by_uuid(const BvConfig *c, const char *uuid);
 const BvConfJob *bv_conf_job_by_name(const BvConfig *c, const char *name);
 const BvConfExport *bv_conf_export_by_name(const BvConfig *c, const char *name);
+const BvConfRemote *bv_conf_remote_by_name(const BvConfig *c, const char *name);
+/* Is the repository of target t copied to remote r: copy-to on t, or on a job that runs on t? */
+bool bv_conf_target_copies_to(const BvConfig *c, const BvConfTarget *t, const char *remote);
+/* Every snapshot of t goes to remote r (copy-to on the target), not only those of jobs that name r? */
+bool bv_conf_target_copies_all(const BvConfTarget *t, const char *remote);
+/* Does the job name remote r in copy-to? */
+bool bv_conf_job_copies_to(const BvConfJob *j, const char *remote);
+/* Does the remote have a retention rule (any keep-*)? */
+bool bv_conf_remote_prunes(const BvConfRemote *r);
+/* The location of target t's copy at remote r: LOCATION/TARGET ("s3://b/p/usb1", "/srv/off/usb1"). */
+int bv_conf_remote_location(const BvConfRemote *r, const char *target, char **ret);
 /* Does job run on target? */
 bool bv_conf_job_wants(const BvConfJob *j, const char *target);
 /* Does the job have a retention rule (any keep-*): its runs prune and collect garbage? */

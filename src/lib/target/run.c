@@ -17,6 +17,7 @@
 #include "gc.h"
 #include "hooks.h"
 #include "jobsource.h"
+#include "used-source.h"
 #include "macro.h"
 #include "power.h"
 #include "prune.h"
@@ -115,16 +116,16 @@ static int backup_source(const char *target, const char *const vars[], BvRepo *r
         }
         if (r < 0)
                 return rj->step = rj->job->snapshot && r == -ECHILD ? "snapshot" : "backup", rj->result = r;
+        const char *used_why;
+        const BvFsUsedMap *used = bv_job_source_used(js, &used_why);
         BvBackupOptions opts = { .name = rj->job->name, .cancelled = bv_job_cancelled, .ret_kept = &kept,
-                                 .force_read = rj->job->used_only }; /* its map is this read's own */
+                                 .used_only = used ? bv_fs_used_applied(used, used_why) : NULL };
         if (rj->progress)
                 opts.progress = job_progress, opts.progress_userdata = rj;
         r = bv_backup(repo, bv_job_source(js), &opts, stats);
         rj->thin = bv_job_source_thin(js);
         snprintf(rj->read_whole_because, sizeof(rj->read_whole_because), "%s",
                  *bv_job_source_reason(js) ? bv_job_source_reason(js) : stats->changed_reason);
-        const char *used_why;
-        const BvFsUsedMap *used = bv_job_source_used(js, &used_why);
         rj->used_only = used != NULL;
         if (used) {
                 snprintf(rj->used_why, sizeof(rj->used_why), "%s", used_why);
@@ -432,13 +433,15 @@ static int run_mounted(const BvConfig *c, const BvConfTarget *t, const char *fsd
         return r;
 }
 
-/* Who holds the run lock, as run_lock recorded it in dir/targets.holder: its target into buf and
- * its pid; 0 when there is no record of a process that still runs. */
-static int lock_holder(const char *dir, char *buf, size_t size)
+/* Who holds the run lock, as run_lock recorded it in dir/targets.holder: its target into buf, the
+ * remote it copies to (a copy's hold, else "") into copy, and its pid; 0 when there is no record of
+ * a process that still runs. */
+static int lock_holder(const char *dir, char *buf, size_t size, char *copy, size_t copy_size)
 {
         _cleanup_free_ char *path = NULL, *text = NULL;
         size_t len;
         int pid = 0;
+        copy[0] = '\0';
         if (asprintf(&path, "%s/targets.holder", dir) < 0 ||
             bv_read_file(AT_FDCWD, path, 4096, (void **)&text, &len) < 0)
                 return 0;
@@ -448,6 +451,8 @@ static int lock_holder(const char *dir, char *buf, size_t size)
                         pid = atoi(l + 4);
                 else if (strncmp(l, "target=", 7) == 0)
                         snprintf(buf, size, "%s", l + 7);
+                else if (strncmp(l, "copy=", 5) == 0)
+                        snprintf(copy, copy_size, "%s", l + 5);
         if (pid <= 0 || !buf[0] || (kill(pid, 0) < 0 && errno == ESRCH))
                 return 0;
         return pid;
@@ -455,11 +460,16 @@ static int lock_holder(const char *dir, char *buf, size_t size)
 
 /* The run lock (dir/targets.lock): one run of a drive at a time on this host. A run that must
  * wait says so once (progress->waiting), naming the holder it recorded; the holder records
- * itself (best effort: the lock, not the record, orders the runs). */
-static int run_lock(const char *dir, const char *target, const BvRunProgress *progress, int *ret_fd)
+ * itself (best effort: the lock, not the record, orders the runs). A remote's copy holds the lock
+ * too (copy: its remote), but a backup never waits on the network: a run that finds a copy
+ * holding it stops it (SIGTERM: the copy stops within a buffer and continues after the run, never
+ * sending again what it finished) and takes the lock once the copy has unmounted the drive. A
+ * copy waits for a run. */
+static int run_lock(const char *dir, const char *target, const char *copy, const BvRunProgress *progress,
+                    int *ret_fd)
 {
         _cleanup_free_ char *lock = NULL, *holder = NULL;
-        char who[BV_CONF_NAME_MAX + 1], text[BV_CONF_NAME_MAX + 64];
+        char who[BV_CONF_NAME_MAX + 1], whose[BV_CONF_NAME_MAX + 1], text[2 * BV_CONF_NAME_MAX + 64];
         if (asprintf(&lock, "%s/targets.lock", dir) < 0 || asprintf(&holder, "%s/targets.holder", dir) < 0)
                 return -ENOMEM;
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
@@ -470,19 +480,88 @@ static int run_lock(const char *dir, const char *target, const BvRunProgress *pr
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno != EWOULDBLOCK)
                         return -errno;
-                if (progress && progress->waiting) {
-                        int pid = lock_holder(dir, who, sizeof(who));
+                int pid = lock_holder(dir, who, sizeof(who), whose, sizeof(whose));
+                if (pid > 0 && whose[0] && !copy) {
+                        (void)kill(pid, SIGTERM);
+                        if (progress && progress->stopping_copy)
+                                progress->stopping_copy(target, who, whose, pid, progress->userdata);
+                } else if (progress && progress->waiting)
                         progress->waiting(target, pid ? who : NULL, pid, progress->userdata);
-                }
                 if (flock(fd, LOCK_EX) < 0)
                         return -errno;
         }
-        int n = snprintf(text, sizeof(text), "pid=%d\ntarget=%s\n", (int)getpid(), target);
+        int n = snprintf(text, sizeof(text), "pid=%d\ntarget=%s\n%s%s%s", (int)getpid(), target, copy ? "copy=" : "",
+                         copy ? copy : "", copy ? "\n" : "");
         _cleanup_close_ int hfd = open(holder, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (hfd >= 0 && n > 0 && (size_t)n < sizeof(text))
                 (void)bv_write_all(hfd, text, (size_t)n);
         *ret_fd = TAKE_FD(fd);
         return 0;
+}
+
+int bv_target_hold_drive(const BvConfTarget *t, const char *dev, const char *run_dir, const char *copy,
+                         BvDriveHold *ret)
+{
+        const char *dir = run_dir ? run_dir : BV_RUN_DIR;
+        char mapper[256];
+        BvDriveProbe pr;
+
+        *ret = (BvDriveHold){ .lock_fd = -EBADF, .repo_fd = -EBADF };
+        if (asprintf(&ret->mnt, "%s/target-%s", dir, t->name) < 0 || asprintf(&ret->mapname, "blkvault-%s", t->name) < 0)
+                return -ENOMEM;
+        int r = run_lock(dir, t->name, copy, NULL, &ret->lock_fd);
+        if (r < 0)
+                return ret->step = "lock", r;
+        const char *fsdev = dev;
+        if (t->luks) {
+                r = bv_luks_open(dev, ret->mapname, t->key_file, mapper, sizeof(mapper));
+                if (r < 0)
+                        return ret->step = "unlock", r;
+                ret->luks = true;
+                fsdev = mapper;
+        }
+        r = bv_drive_probe(fsdev, &pr);
+        if (r >= 0 && (!pr.type[0] || !bv_drive_mount_options_known(pr.type)))
+                r = -EMEDIUMTYPE;
+        if (r < 0)
+                return ret->step = "probe", r;
+        if (mkdir(ret->mnt, 0700) < 0 && errno != EEXIST)
+                return ret->step = "mount", -errno;
+        r = bv_drive_mount(fsdev, pr.type, ret->mnt, t->fs_options, true);
+        if (r < 0)
+                return ret->step = "mount", r;
+        ret->mounted = true;
+        BvSecret secret = { .key_file = t->key_file };
+        r = open_on_drive(ret->mnt, t->repository, &ret->repo_fd);
+        if (r >= 0 && asprintf(&ret->repo_path, "/proc/self/fd/%d", ret->repo_fd) < 0)
+                r = -ENOMEM;
+        if (r >= 0) /* as a run: only the registered drive's repository is read */
+                r = bv_repo_prove(ret->repo_path, &secret, NULL);
+        if (r < 0)
+                return ret->step = "identify", r;
+        return 0;
+}
+
+int bv_target_release_drive(BvDriveHold *h, const char **ret_step)
+{
+        int r = 0;
+        h->repo_fd = safe_close(h->repo_fd);
+        if (h->mounted && umount2(h->mnt, 0) < 0) {
+                /* a pulled drive: what it read is gone, its mount must go too */
+                r = -errno, *ret_step = "unmount";
+                (void)umount2(h->mnt, MNT_DETACH);
+        }
+        if (h->mnt)
+                rmdir(h->mnt);
+        if (h->luks) {
+                int q = bv_luks_close(h->mapname);
+                if (q < 0 && r >= 0)
+                        r = q, *ret_step = "close";
+        }
+        h->lock_fd = safe_close(h->lock_fd);
+        free(h->mnt), free(h->mapname), free(h->repo_path);
+        *h = (BvDriveHold){ .lock_fd = -EBADF, .repo_fd = -EBADF };
+        return r;
 }
 
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
@@ -497,7 +576,7 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
         *ret = (BvTargetRun){ .target = t, .device = dev, .progress = progress };
         if (asprintf(&mnt, "%s/target-%s", dir, t->name) < 0 || asprintf(&mapname, "blkvault-%s", t->name) < 0)
                 return ret->result = -ENOMEM;
-        int lr = run_lock(dir, t->name, progress, &lfd);
+        int lr = run_lock(dir, t->name, NULL, progress, &lfd);
         if (lr < 0)
                 return ret->step = "lock", ret->result = lr;
         const char *fsdev = dev;

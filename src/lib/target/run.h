@@ -22,6 +22,9 @@ typedef struct BvRunProgress {
         /* Once, when the run waits for another's run lock: the target that one runs and its pid
          * (holder NULL and pid 0 when it recorded none). NULL: not told. */
         void (*waiting)(const char *target, const char *holder, int pid, void *userdata);
+        /* Once, when the run lock is held by the off-site copy of holder to remote (pid): the run
+         * stops it (SIGTERM) and waits for it to let go of the drive. NULL: not told. */
+        void (*stopping_copy)(const char *target, const char *holder, const char *remote, int pid, void *userdata);
         void *userdata;
 } BvRunProgress;
 
@@ -89,3 +92,24 @@ typedef struct BvTargetRun {
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
                         const char *run_dir, const BvRunProgress *progress, BvTargetRun *ret);
 void bv_target_run_done(BvTargetRun *run);
+
+/* A drive held for a reader other than its run (a remote's copy, remote.h): the run lock taken
+ * (recorded as the copy to remote `copy`: a run that wants the lock stops such a holder), the
+ * LUKS container unlocked, the filesystem mounted read-only (what a reader may do while the drive
+ * is said to be safe to unplug: pulling it loses nothing) and the repository proven to be the
+ * registered one, as a run proves it, at repo_path. */
+typedef struct BvDriveHold {
+        int lock_fd, repo_fd;
+        char *mnt, *mapname;
+        char *repo_path;        /* /proc/self/fd/N of the repository's directory on the drive */
+        bool luks, mounted;
+        const char *step;       /* what failed: "lock", "unlock", "probe", "mount", "identify" */
+} BvDriveHold;
+
+/* Holds target t attached as dev; run_dir as bv_target_run_drive's. On failure *ret is still to be
+ * released (bv_target_release_drive), and ret->step says what failed. */
+int bv_target_hold_drive(const BvConfTarget *t, const char *dev, const char *run_dir, const char *copy,
+                         BvDriveHold *ret);
+/* Unmounts, locks and lets go of the run lock (whatever failed: a pulled drive's mount is
+ * detached). 0, or -errno and *ret_step ("unmount", "close"). */
+int bv_target_release_drive(BvDriveHold *h, const char **ret_step);

@@ -17,11 +17,13 @@ const char *bv_state_dir(const char *override)
         return override ? override : e && *e ? e : BV_STATE_DIR;
 }
 
-static int state_name(const char *job, const char *target, char *buf, size_t size)
+/* "job-JOB@TARGET", "target-TARGET", or with kind "copy" "copy-REMOTE@TARGET". */
+static int state_name_kind(const char *kind, const char *job, const char *target, char *buf, size_t size)
 {
-        int n = target ? snprintf(buf, size, "job-%s@%s", job, target) : snprintf(buf, size, "target-%s", job);
+        int n = target ? snprintf(buf, size, "%s-%s@%s", kind, job, target) : snprintf(buf, size, "target-%s", job);
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
+
 
 /* error=N as bv_state_record writes it (an errno, 0 for none). What it cannot have written (a
  * number beyond any errno, not a number) keeps what result= said: negating INT_MIN, as abs() did,
@@ -70,13 +72,13 @@ static void parse_state(char *text, BvRunState *s)
         }
 }
 
-int bv_state_read(const char *dir, const char *job, const char *target, BvRunState *ret)
+static int state_read(const char *dir, const char *kind, const char *job, const char *target, BvRunState *ret)
 {
         _cleanup_free_ void *data = NULL;
         char name[2 * BV_CONF_NAME_MAX + 16];
         size_t len;
 
-        int r = state_name(job, target, name, sizeof(name));
+        int r = state_name_kind(kind, job, target, name, sizeof(name));
         if (r < 0)
                 return r;
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -91,18 +93,28 @@ int bv_state_read(const char *dir, const char *job, const char *target, BvRunSta
         return 0;
 }
 
-int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
-                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers)
+int bv_state_read(const char *dir, const char *job, const char *target, BvRunState *ret)
+{
+        return state_read(dir, "job", job, target, ret);
+}
+
+int bv_state_read_copy(const char *dir, const char *remote, const char *target, BvRunState *ret)
+{
+        return state_read(dir, "copy", remote, target, ret);
+}
+
+static int state_record(const char *dir, const char *kind, const char *job, const char *target, uint64_t when,
+                        int result, const char *step, int status, const char *snapshot, const BvRunNumbers *numbers)
 {
         char name[2 * BV_CONF_NAME_MAX + 16], text[640];
         BvRunNumbers none = {};
         const BvRunNumbers *m = numbers ? numbers : &none;
         BvRunState old = {};
 
-        int r = state_name(job, target, name, sizeof(name));
+        int r = state_name_kind(kind, job, target, name, sizeof(name));
         if (r < 0)
                 return r;
-        r = bv_state_read(dir, job, target, &old);
+        r = state_read(dir, kind, job, target, &old);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) /* none, or one that does not read (a FIFO, too large): replaced, or no run records again */
@@ -127,15 +139,32 @@ int bv_state_record(const char *dir, const char *job, const char *target, uint64
         return bv_write_file_durable(dfd, name, text, (size_t)n, true);
 }
 
-int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, uint64_t now, BvJobStatus *ret)
+int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
+                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers)
+{
+        return state_record(dir, "job", job, target, when, result, step, status, snapshot, numbers);
+}
+
+int bv_state_record_copy(const char *dir, const char *remote, const char *target, uint64_t when, int result,
+                         const char *step, const BvRunNumbers *numbers)
+{
+        return state_record(dir, "copy", remote, target, when, result, step, 0, NULL, numbers);
+}
+
+/* The newest run and good run over the targets a job runs on (kind "job") or a remote copies
+ * from ("copy"), and the alarm when no good one is younger than max_age. */
+static int state_status(const char *dir, const BvConfig *c, const BvConfJob *j, const BvConfRemote *rm,
+                        uint64_t now, BvJobStatus *ret)
 {
         BvJobStatus st = {};
+        const char *kind = j ? "job" : "copy", *name = j ? j->name : rm->name;
+        uint64_t max_age = j ? j->max_age : rm->max_age;
         for (size_t i = 0; i < c->n_targets; i++) {
                 const BvConfTarget *t = &c->targets[i];
                 BvRunState s;
-                if (!bv_conf_job_wants(j, t->name))
+                if (j ? !bv_conf_job_wants(j, t->name) : !bv_conf_target_copies_to(c, t, rm->name))
                         continue;
-                int r = bv_state_read(dir, j->name, t->name, &s);
+                int r = state_read(dir, kind, name, t->name, &s);
                 if (r == -ENOENT)
                         continue;
                 if (r == -ENOMEM)
@@ -143,7 +172,7 @@ int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, 
                 if (r < 0) {
                         if (!st.bad_target) {
                                 st.bad_target = t->name, st.bad_error = r;
-                                (void)state_name(j->name, t->name, st.bad_file, sizeof(st.bad_file));
+                                (void)state_name_kind(kind, name, t->name, st.bad_file, sizeof(st.bad_file));
                         }
                         continue;
                 }
@@ -154,8 +183,19 @@ int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, 
         }
         /* a good backup dated over a day ahead was recorded under a clock set ahead: it must not
          * silence the alarm until that date */
-        st.alarm = st.last_good == 0 || (now > st.last_good && now - st.last_good > j->max_age) ||
+        st.alarm = st.last_good == 0 || (now > st.last_good && now - st.last_good > max_age) ||
                    (st.last_good > now && st.last_good - now > BV_STATE_FUTURE_SLACK);
         *ret = st;
         return 0;
+}
+
+int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, uint64_t now, BvJobStatus *ret)
+{
+        return state_status(dir, c, j, NULL, now, ret);
+}
+
+int bv_state_remote_status(const char *dir, const BvConfig *c, const BvConfRemote *rm, uint64_t now,
+                           BvJobStatus *ret)
+{
+        return state_status(dir, c, NULL, rm, now, ret);
 }

@@ -8,6 +8,8 @@
  *
  *   STATE/job-JOB@TARGET   a job's runs on a target
  *   STATE/target-TARGET    a target's runs
+ *   STATE/copy-REMOTE@TARGET  the copies of a target's repository to a remote (remote.h); its
+ *                          last-good is the last copy that completed
  *
  * each of lines "key=value": last-run=UNIX-SECONDS, result=ok|failed, step=STEP (what failed),
  * error=ERRNO, status=N, last-good=UNIX-SECONDS (the last run that succeeded), snapshot=ID (job files: the
@@ -55,7 +57,12 @@ int bv_state_record(const char *dir, const char *job, const char *target, uint64
 /* The state of job on target (job NULL: of the target): -ENOENT when it never ran. */
 int bv_state_read(const char *dir, const char *job, const char *target, BvRunState *ret);
 
-/* A job over all the targets it may run on. */
+/* The same for the copies of target's repository to remote (no snapshot). */
+int bv_state_record_copy(const char *dir, const char *remote, const char *target, uint64_t when, int result,
+                         const char *step, const BvRunNumbers *numbers);
+int bv_state_read_copy(const char *dir, const char *remote, const char *target, BvRunState *ret);
+
+/* A job over all the targets it may run on (or a remote over the targets copied to it). */
 typedef struct BvJobStatus {
         BvRunState last;        /* the latest run (any target) */
         const char *last_target;
@@ -70,3 +77,7 @@ typedef struct BvJobStatus {
 /* Reads the state of job j on each target of c it may run on; now: unix seconds. A state file
  * that does not read costs only what it describes: it is left out and named in bad_*. */
 int bv_state_job_status(const char *dir, const BvConfig *c, const BvConfJob *j, uint64_t now, BvJobStatus *ret);
+/* The same for the copies to remote rm from every target copied to it: in alarm when none
+ * completed within its max-age. */
+int bv_state_remote_status(const char *dir, const BvConfig *c, const BvConfRemote *rm, uint64_t now,
+                           BvJobStatus *ret);

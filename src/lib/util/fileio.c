@@ -100,6 +100,39 @@ int bv_mkdir_p(int dirfd, const char *path)
         return 0;
 }
 
+static bool group_readable(int dirfd)
+{
+        struct stat st;
+
+        return fstat(dirfd, &st) == 0 && (st.st_mode & S_IRGRP);
+}
+
+int bv_mkdirat_shared(int dirfd, const char *name)
+{
+        bool shared = group_readable(dirfd);
+        struct stat st;
+
+        if (mkdirat(dirfd, name, shared ? 0750 : 0700) < 0)
+                return negative_errno();
+        if (!shared)
+                return 0;
+        /* the umask may have taken the group bits: put them back, keeping set-group-id */
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return negative_errno();
+        if ((st.st_mode & 0750) != 0750 &&
+            fchmodat(dirfd, name, (st.st_mode & (07777 & ~S_IRWXO)) | 0750, AT_SYMLINK_NOFOLLOW) < 0 &&
+            errno != EOPNOTSUPP)
+                return negative_errno();
+        return 0;
+}
+
+int bv_share_file(int dirfd, int fd)
+{
+        if (!group_readable(dirfd))
+                return 0;
+        return fchmod(fd, 0640) < 0 ? negative_errno() : 0;
+}
+
 int bv_tmpfile_open(int dirfd, int *ret_fd, char ret_tmpname[64])
 {
         return bv_tmpfile_open_prefix(dirfd, ".tmp-", ret_fd, ret_tmpname);
@@ -230,7 +263,8 @@ fail_discard:
         return r;
 }
 
-int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t len, bool replace)
+static int write_file_durable(int dirfd, const char *name, const void *data, size_t len, bool replace,
+                              bool shared)
 {
         _cleanup_close_ int fd = -EBADF;
         char tmpname[64];
@@ -239,12 +273,24 @@ int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t 
         r = bv_tmpfile_open(dirfd, &fd, tmpname);
         if (r < 0)
                 return r;
-        r = bv_write_all(fd, data, len);
+        r = shared ? bv_share_file(dirfd, fd) : 0;
+        if (r >= 0)
+                r = bv_write_all(fd, data, len);
         if (r < 0) {
                 bv_tmpfile_discard(dirfd, tmpname);
                 return r;
         }
         return bv_tmpfile_link(dirfd, fd, tmpname, name, replace);
+}
+
+int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t len, bool replace)
+{
+        return write_file_durable(dirfd, name, data, len, replace, false);
+}
+
+int bv_write_file_shared(int dirfd, const char *name, const void *data, size_t len, bool replace)
+{
+        return write_file_durable(dirfd, name, data, len, replace, true);
 }
 
 /* fstat of an open fd (fd < 0: an open that failed, returned as it is) that must be a regular

@@ -26,6 +26,14 @@ int bv_fsync_dir(int dirfd);
 /* Creates dir (mode 0700) and its parents below dirfd if missing. */
 int bv_mkdir_p(int dirfd, const char *path);
 
+/* A repository shared with a group (docs/FORMAT.md, "Paths"): what is made in a folder its group
+ * may read (S_IRGRP) gets group read too, whatever the umask; nothing else of the mode changes
+ * (a folder made in a set-group-id folder keeps the bit and its group, as the kernel gives it).
+ * bv_mkdirat_shared makes folder name in dirfd, 0700 or 0750 (-EEXIST if it exists);
+ * bv_share_file makes the new file fd 0640 when dirfd is group-readable, else leaves it. */
+int bv_mkdirat_shared(int dirfd, const char *name);
+int bv_share_file(int dirfd, int fd);
+
 /* Opens an anonymous temporary file in directory dirfd (O_TMPFILE where the filesystem has it,
  * otherwise a uniquely named ".tmp-*" file). ret_tmpname receives the name to pass to
  * bv_tmpfile_link (empty for O_TMPFILE). */
@@ -47,6 +55,8 @@ int bv_tmpfile_reap(int dirfd, const char *name, uint64_t *ret_bytes);
 
 /* The whole recipe for a small file: tmpfile, write, fsync, link, fsync dir. */
 int bv_write_file_durable(int dirfd, const char *name, const void *data, size_t len, bool replace);
+/* The same for a repository's file: group-readable when dirfd is (bv_share_file). */
+int bv_write_file_shared(int dirfd, const char *name, const void *data, size_t len, bool replace);
 
 /* Reads a whole file of at most max bytes (-EFBIG if larger) into a malloc'd buffer with a
  * trailing NUL (not counted in ret_len). */

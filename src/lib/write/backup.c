@@ -40,6 +40,7 @@
 #include "object.h"
 #include "pack.h"
 #include "parent-map.h"
+#include "used-record.h"
 #include "unchanged.h"
 #include "queue.h"
 #include "random.h"
@@ -72,6 +73,7 @@ typedef struct Backup {
         BvMapBuilder *map;
         BvParentMap *parent; /* for UNCHANGED extents of a changed-block source */
         BvSnapshot *changed_parent; /* the newest snapshot of a changed-block source's name */
+        BvSnapshotUsedOnly used_only; /* opts->used_only as the snapshot records it */
         uint8_t *edge_buf;   /* the parts of UNCHANGED extents read from the source */
         Job *group;    /* the compression group being gathered */
         bool grouping; /* only when compressing */
@@ -647,6 +649,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
                 s.source.probed = true;
         s.stats = b->stats.counts;
         s.unreadable = (BvByteRange *)b->unreadable, s.n_unreadable = b->n_unreadable;
+        s.used_only = b->used_only; /* equal to a reused parent's (unchanged.h) */
         s.chunker = (BvChunkerParams){ .kind = b->chunker.kind, .min = b->chunker.min, .avg = b->chunker.avg,
                                        .max = b->chunker.max }; /* not the key */
         _cleanup_close_ int gc_lock = bv_backend_lock(bv_repo_backend(b->repo), BV_LOCK_COMMIT, true);
@@ -712,6 +715,7 @@ static void backup_done(Backup *b)
         bv_map_builder_free(b->map);
         bv_parent_map_free(b->parent);
         bv_snapshot_free(b->changed_parent);
+        bv_snapshot_used_only_done(&b->used_only);
         free(b->edge_buf);
         bv_pack_writer_free(b->writer);
         bv_object_codec_free(b->pack_codec);
@@ -832,7 +836,10 @@ static int backup_body(Backup *b, BvRepo *repo, BvSource *src, const BvBackupOpt
         BvSplitter *sp = NULL;
         int r;
 
-        r = bv_unchanged_parent(repo, b->pack_codec, b->index, src, name, opts, &reuse, b->stats.lost_from);
+        r = bv_used_record(opts->used_only, &b->used_only);
+        if (r >= 0)
+                r = bv_unchanged_parent(repo, b->pack_codec, b->index, src, name, opts, &b->used_only, &reuse,
+                                        b->stats.lost_from, b->stats.other_read_from, &b->stats.other_read_used_only);
         if (r > 0) {
                 r = backup_reuse(b, src, name, reuse, start_s, start_ns);
                 bv_snapshot_free(reuse);

@@ -6,6 +6,7 @@
 
 #include "repo.h"
 #include "source.h"
+#include "used.h"
 
 typedef struct BvBackupOptions {
         const char *name;         /* NULL: bv_backup_default_name; -EINVAL for a name
@@ -14,6 +15,10 @@ typedef struct BvBackupOptions {
         BvSourceOptions source;   /* for bv_backup_path */
         const BvSnapshot *parent; /* what a changed-block source's UNCHANGED extents refer to */
         bool force_read;          /* read a regular file even when its identity is unchanged */
+        /* The source reads only the blocks its filesystems use (fs/used-source.h, a source
+         * bv_fs_used_open wrapped): its map, recorded in the snapshot ("used_only"). NULL: the
+         * source is read whole. */
+        const BvFsUsedMap *used_only;
         unsigned full_read_every; /* 0: never force; N: at most N - 1 unread backups in a row */
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
@@ -44,6 +49,10 @@ typedef struct BvBackupStats {
         /* the unchanged file's parent that was not taken because the index no longer locates all
          * of its map (repair --force left damaged chunks out): the source was read again */
         char lost_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        /* the unchanged file's parent that was not taken because it was read otherwise: used-only
+         * where this backup reads whole, or the other way round (or with another map) */
+        char other_read_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
+        bool other_read_used_only; /* that parent was a used-only one */
         /* A changed-block source: the parent whose map filled the ranges it called unchanged
          * ("" when it was read whole), and why it was read whole ("" when it was not). */
         char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
@@ -63,7 +72,10 @@ typedef struct BvBackupStats {
  * A regular file whose identity (device, inode, size, mtime, ctime) equals what the newest
  * snapshot of the same name and path recorded is not read: the new snapshot takes that one's map
  * (bytes_read 0) and records it in source.reused_from, unless opts->force_read or
- * opts->full_read_every asks for a read.
+ * opts->full_read_every asks for a read, or that snapshot was read otherwise: used-only
+ * (opts->used_only) where this backup reads whole, or the other way round, or with a map that
+ * says otherwise (then stats.other_read_from names it). A whole snapshot never takes a map
+ * whose free blocks were not read.
  *
  * A changed-block source (bv_source_changed_map) without opts->parent is paired with the newest
  * snapshot of the same name (changed.h): its map fills the ranges the source calls unchanged, or

@@ -42,6 +42,8 @@ static const char *pairing_problem(const BvSnapshot *p, BvIndex *index, BvSource
         else if (!has_base && (!p->source.changed_map || strcmp(p->source.changed_map, map) != 0))
                 snprintf(reason, size, "snapshot %.8s was not taken with %s%s", p->id, map,
                          bitmap ? " (a new bitmap)" : "");
+        else if (p->used_only.on)
+                snprintf(reason, size, "snapshot %.8s was taken --used-only (its free blocks were not read)", p->id);
         else if (p->size != bv_source_size(src))
                 snprintf(reason, size, "the size changed from %llu to %llu bytes since snapshot %.8s",
                          (unsigned long long)p->size, (unsigned long long)bv_source_size(src), p->id);

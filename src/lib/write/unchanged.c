@@ -67,7 +67,8 @@ static int map_whole(BvRepo *r, BvObjectCodec *codec, BvIndex *index, const BvSn
 }
 
 int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSource *src, const char *name,
-                        const BvBackupOptions *opts, BvSnapshot **ret_parent, char *ret_lost_from)
+                        const BvBackupOptions *opts, const BvSnapshotUsedOnly *used, BvSnapshot **ret_parent,
+                        char *ret_lost_from, char *ret_other_from, bool *ret_other_used_only)
 {
         BvSourceIdentity id;
         BvSnapshot **list = NULL;
@@ -85,6 +86,11 @@ int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSourc
         bool ok = p && p->source.has_identity && p->n_unreadable == 0 && p->size == id.size &&
                   identity_equal(&p->source.identity, &id) &&
                   (opts->full_read_every == 0 || p->source.unread_backups + 1 < opts->full_read_every);
+        if (ok && !bv_snapshot_used_only_equal(&p->used_only, used)) {
+                snprintf(ret_other_from, 2 * BV_SNAPSHOT_ID_SIZE + 1, "%s", p->id);
+                *ret_other_used_only = p->used_only.on;
+                ok = false;
+        }
         rr = ok ? map_whole(r, codec, index, p) : 0;
         if (ok && rr == 0)
                 snprintf(ret_lost_from, 2 * BV_SNAPSHOT_ID_SIZE + 1, "%s", p->id);

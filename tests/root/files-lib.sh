@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Shared by the tests of blkvault files (test-files*.sh): the mounted tree as files prints it, and
+# a tree copied out by files get compared with the mounted one. Sourced after tests/lib.sh.
+
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+
+expected_ls() { # the mounted directory $1 as files ls prints it
+    python3 - "$1" <<'PY'
+import os, stat, sys, time
+d = sys.argv[1]
+for name in sorted(os.listdir(d), key=os.fsencode):
+    p = os.path.join(d, name)
+    st = os.lstat(p)
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(st.st_mtime))
+    link = " -> " + os.readlink(p) if stat.S_ISLNK(st.st_mode) else ""
+    print("%s %5u %5u %12u %s %s%s" % (stat.filemode(st.st_mode), st.st_uid, st.st_gid, st.st_size, when, name, link))
+PY
+}
+
+# compare_tree SRC DST OWNERS [MIN]: content, type, mode, mtime (and owner with OWNERS=yes) of
+# every entry but lost+found; fails on a difference or when fewer than MIN entries were compared.
+compare_tree() {
+    python3 - "$1" "$2" "$3" "${4:-1}" <<'PY'
+import os, stat, sys, filecmp
+src, dst, owners, least = sys.argv[1], sys.argv[2], sys.argv[3] == "yes", int(sys.argv[4])
+bad = n = 0
+for root, dirs, files in os.walk(src):
+    for name in dirs + files:
+        a = os.path.join(root, name)
+        b = os.path.join(dst, os.path.relpath(a, src))
+        if name == "lost+found":
+            continue
+        sa, sb = os.lstat(a), os.lstat(b)
+        why = []
+        if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode): why.append("type")
+        if not stat.S_ISLNK(sa.st_mode) and sa.st_mode != sb.st_mode: why.append("mode %o %o" % (sa.st_mode, sb.st_mode))
+        if sa.st_mtime_ns != sb.st_mtime_ns: why.append("mtime %d %d" % (sa.st_mtime_ns, sb.st_mtime_ns))
+        if owners and (sa.st_uid, sa.st_gid) != (sb.st_uid, sb.st_gid): why.append("owner")
+        if stat.S_ISLNK(sa.st_mode) and os.readlink(a) != os.readlink(b): why.append("target")
+        if stat.S_ISREG(sa.st_mode) and not filecmp.cmp(a, b, shallow=False): why.append("content")
+        n += 1
+        if why:
+            print("%s: %s" % (b, ", ".join(why))); bad += 1
+if n < least:
+    print("only %d entries compared" % n)
+sys.exit(1 if bad or n < least else 0)
+PY
+}
