@@ -181,6 +181,9 @@ int parse_cache_size(const char *arg, void *ret);
  * in a _cleanup_(bv_repo_closep) variable. */
 DEFINE_TRIVIAL_CLEANUP_FUNC(BvRepo, bv_repo_close)
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret);
+/* A repository locked by another writer (gc: another gc), said with the holder the lock records
+ * (problem->holder); returns EXIT_BUSY. */
+int log_locked(const char *path, const BvRepoProblem *problem, bool gc);
 /* Why the repository at path does not open (r), said so that the user knows what to do: it does
  * not exist, is not a repository, needs other rights. Returns the exit code. */
 int log_open_error(const char *path, int r);

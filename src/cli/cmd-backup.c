@@ -19,7 +19,8 @@
 
 static const char usage_text[] =
         "Usage: blkvault backup REPO SOURCE [OPTIONS]\n\n"
-        "Back up SOURCE (a block device, a raw image file, - for stdin, or an NBD export:\n"
+        "Back up SOURCE (a block device, a raw image file, a disk image file (qcow2, vmdk, vdi, vhdx,\n"
+        "qed, vpc: read as the virtual disk it holds, through qemu-nbd), - for stdin, or an NBD export:\n"
         "nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH) as a new snapshot.\n\n"
         "  --name=NAME              snapshot name (default: the source's file name, or 'stdin'): at most\n"
         "                           255 bytes, no control characters, not 4 to 32 hex digits, not 'latest'\n"
@@ -44,6 +45,8 @@ static const char usage_text[] =
         "                           whole); free blocks\n"
         "                           are stored as holes. Only for an image no process writes, or a device\n"
         "                           not mounted read-write; anything else is read whole, saying why\n"
+        "  --as-file                a disk image file (qcow2 ...) is backed up as the file it is, not as\n"
+        "                           the virtual disk it holds\n"
         "  --wait                   wait for another writer instead of failing\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
@@ -185,9 +188,35 @@ static int backup_error(int r, const char *source, const BvBackupKept *kept)
         return log_error_errno(r, "backup of '%s' failed (nothing was published)", source);
 }
 
+/* A disk image that did not open: nothing was read. */
+static int image_error(int r, const char *source, const char *format, const char *detail)
+{
+        if (r == -EBUSY) {
+                log_error("cannot read the %s image '%s': a running VM writes it (qemu-nbd: %s). A copy read now "
+                          "would be torn: back the VM up through its hypervisor (libvirt's backup, or "
+                          "--dirty-bitmap on its NBD export), or shut it down first", format, source, detail);
+                return EXIT_ERROR;
+        }
+        if (r == -ENOPKG) {
+                log_error("cannot read the %s image '%s': qemu-nbd does not run (install qemu-utils), or back "
+                          "up the image file as it is with --as-file", format, source);
+                return EXIT_ERROR;
+        }
+        if (r == -EBADMSG) {
+                log_error("cannot read the %s image '%s': qemu-nbd cannot open it: %s (a corrupt or truncated "
+                          "image, or a missing backing file?)", format, source, detail[0] ? detail : "no reason given");
+                return EXIT_ERROR;
+        }
+        return log_error_errno(r, "cannot read the %s image '%s'", format, source);
+}
+
 /* The source could not be opened: nothing was read. */
 static int open_error(int r, const char *source, const BvSourceOptions *o)
 {
+        const char *format;
+
+        if (!o->as_file && bv_source_detect_image(source, &format) > 0)
+                return image_error(r, source, format, o->error_detail ? o->error_detail : "");
         if (o->compare_with && r == -EOPNOTSUPP) {
                 log_error("cannot compare '%s' with '%s': the filesystem cannot map their extents (FIEMAP; btrfs "
                           "and XFS can)", source, o->compare_with);
@@ -276,10 +305,17 @@ static int backup_once(BvRepo *repo, const char *source, BvBackupOptions *opts, 
         progress_init(&progress, "backup", json);
         opts->progress = progress_update;
         opts->progress_userdata = &progress;
+        char detail[512] = "";
+        opts->source.error_detail = detail;
+        opts->source.error_detail_size = sizeof(detail);
         int r = bv_source_open(source, &opts->source, &src);
+        opts->source.error_detail = NULL;
         if (r < 0) {
                 progress_done(&progress);
-                return open_error(r, source, &opts->source);
+                opts->source.error_detail = detail;
+                r = open_error(r, source, &opts->source);
+                opts->source.error_detail = NULL;
+                return r;
         }
         if (u->on) {
                 bv_fs_used_map_done(&u->map);
@@ -363,6 +399,7 @@ int cmd_backup(int argc, char **argv)
                 CLI_STR("compare-with", &opts.source.compare_with),
                 CLI_STR("thin-delta", &opts.source.thin_delta),
                 CLI_FLAG("used-only", &used.on),
+                CLI_FLAG("as-file", &opts.source.as_file),
                 CLI_FLAG("wait", &wait),
                 {},
         };
@@ -378,6 +415,14 @@ int cmd_backup(int argc, char **argv)
                 /* their sources fail on EIO: the option would be ignored */
                 log_error("--skip-unreadable cannot be combined with --thin-delta or --compare-with (back up "
                           "without them to store unreadable blocks as zeroes)");
+                return EXIT_USAGE;
+        }
+        const char *format = NULL;
+        bool image = !opts.source.as_file && bv_source_detect_image(source, &format) > 0;
+        if (image && (opts.source.compare_with || opts.source.thin_delta)) {
+                log_error("'%s' is a %s image: --%s maps the file's bytes, not its virtual disk's (add --as-file "
+                          "to back up the image file as it is)", source, format,
+                          opts.source.compare_with ? "compare-with" : "thin-delta");
                 return EXIT_USAGE;
         }
         const char *name = opts.name ? opts.name : bv_backup_default_name(source);
@@ -434,7 +479,7 @@ int cmd_backup(int argc, char **argv)
                 return backup_error(r, source, &kept);
         /* --compare-with and --thin-delta sources read with pread by design; an unchanged
          * file is not read at all: neither says anything about io_uring */
-        if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source) && !opts.source.compare_with &&
+        if (!stats.used_uring && !json && !bv_source_is_nbd_uri(source) && !image && !opts.source.compare_with &&
             !opts.source.thin_delta && !used.on && stats.counts.bytes_read > 0)
                 log_info("note: io_uring is unavailable, read with pread");
         warn_read_everything(&opts, &stats, source);

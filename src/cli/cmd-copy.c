@@ -20,6 +20,11 @@ static const char usage_text[] =
         "  --dst-passphrase-file=FILE, --dst-passphrase-fd=N, --dst-passphrase-command=CMD,\n"
         "  --dst-key-file=FILE      a DST that copy creates is sealed by this secret (default:\n"
         "                           SRC's key slots, so the secrets that open SRC open DST)\n"
+        "  --object-lock=DURATION   S3 Object Lock at DST (an s3:// bucket with Object Lock\n"
+        "                           enabled): every object put is retained for DURATION (7d, 12h),\n"
+        "                           and what DST's snapshots need is extended when half of it is\n"
+        "                           left, so deleting it with DST's credentials fails\n"
+        "  --object-lock-mode=MODE  compliance (the default: nobody can shorten it) or governance\n"
         "  --limit-upload=RATE      write at most RATE bytes per second to DST (K, M, G suffixes)\n"
         "  --limit-download=RATE    read at most RATE bytes per second from SRC\n"
         "  --progress               show progress even when stderr is not a terminal\n"
@@ -36,9 +41,78 @@ static int parse_rate(const char *arg, void *ret)
         return 0;
 }
 
-static struct json_object *copy_json(const BvCopyStats *s)
+static int parse_lock_duration(const char *arg, void *ret)
+{
+        if (bv_conf_parse_duration(arg, ret) < 0 || *(uint64_t *)ret == 0) {
+                log_error("invalid --object-lock '%s' (a duration: a number and s, min, h, d or w: 30d)", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* --object-lock-mode: 1 governance, 2 compliance (0: not given). */
+static int parse_lock_mode(const char *arg, void *ret)
+{
+        if (strcmp(arg, "compliance") != 0 && strcmp(arg, "governance") != 0) {
+                log_error("invalid --object-lock-mode '%s' (compliance or governance)", arg);
+                return -EINVAL;
+        }
+        *(int *)ret = strcmp(arg, "governance") == 0 ? 1 : 2;
+        return 0;
+}
+
+/* --object-lock on a DST that cannot take it, said before anything is written there. */
+static int check_object_lock(const char *dst)
+{
+        char why[320] = "";
+        int r = bv_copy_check_object_lock(dst, why, sizeof(why));
+        if (r == -EOPNOTSUPP) {
+                log_error("--object-lock needs an S3 DST (s3://BUCKET/PREFIX): '%s' is a directory, which keeps "
+                          "no retention", dst);
+                return EXIT_USAGE;
+        }
+        if (r == -ENOLCK) {
+                log_error("--object-lock: the bucket of '%s' has no Object Lock enabled (it is set when a bucket "
+                          "is created: x-amz-bucket-object-lock-enabled, 'aws s3api create-bucket "
+                          "--object-lock-enabled-for-bucket')", dst);
+                return EXIT_USAGE;
+        }
+        if (r < 0) {
+                log_error("cannot open repository '%s': %s (%s)", dst, why[0] ? why : "its Object Lock did not answer",
+                          strerror(-r));
+                return exit_code_for(r);
+        }
+        return EXIT_OK;
+}
+
+static bool copy_interrupted(void)
+{
+        return interrupted != 0;
+}
+
+/* The snapshots a copy published, for its report: "ID8 (NAME)" each. */
+typedef struct Copied {
+        struct json_object *ids; /* full ids, for --json */
+        char *text;              /* "1a2b3c4d (web), 5e6f7a8b" */
+} Copied;
+
+static void on_published(const BvSnapshot *s, void *userdata)
+{
+        Copied *c = userdata;
+        char *t = NULL;
+        if (c->ids)
+                json_object_array_add(c->ids, json_object_new_string(s->id));
+        if (asprintf(&t, "%s%s%.8s%s%s%s", c->text ?: "", c->text ? ", " : "", s->id, s->name ? " (" : "",
+                     s->name ?: "", s->name ? ")" : "") >= 0) {
+                free(c->text);
+                c->text = t;
+        }
+}
+
+static struct json_object *copy_json(const BvCopyStats *s, Copied *copied)
 {
         return BV_JSON_OBJECT({ "snapshots_copied", json_object_new_uint64(s->snapshots_copied) },
+                              { "copied", json_object_get(copied->ids) },
                               { "snapshots_present", json_object_new_uint64(s->snapshots_present) },
                               { "objects_sent", json_object_new_uint64(s->objects_sent) },
                               { "objects_present", json_object_new_uint64(s->objects_present) },
@@ -49,15 +123,16 @@ static struct json_object *copy_json(const BvCopyStats *s)
                               { "packs_written", json_object_new_uint64(s->packs_written) },
                               { "packs_resumed", json_object_new_uint64(s->packs_resumed) },
                               { "bytes_resumed", json_object_new_uint64(s->bytes_resumed) },
+                              { "objects_retained", json_object_new_uint64(s->objects_retained) },
                               { "requests", json_object_new_uint64(s->requests) },
                               { "seconds", json_object_new_double(s->seconds) });
 }
 
-static int copy_report(const BvCopyStats *s, const char *dst, bool json)
+static int copy_report(const BvCopyStats *s, Copied *copied, const char *dst, bool json)
 {
         char a[32], b[32];
         if (json) {
-                _cleanup_(json_object_putp) struct json_object *o = copy_json(s);
+                _cleanup_(json_object_putp) struct json_object *o = copy_json(s, copied);
                 if (!o)
                         return log_error_errno(-ENOMEM, "cannot print the result");
                 json_print(o);
@@ -65,13 +140,21 @@ static int copy_report(const BvCopyStats *s, const char *dst, bool json)
         }
         if (is_quiet())
                 return EXIT_OK;
-        log_info("copied %llu snapshots to '%s' (%llu there already): %s sent in %llu objects (%llu packs whole, "
+        if (s->packs_resumed > 0)
+                log_info("resumed an interrupted copy: %llu pack%s (%s) it had sent kept", (unsigned long long)s->packs_resumed,
+                         s->packs_resumed == 1 ? "" : "s",
+                         format_bytes(s->bytes_resumed, a));
+        log_info("copied %llu snapshot%s to '%s'%s%s (%llu there already): %s sent in %llu objects (%llu packs whole, "
                  "%llu repacked into %llu), %llu objects there already, %.1f s, %s/s",
-                 (unsigned long long)s->snapshots_copied, dst, (unsigned long long)s->snapshots_present,
+                 (unsigned long long)s->snapshots_copied, s->snapshots_copied == 1 ? "" : "s", dst,
+                 copied->text ? ": " : "", copied->text ?: "", (unsigned long long)s->snapshots_present,
                  format_bytes(s->bytes_sent, a), (unsigned long long)s->objects_sent,
                  (unsigned long long)s->packs_whole, (unsigned long long)s->packs_repacked,
                  (unsigned long long)s->packs_written, (unsigned long long)s->objects_present, s->seconds,
                  format_bytes(s->seconds > 0 ? (uint64_t)((double)s->bytes_sent / s->seconds) : 0, b));
+        if (s->objects_retained > 0)
+                log_info("Object Lock: the retention of %llu objects DST's snapshots need was extended",
+                         (unsigned long long)s->objects_retained);
         return EXIT_OK;
 }
 
@@ -88,19 +171,14 @@ static int open_dst_error(int r, const BvRepoProblem *problem, const char *srcpa
                           dst, srcpath, srcpath);
                 return EXIT_USAGE;
         }
+        if (r == -EBUSY)
+                return log_locked(dst, problem, false);
         if (r == -ENOTEMPTY) {
-                log_error("'%s' holds files but no blkvault repository: copy creates a repository only in a "
-                          "location that is missing or empty",
-                          dst);
+                log_error("'%s' holds %s but no blkvault repository%s%s%s: copy creates a repository only in a "
+                          "location that is missing or empty (for S3, a bucket or a prefix that holds no object)",
+                          dst, strncmp(dst, "s3://", 5) == 0 ? "objects" : "files",
+                          problem->message[0] ? " (" : "", problem->message, problem->message[0] ? " is there)" : "");
                 return EXIT_NO_REPO;
-        }
-        if (r == -EBUSY) {
-                /* the holder record is the repository's text (a stick's): shown escaped */
-                _cleanup_free_ char *holder = escape_text(problem->holder, 0);
-                log_error("repository '%s' is locked by another writer on this machine (a copy or backup is "
-                          "running)%s%s: run the copy again once it is done",
-                          dst, holder && *holder ? ": " : "", holder ? holder : "");
-                return EXIT_BUSY;
         }
         if (r == -EOPNOTSUPP && given) {
                 log_error("'%s' is not encrypted: a DST secret would protect nothing", srcpath);
@@ -156,16 +234,31 @@ static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *
         if (r == -EUCLEAN)
                 return log_error_errno(r, "cannot copy from '%s': %s uses an object its index lacks (run 'blkvault "
                                           "verify %s')", src, s->culprit[0] ? s->culprit : "a snapshot", src);
+        if (r == -ECANCELED && interrupted) {
+                log_error("copy from '%s' to '%s' interrupted by SIG%s: what was sent stays at '%s'; running the "
+                          "same copy again resumes it", src, dst, sigabbrev_np(interrupted) ?: "?", dst);
+                return 128 + interrupted;
+        }
+        if (r == -EBADMSG && s->culprit_has_offset) {
+                log_error("copy from '%s' to '%s' stopped: '%s' of '%s' is damaged at offset %llu (an object there "
+                          "does not authenticate or is not what its index says); it was not sent and no snapshot was "
+                          "published (run 'blkvault verify --read-data %s' and 'blkvault repair %s')",
+                          src, dst, s->culprit, src, (unsigned long long)s->culprit_offset, src, src);
+                return EXIT_DAMAGE;
+        }
         if (r == -ESTALE)
                 return log_error_errno(r, "copy to '%s' stopped before '%s': a gc at '%s' moved its epoch since the copy "
                                           "began; run the copy again", dst, s->culprit, dst);
+        if (r == -ENOLCK || (r == -EOPNOTSUPP && !bv_copy_dst_storage_error(dstrepo, said, sizeof(said))[0]))
+                return check_object_lock(dst);
         /* a remote repository's storage says which object and what it answered */
         bv_copy_dst_storage_error(dstrepo, said, sizeof(said));
         if (!said[0])
                 bv_repo_storage_error(srcrepo, said, sizeof(said));
         if (s->culprit[0])
                 snprintf(at, sizeof(at), " at '%s'", s->culprit);
-        return log_error_errno(r, "copy from '%s' to '%s' failed%s%s%s%s; what was sent stays for the next copy", src,
+        return log_error_errno(r, "copy from '%s' to '%s' failed%s%s%s%s; what was sent stays: running the same copy again "
+                                  "resumes it", src,
                                dst, at, said[0] ? " (" : "", said, said[0] ? ")" : "");
 }
 
@@ -174,11 +267,14 @@ int cmd_copy(int argc, char **argv)
         SecretArgs sargs = {}, dargs = {};
         BvCopyOptions o = {};
         bool json = false, force_progress = false;
+        int lock_mode = 0;
         const CliOption options[] = {
                 CLI_STR("dst-passphrase-file", &dargs.passphrase_file),
                 CLI_STR("dst-passphrase-fd", &dargs.passphrase_fd),
                 CLI_STR("dst-passphrase-command", &dargs.passphrase_command),
                 CLI_STR("dst-key-file", &dargs.key_file),
+                CLI_PARSED("object-lock", parse_lock_duration, &o.object_lock_seconds),
+                CLI_PARSED("object-lock-mode", parse_lock_mode, &lock_mode),
                 CLI_PARSED("limit-upload", parse_rate, &o.limit_upload),
                 CLI_PARSED("limit-download", parse_rate, &o.limit_download),
                 CLI_FLAG("progress", &force_progress),
@@ -187,6 +283,11 @@ int cmd_copy(int argc, char **argv)
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "copy", .usage = usage_text, .options = options, .secret = &sargs,
                                         .args = "SRC DST [SNAPSHOT...]");
+        if (lock_mode && !o.object_lock_seconds) {
+                log_error("--object-lock-mode needs --object-lock=DURATION (how long the objects are retained)");
+                return EXIT_USAGE;
+        }
+        o.object_lock_governance = lock_mode == 1;
         const char *srcpath = argv[optind], *dst = argv[optind + 1];
         bool dst_secret = dargs.key_file || dargs.passphrase_file || dargs.passphrase_fd || dargs.passphrase_command;
 
@@ -207,7 +308,10 @@ int cmd_copy(int argc, char **argv)
         }
         o.snapshots = ids;
         _cleanup_(bv_copy_dst_closep) BvCopyDst *dstrepo = NULL;
-        int ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
+        int ec = o.object_lock_seconds ? check_object_lock(dst) : EXIT_OK;
+        if (ec != EXIT_OK)
+                return ec;
+        ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
         if (ec != EXIT_OK)
                 return ec;
 
@@ -217,9 +321,17 @@ int cmd_copy(int argc, char **argv)
         o.progress = progress_update;
         o.progress_userdata = &progress;
         BvCopyStats stats;
+        _cleanup_(json_object_putp) struct json_object *copied_ids = json_object_new_array();
+        Copied copied = { .ids = copied_ids };
+        o.published = on_published;
+        o.cancelled = copy_interrupted;
+        ec = catch_interrupts(NULL);
+        if (ec != EXIT_OK)
+                return ec;
+        o.published_userdata = &copied;
         int r = bv_copy(src, dstrepo, &o, &stats);
         progress_done(&progress);
-        if (r < 0)
-                return copy_failed(r, &stats, src, dstrepo, srcpath, dst);
-        return copy_report(&stats, dst, json);
+        ec = r < 0 ? copy_failed(r, &stats, src, dstrepo, srcpath, dst) : copy_report(&stats, &copied, dst, json);
+        free(copied.text);
+        return ec;
 }

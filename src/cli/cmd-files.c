@@ -3,6 +3,7 @@
  * filesystems read in-process through the read path (files-table.c: libext2fs, libntfs-3g over
  * bv_image_pread). */
 #include <errno.h>
+#include <json-c/json.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,8 @@ static const char usage_text[] =
         "  --content                diff: compare the content of every regular file, not only those\n"
         "                           whose size, times or inode differ\n"
         "  --force                  get: replace existing files in DEST\n"
+        "  --json                   ls, find: a JSON array of entries (name, path, type, size, mode,\n"
+        "                           uid, gid, mtime), or of the partitions\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 static int dev_pread(void *userdata, void *buf, size_t count, uint64_t offset, uint64_t *ret_bad_offset)
@@ -99,10 +102,16 @@ static int part_open(FilesDisk *d, size_t i)
         if (r == -EBADMSG || r == -EUCLEAN)
                 return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s", p->fstype, name,
                                        d->snap->id);
+        if (r == -EMEDIUMTYPE) {
+                const char *why = b->ops->open_error_text ? b->ops->open_error_text() : NULL;
+                _cleanup_free_ char *ewhy = why ? escape_text(why, 200) : NULL;
+                log_error("cannot open the %s filesystem of %s of snapshot %.8s: %s refused it%s%s", p->fstype, name,
+                          d->snap->id, b->ops->library, ewhy ? ": " : "", ewhy ? ewhy : "");
+                return EXIT_ERROR;
+        }
         if (r < 0)
-                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s%s%s%s", p->fstype,
-                                       name, d->snap->id, r == -EMEDIUMTYPE ? " (" : "",
-                                       r == -EMEDIUMTYPE ? b->ops->library : "", r == -EMEDIUMTYPE ? " refused it)" : "");
+                return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s", p->fstype, name,
+                                       d->snap->id);
         if (bv_fs_needs_recovery(d->fs[i]))
                 log_warning("the %s filesystem of %s was not cleanly unmounted when snapshot %.8s was taken: its "
                             "journal is not replayed, so its newest changes may be missing", p->fstype, name,
@@ -110,8 +119,26 @@ static int part_open(FilesDisk *d, size_t i)
         return EXIT_OK;
 }
 
-/* The partition prefix of spec ("p2:/etc", a label) of len bytes names: its index, or -1 (reported). */
-static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
+/* The labels that only the filesystem's reader knows (NTFS keeps its label in an MFT record): each
+ * such filesystem opened, quietly (one that does not open keeps no label). */
+static void part_labels(FilesDisk *d)
+{
+        for (size_t i = 0; i < d->n_parts; i++) {
+                BvFilesPart *p = &d->parts[i];
+                const FilesBackend *b = files_backend(p->fstype);
+                const char *label;
+
+                if (p->label[0] || !b || !b->ops->label)
+                        continue;
+                if (!d->fs[i] && bv_fs_open(b->ops, &d->dev, p->offset, p->size, &d->fs[i]) < 0)
+                        continue;
+                label = b->ops->label(bv_fs_impl(d->fs[i]));
+                if (label)
+                        snprintf(p->label, sizeof(p->label), "%s", label);
+        }
+}
+
+static ssize_t part_match(FilesDisk *d, const char *spec, size_t len)
 {
         for (size_t i = 0; i < d->n_parts; i++) {
                 char name[16];
@@ -122,6 +149,20 @@ static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
                     (p->partname[0] && strlen(p->partname) == len && strncmp(p->partname, spec, len) == 0))
                         return (ssize_t)i;
         }
+        return -1;
+}
+
+/* The partition prefix of spec ("p2:/etc", a label) of len bytes names: its index, or -1 (reported). */
+static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
+{
+        ssize_t i = part_match(d, spec, len);
+
+        if (i >= 0)
+                return i;
+        part_labels(d);
+        i = part_match(d, spec, len);
+        if (i >= 0)
+                return i;
         _cleanup_free_ char *s = strndup(spec, len);
         _cleanup_free_ char *e = s ? escape_text(s, 64) : NULL, *path = escape_text(spec + len + 1, 64),
                            *whole = escape_text(spec, 80);
@@ -235,8 +276,8 @@ static void mode_string(uint32_t mode, char out[11])
         out[10] = 0;
 }
 
-/* One line of ls: mode, owner, group, size, mtime, name (and " -> target"). */
-static int ls_line(FilesPath *fp, uint64_t ino, const char *path, const char *shown)
+/* One line of ls: mode, owner, group, size, mtime, name (and " -> target"); with --json an entry. */
+static int ls_line(FilesPath *fp, uint64_t ino, const char *path, const char *shown, const FilesOptions *o)
 {
         BvFsStat st;
         char mode[11], when[32];
@@ -257,17 +298,26 @@ static int ls_line(FilesPath *fp, uint64_t ino, const char *path, const char *sh
                         return files_error(fp->fs, r, "read the link", fp->prefix, path);
                 etarget = escape_text(target, 0);
         }
+        if (o->json)
+                return files_json_entry(o->json_out, fp, &st, path, shown, target);
         printf("%s %5u %5u %12llu %s %s%s%s\n", mode, st.uid, st.gid, (unsigned long long)st.size, when,
                name ? name : "?", etarget ? " -> " : "", etarget ? etarget : "");
         return EXIT_OK;
 }
 
-static int files_ls_parts(FilesDisk *d)
+static int files_ls_parts(FilesDisk *d, const FilesOptions *o)
 {
+        part_labels(d);
         for (size_t i = 0; i < d->n_parts; i++) {
                 const BvFilesPart *p = &d->parts[i];
                 char name[16], size[32];
                 part_name(p, name, sizeof(name));
+                if (o->json) {
+                        int r = files_json_part(o->json_out, p, name, p->label[0] ? p->label : p->partname);
+                        if (r != EXIT_OK)
+                                return r;
+                        continue;
+                }
                 _cleanup_free_ char *label = escape_text(p->label[0] ? p->label : p->partname, 64);
                 printf("%-4s %-6s %10s  offset %-12llu %s\n", p->number ? name : "-", p->fstype ? p->fstype : "?",
                        format_bytes(p->size, size), (unsigned long long)p->offset, label ? label : "");
@@ -275,7 +325,7 @@ static int files_ls_parts(FilesDisk *d)
         return EXIT_OK;
 }
 
-static int files_ls(FilesDisk *d, const char *arg)
+static int files_ls(FilesDisk *d, const char *arg, const FilesOptions *o)
 {
         FilesPath fp;
         uint64_t ino;
@@ -285,7 +335,7 @@ static int files_ls(FilesDisk *d, const char *arg)
         int r, ec = EXIT_OK;
 
         if (!arg && d->n_parts > 1)
-                return files_ls_parts(d);
+                return files_ls_parts(d, o);
         r = files_resolve(d, arg ? arg : "/", &fp);
         if (r != EXIT_OK)
                 return r;
@@ -295,13 +345,13 @@ static int files_ls(FilesDisk *d, const char *arg)
         if (r < 0)
                 return files_error(fp.fs, r, "list", fp.prefix, fp.path);
         if (!S_ISDIR(st.mode))
-                return ls_line(&fp, ino, fp.path, fp.path);
+                return ls_line(&fp, ino, fp.path, fp.path, o);
         r = bv_fs_readdir(fp.fs, ino, &ents, &n);
         if (r < 0)
                 return files_error(fp.fs, r, "list", fp.prefix, fp.path);
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *path = files_join(fp.path, ents[i].name);
-                r = path ? ls_line(&fp, ents[i].ino, path, ents[i].name) : log_error_errno(-ENOMEM, "cannot list");
+                r = path ? ls_line(&fp, ents[i].ino, path, ents[i].name, o) : log_error_errno(-ENOMEM, "cannot list");
                 ec = ec == EXIT_OK ? r : ec;
         }
         bv_fs_entries_free(ents, n);
@@ -352,7 +402,15 @@ static int find_walk(FilesPath *fp, uint64_t ino, const char *path, const char *
 
         if (r < 0)
                 return files_error(fp->fs, r, "read", fp->prefix, path);
-        if (!o->name_glob || fnmatch(o->name_glob, name, 0) == 0) {
+        if ((!o->name_glob || fnmatch(o->name_glob, name, 0) == 0) && o->json) {
+                _cleanup_free_ char *target = NULL;
+                r = S_ISLNK(st.mode) ? bv_fs_readlink(fp->fs, ino, &target) : 0;
+                if (r < 0)
+                        return files_error(fp->fs, r, "read the link", fp->prefix, path);
+                r = files_json_entry(o->json_out, fp, &st, path, name, target);
+                if (r != EXIT_OK)
+                        return r;
+        } else if (!o->name_glob || fnmatch(o->name_glob, name, 0) == 0) {
                 _cleanup_free_ char *shown = files_display(fp->prefix, path);
                 printf("%s\n", shown ? shown : path);
         }
@@ -417,6 +475,7 @@ int cmd_files(int argc, char **argv)
                 CLI_STR("name", &o.name_glob),
                 CLI_FLAG("content", &o.content),
                 CLI_FLAG("force", &o.force),
+                CLI_FLAG("json", &o.json),
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "files", .usage = usage_text, .options = options, .secret = &sargs,
@@ -427,12 +486,20 @@ int cmd_files(int argc, char **argv)
 
         if (!args_fit(cmd, n))
                 return EXIT_USAGE;
+        if (o.json && strcmp(cmd, "ls") != 0 && strcmp(cmd, "find") != 0) {
+                log_error("--json is for ls and find, not %s", cmd);
+                return EXIT_USAGE;
+        }
+        _cleanup_(json_object_putp) struct json_object *out = o.json ? json_object_new_array() : NULL;
+        if (o.json && !out)
+                return log_error_errno(-ENOMEM, "cannot list");
+        o.json_out = out;
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         FilesDisk d = {};
         r = files_disk_open(repo, spec, &d);
         if (r == EXIT_OK) {
                 if (strcmp(cmd, "ls") == 0)
-                        r = files_ls(&d, n ? args[0] : NULL);
+                        r = files_ls(&d, n ? args[0] : NULL, &o);
                 else if (strcmp(cmd, "cat") == 0)
                         r = files_cat(&d, args[0]);
                 else if (strcmp(cmd, "get") == 0)
@@ -442,6 +509,8 @@ int cmd_files(int argc, char **argv)
                 else
                         r = files_diff(repo, &d, args[0], n > 1 ? args[1] : NULL, &o);
         }
+        if (out) /* what was listed, also when some of it was not (said on stderr) */
+                json_print(out);
         if (fflush(stdout) != 0 && r == EXIT_OK)
                 r = log_error_errno(-errno, "cannot write to standard output");
         files_disk_close(&d);

@@ -93,6 +93,11 @@ static int info_snapshot(BvRepo *repo, const char *spec, bool json)
                src->kind ? bv_source_kind_name(src->kind) : "?");
         if (src->stable_name)
                 printf("device       %s\n", src->stable_name);
+        if (src->image_format && src->has_identity)
+                printf("image        %s image, %s virtual (the file: %s)\n", src->image_format,
+                       format_bytes(s->size, a), format_bytes(src->identity.size, b));
+        else if (src->image_format)
+                printf("image        %s image, %s virtual\n", src->image_format, format_bytes(s->size, a));
         if (content[0])
                 printf("content      %s\n", content);
         printf("size         %s image, %s data, %s zero or holes\n", format_bytes(s->size, a),

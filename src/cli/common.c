@@ -378,18 +378,8 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
                 log_error("cannot open repository '%s': wrong passphrase or key", path);
                 return EXIT_KEY;
         }
-        if (r == -EBUSY) {
-                /* the holder record is the repository's text (a stick's): shown escaped */
-                _cleanup_free_ char *holder = escape_text(problem.holder, 0);
-                const char *h = holder ? holder : "";
-                if (flags & BV_OPEN_GC)
-                        log_error("repository '%s' is locked by another garbage collection%s%s (run gc again once "
-                                  "it is done)", path, *h ? ", " : "", h);
-                else
-                        log_error("repository '%s' is locked by another writer (a backup or key change is "
-                                  "running)%s%s", path, *h ? ": " : "", h);
-                return EXIT_BUSY;
-        }
+        if (r == -EBUSY)
+                return log_locked(path, &problem, flags & BV_OPEN_GC);
         if (r < 0 && problem.message[0])
                 return log_storage_error(path, &problem, r);
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
@@ -400,6 +390,20 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
         if (flags & BV_OPEN_WRITE)
                 report_missing_packs(*ret);
         return EXIT_OK;
+}
+
+int log_locked(const char *path, const BvRepoProblem *problem, bool gc)
+{
+        /* the holder record is the repository's text (a stick's): shown escaped */
+        _cleanup_free_ char *holder = escape_text(problem->holder, 0);
+        const char *h = holder ? holder : "";
+        if (gc)
+                log_error("repository '%s' is locked by another garbage collection%s%s (run gc again once it is done)",
+                          path, *h ? ", " : "", h);
+        else
+                log_error("repository '%s' is locked by another writer (a backup or key change is running)%s%s",
+                          path, *h ? ": " : "", h);
+        return EXIT_BUSY;
 }
 
 int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo **ret)

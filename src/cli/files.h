@@ -64,7 +64,16 @@ typedef struct FilesOptions {
         const char *name_glob; /* find --name */
         bool content;          /* diff --content */
         bool force;            /* get --force */
+        bool json;             /* ls, find --json: entries gathered in json_out, printed at the end */
+        struct json_object *json_out;
 } FilesOptions;
+
+/* files-json.c: one entry (a file, with target for a symbolic link) or partition appended to
+ * arr; an exit code (out of memory: reported). */
+struct json_object;
+int files_json_entry(struct json_object *arr, const FilesPath *fp, const BvFsStat *st, const char *path,
+                     const char *name, const char *target);
+int files_json_part(struct json_object *arr, const BvFilesPart *p, const char *name, const char *label);
 
 int files_get(FilesDisk *d, char **args, int n, const FilesOptions *o);
 int files_diff(BvRepo *repo, FilesDisk *d, const char *spec2, const char *path, const FilesOptions *o);

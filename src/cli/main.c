@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "s3.h"
 #include "secmem.h"
 
 static const struct {
@@ -47,12 +48,20 @@ static void usage(FILE *f)
         fprintf(f, "\nRun 'blkvault help COMMAND' for a command's options. See blkvault(1).\n");
 }
 
+/* An S3 request being retried (s3.h): said, so that a store that does not answer is not waited
+ * on in silence. */
+static void s3_retrying(const char *message, void *userdata)
+{
+        log_warning("%s", message);
+}
+
 int main(int argc, char **argv)
 {
         /* before any secret is read: no core dump of this process (or its children) holds keys */
         int r = bv_secure_process();
         if (r < 0)
                 return log_error_errno(r, "cannot keep keys out of core dumps");
+        bv_s3_set_retry_notify(s3_retrying, NULL);
         const char *base = strrchr(argv[0], '/');
         if (strcmp(base ? base + 1 : argv[0], "blkvault-generator") == 0)
                 return cmd_generator(argc, argv);

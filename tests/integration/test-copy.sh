@@ -112,7 +112,7 @@ expect_fail 2 "^error: '$T/other' is a repository not related to '$src': copy go
 [ "$(bv list "$T/other" --json)" = "[]" ] || die "the unrelated repository was written"
 mkdir "$T/junk"
 echo x >"$T/junk/notes"
-expect_fail 10 "^error: '$T/junk' holds files but no blkvault repository: copy creates a repository only in a location that is missing or empty$" \
+expect_fail 10 "^error: '$T/junk' holds files but no blkvault repository (notes is there): copy creates a repository only in a location that is missing or empty (for S3, a bucket or a prefix that holds no object)$" \
     bv copy "$src" "$T/junk"
 # what a creation killed before its config left (the layout, a key slot) is finished, not refused
 mkdir -p "$T/half/"{keys,packs,index,snapshots,locks,tmp}

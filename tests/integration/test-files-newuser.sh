@@ -55,4 +55,18 @@ expect_fail 1 "^error: cannot create '$T/out/etc/hosts': File exists (--force re
     bv files "$repo" whole get /etc "$T/out"
 bv files "$repo" whole get /etc/hosts "$T/out" --force >/dev/null
 assert_eq "$(cat "$T/out/hosts")" "127.0.0.1 localhost" "get --force"
+
+# ls and find --json: an array of entries (name, path, type, size, mode, uid, gid, mtime), or of
+# the partitions for ls without PATH on a partitioned disk
+jq_() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+assert_eq "$(bv files "$repo" partitioned-disk-image ls --json | jq_ '[(p["name"], p.get("fstype"), p.get("label")) for p in d]')" \
+    "[('p1', 'ext4', 'root'), ('p2', 'ext4', 'data'), ('p3', None, None)]" "ls --json of the partitions"
+assert_eq "$(bv files "$repo" partitioned-disk-image ls root:/etc --json | jq_ '[(e["name"], e["path"], e["type"], e["size"], oct(e["mode"])) for e in d]')" \
+    "[('hosts', 'root:/etc/hosts', 'file', 20, '0o644')]" "ls --json of a directory"
+mtime=$(stat -c %Y "$T/tree/etc/hosts")
+assert_eq "$(bv files "$repo" whole ls /etc/hosts --json | jq_ 'd[0]["mtime"]')" "$mtime" "ls --json mtime"
+assert_eq "$(bv files "$repo" whole find / --name='*host*' --json | jq_ '[(e["path"], e["type"]) for e in d]')" \
+    "[('/etc/hosts', 'file')]" "find --json"
+assert_eq "$(bv files "$repo" whole find /etc --json | jq_ '[e["type"] for e in d]')" "['directory', 'file']" "find --json types"
+expect_fail 2 "^error: --json is for ls and find, not cat$" bv files "$repo" whole cat /etc/hosts --json
 echo "ok"

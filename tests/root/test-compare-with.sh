@@ -5,7 +5,8 @@
 # backup reads only the extents the two no longer share (FIEMAP), takes the rest from the last
 # snapshot, and restores bit-exact. A copy that is not the version the snapshot read (its mtime
 # differs) is not trusted: everything is read, with the reason. A periodic whole read checks the
-# map. tmpfs cannot map extents: an error that says so.
+# map. A --used-only snapshot is never a parent (its free blocks were not read). tmpfs cannot map
+# extents: an error that says so.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 need_cmd losetup mkfs.xfs mkfs.btrfs btrfs python3
@@ -113,6 +114,21 @@ assert_eq "$(json_get "$T/sub-3.json" read_whole_because)" "a whole read every 2
 assert_eq "$(json_get "$T/sub-3.json" bytes_map_wrong)" 0 "btrfs snapshot: a right map"
 [ "$(json_get "$T/sub-3.json" bytes_map_checked)" -ge $((30 * MIB)) ] || die "btrfs snapshot: too little checked"
 restore_check "$(json_get "$T/sub-3.json" snapshot)" "$mnt/sub/img"
+# a --used-only snapshot is never the parent of a --compare-with backup: its free blocks were not
+# read, and the unchanged ranges would take its holes for them
+randfile "$mnt/disk" 32 compare-used
+mkfs.ext4 -q -F -E nodiscard "$mnt/disk"
+bv backup "$repo" "$mnt/disk" --name=vm-used --used-only --json -q >"$T/used-1.json"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["used_only"]["bytes_free_skipped"])' "$T/used-1.json")" -gt $((8 * MIB)) ] ||
+    die "the ext4 image's free blocks were not skipped"
+cp --reflink=always --preserve=timestamps "$mnt/disk" "$mnt/disk.prev"
+modify "$mnt/disk" used
+bv backup "$repo" "$mnt/disk" --name=vm-used --compare-with="$mnt/disk.prev" --json -q >"$T/used-2.json" 2>"$T/used-2.err"
+why="snapshot $(json_get "$T/used-1.json" snapshot | cut -c1-8) was taken --used-only (its free blocks were not read)"
+assert_eq "$(json_get "$T/used-2.json" read_whole_because)" "$why" "--compare-with paired with a --used-only parent"
+grep -qxF "warning: '$mnt/disk.prev' not compared with, read everything: $why" "$T/used-2.err" ||
+    { cat "$T/used-2.err" >&2; die "no warning for a --used-only parent"; }
+restore_check "$(json_get "$T/used-2.json" snapshot)" "$mnt/disk"
 umount_fs
 
 # errors: no FIEMAP on tmpfs-like scratch space is said as such; one file is not two

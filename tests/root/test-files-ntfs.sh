@@ -95,7 +95,7 @@ mount_ntfs ro
 
 # --- ls: the partitions, then every directory against the mounted tree -----------------------
 files "$snap1" ls >"$T/parts"
-grep -Eq '^p1 +ntfs .* windows$' "$T/parts" || { cat "$T/parts"; die "ls lists no p1 ntfs"; }
+grep -Eq '^p1 +ntfs .* winvol$' "$T/parts" || { cat "$T/parts"; die "ls lists no p1 ntfs 'winvol' (its label)"; }
 grep -Eq '^p2 +ext4 .* data$' "$T/parts" || { cat "$T/parts"; die "ls lists no p2 ext4 'data'"; }
 checked=0
 while read -r dir; do
@@ -111,6 +111,9 @@ grep -q '^\$MFT' < <(files "$whole" ls /) && die "ls shows NTFS system files"
 expect_fail 1 "^error: cannot print 'data:/lost+found': Is a directory$" files "$snap1" cat data:/lost+found
 
 # --- cat: every regular file byte for byte, a stream, links ---------------------------------
+# the partition by its NTFS label (in an MFT record: read by libntfs-3g) and by its GPT name
+files "$snap1" cat winvol:/Docs/hello.txt | cmp - "$mnt/Docs/hello.txt" || die "cat by the NTFS label"
+files "$snap1" cat windows:/Docs/hello.txt | cmp - "$mnt/Docs/hello.txt" || die "cat by the GPT name"
 while read -r f; do
     files "$snap1" cat "p1:$f" >"$T/cat" || die "files cat p1:$f failed"
     cmp "$T/cat" "$mnt$f" || die "files cat p1:$f differs"
@@ -164,8 +167,43 @@ PY
 bv backup "$repo" "$T/bad.img" --name=bad --key-file="$T/root.key" -q >/dev/null
 chmod -R o+rX "$repo"
 bad=$(last bad)
-expect_fail 1 "^error: cannot open the ntfs filesystem of the disk of snapshot ${bad:0:8} (libntfs-3g refused it): " \
+expect_fail 1 "^error: cannot open the ntfs filesystem of the disk of snapshot ${bad:0:8}: libntfs-3g refused it: Record 0 has no FILE magic" \
     files "$bad" ls /
+
+# a volume marked dirty (not cleanly unmounted): read as it is, with a warning
+cp "$ntfs" "$T/dirty.img"
+python3 - "$T/dirty.img" <<'PY'
+import struct, sys
+# VOLUME_IS_DIRTY in $Volume's VOLUME_INFORMATION (MFT record 3), in $MFT and $MFTMirr alike,
+# away from the bytes the update sequence replaces
+def mark(f, mft, rec_size):
+    f.seek(mft + 3 * rec_size)
+    rec = f.read(rec_size)
+    assert rec[:4] == b"FILE"
+    at = struct.unpack_from("<H", rec, 0x14)[0]
+    while True:
+        kind, length = struct.unpack_from("<II", rec, at)
+        assert kind != 0xFFFFFFFF, "no VOLUME_INFORMATION"
+        if kind == 0x70:
+            flags = at + struct.unpack_from("<H", rec, at + 0x14)[0] + 10
+            assert flags % 512 < 510
+            f.seek(mft + 3 * rec_size + flags)
+            f.write(struct.pack("<H", struct.unpack_from("<H", rec, flags)[0] | 1))
+            return
+        at += length
+with open(sys.argv[1], "r+b") as f:
+    b = f.read(512)
+    cluster = b[13] * struct.unpack_from("<H", b, 11)[0]
+    rec_size = b[0x40] * cluster if b[0x40] < 128 else 1 << (256 - b[0x40])
+    for where in (0x30, 0x38):
+        mark(f, struct.unpack_from("<q", b, where)[0] * cluster, rec_size)
+PY
+bv backup "$repo" "$T/dirty.img" --name=dirty --key-file="$T/root.key" -q >/dev/null
+chmod -R o+rX "$repo"
+dirty=$(last dirty)
+files "$dirty" cat /Docs/hello.txt 2>"$T/dirty.err" | cmp - "$T/out/all/Docs/hello.txt" || die "cat of a dirty volume"
+grep -q "^warning: the ntfs filesystem of the disk was not cleanly unmounted when snapshot ${dirty:0:8} was taken" \
+    "$T/dirty.err" || { cat "$T/dirty.err" >&2; die "no warning for a dirty volume"; }
 
 # --- diff: a second snapshot after adding, removing and changing files ------------------------
 mount_ntfs rw

@@ -178,7 +178,7 @@ wait $pid || rc=$?
 pid=
 cat "$T/down.err" >&2
 [ "$rc" != 0 ] || die "a copy to a server that stopped succeeded"
-grep -q "^error: copy from '$src' to 's3://bvcopy/site' failed at 'packs/.*' (.*127.0.0.1.*); what was sent stays for the next copy: " "$T/down.err" ||
+grep -q "^error: copy from '$src' to 's3://bvcopy/site' failed at 'packs/.*' (.*127.0.0.1.*); what was sent stays: running the same copy again resumes it: " "$T/down.err" ||
     die "the failed copy did not say where and what the storage answered"
 s3_start
 bv list s3://bvcopy/site --json | python3 -c 'import json,sys; assert all(s["name"] != "n6" for s in json.load(sys.stdin))' ||

@@ -13,20 +13,13 @@
 #include <unistd.h>
 
 #include "backend-s3-cache.h"
+#include "backend-s3-pit.h"
 #include "backend-s3.h"
 #include "fileio.h"
 #include "macro.h"
 #include "s3-internal.h"
 #include "s3.h"
 #include "s3-window.h"
-
-/* One object as it was at the point in time. */
-typedef struct PitEntry {
-        char *key;
-        char *version_id;
-        uint64_t size;
-        int64_t mtime;
-} PitEntry;
 
 typedef struct S3Backend {
         BvBackend base;
@@ -39,8 +32,8 @@ typedef struct S3Backend {
         /* opened as at a point in time: read-only, every key resolved to its version then */
         bool pit;
         int64_t at;
-        PitEntry *pit_v; /* sorted by key */
-        size_t n_pit, cap_pit;
+        S3PitEntry *pit_v; /* sorted by key */
+        size_t n_pit;
 } S3Backend;
 
 typedef struct S3Reader {
@@ -90,23 +83,18 @@ const char *bv_backend_errmsg(BvBackend *b, char *buf, size_t len)
 
 /* ---- a point in time ---- */
 
-static int pit_cmp(const void *key, const void *entry)
-{
-        return strcmp(key, ((const PitEntry *)entry)->key);
-}
-
 /* The version of key current at the point in time (NULL when the backend is not opened at one);
  * -ENOENT, with the client's message set, when key did not exist then. */
 static int resolve(BvBackend *b, const char *key, const char **ret_version)
 {
         S3Backend *s = S3B(b);
-        const PitEntry *e;
+        const S3PitEntry *e;
         char when[32];
 
         *ret_version = NULL;
         if (!s->pit)
                 return 0;
-        e = bsearch(key, s->pit_v, s->n_pit, sizeof(*s->pit_v), pit_cmp);
+        e = s3_pit_find(s->pit_v, s->n_pit, key);
         if (!e) {
                 s3_format_iso8601(s->at, when);
                 s3_set_error(s->s3, key, "not there at %s (point in time)", when);
@@ -114,85 +102,6 @@ static int resolve(BvBackend *b, const char *key, const char **ret_version)
         }
         *ret_version = e->version_id;
         return 0;
-}
-
-typedef struct PitBuild {
-        S3Backend *s;
-        bv_s3_object best; /* of the key being listed: its newest entry not newer than the time */
-        bool have;
-} PitBuild;
-
-/* Records the key whose entries were all seen, when its state then was an object. */
-static int pit_flush(PitBuild *p)
-{
-        S3Backend *s = p->s;
-        PitEntry *e;
-
-        if (!p->have)
-                return 0;
-        p->have = false;
-        if (p->best.delete_marker) {
-                bv_s3_object_done(&p->best);
-                return 0;
-        }
-        if (s->n_pit == s->cap_pit) {
-                size_t cap = s->cap_pit ? 2 * s->cap_pit : 256;
-                PitEntry *v = realloc(s->pit_v, cap * sizeof(*v));
-                if (!v) {
-                        bv_s3_object_done(&p->best);
-                        return -ENOMEM;
-                }
-                s->pit_v = v;
-                s->cap_pit = cap;
-        }
-        e = &s->pit_v[s->n_pit++];
-        *e = (PitEntry){ .key = TAKE_PTR(p->best.key), .version_id = TAKE_PTR(p->best.version_id),
-                         .size = p->best.size, .mtime = p->best.mtime };
-        if (!e->version_id && !(e->version_id = strdup("null")))
-                return -ENOMEM;
-        return 0;
-}
-
-/* ListObjectVersions lists keys in order, each key's entries together: the key's state at the
- * time is its newest entry (by Last-Modified; the first listed of equals, S3 lists newest first)
- * not newer than the time, an object or a delete marker (it did not exist then). */
-static int pit_cb(const bv_s3_object *o, void *userdata)
-{
-        PitBuild *p = userdata;
-        int r;
-
-        if (p->have && strcmp(p->best.key, o->key) != 0 && (r = pit_flush(p)) < 0)
-                return r;
-        if (o->mtime > p->s->at || (p->have && o->mtime <= p->best.mtime))
-                return 0;
-        bv_s3_object_done(&p->best);
-        p->best = *o;
-        p->best.key = strdup(o->key);
-        p->best.version_id = o->version_id ? strdup(o->version_id) : NULL;
-        p->have = true;
-        if (!p->best.key || (o->version_id && !p->best.version_id))
-                return -ENOMEM;
-        return 0;
-}
-
-static int pit_load(S3Backend *s)
-{
-        PitBuild p = { .s = s };
-        int r = bv_s3_list_versions(s->s3, "", pit_cb, &p);
-
-        if (r >= 0)
-                r = pit_flush(&p);
-        bv_s3_object_done(&p.best);
-        return r;
-}
-
-static void pit_free(S3Backend *s)
-{
-        for (size_t i = 0; i < s->n_pit; i++) {
-                free(s->pit_v[i].key);
-                free(s->pit_v[i].version_id);
-        }
-        free(s->pit_v);
 }
 
 /* ---- whole objects ---- */
@@ -325,7 +234,7 @@ static int s3_list(BvBackend *b, BvObjKind kind, bv_obj_list_fn fn, void *userda
                 S3Backend *s = S3B(b);
                 r = 0;
                 for (size_t i = 0; i < s->n_pit && r >= 0; i++) {
-                        const PitEntry *e = &s->pit_v[i];
+                        const S3PitEntry *e = &s->pit_v[i];
                         bv_s3_object o = { .key = e->key, .version_id = e->version_id, .size = e->size, .mtime = e->mtime };
                         if (strncmp(e->key, prefix, c.strip) == 0)
                                 r = list_cb(&o, &c);
@@ -757,7 +666,7 @@ static void s3_close(BvBackend *b)
         S3Backend *s = S3B(b);
 
         bv_s3_free(s->s3);
-        pit_free(s);
+        s3_pit_free(s->pit_v, s->n_pit);
         safe_close(s->lock_dirfd);
         pthread_mutex_destroy(&s->lock_mutex);
         free(s->bucket);
@@ -814,10 +723,15 @@ static int s3_open(const char *location, bool create, int64_t at, BvBackend **re
                 r = bv_s3_open(conf, 0, &s->s3, errbuf, errlen);
                 if (r >= 0 && !at && (r = probe_conditional(s)) < 0 && errbuf)
                         bv_s3_errmsg(s->s3, errbuf, errlen);
-        } else if (errbuf)
+        } else if (errbuf && r == -ESRCH)
+                snprintf(errbuf, errlen, "%s: AWS_PROFILE '%s' names no profile: neither the credentials file "
+                         "(AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) has a [%s] section nor the config file "
+                         "(AWS_CONFIG_FILE, else ~/.aws/config) a [profile %s] one", location, getenv("AWS_PROFILE"),
+                         getenv("AWS_PROFILE"), getenv("AWS_PROFILE"));
+        else if (errbuf)
                 snprintf(errbuf, errlen, "%s: %s", location,
                          r == -ENOKEY ? "no S3 credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or ~/.aws/credentials)"
-                                      : "not a usable S3 location or configuration (s3://BUCKET[/PREFIX], AWS_ENDPOINT_URL, AWS_MAX_ATTEMPTS)");
+                                      : "not a usable S3 location or configuration (s3://BUCKET[/PREFIX], AWS_ENDPOINT_URL, AWS_MAX_ATTEMPTS, BLKVAULT_S3_TIMEOUT)");
         bv_s3_conf_free(conf);
         if (r >= 0 && create) {
                 r = s3_create(&s->base);
@@ -828,7 +742,7 @@ static int s3_open(const char *location, bool create, int64_t at, BvBackend **re
         if (r >= 0 && at) {
                 s->pit = true;
                 s->at = at;
-                r = pit_load(s);
+                r = s3_pit_load(s->s3, at, &s->pit_v, &s->n_pit);
                 if (r < 0 && errbuf)
                         bv_s3_errmsg(s->s3, errbuf, errlen);
         }
@@ -869,4 +783,61 @@ int bv_backend_s3_set_object_lock(BvBackend *b, int64_t retain_seconds, bv_s3_lo
         S3B(b)->retain_s = retain_seconds;
         S3B(b)->lock_mode = mode == BV_S3_LOCK_GOVERNANCE ? BV_S3_LOCK_GOVERNANCE : BV_S3_LOCK_COMPLIANCE;
         return 0;
+}
+
+int bv_backend_s3_object_lock_enabled(BvBackend *b)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        return bv_s3_object_lock_enabled(client(b));
+}
+
+int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        bv_s3_object o = {};
+        int r = !b || strcmp(b->ops->scheme, "s3") != 0 ? -EOPNOTSUPP : bv_obj_key(kind, name, key);
+
+        if (r >= 0)
+                r = bv_s3_head(client(b), key, NULL, &o);
+        if (r >= 0)
+                *ret_until = o.retain_until;
+        bv_s3_object_done(&o);
+        return r;
+}
+
+int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until)
+{
+        char key[BV_BACKEND_KEY_MAX];
+        int64_t now_until = 0;
+        int r = !b || strcmp(b->ops->scheme, "s3") != 0 ? -EOPNOTSUPP : S3B(b)->pit ? -EROFS : bv_obj_key(kind, name, key);
+
+        if (r >= 0)
+                r = bv_s3_set_retention(client(b), key, NULL, S3B(b)->lock_mode ?: BV_S3_LOCK_COMPLIANCE, until);
+        /* refused: perhaps it is retained longer already, which a COMPLIANCE lock does not shorten */
+        if (r == -EACCES && bv_backend_s3_retention(b, kind, name, &now_until) >= 0 && now_until >= until)
+                r = 0;
+        return r;
+}
+
+typedef struct Foreign {
+        char *what;
+        size_t len;
+} Foreign;
+
+static int foreign_cb(const bv_s3_object *o, void *userdata)
+{
+        Foreign *f = userdata;
+        if (strncmp(o->key, "keys/", 5) == 0)
+                return 0; /* a creation by copy that was interrupted before its config */
+        snprintf(f->what, f->len, "%s", o->key);
+        return -ENOTEMPTY;
+}
+
+int bv_backend_s3_foreign(BvBackend *b, char *what, size_t what_len)
+{
+        Foreign f = { .what = what, .len = what_len };
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        return bv_s3_list(client(b), "", foreign_cb, &f);
 }

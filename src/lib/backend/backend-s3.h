@@ -62,6 +62,23 @@ int bv_backend_s3_stats(BvBackend *b, bv_s3_stats *ret);
  * that is not S3. */
 int bv_backend_s3_set_object_lock(BvBackend *b, int64_t retain_seconds, bv_s3_lock_mode mode);
 
+/* Whether b's bucket has Object Lock enabled: 1 yes, 0 no (a put with retention would be
+ * refused), <0 error; -EOPNOTSUPP for a backend that is not S3. */
+int bv_backend_s3_object_lock_enabled(BvBackend *b);
+
+/* Extends the retention of (kind, name)'s current version to until (seconds since the epoch), in
+ * the mode of bv_backend_s3_set_object_lock. A version retained longer already (COMPLIANCE
+ * retention cannot be shortened, and the store refuses it with 403) is left as it is.
+ * -EOPNOTSUPP for a backend that is not S3. */
+int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until);
+/* The retention of (kind, name)'s current version (HEAD): seconds since the epoch, 0 none. */
+int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until);
+
+/* Whether the location holds objects that are not key slots (a location a copy is to create a
+ * repository in must hold none): -ENOTEMPTY with the first one's key (below the prefix) in what,
+ * 0 none. -EOPNOTSUPP for a backend that is not S3. */
+int bv_backend_s3_foreign(BvBackend *b, char *what, size_t what_len);
+
 /* The message of the last failed request of an S3 backend ("" for none, or another backend),
  * into buf; returns buf. */
 const char *bv_backend_errmsg(BvBackend *b, char *buf, size_t len);

@@ -111,6 +111,7 @@ bv_s3_conf *bv_s3_conf_dup(const bv_s3_conf *c)
                 return NULL;
         d->path_style = c->path_style;
         d->max_attempts = c->max_attempts;
+        d->timeout_s = c->timeout_s;
         d->multipart_threshold = c->multipart_threshold;
         d->part_size = c->part_size;
         if (dup_opt(&d->bucket, c->bucket) < 0 || dup_opt(&d->prefix, c->prefix) < 0 ||
@@ -127,6 +128,7 @@ bv_s3_conf *bv_s3_conf_dup(const bv_s3_conf *c)
 typedef struct profile_values {
         const char *section; /* the section wanted */
         char *access_key, *secret_key, *session_token, *region, *endpoint;
+        bool seen; /* the section has a setting */
         int error;
 } profile_values;
 
@@ -148,6 +150,7 @@ static int profile_handler(void *user, const char *section, const char *name, co
 
         if (strcmp(section, v->section) != 0)
                 return 1;
+        v->seen = true;
         if (strcmp(name, "aws_access_key_id") == 0)
                 dst = &v->access_key;
         else if (strcmp(name, "aws_secret_access_key") == 0) {
@@ -209,7 +212,7 @@ static const char *env_nonempty(const char *name)
 }
 
 /* Credentials: the environment, else credentials_file or the shared file's profile. */
-static int conf_credentials(bv_s3_conf *c, const char *credentials_file, const char *profile)
+static int conf_credentials(bv_s3_conf *c, const char *credentials_file, const char *profile, bool *seen)
 {
         const char *ak = env_nonempty("AWS_ACCESS_KEY_ID"), *sk = env_nonempty("AWS_SECRET_ACCESS_KEY");
         _cleanup_free_ char *path = NULL;
@@ -225,6 +228,7 @@ static int conf_credentials(bv_s3_conf *c, const char *credentials_file, const c
         if (!path)
                 return -ENOKEY;
         r = read_profile(path, profile, &v);
+        *seen |= v.seen;
         if (r >= 0 && credentials_file && !v.access_key) /* a [remote]'s file may have no section */
                 r = read_profile(path, "", &v);
         if (r >= 0 && (!v.access_key || !v.secret_key))
@@ -239,7 +243,7 @@ static int conf_credentials(bv_s3_conf *c, const char *credentials_file, const c
 }
 
 /* Region and endpoint_url of the profile in the config file ("[profile NAME]", "[default]"). */
-static int conf_profile_settings(const char *profile, char **ret_region, char **ret_endpoint)
+static int conf_profile_settings(const char *profile, char **ret_region, char **ret_endpoint, bool *seen)
 {
         _cleanup_free_ char *path = home_file("AWS_CONFIG_FILE", "config"), *section = NULL;
         profile_values v = {};
@@ -254,6 +258,7 @@ static int conf_profile_settings(const char *profile, char **ret_region, char **
         if (!section)
                 return -ENOMEM;
         r = read_profile(path, section, &v);
+        *seen |= v.seen;
         if (r >= 0) {
                 *ret_region = TAKE_PTR(v.region);
                 *ret_endpoint = TAKE_PTR(v.endpoint);
@@ -283,13 +288,31 @@ static int set_endpoint(bv_s3_conf *c, const char *url)
         return c->endpoint ? 0 : -ENOMEM;
 }
 
-static int conf_settings(bv_s3_conf *c, const char *profile)
+/* A whole number from min to max in the environment variable name (def when unset); -EINVAL. */
+static int env_number(const char *name, unsigned long min, unsigned long max, unsigned def, unsigned *ret)
+{
+        const char *v = env_nonempty(name);
+        char *end;
+        unsigned long n;
+
+        *ret = def;
+        if (!v)
+                return 0;
+        errno = 0;
+        n = strtoul(v, &end, 10);
+        if (errno || *end || n < min || n > max || !isdigit((unsigned char)v[0]))
+                return -EINVAL;
+        *ret = (unsigned)n;
+        return 0;
+}
+
+static int conf_settings(bv_s3_conf *c, const char *profile, bool *seen)
 {
         _cleanup_free_ char *cfg_region = NULL, *cfg_endpoint = NULL;
-        const char *region, *endpoint, *attempts;
+        const char *region, *endpoint;
         int r;
 
-        r = conf_profile_settings(profile, &cfg_region, &cfg_endpoint);
+        r = conf_profile_settings(profile, &cfg_region, &cfg_endpoint, seen);
         if (r < 0)
                 return r;
         region = env_nonempty("AWS_REGION") ?: env_nonempty("AWS_DEFAULT_REGION") ?: cfg_region ?: "us-east-1";
@@ -305,19 +328,10 @@ static int conf_settings(bv_s3_conf *c, const char *profile)
         r = dup_opt(&c->ca_bundle, env_nonempty("AWS_CA_BUNDLE"));
         if (r < 0)
                 return r;
-        c->max_attempts = BV_S3_MAX_ATTEMPTS_DEFAULT;
-        attempts = env_nonempty("AWS_MAX_ATTEMPTS");
-        if (attempts) {
-                char *end;
-                unsigned long n;
-
-                errno = 0;
-                n = strtoul(attempts, &end, 10);
-                if (errno || *end || n < 1 || n > 100 || !isdigit((unsigned char)attempts[0]))
-                        return -EINVAL;
-                c->max_attempts = (unsigned)n;
-        }
-        return 0;
+        r = env_number("AWS_MAX_ATTEMPTS", 1, 100, BV_S3_MAX_ATTEMPTS_DEFAULT, &c->max_attempts);
+        if (r >= 0)
+                r = env_number("BLKVAULT_S3_TIMEOUT", 1, 3600, BV_S3_TIMEOUT_DEFAULT, &c->timeout_s);
+        return r;
 }
 
 int bv_s3_conf_from_env(const char *location, const char *credentials_file, bv_s3_conf **ret)
@@ -331,10 +345,22 @@ int bv_s3_conf_from_env(const char *location, const char *credentials_file, bv_s
         c->multipart_threshold = BV_S3_MULTIPART_THRESHOLD_DEFAULT;
         c->part_size = BV_S3_PART_SIZE_DEFAULT;
         r = bv_s3_location_parse(location, &c->bucket, &c->prefix);
+        bool seen = false, env_keys = env_nonempty("AWS_ACCESS_KEY_ID") && env_nonempty("AWS_SECRET_ACCESS_KEY");
         if (r >= 0)
-                r = conf_settings(c, profile);
+                r = conf_settings(c, profile, &seen);
+        /* a profile the user named that neither file has: a typo, said as such (the AWS CLI
+         * refuses it too), not as missing credentials */
+        if (r >= 0 && env_nonempty("AWS_PROFILE") && !env_keys && !credentials_file) {
+                _cleanup_free_ char *path = home_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
+                profile_values v = {};
+                if (path && read_profile(path, profile, &v) >= 0)
+                        seen |= v.seen;
+                profile_values_done(&v);
+                if (!seen)
+                        r = -ESRCH;
+        }
         if (r >= 0)
-                r = conf_credentials(c, credentials_file, profile);
+                r = conf_credentials(c, credentials_file, profile, &seen);
         if (r < 0) {
                 bv_s3_conf_free(c);
                 return r;

@@ -16,6 +16,9 @@
  *                else us-east-1
  *   TLS          verified, against AWS_CA_BUNDLE when set, else the system's CAs
  *   retries      AWS_MAX_ATTEMPTS attempts per request (default 5)
+ *   timeout      BLKVAULT_S3_TIMEOUT seconds (default 60, 1 to 3600): a connection not made in
+ *                that time, or a transfer below 1 KiB/s for that long, is an attempt that failed
+ *                (then retried): a hung server costs about timeout x attempts
  */
 
 #include <stdbool.h>
@@ -33,6 +36,7 @@ typedef struct bv_s3_conf {
         char *session_token; /* NULL when none */
         char *ca_bundle; /* NULL: the system's */
         unsigned max_attempts;
+        unsigned timeout_s; /* BLKVAULT_S3_TIMEOUT */
         uint64_t multipart_threshold; /* bytes; larger objects go up in parts */
         uint64_t part_size; /* bytes, at least 5 MiB (S3's least but for the last part) */
 } bv_s3_conf;
@@ -41,6 +45,7 @@ typedef struct bv_s3_conf {
 #define BV_S3_PART_SIZE_DEFAULT (UINT64_C(32) << 20)
 #define BV_S3_PART_SIZE_MIN (UINT64_C(5) << 20)
 #define BV_S3_MAX_ATTEMPTS_DEFAULT 5
+#define BV_S3_TIMEOUT_DEFAULT 60
 
 /* Whether s names an S3 location ("s3://..."). */
 bool bv_s3_is_location(const char *s);
@@ -52,7 +57,8 @@ int bv_s3_location_parse(const char *location, char **ret_bucket, char **ret_pre
 /* Fills a configuration for location from the environment and the AWS files as above.
  * credentials_file, when not NULL, is read instead of the shared credentials file (the
  * appliance's root-only file of a [remote] section). -ENOKEY when no credentials are found
- * anywhere; -EINVAL for a malformed location, endpoint or AWS_MAX_ATTEMPTS. */
+ * anywhere; -ESRCH when AWS_PROFILE names a profile that neither file has; -EINVAL for a
+ * malformed location, endpoint, AWS_MAX_ATTEMPTS or BLKVAULT_S3_TIMEOUT. */
 int bv_s3_conf_from_env(const char *location, const char *credentials_file, bv_s3_conf **ret);
 
 /* A deep copy (NULL on -ENOMEM). */

@@ -311,10 +311,10 @@ static int setup(bv_s3 *s, CURL *c, s3_req *q, xfer *x, const char *url, struct 
         SET(CURLOPT_SSL_VERIFYPEER, 1L);
         SET(CURLOPT_SSL_VERIFYHOST, 2L);
         SET(CURLOPT_PROTOCOLS_STR, "http,https");
-        SET(CURLOPT_CONNECTTIMEOUT, 30L);
-        /* a transfer slower than 1 KiB/s for a minute is dead: retried */
+        SET(CURLOPT_CONNECTTIMEOUT, (long)s->conf->timeout_s);
+        /* a transfer slower than 1 KiB/s for the timeout (BLKVAULT_S3_TIMEOUT) is dead: retried */
         SET(CURLOPT_LOW_SPEED_LIMIT, 1024L);
-        SET(CURLOPT_LOW_SPEED_TIME, 60L);
+        SET(CURLOPT_LOW_SPEED_TIME, (long)s->conf->timeout_s);
         if (s->conf->ca_bundle)
                 SET(CURLOPT_CAINFO, s->conf->ca_bundle);
         if (strcmp(q->method, "HEAD") == 0)
@@ -435,6 +435,34 @@ static void backoff(unsigned attempt)
                 ;
 }
 
+static void (*retry_notify)(const char *message, void *userdata);
+static void *retry_notify_userdata;
+
+void bv_s3_set_retry_notify(void (*fn)(const char *message, void *userdata), void *userdata)
+{
+        retry_notify = fn;
+        retry_notify_userdata = userdata;
+}
+
+/* Attempt attempt failed and another follows: said to the notify hook, so that a server that
+ * does not answer is not waited on in silence. */
+static void notify_retry(bv_s3 *s, s3_req *q, CURLcode e, unsigned attempt)
+{
+        char msg[1200];
+
+        if (!retry_notify)
+                return;
+        if (e == CURLE_OPERATION_TIMEDOUT)
+                snprintf(msg, sizeof(msg), "S3: no answer from %s for %u s, retrying (%u/%u)", s->conf->endpoint,
+                         s->conf->timeout_s, attempt + 1, s->conf->max_attempts);
+        else {
+                char err[1024];
+                bv_s3_errmsg(s, err, sizeof(err));
+                snprintf(msg, sizeof(msg), "S3: %s, retrying (%u/%u)", err, attempt + 1, s->conf->max_attempts);
+        }
+        retry_notify(msg, retry_notify_userdata);
+}
+
 /* Sets the message for the failed attempt; returns -errno and whether to retry. */
 static int attempt_failed(bv_s3 *s, s3_req *q, CURLcode e, const char *curl_err, unsigned attempt,
                           bool *ret_retry)
@@ -502,6 +530,7 @@ int s3_request(bv_s3 *s, s3_req *q, long ok_status)
                 r = attempt_failed(s, q, e, curl_err, attempt, &retry);
                 if (!retry || attempt >= s->conf->max_attempts)
                         break;
+                notify_retry(s, q, e, attempt);
                 backoff(attempt - 1);
         }
         pool_put(s, c);

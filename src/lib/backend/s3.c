@@ -350,3 +350,21 @@ int bv_s3_delete(bv_s3 *s, const char *key, const char *version_id)
         s3_req_done(&q);
         return r;
 }
+
+int bv_s3_object_lock_enabled(bv_s3 *s)
+{
+        _cleanup_free_ char *query = NULL, *enabled = NULL;
+        s3_req q = { .method = "GET", .what = "GET object-lock" };
+        int r = s3_query_add(&query, "object-lock", "");
+
+        if (r < 0)
+                return r;
+        q.query = query;
+        r = s3_request(s, &q, 0);
+        if (r >= 0 && s3_xml_text((const char *)q.data, q.len, "ObjectLockEnabled", &enabled, NULL) >= 0)
+                r = strcmp(enabled, "Enabled") == 0;
+        else if (r >= 0 || r == -ENOENT) /* no configuration (ObjectLockConfigurationNotFoundError) */
+                r = 0;
+        s3_req_done(&q);
+        return r;
+}

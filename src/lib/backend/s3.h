@@ -25,7 +25,10 @@
  * AccessDenied: Access Denied"), for the caller's one log line. The library never prints.
  *
  * Server errors (500, 502, 503, 504, RequestTimeout) and transport errors are retried with
- * exponential backoff and jitter, AWS_MAX_ATTEMPTS attempts in all (default 5).
+ * exponential backoff and jitter, AWS_MAX_ATTEMPTS attempts in all (default 5); an attempt that
+ * gets no answer for BLKVAULT_S3_TIMEOUT seconds (default 60) fails. Each retry is told to the
+ * hook bv_s3_set_retry_notify sets ("S3: no answer from ENDPOINT for 60 s, retrying (2/5)"),
+ * from the thread that retries: the CLI says it on stderr.
  *
  * A client may be used by several threads at once: each request takes a libcurl handle of its
  * own from a pool (kept alive between requests).
@@ -45,6 +48,9 @@ enum {
          * conditional writes (bv_s3_conditional_put); for writers. */
         BV_S3_PROBE_CONDITIONAL = 1u << 0,
 };
+
+/* The process's hook told of every retry (NULL: none), with a message for the user. */
+void bv_s3_set_retry_notify(void (*fn)(const char *message, void *userdata), void *userdata);
 
 /* Opens a client for conf (copied). Checks that the bucket answers (a LIST of at most one key)
  * so that a wrong endpoint, bucket or credentials fail here; the message then goes to errbuf (of
@@ -133,6 +139,9 @@ int bv_s3_list_versions(bv_s3 *s, const char *prefix, bv_s3_list_cb cb, void *us
 /* DELETE key (version_id NULL: the current one; with versioning that leaves a delete marker).
  * Deleting a key that is not there succeeds, as on S3. */
 int bv_s3_delete(bv_s3 *s, const char *key, const char *version_id);
+
+/* Whether the bucket has Object Lock enabled (GET ?object-lock): 1 yes, 0 no, <0 error. */
+int bv_s3_object_lock_enabled(bv_s3 *s);
 
 /* Sets (extends) the Object Lock retention of key's version (NULL: current). */
 int bv_s3_set_retention(bv_s3 *s, const char *key, const char *version_id, bv_s3_lock_mode mode,

@@ -41,6 +41,11 @@ const BvFsOps *bv_fs_ops(const BvFs *fs)
         return fs->ops;
 }
 
+void *bv_fs_impl(const BvFs *fs)
+{
+        return fs->impl;
+}
+
 bool bv_fs_needs_recovery(const BvFs *fs)
 {
         return fs->ops->needs_recovery && fs->ops->needs_recovery(fs->impl);

@@ -58,6 +58,10 @@ typedef struct BvFsOps {
         int (*readdir)(void *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n);
         /* A regular file's content; -EISDIR for anything else. */
         int (*read)(void *fs, uint64_t ino, BvFsSink sink, void *userdata);
+        /* Optional: the library's text for why the last open on this thread failed, else NULL. */
+        const char *(*open_error_text)(void);
+        /* Optional: the filesystem's label, for one whose label the partition probe cannot read. */
+        const char *(*label)(const void *fs);
 } BvFsOps;
 
 typedef struct BvFs BvFs;
@@ -65,6 +69,8 @@ typedef struct BvFs BvFs;
 int bv_fs_open(const BvFsOps *ops, const BvFilesDev *dev, uint64_t offset, uint64_t size, BvFs **ret);
 void bv_fs_close(BvFs *fs);
 const BvFsOps *bv_fs_ops(const BvFs *fs);
+/* What the reader's open gave: the argument of its operations. */
+void *bv_fs_impl(const BvFs *fs);
 
 bool bv_fs_needs_recovery(const BvFs *fs);
 uint64_t bv_fs_bad_offset(const BvFs *fs);

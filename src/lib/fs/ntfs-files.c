@@ -144,27 +144,28 @@ static struct ntfs_device_operations bv_ntfs_device_ops = {
 
 /* --- errors -------------------------------------------------------------------------------------- */
 
-/* libntfs-3g's messages: the last error kept for bv_fs_error_text, nothing printed. */
-static _Thread_local char last_message[256];
+/* libntfs-3g's messages: the first error since nt_begin kept for bv_fs_error_text (the cause:
+ * "Record 0 has no FILE magic", where the last says "Failed to load $MFT"), nothing printed. */
+static _Thread_local char lib_message[256];
 
 static int log_keep(const char *function _unused_, const char *file _unused_, int line _unused_, u32 level,
                     void *data _unused_, const char *format, va_list args)
 {
         size_t n;
 
-        if (!(level & (NTFS_LOG_LEVEL_ERROR | NTFS_LOG_LEVEL_PERROR | NTFS_LOG_LEVEL_CRITICAL)))
+        if (!(level & (NTFS_LOG_LEVEL_ERROR | NTFS_LOG_LEVEL_PERROR | NTFS_LOG_LEVEL_CRITICAL)) || lib_message[0])
                 return 0;
-        vsnprintf(last_message, sizeof(last_message), format, args);
-        n = strlen(last_message);
-        while (n > 0 && (last_message[n - 1] == '\n' || last_message[n - 1] == ' '))
-                last_message[--n] = 0;
+        vsnprintf(lib_message, sizeof(lib_message), format, args);
+        n = strlen(lib_message);
+        while (n > 0 && (lib_message[n - 1] == '\n' || lib_message[n - 1] == ' '))
+                lib_message[--n] = 0;
         return (int)n;
 }
 
 void nt_begin(Ntfs *n)
 {
         n->disk.error = 0;
-        last_message[0] = 0;
+        lib_message[0] = 0;
         errno = 0;
 }
 
@@ -174,8 +175,8 @@ int nt_fail(Ntfs *n, int fallback)
 
         if (n->disk.error)
                 return n->disk.error; /* the snapshot's damage, whatever the library made of it */
-        if (last_message[0] && n)
-                snprintf(n->message, sizeof(n->message), "%s", last_message);
+        if (lib_message[0] && n)
+                snprintf(n->message, sizeof(n->message), "%s", lib_message);
         switch (e) {
         case ENOENT:
         case ENOTDIR:
@@ -191,6 +192,11 @@ int nt_fail(Ntfs *n, int fallback)
         default:
                 return -EIO;
         }
+}
+
+static const char *nt_open_error_text(void)
+{
+        return lib_message[0] ? lib_message : NULL;
 }
 
 /* --- the volume ---------------------------------------------------------------------------------- */
@@ -245,6 +251,13 @@ static bool nt_needs_recovery(const void *fs)
         const Ntfs *n = fs;
 
         return (le16_to_cpu(n->vol->flags) & le16_to_cpu(VOLUME_IS_DIRTY)) != 0;
+}
+
+static const char *nt_label(const void *fs)
+{
+        const Ntfs *n = fs;
+
+        return n->vol->vol_name && n->vol->vol_name[0] ? n->vol->vol_name : NULL;
 }
 
 static uint64_t nt_bad_offset(const void *fs)
@@ -514,4 +527,6 @@ const BvFsOps bv_ntfs_fs_ops = {
         .readlink = nt_readlink,
         .readdir = nt_readdir,
         .read = nt_read,
+        .open_error_text = nt_open_error_text,
+        .label = nt_label,
 };

@@ -181,6 +181,8 @@ static const char *kind_problem(BvSourceKind k)
                 return "a stream cannot skip what it does not read";
         case BV_SOURCE_NBD:
                 return "an NBD export has no used-block map here";
+        case BV_SOURCE_IMAGE:
+                return "a disk image's virtual disk has no used-block map here";
         }
         return "an unknown kind of source";
 }

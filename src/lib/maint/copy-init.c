@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend-s3.h"
 #include "copy-internal.h"
 #include "fileio.h"
 #include "hex.h"
@@ -41,15 +42,23 @@ int copy_related(BvRepo *src, BvBackend *b)
         return strcasecmp(id, bv_repo_id_hex(src)) == 0 ? 0 : -EXDEV;
 }
 
+typedef struct Found {
+        size_t n;
+        char first[BV_BACKEND_KEY_MAX];
+        BvObjKind kind;
+} Found;
+
 static int count_entry(const BvObjEntry *e, void *userdata)
 {
-        (*(size_t *)userdata)++;
+        Found *f = userdata;
+        if (f->n++ == 0 && bv_obj_key(f->kind, e->name, f->first) < 0)
+                snprintf(f->first, sizeof(f->first), "%s", e->name);
         return 0;
 }
 
 /* The top of a local directory: how many entries, -ENOTEMPTY for one that is not a folder of the
- * layout (the directory holds something else). */
-static int local_top(BvBackend *b, size_t *ret)
+ * layout (the directory holds something else; its name in what). */
+static int local_top(BvBackend *b, size_t *ret, char *what, size_t what_len)
 {
         static const char *const layout[] = { "keys", "packs", "index", "snapshots", "locks", "tmp", "leases", "gc" };
         struct dirent *de;
@@ -66,6 +75,8 @@ static int local_top(BvBackend *b, size_t *ret)
                 for (size_t i = 0; i < ELEMENTSOF(layout); i++)
                         if (strcmp(de->d_name, layout[i]) == 0)
                                 r = 0;
+                if (r < 0)
+                        snprintf(what, what_len, "%s", de->d_name);
         }
         closedir(d);
         *ret = n;
@@ -73,23 +84,30 @@ static int local_top(BvBackend *b, size_t *ret)
 }
 
 /* A location without a config: 1 nothing there (to be created), 0 what an interrupted creation
- * by copy left (the layout, key slots), -ENOTEMPTY anything else. */
-static int dst_fresh(BvBackend *b)
+ * by copy left (the layout, key slots), -ENOTEMPTY anything else (the first thing found in what). */
+static int dst_fresh(BvBackend *b, char *what, size_t what_len)
 {
         static const BvObjKind data[] = { BV_KIND_PACK, BV_KIND_INDEX, BV_KIND_SNAPSHOT, BV_KIND_CONDEMNED };
-        size_t n = 0, keys = 0, top = 0;
+        Found found = {}, keys = { .kind = BV_KIND_KEY };
+        size_t top = 0;
         int r = 0;
-        for (size_t i = 0; i < ELEMENTSOF(data) && r >= 0; i++)
-                r = bv_backend_list(b, data[i], count_entry, &n);
+        for (size_t i = 0; i < ELEMENTSOF(data) && r >= 0 && found.n == 0; i++) {
+                found.kind = data[i];
+                r = bv_backend_list(b, data[i], count_entry, &found);
+        }
+        if (r >= 0 && found.n > 0) {
+                snprintf(what, what_len, "%s", found.first);
+                return -ENOTEMPTY;
+        }
         if (r >= 0)
                 r = bv_backend_list(b, BV_KIND_KEY, count_entry, &keys);
         if (r >= 0 && bv_backend_is_local(b))
-                r = local_top(b, &top);
+                r = local_top(b, &top, what, what_len);
+        else if (r >= 0) /* anything below the prefix but key slots: objects of someone else */
+                r = bv_backend_s3_foreign(b, what, what_len);
         if (r < 0)
                 return r;
-        if (n > 0)
-                return -ENOTEMPTY;
-        return bv_backend_is_local(b) ? top == 0 : keys == 0;
+        return bv_backend_is_local(b) ? top == 0 : keys.n == 0;
 }
 
 static int copy_object(BvBackend *from, BvBackend *to, BvObjKind kind, const char *name, size_t max,
@@ -153,7 +171,7 @@ int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBac
                                 *ret_created = false;
                         return r;
                 }
-                r = dst_fresh(*bp);
+                r = dst_fresh(*bp, errbuf, errlen);
                 /* an empty directory gets its layout; below an S3 prefix there is none to make */
                 if (r > 0 && bv_backend_is_local(*bp)) {
                         bv_backend_close(*bp);

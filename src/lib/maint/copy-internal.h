@@ -55,3 +55,15 @@ int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
 int copy_dst_flush(CopyDst *d);
 /* A snapshot record at DST: a local one's commit as a backup's (heal.h), under locks/commit. */
 int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s);
+/* Object Lock (copy-lock.c): checks the bucket and sets the retention of every later put;
+ * after the records are published, extends what DST's snapshots need when due. */
+int copy_lock_begin(CopyDst *d, const BvCopyOptions *o);
+int copy_lock_extend(CopyDst *d, const BvCopyOptions *o, uint64_t *ret_extended, char *culprit, size_t culprit_len);
+/* What a copy sends, checked (copy-check.c): the object whose n entries (a group: its members)
+ * are e and whose encoded bytes are enc, decoded under codec and re-hashed under k; -EBADMSG
+ * when it does not authenticate or is not what its entries say. */
+int copy_check_object(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntry *e, size_t n, const void *enc);
+/* Every object of a pack (its entries e, in offset order) read from fd into buf (cap bytes) and
+ * checked; on failure *ret_offset is the object's offset in the pack. */
+int copy_check_pack_fd(BvObjectCodec *codec, const BvKeyring *k, int fd, const BvPackEntry *e, size_t n,
+                       void *buf, size_t cap, uint64_t *ret_offset);

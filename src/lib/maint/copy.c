@@ -58,6 +58,7 @@ typedef struct Copy {
         BvProgress pr;
         uint64_t start_ns;
         void *buf;
+        size_t buf_size;
 } Copy;
 
 static inline bool bit_test(const uint8_t *b, uint64_t i)
@@ -99,6 +100,11 @@ static void progress(Copy *c)
         c->pr.work_done = c->st->bytes_sent;
         c->pr.elapsed_ns = bv_now_monotonic_ns() - c->start_ns;
         c->o->progress(&c->pr, c->o->progress_userdata);
+}
+
+static bool cancelled(const Copy *c)
+{
+        return c->o->cancelled && c->o->cancelled();
 }
 
 static void culprit_pack(Copy *c, const uint8_t id[BV_PACK_ID_SIZE])
@@ -299,7 +305,7 @@ static int send_reader(Copy *c, BvObjReader *rd, BvObjWriter *w)
         if (fd < 0)
                 return fd;
         for (uint64_t off = 0; off < size;) {
-                if (c->o->cancelled && c->o->cancelled())
+                if (cancelled(c))
                         return -ECANCELED;
                 size_t len = (size_t)MIN((uint64_t)COPY_BUF, size - off);
                 ssize_t got = bv_obj_reader_pread(rd, c->buf, len, off);
@@ -334,6 +340,11 @@ static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEn
                 r = bv_obj_writer_open(c->db, BV_KIND_PACK, &w);
         if (r >= 0)
                 r = send_reader(c, rd, w);
+        if (r >= 0) /* the bytes about to be committed, read back and checked */
+                r = copy_check_pack_fd(c->scodec, bv_repo_keyring(c->src), bv_obj_writer_fd(w), e, n, c->buf,
+                                       c->buf_size, &c->st->culprit_offset);
+        if (r == -EBADMSG)
+                c->st->culprit_has_offset = true;
         uint64_t size = rd ? bv_obj_reader_size(rd) : 0;
         r = copy_writer_end(w, name, r);
         if (rd)
@@ -379,6 +390,13 @@ static int send_object(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackE
                 return r;
         c->st->bytes_read += e[0].length;
         pace(&c->down, e[0].length);
+        r = copy_check_object(c->scodec, bv_repo_keyring(c->src), e, n, c->buf);
+        if (r == -EBADMSG) {
+                c->st->culprit_offset = e[0].offset;
+                c->st->culprit_has_offset = true;
+        }
+        if (r < 0)
+                return r;
         r = bv_group_append(c->w, (BvObjectType)e[0].type, m, n, c->buf, e[0].length);
         if (r == -EFBIG) {
                 r = writer_commit(c);
@@ -441,9 +459,7 @@ static int send(Copy *c)
 {
         int r = bv_packset_list(bv_repo_packs(c->src), on_pack_size, c);
         for (size_t i = 0; i < c->packs.n && r >= 0; i++) {
-                if (c->o->cancelled && c->o->cancelled())
-                        return -ECANCELED;
-                r = send_pack(c, c->packs.ids[i]);
+                r = cancelled(c) ? -ECANCELED : send_pack(c, c->packs.ids[i]);
                 if (r < 0)
                         culprit_pack(c, c->packs.ids[i]);
         }
@@ -482,8 +498,11 @@ static int publish(Copy *c)
                 int r = copy_dst_publish(c->d, c->dcodec, s);
                 if (r == -EEXIST) /* another copy published it meanwhile */
                         r = 0, c->st->snapshots_present++;
-                else if (r >= 0)
+                else if (r >= 0) {
                         c->st->snapshots_copied++;
+                        if (c->o->published)
+                                c->o->published(s, c->o->published_userdata);
+                }
                 if (r < 0) {
                         snprintf(c->st->culprit, sizeof(c->st->culprit), "snapshots/%s.snap", s->id);
                         return r;
@@ -501,7 +520,9 @@ static void requests_add(BvBackend *b, uint64_t *n)
 
 static int copy_run(Copy *c)
 {
-        int r = copy_dst_adopt(c->d, c->src, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
+        int r = c->d->repo && c->o->object_lock_seconds ? -EOPNOTSUPP : copy_lock_begin(c->d, c->o);
+        if (r >= 0)
+                r = copy_dst_adopt(c->d, c->src, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
         if (r >= 0)
                 r = pick_snapshots(c);
         if (r >= 0)
@@ -510,8 +531,12 @@ static int copy_run(Copy *c)
                 r = send(c);
         if (r >= 0)
                 r = compact(c);
+        if (r >= 0 && cancelled(c))
+                r = -ECANCELED;
         if (r >= 0)
                 r = publish(c);
+        if (r >= 0)
+                r = copy_lock_extend(c->d, c->o, &c->st->objects_retained, c->st->culprit, sizeof(c->st->culprit));
         if (r >= 0)
                 copy_dst_done(c->d);
         return r;
@@ -533,7 +558,9 @@ int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *re
                 r = bv_object_codec_new(dst->repo ? bv_repo_keyring(dst->repo) : dst->keyring, dst->config.zstd_level,
                                         &c.dcodec);
         if (r >= 0)
-                r = (c.buf = malloc(MAX(COPY_BUF, bv_object_bound(BV_OBJECT_MAX_RAW)))) ? 0 : -ENOMEM;
+                c.buf_size = MAX(COPY_BUF, bv_object_bound(BV_OBJECT_MAX_RAW));
+        if (r >= 0)
+                r = (c.buf = malloc(c.buf_size)) ? 0 : -ENOMEM;
         if (r >= 0)
                 r = copy_run(&c);
         bv_pack_writer_free(c.w);

@@ -26,6 +26,18 @@ typedef struct BvCopyOptions {
         size_t n_snapshots;
         uint64_t limit_upload;   /* bytes per second written to DST, 0: no limit */
         uint64_t limit_download; /* bytes per second read from SRC, 0: no limit */
+        /* S3 Object Lock at DST (docs/LIFECYCLE.md, "Object Lock"; blkvault.conf(5)'s
+         * object-lock = DURATION sets it): every object the copy puts is retained for this many
+         * seconds from its put, and what DST's snapshots need (config, key slots, snapshot
+         * records, index segments, the packs DST's index names) is extended to now + this when
+         * less than half of it is left. 0: no Object Lock. DST must be s3:// in a bucket with
+         * Object Lock enabled: bv_copy fails with -EOPNOTSUPP for a local DST, -ENOLCK for a
+         * bucket without (bv_copy_check_object_lock says so before DST is created). */
+        uint64_t object_lock_seconds;
+        bool object_lock_governance; /* GOVERNANCE mode (whoever may bypass governance can lift it); default COMPLIANCE */
+        /* Called after each snapshot record is published at DST (NULL: not called). */
+        void (*published)(const BvSnapshot *s, void *userdata);
+        void *published_userdata;
         bv_progress_fn progress; /* done/total: bytes of the SRC packs to go through; work: bytes sent */
         void *progress_userdata;
         /* Asked before each pack and each buffer sent: true stops the copy (-ECANCELED), nothing
@@ -45,10 +57,15 @@ typedef struct BvCopyStats {
         uint64_t packs_written;     /* new packs written at DST for those */
         uint64_t packs_resumed;     /* packs an interrupted copy (or backup) left at DST, adopted */
         uint64_t bytes_resumed;
+        uint64_t objects_retained;  /* objects whose Object Lock retention was extended */
         uint64_t requests;          /* S3 requests made (SRC and DST; 0 for local repositories) */
         double seconds;
         /* On failure: the object at fault, when one was ("packs/ab/ab12....pack"), else "". */
         char culprit[96];
+        /* -EBADMSG: the object of the pack in culprit that does not authenticate or re-hash (what a
+         * copy sends is checked first: nothing of it reached DST), at this offset. */
+        uint64_t culprit_offset;
+        bool culprit_has_offset;
 } BvCopyStats;
 
 
@@ -74,9 +91,16 @@ const char *bv_copy_dst_storage_error(BvCopyDst *d, char *buf, size_t len);
 /* The repository of a local DST; NULL for a remote one. */
 BvRepo *bv_copy_dst_repo(BvCopyDst *d);
 
+/* Whether dst can take object_lock_seconds: 0 yes (an s3:// location whose bucket has Object Lock
+ * enabled), -EOPNOTSUPP a local one, -ENOLCK a bucket without it; a remote failure is said in
+ * errbuf (errlen bytes). Nothing is written. */
+int bv_copy_check_object_lock(const char *dst, char *errbuf, size_t errlen);
+
 /* Copies o's snapshots (every one of SRC by default) from src (opened for reading) to dst
  * (bv_copy_open_dst). A snapshot DST holds already (the same id) is skipped.
  * -EUCLEAN: SRC lacks an object one of its snapshots uses (culprit names the snapshot);
+ * -EBADMSG: an object about to be sent is damaged at SRC (culprit and culprit_offset: the pack
+ * and where in it; nothing is published);
  * -ENOENT: a snapshot named in o is not in SRC; -ECANCELED: o->cancelled said so; -ESTALE: a remote DST's gc/epoch moved since
  * the copy opened it (nothing more is published; run it again); the backends' errors otherwise. */
 int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *ret);

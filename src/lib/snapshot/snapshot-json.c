@@ -107,7 +107,7 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
 {
         const char *kind = src->kind ? bv_source_kind_name(src->kind) : NULL;
         const BvSourceIdentity *id = &src->identity;
-        bool ident = src->has_identity, reused = src->reused_from[0] != 0, changed = src->changed_from[0] != 0;
+        bool ident = src->has_identity, image = src->image_format != NULL, reused = src->reused_from[0] != 0, changed = src->changed_from[0] != 0;
 
         return BV_JSON_OBJECT({ BV_JSON_OPT_STRING("path", src->path) },
                               { BV_JSON_OPT_STRING("host", src->host) },
@@ -127,7 +127,10 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
                               { changed ? "changed_from" : NULL,
                                 changed ? json_object_new_string(src->changed_from) : NULL },
                               { src->changed_backups ? "changed_backups" : NULL,
-                                src->changed_backups ? json_object_new_uint64(src->changed_backups) : NULL });
+                                src->changed_backups ? json_object_new_uint64(src->changed_backups) : NULL },
+                              { BV_JSON_OPT_STRING("image_format", src->image_format) },
+                              { image && ident ? "file_size" : NULL,
+                                image && ident ? json_object_new_uint64(id->size) : NULL });
 }
 
 struct json_object *bv_snapshot_unreadable_json(const BvSnapshot *s)
@@ -349,13 +352,16 @@ static int identity_from_json(struct json_object *o, BvSnapshotSource *src)
             (r = snap_id_from_json(o, "reused_from", src->reused_from)) < 0 ||
             (r = snap_id_from_json(o, "changed_from", src->changed_from)) < 0 ||
             (r = bv_json_get_u64(o, "changed_backups", &src->changed_backups)) < 0 ||
-            (r = bv_json_get_string(o, "changed_map", &src->changed_map)) < 0)
+            (r = bv_json_get_string(o, "changed_map", &src->changed_map)) < 0 ||
+            (r = bv_json_get_string(o, "image_format", &src->image_format)) < 0)
                 return r;
         src->has_identity = json_object_object_get_ex(o, "dev", NULL) && json_object_object_get_ex(o, "ino", NULL) &&
                             json_object_object_get_ex(o, "mtime_ns", NULL) &&
                             json_object_object_get_ex(o, "ctime_ns", NULL);
-        id->size = src->size;
-        return 0;
+        id->size = src->size; /* an image's is the file's, not its virtual disk's */
+        if (src->image_format && !json_object_object_get_ex(o, "file_size", NULL))
+                src->has_identity = false;
+        return bv_json_get_u64(o, "file_size", &id->size);
 }
 
 static int source_from_json(struct json_object *o, BvSnapshotSource *src)

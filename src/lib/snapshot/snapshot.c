@@ -44,6 +44,7 @@ void bv_snapshot_source_done(BvSnapshotSource *s)
         free(s->abs_path);
         free(s->stable_name);
         free(s->changed_map);
+        free(s->image_format);
         bv_probe_done(&s->probe);
         *s = (BvSnapshotSource){};
 }

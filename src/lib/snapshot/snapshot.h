@@ -48,6 +48,9 @@ typedef struct BvSnapshotSource {
         char *changed_map;
         char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
         uint64_t changed_backups;
+        /* A disk image read as its virtual disk (kind image): its format ("qcow2"); size is then
+         * the virtual disk's and identity.size the image file's. NULL for other sources. */
+        char *image_format;
 } BvSnapshotSource;
 
 /* The one stats schema: a backup's counters, recorded in its snapshot and printed by backup,

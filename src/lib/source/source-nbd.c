@@ -322,8 +322,9 @@ static const BvSourceOps nbd_ops = {
         .whole_read = nbd_whole_read, .free = nbd_free_op,
 };
 
-/* Connects, asking for the contexts; checks that the dirty bitmap is offered. */
-static int nbd_source_connect(NbdSource *s, const char *uri)
+/* Connects to uri, or else over the connected socket *fd (libnbd's once handed over: then *fd is
+ * set to -EBADF), asking for the contexts; checks that the dirty bitmap is offered. */
+static int nbd_source_connect(NbdSource *s, const char *uri, int *fd)
 {
         int64_t size;
         int r;
@@ -334,7 +335,7 @@ static int nbd_source_connect(NbdSource *s, const char *uri)
         if (nbd_add_meta_context(s->nbd, ALLOCATION_CONTEXT) < 0 ||
             (s->map_name && nbd_add_meta_context(s->nbd, s->map_name) < 0))
                 return nbd_errno();
-        if (nbd_connect_uri(s->nbd, uri) < 0)
+        if (uri ? nbd_connect_uri(s->nbd, uri) < 0 : nbd_connect_socket(s->nbd, TAKE_FD(*fd)) < 0)
                 return nbd_errno();
         size = nbd_get_size(s->nbd);
         if (size < 0)
@@ -354,13 +355,13 @@ static int nbd_source_connect(NbdSource *s, const char *uri)
         return 0;
 }
 
-int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **ret)
+/* The export at uri, or over the socket fd (closed in any case) named name. */
+static int nbd_open(const char *uri, int fd, const char *name, const BvSourceOptions *opts, BvSource **ret)
 {
+        _cleanup_close_ int fd_owned = fd;
         BvSourceOptions o = opts ? *opts : (BvSourceOptions){};
         int r;
 
-        if (!uri || !ret || !bv_source_is_nbd_uri(uri))
-                return -EINVAL;
         o.read_size = o.read_size ?: BV_SOURCE_READ_SIZE;
         o.queue_depth = o.queue_depth ?: BV_SOURCE_QUEUE_DEPTH;
         if (o.read_size > NBD_READ_SIZE_MAX || o.queue_depth > BV_SOURCE_QUEUE_DEPTH_MAX ||
@@ -375,7 +376,7 @@ int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **
                 s->map_name = NULL;
                 return -ENOMEM;
         }
-        r = nbd_source_connect(s, uri);
+        r = nbd_source_connect(s, uri, &fd_owned);
         if (r < 0)
                 return r;
         s->slots = calloc(o.queue_depth, sizeof(NbdSlot));
@@ -385,8 +386,24 @@ int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **
         for (unsigned i = 0; i < s->nslots; i++)
                 if (!(s->slots[i].buf = malloc(s->read_size)))
                         return -ENOMEM;
-        r = bv_source_new(&nbd_ops, s, BV_SOURCE_NBD, uri, ret);
+        r = bv_source_new(&nbd_ops, s, BV_SOURCE_NBD, name, ret);
         if (r >= 0)
                 TAKE_PTR(s);
         return r;
+}
+
+int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **ret)
+{
+        if (!uri || !ret || !bv_source_is_nbd_uri(uri))
+                return -EINVAL;
+        return nbd_open(uri, -EBADF, uri, opts, ret);
+}
+
+int bv_source_open_nbd_socket(int fd, const char *name, const BvSourceOptions *opts, BvSource **ret)
+{
+        if (fd < 0 || !name || !ret) {
+                safe_close(fd);
+                return -EINVAL;
+        }
+        return nbd_open(NULL, fd, name, opts, ret);
 }

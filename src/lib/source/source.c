@@ -68,8 +68,16 @@ typedef struct SourceKindRow {
         int (*open)(const char *location, const BvSourceOptions *o, BvSource **ret);
 } SourceKindRow;
 
+static int recognise_image(const char *location, const BvSourceOptions *o)
+{
+        const char *format;
+
+        return o && o->as_file ? 0 : bv_source_detect_image(location, &format);
+}
+
 static const SourceKindRow source_kinds[] = {
         { BV_SOURCE_NBD, "nbd", recognise_nbd, bv_source_open_nbd },
+        { BV_SOURCE_IMAGE, "image", recognise_image, bv_source_open_image },
         { BV_SOURCE_FILE, "file", NULL, bv_source_open_path },
         { BV_SOURCE_BLOCKDEV, "blockdev", NULL, bv_source_open_path },
         { BV_SOURCE_STREAM, "stream", NULL, bv_source_open_path },
@@ -143,6 +151,11 @@ int bv_source_identity(const BvSource *s, BvSourceIdentity *ret)
 uint64_t bv_source_work(const BvSource *s)
 {
         return s->ops->work ? s->ops->work(s->impl) : UINT64_MAX;
+}
+
+const char *bv_source_image_format(const BvSource *s)
+{
+        return s->ops->image_format ? s->ops->image_format(s->impl) : NULL;
 }
 
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret)

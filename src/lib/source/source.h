@@ -21,6 +21,7 @@ typedef enum {
         BV_SOURCE_BLOCKDEV = 2,
         BV_SOURCE_STREAM = 3,
         BV_SOURCE_NBD = 4, /* an NBD export, by URI (source-nbd.c) */
+        BV_SOURCE_IMAGE = 5, /* a disk image file (qcow2, vmdk ...), read as its virtual disk (source-image.c) */
 } BvSourceKind;
 
 /* BvSourceOptions' defaults and limits (an NBD export's reads are at most 32 MiB). */
@@ -40,6 +41,12 @@ typedef struct BvSourceOptions {
         /* A block that does not read (EIO) is delivered as zeroes and listed in the read stats,
          * instead of failing the read. */
         bool skip_unreadable;
+        /* A disk image file (qcow2, vmdk ...) is read as the file it is, not as its virtual disk. */
+        bool as_file;
+        /* Where a source that does not open says why in the words of the helper it ran (qemu-nbd's
+         * message), "" when it has none; NULL: not asked. */
+        char *error_detail;
+        size_t error_detail_size;
 } BvSourceOptions;
 
 /* Appends a range (extent.h) to a growing array (*cap entries allocated), merged with the last
@@ -111,6 +118,8 @@ typedef struct BvSourceOps {
          * parent cannot be paired with the map and bv_source_unchanged_ranges reads. */
         BvWholeRead *(*whole_read)(void *impl);
         uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
+        /* A disk image read as its virtual disk: its format ("qcow2"); NULL for other sources. */
+        const char *(*image_format)(void *impl);
         void (*free)(void *impl);
 } BvSourceOps;
 
@@ -143,6 +152,8 @@ int bv_source_identity(const BvSource *s, BvSourceIdentity *ret);
  * a block device's size, a regular file's allocated bytes (its holes are never read; at most
  * its size); UINT64_MAX when unknown (a stream, a source that does not tell). */
 uint64_t bv_source_work(const BvSource *s);
+/* A disk image read as its virtual disk: its format ("qcow2", "vmdk" ...); NULL for others. */
+const char *bv_source_image_format(const BvSource *s);
 /* Zeroes when the source does not tell. */
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 
@@ -192,6 +203,24 @@ bool bv_source_is_nbd_uri(const char *path);
  * when the server does not export the dirty bitmap, -EFBIG when the export claims more than
  * BV_SOURCE_NBD_SIZE_MAX bytes. */
 int bv_source_open_nbd(const char *uri, const BvSourceOptions *opts, BvSource **ret);
+
+/* The export over fd, a socket connected to an NBD server (owned by the source, closed on
+ * failure too), as bv_source_open_nbd reads it; name is what bv_source_path says. */
+int bv_source_open_nbd_socket(int fd, const char *name, const BvSourceOptions *opts, BvSource **ret);
+
+/* The disk image format (qemu-img's name: "qcow2", "qcow", "qed", "vmdk", "vdi", "vhdx", "vpc")
+ * whose magic number heads the regular file at path, in *ret_format (static): 1, or 0 for
+ * anything else (a raw image, a block device, a stream, an NBD URI, a path that does not open:
+ * its open says why), or -errno when the file does not read. Never by the name's extension. */
+int bv_source_detect_image(const char *path, const char **ret_format);
+/* The disk image at path read as its virtual disk: qemu-nbd --read-only, started on a socket that
+ * is never in the filesystem and killed with this process, serves it to the NBD source (so holes
+ * and zero clusters, of a backing chain too, are never read). Its identity is the image file's.
+ * Errors: those of open, -EINVAL with opts' changed-block options, -EBUSY when a running QEMU
+ * writes the image (it holds the write lock), -ENOPKG when qemu-nbd does not run, -EBADMSG when
+ * qemu-nbd cannot open the image (a corrupt or truncated one, a missing backing file: see
+ * opts->error_detail). */
+int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource **ret);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
 int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);

@@ -117,6 +117,11 @@ static BvWholeRead *js_whole_read(void *impl)
         return bv_source_whole_read(((BvJobSource *)impl)->inner);
 }
 
+static const char *js_image_format(void *impl)
+{
+        return bv_source_image_format(((BvJobSource *)impl)->inner);
+}
+
 static void js_free(void *impl)
 {
         /* js itself belongs to bv_job_source_close */
@@ -126,7 +131,7 @@ static const BvSourceOps js_ops = {
         .next = js_next,        .read_at = js_read_at, .size = js_size,
         .uses_uring = js_uring, .uses_direct = js_direct, .identity = js_identity,
         .read_stats = js_read_stats, .changed_map = js_changed_map, .parent_map = js_parent_map,
-        .whole_read = js_whole_read, .free = js_free,
+        .whole_read = js_whole_read, .image_format = js_image_format, .free = js_free,
 };
 
 static int open_inner(BvJobSource *js, const BvConfJob *j, const char *target, const char *const vars[],

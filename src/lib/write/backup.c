@@ -625,8 +625,10 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         bv_hex_encode(raw_id, sizeof(raw_id), s.id);
         memcpy(s.root, root, BV_ID_SIZE);
         s.source = (BvSnapshotSource){ .path = (char *)bv_source_path(src), .kind = bv_source_kind(src), .size = size,
-                                       .changed_map = (char *)bv_source_changed_map(src) };
+                                       .changed_map = (char *)bv_source_changed_map(src),
+                                       .image_format = (char *)bv_source_image_format(src) };
         bool local = s.source.kind == BV_SOURCE_FILE || s.source.kind == BV_SOURCE_BLOCKDEV;
+        bool image = s.source.kind == BV_SOURCE_IMAGE; /* libblkid would probe the image file, not its disk */
         if (b->stats.changed_from[0]) {
                 memcpy(s.source.changed_from, b->stats.changed_from, sizeof(s.source.changed_from));
                 s.source.changed_backups = b->changed_parent->source.changed_backups + 1;
@@ -635,7 +637,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         char host[256] = "", abs[PATH_MAX], stable[PATH_MAX];
         (void)gethostname(host, sizeof(host) - 1);
         s.source.host = host[0] ? host : NULL;
-        if (local && realpath(s.source.path, abs))
+        if ((local || image) && realpath(s.source.path, abs))
                 s.source.abs_path = abs;
         if (local && bv_source_stable_name(s.source.path, stable, sizeof(stable)) == 0)
                 s.source.stable_name = stable;

@@ -13,12 +13,13 @@ static bool identity_equal(const BvSourceIdentity *a, const BvSourceIdentity *b)
                a->ctime_ns == b->ctime_ns;
 }
 
-/* The newest snapshot of name and of the regular file at path, or NULL. */
-static BvSnapshot *newest_of(BvSnapshot **list, size_t n, const char *name, const char *path)
+/* The newest snapshot of name and of the file at path read as kind (a regular file, or a disk
+ * image's virtual disk: never one for the other), or NULL. */
+static BvSnapshot *newest_of(BvSnapshot **list, size_t n, const char *name, BvSourceKind kind, const char *path)
 {
         for (size_t i = n; i > 0; i--) {
                 BvSnapshot *s = list[i - 1];
-                if (s->name && strcmp(s->name, name) == 0 && s->source.kind == BV_SOURCE_FILE && s->source.path &&
+                if (s->name && strcmp(s->name, name) == 0 && s->source.kind == kind && s->source.path &&
                     strcmp(s->source.path, path) == 0)
                         return s;
         }
@@ -81,9 +82,9 @@ int bv_unchanged_parent(BvRepo *r, BvObjectCodec *codec, BvIndex *index, BvSourc
         rr = bv_snapshot_list(bv_repo_backend(r), codec, &list, &n);
         if (rr < 0)
                 return rr;
-        BvSnapshot *p = newest_of(list, n, name, bv_source_path(src));
+        BvSnapshot *p = newest_of(list, n, name, bv_source_kind(src), bv_source_path(src));
         /* Ranges that did not read (--skip-unreadable) are zeroes in p's map: read them again. */
-        bool ok = p && p->source.has_identity && p->n_unreadable == 0 && p->size == id.size &&
+        bool ok = p && p->source.has_identity && p->n_unreadable == 0 && p->size == bv_source_size(src) &&
                   identity_equal(&p->source.identity, &id) &&
                   (opts->full_read_every == 0 || p->source.unread_backups + 1 < opts->full_read_every);
         if (ok && !bv_snapshot_used_only_equal(&p->used_only, used)) {
