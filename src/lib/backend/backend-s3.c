@@ -830,6 +830,8 @@ static int foreign_cb(const bv_s3_object *o, void *userdata)
         Foreign *f = userdata;
         if (strncmp(o->key, "keys/", 5) == 0)
                 return 0; /* a creation by copy that was interrupted before its config */
+        if (strncmp(o->key, ".probe-conditional-put-", 23) == 0)
+                return 0; /* another process's probe, at its open */
         snprintf(f->what, f->len, "%s", o->key);
         return -ENOTEMPTY;
 }

@@ -172,6 +172,11 @@ int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBac
                         return r;
                 }
                 r = dst_fresh(*bp, errbuf, errlen);
+                /* another copy making the same DST got its config in meanwhile, and its objects */
+                if (r == -ENOTEMPTY && copy_related(src, *bp) == 0) {
+                        *ret_created = false;
+                        return 0;
+                }
                 /* an empty directory gets its layout; below an S3 prefix there is none to make */
                 if (r > 0 && bv_backend_is_local(*bp)) {
                         bv_backend_close(*bp);
