@@ -85,6 +85,8 @@ EOF
 export BLKVAULT_CACHE_DIR=$W/bv-cache RESTIC_FROM_PASSWORD=$RESTIC_PASSWORD
 restic_s3() { echo "s3:$AWS_ENDPOINT_URL/bench/$1"; }
 
+out=$(results_file s3-copy) # its header: the load average at the start
+
 # ---- the local repositories: v1 and v2 (first copy), then v3 as well (incremental) ----
 log "$(load_note); local repositories of $IMAGES v1, v2 (and v3)"
 bv init "$W/bv12" --key-file "$BENCH_KEY" -q
@@ -159,7 +161,6 @@ med() { # PHASE TOOL COLUMN(2 wall, 3 requests, 4 MiB)
     v=$(awk -F'\t' -v p="$1-" -v t="-$2-" -v c="$3" 'index($1, p) == 1 && index($1, t) { print $c }' "$W/rows.tsv")
     [ -n "$v" ] && median $v || echo -
 }
-out=$(results_file s3-copy)
 {
     printf -- '- images: %s (v1, v2: first copy; v3, a small change: incremental; restore of v3)\n' "$IMAGES"
     printf -- '- local repositories: blkvault %s MiB, restic %s MiB; v3 added %s blkvault packs\n' \
