@@ -17,6 +17,7 @@ build=(meson ninja-build pkg-config gcc git
 runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          e2fsprogs xfsprogs btrfs-progs cryptsetup-bin python3 python3-libnbd
          partclone dosfstools ntfs-3g mtools   # used blocks of XFS, btrfs, FAT, NTFS (src/lib/fs/used-partclone.c); mkfs.vfat, mkntfs, mcopy in tests
+         attr   # setfattr/getfattr: a compressed file and a named stream made through ntfs-3g (tests/root/test-files-ntfs)
          kmod time thin-provisioning-tools   # thin_restore/thin_delta: tests/unit/test-thin-delta
          openssl man-db   # the openssl command (test data) and man (test-man): libssl-dev pulls neither
          curl   # the S3 tests make their buckets with curl --aws-sigv4 (tests/s3/s3-lib.sh)

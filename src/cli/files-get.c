@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* blkvault files ... get PATH... DEST: files and directories of a snapshot copied out, with modes,
  * times, symbolic links (and owners as root). Each file is written beneath DEST through directory
- * fds without following links, so nothing in the snapshot can make it write elsewhere. A file
- * whose data is damaged is reported with its path and removed; the others go on (exit 4). */
+ * fds without following links, so nothing in the snapshot can make it write elsewhere. NTFS named
+ * streams go along as user.NAME extended attributes. A file whose data is damaged is reported
+ * with its path and removed; the others go on (exit 4). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/limits.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -96,6 +99,65 @@ static int make_fifo(int dirfd, const char *name, void *arg _unused_)
         return mkfifoat(dirfd, name, 0600) < 0 ? -errno : 0;
 }
 
+typedef struct Buf {
+        uint8_t *p;
+        size_t n;
+} Buf;
+
+static int buf_sink(const void *data, size_t len, uint64_t offset _unused_, void *userdata)
+{
+        Buf *b = userdata;
+        uint8_t *p;
+
+        if (b->n + len > XATTR_SIZE_MAX)
+                return -E2BIG;
+        p = realloc(b->p, b->n + len);
+        if (!p)
+                return -ENOMEM;
+        if (data)
+                memcpy(p + b->n, data, len);
+        else
+                memset(p + b->n, 0, len);
+        b->p = p;
+        b->n += len;
+        return 0;
+}
+
+/* A file's named streams (NTFS) as user.NAME extended attributes of fd, as ntfs-3g shows them;
+ * one that does not fit an attribute, or a DEST without them, is said and left out. */
+static int get_streams(GetCtx *c, int fd, const char *dest, const BvFsStat *st, const char *path)
+{
+        BvFsEntry *v;
+        size_t n;
+        int r = bv_fs_streams(c->fp->fs, st->ino, &v, &n), ec = EXIT_OK;
+
+        if (r < 0)
+                return files_error(c->fp->fs, r, "list the streams of", c->fp->prefix, path);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *xname = NULL, *shown = NULL;
+                Buf b = {};
+                r = bv_fs_read(c->fp->fs, v[i].ino, buf_sink, &b);
+                if (r >= 0 && asprintf(&xname, "user.%s", v[i].name) < 0)
+                        r = -ENOMEM;
+                if (r >= 0 && fsetxattr(fd, xname, b.p ? (void *)b.p : "", b.n, 0) < 0)
+                        r = -errno;
+                free(b.p);
+                if (r >= 0)
+                        continue;
+                shown = escape_text(v[i].name, 64);
+                if (r == -EBADMSG || r == -EUCLEAN || r == -EIO) {
+                        _cleanup_free_ char *spath = NULL;
+                        r = asprintf(&spath, "%s:%s", path, v[i].name) < 0 ? log_error_errno(-ENOMEM, "cannot copy")
+                                                                          : files_error(c->fp->fs, r, "read", c->fp->prefix, spath);
+                        ec = ec == EXIT_OK || r == EXIT_DAMAGE ? r : ec;
+                } else
+                        log_warning("'%s': its stream '%s' is not kept as an extended attribute: %s", dest,
+                                    shown ? shown : "?", strerror(-r));
+        }
+        bv_fs_entries_free(v, n);
+        return ec;
+}
+
 static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, const BvFsStat *st, const char *path)
 {
         _cleanup_close_ int fd = -EBADF;
@@ -112,6 +174,9 @@ static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, co
                         return files_error(c->fp->fs, r, "read", c->fp->prefix, path);
                 return log_error_errno(r, "cannot write '%s' (removed)", dest);
         }
+        r = get_streams(c, fd, dest, st, path);
+        if (r != EXIT_OK)
+                get_fail(c, r); /* the file itself is whole: kept */
         r = set_attrs(c, dirfd, name, fd, st);
         if (r < 0)
                 return log_error_errno(r, "cannot set the mode and times of '%s'", dest);

@@ -136,11 +136,24 @@ diff "$T/want" "$T/got" >&2 || die "files find --name differs from find -name"
 files "$snap1" get p1:/ "$T/out/all" 2>"$T/get.err" || { cat "$T/get.err" >&2; die "files get p1:/ failed"; }
 compare_tree "$mnt" "$T/out/all" no 20 || die "files get (as nobody) differs from the mounted tree"
 [ "$(allocated "$T/out/all/Users/ana/sparse")" -lt 1048576 ] || die "the sparse file was written whole"
+# named streams come along as user.* extended attributes, as ntfs-3g shows them
+assert_eq "$(getfattr --only-values -n user.Zone.Identifier "$T/out/all/Docs/hello.txt")" \
+    "$(getfattr --only-values -n user.Zone.Identifier "$mnt/Docs/hello.txt")" "a stream kept by get"
 files "$whole" get /Cmp/text.txt /Docs/rel-link "$T/out" 2>/dev/null || die "get of two paths"
 cmp "$T/out/text.txt" "$mnt/Cmp/text.txt" || die "get of a compressed file"
 assert_eq "$(readlink "$T/out/rel-link")" hello.txt "get of a symbolic link"
 files "$whole" get '/Docs/hello.txt:Zone.Identifier' "$T/out/zone" 2>/dev/null || die "get of a stream"
 assert_eq "$(cat "$T/out/zone")" "[ZoneTransfer] ZoneId=3" "get of a named stream"
+
+# a DEST without user extended attributes (ramfs): the file is copied, its stream said and left out
+mkdir "$T/ram"
+mount -t ramfs none "$T/ram"
+on_exit "umount -l '$T/ram'"
+chmod 777 "$T/ram"
+files "$whole" get /Docs/hello.txt "$T/ram" 2>"$T/ram.err" || { cat "$T/ram.err" >&2; die "get into ramfs"; }
+cmp "$T/ram/hello.txt" "$mnt/Docs/hello.txt" || die "get into ramfs: the content"
+grep -q "^warning: '$T/ram/hello.txt': its stream 'Zone.Identifier' is not kept as an extended attribute: Operation not supported$" \
+    "$T/ram.err" || { cat "$T/ram.err" >&2; die "no warning for a stream left out"; }
 
 # --- errors ------------------------------------------------------------------------------------
 expect_fail 1 "^error: cannot list 'p1:/nope': No such file or directory$" files "$snap1" ls p1:/nope

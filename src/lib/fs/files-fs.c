@@ -93,6 +93,16 @@ int bv_fs_read(BvFs *fs, uint64_t ino, BvFsSink sink, void *userdata)
         return fs->ops->read(fs->impl, ino, sink, userdata);
 }
 
+int bv_fs_streams(BvFs *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n)
+{
+        if (!fs->ops->streams) {
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        return fs->ops->streams(fs->impl, ino, ret, ret_n);
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
         return strcmp(((const BvFsEntry *)a)->name, ((const BvFsEntry *)b)->name);

@@ -62,6 +62,9 @@ typedef struct BvFsOps {
         const char *(*open_error_text)(void);
         /* Optional: the filesystem's label, for one whose label the partition probe cannot read. */
         const char *(*label)(const void *fs);
+        /* Optional: a file's named data streams (NTFS), sorted by name, each with an inode number
+         * that stat and read take. */
+        int (*streams)(void *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n);
 } BvFsOps;
 
 typedef struct BvFs BvFs;
@@ -81,6 +84,8 @@ int bv_fs_readlink(BvFs *fs, uint64_t ino, char **ret);
 int bv_fs_readdir(BvFs *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n);
 void bv_fs_entries_free(BvFsEntry *v, size_t n);
 int bv_fs_read(BvFs *fs, uint64_t ino, BvFsSink sink, void *userdata);
+/* A file's named streams; none (0) when the reader has none. */
+int bv_fs_streams(BvFs *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n);
 
 /* For the readers: sorts entries by name (bytewise). */
 void bv_fs_entries_sort(BvFsEntry *v, size_t n);

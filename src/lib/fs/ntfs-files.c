@@ -529,4 +529,5 @@ const BvFsOps bv_ntfs_fs_ops = {
         .read = nt_read,
         .open_error_text = nt_open_error_text,
         .label = nt_label,
+        .streams = nt_streams,
 };

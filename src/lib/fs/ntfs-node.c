@@ -268,12 +268,10 @@ bool nt_is_symlink(Ntfs *n, uint64_t ino)
         return nt_stat(n, ino, &st) >= 0 && S_ISLNK(st.mode);
 }
 
-int nt_stream_add(Ntfs *n, uint64_t ino, ntfschar *name, int len, uint64_t *ret_ino)
+/* Registers stream name (taken on success) of file ino: its inode number. */
+static int stream_register(Ntfs *n, uint64_t ino, ntfschar *name, int len, uint64_t *ret_ino)
 {
         NtfsStream *v;
-        ntfs_inode *ni;
-        bool exists;
-        int r;
 
         for (size_t i = 0; i < n->n_streams; i++)
                 if (n->streams[i].ino == ino && n->streams[i].len == len &&
@@ -282,7 +280,21 @@ int nt_stream_add(Ntfs *n, uint64_t ino, ntfschar *name, int len, uint64_t *ret_
                         *ret_ino = NT_STREAM_INO | i;
                         return 0;
                 }
-        r = nt_open_ino(n, ino, &ni);
+        v = realloc(n->streams, (n->n_streams + 1) * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        n->streams = v;
+        v[n->n_streams] = (NtfsStream){ .ino = ino, .name = name, .len = len };
+        *ret_ino = NT_STREAM_INO | n->n_streams++;
+        return 0;
+}
+
+int nt_stream_add(Ntfs *n, uint64_t ino, ntfschar *name, int len, uint64_t *ret_ino)
+{
+        ntfs_inode *ni;
+        bool exists;
+        int r = nt_open_ino(n, ino, &ni);
+
         if (r < 0)
                 return r;
         nt_begin(n);
@@ -291,11 +303,77 @@ int nt_stream_add(Ntfs *n, uint64_t ino, ntfschar *name, int len, uint64_t *ret_
         ntfs_inode_close(ni);
         if (r < 0 || !exists)
                 return r < 0 ? r : -ENOENT;
-        v = realloc(n->streams, (n->n_streams + 1) * sizeof(*v));
-        if (!v)
+        return stream_register(n, ino, name, len, ret_ino);
+}
+
+/* Adds the stream of ctx's attribute to l (name and inode number); 0 or -errno. */
+static int stream_entry(Ntfs *n, uint64_t ino, ntfs_attr_search_ctx *ctx, BvFsEntry **v, size_t *count)
+{
+        const ntfschar *uname = (const ntfschar *)(const void *)((const uint8_t *)ctx->attr +
+                                                                 le16_to_cpu(ctx->attr->name_offset));
+        int len = ctx->attr->name_length;
+        ntfschar *copy = malloc((size_t)len * sizeof(*copy));
+        BvFsEntry *grown = realloc(*v, (*count + 1) * sizeof(**v));
+        char *name = NULL;
+        uint64_t sino;
+        int r;
+
+        if (grown)
+                *v = grown;
+        if (!copy || !grown) {
+                free(copy);
                 return -ENOMEM;
-        n->streams = v;
-        v[n->n_streams] = (NtfsStream){ .ino = ino, .name = name, .len = len };
-        *ret_ino = NT_STREAM_INO | n->n_streams++;
+        }
+        memcpy(copy, uname, (size_t)len * sizeof(*copy));
+        if (ntfs_ucstombs(uname, len, &name, 0) < 0) {
+                free(copy);
+                return -EBADMSG;
+        }
+        r = stream_register(n, ino, copy, len, &sino); /* not nt_stream_add: the inode is open */
+        if (r < 0) {
+                free(copy);
+                free(name);
+                return r;
+        }
+        (*v)[(*count)++] = (BvFsEntry){ .name = name, .ino = sino };
+        return 0;
+}
+
+int nt_streams(void *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n)
+{
+        Ntfs *n = fs;
+        BvFsEntry *v = NULL;
+        size_t count = 0;
+        ntfs_attr_search_ctx *ctx;
+        ntfs_inode *ni;
+        int r;
+
+        if (ino & NT_STREAM_INO) { /* a stream has none */
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        r = nt_open_ino(n, ino, &ni);
+        if (r < 0)
+                return r;
+        nt_begin(n);
+        ctx = ntfs_attr_get_search_ctx(ni, NULL);
+        if (!ctx)
+                r = -ENOMEM;
+        while (r >= 0 && !ntfs_attr_lookup(AT_DATA, NULL, 0, CASE_SENSITIVE, 0, NULL, 0, ctx))
+                if (ctx->attr->name_length)
+                        r = stream_entry(n, ino, ctx, &v, &count);
+        if (r >= 0 && n->disk.error)
+                r = n->disk.error; /* the lookup's end was damage, not the last attribute */
+        if (ctx)
+                ntfs_attr_put_search_ctx(ctx);
+        ntfs_inode_close(ni);
+        if (r < 0) {
+                bv_fs_entries_free(v, count);
+                return r;
+        }
+        bv_fs_entries_sort(v, count);
+        *ret = v;
+        *ret_n = count;
         return 0;
 }

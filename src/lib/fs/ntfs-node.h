@@ -77,5 +77,7 @@ int nt_readlink(void *fs, uint64_t ino, char **ret);
 
 /* The stream name (len characters, taken on success) of file ino, if it has one: its inode number. */
 int nt_stream_add(Ntfs *n, uint64_t ino, ntfschar *name, int len, uint64_t *ret_ino);
+/* The named streams of file ino (BvFsOps.streams). */
+int nt_streams(void *fs, uint64_t ino, BvFsEntry **ret, size_t *ret_n);
 /* The stream ino stands for, or NULL. */
 const NtfsStream *nt_stream_of(const Ntfs *n, uint64_t ino);

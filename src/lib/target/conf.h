@@ -95,6 +95,7 @@ typedef struct BvConfJob {
         char *command;          /* or a command whose standard output is the image */
         bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
         bool used_only;         /* read only the blocks its filesystems use (fs/used-source.h) */
+        bool as_file;           /* a disk image (qcow2 ...) is read as the file, not its virtual disk */
         bool any_target;        /* targets = any (the default) */
         char **targets;         /* otherwise these names, NULL-terminated */
         size_t n_targets;
