@@ -17,6 +17,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "rate.h"
+#include "policy.h"
 #include "repo.h"
 
 
@@ -87,6 +88,9 @@ typedef struct SecretArgs {
         /* --point-in-time (the read commands: POINT_IN_TIME_OPTION): an S3 repository as it was
          * then, seconds since the epoch; 0: now. */
         int64_t point_in_time;
+        /* The keys another open holds (BvSecret.keyring): copy --prune opens DST, related to SRC,
+         * with SRC's, as the copy did; the other fields are then not read. */
+        const struct BvKeyring *keyring;
 } SecretArgs;
 
 /* --point-in-time=TIME of the read commands (list, info, verify, restore, serve, mount): an S3
@@ -364,6 +368,27 @@ void print_unreadable(const BvSnapshot *s, FILE *f, const char *prefix);
 struct BvGcOptions;
 struct BvGcStats;
 int run_gc(BvRepo *repo, const char *path, const struct BvGcOptions *o, struct BvGcStats *ret);
+
+/* prune's arguments (cmd-prune.c), also copy --prune's: the --keep-* rules as given, checked and
+ * turned into policy by prune_args_check. */
+typedef struct PruneArgs {
+        BvPolicy policy;
+        const char *counts[6]; /* --keep-last, -hourly, -daily, -weekly, -monthly, -yearly */
+        const char *within;
+        const char *name;
+        bool dry_run, json, no_gc;
+} PruneArgs;
+#define PRUNE_POLICY_OPTIONS(a)                                                                           \
+        CLI_STR("keep-last", &(a)->counts[0]), CLI_STR("keep-hourly", &(a)->counts[1]),                   \
+                CLI_STR("keep-daily", &(a)->counts[2]), CLI_STR("keep-weekly", &(a)->counts[3]),          \
+                CLI_STR("keep-monthly", &(a)->counts[4]), CLI_STR("keep-yearly", &(a)->counts[5]),        \
+                CLI_STR("keep-within", &(a)->within)
+int prune_args_check(PruneArgs *a);
+/* Whether a --keep-* rule was given. */
+bool prune_args_given(const PruneArgs *a);
+/* Forgets the snapshots of the repository at path that no rule keeps, then (unless dry_run or
+ * no_gc) runs gc there: prune's whole run; an exit code. */
+int prune_repo(const char *path, const SecretArgs *sargs, PruneArgs *a);
 struct json_object *json_gc_stats(const struct BvGcStats *s);
 void print_gc_stats(const struct BvGcStats *s, bool dry_run);
 

@@ -27,6 +27,10 @@ static const char usage_text[] =
         "  --object-lock-mode=MODE  compliance (the default: nobody can shorten it) or governance\n"
         "  --limit-upload=RATE      write at most RATE bytes per second to DST (K, M, G suffixes)\n"
         "  --limit-download=RATE    read at most RATE bytes per second from SRC\n"
+        "  --prune                  then apply DST's own retention, given by the --keep-* rules as\n"
+        "                           'blkvault prune' takes them, and gc DST\n"
+        "  --keep-last=N, --keep-hourly=N, --keep-daily=N, --keep-weekly=N, --keep-monthly=N,\n"
+        "  --keep-yearly=N, --keep-within=DURATION   DST's retention (with --prune)\n"
         "  --progress               show progress even when stderr is not a terminal\n"
         "  --json                   print the result as JSON\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP
@@ -262,13 +266,34 @@ static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *
                                dst, at, said[0] ? " (" : "", said, said[0] ? ")" : "");
 }
 
+/* --prune needs a rule, and a rule needs --prune; --prune prints text only (an exit code). */
+static int copy_prune_check(bool prune, bool json, PruneArgs *pa)
+{
+        if (prune && json) {
+                log_error("copy --prune does not print JSON: run 'blkvault prune DST --json' after the copy");
+                return EXIT_USAGE;
+        }
+        if (prune && !prune_args_given(pa)) {
+                log_error("copy --prune needs DST's retention: a --keep-* rule as 'blkvault prune' takes it");
+                return EXIT_USAGE;
+        }
+        if (!prune && prune_args_given(pa)) {
+                log_error("the --keep-* rules are DST's retention for copy --prune: give --prune too");
+                return EXIT_USAGE;
+        }
+        return prune ? prune_args_check(pa) : EXIT_OK;
+}
+
 int cmd_copy(int argc, char **argv)
 {
         SecretArgs sargs = {}, dargs = {};
         BvCopyOptions o = {};
-        bool json = false, force_progress = false;
+        bool json = false, force_progress = false, prune = false;
+        PruneArgs pa = {};
         int lock_mode = 0;
         const CliOption options[] = {
+                CLI_FLAG("prune", &prune),
+                PRUNE_POLICY_OPTIONS(&pa),
                 CLI_STR("dst-passphrase-file", &dargs.passphrase_file),
                 CLI_STR("dst-passphrase-fd", &dargs.passphrase_fd),
                 CLI_STR("dst-passphrase-command", &dargs.passphrase_command),
@@ -290,6 +315,9 @@ int cmd_copy(int argc, char **argv)
         o.object_lock_governance = lock_mode == 1;
         const char *srcpath = argv[optind], *dst = argv[optind + 1];
         bool dst_secret = dargs.key_file || dargs.passphrase_file || dargs.passphrase_fd || dargs.passphrase_command;
+        int ec = copy_prune_check(prune, json, &pa);
+        if (ec != EXIT_OK)
+                return ec;
 
         /* the master secret is kept only to seal a new DST by another secret */
         OPEN_REPO_OR_RETURN(src, srcpath, &sargs, BV_OPEN_READ | (dst_secret ? BV_OPEN_KEYS : 0));
@@ -308,7 +336,7 @@ int cmd_copy(int argc, char **argv)
         }
         o.snapshots = ids;
         _cleanup_(bv_copy_dst_closep) BvCopyDst *dstrepo = NULL;
-        int ec = o.object_lock_seconds ? check_object_lock(dst) : EXIT_OK;
+        ec = o.object_lock_seconds ? check_object_lock(dst) : EXIT_OK;
         if (ec != EXIT_OK)
                 return ec;
         ec = open_dst(src, srcpath, dst, &dargs, &dstrepo);
@@ -333,5 +361,9 @@ int cmd_copy(int argc, char **argv)
         progress_done(&progress);
         ec = r < 0 ? copy_failed(r, &stats, src, dstrepo, srcpath, dst) : copy_report(&stats, &copied, dst, json);
         free(copied.text);
-        return ec;
+        if (ec != EXIT_OK || !prune)
+                return ec;
+        /* DST's copy lock and lease go first: a lease of this process would hold gc's deletes back */
+        bv_copy_dst_close(TAKE_PTR(dstrepo));
+        return prune_repo(dst, &(SecretArgs){ .keyring = bv_repo_keyring(src) }, &pa);
 }

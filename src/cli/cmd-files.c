@@ -325,6 +325,14 @@ static int files_ls_parts(FilesDisk *d, const FilesOptions *o)
         return EXIT_OK;
 }
 
+/* "hosts" of "/etc/hosts"; "/" of "/". */
+static const char *last_component(const char *path)
+{
+        const char *base = strrchr(path, '/');
+
+        return base && base[1] ? base + 1 : path;
+}
+
 static int files_ls(FilesDisk *d, const char *arg, const FilesOptions *o)
 {
         FilesPath fp;
@@ -344,8 +352,8 @@ static int files_ls(FilesDisk *d, const char *arg, const FilesOptions *o)
                 r = bv_fs_stat(fp.fs, ino, &st);
         if (r < 0)
                 return files_error(fp.fs, r, "list", fp.prefix, fp.path);
-        if (!S_ISDIR(st.mode))
-                return ls_line(&fp, ino, fp.path, fp.path, o);
+        if (!S_ISDIR(st.mode)) /* shown as given, as ls does; its name in --json is the last component */
+                return ls_line(&fp, ino, fp.path, o->json ? last_component(fp.path) : fp.path, o);
         r = bv_fs_readdir(fp.fs, ino, &ents, &n);
         if (r < 0)
                 return files_error(fp.fs, r, "list", fp.prefix, fp.path);
@@ -377,6 +385,7 @@ static int cat_sink(const void *buf, size_t len, uint64_t offset _unused_, void 
 static int files_cat(FilesDisk *d, const char *arg)
 {
         FilesPath fp;
+        BvFsStat st;
         uint64_t ino;
         int r = files_resolve(d, arg, &fp);
 
@@ -387,6 +396,12 @@ static int files_cat(FilesDisk *d, const char *arg)
                 r = bv_fs_read(fp.fs, ino, cat_sink, NULL);
         if (r == -EPIPE)
                 return EXIT_ERROR;
+        if (r == -EISDIR && bv_fs_stat(fp.fs, ino, &st) >= 0 && !S_ISDIR(st.mode)) {
+                /* a fifo, socket or device: "Is a directory" would be wrong */
+                _cleanup_free_ char *name = files_display(fp.prefix, fp.path);
+                log_error("cannot print '%s': not a regular file (%s)", name ? name : fp.path, files_type_name(st.mode));
+                return EXIT_ERROR;
+        }
         if (r < 0)
                 return files_error(fp.fs, r, r == -EISDIR ? "print" : "read", fp.prefix, fp.path);
         return EXIT_OK;
@@ -439,8 +454,7 @@ static int files_find(FilesDisk *d, const char *arg, const FilesOptions *o)
         r = bv_fs_lookup(fp.fs, fp.path, true, &ino);
         if (r < 0)
                 return files_error(fp.fs, r, "find", fp.prefix, fp.path);
-        const char *base = strrchr(fp.path, '/');
-        return find_walk(&fp, ino, fp.path, base && base[1] ? base + 1 : fp.path, o);
+        return find_walk(&fp, ino, fp.path, last_component(fp.path), o);
 }
 
 /* Whether n arguments after the command fit it; else the usage error. */

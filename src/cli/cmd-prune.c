@@ -25,12 +25,6 @@ static const char usage_text[] =
         "  --json             a JSON object: dry_run, forgotten, snapshots (each with action and rule), gc\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
-typedef struct PruneArgs {
-        BvPolicy policy;
-        const char *name;
-        bool dry_run, json, no_gc;
-} PruneArgs;
-
 static const char *const count_names[6] = { "keep-last",  "keep-hourly",  "keep-daily",
                                             "keep-weekly", "keep-monthly", "keep-yearly" };
 
@@ -50,23 +44,32 @@ static int parse_count(const char *option, const char *arg, int *ret)
 }
 
 /* The rules, given as strings: each checked after the command line is parsed. */
-static int parse_policy(const char *const counts[6], const char *within, BvPolicy *p)
+int prune_args_check(PruneArgs *a)
 {
+        BvPolicy *p = &a->policy;
         int *dest[6] = { &p->last, &p->hourly, &p->daily, &p->weekly, &p->monthly, &p->yearly };
         uint64_t w;
         for (size_t i = 0; i < 6; i++) {
-                int r = parse_count(count_names[i], counts[i], dest[i]);
+                int r = parse_count(count_names[i], a->counts[i], dest[i]);
                 if (r != EXIT_OK)
                         return r;
         }
-        if (!within)
+        if (!a->within)
                 return EXIT_OK;
-        if (bv_conf_parse_duration(within, &w) < 0 || w == 0 || w > INT64_MAX) {
-                log_error("invalid --keep-within '%s' (a number and a unit: s, min, h, d or w, as in 7d)", within);
+        if (bv_conf_parse_duration(a->within, &w) < 0 || w == 0 || w > INT64_MAX) {
+                log_error("invalid --keep-within '%s' (a number and a unit: s, min, h, d or w, as in 7d)", a->within);
                 return EXIT_USAGE;
         }
         p->within = (int64_t)w;
         return EXIT_OK;
+}
+
+bool prune_args_given(const PruneArgs *a)
+{
+        for (size_t i = 0; i < 6; i++)
+                if (a->counts[i])
+                        return true;
+        return a->within != NULL;
 }
 
 static void print_items(const BvPruneItem *items, size_t n)
@@ -134,47 +137,30 @@ static void warn_no_such_name(BvRepo *repo, const char *path, const char *name)
                 log_warning("no snapshot is named '%s' in '%s' (names: %s)", e ? e : "?", path, names);
 }
 
-int cmd_prune(int argc, char **argv)
+int prune_repo(const char *path, const SecretArgs *sargs, PruneArgs *a)
 {
-        SecretArgs sargs = {};
-        PruneArgs a = {};
-        const char *counts[6] = {}, *within = NULL;
-        const CliOption options[] = {
-                CLI_STR("keep-last", &counts[0]),    CLI_STR("keep-hourly", &counts[1]),
-                CLI_STR("keep-daily", &counts[2]),   CLI_STR("keep-weekly", &counts[3]),
-                CLI_STR("keep-monthly", &counts[4]), CLI_STR("keep-yearly", &counts[5]),
-                CLI_STR("keep-within", &within),     CLI_STR("name", &a.name),
-                CLI_FLAG("dry-run", &a.dry_run),     CLI_FLAG("no-gc", &a.no_gc),
-                CLI_FLAG("json", &a.json),           {},
-        };
-        CLI_PARSE_OR_RETURN(argc, argv, .name = "prune", .usage = usage_text, .options = options, .secret = &sargs,
-                            .args = "REPO", .repo = true);
-        const char *path = argv[optind];
-        int r = parse_policy(counts, within, &a.policy);
-        if (r != EXIT_OK)
-                return r;
-        bool gc = !a.dry_run && !a.no_gc;
+        bool gc = !a->dry_run && !a->no_gc;
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
-        r = open_repo(path, &sargs, gc ? BV_OPEN_GC : BV_OPEN_READ, &repo);
+        int r = open_repo(path, sargs, gc ? BV_OPEN_GC : BV_OPEN_READ, &repo);
         if (r != EXIT_OK)
                 return r;
         _cleanup_free_ BvPruneItem *items = NULL;
         size_t n = 0;
         BvRepoProblem problem;
-        r = bv_prune(repo, &a.policy, a.name, a.dry_run, &items, &n, &problem);
+        r = bv_prune(repo, &a->policy, a->name, a->dry_run, &items, &n, &problem);
         report_snapshot_damage(repo);
         if (r == -EINVAL)
-                return refuse_empty_policy(counts);
+                return refuse_empty_policy(a->counts);
         if (r < 0 && problem.path[0])
                 return log_error_errno(r, "cannot prune '%s': cannot forget '%s'", path, problem.path);
         if (r < 0)
                 return log_error_errno(r, "cannot prune '%s'", path);
         int forgot = r;
-        if (a.name && n == 0)
-                warn_no_such_name(repo, path, a.name);
-        if (!a.json)
+        if (a->name && n == 0)
+                warn_no_such_name(repo, path, a->name);
+        if (!a->json)
                 print_items(items, n);
-        if (a.dry_run)
+        if (a->dry_run)
                 log_info("would forget %d of %zu snapshots (dry run: nothing changed)", forgot, n);
         else
                 log_info("forgot %d of %zu snapshots", forgot, n);
@@ -184,12 +170,12 @@ int cmd_prune(int argc, char **argv)
                 r = run_gc(repo, path, &o, &st);
                 if (r != EXIT_OK)
                         return r;
-                if (!a.json)
+                if (!a->json)
                         print_gc_stats(&st, false);
         }
-        if (a.json) {
+        if (a->json) {
                 _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
-                        { "dry_run", json_object_new_boolean(a.dry_run) },
+                        { "dry_run", json_object_new_boolean(a->dry_run) },
                         { "forgotten", json_object_new_int(forgot) }, { "snapshots", json_items(items, n) },
                         { gc ? "gc" : NULL, gc ? json_gc_stats(&st) : NULL });
                 if (!o)
@@ -197,4 +183,19 @@ int cmd_prune(int argc, char **argv)
                 json_print(o);
         }
         return EXIT_OK;
+}
+
+int cmd_prune(int argc, char **argv)
+{
+        SecretArgs sargs = {};
+        PruneArgs a = {};
+        const CliOption options[] = {
+                PRUNE_POLICY_OPTIONS(&a),        CLI_STR("name", &a.name),
+                CLI_FLAG("dry-run", &a.dry_run), CLI_FLAG("no-gc", &a.no_gc),
+                CLI_FLAG("json", &a.json),       {},
+        };
+        CLI_PARSE_OR_RETURN(argc, argv, .name = "prune", .usage = usage_text, .options = options, .secret = &sargs,
+                            .args = "REPO", .repo = true);
+        int r = prune_args_check(&a);
+        return r != EXIT_OK ? r : prune_repo(argv[optind], &sargs, &a);
 }

@@ -236,8 +236,8 @@ int secret_get(const SecretArgs *s, bool encrypted, bool confirm, BvSecret *ret)
         char *pass = NULL;
         int r;
 
-        *ret = (BvSecret){};
-        if (!encrypted)
+        *ret = (BvSecret){ .keyring = s->keyring };
+        if (!encrypted || s->keyring)
                 return 0;
         if (s->key_file && s->passphrase_file && sources == 2) {
                 log_error(s->new_secret ? "--new-key-file and --new-passphrase-file exclude each other"
@@ -291,7 +291,7 @@ int log_open_error(const char *path, int r)
                 return EXIT_NO_REPO;
         }
         if (r == -EACCES || r == -EPERM) {
-                log_error("cannot open repository '%s': %s (needs the rights of the repository's owner, or root)",
+                log_error("cannot open repository '%s': %s (its owner and root may open it; to let a group read it, share it: see blkvault-files(1))",
                           path, strerror(-r));
                 return EXIT_PERM;
         }
@@ -331,7 +331,7 @@ int refuse_s3_write(const char *path)
         if (!is_s3(path))
                 return EXIT_OK;
         log_error("cannot write to '%s': writing to an S3 repository is not supported yet (list, info, "
-                  "verify, restore, serve, mount and files read one; copy writes one)", path);
+                  "verify, restore, serve, mount and files read one; copy, prune and gc write one)", path);
         return EXIT_ERROR;
 }
 
@@ -348,7 +348,7 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
                           "'%s' is a directory, which keeps no earlier versions", path);
                 return EXIT_USAGE;
         }
-        if (flags & (BV_OPEN_WRITE | BV_OPEN_GC) && (e = refuse_s3_write(path)) != EXIT_OK)
+        if (flags & BV_OPEN_WRITE && (e = refuse_s3_write(path)) != EXIT_OK) /* prune and gc write one */
                 return e;
         r = bv_repo_peek_config_at(path, s->point_in_time, &cfg, &problem);
         if (r < 0 && problem.message[0])

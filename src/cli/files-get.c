@@ -316,7 +316,7 @@ int files_get(FilesDisk *d, char **args, int n, const FilesOptions *o)
                 log_info("copied %llu %s (%s) to '%s'", (unsigned long long)c.files, c.files == 1 ? "file" : "files",
                          format_bytes(c.bytes, a), dest);
         else
-                log_error("copied %llu %s (%s) to '%s'; the errors above were left out", (unsigned long long)c.files,
+                log_error("copied %llu %s (%s) to '%s'; what the errors above name was not copied", (unsigned long long)c.files,
                           c.files == 1 ? "file" : "files", format_bytes(c.bytes, a), dest);
         return c.ec;
 }

@@ -12,7 +12,7 @@
 #include "files.h"
 #include "timeutil.h"
 
-static const char *type_name(uint32_t mode)
+const char *files_type_name(uint32_t mode)
 {
         switch (mode & S_IFMT) {
         case S_IFREG:
@@ -43,7 +43,7 @@ int files_json_entry(struct json_object *arr, const FilesPath *fp, const BvFsSta
         bv_format_time_utc(st->mtime < 0 ? 0 : (uint64_t)st->mtime, when);
         struct json_object *o = BV_JSON_OBJECT({ "name", json_object_new_string(name) },
                                                { "path", json_object_new_string(shown ? shown : path) },
-                                               { "type", json_object_new_string(type_name(st->mode)) },
+                                               { "type", json_object_new_string(files_type_name(st->mode)) },
                                                { "size", json_object_new_uint64(st->size) },
                                                { "mode", json_object_new_int((int32_t)(st->mode & 07777)) },
                                                { "uid", json_object_new_uint64(st->uid) },

@@ -74,6 +74,8 @@ struct json_object;
 int files_json_entry(struct json_object *arr, const FilesPath *fp, const BvFsStat *st, const char *path,
                      const char *name, const char *target);
 int files_json_part(struct json_object *arr, const BvFilesPart *p, const char *name, const char *label);
+/* "file", "directory", "symlink", "fifo", "socket", "char-device", "block-device" (as --json names them). */
+const char *files_type_name(uint32_t mode);
 
 int files_get(FilesDisk *d, char **args, int n, const FilesOptions *o);
 int files_diff(BvRepo *repo, FilesDisk *d, const char *spec2, const char *path, const FilesOptions *o);

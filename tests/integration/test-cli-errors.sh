@@ -46,7 +46,7 @@ expect_fail 9 "^error: umount needs root (it unmounts a filesystem and detaches 
 # a repository the user may not read
 mkdir -m 700 "$T/private"
 bv init "$T/private/r" --encryption=none >/dev/null
-expect_fail 9 "^error: cannot open repository '$T/private/r': Permission denied (needs the rights of the repository's owner, or root)$" \
+expect_fail 9 "^error: cannot open repository '$T/private/r': Permission denied (its owner and root may open it; to let a group read it, share it: see blkvault-files(1))$" \
     "${nobody[@]}" "$BLKVAULT" list "$T/private/r"
 # --encryption=none with a secret option: refused, nothing created
 echo pass >"$T/pass"

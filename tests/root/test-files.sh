@@ -109,6 +109,9 @@ done < <(cd "$mnt" && find . -type d | sed 's|^\.||; s|^$|/|')
 files "$snap1" ls root:/etc/hosts | grep -q ' 2001-02-03 04:05:06 root:/etc/hosts$\| 2001-02-03 04:05:06 /etc/hosts$' ||
     die "ls of one file by label"
 assert_eq "$(files "$snap1" cat data:/readme)" "on the data partition" "cat by label of p2"
+# --json of one file: its name is the last component, as for a directory's entries (was the path)
+assert_eq "$(files "$snap1" ls p1:/etc/hosts --json | python3 -c 'import json,sys; e=json.load(sys.stdin)[0]; print(e["name"], e["path"])')" \
+    "hosts p1:/etc/hosts" "ls --json of one file"
 
 # --- cat: every regular file, byte for byte --------------------------------------------------
 while read -r f; do
@@ -138,6 +141,7 @@ files "$snap1" get p1:/etc/hosts p1:/home/user/abs-link "$T/out" 2>/dev/null
 cmp "$T/out/hosts" "$mnt/etc/hosts" || die "get of two paths into a directory"
 assert_eq "$(readlink "$T/out/abs-link")" /etc/hosts "get of a symbolic link"
 expect_fail 1 "^error: cannot create '$T/out/hosts': File exists (--force replaces it)$" files "$snap1" get p1:/etc/hosts "$T/out"
+expect_fail 1 "^error: copied 0 files (0 B) to '$T/out'; what the errors above name was not copied$" files "$snap1" get p1:/etc/hosts "$T/out"
 files "$snap1" get p1:/etc/hosts "$T/out" --force 2>/dev/null || die "get --force"
 # as root the owners are kept too
 bv files "$repo" "$snap1" get p1:/ "$T/rootcopy" --key-file="$T/root.key" 2>/dev/null || die "get as root failed"
@@ -148,6 +152,8 @@ expect_fail 1 "^error: cannot list 'p1:/nope': No such file or directory$" files
 expect_fail 2 "^error: snapshot ${snap1:0:8} holds 2 partitions: name one, as p1:/etc" files "$snap1" ls /etc
 expect_fail 1 "^error: snapshot ${snap1:0:8} has no partition 'p9'" files "$snap1" ls p9:/
 expect_fail 1 "^error: cannot print 'p1:/etc': Is a directory$" files "$snap1" cat p1:/etc
+# a fifo is not a directory (cat said "Is a directory" of it)
+expect_fail 1 "^error: cannot print 'p1:/tmp/fifo': not a regular file (fifo)$" files "$snap1" cat p1:/tmp/fifo
 expect_fail 2 "^error: expected 'blkvault files REPO SNAPSHOT cat PATH'" files "$snap1" cat
 expect_fail 3 "" as_nobody "$BLKVAULT" files "$repo" "$snap1" ls --key-file="$T/wrong.key"
 umount "$mnt"

@@ -6,8 +6,9 @@ Usage: fault-proxy.py UPSTREAM_PORT CONTROL_FILE PORT_FILE
 
 Listens on a free port of 127.0.0.1 (written to PORT_FILE once it listens) and forwards every
 request unchanged (the Host header too, so SigV4 signatures still verify) to 127.0.0.1:UPSTREAM_PORT.
-CONTROL_FILE, read at each request, holds "KIND COUNT [PATH]": the next COUNT requests (whose path
-starts with PATH, when given) get the fault instead of being forwarded, and COUNT is decremented:
+CONTROL_FILE, read at each request, holds "KIND COUNT [PATH [METHOD]]": the next COUNT requests (whose
+path starts with PATH, and whose method is METHOD, when given) get the fault instead of being
+forwarded, and COUNT is decremented:
     503     HTTP 503 SlowDown (S3's XML error)
     500     HTTP 500 InternalError
     reset   the connection is closed without an answer
@@ -49,7 +50,7 @@ def canned(fault):
     return None
 
 
-def take_fault(path):
+def take_fault(path, method):
     """The fault for this request, or None; decrements the control file's count."""
     with lock:
         try:
@@ -57,9 +58,11 @@ def take_fault(path):
                 words = f.read().split()
         except FileNotFoundError:
             return None
-        if len(words) not in (2, 3) or int(words[1]) <= 0:
+        if len(words) not in (2, 3, 4) or int(words[1]) <= 0:
             return None
-        if len(words) == 3 and not path.startswith(words[2]):
+        if len(words) >= 3 and not path.startswith(words[2]):
+            return None
+        if len(words) == 4 and method != words[3]:
             return None
         with open(CONTROL, "w") as f:
             f.write(f"{words[0]} {int(words[1]) - 1} {' '.join(words[2:])}\n")
@@ -77,7 +80,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        fault = take_fault(self.path)
+        fault = take_fault(self.path, self.command)
         if fault == "reset":
             self.close_connection = True
             self.connection.close()

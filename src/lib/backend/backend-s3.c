@@ -505,6 +505,19 @@ static int s3_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size)
 
 /* ---- leases: an object put again every heartbeat while held ---- */
 
+int bv_s3_lease_heartbeat_s(void)
+{
+        const char *e = getenv("BLKVAULT_S3_LEASE_HEARTBEAT");
+        char *end;
+        long v;
+
+        if (!e || !*e)
+                return BV_S3_LEASE_HEARTBEAT_S;
+        errno = 0;
+        v = strtol(e, &end, 10);
+        return errno || *end || v < 1 || v > 3600 ? BV_S3_LEASE_HEARTBEAT_S : (int)v;
+}
+
 static void *heartbeat(void *userdata)
 {
         S3Lease *l = userdata;
@@ -513,7 +526,7 @@ static void *heartbeat(void *userdata)
         pthread_mutex_lock(&l->mutex);
         while (!l->stop) {
                 clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += BV_S3_LEASE_HEARTBEAT_S;
+                until.tv_sec += bv_s3_lease_heartbeat_s();
                 while (!l->stop && pthread_cond_timedwait(&l->cond, &l->mutex, &until) != ETIMEDOUT)
                         ;
                 if (l->stop)
@@ -601,7 +614,7 @@ static int s3_lease_alive(BvBackend *b, const char *name, bool reap, size_t max,
                 return 0;
         if (r < 0)
                 return r;
-        if (o.mtime + BV_S3_LEASE_GRACE_S < (int64_t)time(NULL)) {
+        if (o.mtime + BV_S3_LEASE_GRACE_BEATS * bv_s3_lease_heartbeat_s() < (int64_t)time(NULL)) {
                 if (reap)
                         (void)bv_s3_delete(client(b), key, NULL);
                 return 0;

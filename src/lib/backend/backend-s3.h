@@ -39,7 +39,14 @@
 #include "s3.h"
 
 #define BV_S3_LEASE_HEARTBEAT_S 60
-#define BV_S3_LEASE_GRACE_S (5 * BV_S3_LEASE_HEARTBEAT_S)
+#define BV_S3_LEASE_GRACE_BEATS 5
+#define BV_S3_LEASE_GRACE_S (BV_S3_LEASE_GRACE_BEATS * BV_S3_LEASE_HEARTBEAT_S)
+
+/* The heartbeat interval in seconds: BV_S3_LEASE_HEARTBEAT_S, or $BLKVAULT_S3_LEASE_HEARTBEAT
+ * (1..3600; the tests' knob). A lease is alive while its Last-Modified is younger than
+ * BV_S3_LEASE_GRACE_BEATS intervals: every process that uses one repository must use the same
+ * value (docs/LIFECYCLE.md, "gc on S3"). */
+int bv_s3_lease_heartbeat_s(void);
 
 /* Opens s3://BUCKET[/PREFIX] with the endpoint and credentials of the environment (s3-conf.h);
  * the message of a failure goes to errbuf (errlen bytes; may be NULL). */

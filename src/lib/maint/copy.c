@@ -203,9 +203,10 @@ static void packs_unique(PackIds *p)
         p->n = k;
 }
 
-/* 1: seen before (a map node's subtree is then skipped), 0: marked now. */
-static int mark_id(Copy *c, const uint8_t id[BV_ID_SIZE])
+/* 1: seen before (a map node's subtree is then skipped), 0: marked now (bv_map_walk_ids). */
+static int mark_id(void *userdata, const uint8_t id[BV_ID_SIZE])
 {
+        Copy *c = userdata;
         BvLocation loc, there;
         uint64_t pos;
         int r = bv_index_lookup_position(c->sx, id, &loc, &pos);
@@ -227,17 +228,6 @@ static int mark_id(Copy *c, const uint8_t id[BV_ID_SIZE])
         return packs_add(&c->packs, loc.pack_id);
 }
 
-static int mark_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
-{
-        return mark_id(userdata, id);
-}
-
-static int mark_extent(void *userdata, const BvMapExtent *e)
-{
-        int r = e->kind == BV_EXTENT_DATA ? mark_id(userdata, e->id) : 0;
-        return r < 0 ? r : 0;
-}
-
 static int mark_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
 {
         Copy *c = userdata;
@@ -253,7 +243,7 @@ static int mark(Copy *c)
                 return -ENOMEM;
         for (size_t i = 0; i < c->nsnaps; i++) {
                 const BvSnapshot *s = c->snaps[i];
-                int r = bv_map_walk(s->root, s->height, s->size, mark_fetch, c, mark_node, mark_extent, c);
+                int r = bv_map_walk_ids(s->root, s->height, s->size, mark_fetch, c, mark_id, c);
                 if (r < 0) {
                         snprintf(c->st->culprit, sizeof(c->st->culprit), "snapshots/%s.snap", s->id);
                         return r;
@@ -355,16 +345,11 @@ static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEn
         return pack_sent(c, id, e, n, size);
 }
 
-static int writer_commit(Copy *c)
+/* A new pack committed: at DST (a remote one gets it now), then recorded. */
+static int pack_record(void *userdata, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
 {
-        uint8_t id[BV_PACK_ID_SIZE];
-        _cleanup_free_ BvPackEntry *e = NULL;
-        size_t n;
-        int r = bv_pack_writer_commit(c->w, id, &e, &n);
-        if (r == -ENODATA)
-                return 0;
-        if (r >= 0)
-                r = copy_dst_pack_committed(c->d, id);
+        Copy *c = userdata;
+        int r = copy_dst_pack_committed(c->d, id);
         if (r < 0)
                 return r;
         c->st->packs_written++;
@@ -373,6 +358,11 @@ static int writer_commit(Copy *c)
                 if (i == 0 || e[i].offset != e[i - 1].offset)
                         bytes += e[i].length;
         return pack_sent(c, id, e, n, bytes);
+}
+
+static int writer_commit(Copy *c)
+{
+        return bv_pack_writer_commit_record(c->w, pack_record, c);
 }
 
 /* One object as stored (a group: its n members) into DST's new pack, committed when full. */

@@ -2,6 +2,7 @@
 #pragma once
 /* Shared by gc.c (the run, condemn), gc-rewrite.c (copies), gc-mark.c (mark, condemned lists,
  * finalize) and gc-tmp.c. */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gc.h"
@@ -39,7 +40,9 @@ typedef struct Gc {
         BvRepo *repo;
         BvIndex *index;
         BvObjectCodec *codec;
-        int dirfd, gc_dirfd;
+        int dirfd, gc_dirfd;  /* a local repository's; -EBADF for a remote one */
+        bool remote;          /* written through the backend (S3): no folders, no flock */
+        const Packs *ps;      /* every pack the index names or packs/ holds (sizes from the listing) */
         uint8_t *bits; /* one per index position: the winning entry of a referenced id */
         uint64_t npos;
         GcList *lists;

@@ -37,7 +37,8 @@ int gc_list_add(Gc *g, const char *name, bool mark)
         GcList *l = &g->lists[g->nlists];
         *l = (GcList){};
         snprintf(l->name, sizeof(l->name), "%s", name);
-        int r = bv_index_list_open(g->gc_dirfd, name, &l->list);
+        int r = g->remote ? bv_index_list_open_backend(bv_repo_backend(g->repo), name, &l->list)
+                          : bv_index_list_open(g->gc_dirfd, name, &l->list);
         if (r < 0) { /* a damaged list: gc stops rather than forget what it condemned */
                 char path[sizeof("gc/") + BV_INDEX_NAME_MAX];
                 snprintf(path, sizeof(path), "gc/%s", name);
@@ -52,8 +53,21 @@ int gc_list_add(Gc *g, const char *name, bool mark)
         return 0;
 }
 
+static int list_listed(const BvObjEntry *e, void *userdata)
+{
+        return bv_index_name_valid(e->name) ? gc_list_add(userdata, e->name, true) : 0; /* not gc/epoch */
+}
+
 int gc_lists_load(Gc *g)
 {
+        if (g->remote) {
+                int r = bv_backend_list(bv_repo_backend(g->repo), BV_KIND_CONDEMNED, list_listed, g);
+                if (r < 0)
+                        return g->problem && g->problem->path[0] ? r : gc_note(g, "gc", true, r);
+                if (g->nlists > 1)
+                        qsort(g->lists, g->nlists, sizeof(GcList), list_name_cmp);
+                return 0;
+        }
         DIR *d;
         int r = bv_opendir_beneath(g->dirfd, "gc", &d);
         if (r < 0)
@@ -81,9 +95,10 @@ void gc_lists_free(Gc *g)
         g->nlists = 0;
 }
 
-/* 1: seen before (a node's subtree is then skipped), 0: marked now. */
-static int mark_id(Gc *g, const uint8_t id[BV_ID_SIZE])
+/* 1: seen before (a node's subtree is then skipped), 0: marked now (bv_map_walk_ids). */
+static int mark_id(void *userdata, const uint8_t id[BV_ID_SIZE])
 {
+        Gc *g = userdata;
         BvLocation loc;
         uint64_t pos;
         int r = bv_index_lookup_position(g->index, id, &loc, &pos);
@@ -104,17 +119,6 @@ static int mark_id(Gc *g, const uint8_t id[BV_ID_SIZE])
                 }
         g->st->missing++;
         return 0;
-}
-
-static int mark_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
-{
-        return mark_id(userdata, id);
-}
-
-static int mark_extent(void *userdata, const BvMapExtent *e)
-{
-        int r = e->kind == BV_EXTENT_DATA ? mark_id(userdata, e->id) : 0;
-        return r < 0 ? r : 0;
 }
 
 /* A map node from the index, or from a condemned list that still holds it. */
@@ -156,7 +160,7 @@ int gc_mark(Gc *g)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 const BvSnapshot *s = list[i];
-                r = bv_map_walk(s->root, s->height, s->size, mark_fetch, g, mark_node, mark_extent, g);
+                r = bv_map_walk_ids(s->root, s->height, s->size, mark_fetch, g, mark_id, g);
                 if (r < 0)
                         return r == -ENOENT ? -EUCLEAN : r;
                 snprintf(g->snaps[i], sizeof(g->snaps[i]), "%s", s->id);
@@ -252,12 +256,28 @@ static int unlink_pack_refused(Gc *g, const char *pack_path, int error)
         return gc_note(g, path, false, error);
 }
 
+/* A remote pack: one DELETE (which succeeds for an absent one), its size from gc's listing. */
+static int remove_pack(Gc *g, const uint8_t id[BV_PACK_ID_SIZE], const char *path)
+{
+        const PackStat *p = g->ps && g->ps->n > 0 ? bsearch(id, g->ps->p, g->ps->n, sizeof(PackStat), gc_pack_cmp) : NULL;
+        int r = bv_backend_remove(bv_repo_backend(g->repo), BV_KIND_PACK, path);
+        if (r < 0 && r != -ENOENT)
+                return unlink_pack_refused(g, path, r);
+        if (r >= 0 && p && (p->flags & PACK_LISTED)) { /* absent: a finalize that crashed did it */
+                g->st->packs_deleted++;
+                g->st->bytes_deleted += p->size;
+        }
+        return 0;
+}
+
 static int unlink_pack(Gc *g, const uint8_t id[BV_PACK_ID_SIZE])
 {
         int packs = bv_repo_dirfd(g->repo, "packs");
         char path[64];
         struct stat st;
         bv_pack_path(id, path);
+        if (g->remote)
+                return remove_pack(g, id, path);
         if (fstatat(packs, path, &st, AT_SYMLINK_NOFOLLOW) < 0) /* ENOENT: a finalize that crashed did it */
                 return errno == ENOENT ? 0 : unlink_pack_refused(g, path, negative_errno());
         if (!S_ISREG(st.st_mode))
@@ -295,9 +315,13 @@ int gc_finalize(Gc *g, GcList *l)
                         continue;
                 r = unlink_pack(g, packs[i]);
         }
-        if (r >= 0 && unlinkat(g->gc_dirfd, l->name, 0) < 0 && errno != ENOENT)
+        if (r >= 0 && g->remote) { /* durable when the DELETE returns */
+                r = bv_backend_remove(bv_repo_backend(g->repo), BV_KIND_CONDEMNED, l->name);
+                if (r == -ENOENT)
+                        r = 0;
+        } else if (r >= 0 && unlinkat(g->gc_dirfd, l->name, 0) < 0 && errno != ENOENT)
                 r = negative_errno();
-        if (r >= 0)
+        if (r >= 0 && !g->remote)
                 r = bv_fsync_dir(g->gc_dirfd);
         if (r >= 0)
                 g->st->lists_finalized++;

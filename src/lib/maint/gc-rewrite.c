@@ -29,15 +29,14 @@ static bool object_live(Gc *g, const uint8_t pack[BV_PACK_ID_SIZE], const BvPack
                memcmp(loc.pack_id, pack, BV_PACK_ID_SIZE) == 0 && loc.offset == e->offset;
 }
 
+static int copy_record(void *userdata, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
+{
+        return bv_index_add_pack(((Rewrite *)userdata)->g->index, id, e, n);
+}
+
 static int copy_commit(Rewrite *rw)
 {
-        uint8_t id[BV_PACK_ID_SIZE];
-        _cleanup_free_ BvPackEntry *e = NULL;
-        size_t n;
-        int r = bv_pack_writer_commit(rw->w, id, &e, &n);
-        if (r == -ENODATA)
-                return 0;
-        return r < 0 ? r : bv_index_add_pack(rw->g->index, id, e, n);
+        return bv_pack_writer_commit_record(rw->w, copy_record, rw);
 }
 
 /* One encoded object (a group: its n members) into the new pack, committing it when full. */
@@ -163,7 +162,7 @@ int gc_rewrite_packs(Gc *g, const Packs *ps)
         if (g->st->packs_rewritten == 0)
                 return 0;
         const BvRepoConfig *cfg = bv_repo_config(g->repo);
-        int r = bv_pack_writer_new(bv_repo_dirfd(g->repo, "packs"), g->codec, &rw.w);
+        int r = bv_repo_pack_writer_new(g->repo, g->codec, &rw.w);
         if (r >= 0)
                 r = bv_group_encoder_new(bv_repo_keyring(g->repo), cfg->zstd_level, &rw.enc);
         bv_group_buf_clear(&rw.buf, BV_OBJ_CHUNK);

@@ -44,6 +44,8 @@ static int reap_dir(Gc *g, const char *path)
 int gc_reap_tmp(Gc *g)
 {
         int r = 0;
+        if (g->remote) /* a remote repository's writers spool locally: nothing temporary there */
+                return 0;
         for (size_t i = 0; i < ELEMENTSOF(tmp_dirs) && r >= 0; i++)
                 r = reap_dir(g, tmp_dirs[i]);
         return r;

@@ -259,10 +259,10 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
 {
         uint64_t file, lease_max;
         size_t live;
-        if (!dry_run && mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
+        if (!g->remote && !dry_run && mkdirat(g->dirfd, "gc", 0700) < 0 && errno != EEXIST)
                 return gc_note(g, "gc", true, negative_errno());
-        g->gc_dirfd = bv_open_dir_beneath(g->dirfd, "gc");
-        if (g->gc_dirfd < 0 && !(dry_run && g->gc_dirfd == -ENOENT))
+        g->gc_dirfd = g->remote ? -EBADF : bv_open_dir_beneath(g->dirfd, "gc");
+        if (!g->remote && g->gc_dirfd < 0 && !(dry_run && g->gc_dirfd == -ENOENT))
                 return gc_note(g, "gc", true, g->gc_dirfd);
         /* the leases first: whoever registers later reads an epoch this run has seen or moved to */
         int r = bv_leases_scan(bv_repo_backend(g->repo), !dry_run, ret_min, &lease_max, &live, g->problem);
@@ -276,7 +276,7 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
         r = bv_repo_reload(g->repo); /* the index as of now, then the snapshots */
         if (r >= 0)
                 r = bv_object_codec_new(bv_repo_keyring(g->repo), bv_repo_config(g->repo)->zstd_level, &g->codec);
-        if (r >= 0 && g->gc_dirfd >= 0)
+        if (r >= 0 && (g->gc_dirfd >= 0 || g->remote))
                 r = gc_lists_load(g);
         return r < 0 ? r : epoch_derive(g, dry_run, file, lease_max, ret_epoch);
 }
@@ -293,7 +293,8 @@ static int gc_check_damage(Gc *g)
 int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
 {
         Gc g = { .repo = repo, .index = bv_repo_index(repo), .dirfd = bv_repo_dirfd(repo, ""), .gc_dirfd = -EBADF,
-                 .st = st, .problem = o->problem, .max_unused = o->max_unused };
+                 .remote = !bv_backend_is_local(bv_repo_backend(repo)), .st = st, .problem = o->problem,
+                 .max_unused = o->max_unused };
         Packs ps = {};
         uint64_t epoch = 0, min = 0;
         char list_name[BV_INDEX_NAME_MAX] = "";
@@ -309,6 +310,7 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
                 r = gc_check_damage(&g);
         if (r >= 0)
                 r = packs_collect(&g, &ps);
+        g.ps = &ps;
         if (r >= 0) {
                 Count c = { &g, &ps };
                 r = bv_index_walk(g.index, count_entry, &c);

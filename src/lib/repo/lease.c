@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hex.h"
+#include "random.h"
 #include "json-util.h"
 #include "lock.h"
 #include "macro.h"
@@ -21,10 +22,11 @@
 struct BvLease {
         BvBackendLease *held; /* the backend's lease object, held while the holder lives */
         uint64_t epoch;       /* gc/epoch as read before the lease became visible */
+        char *body;           /* what it holds (a gc's own lease is known by it) */
 };
 
 static const char *const kind_names[] = { [BV_LEASE_READ] = "read", [BV_LEASE_WRITE] = "write",
-                                          [BV_LEASE_EXPORT] = "export" };
+                                          [BV_LEASE_EXPORT] = "export", [BV_LEASE_GC] = "gc" };
 
 int bv_gc_epoch_read(BvBackend *b, uint64_t *ret)
 {
@@ -53,14 +55,22 @@ int bv_gc_epoch_write(BvBackend *b, uint64_t epoch)
         return bv_backend_put(b, BV_KIND_GC_EPOCH, NULL, buf, (size_t)n, BV_PUT_REPLACE);
 }
 
-/* {"kind":K,"epoch":E,"pid":P,"snapshot":""} and a newline (json-c writes it). */
+/* {"kind":K,"epoch":E,"pid":P,"snapshot":""} and a newline (json-c writes it); a gc's lease also
+ * has "token", 16 random hex digits: a gc tells its own lease from another machine's by its body. */
 static int lease_json(BvLeaseKind kind, uint64_t epoch, char **ret)
 {
+        uint8_t raw[8] = {};
+        char token[2 * sizeof(raw) + 1];
+        int r = kind == BV_LEASE_GC ? bv_random_bytes(raw, sizeof(raw)) : 0;
+        if (r < 0)
+                return r;
+        bv_hex_encode(raw, sizeof(raw), token);
         _cleanup_(json_object_putp) struct json_object *o = BV_JSON_OBJECT(
                 { "kind", json_object_new_string(kind_names[kind]) },
                 { "epoch", json_object_new_uint64(epoch) },
                 { "pid", json_object_new_int(getpid()) },
-                { "snapshot", json_object_new_string("") });
+                { "snapshot", json_object_new_string("") },
+                { kind == BV_LEASE_GC ? "token" : NULL, kind == BV_LEASE_GC ? json_object_new_string(token) : NULL });
         const char *text = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : NULL;
         if (!text || asprintf(ret, "%s\n", text) < 0)
                 return -ENOMEM;
@@ -88,6 +98,7 @@ int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_e
         if (r < 0)
                 return bv_repo_problem_note(ret_problem, b, "leases", true, r);
         l->epoch = epoch;
+        l->body = TAKE_PTR(json);
         if (ret_epoch)
                 *ret_epoch = epoch;
         *ret = TAKE_PTR(l);
@@ -104,6 +115,7 @@ void bv_lease_release(BvLease *l)
         if (!l)
                 return;
         bv_backend_lease_release(l->held);
+        free(l->body);
         free(l);
 }
 
@@ -114,12 +126,18 @@ static bool lease_name_valid(const char *n)
         return bv_hex_is_lower_prefix(n, 16);
 }
 
-/* The epoch a live holder's lease carries (0 when it does not parse). */
-static uint64_t lease_epoch(const char *body)
+/* The epoch a live holder's lease carries (0 when it does not parse); *ret_gc: it is a gc's. */
+static uint64_t lease_epoch(const char *body, bool *ret_gc)
 {
         _cleanup_(json_object_putp) struct json_object *o = NULL;
+        struct json_object *kind;
         uint64_t epoch = 0;
-        if (bv_json_parse_object(body, strlen(body), 2, &o) < 0 || bv_json_get_u64(o, "epoch", &epoch) < 0)
+        *ret_gc = false;
+        if (bv_json_parse_object(body, strlen(body), 2, &o) < 0)
+                return 0;
+        *ret_gc = json_object_object_get_ex(o, "kind", &kind) && json_object_is_type(kind, json_type_string) &&
+                  strcmp(json_object_get_string(kind), kind_names[BV_LEASE_GC]) == 0;
+        if (bv_json_get_u64(o, "epoch", &epoch) < 0)
                 return 0;
         return epoch;
 }
@@ -130,6 +148,10 @@ typedef struct Scan {
         uint64_t min, max;
         size_t live;
         int reaped;
+        const char *own;                         /* the body of this gc's own lease */
+        size_t gcs;                              /* live gc leases but its own */
+        char gc_name[LEASE_NAME_LEN + 1];        /* the last one met */
+        char gc_body[160];
         BvRepoProblem *problem;
 } Scan;
 
@@ -152,7 +174,16 @@ static int scan_one(const BvObjEntry *e, void *userdata)
                 s->reaped++;
                 return 0;
         }
-        uint64_t epoch = lease_epoch(body);
+        bool gc;
+        uint64_t epoch = lease_epoch(body, &gc);
+        if (gc) {
+                if (s->own && strcmp(body, s->own) == 0)
+                        return 0;
+                s->gcs++;
+                snprintf(s->gc_name, sizeof(s->gc_name), "%s", e->name);
+                snprintf(s->gc_body, sizeof(s->gc_body), "%s", body);
+                return 0;
+        }
         s->live++;
         s->min = MIN(s->min, epoch);
         s->max = MAX(s->max, epoch);
@@ -179,6 +210,35 @@ int bv_leases_scan(BvBackend *b, bool reap, uint64_t *ret_min_epoch, uint64_t *r
         return s.reaped;
 }
 
+int bv_gc_lease_take(BvBackend *b, BvLease **ret, BvRepoProblem *ret_problem)
+{
+        BvLease *l = NULL;
+        Scan s = { .b = b, .min = UINT64_MAX, .problem = ret_problem };
+        int r = bv_lease_take(b, BV_LEASE_GC, &l, NULL, ret_problem);
+        if (r < 0)
+                return r;
+        s.own = l->body;
+        r = bv_backend_list(b, BV_KIND_LEASE, scan_one, &s);
+        if (r < 0 && !(ret_problem && ret_problem->path[0]))
+                bv_repo_problem_note(ret_problem, b, "leases", true, r);
+        if (r >= 0 && s.gcs > 0) {
+                char path[sizeof("leases/") + LEASE_NAME_LEN];
+                snprintf(path, sizeof(path), "leases/%s", s.gc_name);
+                r = bv_repo_problem_note(ret_problem, b, path, false, -EBUSY);
+                if (ret_problem) {
+                        s.gc_body[strcspn(s.gc_body, "\n")] = '\0';
+                        snprintf(ret_problem->holder, sizeof(ret_problem->holder), "its lease '%s' is live: %s", path,
+                                 s.gc_body);
+                }
+        }
+        if (r < 0) {
+                bv_lease_release(l);
+                return r;
+        }
+        *ret = l;
+        return 0;
+}
+
 /* gc: locks/gc, exclusively. Writers: locks/write, then a lease. Readers: a lease, or where
  * leases/ cannot be written (a read-only mount, no write permission, a full filesystem) the shared
  * locks/gc, which keeps gc out while they read. */
@@ -203,8 +263,8 @@ int repo_open_lock(BvBackend *b, BvOpenFlags flags, BvRepoProblem *problem, int 
         rr = bv_gc_epoch_read(b, &epoch);
         if (rr < 0 && rr != -ENOMEM && (flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
                 return bv_repo_problem_note(problem, b, "gc/epoch", false, rr);
-        if (flags & BV_OPEN_GC)
-                return 0;
+        if (flags & BV_OPEN_GC) /* locks/gc holds on this machine only: a remote one takes a gc lease */
+                return bv_backend_is_local(b) ? 0 : bv_gc_lease_take(b, ret_lease, problem);
         bool epoch_bad = rr < 0 && rr != -ENOMEM;
         rr = rr < 0 ? rr : bv_lease_take(b,
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE

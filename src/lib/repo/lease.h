@@ -18,6 +18,7 @@ typedef enum {
         BV_LEASE_READ = 0,
         BV_LEASE_WRITE,
         BV_LEASE_EXPORT,
+        BV_LEASE_GC, /* a gc on a remote repository (docs/LIFECYCLE.md, "gc on S3"): not a reader */
 } BvLeaseKind;
 
 typedef struct BvLease BvLease;
@@ -38,10 +39,18 @@ uint64_t bv_lease_epoch(const BvLease *l);
 /* Unlinks the lease and drops its lock. NULL is a no-op. */
 void bv_lease_release(BvLease *l);
 
+/* gc on a remote repository, where locks/gc serialises this machine only: takes a lease of kind
+ * "gc", then looks for another live one. -EBUSY (and *ret_problem names leases/<the other's name>,
+ * and holder says "its lease 'leases/<name>' is live: <its body>") when another gc holds one: this
+ * one's lease is dropped again. Two that start
+ * at once may both step back; neither ever runs beside the other. */
+int bv_gc_lease_take(BvBackend *b, BvLease **ret, BvRepoProblem *ret_problem);
+
 /* Tests every lease: one whose lock can be taken belongs to a holder that ended, and is
  * removed (reaped; without reap, as for a dry run, it is only counted).
  * *ret_min_epoch gets the lowest epoch of the live ones (UINT64_MAX when none
- * lives), *ret_max_epoch (if not NULL) the highest (0 when none lives), *ret_live their number. A lease file that does not parse counts as live at epoch 0 (it
+ * lives), *ret_max_epoch (if not NULL) the highest (0 when none lives), *ret_live their number (a gc's lease is none of these: gc reads no
+ * index another gc could condemn from). A lease file that does not parse counts as live at epoch 0 (it
  * is being written, or is damaged: finalize waits). Returns the number reaped. A lease that is not a
  * regular file, or cannot be tested, fails the scan: *ret_problem (if not NULL) names it, or
  * leases/ when the directory is at fault. */

@@ -346,6 +346,11 @@ static int open_stores(BvRepo *r, BvRepoProblem *problem)
         ret = bv_index_open_backend(r->backend, r->fds[DIR_INDEX], &r->index);
         if (ret < 0)
                 return ret;
+        if (r->dirfd < 0 && (r->flags & (BV_OPEN_WRITE | BV_OPEN_GC))) {
+                ret = bv_index_write_through(r->index);
+                if (ret < 0)
+                        return ret;
+        }
         ret = bv_packset_new(r->backend, &r->packs);
         if (ret < 0)
                 return ret;
@@ -409,8 +414,9 @@ static int repo_start(const char *path, int64_t at, const BvSecret *secret, BvOp
         rr = open_repo_dir(path, at, problem, &r->backend, &r->cf);
         if (rr < 0)
                 return rr;
-        /* Writing (packs, index segments) goes to a local repository's folders only, for now. */
-        if (!bv_backend_is_local(r->backend) && (flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
+        /* A remote repository is written through its backend (packs, index segments, condemned
+         * lists): prune and gc; a backup to one is not supported yet. */
+        if (!bv_backend_is_local(r->backend) && (flags & BV_OPEN_WRITE))
                 return -EROFS;
         r->dirfd = bv_backend_is_local(r->backend) ? bv_backend_local_dirfd(r->backend) : -EBADF;
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
@@ -543,6 +549,15 @@ const char *bv_repo_storage_error(BvRepo *r, char *buf, size_t len)
         if (len > 0)
                 buf[0] = '\0';
         return bv_backend_is_local(r->backend) ? buf : bv_backend_errmsg(r->backend, buf, len);
+}
+
+int bv_repo_pack_writer_new(BvRepo *r, BvObjectCodec *codec, BvPackWriter **ret)
+{
+        if (r->dirfd >= 0)
+                return bv_pack_writer_new(r->fds[DIR_PACKS], codec, ret);
+        if (!(r->flags & (BV_OPEN_WRITE | BV_OPEN_GC)))
+                return -EROFS;
+        return bv_pack_writer_new_backend(r->backend, codec, ret);
 }
 
 int bv_repo_dirfd(BvRepo *r, const char *sub)

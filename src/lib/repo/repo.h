@@ -123,8 +123,9 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
  * location with versioning, opened from the object versions current then (backend-s3.h,
  * bv_backend_s3_open_at), read-only (-EROFS for BV_OPEN_WRITE or BV_OPEN_GC); -EOPNOTSUPP for
  * a local directory, which keeps no versions. Where a remote repository fails, *ret_problem's
- * message says what the storage answered. Writers are refused on a remote repository for now
- * (-EROFS): packs and index segments are written to a local repository's folders only. */
+ * message says what the storage answered. gc (BV_OPEN_GC) writes a remote repository through its
+ * backend (packs, index segments, condemned lists: bv_repo_pack_writer_new, bv_index_write_through);
+ * a backup (BV_OPEN_WRITE) to a remote one is refused for now (-EROFS). */
 int bv_repo_open_at(const char *path, int64_t at, const BvSecret *secret, BvOpenFlags flags,
                     BvRepoProblem *ret_problem, BvRepo **ret);
 /* Proves that the repository at path is the one secret (a passphrase or key file: -ENOKEY without)
@@ -190,6 +191,9 @@ const char *bv_repo_storage_error(BvRepo *r, char *buf, size_t len);
 /* A directory fd of the repository: "packs", "index", "snapshots", "tmp", or "" (the top).
  * The fd belongs to the repository (do not close it); -ENOENT for another name. */
 int bv_repo_dirfd(BvRepo *r, const char *sub);
+/* A pack writer for r opened to write (or gc): into packs/ of a local repository, through the
+ * backend's spooled writers for a remote one. -EROFS for a repository opened to read. */
+int bv_repo_pack_writer_new(BvRepo *r, BvObjectCodec *codec, BvPackWriter **ret);
 void bv_repo_chunker_params(const BvRepo *r, BvChunkerParams *ret);
 
 /* The gc epoch of this open's lease (docs/LIFECYCLE.md, "Leases"); -ENOENT without a lease

@@ -704,3 +704,30 @@ int bv_map_walk(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, 
                 return -EBADMSG;
         return walk_node(&w, root, height - 1, 0, size);
 }
+
+/* ---- the ids a map uses ---- */
+
+typedef struct IdWalk {
+        bv_map_id_fn fn;
+        void *userdata;
+} IdWalk;
+
+static int id_walk_node(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
+{
+        const IdWalk *w = userdata;
+        return w->fn(w->userdata, id);
+}
+
+static int id_walk_extent(void *userdata, const BvMapExtent *e)
+{
+        const IdWalk *w = userdata;
+        int r = e->kind == BV_EXTENT_DATA ? w->fn(w->userdata, e->id) : 0;
+        return r < 0 ? r : 0;
+}
+
+int bv_map_walk_ids(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
+                    void *fetch_userdata, bv_map_id_fn id_fn, void *userdata)
+{
+        IdWalk w = { .fn = id_fn, .userdata = userdata };
+        return bv_map_walk(root, height, size, fetch, fetch_userdata, id_walk_node, id_walk_extent, &w);
+}

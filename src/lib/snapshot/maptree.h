@@ -74,5 +74,12 @@ typedef int (*bv_map_extent_fn)(void *userdata, const BvMapExtent *e);
 int bv_map_walk(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
                 void *fetch_userdata, bv_map_node_fn node_fn, bv_map_extent_fn extent_fn, void *userdata);
 
+/* The ids a snapshot's map uses, for marking them (gc, copy): bv_map_walk with id_fn called for
+ * every node (a return > 0: seen before, its subtree is skipped) and for every DATA extent's chunk
+ * (a return > 0 means nothing there). A negative return stops the walk and is returned. */
+typedef int (*bv_map_id_fn)(void *userdata, const uint8_t id[BV_ID_SIZE]);
+int bv_map_walk_ids(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
+                    void *fetch_userdata, bv_map_id_fn id_fn, void *userdata);
+
 /* Parses one node (exposed for the fuzzer and verify). level receives the node's level. */
 int bv_map_node_parse(const void *node, size_t len, unsigned *ret_level, size_t *ret_count, uint64_t *ret_length);

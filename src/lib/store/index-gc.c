@@ -88,18 +88,28 @@ int bv_index_walk(BvIndex *x, bv_index_walk_fn cb, void *userdata)
         return r < 0 ? r : 0;
 }
 
-int bv_index_list_open(int dirfd, const char *name, BvIndexList **ret)
+static int index_list_open(int dirfd, BvBackend *b, const char *name, BvIndexList **ret)
 {
         if (!bv_index_name_valid(name))
                 return -EINVAL;
         _cleanup_free_ BvIndexList *l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
-        int r = segment_open(dirfd, name, &l->seg);
+        int r = b ? segment_open_backend(b, BV_KIND_CONDEMNED, name, &l->seg) : segment_open(dirfd, name, &l->seg);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+int bv_index_list_open(int dirfd, const char *name, BvIndexList **ret)
+{
+        return index_list_open(dirfd, NULL, name, ret);
+}
+
+int bv_index_list_open_backend(BvBackend *b, const char *name, BvIndexList **ret)
+{
+        return index_list_open(-EBADF, b, name, ret);
 }
 
 void bv_index_list_free(BvIndexList *l)

@@ -106,6 +106,7 @@ typedef struct Pending {
 struct BvIndex {
         BvBackend *backend; /* borrowed; NULL: segments are read from dirfd */
         int dirfd;          /* index/ of a local repository, for writes; -EBADF: read-only */
+        BvBackend *write_backend; /* a remote repository's, when segments are written through it */
         BvIndexDamage *damaged; /* segments the last scan left out (update_mutex) */
         size_t n_damaged;
         uint8_t (*missing)[IDX_PACK_SIZE]; /* sorted: packs whose entries lookups ignore */
@@ -119,8 +120,23 @@ struct BvIndex {
 };
 
 
+/* Where a segment (or a condemned list) is written: a folder of a local repository, or a kind of
+ * object of a backend (through its spooled writers, backend.h). */
+typedef struct SegDest {
+        int dirfd;          /* when backend is NULL */
+        BvBackend *backend;
+        BvObjKind kind;     /* BV_KIND_INDEX, BV_KIND_CONDEMNED */
+} SegDest;
+
+/* Where x writes its segments: -EROFS for an index opened to be read only. */
+struct BvIndex;
+int index_seg_dest(const struct BvIndex *x, SegDest *ret);
+
 typedef struct SegWriter {
         int dirfd;
+        BvBackend *backend;
+        BvObjKind kind;
+        BvObjWriter *ow; /* the backend's writer: it owns fd */
         int fd;
         char tmpname[64];
         uint8_t *map; /* header, pack table, fan-out and filter: [0, entries_off) */
@@ -152,14 +168,14 @@ int id_cmp(const uint8_t *a, const uint8_t *b);
 void segment_free(Segment *s);
 int segment_open(int dirfd, const char *name, Segment **ret);
 /* The same for index/<name> of a backend (read through bv_obj_reader_fd). */
-int segment_open_backend(BvBackend *b, const char *name, Segment **ret);
+int segment_open_backend(BvBackend *b, BvObjKind kind, const char *name, Segment **ret);
 /* ret_entry (if not NULL): the entry's number in the segment. */
 int segment_find(const Segment *s, const uint8_t id[BV_ID_SIZE], bool via_pread, BvLocation *ret,
                  uint64_t *ret_entry);
 /* The location entry e of s records; its pack number must be below s->npacks. */
 void segment_entry_location(const Segment *s, const uint8_t *e, BvLocation *ret);
 void seg_writer_abort(SegWriter *w);
-int seg_writer_begin(SegWriter *w, int dirfd, uint64_t max_count, const uint8_t (*packs)[IDX_PACK_SIZE],
+int seg_writer_begin(SegWriter *w, SegDest dest, uint64_t max_count, const uint8_t (*packs)[IDX_PACK_SIZE],
                      uint32_t npacks);
 int seg_writer_add(SegWriter *w, const uint8_t id[BV_ID_SIZE], uint32_t pack, uint32_t offset, uint32_t length,
                    uint8_t type, uint8_t member);

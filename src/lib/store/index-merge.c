@@ -173,12 +173,14 @@ static int index_merge(BvIndex *x, MergeDrop *drop, uint64_t list_generation, Se
         uint64_t total = 0, generation = 0;
         uint32_t npacks = 0;
         SegWriter w = { .fd = -EBADF };
+        SegDest dest;
         int r;
 
         if (!cur)
                 return -ENOMEM;
-        if (x->dirfd < 0)
-                return -EROFS; /* opened to be read only */
+        r = index_seg_dest(x, &dest);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < in->n; i++) {
                 cur[i] = (Cursor){ .seg = in->s[i], .rank = (unsigned)i };
                 total += in->s[i]->count;
@@ -192,7 +194,7 @@ static int index_merge(BvIndex *x, MergeDrop *drop, uint64_t list_generation, Se
         r = merge_packs(cur, in->n, drop ? drop->packs : NULL, drop ? drop->n : 0, &packs, &npacks);
         if (r < 0)
                 goto free_cursors;
-        r = seg_writer_begin(&w, x->dirfd, total, (const uint8_t(*)[IDX_PACK_SIZE])packs, npacks);
+        r = seg_writer_begin(&w, dest, total, (const uint8_t(*)[IDX_PACK_SIZE])packs, npacks);
         if (r < 0)
                 goto free_cursors;
         r = merge_run(cur, in->n, &w, drop);
@@ -240,8 +242,11 @@ int bv_index_compact_drop(BvIndex *x, const uint8_t (*packs)[BV_PACK_ID_SIZE], s
 
         if (npacks >= UINT32_MAX)
                 return -E2BIG;
+        SegDest dest = { .dirfd = list_dirfd, .kind = BV_KIND_CONDEMNED };
+        if (list_dirfd < 0 && !(dest.backend = x->write_backend))
+                return -EROFS;
         BV_LOCK_GUARD(&x->update_mutex);
-        r = seg_writer_begin(&drop.list, list_dirfd, list_max, packs, (uint32_t)npacks);
+        r = seg_writer_begin(&drop.list, dest, list_max, packs, (uint32_t)npacks);
         if (r < 0)
                 return r;
         r = index_merge(x, &drop, list_generation, &list, &merged);
@@ -269,11 +274,17 @@ static int index_replace(BvIndex *x, Segment *merged)
 
         /* Unlink the inputs, then publish: the merged segment is durable already, and lookups
          * that still use the inputs keep valid mappings until the publish unmaps them. */
-        for (size_t i = 0; i < x->segs->n; i++)
-                if (unlinkat(x->dirfd, x->segs->s[i]->name, 0) < 0 && errno != ENOENT && r == 0)
-                        r = negative_errno();
+        for (size_t i = 0; i < x->segs->n; i++) {
+                int k = 0;
+                if (x->write_backend)
+                        k = bv_backend_remove(x->write_backend, BV_KIND_INDEX, x->segs->s[i]->name);
+                else if (unlinkat(x->dirfd, x->segs->s[i]->name, 0) < 0)
+                        k = negative_errno();
+                if (k < 0 && k != -ENOENT && r == 0)
+                        r = k;
+        }
         index_publish(x, a);
-        if (r < 0)
+        if (r < 0 || x->write_backend) /* a remote delete is durable when it returns */
                 return r;
         return bv_fsync_dir(x->dirfd);
 }

@@ -217,12 +217,12 @@ int segment_open(int dirfd, const char *name, Segment **ret)
         return fd < 0 ? fd : segment_map(fd, name, ret);
 }
 
-int segment_open_backend(BvBackend *b, const char *name, Segment **ret)
+int segment_open_backend(BvBackend *b, BvObjKind kind, const char *name, Segment **ret)
 {
         BvObjReader *rd;
         int fd, r;
 
-        r = bv_obj_reader_open(b, BV_KIND_INDEX, name, &rd);
+        r = bv_obj_reader_open(b, kind, name, &rd);
         if (r < 0)
                 return r;
         /* The whole segment in a file: the local one itself, S3's copy in the local cache. */
@@ -320,6 +320,11 @@ void seg_writer_abort(SegWriter *w)
         w->map = NULL;
         free(w->buf);
         w->buf = NULL;
+        if (w->ow) {
+                bv_obj_writer_abort(w->ow); /* it owns the fd */
+                w->ow = NULL;
+                w->fd = -EBADF;
+        }
         if (w->fd >= 0)
                 bv_tmpfile_discard(w->dirfd, w->tmpname);
         w->fd = safe_close(w->fd);
@@ -329,14 +334,15 @@ void seg_writer_abort(SegWriter *w)
  * it; entries come last so the file is cut to the final count). The sections before the
  * entries are mapped and filled in place; entries stream out through a buffer, so writing
  * even a compacted segment of a 10 TB repository keeps little in memory. */
-int seg_writer_begin(SegWriter *w, int dirfd, uint64_t max_count, const uint8_t (*packs)[IDX_PACK_SIZE],
+int seg_writer_begin(SegWriter *w, SegDest dest, uint64_t max_count, const uint8_t (*packs)[IDX_PACK_SIZE],
                             uint32_t npacks)
 {
         uint64_t size;
         void *map;
         int r;
 
-        *w = (SegWriter){ .dirfd = dirfd, .fd = -EBADF, .max_count = max_count, .npacks = npacks };
+        *w = (SegWriter){ .dirfd = dest.backend ? -EBADF : dest.dirfd, .backend = dest.backend, .kind = dest.kind,
+                          .fd = -EBADF, .max_count = max_count, .npacks = npacks };
         if (max_count > UINT32_MAX)
                 return -E2BIG;
         while (w->fanout_bits < IDX_FANOUT_MAX_BITS && (max_count >> w->fanout_bits) > IDX_BUCKET_TARGET)
@@ -350,13 +356,18 @@ int seg_writer_begin(SegWriter *w, int dirfd, uint64_t max_count, const uint8_t 
         w->buf = malloc(IDX_WRITE_BATCH * IDX_ENTRY_SIZE);
         if (!w->buf)
                 return -ENOMEM;
-        r = bv_tmpfile_open(dirfd, &w->fd, w->tmpname);
+        if (w->backend) {
+                r = bv_obj_writer_open(w->backend, w->kind, &w->ow);
+                if (r >= 0)
+                        w->fd = bv_obj_writer_fd(w->ow);
+        } else
+                r = bv_tmpfile_open(w->dirfd, &w->fd, w->tmpname);
         if (r < 0) {
                 w->fd = -EBADF;
                 seg_writer_abort(w);
                 return r;
         }
-        r = bv_share_file(dirfd, w->fd);
+        r = w->backend ? 0 : bv_share_file(w->dirfd, w->fd); /* a spool file is this process's */
         if (r < 0) {
                 seg_writer_abort(w);
                 return r;
@@ -438,6 +449,26 @@ static int segment_body_sha(int fd, uint64_t size, uint8_t out[BV_HASH_SIZE])
         return 0;
 }
 
+/* Puts the finished spool file as the object name (create-only: the name is random), then maps
+ * the spool file itself, which the backend drops from its folder (no GET of what was just put). */
+static int seg_writer_commit(SegWriter *w, const char *name, Segment **ret)
+{
+        int fd = fcntl(w->fd, F_DUPFD_CLOEXEC, 3), r;
+
+        if (fd < 0) {
+                r = negative_errno();
+                seg_writer_abort(w);
+                return r;
+        }
+        r = bv_obj_writer_commit(TAKE_PTR(w->ow), name, BV_PUT_CREATE);
+        w->fd = -EBADF; /* the writer owned it */
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        return segment_map(fd, name, ret);
+}
+
 /* Completes the fan-out and the header, cuts the file to size, links it durably under a new
  * random name and opens it. */
 int seg_writer_finish(SegWriter *w, uint64_t generation, Segment **ret)
@@ -491,6 +522,8 @@ int seg_writer_finish(SegWriter *w, uint64_t generation, Segment **ret)
         }
         bv_hex_encode(raw, sizeof(raw), name);
         strcpy(name + 16, ".idx");
+        if (w->ow)
+                return seg_writer_commit(w, name, ret);
         r = bv_tmpfile_link(w->dirfd, w->fd, w->tmpname, name, false);
         w->fd = safe_close(w->fd);
         if (r < 0)

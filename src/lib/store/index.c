@@ -194,7 +194,7 @@ static bool segment_error_is_damage(const BvIndex *x, int r)
 
 static int segment_open_named(BvIndex *x, const char *name, Segment **ret)
 {
-        return x->backend ? segment_open_backend(x->backend, name, ret) : segment_open(x->dirfd, name, ret);
+        return x->backend ? segment_open_backend(x->backend, BV_KIND_INDEX, name, ret) : segment_open(x->dirfd, name, ret);
 }
 
 static int index_scan(BvIndex *x, const SegArray *known, SegArray **ret, bool *ret_vanished)
@@ -542,6 +542,25 @@ static int slot_cmp(const void *a, const void *b, void *userdata)
         return id_cmp(slots[*(const uint32_t *)a].id, slots[*(const uint32_t *)b].id);
 }
 
+int index_seg_dest(const BvIndex *x, SegDest *ret)
+{
+        if (x->write_backend)
+                *ret = (SegDest){ .dirfd = -EBADF, .backend = x->write_backend, .kind = BV_KIND_INDEX };
+        else if (x->dirfd >= 0)
+                *ret = (SegDest){ .dirfd = x->dirfd, .kind = BV_KIND_INDEX };
+        else
+                return -EROFS; /* opened to be read only */
+        return 0;
+}
+
+int bv_index_write_through(BvIndex *x)
+{
+        if (!x->backend || x->dirfd >= 0)
+                return -EINVAL;
+        x->write_backend = x->backend;
+        return 0;
+}
+
 /* Writes the located entries of the pending table as a segment. Caller holds both mutexes. */
 static int index_flush_locked(BvIndex *x)
 {
@@ -555,8 +574,10 @@ static int index_flush_locked(BvIndex *x)
 
         if (t->located == 0)
                 return 0;
-        if (x->dirfd < 0)
-                return -EROFS; /* opened to be read only */
+        SegDest dest;
+        r = index_seg_dest(x, &dest);
+        if (r < 0)
+                return r;
         order = malloc(t->located * sizeof(uint32_t));
         if (!order)
                 return -ENOMEM;
@@ -565,7 +586,7 @@ static int index_flush_locked(BvIndex *x)
                         order[n++] = (uint32_t)i;
         qsort_r(order, n, sizeof(uint32_t), slot_cmp, t->slots);
 
-        r = seg_writer_begin(&w, x->dirfd, n, (const uint8_t(*)[IDX_PACK_SIZE])t->packs, (uint32_t)t->npacks);
+        r = seg_writer_begin(&w, dest, n, (const uint8_t(*)[IDX_PACK_SIZE])t->packs, (uint32_t)t->npacks);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && r >= 0; i++) {

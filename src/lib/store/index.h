@@ -61,6 +61,12 @@ int bv_index_open(int index_dirfd, BvIndex **ret);
  * the open rather than leave a segment out as damaged. */
 int bv_index_open_backend(BvBackend *b, int index_dirfd, BvIndex **ret);
 
+/* Lets an index opened on a remote backend (index_dirfd -EBADF) write: flush, compaction and
+ * condemned lists then go through the backend's spooled writers (a segment is put create-only
+ * under its random name; a compaction's inputs are deleted once its output is put). -EINVAL for
+ * an index that already writes to a folder. */
+int bv_index_write_through(BvIndex *x);
+
 /* The segments the last scan (open or refresh) left out: a malloc'd copy (NULL when none). */
 int bv_index_damaged(BvIndex *x, BvIndexDamage **ret, size_t *ret_count);
 
@@ -113,7 +119,8 @@ typedef int (*bv_index_walk_fn)(const uint8_t id[BV_ID_SIZE], const BvLocation *
                                 void *userdata);
 int bv_index_walk(BvIndex *x, bv_index_walk_fn cb, void *userdata);
 /* Merges every segment into one without the entries located in packs (sorted): those (at most
- * list_max) go to a condemned list, a segment file written first, durably, in list_dirfd with
+ * list_max) go to a condemned list, a segment file written first, durably, in list_dirfd (-EBADF:
+ * the condemned list object gc/<name> of the backend the index writes through) with
  * the pack table packs and generation list_generation, named in ret_list_name. Then the merged
  * segment is made durable and its inputs unlinked. */
 int bv_index_compact_drop(BvIndex *x, const uint8_t (*packs)[BV_PACK_ID_SIZE], size_t npacks, uint64_t list_max,
@@ -122,6 +129,8 @@ int bv_index_compact_drop(BvIndex *x, const uint8_t (*packs)[BV_PACK_ID_SIZE], s
 /* A condemned list read back (mapped). */
 typedef struct BvIndexList BvIndexList;
 int bv_index_list_open(int dirfd, const char *name, BvIndexList **ret);
+/* The same for the condemned list gc/<name> of backend b (S3: fetched into its local cache). */
+int bv_index_list_open_backend(BvBackend *b, const char *name, BvIndexList **ret);
 void bv_index_list_free(BvIndexList *l);
 uint64_t bv_index_list_generation(const BvIndexList *l);
 uint64_t bv_index_list_count(const BvIndexList *l);

@@ -231,7 +231,9 @@ int bv_pack_parse_index(BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_S
 /* ---- writer ---- */
 
 struct BvPackWriter {
-        int packs_dirfd; /* borrowed */
+        int packs_dirfd;     /* borrowed; -EBADF when writing through backend */
+        BvBackend *backend;  /* borrowed: a remote repository's, written through its writers */
+        BvObjWriter *ow;     /* the backend's writer of the pack being written */
         BvObjectCodec *codec;
         int fd; /* the temporary file of the pack being written, or -EBADF */
         char tmpname[64];
@@ -243,11 +245,11 @@ struct BvPackWriter {
         size_t count, cap;
 };
 
-int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret)
+static int pack_writer_alloc(int packs_dirfd, BvBackend *backend, BvObjectCodec *codec, BvPackWriter **ret)
 {
         BvPackWriter *w;
 
-        if (packs_dirfd < 0 || !codec || !ret)
+        if ((packs_dirfd < 0 && !backend) || !codec || !ret)
                 return -EINVAL;
         w = calloc(1, sizeof(*w));
         if (!w)
@@ -257,16 +259,32 @@ int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret
                 free(w);
                 return -ENOMEM;
         }
-        w->packs_dirfd = packs_dirfd;
+        w->packs_dirfd = backend ? -EBADF : packs_dirfd;
+        w->backend = backend;
         w->codec = codec;
         w->fd = -EBADF;
         *ret = w;
         return 0;
 }
 
+int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret)
+{
+        return pack_writer_alloc(packs_dirfd, NULL, codec, ret);
+}
+
+int bv_pack_writer_new_backend(BvBackend *b, BvObjectCodec *codec, BvPackWriter **ret)
+{
+        return b ? pack_writer_alloc(-EBADF, b, codec, ret) : -EINVAL;
+}
+
 /* Drops the pack being written: its temporary file and its entries. */
 static void pack_writer_reset(BvPackWriter *w)
 {
+        if (w->ow) {
+                bv_obj_writer_abort(w->ow); /* it owns the fd */
+                w->ow = NULL;
+                w->fd = -EBADF;
+        }
         if (w->fd >= 0)
                 bv_tmpfile_discard(w->packs_dirfd, w->tmpname);
         w->fd = safe_close(w->fd);
@@ -341,7 +359,13 @@ static int pack_writer_start(BvPackWriter *w)
         r = bv_random_bytes(w->pack_id, BV_PACK_ID_SIZE);
         if (r < 0)
                 return r;
-        r = bv_tmpfile_open(w->packs_dirfd, &w->fd, w->tmpname);
+        if (w->backend) {
+                r = bv_obj_writer_open(w->backend, BV_KIND_PACK, &w->ow);
+                if (r < 0)
+                        return r;
+                w->fd = bv_obj_writer_fd(w->ow);
+        } else
+                r = bv_tmpfile_open(w->packs_dirfd, &w->fd, w->tmpname);
         if (r < 0)
                 return r;
         r = bv_share_file(w->packs_dirfd, w->fd); /* unlinked on failure with the writer */
@@ -466,6 +490,11 @@ static int pack_writer_link(BvPackWriter *w)
         int r;
 
         bv_pack_path(w->pack_id, path);
+        if (w->ow) { /* the backend puts it, create-only: a pack is never replaced */
+                r = bv_obj_writer_commit(TAKE_PTR(w->ow), path, BV_PUT_CREATE);
+                w->fd = -EBADF; /* the writer owned it */
+                return r;
+        }
         memcpy(sub, path, 2);
         sub[2] = '\0';
         r = bv_mkdirat_shared(w->packs_dirfd, sub);
@@ -511,6 +540,17 @@ int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE],
         w->fd = safe_close(w->fd);
         pack_writer_reset(w);
         return 0;
+}
+
+int bv_pack_writer_commit_record(BvPackWriter *w, bv_pack_record_fn record, void *userdata)
+{
+        uint8_t id[BV_PACK_ID_SIZE];
+        _cleanup_free_ BvPackEntry *e = NULL;
+        size_t n;
+        int r = bv_pack_writer_commit(w, id, &e, &n);
+        if (r == -ENODATA)
+                return 0;
+        return r < 0 ? r : record(userdata, id, e, n);
 }
 
 /* ---- reading ---- */

@@ -37,6 +37,9 @@ typedef struct BvPackWriter BvPackWriter;
 
 /* packs_dirfd is the repository's packs/ directory; the codec seals the pack index. */
 int bv_pack_writer_new(int packs_dirfd, BvObjectCodec *codec, BvPackWriter **ret);
+/* The same through the writers of backend b (backend.h): a spool file, put create-only at
+ * commit (a remote repository's packs). */
+int bv_pack_writer_new_backend(BvBackend *b, BvObjectCodec *codec, BvPackWriter **ret);
 void bv_pack_writer_free(BvPackWriter *w); /* discards an uncommitted pack */
 
 /* -EFBIG when the object would end past 4 GiB or the pack index is full: commit, then append
@@ -55,6 +58,13 @@ size_t bv_pack_writer_count(const BvPackWriter *w); /* entries: objects and grou
  * may start the next pack. -ENODATA if nothing was appended. On failure the pack is discarded. */
 int bv_pack_writer_commit(BvPackWriter *w, uint8_t ret_pack_id[BV_PACK_ID_SIZE], BvPackEntry **ret_entries,
                           size_t *ret_count);
+
+/* bv_pack_writer_commit, then the caller's record step for what the pack holds (its index, a
+ * copy's DST): nothing when no object was appended. The entries are the writer's (freed after
+ * record returns). */
+typedef int (*bv_pack_record_fn)(void *userdata, const uint8_t pack_id[BV_PACK_ID_SIZE], const BvPackEntry *entries,
+                                 size_t n);
+int bv_pack_writer_commit_record(BvPackWriter *w, bv_pack_record_fn record, void *userdata);
 
 /* Prefetch for reads that walk a pack: restore workers and NBD clients read it slightly out
  * of order from several threads, which the kernel's readahead takes for random reads.

@@ -687,7 +687,7 @@ static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
         r = bv_object_codec_new(b->keyring, b->zstd_level, &b->pack_codec);
         if (r < 0)
                 return r;
-        r = bv_pack_writer_new(bv_repo_dirfd(r_, "packs"), b->pack_codec, &b->writer);
+        r = bv_repo_pack_writer_new(r_, b->pack_codec, &b->writer);
         if (r < 0)
                 return r;
         r = bv_map_builder_new(map_store, b, &b->map);

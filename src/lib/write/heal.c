@@ -31,8 +31,37 @@ typedef struct Heal {
         uint64_t missing;
 } Heal;
 
+typedef struct ListLoad {
+        BvBackend *b;
+        BvIndexList ***lists;
+        size_t *n;
+} ListLoad;
+
+/* One condemned list met by the backend's listing of gc/ (a remote repository's). */
+static int list_load_one(const BvObjEntry *e, void *userdata)
+{
+        ListLoad *ll = userdata;
+        if (!bv_index_name_valid(e->name))
+                return 0; /* gc/epoch */
+        BvIndexList **p = reallocarray(*ll->lists, *ll->n + 1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        *ll->lists = p;
+        int r = bv_index_list_open_backend(ll->b, e->name, &p[*ll->n]);
+        if (r == -ENOENT) /* finalized meanwhile: its entries are indexed again */
+                return 0;
+        if (r >= 0)
+                (*ll->n)++;
+        return r;
+}
+
 int bv_condemned_lists_load(BvRepo *repo, BvIndexList ***ret, size_t *ret_n)
 {
+        if (bv_repo_dirfd(repo, "") < 0) {
+                ListLoad ll = { bv_repo_backend(repo), ret, ret_n };
+                int r = bv_backend_list(ll.b, BV_KIND_CONDEMNED, list_load_one, &ll);
+                return MIN(r, 0);
+        }
         DIR *d;
         int r = bv_opendir_beneath(bv_repo_dirfd(repo, ""), "gc", &d);
         if (r < 0)
