@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* blkvault files: list, print, copy out, find and compare files of a snapshot without root, its
- * filesystems read in-process through the read path (files-table.c: libext2fs, libntfs-3g over
- * bv_image_pread). */
+/* blkvault files: list, print, copy out, find and compare files of a snapshot without root, each
+ * filesystem by the reader files-table.c names for its type: in-process through the read path
+ * (libext2fs, libntfs-3g over bv_image_pread), or libguestfs's appliance over a private serve
+ * socket (files-guestfs.c: XFS, btrfs, FAT, LVM logical volumes). */
 #include <errno.h>
 #include <json-c/json.h>
 #include <fnmatch.h>
@@ -18,10 +19,13 @@
 
 static const char usage_text[] =
         "Usage: blkvault files REPO SNAPSHOT COMMAND [ARG]... [OPTIONS]\n\n"
-        "Read files of SNAPSHOT's filesystems (ext2, ext3, ext4, NTFS) in-process, as any user who can\n"
-        "read REPO and has its secret: no device, no mount, no root. PATH is /etc/hosts on a disk with\n"
-        "one filesystem, else p1:/etc/hosts (the partition's number) or LABEL:/etc/hosts (a filesystem\n"
-        "label or GPT partition name). On NTFS, PATH:NAME is the named data stream NAME of PATH.\n\n"
+        "Read files of SNAPSHOT's filesystems as any user who can read REPO and has its secret: no\n"
+        "device, no mount, no root. ext2, ext3, ext4 and NTFS are read in-process; XFS, btrfs, FAT\n"
+        "(vfat) and LVM logical volumes through libguestfs, whose appliance (a small VM) boots once a\n"
+        "command: about a minute without KVM. PATH is /etc/hosts on a disk with one filesystem, else\n"
+        "p1:/etc/hosts (the partition's number), LABEL:/etc/hosts (a filesystem label or GPT partition\n"
+        "name) or VG/LV:/etc/hosts (an LVM logical volume). On NTFS, PATH:NAME is the named data\n"
+        "stream NAME of PATH.\n\n"
         "  ls [PATH]                list a directory (mode, owner, size, mtime, name, link target);\n"
         "                           without PATH on a partitioned disk: the partitions\n"
         "  cat PATH                 write a file to standard output\n"
@@ -46,6 +50,8 @@ static int dev_pread(void *userdata, void *buf, size_t count, uint64_t offset, u
 int files_disk_open(BvRepo *repo, const char *spec, FilesDisk *d)
 {
         int r = find_snapshot(repo, spec, &d->snap);
+
+        d->drive = -1;
         if (r != EXIT_OK)
                 return r;
         r = bv_image_open(repo, d->snap, NULL, &d->img);
@@ -57,9 +63,16 @@ int files_disk_open(BvRepo *repo, const char *spec, FilesDisk *d)
                 return log_error_errno(r, "cannot read the partition table of snapshot %.8s", d->snap->id);
         if (r < 0)
                 return log_error_errno(r, "cannot read the partitions of snapshot %.8s", d->snap->id);
+        d->n_table = d->n_parts;
         d->fs = calloc(d->n_parts ? d->n_parts : 1, sizeof(*d->fs));
         if (!d->fs)
                 return log_error_errno(-ENOMEM, "cannot open snapshot %.8s", d->snap->id);
+        /* a disk the appliance may read joins it now: diff's second one boots with the first */
+        for (size_t i = 0; i < d->n_parts; i++) {
+                const FilesBackend *b = files_backend(d->parts[i].fstype);
+                if ((b && b->open) || files_is_lvm(d->parts[i].fstype))
+                        return files_guestfs_register(d);
+        }
         return EXIT_OK;
 }
 
@@ -70,15 +83,33 @@ void files_disk_close(FilesDisk *d)
         free(d->fs);
         free(d->parts);
         bv_image_free(d->img);
-        *d = (FilesDisk){};
+        *d = (FilesDisk){ .drive = -1 };
 }
 
-static void part_name(const BvFilesPart *p, char *buf, size_t size)
+bool files_is_lvm(const char *fstype)
 {
-        if (p->number)
+        return fstype && strcmp(fstype, "LVM2_member") == 0;
+}
+
+int files_disk_all(FilesDisk *d)
+{
+        for (size_t i = 0; i < d->n_table; i++)
+                if (files_is_lvm(d->parts[i].fstype))
+                        return files_guestfs_list_lvs(d);
+        return EXIT_OK;
+}
+
+const char *files_part_name(const FilesDisk *d, size_t i, char *buf, size_t size)
+{
+        const BvFilesPart *p = &d->parts[i];
+
+        if (i >= d->n_table)
+                snprintf(buf, size, "%s", p->partname);
+        else if (p->number)
                 snprintf(buf, size, "p%u", p->number);
         else
                 snprintf(buf, size, "the disk");
+        return buf;
 }
 
 /* Opens partition i's filesystem once; reports; returns an exit code. */
@@ -86,18 +117,27 @@ static int part_open(FilesDisk *d, size_t i)
 {
         const BvFilesPart *p = &d->parts[i];
         const FilesBackend *b = files_backend(p->fstype);
-        char name[16];
+        char name[96];
         int r;
 
         if (d->fs[i])
                 return EXIT_OK;
-        part_name(p, name, sizeof(name));
+        files_part_name(d, i, name, sizeof(name));
+        if (files_is_lvm(p->fstype)) {
+                log_error("%s of snapshot %.8s is an LVM physical volume: name one of its logical volumes, as "
+                          "VG/LV:/path (see 'blkvault files REPO %.8s ls')", name, d->snap->id, d->snap->id);
+                return EXIT_ERROR;
+        }
         if (!b) {
                 log_error("%s of snapshot %.8s holds %s%s: files reads %s (use 'blkvault mount' for others)", name,
                           d->snap->id, p->fstype ? p->fstype : "no filesystem known", p->fstype ? "" : " here",
                           files_backend_names());
                 return EXIT_ERROR;
         }
+        if (i >= d->n_table) /* a logical volume: only the appliance sees it */
+                return files_guestfs_open(d, i, &d->fs[i]);
+        if (b->open)
+                return b->open(d, i, &d->fs[i]);
         r = bv_fs_open(b->ops, &d->dev, p->offset, p->size, &d->fs[i]);
         if (r == -EBADMSG || r == -EUCLEAN)
                 return log_error_errno(r, "cannot open the %s filesystem of %s of snapshot %.8s", p->fstype, name,
@@ -128,7 +168,7 @@ static void part_labels(FilesDisk *d)
                 const FilesBackend *b = files_backend(p->fstype);
                 const char *label;
 
-                if (p->label[0] || !b || !b->ops->label)
+                if (i >= d->n_table || p->label[0] || !b || !b->ops || !b->ops->label)
                         continue;
                 if (!d->fs[i] && bv_fs_open(b->ops, &d->dev, p->offset, p->size, &d->fs[i]) < 0)
                         continue;
@@ -140,19 +180,25 @@ static void part_labels(FilesDisk *d)
 
 static ssize_t part_match(FilesDisk *d, const char *spec, size_t len)
 {
-        for (size_t i = 0; i < d->n_parts; i++) {
-                char name[16];
-                const BvFilesPart *p = &d->parts[i];
-                part_name(p, name, sizeof(name));
-                if ((strlen(name) == len && strncmp(name, spec, len) == 0) ||
-                    (p->label[0] && strlen(p->label) == len && strncmp(p->label, spec, len) == 0) ||
-                    (p->partname[0] && strlen(p->partname) == len && strncmp(p->partname, spec, len) == 0))
-                        return (ssize_t)i;
+        for (int pass = 0; pass < 2; pass++) {
+                for (size_t i = 0; i < d->n_parts; i++) {
+                        char name[96];
+                        const BvFilesPart *p = &d->parts[i];
+                        files_part_name(d, i, name, sizeof(name));
+                        if ((strlen(name) == len && strncmp(name, spec, len) == 0) ||
+                            (p->label[0] && strlen(p->label) == len && strncmp(p->label, spec, len) == 0) ||
+                            (p->partname[0] && strlen(p->partname) == len && strncmp(p->partname, spec, len) == 0))
+                                return (ssize_t)i;
+                }
+                /* a logical volume ("vg/lv"): the appliance lists them, once asked for one */
+                if (pass > 0 || d->lvs_listed || !memchr(spec, '/', len) || files_disk_all(d) != EXIT_OK)
+                        break;
         }
         return -1;
 }
 
-/* The partition prefix of spec ("p2:/etc", a label) of len bytes names: its index, or -1 (reported). */
+/* The partition prefix of spec ("p2:/etc", a label, "vg/lv:/etc") of len bytes names: its index, or -1
+ * (reported). */
 static ssize_t part_find(FilesDisk *d, const char *spec, size_t len)
 {
         ssize_t i = part_match(d, spec, len);
@@ -191,7 +237,7 @@ int files_resolve(FilesDisk *d, const char *arg, FilesPath *ret)
         } else {
                 size_t readable = 0;
                 for (size_t i = 0; i < d->n_parts; i++)
-                        if (files_backend(d->parts[i].fstype)) {
+                        if (files_backend(d->parts[i].fstype) || files_is_lvm(d->parts[i].fstype)) {
                                 readable++;
                                 idx = (ssize_t)i;
                         }
@@ -213,10 +259,10 @@ int files_resolve(FilesDisk *d, const char *arg, FilesPath *ret)
         ret->part = (size_t)idx;
         ret->fs = d->fs[idx];
         if (colon) {
-                static _Thread_local char prefixes[4][80];
+                static _Thread_local char prefixes[4][120];
                 static _Thread_local unsigned next;
                 char *p = prefixes[next++ % ELEMENTSOF(prefixes)];
-                snprintf(p, sizeof(prefixes[0]), "%.*s:", (int)MIN((size_t)(colon - arg), (size_t)70), arg);
+                snprintf(p, sizeof(prefixes[0]), "%.*s:", (int)MIN((size_t)(colon - arg), (size_t)110), arg);
                 ret->prefix = p;
         }
         return EXIT_OK;
@@ -246,10 +292,14 @@ int files_error(BvFs *fs, int r, const char *what, const char *prefix, const cha
         _cleanup_free_ char *name = files_display(prefix, path);
         const char *text = fs ? bv_fs_error_text(fs) : NULL;
 
-        if (r == -EBADMSG || r == -EUCLEAN)
+        if ((r == -EBADMSG || r == -EUCLEAN) && fs && bv_fs_bad_offset(fs) != UINT64_MAX)
                 return log_error_errno(r, "cannot %s '%s': %s data at offset %llu of the snapshot", what,
                                        name ? name : path, r == -EBADMSG ? "damaged" : "missing",
                                        (unsigned long long)bv_fs_bad_offset(fs));
+        if (r == -EBADMSG || r == -EUCLEAN) /* where, the reader cannot tell (libguestfs) */
+                return log_error_errno(r, "cannot %s '%s': %s data in the snapshot%s%s%s", what, name ? name : path,
+                                       r == -EBADMSG ? "damaged" : "missing", text ? " (" : "", text ? text : "",
+                                       text ? ")" : "");
         if (r == -EIO && text) {
                 log_error("cannot %s '%s': %s", what, name ? name : path, text);
                 return EXIT_ERROR;
@@ -307,22 +357,29 @@ static int ls_line(FilesPath *fp, uint64_t ino, const char *path, const char *sh
 
 static int files_ls_parts(FilesDisk *d, const FilesOptions *o)
 {
+        int r = files_disk_all(d); /* with LVM: boots the appliance to name the logical volumes */
+
         part_labels(d);
         for (size_t i = 0; i < d->n_parts; i++) {
                 const BvFilesPart *p = &d->parts[i];
-                char name[16], size[32];
-                part_name(p, name, sizeof(name));
+                char name[96], size[32];
+                files_part_name(d, i, name, sizeof(name));
                 if (o->json) {
-                        int r = files_json_part(o->json_out, p, name, p->label[0] ? p->label : p->partname);
-                        if (r != EXIT_OK)
-                                return r;
+                        int e = files_json_part(o->json_out, p, name, p->label[0] ? p->label : p->partname);
+                        if (e != EXIT_OK)
+                                return e;
                         continue;
                 }
                 _cleanup_free_ char *label = escape_text(p->label[0] ? p->label : p->partname, 64);
-                printf("%-4s %-6s %10s  offset %-12llu %s\n", p->number ? name : "-", p->fstype ? p->fstype : "?",
-                       format_bytes(p->size, size), (unsigned long long)p->offset, label ? label : "");
+                if (i < d->n_table)
+                        printf("%-4s %-6s %10s  offset %-12llu %s\n", p->number ? name : "-",
+                               p->fstype ? p->fstype : "?", format_bytes(p->size, size), (unsigned long long)p->offset,
+                               label ? label : "");
+                else /* a logical volume, inside its physical volume */
+                        printf("%-4s %-6s %10s  lvm %s\n", name, p->fstype ? p->fstype : "?",
+                               format_bytes(p->size, size), p->label[0] && label ? label : "");
         }
-        return EXIT_OK;
+        return r;
 }
 
 /* "hosts" of "/etc/hosts"; "/" of "/". */
@@ -508,8 +565,13 @@ int cmd_files(int argc, char **argv)
         if (o.json && !out)
                 return log_error_errno(-ENOMEM, "cannot list");
         o.json_out = out;
-        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
-        FilesDisk d = {};
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        _cleanup_(secret_done) BvSecret secret = {};
+        r = open_repo_secret(path, &sargs, BV_OPEN_READ, &repo, &secret);
+        if (r != EXIT_OK)
+                return r;
+        files_guestfs_setup(path, &sargs, &secret);
+        FilesDisk d = { .drive = -1 };
         r = files_disk_open(repo, spec, &d);
         if (r == EXIT_OK) {
                 if (strcmp(cmd, "ls") == 0)
@@ -528,5 +590,6 @@ int cmd_files(int argc, char **argv)
         if (fflush(stdout) != 0 && r == EXIT_OK)
                 r = log_error_errno(-errno, "cannot write to standard output");
         files_disk_close(&d);
+        files_guestfs_done();
         return r;
 }

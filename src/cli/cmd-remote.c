@@ -48,10 +48,15 @@ static void copy_line(const BvRemoteCopy *rc, char *line, size_t size)
                 return;
         }
         if (rc->result >= 0) {
-                snprintf(line, size, "copy of target %s to %s (%s): %llu snapshots copied, %llu there already, %s sent%s",
+                char kept[160] = "", d[32];
+                if (rc->pruned)
+                        snprintf(kept, sizeof(kept), "; retention there kept %zu snapshots, forgot %zu, gc deleted %llu "
+                                 "packs, %s", rc->kept, rc->forgotten, (unsigned long long)rc->packs_deleted,
+                                 format_bytes(rc->bytes_deleted, d));
+                snprintf(line, size, "copy of target %s to %s (%s): %llu snapshots copied, %llu there already, %s sent%s%s",
                          t, r, rc->dst, (unsigned long long)rc->stats.snapshots_copied,
                          (unsigned long long)rc->stats.snapshots_present, format_bytes(rc->stats.bytes_sent, b),
-                         rc->created ? " (the remote's repository created)" : "");
+                         rc->created ? " (the remote's repository created)" : "", kept);
                 return;
         }
         if (rc->result == -ECANCELED)
@@ -60,6 +65,9 @@ static void copy_line(const BvRemoteCopy *rc, char *line, size_t size)
         else if (strcmp(rc->step, "identify") == 0)
                 snprintf(why, sizeof(why), "cannot prove that the drive is the registered one (%s); nothing was read",
                          strerror(-rc->result));
+        else if (rc->result == -ENOLCK)
+                snprintf(why, sizeof(why), "object-lock is set, but the bucket has no Object Lock enabled (it is "
+                         "enabled when a bucket is made); nothing was written");
         else if (rc->result == -EXDEV)
                 snprintf(why, sizeof(why), "the remote holds a repository not related to the drive's (another "
                          "repository id): give the drive's copy another location");

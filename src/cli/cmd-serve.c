@@ -540,6 +540,59 @@ int serve_by_hand(ServeOptions *o, const char *path, const SecretArgs *sargs, co
         return r;
 }
 
+int serve_private_start(ServeOptions *o, const char *path, const SecretArgs *sargs, const BvSecret *secret,
+                        const char *id, pid_t *ret_pid)
+{
+        PluginArgs pa;
+        char *args[40];
+        sigset_t none;
+        int r = make_private_dir(o);
+
+        if (r != EXIT_OK)
+                return r;
+        size_t n = server_args(o, &pa, args);
+        r = plugin_args(&pa, path, id, o->cache, sargs, secret, args, &n);
+        if (r != EXIT_OK) {
+                remove_private_dir(o);
+                return r;
+        }
+        args[n] = NULL;
+        (void)sigprocmask(SIG_SETMASK, NULL, &none);
+        pid_t pid = start_server(args, &none);
+        plugin_args_done(&pa);
+        if (pid < 0) {
+                remove_private_dir(o);
+                return log_error_errno(pid, "cannot run nbdkit");
+        }
+        /* nbdkit opens the repository itself: seconds on a big one */
+        for (int waited = 0;; waited++) {
+                int status;
+                if (access(o->pidfile, F_OK) == 0 && server_answers(o)) {
+                        o->served = true;
+                        *ret_pid = pid;
+                        return EXIT_OK;
+                }
+                if (waitpid(pid, &status, WNOHANG) == pid || waited > 6000) {
+                        if (waited > 6000)
+                                serve_private_stop(o, pid);
+                        else
+                                remove_private_dir(o);
+                        log_error("nbdkit did not start serving snapshot %.8s: its message above says why", id);
+                        return EXIT_ERROR;
+                }
+                (void)usleep(20000);
+        }
+}
+
+void serve_private_stop(ServeOptions *o, pid_t pid)
+{
+        if (pid > 0) {
+                (void)kill(pid, SIGTERM);
+                (void)waitpid(pid, NULL, 0);
+        }
+        remove_private_dir(o);
+}
+
 int cmd_serve(int argc, char **argv)
 {
         ServeOptions o = {};

@@ -98,7 +98,9 @@ static bool same_times(const BvFsStat *x, const BvFsStat *y)
 }
 
 /* M, m or 0 for two regular files. */
-static char diff_regular(DiffCtx *c, const BvFsStat *x, const BvFsStat *y, const char *path)
+/* ia, ib: the readers' handles of the two files; x->ino, y->ino their inode numbers */
+static char diff_regular(DiffCtx *c, uint64_t ia, uint64_t ib, const BvFsStat *x, const BvFsStat *y,
+                         const char *path)
 {
         bool meta = x->mode != y->mode || x->uid != y->uid || x->gid != y->gid || !same_times(x, y);
         uint8_t ha[EVP_MAX_MD_SIZE], hb[EVP_MAX_MD_SIZE];
@@ -108,9 +110,9 @@ static char diff_regular(DiffCtx *c, const BvFsStat *x, const BvFsStat *y, const
                 return 'M';
         if (!c->o->content && x->ino == y->ino && !meta && x->ctime == y->ctime && x->ctime_ns == y->ctime_ns)
                 return 0;
-        r = content_hash(&c->a, x->ino, path, ha);
+        r = content_hash(&c->a, ia, path, ha);
         if (r == EXIT_OK)
-                r = content_hash(&c->b, y->ino, path, hb);
+                r = content_hash(&c->b, ib, path, hb);
         if (r != EXIT_OK) {
                 diff_fail(c, r);
                 return 0;
@@ -138,7 +140,7 @@ static void diff_entry(DiffCtx *c, uint64_t ia, uint64_t ib, const char *path)
         if ((x.mode & S_IFMT) != (y.mode & S_IFMT))
                 what = 'T';
         else if (S_ISREG(x.mode))
-                what = diff_regular(c, &x, &y, path);
+                what = diff_regular(c, ia, ib, &x, &y, path);
         else if (S_ISLNK(x.mode)) {
                 _cleanup_free_ char *ta = NULL, *tb = NULL;
                 r = bv_fs_readlink(c->a.fs, ia, &ta);
@@ -219,20 +221,22 @@ static int diff_arg(DiffCtx *c, FilesDisk *a, FilesDisk *b, const char *arg)
 
 int files_diff(BvRepo *repo, FilesDisk *d, const char *spec2, const char *path, const FilesOptions *o)
 {
-        FilesDisk d2 = {};
+        FilesDisk d2 = { .drive = -1 };
         DiffCtx c = { .o = o };
         int r = files_disk_open(repo, spec2, &d2);
 
         if (r == EXIT_OK && path)
                 r = diff_arg(&c, d, &d2, path);
         else if (r == EXIT_OK) {
-                /* every filesystem files reads: the disk's only one, or each partition by number */
+                /* every filesystem files reads: the disk's only one, or each partition (and LVM
+                 * logical volume) by name */
+                r = files_disk_all(d);
                 for (size_t i = 0; i < d->n_parts && r == EXIT_OK; i++) {
-                        char arg[32];
+                        char arg[128], name[96];
                         if (d->n_parts > 1 && !files_backend(d->parts[i].fstype))
                                 continue;
-                        snprintf(arg, sizeof(arg), d->n_parts > 1 ? "p%u:/" : "/", d->parts[i].number);
-                        r = diff_arg(&c, d, &d2, arg);
+                        snprintf(arg, sizeof(arg), "%s:/", files_part_name(d, i, name, sizeof(name)));
+                        r = diff_arg(&c, d, &d2, d->n_parts > 1 ? arg : "/");
                 }
         }
         char id2[16] = "";

@@ -125,11 +125,11 @@ static int buf_sink(const void *data, size_t len, uint64_t offset _unused_, void
 
 /* A file's named streams (NTFS) as user.NAME extended attributes of fd, as ntfs-3g shows them;
  * one that does not fit an attribute, or a DEST without them, is said and left out. */
-static int get_streams(GetCtx *c, int fd, const char *dest, const BvFsStat *st, const char *path)
+static int get_streams(GetCtx *c, int fd, const char *dest, uint64_t ino, const char *path)
 {
         BvFsEntry *v;
         size_t n;
-        int r = bv_fs_streams(c->fp->fs, st->ino, &v, &n), ec = EXIT_OK;
+        int r = bv_fs_streams(c->fp->fs, ino, &v, &n), ec = EXIT_OK;
 
         if (r < 0)
                 return files_error(c->fp->fs, r, "list the streams of", c->fp->prefix, path);
@@ -158,14 +158,17 @@ static int get_streams(GetCtx *c, int fd, const char *dest, const BvFsStat *st, 
         return ec;
 }
 
-static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, const BvFsStat *st, const char *path)
+/* ino: the reader's handle of the file (not st->ino, the filesystem's inode number: they differ for
+ * libguestfs's reader) */
+static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, uint64_t ino, const BvFsStat *st,
+                    const char *path)
 {
         _cleanup_close_ int fd = -EBADF;
         int r = create_entry(c, dirfd, name, make_file, &fd);
 
         if (r < 0)
                 return create_error(r, dest);
-        r = bv_fs_read(c->fp->fs, st->ino, write_sink, &fd);
+        r = bv_fs_read(c->fp->fs, ino, write_sink, &fd);
         if (r >= 0 && ftruncate(fd, (off_t)st->size) < 0)
                 r = -errno;
         if (r < 0) {
@@ -174,7 +177,7 @@ static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, co
                         return files_error(c->fp->fs, r, "read", c->fp->prefix, path);
                 return log_error_errno(r, "cannot write '%s' (removed)", dest);
         }
-        r = get_streams(c, fd, dest, st, path);
+        r = get_streams(c, fd, dest, ino, path);
         if (r != EXIT_OK)
                 get_fail(c, r); /* the file itself is whole: kept */
         r = set_attrs(c, dirfd, name, fd, st);
@@ -187,7 +190,8 @@ static int get_file(GetCtx *c, int dirfd, const char *name, const char *dest, co
 
 static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, uint64_t ino, const char *path);
 
-static int get_dir(GetCtx *c, int dirfd, const char *name, const char *dest, const BvFsStat *st, const char *path)
+static int get_dir(GetCtx *c, int dirfd, const char *name, const char *dest, uint64_t ino, const BvFsStat *st,
+                   const char *path)
 {
         _cleanup_close_ int fd = -EBADF;
         BvFsEntry *ents;
@@ -199,7 +203,7 @@ static int get_dir(GetCtx *c, int dirfd, const char *name, const char *dest, con
         fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(-errno, "cannot open the directory '%s'", dest);
-        r = bv_fs_readdir(c->fp->fs, st->ino, &ents, &n);
+        r = bv_fs_readdir(c->fp->fs, ino, &ents, &n);
         if (r < 0)
                 return files_error(c->fp->fs, r, "list", c->fp->prefix, path);
         for (size_t i = 0; i < n; i++) {
@@ -230,9 +234,9 @@ static int get_entry(GetCtx *c, int dirfd, const char *name, const char *dest, u
         if (r < 0)
                 return files_error(c->fp->fs, r, "read", c->fp->prefix, path);
         if (S_ISREG(st.mode))
-                return get_file(c, dirfd, name, dest, &st, path);
+                return get_file(c, dirfd, name, dest, ino, &st, path);
         if (S_ISDIR(st.mode))
-                return get_dir(c, dirfd, name, dest, &st, path);
+                return get_dir(c, dirfd, name, dest, ino, &st, path);
         if (S_ISLNK(st.mode)) {
                 r = bv_fs_readlink(c->fp->fs, ino, &target);
                 if (r < 0)
@@ -290,7 +294,7 @@ static int get_arg(GetCtx *c, FilesDisk *d, const char *arg, const char *dest, b
         if (strcmp(target, ".") == 0) { /* the root into DEST: its entries */
                 BvFsStat rst;
                 r = bv_fs_stat(fp.fs, ino, &rst);
-                return r < 0 ? files_error(fp.fs, r, "copy", fp.prefix, fp.path) : get_dir(c, dirfd, ".", where, &rst, fp.path);
+                return r < 0 ? files_error(fp.fs, r, "copy", fp.prefix, fp.path) : get_dir(c, dirfd, ".", where, ino, &rst, fp.path);
         }
         return get_entry(c, dirfd, target, where, ino, fp.path);
 }

@@ -14,6 +14,10 @@ static const FilesBackend backends[] = {
         { "ext3", &bv_ext_fs_ops },
         { "ext4", &bv_ext_fs_ops },
         { "ntfs", &bv_ntfs_fs_ops },
+        /* the libguestfs appliance's kernel: one boot a command (about a minute under TCG) */
+        { "xfs", NULL, files_guestfs_open },
+        { "btrfs", NULL, files_guestfs_open },
+        { "vfat", NULL, files_guestfs_open },
 };
 
 const FilesBackend *files_backend(const char *fstype)
@@ -22,6 +26,13 @@ const FilesBackend *files_backend(const char *fstype)
                 if (strcmp(backends[i].fstype, fstype) == 0)
                         return &backends[i];
         return NULL;
+}
+
+const char *files_fstype_name(const char *type)
+{
+        const FilesBackend *b = files_backend(type);
+
+        return b ? b->fstype : NULL;
 }
 
 const char *files_backend_names(void)

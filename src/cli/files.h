@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "files-fs.h"
 #include "files-parts.h"
 #include "image.h"
@@ -23,6 +24,9 @@ typedef struct FilesDisk {
         size_t n_parts;
         const char *table;
         BvFs **fs; /* per partition, opened on first use */
+        size_t n_table;  /* parts[0..n_table) are the table's, the rest LVM logical volumes */
+        bool lvs_listed; /* those were asked for */
+        int drive;       /* its drive in the libguestfs appliance (files-guestfs.c), or -1 */
 } FilesDisk;
 
 /* A path of a snapshot resolved: its filesystem, the path inside it, and the name to show
@@ -38,13 +42,36 @@ typedef struct FilesPath {
 /* A reader of a filesystem type (files-table.c). */
 typedef struct FilesBackend {
         const char *fstype;
-        const BvFsOps *ops;
+        const BvFsOps *ops; /* in-process, through the read path: bv_fs_open */
+        /* else opened by the CLI itself: partition i of d (files-guestfs.c); reports */
+        int (*open)(FilesDisk *d, size_t i, BvFs **ret);
 } FilesBackend;
 
 /* The reader of fstype, or NULL. */
 const FilesBackend *files_backend(const char *fstype);
 /* "ext2, ext3, ext4 and ntfs": what files reads. */
 const char *files_backend_names(void);
+
+/* type as the static name the table keeps, or NULL when files does not read it. */
+const char *files_fstype_name(const char *type);
+/* Whether fstype is an LVM physical volume's. */
+bool files_is_lvm(const char *fstype);
+/* Every filesystem of d known: the logical volumes of its LVM physical volumes listed (booting
+ * the appliance when it has some); reports; returns an exit code. */
+int files_disk_all(FilesDisk *d);
+/* The name of partition i of d ("p1", "vg/lv", "the disk") into buf. */
+const char *files_part_name(const FilesDisk *d, size_t i, char *buf, size_t size);
+
+/* The libguestfs reader (files-guestfs.c) of XFS, btrfs, FAT and LVM logical volumes: each
+ * snapshot exported by a private serve with the repository and secret given here, read by one
+ * appliance (a small VM) booted once for the command, shared by the disks registered before
+ * it boots (diff's two). files_guestfs_done stops it and the servers. All report; exit codes. */
+void files_guestfs_setup(const char *repo_path, const SecretArgs *sargs, const BvSecret *secret);
+int files_guestfs_register(FilesDisk *d);
+int files_guestfs_open(FilesDisk *d, size_t i, BvFs **ret);
+/* Appends the logical volumes of d's LVM physical volumes to d->parts. */
+int files_guestfs_list_lvs(FilesDisk *d);
+void files_guestfs_done(void);
 
 /* Opens snapshot spec of repo and its partition table; reports; returns an exit code. */
 int files_disk_open(BvRepo *repo, const char *spec, FilesDisk *d);

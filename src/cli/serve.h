@@ -41,3 +41,11 @@ int serve_check_listener(ServeOptions *o);
 /* Serves snapshot spec of the repository at path with nbdkit, our child, on the listener of o,
  * printing its URI once it answers, until a signal. Returns serve's exit code. */
 int serve_by_hand(ServeOptions *o, const char *path, const SecretArgs *s, const char *spec, const char *what);
+
+/* A private serve for another command (files through libguestfs): nbdkit, our child, serving
+ * snapshot id of the repository at path read-only on the Unix socket o->sock in a fresh private
+ * directory, with the secret already read; returns once it answers (its pid in *ret_pid).
+ * Reports; returns an exit code. serve_private_stop ends it and removes the directory. */
+int serve_private_start(ServeOptions *o, const char *path, const SecretArgs *sargs, const BvSecret *secret,
+                        const char *id, pid_t *ret_pid);
+void serve_private_stop(ServeOptions *o, pid_t pid);

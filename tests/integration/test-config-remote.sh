@@ -5,8 +5,8 @@
 # (exit 1): an unknown remote in copy-to (of a job and of a target), a credentials file that its
 # group or others can read (a secret only the copy, run as root, reads: not even group blkvault),
 # a bad location, a remote without one, S3-only keys on a directory, a bad endpoint, rate and
-# region, keep-* that keep nothing, an unknown key, a remote defined twice, and what this build's
-# copy cannot do yet (object-lock, keep-* at the remote) refused rather than skipped.
+# region, a bad object-lock, keep-* that keep nothing, an unknown key, a remote defined twice, and
+# what this build cannot do yet (keep-* at an s3:// remote) refused rather than skipped.
 # `remote copy` of a remote with a mistake, or of none, is refused; of one no target copies to,
 # nothing is done.
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -93,10 +93,15 @@ echo "region = eu-west-1" >>"$d/blkvault.conf"
 bad 21 "\[remote home\]: credentials, endpoint, region and object-lock are for an s3:// location, not the directory '/srv/offsite'"
 cp "$T/good.conf" "$d/blkvault.conf"
 set_key object-lock 30d
-bad 12 "\[remote offsite\]: object-lock needs copy's Object Lock, which this blkvault lacks: remove it (nothing would be locked)"
+check >/dev/null || die "object-lock at an s3:// remote refused: $(check 2>&1)"
+set_key object-lock soon
+bad 12 "invalid duration 'soon' for object-lock (expected a number and a unit: s, min, h, d or w, as in 7d)"
 cp "$T/good.conf" "$d/blkvault.conf"
 set_key keep-daily 7
-bad 12 "\[remote offsite\]: keep-\* needs copy's prune at the remote, which this blkvault lacks: .*"
+bad 12 "\[remote offsite\]: keep-\* at an s3:// location needs prune on S3, which this blkvault lacks: .*"
+cp "$T/good.conf" "$d/blkvault.conf"
+printf 'keep-daily = 7\nkeep-within = 2w\n' >>"$d/blkvault.conf"
+check >/dev/null || die "keep-* at a directory remote refused: $(check 2>&1)"
 cp "$T/good.conf" "$d/blkvault.conf"
 set_key keep-daily 0
 bad 10 "\[remote offsite\]: its keep-\* rules keep nothing (all 0), .*"

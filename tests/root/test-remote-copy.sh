@@ -8,11 +8,13 @@
 #     (no systemd here: it says its timer copies later);
 #  2. the copy unit's own command line (ExecStart of blkvault-copy@.service, %i = offsite) copies
 #     the job's snapshots, not the other job's, to s3://BUCKET/PREFIX/usb-1, which restores
-#     bit-exact; the drive is unmounted again; the vault gets every snapshot of the drive;
+#     bit-exact; the drive is unmounted again; the vault gets every snapshot of the drive, then
+#     its own keep-last prunes it there;
 #  3. `status` shows each remote's last good copy and its age (text and JSON); an incremental
 #     copy sends only the new snapshot;
 #  4. a run of the drive stops a copy that holds it (SIGTERM) instead of waiting on the network,
-#     and the next copy completes;
+#     and the next copy completes; object-lock = 1d locks what the copy writes (COMPLIANCE), and a
+#     bucket without Object Lock is refused before anything is written;
 #  5. a copy that fails (the server stopped) says which object and why, is recorded, and status
 #     shows it; the age alarm fires for a remote whose last good copy is older than its max-age
 #     (exit 11, the warning), and is silent again after a good copy;
@@ -55,6 +57,7 @@ limit-upload = 200M
 [remote vault]
 location = $T/vault
 max-age = 2d
+keep-last = 1
 CONF
 bv config check --config="$conf" >/dev/null || die "config check"
 # the unit's environment has no AWS key: the credentials file must be what opens the bucket
@@ -101,10 +104,12 @@ AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_ENDPOINT_URL=http
     bv restore s3://bvremote/site/usb-1 vm "$T/vm.out" --key-file="$T/keys/usb-1.key" -q || die "restore from the remote"
 assert_same "$T/vm.img" "$T/vm.out"
 copy_unit vault >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the vault copy failed"; }
-grep -q "^copy of target usb-1 to vault ($T/vault/usb-1): 3 snapshots copied" "$T/copy.out" || { cat "$T/copy.out"; die "vault copy"; }
+grep -q "^copy of target usb-1 to vault ($T/vault/usb-1): 3 snapshots copied, 0 there already, [0-9.]* MiB sent (the remote's repository created); retention there kept 2 snapshots, forgot 1, gc deleted [0-9]* packs, .*$" "$T/copy.out" ||
+    { cat "$T/copy.out"; die "vault copy"; }
 assert_eq "$(bv list "$T/vault/usb-1" --key-file="$T/keys/usb-1.key" --json |
-             python3 -c 'import json,sys; print(" ".join(sorted(s["name"] for s in json.load(sys.stdin))))')" "db db vm" \
-    "the vault (copy-to on the target) holds every snapshot of the drive"
+             python3 -c 'import json,sys; print(" ".join(sorted(s["name"] for s in json.load(sys.stdin))))')" "db vm" \
+    "the vault (copy-to on the target: every snapshot of the drive) after its keep-last = 1, by name"
+bv verify "$T/vault/usb-1" --key-file="$T/keys/usb-1.key" --read-data >/dev/null 2>&1 || die "verify of the vault after its retention"
 
 # 3. status: each remote's last good copy and its age
 bv status "${sopts[@]}" >"$T/status" || die "status"
@@ -153,6 +158,28 @@ sed -i 's/^limit-upload = .*/limit-upload = 200M/' "$conf"
 copy_unit offsite >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the copy after the stopped one"; }
 grep -q "^copy of target usb-1 to offsite .*: 2 snapshots copied, 2 there already" "$T/copy.out" || { cat "$T/copy.out"; die "copy after stop"; }
 assert_eq "$(s3list)" "vm vm vm vm" "the remote after the stopped copy and the next one"
+
+# object-lock: every object the copy writes is retained (COMPLIANCE); a bucket without Object
+# Lock is refused before anything is written
+s3_mb bvlocked lock
+cp "$conf" "$T/conf.before-lock"
+printf '[remote locked]\nlocation = s3://bvlocked/site\ncredentials = %s\nendpoint = http://127.0.0.1:%s\nobject-lock = 1d\n' \
+    "$creds" "$S3_PORT" >>"$conf"
+printf '[remote unlockable]\nlocation = s3://bvremote/nolock\ncredentials = %s\nendpoint = http://127.0.0.1:%s\nobject-lock = 1d\n' \
+    "$creds" "$S3_PORT" >>"$conf"
+sed -i 's/^copy-to = offsite$/copy-to = offsite, locked, unlockable/' "$conf"
+copy_unit locked >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the copy to a bucket with Object Lock"; }
+grep -q "^copy of target usb-1 to locked (s3://bvlocked/site/usb-1): [0-9]* snapshots copied" "$T/copy.out" || { cat "$T/copy.out"; die "locked copy line"; }
+s3tool() { AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PORT "$S3_TOOL" "$@"; }
+pack=$(s3tool s3://bvlocked/site/usb-1 list | awk '$1 ~ /^packs\// { print $1; exit }')
+[ -n "$pack" ] || die "no pack at the locked remote"
+s3tool s3://bvlocked/site/usb-1 head "$pack" | grep -q ' lock=compliance ' || die "$pack at the locked remote is not locked"
+rc=0; copy_unit unlockable >"$T/copy.out" 2>"$T/copy.err" || rc=$?
+assert_eq "$rc" 1 "exit status of object-lock into a bucket without it"
+grep -q "^error: copy of target usb-1 to unlockable (s3://bvremote/nolock/usb-1) failed: object-lock is set, but the bucket has no Object Lock enabled (it is enabled when a bucket is made); nothing was written" "$T/copy.err" ||
+    { cat "$T/copy.err"; die "the refusal of object-lock into a plain bucket"; }
+[ -z "$(s3tool s3://bvremote/nolock list)" ] || die "a refused copy wrote into the bucket"
+cp "$T/conf.before-lock" "$conf"
 
 # 5. a failed copy is recorded and shown; the age alarm covers remotes
 dd if=/dev/urandom of="$T/vm.img" bs=1M count=1 conv=notrunc status=none

@@ -28,6 +28,17 @@ int bv_fs_open(const BvFsOps *ops, const BvFilesDev *dev, uint64_t offset, uint6
         return 0;
 }
 
+int bv_fs_wrap(const BvFsOps *ops, void *impl, BvFs **ret)
+{
+        BvFs *fs = calloc(1, sizeof(*fs));
+
+        if (!fs)
+                return -ENOMEM;
+        *fs = (BvFs){ .ops = ops, .impl = impl };
+        *ret = fs;
+        return 0;
+}
+
 void bv_fs_close(BvFs *fs)
 {
         if (!fs)

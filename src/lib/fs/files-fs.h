@@ -20,6 +20,9 @@
 
 #include "files-dev.h"
 
+/* ino: the filesystem's inode number (diff's hint that a file is the same one). The handle the
+ * operations take (lookup's ret_ino, BvFsEntry.ino) is the reader's: the inode number for
+ * libext2fs and libntfs-3g, an index into its table of paths for the CLI's libguestfs reader. */
 typedef struct BvFsStat {
         uint64_t ino;
         uint32_t mode, uid, gid, nlink;
@@ -70,6 +73,9 @@ typedef struct BvFsOps {
 typedef struct BvFs BvFs;
 
 int bv_fs_open(const BvFsOps *ops, const BvFilesDev *dev, uint64_t offset, uint64_t size, BvFs **ret);
+/* A handle over impl, a filesystem its reader opened itself (one that does not read through a
+ * BvFilesDev: the CLI's libguestfs reader); ops->close frees it with the handle. */
+int bv_fs_wrap(const BvFsOps *ops, void *impl, BvFs **ret);
 void bv_fs_close(BvFs *fs);
 const BvFsOps *bv_fs_ops(const BvFs *fs);
 /* What the reader's open gave: the argument of its operations. */

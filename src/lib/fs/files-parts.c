@@ -39,6 +39,11 @@ static void copy_label(char *dst, size_t size, const uint8_t *src, size_t len)
         dst[n] = 0;
 }
 
+bool bv_files_is_ext(const char *fstype)
+{
+        return fstype && strncmp(fstype, "ext", 3) == 0;
+}
+
 static const char *ext_kind(const uint8_t *sb)
 {
         uint32_t compat = get_le32(sb + 92), incompat = get_le32(sb + 96), ro_compat = get_le32(sb + 100);
@@ -77,6 +82,8 @@ int bv_files_probe_fs(const BvFilesDev *dev, uint64_t offset, uint64_t size, con
                 copy_label(label, label_size, b + (b[0x52] == 'F' ? 0x47 : 0x2b), 11);
                 if (strcmp(label, "NO NAME") == 0)
                         label[0] = 0;
+        } else if (memcmp(b + 512, "LABELONE", 8) == 0 && memcmp(b + 512 + 24, "LVM2 001", 8) == 0) {
+                type = "LVM2_member"; /* its logical volumes: named by libguestfs */
         } else if (size >= 65536 + sizeof(b)) {
                 r = dev_read(dev, b, sizeof(b), offset + 65536);
                 if (r < 0)

@@ -20,7 +20,7 @@
 typedef struct BvFilesPart {
         unsigned number;   /* 1, 2, ... as the table numbers them (logical ones from 5); 0: the whole disk */
         uint64_t offset, size;
-        const char *fstype; /* "ext4", "ext3", "ext2", "xfs", "btrfs", "ntfs", "vfat", or NULL: unknown */
+        const char *fstype; /* "ext4", "ext3", "ext2", "xfs", "btrfs", "ntfs", "vfat", "LVM2_member", or NULL: unknown */
         char label[64];     /* the filesystem's label, else "" */
         char partname[80];  /* a GPT partition's name (UTF-8), else "" */
 } BvFilesPart;
@@ -34,3 +34,6 @@ int bv_files_parts(const BvFilesDev *dev, BvFilesPart **ret, size_t *ret_n, cons
  * (size bytes); 0 and NULL when none is known. */
 int bv_files_probe_fs(const BvFilesDev *dev, uint64_t offset, uint64_t size, const char **ret_fstype,
                       char *label, size_t label_size);
+
+/* Whether fstype is one of ext2, ext3, ext4. */
+bool bv_files_is_ext(const char *fstype);

@@ -750,15 +750,10 @@ static int finish_remote(BvConfig *c, BvConfRemote *rm)
                                   "forget every snapshot there: keep at least one, or set no keep-* to prune nothing",
                                   rm->name);
         /* what copy cannot do yet is refused here, not skipped at the remote */
-        if (rm->object_lock)
-                return conf_error(c, rm->object_lock_where.file, rm->object_lock_where.line,
-                                  "[remote %s]: object-lock needs copy's Object Lock, which this blkvault lacks: "
-                                  "remove it (nothing would be locked)",
-                                  rm->name);
-        if (rm->keep_where.file)
+        if (rm->keep_where.file && bv_s3_is_location(rm->location))
                 return conf_error(c, rm->keep_where.file, rm->keep_where.line,
-                                  "[remote %s]: keep-* needs copy's prune at the remote, which this blkvault lacks: "
-                                  "remove them (nothing would be pruned there; 'blkvault prune' can at a directory)",
+                                  "[remote %s]: keep-* at an s3:// location needs prune on S3, which this blkvault "
+                                  "lacks: remove them (nothing would be pruned there)",
                                   rm->name);
         return 0;
 }

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc.h"
 #include "macro.h"
+#include "prune.h"
 #include "remote.h"
 #include "run.h"
 #include "timeutil.h"
@@ -47,6 +49,32 @@ static int wanted_snapshots(const BvConfig *c, const BvConfRemote *rm, const BvC
         return 0;
 }
 
+/* The remote's retention at its repository (opened again, for gc, the copy's lease gone): prune by
+ * its keep-* (each snapshot name on its own, as a job's), then gc. */
+static int prune_remote(const BvConfRemote *rm, const BvConfTarget *t, BvRemoteCopy *rc)
+{
+        _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
+        _cleanup_free_ BvPruneItem *items = NULL;
+        BvSecret secret = { .key_file = t->key_file };
+        BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
+        BvGcStats st;
+        BvPolicy p;
+        size_t n = 0;
+
+        bv_target_policy(&rm->keep, &p);
+        int r = bv_repo_open(rc->dst, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
+        if (r >= 0)
+                r = bv_prune(repo, &p, NULL, false, &items, &n, NULL);
+        if (r < 0)
+                return rc->step = "prune", r;
+        rc->pruned = true, rc->forgotten = (size_t)r, rc->kept = n - (size_t)r;
+        r = bv_gc(repo, &o, &st);
+        if (r < 0)
+                return rc->step = "gc", r;
+        rc->packs_deleted = st.packs_deleted, rc->bytes_deleted = st.bytes_deleted;
+        return 0;
+}
+
 /* The drive's repository (held, read-only) to the remote's. */
 static int copy_held(const BvConfig *c, const BvConfRemote *rm, const BvConfTarget *t, const char *repo_path,
                      bool (*cancelled)(void), BvRemoteCopy *rc)
@@ -70,7 +98,10 @@ static int copy_held(const BvConfig *c, const BvConfRemote *rm, const BvConfTarg
                         return 0; /* none of its jobs has a snapshot on the drive yet */
                 o.snapshots = ids, o.n_snapshots = rc->n_wanted;
         }
+        o.object_lock_seconds = rm->object_lock; /* COMPLIANCE */
         r = bv_remote_env(rm);
+        if (r >= 0 && rm->object_lock) /* a bucket without Object Lock: refused before anything is written */
+                r = bv_copy_check_object_lock(rc->dst, problem.message, sizeof(problem.message));
         if (r >= 0)
                 r = bv_copy_open_dst(src, rc->dst, NULL, false, &problem, &rc->created, &dst);
         if (r < 0) {
@@ -84,7 +115,8 @@ static int copy_held(const BvConfig *c, const BvConfRemote *rm, const BvConfTarg
                         bv_repo_storage_error(src, rc->said, sizeof(rc->said));
                 return rc->step = "copy", r;
         }
-        return 0;
+        bv_copy_dst_close(TAKE_PTR(dst)); /* its lease would hold gc's deletions back */
+        return bv_conf_remote_prunes(rm) ? prune_remote(rm, t, rc) : 0;
 }
 
 int bv_remote_copy_drive(const BvConfig *c, const BvConfRemote *rm, const BvConfTarget *t, const char *dev,

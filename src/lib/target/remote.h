@@ -5,7 +5,8 @@
  * The off-site copy of a drive ([remote NAME] in blkvault.conf(5); blkvault remote copy NAME, run
  * by blkvault-copy@NAME.service): the repository of each target copied to the remote goes to
  * LOCATION/TARGET, a repository related to the drive's (blkvault copy, copy.h), so only what the
- * remote lacks travels and an interrupted copy continues where it stopped.
+ * remote lacks travels and an interrupted copy continues where it stopped; then the remote's
+ * keep-* prune it there (its own retention, by snapshot name, as a job's) and gc.
  *
  * A backup never waits on the network: the drive's run (run.h) backs up, verifies, unmounts and
  * locks, says "safe to unplug", and only then asks for the copy (a unit of its own, with network).
@@ -28,11 +29,14 @@ typedef struct BvRemoteCopy {
         char *dst;              /* LOCATION/TARGET */
         int result;             /* 0, or -errno of the step that failed */
         const char *step;       /* what failed: "lock", "unlock", "probe", "mount", "identify", "open",
-                                 * "open remote", "copy", "unmount", "close" */
+                                 * "open remote", "copy", "prune", "gc", "unmount", "close" */
         bool all;               /* every snapshot of the drive (copy-to on the target) */
         size_t n_wanted;        /* else the snapshots of the jobs that name the remote */
         bool created;           /* the remote's repository was made by this copy */
         BvCopyStats stats;
+        bool pruned;            /* the remote has keep-*: prune and gc ran there after the copy */
+        size_t kept, forgotten; /* its snapshots */
+        uint64_t packs_deleted, bytes_deleted;
         char said[320];         /* what the remote's storage said of a request that failed, or "" */
         uint64_t duration_ms;
 } BvRemoteCopy;

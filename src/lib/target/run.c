@@ -54,13 +54,18 @@ static void measure_repo(BvRepo *repo, BvTargetRunJob *rj)
 }
 
 /* The job's retention: prune its snapshots, then gc (locks/gc: waits for another gc). */
+void bv_target_policy(const BvConfRetention *k, BvPolicy *ret)
+{
+        *ret = (BvPolicy){ .last = keep_count(k->last), .hourly = keep_count(k->hourly), .daily = keep_count(k->daily),
+                           .weekly = keep_count(k->weekly), .monthly = keep_count(k->monthly),
+                           .yearly = keep_count(k->yearly),
+                           .within = (int64_t)MIN(k->within, (uint64_t)INT64_MAX) };
+}
+
 static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob *rj)
 {
-        const BvConfRetention *k = &rj->job->keep;
-        BvPolicy p = { .last = keep_count(k->last), .hourly = keep_count(k->hourly), .daily = keep_count(k->daily),
-                       .weekly = keep_count(k->weekly), .monthly = keep_count(k->monthly),
-                       .yearly = keep_count(k->yearly),
-                       .within = (int64_t)MIN(k->within, (uint64_t)INT64_MAX) };
+        BvPolicy p;
+        bv_target_policy(&rj->job->keep, &p);
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         BvSecret secret = { .key_file = t->key_file };
         _cleanup_free_ BvPruneItem *items = NULL;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "conf.h"
+#include "policy.h"
 #include "repo.h" /* BvProgress */
 
 #define BV_RUN_DIR "/run/blkvault"
@@ -92,6 +93,9 @@ typedef struct BvTargetRun {
 int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *dev, const char *only_job,
                         const char *run_dir, const BvRunProgress *progress, BvTargetRun *ret);
 void bv_target_run_done(BvTargetRun *run);
+
+/* The policy of a configuration's keep-* rules (not set: unused), as prune takes it. */
+void bv_target_policy(const BvConfRetention *k, BvPolicy *ret);
 
 /* A drive held for a reader other than its run (a remote's copy, remote.h): the run lock taken
  * (recorded as the copy to remote `copy`: a run that wants the lock stops such a holder), the
