@@ -15,6 +15,8 @@ forwarded, and COUNT is decremented:
     junk    HTTP 200 whose body is no S3 answer, without an ETag header
     error200  HTTP 200 with the XML error InternalError as its body (S3 may answer a
             CompleteMultipartUpload so)
+    badlist:KEY  HTTP 200 with a ListBucketResult holding the one object KEY, whatever prefix
+            was asked for (a store that answers a LIST with keys outside the prefix)
 A missing or empty file forwards everything. Each fault served is appended to CONTROL_FILE.log.
 """
 import http.client
@@ -47,6 +49,10 @@ def canned(fault):
         return 200, b"<NotAnS3Answer/>"
     if fault == "error200":
         return 200, error_xml(*ERRORS["500"][1:])
+    if fault and fault.startswith("badlist:"):
+        return 200, (f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Contents><Key>{fault[8:]}</Key>'
+                     "<Size>1</Size><ETag>\"x\"</ETag></Contents><IsTruncated>false</IsTruncated>"
+                     "</ListBucketResult>").encode()
     return None
 
 

@@ -102,6 +102,6 @@ typedef struct s3_list_page {
         char *next_key;
         char *next_version;
 } s3_list_page;
-int s3_xml_list_page(const char *body, size_t len, bool versions, size_t strip_len, bv_s3_list_cb cb,
-                     void *userdata, s3_list_page *ret);
+int s3_xml_list_page(const char *body, size_t len, bool versions, const char *under, size_t strip_len,
+                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret);
 void s3_list_page_done(s3_list_page *p);

@@ -108,15 +108,17 @@ void s3_list_page_done(s3_list_page *p)
 }
 
 /* One <Contents>, <Version> or <DeleteMarker> to cb; -EBADMSG for an entry without a key or one
- * outside the prefix. */
-static int list_entry(const xmlNode *n, bool delete_marker, size_t strip_len, bv_s3_list_cb cb, void *userdata)
+ * outside the prefix asked for (under): a store answering so is broken, and a key shorter than
+ * what callers strip would be read past its end. */
+static int list_entry(const xmlNode *n, bool delete_marker, const char *under, size_t strip_len,
+                      bv_s3_list_cb cb, void *userdata)
 {
         _cleanup_free_ char *key = child_strdup(n, "Key");
         _cleanup_free_ char *version = child_strdup(n, "VersionId");
         bv_s3_object o = {};
         char v[64];
 
-        if (!key || strlen(key) < strip_len)
+        if (!key || strlen(key) < strip_len || strncmp(key, under, strlen(under)) != 0)
                 return -EBADMSG;
         o.key = key + strip_len;
         o.version_id = version;
@@ -136,8 +138,8 @@ static int list_entry(const xmlNode *n, bool delete_marker, size_t strip_len, bv
         return cb(&o, userdata);
 }
 
-int s3_xml_list_page(const char *body, size_t len, bool versions, size_t strip_len, bv_s3_list_cb cb,
-                     void *userdata, s3_list_page *ret)
+int s3_xml_list_page(const char *body, size_t len, bool versions, const char *under, size_t strip_len,
+                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret)
 {
         xmlDocPtr doc = parse(body, len);
         const xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
@@ -152,9 +154,9 @@ int s3_xml_list_page(const char *body, size_t len, bool versions, size_t strip_l
         }
         for (const xmlNode *n = root->children; n && r >= 0; n = n->next) {
                 if (named(n, versions ? "Version" : "Contents"))
-                        r = list_entry(n, false, strip_len, cb, userdata);
+                        r = list_entry(n, false, under, strip_len, cb, userdata);
                 else if (versions && named(n, "DeleteMarker"))
-                        r = list_entry(n, true, strip_len, cb, userdata);
+                        r = list_entry(n, true, under, strip_len, cb, userdata);
         }
         child_text(root, "IsTruncated", v, sizeof(v));
         p.truncated = strcmp(v, "true") == 0;

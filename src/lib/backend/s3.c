@@ -143,21 +143,20 @@ static int check_bucket(bv_s3 *s)
 {
         _cleanup_free_ char *query = NULL;
         s3_list_page page = {};
+        _cleanup_free_ char *under = NULL;
         s3_req q = { .method = "GET", .what = "LIST" };
         size_t strip = *s->conf->prefix ? strlen(s->conf->prefix) + 1 : 0;
         int r;
 
         if (s3_query_add(&query, "list-type", "2") < 0 || s3_query_add(&query, "max-keys", "1") < 0)
                 return -ENOMEM;
-        if (*s->conf->prefix) {
-                _cleanup_free_ char *p = NULL;
-                if (asprintf(&p, "%s/", s->conf->prefix) < 0 || s3_query_add(&query, "prefix", p) < 0)
-                        return -ENOMEM;
-        }
+        if (*s->conf->prefix && (asprintf(&under, "%s/", s->conf->prefix) < 0 ||
+                                 s3_query_add(&query, "prefix", under) < 0))
+                return -ENOMEM;
         q.query = query;
         r = s3_request(s, &q, 0);
         if (r >= 0) {
-                r = s3_xml_list_page((const char *)q.data, q.len, false, strip, count_cb, NULL, &page);
+                r = s3_xml_list_page((const char *)q.data, q.len, false, under ?: "", strip, count_cb, NULL, &page);
                 if (r < 0)
                         s3_set_error(s, NULL, "LIST: the answer is not a ListBucketResult");
                 s3_list_page_done(&page);
@@ -319,7 +318,7 @@ static int list_pages(bv_s3 *s, const char *prefix, bool versions, bv_s3_list_cb
                 q.query = query;
                 r = s3_request(s, &q, 0);
                 if (r >= 0) {
-                        r = s3_xml_list_page((const char *)q.data, q.len, versions, strip, cb, userdata, &page);
+                        r = s3_xml_list_page((const char *)q.data, q.len, versions, full, strip, cb, userdata, &page);
                         if (r == -EBADMSG)
                                 s3_set_error(s, prefix, "%s: an answer that does not parse", q.what);
                 }
