@@ -6,7 +6,7 @@
 #     condemned list, and what it puts (index segment, list) is retained as the config is;
 #     n2 restores, and n1 restores --point-in-time from before the prune;
 #  3. a copy meanwhile does not adopt the kept packs (they would be indexed and extended for ever);
-#  4. once the retention has passed, gc deletes them; n2 still restores.
+#  4. once the retention has passed, gc deletes them; n2 and n3 still restore.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
 need_cmd python3
@@ -64,8 +64,9 @@ rm -f "$T/out"
 bv restore --point-in-time="$pit" "$dst" "$id1" "$T/out" -q || die "restore n1 --point-in-time after gc"
 assert_same "$T/img1" "$T/out"
 
-# 3. a copy does not adopt the kept packs
-bv copy "$src" "$dst" "$id2" --object-lock=20s --json >"$T/c3.json" 2>"$T/c3.err" || { cat "$T/c3.err"; die "copy after gc"; }
+# 3. a copy (with something to send: one that sends nothing stops before) does not adopt them
+backup 3
+bv copy "$src" "$dst" "$id3" --object-lock=20s --json >"$T/c3.json" 2>"$T/c3.err" || { cat "$T/c3.err"; die "copy after gc"; }
 assert_eq "$(jget packs_resumed <"$T/c3.json")" 0 "packs a copy adopted after gc"
 
 # 4. after the retention, gc deletes them
@@ -78,8 +79,11 @@ assert_eq "$(jget packs_locked <"$T/gc3.json")" 0 "packs locked after the retent
 tool "$dst" list | awk '{ print $1 }' | sort >"$T/after-gc3"
 comm -12 "$T/packs1" "$T/after-gc3" >"$T/left"
 [ ! -s "$T/left" ] || die "n1's dead packs left after the retention: $(cat "$T/left")"
-rm -f "$T/out"
-bv restore "$dst" "$id2" "$T/out" -q || die "restore n2 after the last gc"
-assert_same "$T/img2" "$T/out"
+for i in 2 3; do
+    rm -f "$T/out"
+    id=id$i
+    bv restore "$dst" "${!id}" "$T/out" -q || die "restore n$i after the last gc"
+    assert_same "$T/img$i" "$T/out"
+done
 bv verify --read-data "$dst" >/dev/null 2>"$T/verify.err" || { cat "$T/verify.err"; die "verify after gc"; }
 echo ok
