@@ -431,6 +431,9 @@ int report_run(const struct BvTargetRun *run, const BvConfig *conf, const char *
  * systemd cannot be asked. */
 void request_copies(const struct BvTargetRun *run, const BvConfig *conf);
 /* "STEP failed: exit status N" (result -ECHILD with a status) or "STEP failed: strerror". */
+/* Why a disk image source did not open (cmd-backup.c); false when r has no particular message. */
+bool image_open_message(int r, const char *source, const char *format, const char *detail, bool job, char *buf,
+                        size_t size);
 void describe_failure(const char *step, int result, int status, char *buf, size_t size);
 void describe_interrupt(uint64_t kept_packs, uint64_t kept_bytes, char *buf, size_t size);
 /* notify.c: tells [global] notify when subject's state (failed: a failure, or an alarm) changed

@@ -47,6 +47,9 @@ static const char usage_text[] =
         "                           not mounted read-write; anything else is read whole, saying why\n"
         "  --as-file                a disk image file (qcow2 ...) is backed up as the file it is, not as\n"
         "                           the virtual disk it holds\n"
+        "  --image-format=FMT       SOURCE is a FMT image (qcow2, vmdk ...) you trust: read as its virtual\n"
+        "                           disk with its backing chain. A format only probed from the file's first\n"
+        "                           bytes is read so only when the image references no other file\n"
         "  --wait                   wait for another writer instead of failing\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
@@ -188,23 +191,44 @@ static int backup_error(int r, const char *source, const BvBackupKept *kept)
         return log_error_errno(r, "backup of '%s' failed (nothing was published)", source);
 }
 
+/* Why the disk image source (of format, as stated or probed) did not open, in buf; how = "--as-file"
+ * style (backup) or "as-file = yes" style (a job). False when r has no particular message. */
+bool image_open_message(int r, const char *source, const char *format, const char *detail, bool job, char *buf,
+                        size_t size)
+{
+        if (r == -ENOLINK)
+                snprintf(buf, size, "refused to read '%s' as a %s image: it references another file, '%s'. Its format "
+                                    "was only probed from its first bytes, which a VM's guest writes in a raw disk "
+                                    "image, so a host file it names is never read: state the format if you trust "
+                                    "the file (%s%s, its backing chain is read), or back up its bytes with %s",
+                         source, format, detail, job ? "image-format = " : "--image-format=", format,
+                         job ? "as-file = yes" : "--as-file");
+        else if (r == -EMEDIUMTYPE)
+                snprintf(buf, size, "'%s' is not a %s image: its header says %s (refused)", source, format, detail);
+        else if (r == -EBUSY)
+                snprintf(buf, size, "cannot read the %s image '%s': a running VM writes it (qemu-nbd: %s). A copy read "
+                                    "now would be torn: back the VM up through its hypervisor (libvirt's backup, or "
+                                    "--dirty-bitmap on its NBD export), or shut it down first", format, source, detail);
+        else if (r == -ENOPKG)
+                snprintf(buf, size, "cannot read the %s image '%s': qemu-nbd does not run (install qemu-utils), or "
+                                    "back up the image file as it is with %s", format, source,
+                         job ? "as-file = yes" : "--as-file");
+        else if (r == -EBADMSG)
+                snprintf(buf, size, "cannot read the %s image '%s': qemu cannot open it: %s (a corrupt or "
+                                    "truncated image, or a missing backing file?)", format, source,
+                         detail[0] ? detail : "no reason given");
+        else
+                return false;
+        return true;
+}
+
 /* A disk image that did not open: nothing was read. */
 static int image_error(int r, const char *source, const char *format, const char *detail)
 {
-        if (r == -EBUSY) {
-                log_error("cannot read the %s image '%s': a running VM writes it (qemu-nbd: %s). A copy read now "
-                          "would be torn: back the VM up through its hypervisor (libvirt's backup, or "
-                          "--dirty-bitmap on its NBD export), or shut it down first", format, source, detail);
-                return EXIT_ERROR;
-        }
-        if (r == -ENOPKG) {
-                log_error("cannot read the %s image '%s': qemu-nbd does not run (install qemu-utils), or back "
-                          "up the image file as it is with --as-file", format, source);
-                return EXIT_ERROR;
-        }
-        if (r == -EBADMSG) {
-                log_error("cannot read the %s image '%s': qemu-nbd cannot open it: %s (a corrupt or truncated "
-                          "image, or a missing backing file?)", format, source, detail[0] ? detail : "no reason given");
+        char m[2048];
+
+        if (image_open_message(r, source, format, detail, false, m, sizeof(m))) {
+                log_error("%s", m);
                 return EXIT_ERROR;
         }
         return log_error_errno(r, "cannot read the %s image '%s'", format, source);
@@ -215,6 +239,8 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
 {
         const char *format;
 
+        if (!o->as_file && o->image_format)
+                return image_error(r, source, o->image_format, o->error_detail ? o->error_detail : "");
         if (!o->as_file && bv_source_detect_image(source, &format) > 0)
                 return image_error(r, source, format, o->error_detail ? o->error_detail : "");
         if (o->compare_with && r == -EOPNOTSUPP) {
@@ -398,6 +424,7 @@ int cmd_backup(int argc, char **argv)
                 CLI_STR("dirty-bitmap", &opts.source.dirty_bitmap),
                 CLI_STR("compare-with", &opts.source.compare_with),
                 CLI_STR("thin-delta", &opts.source.thin_delta),
+                CLI_STR("image-format", &opts.source.image_format),
                 CLI_FLAG("used-only", &used.on),
                 CLI_FLAG("as-file", &opts.source.as_file),
                 CLI_FLAG("wait", &wait),
@@ -419,6 +446,12 @@ int cmd_backup(int argc, char **argv)
         }
         const char *format = NULL;
         bool image = !opts.source.as_file && bv_source_detect_image(source, &format) > 0;
+        if (opts.source.image_format && opts.source.as_file) {
+                log_error("--image-format and --as-file contradict each other (read the virtual disk, or the file)");
+                return EXIT_USAGE;
+        }
+        if (!opts.source.as_file && opts.source.image_format)
+                image = true, format = opts.source.image_format;
         if (image && (opts.source.compare_with || opts.source.thin_delta)) {
                 log_error("'%s' is a %s image: --%s maps the file's bytes, not its virtual disk's (add --as-file "
                           "to back up the image file as it is)", source, format,

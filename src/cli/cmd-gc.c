@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "gc.h"
@@ -33,6 +34,9 @@ struct json_object *json_gc_stats(const BvGcStats *s)
                               { "groups_reencoded", json_object_new_uint64(s->groups_reencoded) },
                               { "packs_deleted", json_object_new_uint64(s->packs_deleted) },
                               { "bytes_deleted", json_object_new_uint64(s->bytes_deleted) },
+                              { "packs_locked", json_object_new_uint64(s->packs_locked) },
+                              { "locked_until", json_object_new_uint64(s->locked_until) },
+                              { "lists_locked", json_object_new_uint64(s->lists_locked) },
                               { "tmp_deleted", json_object_new_uint64(s->tmp_deleted) },
                               { "tmp_bytes_deleted", json_object_new_uint64(s->tmp_bytes_deleted) },
                               { "entries_resurrected", json_object_new_uint64(s->entries_resurrected) },
@@ -60,6 +64,15 @@ void print_gc_stats(const BvGcStats *s, bool dry_run)
         if (!dry_run)
                 printf("deleted %llu packs, %s\n", (unsigned long long)s->packs_deleted,
                        format_bytes(s->bytes_deleted, a));
+        if (s->packs_locked > 0) {
+                time_t t = (time_t)s->locked_until;
+                struct tm tm;
+                char when[32] = "?";
+                if (gmtime_r(&t, &tm))
+                        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+                printf("%llu packs kept: locked until %s (S3 Object Lock; a later gc deletes them)\n",
+                       (unsigned long long)s->packs_locked, when);
+        }
         if (s->tmp_deleted > 0)
                 printf("deleted %llu temporary files interrupted writers left, %s\n",
                        (unsigned long long)s->tmp_deleted, format_bytes(s->tmp_bytes_deleted, a));

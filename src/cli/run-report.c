@@ -129,12 +129,25 @@ static void report_continued(const BvTargetRun *run, const BvTargetRunJob *j, co
                        format_bytes(prev->numbers.bytes_stored, a));
 }
 
+/* A job's disk image that did not open, in the words backup uses: true when there are some. */
+static bool source_image_message(const BvTargetRunJob *j, char *buf, size_t size)
+{
+        const BvConfJob *job = j->job;
+        const char *format = job->image_format;
+
+        if (job->as_file || bv_conf_job_command(job) || job->snapshot)
+                return false;
+        if (!format && bv_source_detect_image(job->source, &format) <= 0)
+                return false;
+        return image_open_message(j->result, job->source, format, j->source_detail, true, buf, size);
+}
+
 /* The job's line of the report: what went wrong, or the snapshot; the room gc made when the drive
  * was full. */
 static void job_line(const BvTargetRun *run, const BvTargetRunJob *j, char *line, size_t size)
 {
         const char *t = run->target->name, *name = j->job->name;
-        char b[32], why[600];
+        char b[32], why[1200];
 
         if (j->room_collected && j->room_result < 0)
                 log_warning("target %s: job %s: the drive is full and gc failed: %s", t, name, strerror(-j->room_result));
@@ -143,7 +156,9 @@ static void job_line(const BvTargetRun *run, const BvTargetRunJob *j, char *line
                        (unsigned long long)j->room_packs, format_bytes(j->room_bytes, b),
                        j->ran_again ? ", and the backup ran again" : " (the next run has the room)");
         if (j->result < 0) {
-                if (strcmp(j->step, "source") == 0)
+                if (strcmp(j->step, "source") == 0 && source_image_message(j, why, sizeof(why)))
+                        ;
+                else if (strcmp(j->step, "source") == 0)
                         snprintf(why, sizeof(why), "cannot open its source '%s': %s", j->detail, strerror(-j->result));
                 else if (strcmp(j->step, "backup") == 0 && j->result == -ECANCELED)
                         describe_interrupt(j->kept_packs, j->kept_bytes, why, sizeof(why));

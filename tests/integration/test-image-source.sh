@@ -22,10 +22,10 @@ no_leftovers() {
     [ -z "$(ls -A "$TMPDIR")" ] || die "$1: left in TMPDIR: $(ls -A "$TMPDIR")"
     ! pgrep -f "qemu-nbd.*$T/" >/dev/null || die "$1: a qemu-nbd of this test still runs: $(pgrep -af "qemu-nbd.*$T/")"
 }
-# backup_restore NAME IMAGE: backs IMAGE up (JSON in $T/NAME.json), restores it to $T/NAME.out
-# and compares it with qemu-img's own raw conversion.
+# backup_restore NAME IMAGE [OPTION...]: backs IMAGE up (JSON in $T/NAME.json), restores it to
+# $T/NAME.out and compares it with qemu-img's own raw conversion.
 backup_restore() {
-    bv backup "$repo" "$2" --name="$1" --json >"$T/$1.json"
+    bv backup "$repo" "$2" --name="$1" --json "${@:3}" >"$T/$1.json"
     bv restore "$repo" "$(jget "$T/$1.json" snapshot)" "$T/$1.out" >/dev/null
     qemu-img convert -O raw "$2" "$T/$1.ref"
     assert_same "$T/$1.ref" "$T/$1.out"
@@ -85,10 +85,10 @@ read_bytes=$(jget "$T/sparse.json" bytes_read)
 [ "$read_bytes" -ge $((50 << 20)) ] && [ "$read_bytes" -le $((52 << 20)) ] ||
     die "the sparse qcow2 with 50 MiB of data read $read_bytes bytes"
 
-# A backing chain: the overlay is read as the whole virtual disk
+# A backing chain, its format stated (--image-format): the overlay is read as the whole virtual disk
 qemu-img create -q -f qcow2 -b "$T/disk.qcow2" -F qcow2 "$T/overlay.qcow2"
 qemu-io -f qcow2 -c 'write -P 0x77 10M 2M' "$T/overlay.qcow2" >/dev/null
-backup_restore overlay "$T/overlay.qcow2"
+backup_restore overlay "$T/overlay.qcow2" --image-format=qcow2
 [ "$(jget "$T/overlay.json" bytes_read)" -ge $((24 << 20)) ] || die "the backing file was not read"
 
 # vmdk and vdi
@@ -101,6 +101,40 @@ bv list "$repo" --json | grep -q '"image_format":"vdi"' || die "vdi not recorded
 cp "$raw" "$T/raw.qcow2"
 bv backup "$repo" "$T/raw.qcow2" --json >"$T/raw.json"
 bv list "$repo" --json | python3 -c 'import json,sys; s=json.load(sys.stdin)[-1]["source"]; assert s["kind"] == "file" and "image_format" not in s, s'
+
+# A guest writes a qcow2 header naming a host file as backing file at sector 0 of its raw disk
+# (or a vmdk descriptor naming one as FLAT extent): a probed format is read as a virtual disk
+# only when the image references no other file, so the host file never reaches the repository.
+secret=$T/secret
+for i in $(seq 1 40000); do echo "HOST-SECRET-LINE-$i"; done >"$secret"
+qemu-img create -q -f qcow2 -b "$secret" -F raw "$T/evil.qcow2" 1M
+truncate -s 8M "$T/guest.raw"
+dd if="$T/evil.qcow2" of="$T/guest.raw" conv=notrunc status=none
+printf '# Disk DescriptorFile\nversion=1\nCID=12345678\nparentCID=ffffffff\ncreateType="monolithicFlat"\n\n# Extent description\nRW 2048 FLAT "%s" 0\n\nddb.virtualHWVersion = "4"\n' \
+    "$secret" >"$T/desc"
+truncate -s 8M "$T/guest-vmdk.raw"
+dd if="$T/desc" of="$T/guest-vmdk.raw" conv=notrunc status=none
+for img in "$T/guest.raw:qcow2" "$T/evil.qcow2:qcow2" "$T/guest-vmdk.raw:vmdk"; do
+    f=${img%:*} fmt=${img##*:}
+    expect_fail 1 "refused to read '$f' as a $fmt image: it references another file, '$secret'" \
+        bv backup "$repo" "$f" --name=evil
+    grep -q -- "--image-format=$fmt" "$T/.err" && grep -q -- "--as-file" "$T/.err" ||
+        die "the refusal does not say the two ways out: $(cat "$T/.err")"
+done
+bv list "$repo" --json | python3 -c 'import json,sys; assert not [s for s in json.load(sys.stdin) if s["name"] == "evil"]' ||
+    die "a refused image left a snapshot"
+# --as-file stores the raw disk's own bytes: none of the host file
+bv backup "$repo" "$T/guest.raw" --name=evil --as-file --json >"$T/evil.json"
+bv restore "$repo" "$(jget "$T/evil.json" snapshot)" "$T/evil.out" >/dev/null
+assert_same "$T/guest.raw" "$T/evil.out"
+! grep -q HOST-SECRET "$T/evil.out" || die "the host file reached the repository"
+no_leftovers "refused images with references"
+# --image-format that is not the header's format: refused
+expect_fail 1 "'$T/disk.vdi' is not a qcow2 image: its header says vdi" \
+    bv backup "$repo" "$T/disk.vdi" --image-format=qcow2
+expect_fail 1 "'$T/guest.raw' is not a vmdk image: its header says qcow2" \
+    bv backup "$repo" "$T/guest.raw" --image-format=vmdk
+expect_fail 1 "'$raw' is not a qcow2 image: its header says raw" bv backup "$repo" "$raw" --image-format=qcow2
 
 # A running QEMU holds the write lock: refused, with what to do
 qemu-io -f qcow2 -c 'sleep 60000' "$T/sparse.qcow2" >/dev/null 2>&1 &
@@ -121,12 +155,12 @@ kill $holder; wait $holder 2>/dev/null || true
 
 # A truncated qcow2, a missing backing file, no qemu-nbd: refused naming the file
 head -c 100 "$T/sparse.qcow2" >"$T/cut.qcow2"
-expect_fail 1 "cannot read the qcow2 image '$T/cut.qcow2': qemu-nbd cannot open it: qcow2 header too short" \
+expect_fail 1 "cannot read the qcow2 image '$T/cut.qcow2': qemu cannot open it: qcow2 header too short" \
     bv backup "$repo" "$T/cut.qcow2"
 qemu-img create -q -f qcow2 -b "$T/gone.qcow2" -F qcow2 "$T/orphan.qcow2" 64M 2>/dev/null ||
     qemu-img create -q -f qcow2 -u -b "$T/gone.qcow2" -F qcow2 "$T/orphan.qcow2" 64M
-expect_fail 1 "cannot read the qcow2 image '$T/orphan.qcow2': qemu-nbd cannot open it: .*missing backing file" \
-    bv backup "$repo" "$T/orphan.qcow2"
+expect_fail 1 "cannot read the qcow2 image '$T/orphan.qcow2': qemu cannot open it: .*missing backing file" \
+    bv backup "$repo" "$T/orphan.qcow2" --image-format=qcow2
 mkdir -p "$T/nopath"
 expect_fail 1 "cannot read the qcow2 image '$T/disk.qcow2': qemu-nbd does not run (install qemu-utils)" \
     env PATH="$T/nopath" "$BLKVAULT" backup "$repo" "$T/disk.qcow2" --force-read

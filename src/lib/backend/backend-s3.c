@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "s3-internal.h"
 #include "s3.h"
+#include "s3-window.h"
 
 typedef struct S3Backend {
         BvBackend base;
@@ -42,19 +43,7 @@ typedef struct S3Reader {
         char etag[80]; /* names the cached copy */
         uint64_t size;
         int fd; /* the whole object, once reader_fd asked for it */
-        /* Prefetch windows (reader_advise): each one ranged GET of what the caller will read
-         * next, which the reads within it are served from, instead of a GET each. Two: a stream
-         * asks for the next window before it has read all of the one before. Several threads
-         * read one pack: while a window is fetched, a read within it waits for it. */
-        pthread_mutex_t mutex;
-        pthread_cond_t fetched;
-        struct {
-                uint8_t *data; /* [off, off + len) of the object */
-                uint64_t off, len;
-        } win[2];
-        uint64_t want_off, want_len; /* the window being fetched, while fetching */
-        bool fetching;
-        uint64_t miss_end; /* where the last read that no window held ended (0: none yet) */
+        S3Windows win; /* what a stream reads (s3-window.h) */
 } S3Reader;
 
 typedef struct S3Writer {
@@ -276,8 +265,7 @@ static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjR
                 return r;
         }
         rd->base.backend = b;
-        pthread_mutex_init(&rd->mutex, NULL);
-        pthread_cond_init(&rd->fetched, NULL);
+        s3_windows_init(&rd->win);
         rd->size = o.size;
         snprintf(rd->etag, sizeof(rd->etag), "%s", o.etag);
         rd->fd = -EBADF;
@@ -286,106 +274,38 @@ static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjR
         return 0;
 }
 
-/* The window a read that misses near the last miss fetches. */
-#define S3_READ_AROUND (2u << 20)
-
-static bool within(uint64_t offset, uint64_t len, uint64_t from, uint64_t n)
+static ssize_t reader_fetch(void *userdata, uint64_t off, size_t len, void *buf)
 {
-        return offset >= from && offset - from <= n && len <= n - (offset - from);
+        S3Reader *rd = userdata;
+
+        return bv_s3_get_range(client(rd->base.backend), rd->key, rd->version_id, off, len, buf);
 }
-
-/* Copies [offset, offset+len) from the prefetch window if it holds it (waiting while the window
- * that will hold it is fetched); false otherwise. */
-static bool window_read(S3Reader *rd, void *buf, size_t len, uint64_t offset)
-{
-        BV_LOCK_GUARD(&rd->mutex);
-        while (rd->fetching && within(offset, len, rd->want_off, rd->want_len))
-                pthread_cond_wait(&rd->fetched, &rd->mutex);
-        for (size_t i = 0; i < ELEMENTSOF(rd->win); i++)
-                if (rd->win[i].data && within(offset, len, rd->win[i].off, rd->win[i].len)) {
-                        memcpy(buf, rd->win[i].data + (offset - rd->win[i].off), len);
-                        return true;
-                }
-        return false;
-}
-
-/* A read missed the windows: whether it is near the last one that did (within a window's reach
- * either way), which then becomes this one. */
-static bool miss_near(S3Reader *rd, uint64_t offset, size_t len)
-{
-        BV_LOCK_GUARD(&rd->mutex);
-        uint64_t last = rd->miss_end;
-
-        rd->miss_end = offset + len;
-        return last > 0 && offset + S3_READ_AROUND >= last && offset <= last + S3_READ_AROUND;
-}
-
-static void s3_reader_advise(BvObjReader *r, uint64_t offset, uint64_t len);
 
 static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t offset)
 {
         S3Reader *rd = (S3Reader *)r;
+        ssize_t n;
+        size_t done;
 
         if (offset >= rd->size)
                 return 0;
         len = (size_t)MIN((uint64_t)len, rd->size - offset);
         if (rd->fd >= 0)
                 return bv_pread_all(rd->fd, buf, len, offset);
-        if (window_read(rd, buf, len, offset))
+        done = s3_windows_read(&rd->win, rd->size, buf, len, offset, reader_fetch, rd);
+        if (done == len)
                 return (ssize_t)len;
-        /* Reads that miss near one another (restore workers walking a pack together, which the
-         * pack set's stream detection may not see as one stream): a window from here, at once. */
-        if (miss_near(rd, offset, len) && len < S3_READ_AROUND) {
-                s3_reader_advise(r, offset, S3_READ_AROUND);
-                if (window_read(rd, buf, len, offset))
-                        return (ssize_t)len;
-        }
-        return bv_s3_get_range(client(r->backend), rd->key, rd->version_id, offset, len, buf);
+        n = reader_fetch(rd, offset + done, len - done, (uint8_t *)buf + done);
+        return n < 0 ? n : (ssize_t)done + n;
 }
 
-/* The largest window: a stream's prefetch (pack.h asks for 4 MiB at a time). */
-#define S3_WINDOW_MAX (16u << 20)
-
-/* Fetches [offset, offset+len) with one ranged GET into a window, replacing the older of the two
- * (the caller, a reader walking the object, has moved past it). Called by the thread that
- * reads next; a failure leaves no new window, and the reads then GET what they need themselves. */
+/* The stream will read [offset, offset+len) (pack.h asks 4 MiB ahead). */
 static void s3_reader_advise(BvObjReader *r, uint64_t offset, uint64_t len)
 {
         S3Reader *rd = (S3Reader *)r;
-        uint8_t *buf;
-        ssize_t n;
 
-        if (rd->fd >= 0 || offset >= rd->size)
-                return;
-        len = MIN(len, (uint64_t)S3_WINDOW_MAX);
-        len = MIN(len, rd->size - offset);
-        {
-                BV_LOCK_GUARD(&rd->mutex);
-                /* one window at a time: the stream asked for this one once and will not again,
-                 * so it waits for the one in flight rather than dropping it */
-                while (rd->fetching)
-                        pthread_cond_wait(&rd->fetched, &rd->mutex);
-                for (size_t i = 0; i < ELEMENTSOF(rd->win); i++)
-                        if (rd->win[i].data && within(offset, len, rd->win[i].off, rd->win[i].len))
-                                return;
-                rd->fetching = true;
-                rd->want_off = offset;
-                rd->want_len = len;
-        }
-        buf = malloc(len);
-        n = buf ? bv_s3_get_range(client(r->backend), rd->key, rd->version_id, offset, len, buf) : -ENOMEM;
-        BV_LOCK_GUARD(&rd->mutex);
-        if (n > 0) {
-                size_t old = !rd->win[0].data ? 0 : !rd->win[1].data ? 1 : rd->win[0].off > rd->win[1].off;
-
-                free(rd->win[old].data);
-                rd->win[old].data = buf;
-                rd->win[old].off = offset;
-                rd->win[old].len = (uint64_t)n;
-        } else
-                free(buf);
-        rd->fetching = false;
-        pthread_cond_broadcast(&rd->fetched);
+        if (rd->fd < 0)
+                s3_windows_advise(&rd->win, rd->size, offset, len, reader_fetch, rd);
 }
 
 static uint64_t s3_reader_size(BvObjReader *r)
@@ -450,10 +370,7 @@ static void s3_reader_close(BvObjReader *r)
         S3Reader *rd = (S3Reader *)r;
 
         safe_close(rd->fd);
-        free(rd->win[0].data);
-        free(rd->win[1].data);
-        pthread_cond_destroy(&rd->fetched);
-        pthread_mutex_destroy(&rd->mutex);
+        s3_windows_done(&rd->win);
         free(rd);
 }
 
@@ -561,6 +478,17 @@ static int lock_dir_locked(S3Backend *s)
 {
         BV_LOCK_GUARD(&s->lock_mutex);
         return lock_dir(s);
+}
+
+int bv_backend_s3_cache_dirfd(BvBackend *b)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return -EOPNOTSUPP;
+        int fd = lock_dir_locked(S3B(b));
+        if (fd < 0)
+                return fd;
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        return fd < 0 ? -errno : fd;
 }
 
 static int s3_lock(BvBackend *b, BvLockKind kind, bool wait)
@@ -701,6 +629,49 @@ static int s3_lease_alive(BvBackend *b, const char *name, bool reap, size_t max,
         return 1;
 }
 
+/* ---- the probe for conditional writes, remembered ---- */
+
+/* How long this machine trusts what the probe found for an endpoint and bucket. */
+#define PROBE_TTL_S (24 * 3600)
+#define PROBE_FILE "conditional-put"
+
+/* What the probe found for this endpoint and bucket less than PROBE_TTL_S ago, from the file it
+ * left in the backend's directory: 1 honoured, 0 not, -ENOENT none to trust. */
+static int probe_remembered(S3Backend *s, int dirfd)
+{
+        _cleanup_free_ char *text = NULL;
+        struct stat st;
+        size_t len, n = strlen(s->s3->base_url);
+
+        if (fstatat(dirfd, PROBE_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            st.st_mtime + PROBE_TTL_S < time(NULL) || st.st_mtime > time(NULL) + 60)
+                return -ENOENT;
+        if (bv_read_file_beneath(dirfd, PROBE_FILE, 4096, (void **)&text, &len) < 0 || len != n + 3 ||
+            memcmp(text, s->s3->base_url, n) != 0 || text[n] != ' ' || text[n + 2] != '\n' ||
+            (text[n + 1] != '0' && text[n + 1] != '1'))
+                return -ENOENT;
+        return text[n + 1] == '1';
+}
+
+/* Whether the store honours If-None-Match: * on PUT: as the probe found it lately on this
+ * machine, else probed now (three requests) and remembered. */
+static int probe_conditional(S3Backend *s)
+{
+        _cleanup_free_ char *text = NULL;
+        int dirfd = lock_dir_locked(s), r;
+
+        if (dirfd >= 0 && (r = probe_remembered(s, dirfd)) >= 0) {
+                s->s3->conditional_put = r;
+                return 0;
+        }
+        r = s3_probe_conditional(s->s3);
+        if (r < 0 || dirfd < 0)
+                return r;
+        if (asprintf(&text, "%s %d\n", s->s3->base_url, s->s3->conditional_put ? 1 : 0) >= 0)
+                (void)bv_write_file_durable(dirfd, PROBE_FILE, text, strlen(text), true);
+        return 0;
+}
+
 /* ---- open, close ---- */
 
 static void s3_close(BvBackend *b)
@@ -761,9 +732,11 @@ static int s3_open(const char *location, bool create, int64_t at, BvBackend **re
         if (r >= 0 && (!(s->base.location = strdup(location)) || !(s->bucket = strdup(conf->bucket)) ||
                        !(s->prefix = strdup(conf->prefix))))
                 r = -ENOMEM;
-        if (r >= 0)
-                r = bv_s3_open(conf, at ? 0 : BV_S3_PROBE_CONDITIONAL, &s->s3, errbuf, errlen);
-        else if (errbuf && r == -ESRCH)
+        if (r >= 0) {
+                r = bv_s3_open(conf, 0, &s->s3, errbuf, errlen);
+                if (r >= 0 && !at && (r = probe_conditional(s)) < 0 && errbuf)
+                        bv_s3_errmsg(s->s3, errbuf, errlen);
+        } else if (errbuf && r == -ESRCH)
                 snprintf(errbuf, errlen, "%s: AWS_PROFILE '%s' names no profile: neither the credentials file "
                          "(AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials) has a [%s] section nor the config file "
                          "(AWS_CONFIG_FILE, else ~/.aws/config) a [profile %s] one", location, getenv("AWS_PROFILE"),
@@ -832,7 +805,8 @@ int bv_backend_s3_object_lock_enabled(BvBackend *b)
         return bv_s3_object_lock_enabled(client(b));
 }
 
-int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until)
+int bv_backend_s3_retention_mode(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until,
+                                 bv_s3_lock_mode *ret_mode)
 {
         char key[BV_BACKEND_KEY_MAX];
         bv_s3_object o = {};
@@ -840,10 +814,18 @@ int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int6
 
         if (r >= 0)
                 r = bv_s3_head(client(b), key, NULL, &o);
-        if (r >= 0)
+        if (r >= 0) {
                 *ret_until = o.retain_until;
+                if (ret_mode)
+                        *ret_mode = o.lock_mode;
+        }
         bv_s3_object_done(&o);
         return r;
+}
+
+int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until)
+{
+        return bv_backend_s3_retention_mode(b, kind, name, ret_until, NULL);
 }
 
 int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until)
@@ -870,6 +852,8 @@ static int foreign_cb(const bv_s3_object *o, void *userdata)
         Foreign *f = userdata;
         if (strncmp(o->key, "keys/", 5) == 0)
                 return 0; /* a creation by copy that was interrupted before its config */
+        if (strncmp(o->key, ".probe-conditional-put-", 23) == 0)
+                return 0; /* another process's probe, at its open */
         snprintf(f->what, f->len, "%s", o->key);
         return -ENOTEMPTY;
 }

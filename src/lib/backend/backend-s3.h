@@ -8,7 +8,9 @@
  *   put          one PUT (multipart above the client's threshold); create-only puts send
  *                If-None-Match: * where the probe at open found the store honours it, else a
  *                HEAD goes first (racy, but every create-only kind is content-addressed or
- *                randomly named)
+ *                randomly named). What the probe found is remembered for a day in the
+ *                directory below (conditional-put: the endpoint and bucket, and the answer), so
+ *                the opens of that day make no probe
  *   get, stat    GET, HEAD; list: ListObjectsV2 of PREFIX/<folder>/, 1,000 keys a request
  *   remove       DELETE; on S3 deleting an absent object succeeds, and so does this
  *   readers      HEAD for the size, a ranged GET per read; reader_fd: the whole object from the
@@ -54,6 +56,11 @@ int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char 
  * versions of a bucket with versioning (Object Lock turns it on). */
 int bv_backend_s3_open_at(const char *location, int64_t at, BvBackend **ret, char *errbuf, size_t errlen);
 
+/* A new fd of b's local directory on this machine (the locks' and the cache's, above), for
+ * other rooms' caches of this location in folders of their own; -EOPNOTSUPP for a backend that
+ * is not S3. */
+int bv_backend_s3_cache_dirfd(BvBackend *b);
+
 /* Requests made and bytes moved by b so far (s3.h); -EOPNOTSUPP for a backend that is not S3. */
 int bv_backend_s3_stats(BvBackend *b, bv_s3_stats *ret);
 
@@ -73,6 +80,9 @@ int bv_backend_s3_object_lock_enabled(BvBackend *b);
 int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until);
 /* The retention of (kind, name)'s current version (HEAD): seconds since the epoch, 0 none. */
 int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until);
+/* Likewise, and its mode (NONE when it has no retention) in *ret_mode if not NULL. */
+int bv_backend_s3_retention_mode(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until,
+                                 bv_s3_lock_mode *ret_mode);
 
 /* Whether the location holds objects that are not key slots (a location a copy is to create a
  * repository in must hold none): -ENOTEMPTY with the first one's key (below the prefix) in what,

@@ -2,11 +2,12 @@
 /*
  * DST of a copy as the copy writes it (copy.h). A local DST is a repository opened for writing, as
  * a backup opens it. A remote one (S3) is written through its backend, with what the store room
- * writes into a folder staged in a local spool: DST's index segments are fetched into the spool's
+ * writes into a folder staged in a local spool: DST's index segments are fetched into a local
  * index/ and opened there (bv_index_open), so lookups answer for DST; a segment the index writes
  * there, and a pack the pack writer commits in the spool's packs/, is then put at DST (create-only)
  * and the pack's spool file dropped. Locks/write there is the backend's (this machine), the lease a
- * lease object with its heartbeat (backend-s3.c).
+ * lease object with its heartbeat (backend-s3.c). The fetched segments stay in the backend's
+ * directory on this machine, so the next copy fetches only the ones it lacks.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -78,8 +79,8 @@ static int put_file(CopyDst *d, int dirfd, const char *path, BvObjKind kind, con
         return r;
 }
 
-/* The segments the index wrote into the spool that DST does not have yet, put there. */
-static int segments_put(CopyDst *d)
+/* fn on every entry of index/ that is not a segment DST has. */
+static int each_unknown(CopyDst *d, int (*fn)(CopyDst *d, const struct dirent *de))
 {
         DIR *dir;
         struct dirent *de;
@@ -87,19 +88,25 @@ static int segments_put(CopyDst *d)
         if (r < 0)
                 return r;
         while (r >= 0 && (de = readdir(dir)))
-                if (bv_index_name_valid(de->d_name) && !name_known(d, de->d_name)) {
-                        r = put_file(d, d->index_fd, de->d_name, BV_KIND_INDEX, de->d_name);
-                        if (r >= 0)
-                                r = name_add(d, de->d_name);
-                }
+                if (!name_known(d, de->d_name))
+                        r = fn(d, de);
         closedir(dir);
         return r;
+}
+
+/* A segment the index wrote into index/ that DST does not have yet, put there. */
+static int segment_put(CopyDst *d, const struct dirent *de)
+{
+        if (!bv_index_name_valid(de->d_name))
+                return 0;
+        int r = put_file(d, d->index_fd, de->d_name, BV_KIND_INDEX, de->d_name);
+        return r < 0 ? r : name_add(d, de->d_name);
 }
 
 int copy_dst_flush(CopyDst *d)
 {
         int r = bv_index_flush(d->x);
-        return r < 0 || d->repo ? r : segments_put(d);
+        return r < 0 || d->repo ? r : each_unknown(d, segment_put);
 }
 
 int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE])
@@ -116,17 +123,50 @@ int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE])
 
 /* ---- a remote DST ---- */
 
+/* A segment DST lists: GET into index/, unless index/ (this machine's mirror of DST's segments)
+ * holds it from an earlier copy: a segment's name is random and it is never rewritten, so one
+ * of the size listed is the one listed. */
 static int fetch_segment(const BvObjEntry *e, void *userdata)
 {
         CopyDst *d = userdata;
         _cleanup_free_ void *data = NULL;
+        struct stat st;
         size_t len;
         if (!bv_index_name_valid(e->name))
                 return 0;
+        if (fstatat(d->index_fd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            (uint64_t)st.st_size == e->size)
+                return name_add(d, e->name);
         int r = bv_backend_get(d->b, BV_KIND_INDEX, e->name, SEGMENT_MAX, &data, &len);
         if (r >= 0)
                 r = bv_write_file_shared(d->index_fd, e->name, data, len, false);
         return r < 0 ? r : name_add(d, e->name);
+}
+
+/* What the mirror holds that DST does not list (a gc there merged it away, or a copy killed
+ * before its PUT wrote it) goes, so the index opened there is DST's. */
+static int segment_drop(CopyDst *d, const struct dirent *de)
+{
+        if (de->d_type == DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                return 0;
+        return unlinkat(d->index_fd, de->d_name, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* index/: the mirror of DST's segments in the backend's directory on this machine (kept from one
+ * copy to the next: only segments it lacks are fetched; locks/write, held, keeps it to this
+ * copy), else in the spool. */
+static int mirror_open(CopyDst *d)
+{
+        int dirfd = d->cache_fd = bv_backend_s3_cache_dirfd(d->b);
+        if (dirfd >= 0 && (mkdirat(dirfd, "copy-index", 0700) == 0 || errno == EEXIST)) {
+                d->index_fd = bv_open_dir_beneath(dirfd, "copy-index");
+                if (d->index_fd >= 0)
+                        return 0;
+        }
+        if (mkdirat(d->spool_fd, "index", 0700) < 0)
+                return -errno;
+        d->index_fd = bv_open_dir_beneath(d->spool_fd, "index");
+        return d->index_fd < 0 ? d->index_fd : 0;
 }
 
 static int spool_open(CopyDst *d)
@@ -137,11 +177,10 @@ static int spool_open(CopyDst *d)
         if (!mkdtemp(d->spool))
                 return -errno;
         d->spool_fd = open(d->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d->spool_fd < 0 || mkdirat(d->spool_fd, "index", 0700) < 0 || mkdirat(d->spool_fd, "packs", 0700) < 0)
+        if (d->spool_fd < 0 || mkdirat(d->spool_fd, "packs", 0700) < 0)
                 return -errno;
-        d->index_fd = bv_open_dir_beneath(d->spool_fd, "index");
         d->packs_fd = bv_open_dir_beneath(d->spool_fd, "packs");
-        return d->index_fd < 0 ? d->index_fd : d->packs_fd < 0 ? d->packs_fd : 0;
+        return d->packs_fd < 0 ? d->packs_fd : mirror_open(d);
 }
 
 /* Empties the folder dirfd (files and folders of files: the spool's index/ and packs/xx/). */
@@ -190,6 +229,8 @@ static int remote_open(CopyDst *d, bool wait, BvRepoProblem *problem)
         if (r >= 0)
                 r = bv_backend_list(d->b, BV_KIND_INDEX, fetch_segment, d);
         if (r >= 0)
+                r = each_unknown(d, segment_drop);
+        if (r >= 0)
                 r = bv_index_open(d->index_fd, &d->x);
         return r;
 }
@@ -200,7 +241,7 @@ int copy_dst_open(BvRepo *src, const char *location, const BvSecret *dst_secret,
         CopyDst *d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
-        *d = (CopyDst){ .lock_fd = -EBADF, .spool_fd = -EBADF, .index_fd = -EBADF, .packs_fd = -EBADF,
+        *d = (CopyDst){ .lock_fd = -EBADF, .spool_fd = -EBADF, .index_fd = -EBADF, .packs_fd = -EBADF, .cache_fd = -EBADF,
                         .keyring = bv_repo_keyring(src), .config = *bv_repo_config(src) };
         BvRepoProblem none = {};
         if (!problem)
@@ -239,6 +280,7 @@ void copy_dst_close(CopyDst *d)
                 safe_close(d->lock_fd);
                 safe_close(d->index_fd);
                 safe_close(d->packs_fd);
+                safe_close(d->cache_fd);
                 spool_remove(d);
                 safe_close(d->spool_fd);
                 bv_backend_close(d->b);
@@ -290,6 +332,29 @@ static int on_listed(const BvObjEntry *e, void *userdata)
         return 0;
 }
 
+/* The packs of DST's condemned lists are no orphans: gc took them out of the index and keeps
+ * the list while a pack is locked (docs/LIFECYCLE.md, "gc and Object Lock"); adopted, it would be
+ * named again and the retention extension would keep it for ever. A list gone meanwhile was
+ * finalized: its packs were deleted. */
+static int on_condemned(const BvObjEntry *e, void *userdata)
+{
+        Orphans *o = userdata;
+        BvIndexList *l;
+        const uint8_t(*ids)[BV_PACK_ID_SIZE];
+        if (!bv_index_name_valid(e->name))
+                return 0;
+        int r = bv_index_list_open_backend(o->d->b, e->name, &l);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        size_t n = bv_index_list_packs(l, &ids);
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = on_named(ids[i], o);
+        bv_index_list_free(l);
+        return r;
+}
+
 /* An orphan's own index: from SRC when it is one of SRC's packs sent whole (the same bytes), else
  * from the pack at DST, read whole. One that does not read is left alone. */
 static int adopt_one(CopyDst *d, BvRepo *src, BvObjectCodec *codec, const uint8_t id[BV_PACK_ID_SIZE],
@@ -320,12 +385,22 @@ static int adopt_one(CopyDst *d, BvRepo *src, BvObjectCodec *codec, const uint8_
         return 0;
 }
 
+#define UNFINISHED "copy-unfinished"
+
 int copy_dst_adopt(CopyDst *d, BvRepo *src, BvObjectCodec *codec, uint64_t *packs, uint64_t *bytes)
 {
         if (d->repo)
                 return bv_backup_adopt(d->repo, codec, packs, bytes);
+        if (d->cache_fd >= 0) {
+                bool unfinished = faccessat(d->cache_fd, UNFINISHED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+                int k = bv_write_file_durable(d->cache_fd, UNFINISHED, "", 0, true);
+                if (k >= 0 && !unfinished)
+                        return 0;
+        }
         Orphans o = { .d = d };
         int r = bv_index_packs(d->x, on_named, &o);
+        if (r >= 0)
+                r = bv_backend_list(d->b, BV_KIND_CONDEMNED, on_condemned, &o);
         if (r >= 0 && o.nnamed > 1)
                 qsort(o.named, o.nnamed, BV_PACK_ID_SIZE, pack_cmp);
         if (r >= 0)
@@ -337,6 +412,12 @@ int copy_dst_adopt(CopyDst *d, BvRepo *src, BvObjectCodec *codec, uint64_t *pack
         free(o.named);
         free(o.ids);
         return r;
+}
+
+void copy_dst_done(CopyDst *d)
+{
+        if (!d->repo && d->cache_fd >= 0)
+                (void)unlinkat(d->cache_fd, UNFINISHED, 0);
 }
 
 /* ---- publishing a record ---- */

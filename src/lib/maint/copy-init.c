@@ -172,6 +172,11 @@ int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBac
                         return r;
                 }
                 r = dst_fresh(*bp, errbuf, errlen);
+                /* another copy making the same DST got its config in meanwhile, and its objects */
+                if (r == -ENOTEMPTY && copy_related(src, *bp) == 0) {
+                        *ret_created = false;
+                        return 0;
+                }
                 /* an empty directory gets its layout; below an S3 prefix there is none to make */
                 if (r > 0 && bv_backend_is_local(*bp)) {
                         bv_backend_close(*bp);
@@ -184,8 +189,14 @@ int copy_prepare(BvRepo *src, const char *dst, const BvSecret *dst_secret, BvBac
         r = write_keys(src, *bp, dst_secret);
         if (r < 0)
                 return r;
-        /* the config last: a location without it is not a repository */
+        /* the config last: a location without it is not a repository. Another copy that made
+         * the same location at the same time put it first: one related to SRC is DST as well. */
         r = copy_object(bv_repo_backend(src), *bp, BV_KIND_CONFIG, NULL, CONFIG_MAX, BV_PUT_CREATE);
+        if (r == -EEXIST) {
+                r = copy_related(src, *bp);
+                *ret_created = false;
+                return r;
+        }
         if (r < 0)
                 return r;
         *ret_created = true;

@@ -21,6 +21,7 @@ struct BvCopyDst {
         uint64_t epoch;      /* the lease's */
         char *spool;         /* a local folder: index/ (DST's segments and new ones), packs/ */
         int spool_fd, index_fd;
+        int cache_fd;        /* the backend's directory on this machine (-EBADF: none) */
         char **segs;         /* the segments DST has (sorted) */
         size_t nsegs, segcap;
 };
@@ -41,8 +42,13 @@ int copy_writer_end(BvObjWriter *w, const char *name, int r);
 int copy_dst_open(BvRepo *src, const char *location, const BvSecret *dst_secret, bool wait, BvRepoProblem *problem,
                   bool *ret_created, CopyDst **ret);
 void copy_dst_close(CopyDst *d);
-/* Packs an interrupted copy (or backup) left at DST that no segment names, recorded. */
+/* Packs an interrupted copy (or backup) left at DST that no segment names, recorded. At a remote
+ * DST only after a copy from this machine was interrupted (a mark in its cache directory, which
+ * copy_dst_done clears): a LIST of every pack is a request per 1,000 of them, and a pack another
+ * machine's interrupted copy left is only sent again (create-only: stored once). */
 int copy_dst_adopt(CopyDst *d, BvRepo *src, BvObjectCodec *codec, uint64_t *packs, uint64_t *bytes);
+/* After a copy that completed: the next one need not look for what it left (copy_dst_adopt). */
+void copy_dst_done(CopyDst *d);
 /* After the pack writer committed pack id in packs_fd: a remote DST gets it. */
 int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
 /* The index's new entries as a durable segment at DST. */

@@ -527,6 +527,8 @@ static int copy_run(Copy *c)
                 r = publish(c);
         if (r >= 0)
                 r = copy_lock_extend(c->d, c->o, &c->st->objects_retained, c->st->culprit, sizeof(c->st->culprit));
+        if (r >= 0)
+                copy_dst_done(c->d);
         return r;
 }
 

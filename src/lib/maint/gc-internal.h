@@ -42,6 +42,7 @@ typedef struct Gc {
         BvObjectCodec *codec;
         int dirfd, gc_dirfd;  /* a local repository's; -EBADF for a remote one */
         bool remote;          /* written through the backend (S3): no folders, no flock */
+        int object_lock;      /* whether the bucket has Object Lock: 0 not probed yet, 1 yes, -1 no */
         const Packs *ps;      /* every pack the index names or packs/ holds (sizes from the listing) */
         uint8_t *bits; /* one per index position: the winning entry of a referenced id */
         uint64_t npos;

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "backend-s3.h"
 #include "buf.h"
 #include "fileio.h"
 #include "gc-internal.h"
@@ -270,14 +272,36 @@ static int remove_pack(Gc *g, const uint8_t id[BV_PACK_ID_SIZE], const char *pat
         return 0;
 }
 
+/* Whether the pack at path still carries Object Lock retention (docs/LIFECYCLE.md, "gc and
+ * Object Lock"): 1 locked (counted, its retention's end kept for the summary), 0 not. Only in a
+ * bucket with Object Lock (probed once a run, gc.c): elsewhere no pack is HEADed. */
+static int pack_locked(Gc *g, const char *path)
+{
+        int64_t until = 0;
+        if (g->object_lock <= 0)
+                return 0;
+        int r = bv_backend_s3_retention(bv_repo_backend(g->repo), BV_KIND_PACK, path, &until);
+        if (r == -ENOENT) /* a finalize that crashed deleted it */
+                return 0;
+        if (r < 0)
+                return unlink_pack_refused(g, path, r);
+        if (until <= (int64_t)time(NULL))
+                return 0;
+        g->st->packs_locked++;
+        g->st->locked_until = MAX(g->st->locked_until, (uint64_t)until);
+        return 1;
+}
+
 static int unlink_pack(Gc *g, const uint8_t id[BV_PACK_ID_SIZE])
 {
         int packs = bv_repo_dirfd(g->repo, "packs");
         char path[64];
         struct stat st;
         bv_pack_path(id, path);
-        if (g->remote)
-                return remove_pack(g, id, path);
+        if (g->remote) {
+                int r = pack_locked(g, path);
+                return r != 0 ? r : remove_pack(g, id, path);
+        }
         if (fstatat(packs, path, &st, AT_SYMLINK_NOFOLLOW) < 0) /* ENOENT: a finalize that crashed did it */
                 return errno == ENOENT ? 0 : unlink_pack_refused(g, path, negative_errno());
         if (!S_ISREG(st.st_mode))
@@ -307,6 +331,7 @@ int gc_finalize(Gc *g, GcList *l)
         if (named.n > 1)
                 qsort(named.ids, named.n, BV_PACK_ID_SIZE, gc_pack_cmp);
         size_t np = bv_index_list_packs(l->list, &packs);
+        bool locked = false;
         for (size_t i = 0; i < np && r >= 0; i++) {
                 Found key;
                 memcpy(key.loc.pack_id, packs[i], BV_PACK_ID_SIZE);
@@ -314,6 +339,12 @@ int gc_finalize(Gc *g, GcList *l)
                     (nkept > 0 && bsearch(&key, kept, nkept, sizeof(Found), found_cmp)))
                         continue;
                 r = unlink_pack(g, packs[i]);
+                locked |= r > 0;
+                r = MIN(r, 0);
+        }
+        if (r >= 0 && locked) { /* kept: a later gc deletes its packs once their retention passes */
+                g->st->lists_locked++;
+                goto out;
         }
         if (r >= 0 && g->remote) { /* durable when the DELETE returns */
                 r = bv_backend_remove(bv_repo_backend(g->repo), BV_KIND_CONDEMNED, l->name);

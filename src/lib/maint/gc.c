@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "backend-s3.h"
 #include "buf.h"
 #include "fileio.h"
 #include "gc-internal.h"
@@ -281,6 +283,31 @@ static int gc_prepare(Gc *g, bool dry_run, uint64_t *ret_epoch, uint64_t *ret_mi
         return r < 0 ? r : epoch_derive(g, dry_run, file, lease_max, ret_epoch);
 }
 
+/* In a bucket with Object Lock, what gc puts (the packs it rewrites, the index segments and
+ * condemned lists) is retained as the config is: until its retention's end, which copy's
+ * extension pass moves (docs/LIFECYCLE.md, "gc and Object Lock"), in its mode. Also probes, once
+ * a run, whether the bucket has Object Lock (g->object_lock). */
+static int gc_lock_like_config(Gc *g)
+{
+        BvBackend *b = bv_repo_backend(g->repo);
+        bv_s3_lock_mode mode = BV_S3_LOCK_NONE;
+        int64_t until = 0, now = (int64_t)time(NULL);
+        int r = bv_backend_s3_object_lock_enabled(b);
+        if (r == -EOPNOTSUPP)
+                r = 0;
+        if (r < 0)
+                return r;
+        g->object_lock = r > 0 ? 1 : -1;
+        if (r == 0)
+                return 0;
+        r = bv_backend_s3_retention_mode(b, BV_KIND_CONFIG, NULL, &until, &mode);
+        if (r < 0)
+                return gc_note(g, "config", false, r);
+        if (until <= now)
+                return 0;
+        return bv_backend_s3_set_object_lock(b, until - now, mode);
+}
+
 /* A damaged index segment or snapshot record hides references: deleting is then unsafe. */
 static int gc_check_damage(Gc *g)
 {
@@ -326,6 +353,11 @@ int bv_gc(BvRepo *repo, const BvGcOptions *o, BvGcStats *st)
         if (o->dry_run) {
                 st->lists_waiting = g.nlists;
                 goto out;
+        }
+        if (g.remote) {
+                r = gc_lock_like_config(&g);
+                if (r < 0)
+                        goto out;
         }
         if (ncondemned > 0) {
                 r = condemn_locked(&g, &ps, ncondemned, epoch, list_name);

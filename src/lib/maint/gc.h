@@ -34,6 +34,9 @@ typedef struct BvGcStats {
         uint64_t bytes_copied;               /* encoded bytes written for rewritten packs' live objects */
         uint64_t groups_reencoded;           /* partly unused groups whose live members were re-encoded */
         uint64_t packs_deleted, bytes_deleted;
+        uint64_t packs_locked;               /* dead packs kept: S3 Object Lock retention not passed yet */
+        uint64_t locked_until;               /* the latest end of their retention (seconds since the epoch) */
+        uint64_t lists_locked;               /* condemned lists kept for them (a later gc finalizes them) */
         uint64_t tmp_deleted, tmp_bytes_deleted; /* .tmp-* files interrupted writers left */
         uint64_t entries_resurrected;        /* put back into the index for a snapshot committed meanwhile */
         uint64_t lists_finalized, lists_waiting;

@@ -215,6 +215,15 @@ static int socket_pair_private(int *ret_listen, int *ret_client)
         return 0;
 }
 
+/* path as qemu is given it: "./" keeps qemu from taking a relative name with a colon for a
+ * protocol ("json:..."). NULL when out of memory. */
+static char *qemu_file_name(const char *path)
+{
+        char *file;
+
+        return asprintf(&file, "%s%s", path[0] == '/' ? "" : "./", path) < 0 ? NULL : file;
+}
+
 /* Starts qemu-nbd on the image: its pid, with *ret_client connected to it and *ret_err the read
  * end of its stderr. */
 static int qemu_nbd_start(const char *path, const char *format, int *ret_client, int *ret_err)
@@ -225,11 +234,9 @@ static int qemu_nbd_start(const char *path, const char *format, int *ret_client,
         _cleanup_free_ char *file = NULL;
         int r;
 
-        /* "./" keeps qemu from taking a relative name with a colon for a protocol ("json:...") */
-        if (asprintf(&file, "%s%s", path[0] == '/' ? "" : "./", path) < 0) {
-                file = NULL;
+        file = qemu_file_name(path);
+        if (!file)
                 return -ENOMEM;
-        }
         snprintf(fmt, sizeof(fmt), "--format=%s", format);
         char *const argv[] = { (char *)"qemu-nbd", (char *)"--read-only", fmt, (char *)"--shared=1", file, NULL };
         _cleanup_free_ char **env = child_env(listen_pid);
@@ -337,6 +344,36 @@ static const BvSourceOps image_ops = {
         .read_stats = image_read_stats, .image_format = image_format, .free = image_free_op,
 };
 
+static void r_detail(const BvSourceOptions *o, const char *detail)
+{
+        if (o->error_detail && o->error_detail_size)
+                snprintf(o->error_detail, o->error_detail_size, "%s", detail);
+}
+
+/* The stated format must be the header's; a probed one must reference no other file. */
+static int check_format(int fd, const char *path, const char *found, const BvSourceOptions *o)
+{
+        char detail[DETAIL_MAX];
+        _cleanup_free_ char *file = NULL;
+
+        if (o->image_format && (!found || strcmp(found, o->image_format) != 0)) {
+                snprintf(detail, sizeof(detail), "%s", found ? found : "raw");
+                r_detail(o, detail);
+                return -EMEDIUMTYPE;
+        }
+        if (!found)
+                return -EINVAL; /* replaced by a raw file since it was recognised */
+        if (o->image_format)
+                return 0; /* trusted, with its backing chain */
+        file = qemu_file_name(path);
+        if (!file)
+                return -ENOMEM;
+        detail[0] = '\0';
+        int r = bv_source_image_references(fd, file, found, detail, sizeof(detail));
+        r_detail(o, detail);
+        return r > 0 ? -ENOLINK : r;
+}
+
 int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource **ret)
 {
         BvSourceOptions o = opts ? *opts : (BvSourceOptions){};
@@ -357,8 +394,11 @@ int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
         r = detect_fd(fd, &s->format);
-        if (r <= 0)
-                return r < 0 ? r : -EINVAL; /* replaced by a raw file since it was recognised */
+        if (r < 0)
+                return r;
+        r = check_format(fd, path, r > 0 ? s->format : NULL, &o);
+        if (r < 0)
+                return r;
         bv_source_identity_from_stat(&st, &s->identity);
 
         r = qemu_nbd_start(path, s->format, &client, &s->err_fd);

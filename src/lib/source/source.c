@@ -72,7 +72,11 @@ static int recognise_image(const char *location, const BvSourceOptions *o)
 {
         const char *format;
 
-        return o && o->as_file ? 0 : bv_source_detect_image(location, &format);
+        if (o && o->as_file)
+                return 0;
+        if (o && o->image_format) /* stated: the file must be one (its open says when it is not) */
+                return !bv_source_is_nbd_uri(location) && strcmp(location, "-") != 0;
+        return bv_source_detect_image(location, &format);
 }
 
 static const SourceKindRow source_kinds[] = {

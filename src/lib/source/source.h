@@ -43,6 +43,10 @@ typedef struct BvSourceOptions {
         bool skip_unreadable;
         /* A disk image file (qcow2, vmdk ...) is read as the file it is, not as its virtual disk. */
         bool as_file;
+        /* The image's format as the user states it ("qcow2" ...): the file must be one (its header
+         * says so) and is read with its backing chain. NULL: probed from the header, and then read
+         * as a virtual disk only when it references no other file (-ENOLINK naming it). */
+        const char *image_format;
         /* Where a source that does not open says why in the words of the helper it ran (qemu-nbd's
          * message), "" when it has none; NULL: not asked. */
         char *error_detail;
@@ -219,8 +223,15 @@ int bv_source_detect_image(const char *path, const char **ret_format);
  * Errors: those of open, -EINVAL with opts' changed-block options, -EBUSY when a running QEMU
  * writes the image (it holds the write lock), -ENOPKG when qemu-nbd does not run, -EBADMSG when
  * qemu-nbd cannot open the image (a corrupt or truncated one, a missing backing file: see
- * opts->error_detail). */
+ * opts->error_detail). A probed image (no opts->image_format) that references another file (a
+ * backing file, a qcow2 data file, a vmdk extent) is refused with -ENOLINK, the file it names in
+ * opts->error_detail; opts->image_format that is not the header's format: -EMEDIUMTYPE, the
+ * header's format (or "raw") in opts->error_detail. */
 int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource **ret);
+/* For source-image.c: does the probed image (open as fd, named file for qemu-img) of format
+ * reference another file? 1 with its name in detail, 0, -ENOPKG (no qemu-img), -EBADMSG (qemu-img
+ * cannot read it, detail says so), -errno. */
+int bv_source_image_references(int fd, const char *file, const char *format, char *detail, size_t size);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
 int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);

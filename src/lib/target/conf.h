@@ -96,6 +96,8 @@ typedef struct BvConfJob {
         bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
         bool used_only;         /* read only the blocks its filesystems use (fs/used-source.h) */
         bool as_file;           /* a disk image (qcow2 ...) is read as the file, not its virtual disk */
+        char *image_format;     /* the source is an image of this format, trusted with its backing
+                                 * chain (BvSourceOptions.image_format); NULL: probed */
         bool any_target;        /* targets = any (the default) */
         char **targets;         /* otherwise these names, NULL-terminated */
         size_t n_targets;

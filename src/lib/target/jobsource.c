@@ -151,7 +151,10 @@ static int open_inner(BvJobSource *js, const BvConfJob *j, const char *target, c
                 return bv_source_open(fdpath, NULL, &js->inner);
         }
         if (!j->snapshot)
-                return bv_source_open(j->source, &(BvSourceOptions){ .as_file = j->as_file }, &js->inner);
+                return bv_source_open(j->source,
+                                      &(BvSourceOptions){ .as_file = j->as_file, .image_format = j->image_format,
+                                                          .error_detail = out, .error_detail_size = size },
+                                      &js->inner);
         return bv_lvm_snap_open(j->source, j->name, target, NULL, &js->snapshot, &js->inner, fail_status, out, size);
 }
 

@@ -24,7 +24,9 @@ bool bv_job_cancelled(void);
 
 /* Opens j's source for reading in a run to target (vars: for a command's environment, as
  * bv_hook_run). Fails with -errno; for a failed lvs, lvcreate, lvremove or dmsetup, -ECHILD with
- * its exit status in *fail_status and its output in out (as bv_target_run). */
+ * its exit status in *fail_status and its output in out (as bv_target_run); for a disk image that
+ * does not open, the words of the helper (qemu-nbd) or the file it references in out
+ * (BvSourceOptions.error_detail). */
 int bv_job_source_open(const BvConfJob *j, const char *target, const char *const vars[], BvJobSource **ret,
                        int *fail_status, char *out, size_t size);
 BvSource *bv_job_source(BvJobSource *js);

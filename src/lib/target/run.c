@@ -117,6 +117,7 @@ static int backup_source(const char *target, const char *const vars[], BvRepo *r
                 first_line(out, rj->detail, sizeof(rj->detail));
         if (r < 0 && r != -ECHILD && !bv_conf_job_command(rj->job)) { /* the source did not open: named */
                 snprintf(rj->detail, sizeof(rj->detail), "%s", rj->job->source);
+                snprintf(rj->source_detail, sizeof(rj->source_detail), "%s", out);
                 return rj->step = "source", rj->result = r;
         }
         if (r < 0)

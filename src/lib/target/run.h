@@ -39,6 +39,8 @@ typedef struct BvTargetRunJob {
         int status;             /* the exit status of the program that failed (-ECHILD) */
         char detail[256];       /* the first line of its output (lvs, lvcreate, lvremove), the
                                  * mistake, or "" */
+        char source_detail[1024]; /* "source": the words of its helper (qemu-nbd) or the file a disk
+                                  * image references (BvSourceOptions.error_detail), or "" */
         char snapshot_id[65];
         uint64_t size, bytes_new, bytes_read;
         bool thin;              /* the source is a thin volume's snapshot, read with a thin delta */
