@@ -89,13 +89,33 @@ TEST(commit_lock)
         bvtest_dir_done(&d);
 }
 
+/* An index compaction is locks/gc: it keeps a gc out and a gc keeps it out; its holder record says
+ * it is a compaction (1), a gc's does not (0). */
+TEST(compaction)
+{
+        BvTestDir d = bvtest_dir_new();
+        char who[256];
+
+        int c = bv_lock_take(d.dfd, BV_LOCK_COMPACT, false);
+        ASSERT_OK(c);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_GC, false), EBUSY);
+        ASSERT_EQ(bv_lock_holder(d.dfd, BV_LOCK_GC, who, sizeof(who)), 1);
+        safe_close(c);
+        int gc = bv_lock_take(d.dfd, BV_LOCK_GC, false);
+        ASSERT_OK(gc);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_COMPACT, false), EBUSY);
+        ASSERT_EQ(bv_lock_holder(d.dfd, BV_LOCK_GC, who, sizeof(who)), 0);
+        safe_close(gc);
+        bvtest_dir_done(&d);
+}
+
 TEST(bad_arguments)
 {
         BvTestDir d = bvtest_dir_new();
         _cleanup_close_ int file = -EBADF;
 
         ASSERT_ERROR(bv_lock_take(d.dfd, 0, false), EINVAL);
-        ASSERT_ERROR(bv_lock_take(d.dfd, 5, false), EINVAL);
+        ASSERT_ERROR(bv_lock_take(d.dfd, BV_LOCK_COMPACT + 1, false), EINVAL);
         ASSERT_ERROR(bv_lock_take(-1, BV_LOCK_WRITE, false), EBADF);
         /* locks/ is a file: the lock cannot be created */
         file = openat(d.dfd, "locks", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
@@ -162,6 +182,7 @@ int main(void)
         RUN(exclusive_write_lock);
         RUN(read_shared_gc_exclusive);
         RUN(commit_lock);
+        RUN(compaction);
         RUN(bad_arguments);
         RUN(killed_holder_releases);
         RUN(wait_for_holder);
