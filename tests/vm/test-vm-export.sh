@@ -19,6 +19,10 @@ assert_eq "$(cat /proc/1/comm)" systemd "PID 1"
 d=/run/bvtest-export
 mkdir -p "$d"
 chmod 0755 "$d"
+# DynamicUser= gives the service a private /tmp and /var/tmp whatever PrivateTmp= says: a build
+# below them (a clone in /tmp) is out of its sight, so it runs copies of the binary and the plugin
+case "$BLKVAULT" in /tmp/* | /var/tmp/*) cp "$BLKVAULT" "$d/blkvault" && BLKVAULT=$d/blkvault ;; esac
+case "$NBD_PLUGIN" in /tmp/* | /var/tmp/*) cp "$NBD_PLUGIN" "$d/plugin.so" && NBD_PLUGIN=$d/plugin.so ;; esac
 randfile "$d/disk.img" 4 vm-export
 # a repository the service's dynamic user can read (an encrypted one needs a secret file that
 # the static group blkvault may read, which the guest's read-only /etc cannot give)
