@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # blkvault files through libguestfs without root (issue 25): a GPT disk with ext4, XFS, btrfs,
 # FAT and an LVM physical volume (its logical volume holds ext4), each made by its mkfs here, is
-# backed up; then, as nobody, ls, get, find and diff are compared with the files themselves (XFS,
+# backed up; then, as nobody, ls, cat, get, find and diff are compared with the files themselves (XFS,
 # btrfs and the logical volume mounted read-only on the host; FAT read back with mtools, which the
 # host kernel may not mount). Each command boots the appliance once (~50-90 s under TCG), so
-# the test runs five: ls of the partitions (which names the logical volumes), ls of an XFS
-# directory, one get of paths on every filesystem (with a path that is not there and a
+# the test runs six: ls of the partitions (which names the logical volumes), ls of an XFS
+# directory, cat of an XFS file, one get of paths on every filesystem (with a path that is not there and a
 # filesystem that does not mount), find on btrfs, and diff of two snapshots of an XFS+FAT disk
 # (one appliance for both: btrfs or LVM in both would need two), one of whose files sits on a
 # damaged chunk: that file fails with its path, the others are still compared (exit 4).
@@ -200,7 +200,13 @@ echo "files ls on XFS: $(awk "BEGIN { print $EPOCHREALTIME - $t0 }") s" >&2
 booted "$T/ls.err"
 diff "$T/want" "$T/got" >&2 || die "files ls of XFS differs from the mounted directory"
 
-# --- boot 3: one get of paths on every filesystem; one not there, one that does not mount ------
+# --- boot 3: cat of an XFS file, byte for byte the mounted one ------------------------------------
+files "$repo" disk cat "xroot:/home/user/odd size.txt" >"$T/cat.out" 2>"$T/cat.err" ||
+    { cat "$T/cat.err" >&2; die "files cat of an XFS file failed"; }
+booted "$T/cat.err"
+cmp "$T/m2/home/user/odd size.txt" "$T/cat.out" || die "files cat of an XFS file differs from the mounted one"
+
+# --- boot 4: one get of paths on every filesystem; one not there, one that does not mount ------
 rc=0
 t0=$EPOCHREALTIME
 files "$repo" disk get p1:/etc/deep p2:/home p3:/etc p4:/readme.txt p4:/docs bvvg/data:/home/user p2:/nope p6:/x "$T/out" \
@@ -220,18 +226,18 @@ for f in readme.txt docs/blob.bin docs/sub/note.txt; do
 done
 assert_eq "$(stat -c %Y "$T/out/readme.txt")" "$(date -d '2004-05-06 07:08:10' +%s)" "the mtime of a FAT file"
 [ "$(allocated "$T/out/home/user/sparse")" -lt 1048576 ] || die "the sparse file was written whole"
-grep -q "^error: copied [0-9]* files (.*) to '$T/out'; the errors above were left out$" "$T/get.err" || { cat "$T/get.err" >&2; die "no summary"; }
+grep -q "^error: copied [0-9]* files (.*) to '$T/out'; what the errors above name was not copied$" "$T/get.err" || { cat "$T/get.err" >&2; die "no summary"; }
 [ -p "$T/out/home/fifo" ] || die "the fifo was not made"
 [ "$(stat -c %U "$T/out/home/user/big.bin")" = nobody ] || die "nobody's copy is not nobody's"
 
-# --- boot 4: find --name on btrfs ----------------------------------------------------------------
+# --- boot 5: find --name on btrfs ----------------------------------------------------------------
 (cd "$T/m3" && find . -name '*.txt' | sed 's|^\.|broot:|' | LC_ALL=C sort) >"$T/want"
 files "$repo" disk find broot:/ --name='*.txt' 2>"$T/find.err" | LC_ALL=C sort >"$T/got"
 booted "$T/find.err"
 [ "$(wc -l <"$T/want")" -ge 2 ] || die "nothing to find"
 diff "$T/want" "$T/got" >&2 || die "files find --name on btrfs differs from find -name"
 
-# --- boot 5: diff of two snapshots of an XFS+FAT disk, one file on a damaged chunk ----------------
+# --- boot 6: diff of two snapshots of an XFS+FAT disk, one file on a damaged chunk ----------------
 img=$T/disk2.img
 truncate -s 460M "$img"
 sfdisk -q "$img" <<'EOF2'
@@ -301,5 +307,5 @@ grep -q "^error: cannot read 'p1:/huge.bin': damaged data in the snapshot (the a
     "$T/diff.err" || { cat "$T/diff.err" >&2; die "diff did not name the damaged file"; }
 grep -q "^4 added, 3 removed, 4 changed from snapshot ${snap1:0:8} to ${snap2:0:8}$" "$T/diff.err" ||
     { cat "$T/diff.err" >&2; die "no diff summary"; }
-[ "$boots" = 5 ] || die "$boots appliance boots, not 5"
-echo "files through libguestfs: ls, get, find, diff and damage checked with $boots boots; setup ${setup} s, all $(($(date +%s) - start)) s" >&2
+[ "$boots" = 6 ] || die "$boots appliance boots, not 6"
+echo "files through libguestfs: ls, cat, get, find, diff and damage checked with $boots boots; setup ${setup} s, all $(($(date +%s) - start)) s" >&2
