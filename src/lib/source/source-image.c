@@ -93,7 +93,9 @@ int bv_source_detect_image(const char *path, const char **ret_format)
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return 0; /* the open of the file source says why */
-        return detect_fd(fd, ret_format);
+        /* a head that does not read is no image: the file source reads it as bytes and names the
+         * offset that fails (--skip-unreadable stores it as zeroes), as before images were told */
+        return MAX(detect_fd(fd, ret_format), 0);
 }
 
 typedef struct ImageSource {
