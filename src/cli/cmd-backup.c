@@ -31,8 +31,9 @@ static const char usage_text[] =
         "                           in the snapshot, instead of failing\n"
         "  --force-read             read a file even if it is unchanged since its last snapshot\n"
         "  --full-read-every=N      read an unchanged file (or a whole NBD export) on every Nth backup\n"
-        "  --dirty-bitmap=NAME      NBD: read only what qemu's dirty bitmap NAME marks dirty since the\n"
-        "                           last snapshot of the same name (qemu-nbd -B NAME)\n"
+        "  --dirty-bitmap=NAME      NBD or a qcow2 image: read only what qemu's dirty bitmap NAME marks\n"
+        "                           dirty since the last snapshot of the same name (qemu-nbd -B NAME;\n"
+        "                           a qcow2's persistent bitmap, qemu-img bitmap --add)\n"
         "  --compare-with=PATH      a file on btrfs or XFS: PATH is the version the last snapshot of the\n"
         "                           same name read, kept as a reflink copy (cp --reflink=always\n"
         "                           --preserve=timestamps) or in a btrfs snapshot: extents the two still\n"
@@ -239,6 +240,11 @@ static int open_error(int r, const char *source, const BvSourceOptions *o)
 {
         const char *format;
 
+        if (r == -ENOMSG && !bv_source_is_nbd_uri(source)) {
+                log_error("the qcow2 image '%s' carries no persistent bitmap '%s' (qemu-img info -U lists its "
+                          "bitmaps; qemu-img bitmap --add makes one)", source, o->dirty_bitmap);
+                return EXIT_ERROR;
+        }
         if (!o->as_file && o->image_format)
                 return image_error(r, source, o->image_format, o->error_detail ? o->error_detail : "");
         if (!o->as_file && bv_source_detect_image(source, &format) > 0)
@@ -434,8 +440,12 @@ int cmd_backup(int argc, char **argv)
                                         .args = "REPO SOURCE", .repo = true);
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
-        if (opts.source.dirty_bitmap && !bv_source_is_nbd_uri(source)) {
-                log_error("--dirty-bitmap needs an NBD source (nbd://HOST/EXPORT or nbd+unix:///EXPORT?socket=PATH)");
+        const char *bitmap_format = NULL;
+        if (opts.source.dirty_bitmap && !bv_source_is_nbd_uri(source) &&
+            (opts.source.as_file || bv_source_detect_image(source, &bitmap_format) <= 0 ||
+             strcmp(bitmap_format, "qcow2") != 0)) {
+                log_error("--dirty-bitmap needs an NBD source (nbd://HOST/EXPORT or nbd+unix:///EXPORT?socket=PATH) "
+                          "or a qcow2 image that carries the persistent bitmap");
                 return EXIT_USAGE;
         }
         if (opts.source.skip_unreadable && (opts.source.thin_delta || opts.source.compare_with)) {

@@ -106,8 +106,7 @@ typedef struct ImageSource {
         int err_fd;    /* the read end of its stderr */
 } ImageSource;
 
-/* Stops qemu-nbd (it exits by itself once its client is gone) and reaps it: its wait status. */
-static int child_stop(pid_t pid)
+int bv_qemu_nbd_stop(pid_t pid)
 {
         int status = 0;
 
@@ -124,7 +123,7 @@ static void image_free(ImageSource *s)
         if (!s)
                 return;
         bv_source_free(s->nbd); /* closes the connection first */
-        (void)child_stop(s->pid);
+        (void)bv_qemu_nbd_stop(s->pid);
         safe_close(s->err_fd);
         free(s);
 }
@@ -166,7 +165,7 @@ static void put_decimal(char *p, unsigned long v)
 
 /* In the child (between fork and exec: async-signal-safe calls only): fd 3 the listening
  * socket, stderr the pipe, stdin and stdout /dev/null; dies with its parent. Never returns. */
-static void child_exec(pid_t parent, int listen_fd, int err_fd, int null_fd, char *const argv[], char **env,
+static void child_exec(pid_t parent, int listen_fd, int err_fd, int null_fd, char *argv[], char **env,
                        char *listen_pid)
 {
         (void)setpgid(0, 0);
@@ -226,9 +225,8 @@ static char *qemu_file_name(const char *path)
         return asprintf(&file, "%s%s", path[0] == '/' ? "" : "./", path) < 0 ? NULL : file;
 }
 
-/* Starts qemu-nbd on the image: its pid, with *ret_client connected to it and *ret_err the read
- * end of its stderr. */
-static int qemu_nbd_start(const char *path, const char *format, int *ret_client, int *ret_err)
+int bv_qemu_nbd_start(const char *path, const char *format, const char *bitmap, bool writable, int *ret_client,
+                      int *ret_err)
 {
         _cleanup_close_ int l = -EBADF, c = -EBADF, null_fd = -EBADF;
         int pipefd[2];
@@ -236,11 +234,23 @@ static int qemu_nbd_start(const char *path, const char *format, int *ret_client,
         _cleanup_free_ char *file = NULL;
         int r;
 
+        if (!path || !format || strlen(format) > 16 || (bitmap && (!bitmap[0] || strlen(bitmap) > 1023)))
+                return -EINVAL;
         file = qemu_file_name(path);
         if (!file)
                 return -ENOMEM;
         snprintf(fmt, sizeof(fmt), "--format=%s", format);
-        char *const argv[] = { (char *)"qemu-nbd", (char *)"--read-only", fmt, (char *)"--shared=1", file, NULL };
+        /* writable: a restore's writes reach the image when its one client flushes and goes */
+        char *argv[10] = { (char *)"qemu-nbd", fmt, (char *)"--shared=1" };
+        size_t k = 3;
+        if (!writable)
+                argv[k++] = (char *)"--read-only";
+        if (bitmap) {
+                argv[k++] = (char *)"--bitmap";
+                argv[k++] = (char *)bitmap;
+        }
+        argv[k++] = file;
+        argv[k] = NULL;
         _cleanup_free_ char **env = child_env(listen_pid);
         if (!env)
                 return -ENOMEM;
@@ -265,9 +275,7 @@ static int qemu_nbd_start(const char *path, const char *format, int *ret_client,
         return pid;
 }
 
-/* qemu-nbd's first line on stderr without "qemu-nbd: " and "Failed to blk_new_open 'PATH': ",
- * once it has exited (it is killed if it has not). */
-static void child_message(int err_fd, char *buf, size_t size)
+void bv_qemu_nbd_message(int err_fd, char *buf, size_t size)
 {
         char m[DETAIL_MAX + 1];
         size_t n = 0;
@@ -287,22 +295,31 @@ static void child_message(int err_fd, char *buf, size_t size)
                 snprintf(buf, size, "%s", p);
 }
 
-/* What the failed start of qemu-nbd (with r, the handshake's error) means. */
-static int start_error(ImageSource *s, int r, char *detail, size_t size)
+int bv_qemu_nbd_failed(pid_t pid, int err_fd, int r, char *detail, size_t size)
 {
         char m[DETAIL_MAX + 1];
 
-        (void)kill(s->pid, SIGKILL); /* it has exited, or hangs: its message is written either way */
-        int status = child_stop(s->pid);
-        s->pid = 0;
-        child_message(s->err_fd, m, sizeof(m));
+        (void)kill(pid, SIGKILL); /* it has exited, or hangs: its message is written either way */
+        int status = bv_qemu_nbd_stop(pid);
+        bv_qemu_nbd_message(err_fd, m, sizeof(m));
         if (detail && size)
                 snprintf(detail, size, "%s", m);
         if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_NOEXEC)
                 return -ENOPKG;
         if (strstr(m, "\"write\" lock"))
                 return -EBUSY;
+        if (strncmp(m, "Bitmap '", 8) == 0 && strstr(m, "not found"))
+                return -ENOMSG;
         return m[0] ? -EBADMSG : r;
+}
+
+/* What the failed start of qemu-nbd (with r, the handshake's error) means. */
+static int start_error(ImageSource *s, int r, char *detail, size_t size)
+{
+        pid_t pid = s->pid;
+
+        s->pid = 0;
+        return bv_qemu_nbd_failed(pid, s->err_fd, r, detail, size);
 }
 
 static int image_next(void *impl, BvExtent *ret)
@@ -341,9 +358,20 @@ static void image_free_op(void *impl)
         image_free(impl);
 }
 
+static const char *image_changed_map(void *impl)
+{
+        return bv_source_changed_map(((ImageSource *)impl)->nbd);
+}
+
+static BvWholeRead *image_whole_read(void *impl)
+{
+        return bv_source_whole_read(((ImageSource *)impl)->nbd);
+}
+
 static const BvSourceOps image_ops = {
         .next = image_next, .read_at = image_read_at, .size = image_size, .identity = image_identity,
         .read_stats = image_read_stats, .image_format = image_format, .free = image_free_op,
+        .changed_map = image_changed_map, .whole_read = image_whole_read,
 };
 
 static void r_detail(const BvSourceOptions *o, const char *detail)
@@ -382,8 +410,8 @@ int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource
         struct stat st;
         int r, client = -EBADF;
 
-        if (!path || !ret || o.dirty_bitmap || o.compare_with || o.thin_delta)
-                return -EINVAL; /* they map a file's or an export's bytes, not a virtual disk's */
+        if (!path || !ret || o.compare_with || o.thin_delta)
+                return -EINVAL; /* they map a file's bytes, not a virtual disk's */
         if (o.error_detail && o.error_detail_size)
                 o.error_detail[0] = '\0';
         _cleanup_close_ int fd = bv_source_open_fd(path, O_NONBLOCK, &st);
@@ -403,7 +431,7 @@ int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource
                 return r;
         bv_source_identity_from_stat(&st, &s->identity);
 
-        r = qemu_nbd_start(path, s->format, &client, &s->err_fd);
+        r = bv_qemu_nbd_start(path, s->format, o.dirty_bitmap, false, &client, &s->err_fd);
         if (r < 0)
                 return r;
         s->pid = r;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "extent.h"
 
@@ -35,7 +36,8 @@ typedef struct BvSourceOptions {
         unsigned queue_depth; /* reads in flight; default 8, at most 256 */
         bool no_direct;       /* never O_DIRECT */
         bool no_uring;        /* force the pread path */
-        const char *dirty_bitmap; /* NBD: follow qemu's dirty bitmap of this name (NULL: none) */
+        const char *dirty_bitmap; /* NBD, or a qcow2 image's persistent bitmap: follow qemu's dirty
+                                   * bitmap of this name (NULL: none) */
         const char *compare_with; /* a regular file: its previous version, a reflink copy (NULL: none) */
         const char *thin_delta;   /* thin_delta's XML: only its changed ranges are read (NULL: none) */
         /* A block that does not read (EIO) is delivered as zeroes and listed in the read stats,
@@ -220,7 +222,10 @@ int bv_source_detect_image(const char *path, const char **ret_format);
 /* The disk image at path read as its virtual disk: qemu-nbd --read-only, started on a socket that
  * is never in the filesystem and killed with this process, serves it to the NBD source (so holes
  * and zero clusters, of a backing chain too, are never read). Its identity is the image file's.
- * Errors: those of open, -EINVAL with opts' changed-block options, -EBUSY when a running QEMU
+ * With opts->dirty_bitmap (a qcow2's persistent bitmap) only what it marks dirty is read, as
+ * bv_source_open_nbd does, and its changed_map is "qemu:dirty-bitmap:NAME".
+ * Errors: those of open, -EINVAL with compare_with or thin_delta, -ENOMSG when the image has no
+ * bitmap of that name, -EBUSY when a running QEMU
  * writes the image (it holds the write lock), -ENOPKG when qemu-nbd does not run, -EBADMSG when
  * qemu-nbd cannot open the image (a corrupt or truncated one, a missing backing file: see
  * opts->error_detail). A probed image (no opts->image_format) that references another file (a
@@ -228,6 +233,24 @@ int bv_source_detect_image(const char *path, const char **ret_format);
  * opts->error_detail; opts->image_format that is not the header's format: -EMEDIUMTYPE, the
  * header's format (or "raw") in opts->error_detail. */
 int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource **ret);
+/* Starts qemu-nbd on the image at path of format (--read-only unless writable; bitmap: exports
+ * the qcow2 persistent bitmap of that name as "qemu:dirty-bitmap:NAME"), socket-activated on a
+ * socket that is never in the filesystem, in its own process group and killed with the calling
+ * thread: its pid, with *ret_client a socket connected to it (to hand to libnbd) and *ret_err the
+ * read end of its stderr. It exits by itself once that client goes. -EINVAL, -ENOMEM, -errno. */
+int bv_qemu_nbd_start(const char *path, const char *format, const char *bitmap, bool writable, int *ret_client,
+                      int *ret_err);
+/* Stops qemu-nbd (SIGTERM; it exits by itself once its client is gone) and reaps it: its wait
+ * status (0 for pid <= 0). */
+int bv_qemu_nbd_stop(pid_t pid);
+/* qemu-nbd's first line on stderr without "qemu-nbd: " and "Failed to blk_new_open 'PATH': ",
+ * once it has exited (read until its stderr closes). */
+void bv_qemu_nbd_message(int err_fd, char *buf, size_t size);
+/* After qemu-nbd at pid did not serve (r: the handshake's error): kills and reaps it, puts its
+ * message in detail and says what it means: -ENOPKG (it does not run), -EBUSY (a running QEMU
+ * holds the image's write lock), -ENOMSG (no bitmap of that name), -EBADMSG (another message),
+ * else r. err_fd stays open. */
+int bv_qemu_nbd_failed(pid_t pid, int err_fd, int r, char *detail, size_t size);
 /* For source-image.c: does the probed image (open as fd, named file for qemu-img) of format
  * reference another file? 1 with its name in detail, 0, -ENOPKG (no qemu-img), -EBADMSG (qemu-img
  * cannot read it, detail says so), -errno. */
