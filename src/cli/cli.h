@@ -19,6 +19,7 @@
 #include "rate.h"
 #include "policy.h"
 #include "repo.h"
+#include "restore.h"
 
 
 /* The end of every command's usage text: the options cli_parse gives every command
@@ -270,6 +271,12 @@ int restore_temp_name(const char *dest, char *buf, size_t size);
 /* What libblkid finds on the device dev, for a refusal to overwrite it: "a gpt partition table",
  * "ext4 (UUID ...)" into what. 1 when something is there, 0 when nothing is, or -errno. */
 int device_holds(const char *dev, char *what, size_t size);
+/* restore into a disk image in place (restore-image.c): the image's format as its header says
+ * ("raw" when none), and the message for a failed bv_restore_image (r, its stats and qemu-nbd's
+ * words): an exit code, or EXIT_OK when r has no message of its own. */
+int restore_image_format(const char *path, const char **ret_format);
+int restore_image_failure(int r, const BvSnapshot *snap, const char *path, const char *format,
+                          const BvRestoreStats *stats, const char *detail);
 
 /* The paper form of a key export (paper-key.c): paper_format prints it; paper_detect tells it from
  * a plain export; paper_parse reads it back, reporting the first line whose checksum fails. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -17,6 +18,9 @@ static const char usage_text[] =
         "Restore SNAPSHOT (an id, a unique id prefix, a name for its newest snapshot, NAME@latest, or\n"
         "'latest' when all snapshots have one name) to DEST: a new file, written sparse, a block device\n"
         "at least as large as the image, or - for standard output.\n\n"
+        "  --in-place               write into the existing disk image DEST (qcow2, raw ... as its\n"
+        "                           header says) through qemu-nbd: it keeps its format, owner and\n"
+        "                           inode; its virtual size must be the snapshot's\n"
         "  --force                  replace an existing file (written beside it, renamed at the end),\n"
         "                           or overwrite a device that holds a filesystem, a LUKS container\n"
         "                           or a partition table (refused without it, naming what is there)\n"
@@ -130,10 +134,10 @@ static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const cha
         if (r == -ECANCELED && interrupted)
                 return report_interrupt(snap, dest, stats);
         if (r == -EBADMSG || r == -EUCLEAN) {
-                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
-                          "left behind as a file", snap->id,
+                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' %s", snap->id,
                           r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
-                          (unsigned long long)stats->bad_offset, (unsigned long long)stats->bad_offset, dest);
+                          (unsigned long long)stats->bad_offset, (unsigned long long)stats->bad_offset, dest,
+                          stats->device ? "holds a partial image" : "was not left behind as a file");
                 return EXIT_DAMAGE;
         }
         if (r == -ENOTTY)
@@ -161,13 +165,36 @@ static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const cha
         return EXIT_OK;
 }
 
+/* --in-place: dest must be an existing image file (or device); its format in *ret_format. */
+static int in_place_prepare(const char *dest, bool force, const char **ret_format)
+{
+        struct stat st;
+
+        if (force) {
+                log_error("--in-place writes into '%s' as it is: --force (which replaces a file) does not go with "
+                          "it", dest);
+                return EXIT_USAGE;
+        }
+        if (strcmp(dest, "-") == 0 || stat(dest, &st) < 0 || !S_ISREG(st.st_mode)) {
+                log_error("--in-place needs an existing disk image file to write into ('%s' %s)", dest,
+                          strcmp(dest, "-") == 0 ? "is standard output" : errno == ENOENT ? "does not exist"
+                                                                                            : "is no regular file");
+                return EXIT_USAGE;
+        }
+        int r = restore_image_format(dest, ret_format);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the head of '%s'", dest);
+        return EXIT_OK;
+}
+
 int cmd_restore(int argc, char **argv)
 {
         SecretArgs sargs = {};
         BvRestoreOptions opts = {};
-        bool json = false, force = false;
+        bool json = false, force = false, in_place = false;
         const CliOption options[] = {
                 CLI_FLAG("json", &json),
+                CLI_FLAG("in-place", &in_place),
                 CLI_PARSED("threads", parse_threads, &opts.threads),
                 CLI_FLAG("force", &force),
                 CLI_FLAG("skip-damaged", &opts.skip_damaged),
@@ -190,10 +217,16 @@ int cmd_restore(int argc, char **argv)
                 return EXIT_USAGE;
         }
         char temp[4200];
-        const char *target;
-        r = restore_prepare(dest, snap, force, json, temp, sizeof(temp), &target);
-        if (r != EXIT_OK)
-                return r;
+        const char *target = dest, *format = NULL;
+        if (in_place) {
+                r = in_place_prepare(dest, force, &format);
+                if (r != EXIT_OK)
+                        return r;
+        } else {
+                r = restore_prepare(dest, snap, force, json, temp, sizeof(temp), &target);
+                if (r != EXIT_OK)
+                        return r;
+        }
 
         Progress progress;
         progress_init(&progress, "restore", json);
@@ -204,6 +237,7 @@ int cmd_restore(int argc, char **argv)
         if (r != EXIT_OK)
                 return r;
         BvRestoreStats stats = {};
+        char detail[512] = "";
         if (to_stdout) {
                 uint64_t start = bv_now_monotonic_ns();
                 r = restore_to_stdout(repo, snap, &progress, &stats.bad_offset);
@@ -211,10 +245,15 @@ int cmd_restore(int argc, char **argv)
                 stats = (BvRestoreStats){ .size = snap->size, .bytes_written = r >= 0 ? snap->size : 0,
                                           .seconds = (double)(bv_now_monotonic_ns() - start) / 1e9,
                                           .bad_offset = stats.bad_offset };
-        } else
+        } else if (format)
+                r = bv_restore_image(repo, snap, dest, format, &opts, &stats, detail, sizeof(detail));
+        else
                 r = bv_restore(repo, snap, target, &opts, &stats);
         progress_done(&progress);
         _cleanup_free_ BvRestoreDamage *damaged = stats.damaged;
+        int ec = r < 0 && format ? restore_image_failure(r, snap, dest, format, &stats, detail) : EXIT_OK;
+        if (ec != EXIT_OK)
+                return ec;
         r = restore_finish(repo, r, snap, target, dest, &stats);
         if (r != EXIT_OK)
                 return r;

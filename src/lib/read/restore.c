@@ -10,6 +10,7 @@
  * device gets the zero ranges zeroed. Cancellation (opts->cancel) is checked between jobs.
  */
 #include <fcntl.h>
+#include <libnbd.h>
 #include <linux/fs.h>
 #include <libgen.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "macro.h"
 #include "queue.h"
 #include "restore.h"
+#include "source.h"
 #include "timeutil.h"
 
 #define QUEUE_LEN 64u
@@ -32,6 +34,7 @@
 #define RESTORE_CACHE (32u * 1024 * 1024)
 #define ZERO_BUF (1024u * 1024)
 #define RESTORE_TMP_PREFIX ".blkvault-restore-"
+#define NBD_ZERO_MAX (1u << 30) /* bytes zeroed by one NBD request */
 
 typedef struct Job {
         uint64_t offset, length;
@@ -41,6 +44,10 @@ typedef struct Restore {
         BvImage *img;
         int fd;
         bool is_blk;
+        struct nbd_handle *nbd; /* a disk image, written through qemu-nbd (pid nbd_pid) */
+        pid_t nbd_pid;
+        int nbd_err;            /* the read end of its stderr */
+        uint64_t dest_size;     /* the image's virtual size */
         int dirfd;         /* a file: DEST's directory, */
         char *name;        /* DEST's name in it */
         char tmpname[64];  /* and the temporary name ("" for an O_TMPFILE) */
@@ -133,6 +140,31 @@ static int salvage_extent(BvExtentKind kind, uint64_t off, uint64_t len, void *u
         return record_damage(sv->rs, off, len, r, false);
 }
 
+/* libnbd's errno for its last error on this thread (-EIO when it has none). */
+static int nbd_error(void)
+{
+        int e = nbd_get_errno();
+        return e > 0 ? -e : -EIO;
+}
+
+static int nbd_write(Restore *rs, const void *buf, size_t len, uint64_t offset)
+{
+        return nbd_pwrite(rs->nbd, buf, len, offset, 0) < 0 ? nbd_error() : 0;
+}
+
+/* Zeroes a range of a disk image (qcow2 keeps it as zero clusters, raw as a hole or zeroes). */
+static int nbd_zero_range(Restore *rs, uint64_t offset, uint64_t length)
+{
+        while (length > 0) {
+                uint64_t n = MIN(length, (uint64_t)NBD_ZERO_MAX);
+                if (nbd_zero(rs->nbd, n, offset, 0) < 0)
+                        return nbd_error();
+                offset += n;
+                length -= n;
+        }
+        return 0;
+}
+
 static int job_run(Restore *rs, const Job *j, uint8_t **buf, size_t *cap, uint64_t *ret_bad)
 {
         int r;
@@ -151,7 +183,7 @@ static int job_run(Restore *rs, const Job *j, uint8_t **buf, size_t *cap, uint64
         }
         if (r < 0)
                 return r;
-        r = bv_pwrite_all(rs->fd, *buf, j->length, j->offset);
+        r = rs->nbd ? nbd_write(rs, *buf, j->length, j->offset) : bv_pwrite_all(rs->fd, *buf, j->length, j->offset);
         if (r < 0)
                 return r;
         BV_LOCK_GUARD(&rs->lock);
@@ -262,7 +294,7 @@ static int on_extent(BvExtentKind kind, uint64_t off, uint64_t len, void *userda
         progress(rs, off, false);
         if (kind != BV_EXTENT_DATA) {
                 if (rs->is_blk) {
-                        r = zero_range(rs->fd, off, len);
+                        r = rs->nbd ? nbd_zero_range(rs, off, len) : zero_range(rs->fd, off, len);
                         if (r < 0)
                                 return r;
                 }
@@ -301,7 +333,8 @@ static int skip_unwalked(Restore *rs, int error)
         uint64_t from = rs->walked;
         if (from >= rs->size)
                 return 0;
-        int r = rs->is_blk ? zero_range(rs->fd, from, rs->size - from) : 0;
+        uint64_t n = rs->size - from;
+        int r = !rs->is_blk ? 0 : rs->nbd ? nbd_zero_range(rs, from, n) : zero_range(rs->fd, from, n);
         return r < 0 ? r : record_damage(rs, from, rs->size - from, error, true);
 }
 
@@ -403,6 +436,52 @@ static int open_file(Restore *rs, const char *dest)
         return ftruncate(rs->fd, (off_t)rs->size) < 0 ? negative_errno() : 0;
 }
 
+/* The disk image at path, of format, served writable by qemu-nbd and connected: its virtual size
+ * must be the snapshot's (-EMSGSIZE, the size in rs->dest_size). */
+static int open_image(Restore *rs, const char *path, const char *format, char *detail, size_t size)
+{
+        int client = -EBADF, r;
+
+        r = bv_qemu_nbd_start(path, format, NULL, true, &client, &rs->nbd_err);
+        if (r < 0)
+                return r;
+        rs->nbd_pid = r;
+        rs->is_blk = true; /* written in place: zero ranges are zeroed */
+        rs->nbd = nbd_create();
+        if (!rs->nbd) {
+                safe_close(client);
+                return -ENOMEM;
+        }
+        if (nbd_connect_socket(rs->nbd, client) < 0) {
+                r = bv_qemu_nbd_failed(rs->nbd_pid, rs->nbd_err, nbd_error(), detail, size);
+                rs->nbd_pid = 0;
+                return r;
+        }
+        int64_t n = nbd_get_size(rs->nbd);
+        if (n < 0)
+                return nbd_error();
+        rs->dest_size = (uint64_t)n;
+        if (nbd_is_read_only(rs->nbd) == 1)
+                return -EROFS;
+        return rs->dest_size != rs->size ? -EMSGSIZE : 0;
+}
+
+/* Flushes the image (when all went well), says goodbye and waits for qemu-nbd to close it. */
+static int finish_image(Restore *rs, int ret)
+{
+        if (!rs->nbd)
+                return ret;
+        if (ret >= 0 && nbd_aio_is_ready(rs->nbd) && nbd_flush(rs->nbd, 0) < 0)
+                ret = nbd_error();
+        if (nbd_aio_is_ready(rs->nbd))
+                (void)nbd_shutdown(rs->nbd, 0);
+        nbd_close(rs->nbd);
+        rs->nbd = NULL;
+        (void)bv_qemu_nbd_stop(rs->nbd_pid);
+        rs->nbd_pid = 0;
+        return ret;
+}
+
 static int open_dest(Restore *rs, const char *dest)
 {
         struct stat st;
@@ -416,6 +495,8 @@ static int open_dest(Restore *rs, const char *dest)
  * DEST (failing with -EEXIST if DEST appeared meanwhile), an incomplete one removed. */
 static int finish_dest(Restore *rs, int ret)
 {
+        if (rs->nbd || rs->nbd_pid > 0)
+                return finish_image(rs, ret);
         if (rs->fd < 0)
                 return ret;
         if (rs->is_blk)
@@ -435,16 +516,22 @@ static unsigned thread_count(const BvRestoreOptions *opts)
         return (unsigned)MIN(n, (long)MAX_THREADS);
 }
 
-int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRestoreOptions *opts,
-               BvRestoreStats *ret_stats)
+/* Where a restore writes: a path (a new file or a device), or a disk image in place. */
+typedef struct Dest {
+        const char *path;
+        const char *format; /* an image's: written through qemu-nbd */
+        char *detail;
+        size_t detail_size;
+} Dest;
+
+static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const BvRestoreOptions *opts,
+                      BvRestoreStats *ret_stats)
 {
         BvImageOptions io = { .cache_bytes = RESTORE_CACHE, .readahead = 0 };
-        Restore rs = { .opts = opts, .fd = -EBADF, .dirfd = -EBADF };
+        Restore rs = { .opts = opts, .fd = -EBADF, .dirfd = -EBADF, .nbd_err = -EBADF };
         BvImage *img = NULL;
         int ret;
 
-        if (!r || !snap || !dest)
-                return -EINVAL;
         ret = bv_image_open(r, snap, &io, &img);
         if (ret < 0)
                 return ret;
@@ -459,7 +546,8 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
         }
         pthread_mutex_init(&rs.lock, NULL);
 
-        ret = open_dest(&rs, dest);
+        ret = dest->format ? open_image(&rs, dest->path, dest->format, dest->detail, dest->detail_size)
+                           : open_dest(&rs, dest->path);
         if (ret >= 0)
                 ret = restore_run(&rs, thread_count(opts));
         ret = finish_dest(&rs, ret);
@@ -467,6 +555,7 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
                 progress(&rs, rs.size, true);
         safe_close(rs.fd);
         safe_close(rs.dirfd);
+        safe_close(rs.nbd_err);
         free(rs.name);
         bv_image_free(img);
         pthread_mutex_destroy(&rs.lock);
@@ -474,6 +563,8 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
 
         uint64_t damaged_bytes;
         size_t n_damaged = damage_merge(rs.damaged, rs.n_damaged, &damaged_bytes);
+        if (ret_stats && ret == -EMSGSIZE)
+                *ret_stats = (BvRestoreStats){ .size = rs.size, .dest_size = rs.dest_size };
         if (ret_stats && (ret >= 0 || is_damage(ret) || ret == -ECANCELED)) {
                 *ret_stats = (BvRestoreStats){
                         .size = rs.size,
@@ -486,8 +577,28 @@ int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRest
                         .damaged = TAKE_PTR(rs.damaged),
                         .n_damaged = n_damaged,
                         .bytes_damaged = damaged_bytes,
+                        .dest_size = rs.dest_size,
                 };
         }
         free(rs.damaged);
         return ret < 0 ? ret : 0;
+}
+
+int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRestoreOptions *opts,
+               BvRestoreStats *ret_stats)
+{
+        if (!r || !snap || !dest)
+                return -EINVAL;
+        return restore_to(r, snap, &(Dest){ .path = dest }, opts, ret_stats);
+}
+
+int bv_restore_image(BvRepo *r, const BvSnapshot *snap, const char *path, const char *format,
+                     const BvRestoreOptions *opts, BvRestoreStats *ret_stats, char *detail, size_t detail_size)
+{
+        if (!r || !snap || !path || !format)
+                return -EINVAL;
+        if (detail && detail_size)
+                detail[0] = '\0';
+        return restore_to(r, snap, &(Dest){ .path = path, .format = format, .detail = detail,
+                                            .detail_size = detail_size }, opts, ret_stats);
 }

@@ -38,6 +38,7 @@ typedef struct BvRestoreStats {
                                    * the caller frees it */
         size_t n_damaged;
         uint64_t bytes_damaged;
+        uint64_t dest_size;      /* bv_restore_image: the image's virtual size (also on -EMSGSIZE) */
 } BvRestoreStats;
 
 /* Restores a snapshot to dest: a new file (-EEXIST if dest exists; written sparse with mode 0600
@@ -51,3 +52,14 @@ typedef struct BvRestoreStats {
  * the rest of the image from where its walk stopped. */
 int bv_restore(BvRepo *r, const BvSnapshot *snap, const char *dest, const BvRestoreOptions *opts,
                BvRestoreStats *ret_stats);
+
+/* Restores a snapshot into the existing disk image at path, of format ("raw", "qcow2" ... as
+ * qemu-img names it), in place: written through qemu-nbd, so a qcow2 stays a qcow2 (its
+ * container is never replaced; its zero ranges become zero clusters), with its owner, mode and
+ * other bitmaps. Its virtual size must be the snapshot's: -EMSGSIZE, with the image's size in
+ * ret_stats->dest_size. What was written is flushed and the image closed (qemu-nbd gone) before
+ * this returns. Errors as bv_restore's, and those of bv_qemu_nbd_failed (-EBUSY: a running QEMU
+ * holds the image; -EBADMSG: qemu cannot open it, qemu-nbd's words in detail; -ENOPKG), -EROFS
+ * when the image is read-only. On failure the image holds a partial restore. */
+int bv_restore_image(BvRepo *r, const BvSnapshot *snap, const char *path, const char *format,
+                     const BvRestoreOptions *opts, BvRestoreStats *ret_stats, char *detail, size_t detail_size);
