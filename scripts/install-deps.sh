@@ -26,6 +26,7 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          libguestfs-tools   # virt-cat through serve's nbd://?socket= URI (tests/nbd/test-nbd-serve-guestfs)
          systemd)   # systemd-analyze, systemd-socket-activate (unit tests); systemd.pc: the unit directory
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib
+       virtnbdbackup   # bench/libvirt-backup.sh beside blkvault's libvirt source (PyPI has none)
        debootstrap)   # the installed-system image of the benchmarks (images/make-installed.sh)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
 vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat
