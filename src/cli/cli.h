@@ -277,6 +277,11 @@ int device_holds(const char *dev, char *what, size_t size);
 int restore_image_format(const char *path, const char **ret_format);
 int restore_image_failure(int r, const BvSnapshot *snap, const char *path, const char *format,
                           const BvRestoreStats *stats, const char *detail);
+/* --libvirt=DOMAIN[:TARGET] (at uri, NULL: libvirt's default): the image of the shut-off domain's
+ * disk to restore snap into, its format (the XML's, else raw) and words for it in what. An exit
+ * code, logged (a running domain is refused). */
+int restore_libvirt_disk(const char *arg, const char *uri, const BvSnapshot *snap, char *path, size_t path_size,
+                         char *format, size_t format_size, char *what, size_t what_size);
 
 /* The paper form of a key export (paper-key.c): paper_format prints it; paper_detect tells it from
  * a plain export; paper_parse reads it back, reporting the first line whose checksum fails. */

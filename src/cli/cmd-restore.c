@@ -14,13 +14,18 @@
 #include "timeutil.h"
 
 static const char usage_text[] =
-        "Usage: blkvault restore REPO SNAPSHOT DEST [OPTIONS]\n\n"
+        "Usage: blkvault restore REPO SNAPSHOT DEST [OPTIONS]\n"
+        "       blkvault restore REPO SNAPSHOT --libvirt=DOMAIN[:TARGET] [OPTIONS]\n\n"
         "Restore SNAPSHOT (an id, a unique id prefix, a name for its newest snapshot, NAME@latest, or\n"
         "'latest' when all snapshots have one name) to DEST: a new file, written sparse, a block device\n"
         "at least as large as the image, or - for standard output.\n\n"
         "  --in-place               write into the existing disk image DEST (qcow2, raw ... as its\n"
         "                           header says) through qemu-nbd: it keeps its format, owner and\n"
         "                           inode; its virtual size must be the snapshot's\n"
+        "  --libvirt=DOMAIN[:TARGET]  write into the disk TARGET of the shut-off libvirt domain, in\n"
+        "                           place as --in-place (default: the snapshot's own disk, DOMAIN-TARGET,\n"
+        "                           else the domain's only disk); a running domain is refused\n"
+        "  --libvirt-uri=URI        libvirt's URI (default: $LIBVIRT_DEFAULT_URI, else qemu:///system)\n"
         "  --force                  replace an existing file (written beside it, renamed at the end),\n"
         "                           or overwrite a device that holds a filesystem, a LUKS container\n"
         "                           or a partition table (refused without it, naming what is there)\n"
@@ -165,6 +170,35 @@ static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const cha
         return EXIT_OK;
 }
 
+/* Where to restore: a new file or device (target: dest, or a temporary beside it), or an image
+ * in place (format set). */
+typedef struct Dest {
+        const char *dest, *target, *format;
+        char temp[4200], image[4200], image_format[32], what[4400];
+} Dest;
+
+static int in_place_prepare(const char *dest, bool force, const char **ret_format);
+
+static int pick_dest(const char *libvirt, const char *uri, bool in_place, bool force, bool json, const BvSnapshot *snap,
+                     Dest *d)
+{
+        int r;
+
+        if (libvirt) {
+                r = restore_libvirt_disk(libvirt, uri, snap, d->image, sizeof(d->image), d->image_format,
+                                         sizeof(d->image_format), d->what, sizeof(d->what));
+                if (r != EXIT_OK)
+                        return r;
+                log_info("restoring snapshot %.8s into %s, a %s image", snap->id, d->what, d->image_format);
+                d->target = d->dest = d->image;
+                d->format = d->image_format;
+                return EXIT_OK;
+        }
+        if (in_place)
+                return in_place_prepare(d->dest, force, &d->format);
+        return restore_prepare(d->dest, snap, force, json, d->temp, sizeof(d->temp), &d->target);
+}
+
 /* --in-place: dest must be an existing image file (or device); its format in *ret_format. */
 static int in_place_prepare(const char *dest, bool force, const char **ret_format)
 {
@@ -192,18 +226,30 @@ int cmd_restore(int argc, char **argv)
         SecretArgs sargs = {};
         BvRestoreOptions opts = {};
         bool json = false, force = false, in_place = false;
+        const char *libvirt = NULL, *libvirt_uri = NULL;
         const CliOption options[] = {
                 CLI_FLAG("json", &json),
                 CLI_FLAG("in-place", &in_place),
+                CLI_STR("libvirt", &libvirt),
+                CLI_STR("libvirt-uri", &libvirt_uri),
                 CLI_PARSED("threads", parse_threads, &opts.threads),
                 CLI_FLAG("force", &force),
                 CLI_FLAG("skip-damaged", &opts.skip_damaged),
                 POINT_IN_TIME_OPTION(&sargs), {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "restore", .usage = usage_text, .options = options, .secret = &sargs,
-                                        .args = "REPO SNAPSHOT DEST", .repo = true);
+                                        .args = "REPO SNAPSHOT [DEST]", .repo = true);
         int r;
         const char *path = argv[optind], *spec = argv[optind + 1], *dest = argv[optind + 2];
+        if (!libvirt == !dest || (libvirt && (in_place || force))) {
+                log_error(libvirt ? "--libvirt names where to restore: no DEST, --in-place or --force with it"
+                                  : "expected 'blkvault restore REPO SNAPSHOT DEST' (or --libvirt=DOMAIN)");
+                return EXIT_USAGE;
+        }
+        if (libvirt_uri && !libvirt) {
+                log_error("--libvirt-uri goes with --libvirt=DOMAIN");
+                return EXIT_USAGE;
+        }
 
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         const BvSnapshot *snap;
@@ -211,22 +257,17 @@ int cmd_restore(int argc, char **argv)
         if (r != EXIT_OK)
                 return r;
 
-        bool to_stdout = strcmp(dest, "-") == 0;
+        bool to_stdout = dest && strcmp(dest, "-") == 0;
         if (to_stdout && opts.skip_damaged) {
                 log_error("--skip-damaged needs a file or device to restore to, not standard output");
                 return EXIT_USAGE;
         }
-        char temp[4200];
-        const char *target = dest, *format = NULL;
-        if (in_place) {
-                r = in_place_prepare(dest, force, &format);
-                if (r != EXIT_OK)
-                        return r;
-        } else {
-                r = restore_prepare(dest, snap, force, json, temp, sizeof(temp), &target);
-                if (r != EXIT_OK)
-                        return r;
-        }
+        Dest d = { .dest = dest, .target = dest };
+        r = pick_dest(libvirt, libvirt_uri, in_place, force, json, snap, &d);
+        if (r != EXIT_OK)
+                return r;
+        dest = d.dest;
+        const char *target = d.target, *format = d.format;
 
         Progress progress;
         progress_init(&progress, "restore", json);
