@@ -49,6 +49,9 @@ static const char usage_text[] =
         SERVE_LISTENER_HELP
         "  --writable               accept writes into a throw-away overlay (boot a VM from it)\n"
         "  --cache=SIZE             decoded chunk cache (default 256M)\n"
+        "  --libvirt-xml=FILE       write a libvirt <disk> element for the export to FILE and print\n"
+        "                           how to attach it (virsh attach-device) or boot a VM from it; as\n"
+        "                           root the socket is given to libvirt's QEMU user\n"
         "  --uri-for=qemu|libguestfs  the URI printed for a Unix socket: nbd+unix:///?socket=PATH\n"
         "                           (qemu, libnbd tools; default) or nbd://?socket=PATH (libguestfs:\n"
         "                           guestfish -a, virt-ls -a); the other form is said on stderr\n"
@@ -138,6 +141,7 @@ static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs 
                 CLI_FLAG("writable", &o->writable),
                 CLI_PARSED("cache", parse_cache_size, &o->cache),
                 CLI_STR("uri-for", &o->uri_for),
+                CLI_STR("libvirt-xml", &o->libvirt_xml),
                 POINT_IN_TIME_OPTION(sargs), {},
         };
         CLI_PARSE_OR_RETURN(*argcp, *argvp, .name = "serve", .usage = usage_text, .options = options, .secret = sargs,
@@ -146,7 +150,8 @@ static int parse_options(int *argcp, char ***argvp, ServeOptions *o, SecretArgs 
                 log_error("invalid --uri-for '%s' (qemu or libguestfs)", o->uri_for);
                 return EXIT_USAGE;
         }
-        return serve_check_listener(o);
+        int r = serve_libvirt_check(o);
+        return r >= 0 ? r : serve_check_listener(o);
 }
 
 /* --tls-certificates=DIR: nbdkit's x509 directory (server-cert.pem, server-key.pem, ca-cert.pem),
@@ -451,6 +456,10 @@ static int supervise(ServeOptions *o, const char *what, PluginArgs *pa, char **a
                         print_uri(o);
                         log_info("serving %s; stop with Ctrl-C", what);
                         announced = o->served = true;
+                        if (serve_libvirt_announce(o) < 0 && !stopping) {
+                                stopping = true;
+                                (void)kill(pid, SIGTERM);
+                        }
                 }
                 if (!announced && !stopping && bv_now_monotonic_ns() - drawn >= 250000000ull) {
                         char line[128];

@@ -23,6 +23,7 @@ typedef struct ServeOptions {
         const char *socket, *listen, *tls_psk, *tls_certs, *cache;
         bool insecure, writable;
         const char *uri_for; /* --uri-for: "qemu" (NULL) or "libguestfs" */
+        const char *libvirt_xml; /* --libvirt-xml=FILE: a <disk> element for libvirt (serve-libvirt.c) */
         const char *address, *port; /* from --listen */
         bool served;        /* nbdkit answered: the socket is ours to remove */
         char listen_addr[256], listen_port[8];
@@ -49,3 +50,9 @@ int serve_by_hand(ServeOptions *o, const char *path, const SecretArgs *s, const 
 int serve_private_start(ServeOptions *o, const char *path, const SecretArgs *sargs, const BvSecret *secret,
                         const char *id, pid_t *ret_pid);
 void serve_private_stop(ServeOptions *o, pid_t pid);
+
+/* --libvirt-xml (serve-libvirt.c): checked with the listener options (-1 when fine, else the exit
+ * code); once nbdkit answers, the socket is given to libvirt's QEMU user, the <disk> element is
+ * written and the virsh example printed (0 or -errno, logged). */
+int serve_libvirt_check(const ServeOptions *o);
+int serve_libvirt_announce(const ServeOptions *o);
