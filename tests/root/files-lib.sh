@@ -46,3 +46,29 @@ if n < least:
 sys.exit(1 if bad or n < least else 0)
 PY
 }
+
+# check_damage SNAP DIR SUB ODD: flips a byte in the middle of each pack listed in $T/big-packs
+# (those of the file p1:DIR/SUB/big.bin), then checks that cat and get of p1:DIR name the damaged
+# file, exit 4, leave no half-written copy and still copy small.bin and ODD beside it, as
+# $T/out/all/DIR holds them. Needs files() and $repo.
+check_damage() {
+    local snap=$1 dir=$2 sub=$3 odd=$4 p size rc
+    while read -r p; do
+        size=$(stat -c %s "$repo/$p")
+        flip_byte "$repo/$p" $((size / 2))
+    done <"$T/big-packs"
+    rc=0
+    files "$snap" cat "p1:$dir/$sub/big.bin" >/dev/null 2>"$T/cat.err" || rc=$?
+    assert_eq "$rc" 4 "exit status of cat of a damaged file"
+    grep -Eq "^error: cannot read 'p1:$dir/$sub/big.bin': damaged data at offset [0-9]+ of the snapshot: Bad message$" "$T/cat.err" ||
+        { cat "$T/cat.err" >&2; die "cat of a damaged file did not name it"; }
+    files "$snap" cat "p1:$dir/$sub/small.bin" | cmp - "$T/out/all$dir/$sub/small.bin" || die "an undamaged file beside a damaged one"
+    rc=0
+    files "$snap" get "p1:$dir" "$T/out/damaged" 2>"$T/get.err" || rc=$?
+    assert_eq "$rc" 4 "exit status of get with a damaged file"
+    grep -q "^error: cannot read 'p1:$dir/$sub/big.bin': damaged data" "$T/get.err" ||
+        { cat "$T/get.err" >&2; die "get did not name the damaged file"; }
+    [ ! -e "$T/out/damaged/$sub/big.bin" ] || die "the damaged file was left half-written"
+    cmp "$T/out/damaged/$sub/small.bin" "$T/out/all$dir/$sub/small.bin" || die "get skipped the undamaged files"
+    cmp "$T/out/damaged/$sub/$odd" "$T/out/all$dir/$sub/$odd" || die "get stopped at the damaged file"
+}
