@@ -28,6 +28,7 @@ runtime=(nbdkit libnbd-bin fuse3 qemu-utils util-linux fdisk
          libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu   # source libvirt:DOMAIN; the libvirt suite's libvirtd (tests/libvirt/libvirt-lib.sh)
          systemd)   # systemd-analyze, systemd-socket-activate (unit tests); systemd.pc: the unit directory
 peers=(borgbackup python3-llfuse restic casync python3-matplotlib
+       virtnbdbackup   # bench/libvirt-backup.sh beside blkvault's libvirt source (PyPI has none)
        debootstrap)   # the installed-system image of the benchmarks (images/make-installed.sh)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
 vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat

@@ -17,12 +17,13 @@ for name in sorted(os.listdir(d), key=os.fsencode):
 PY
 }
 
-# compare_tree SRC DST OWNERS [MIN]: content, type, mode, mtime (and owner with OWNERS=yes) of
-# every entry but lost+found; fails on a difference or when fewer than MIN entries were compared.
+# compare_tree SRC DST OWNERS [MIN [UMASK]]: content, type, mode (SRC's with UMASK applied, octal),
+# mtime (and owner with OWNERS=yes) of every entry but lost+found; fails on a difference or when
+# fewer than MIN entries were compared.
 compare_tree() {
-    python3 - "$1" "$2" "$3" "${4:-1}" <<'PY'
+    python3 - "$1" "$2" "$3" "${4:-1}" "${5:-0}" <<'PY'
 import os, stat, sys, filecmp
-src, dst, owners, least = sys.argv[1], sys.argv[2], sys.argv[3] == "yes", int(sys.argv[4])
+src, dst, owners, least, umask = sys.argv[1], sys.argv[2], sys.argv[3] == "yes", int(sys.argv[4]), int(sys.argv[5], 8)
 bad = n = 0
 for root, dirs, files in os.walk(src):
     for name in dirs + files:
@@ -33,7 +34,7 @@ for root, dirs, files in os.walk(src):
         sa, sb = os.lstat(a), os.lstat(b)
         why = []
         if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode): why.append("type")
-        if not stat.S_ISLNK(sa.st_mode) and sa.st_mode != sb.st_mode: why.append("mode %o %o" % (sa.st_mode, sb.st_mode))
+        if not stat.S_ISLNK(sa.st_mode) and sa.st_mode & ~umask != sb.st_mode: why.append("mode %o %o" % (sa.st_mode & ~umask, sb.st_mode))
         if sa.st_mtime_ns != sb.st_mtime_ns: why.append("mtime %d %d" % (sa.st_mtime_ns, sb.st_mtime_ns))
         if owners and (sa.st_uid, sa.st_gid) != (sb.st_uid, sb.st_gid): why.append("owner")
         if stat.S_ISLNK(sa.st_mode) and os.readlink(a) != os.readlink(b): why.append("target")
