@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # What backups of running domains leave in libvirt, tidied by the library (src/lib/virt/virt-tidy.c)
-# against the real libvirtd: a backup job a dead blkvault left (its socket names the dead pid) is
-# aborted and its scratch file and socket go; a job that is another tool's, or a live blkvault's,
-# is never touched (EBUSY, named); blkvault's checkpoints no snapshot needs are deleted and
+# against the real libvirtd: a backup job a dead blkvault left (socket blkvault-UUID.sock, the
+# domain's lock free) is aborted and its scratch file and socket go; a job that is another tool's
+# is never touched, nor one of a run that holds the domain's lock (EBUSY, named); blkvault's checkpoints no snapshot needs are deleted and
 # every other checkpoint (another prefix, a kept one) survives.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/libvirt/libvirt-lib.sh"
@@ -26,9 +26,9 @@ job_active() { local i; i=$(lv_virsh domjobinfo "$dom"); [[ $i == *Operation:*Ba
 # no job: nothing to do
 assert_eq "$(vt tidy "$dom")" "no backup job" "tidy without a job"
 
-# a job whose blkvault died (kill -9): its pid is gone; aborted, scratch and socket removed
-sleep 0 & dead=$!; wait $dead
-sock=/var/lib/libvirt/qemu/blkvault-$dead-$dom.sock
+# a job whose blkvault died (kill -9): the lock is free; aborted, scratch and socket removed
+uuid=$(lv_virsh domuuid "$dom")
+sock=/var/lib/libvirt/qemu/blkvault-$uuid.sock
 begin_job "$sock" blkvault-t-c1
 [ -S "$sock" ] && [ -f "$LV_IMAGES/scratch-vda.qcow2" ] || die "the job has no socket or scratch file"
 assert_eq "$(vt tidy "$dom")" "aborted $sock" "tidy of a dead run's job"
@@ -42,12 +42,13 @@ expect_fail 1 "virt-tool: tidy: domain '$dom' runs a backup job that is not blkv
 job_active || die "tidy aborted another tool's job"
 lv_virsh domjobabort "$dom"
 
-# a job of a live blkvault (a process named blkvault): not touched
-cp "$(command -v sleep)" "$T/blkvault"
-"$T/blkvault" 600 & live=$!
-on_exit "kill $live"
-begin_job "/var/lib/libvirt/qemu/blkvault-$live-$dom.sock"
-expect_fail 1 "virt-tool: tidy: domain '$dom' is being backed up by blkvault pid $live .*\[EBUSY\]" vt tidy "$dom"
+# a job of a live run (it holds the domain's lock): not touched
+lock=/run/lock/blkvault-libvirt-$uuid.lock
+( exec 9>"$lock"; flock 9; exec sleep 600 ) & live=$!
+on_exit "kill $live; rm -f $lock"
+for _ in $(seq 50); do flock -n "$lock" true || break; sleep 0.1; done
+begin_job "$sock"
+expect_fail 1 "virt-tool: tidy: domain '$dom' is being backed up by another blkvault run (it holds $lock) \[EBUSY\]" vt tidy "$dom"
 job_active || die "tidy aborted a live run's job"
 lv_virsh domjobabort "$dom"
 

@@ -6,7 +6,8 @@
  *   virt-tool [--uri=URI] connect          (prints the URI connected to)
  *   virt-tool [--uri=URI] domain NAME      ("name UUID running|shut-off")
  *   virt-tool [--uri=URI] disks NAME       ("TARGET DEVICE TYPE FORMAT SIZE SOURCE" lines, - for none)
- *   virt-tool [--uri=URI] tidy NAME        (ends a dead run's backup job: "aborted SOCKET", "no backup job")
+ *   virt-tool [--uri=URI] tidy NAME        (with the domain's lock, ends a dead run's backup job:
+ *                                          "aborted SOCKET", "no backup job")
  *   virt-tool [--uri=URI] prune NAME PREFIX [KEEP...]  (deletes PREFIX's checkpoints but KEEP: "deleted N")
  *
  * Without --uri the library's choice is used (LIBVIRT_DEFAULT_URI, else qemu:///system).
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "virt-tidy.h"
 #include "virt.h"
@@ -64,10 +66,13 @@ static int do_tidy(BvVirt *v, int argc, char **argv)
         int r = bv_virt_domain_open(v, argv[1], &d);
         if (r < 0)
                 return fail("domain", bv_virt_error(v), r);
+        int lock = -1;
         if (prune)
                 r = bv_virt_checkpoints_prune(d, argv[2], (const char *const *)argv + 3, (size_t)argc - 3, &deleted);
-        else
+        else if ((r = bv_virt_job_lock(d, &lock)) >= 0) {
                 r = bv_virt_job_tidy(d, what, sizeof(what));
+                close(lock);
+        }
         bv_virt_domain_close(d);
         if (r < 0)
                 return fail(argv[0], r == -EINVAL ? "an empty prefix" : bv_virt_error(v), r);

@@ -3,9 +3,10 @@
  * Tidying what backups of running domains leave in libvirt (virt-tidy.h). A backup job outlives
  * the client that began it (libvirt keeps it, and its NBD export and scratch files, until it is
  * aborted, even across a libvirtd restart), so a run killed with -9 leaves one; the next run finds
- * it by its socket's name, which carries the pid of the run that began it.
+ * it by its socket's name, and knows it is a dead run's by the domain's lock, which it holds.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libvirt/libvirt.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -13,46 +14,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "virt-internal.h"
 #include "virt-tidy.h"
 
-int bv_virt_job_socket(char *buf, size_t size, const char *dir, const char *domain)
-{
-        int n = snprintf(buf, size, "%s/" BV_VIRT_JOB_PREFIX "%d-%s.sock", dir, (int)getpid(), domain);
-
-        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
-pid_t bv_virt_job_pid(const char *socket)
+bool bv_virt_job_is_ours(const char *socket)
 {
         const char *base = socket ? strrchr(socket, '/') : NULL;
-        char *end;
+        size_t len;
 
         base = base ? base + 1 : socket;
-        if (!base || strncmp(base, BV_VIRT_JOB_PREFIX, strlen(BV_VIRT_JOB_PREFIX)) != 0)
-                return 0;
-        base += strlen(BV_VIRT_JOB_PREFIX);
-        errno = 0;
-        long pid = strtol(base, &end, 10);
-        if (errno || end == base || *end != '-' || pid <= 0 || pid > INT_MAX)
-                return 0;
-        return (pid_t)pid;
+        if (!base)
+                return false;
+        len = strlen(base);
+        return strncmp(base, BV_VIRT_JOB_PREFIX, strlen(BV_VIRT_JOB_PREFIX)) == 0 && len > strlen(".sock") &&
+               strcmp(base + len - strlen(".sock"), ".sock") == 0;
 }
 
-/* Whether pid is a live blkvault (a live process of another name reuses a dead run's pid). */
-static bool blkvault_alive(pid_t pid)
+int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd)
 {
-        char path[64], comm[32] = "";
+        char path[PATH_MAX];
 
-        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return false;
-        bool ok = fgets(comm, sizeof(comm), f) != NULL;
-        fclose(f);
-        return ok && strncmp(comm, "blkvault", 8) == 0;
+        snprintf(path, sizeof(path), BV_VIRT_LOCK_DIR "/blkvault-libvirt-%s.lock", d->uuid);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                close(fd);
+                if (r == -EBUSY)
+                        bv_virt_set_error(d->v, VIR_ERR_OPERATION_INVALID,
+                                          "domain '%s' is being backed up by another blkvault run (it holds %s)",
+                                          d->name, path);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
 }
 
 /* Whether d runs a backup job now: 1 yes, 0 no (none, or a job of another kind). */
@@ -165,18 +164,12 @@ int bv_virt_job_tidy(BvVirtDomain *d, char *what, size_t size)
                 return r == -ENOENT ? 0 : r; /* ended since */
         }
         r = job_files_parse(xml, &f);
-        pid_t pid = r >= 0 ? bv_virt_job_pid(f.socket) : 0;
         if (r >= 0 && what && size)
                 snprintf(what, size, "%s", f.socket ? f.socket : "no unix socket");
-        if (r >= 0 && pid == 0) {
+        if (r >= 0 && !bv_virt_job_is_ours(f.socket)) {
                 bv_virt_set_error(d->v, VIR_ERR_OPERATION_INVALID,
                                   "domain '%s' runs a backup job that is not blkvault's (socket %s): not touched",
                                   d->name, f.socket ? f.socket : "none");
-                r = -EBUSY;
-        } else if (r >= 0 && blkvault_alive(pid)) {
-                bv_virt_set_error(d->v, VIR_ERR_OPERATION_INVALID,
-                                  "domain '%s' is being backed up by blkvault pid %d (socket %s)", d->name,
-                                  (int)pid, f.socket);
                 r = -EBUSY;
         } else if (r >= 0) {
                 r = job_end(d, &f);

@@ -10,27 +10,32 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <sys/types.h>
 
 #include "virt.h"
 
-/* The file name of every backup job's NBD socket starts so: "blkvault-PID-DOMAIN.sock". */
+/* A backup job is blkvault's when its NBD socket's file name is "blkvault-*.sock". */
 #define BV_VIRT_JOB_PREFIX "blkvault-"
-/* Where libvirt's QEMU (user libvirt-qemu) can bind a socket (a private mktemp -d cannot). */
-#define BV_VIRT_JOB_DIR "/var/lib/libvirt/qemu"
+/* A run backing up a domain holds an flock on LOCK_DIR/blkvault-libvirt-UUID.lock: the kernel
+ * drops it when the run dies however it dies, so a blkvault job of a domain whose lock is free is
+ * a dead run's. */
+#define BV_VIRT_LOCK_DIR "/run/lock"
 
-/* The socket path of this process's backup job of domain: dir/blkvault-PID-DOMAIN.sock.
- * -ENAMETOOLONG when it does not fit size. */
-int bv_virt_job_socket(char *buf, size_t size, const char *dir, const char *domain);
-/* The pid a socket path of bv_virt_job_socket names; 0 when the path is not one. */
-pid_t bv_virt_job_pid(const char *socket);
+/* Whether socket (a path) names a blkvault job's socket. */
+bool bv_virt_job_is_ours(const char *socket);
 
 /*
- * A backup job left on d by a run that died (killed, crashed): when d has an active backup job
- * whose socket is blkvault's and whose process is gone, it is aborted and its scratch files and
- * socket removed. Returns 1 (what, size bytes, names the socket), 0 when d has no backup job,
- * -EBUSY when the job is another tool's or a live blkvault's (what names its socket and pid):
- * that job is not touched. Other errors as bv_virt_take_error.
+ * Takes d's backup lock (flock, not waiting) into *ret_fd (close it to let go). -EBUSY when
+ * another run holds it (bv_virt_error says so, naming the domain); -errno when the lock file
+ * cannot be opened.
+ */
+int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd);
+
+/*
+ * A backup job left on d by a run that died (killed, crashed, or its libvirtd restarted under it):
+ * the caller holds d's lock (bv_virt_job_lock), so a blkvault job on d is no live run's. It is
+ * aborted and its scratch files and socket removed. Returns 1 (what, size bytes, names the
+ * socket), 0 when d has no backup job, -EBUSY when the job is another tool's (bv_virt_error names
+ * its socket): that job is not touched. Other errors as bv_virt_take_error.
  */
 int bv_virt_job_tidy(BvVirtDomain *d, char *what, size_t size);
 
