@@ -6,6 +6,9 @@
  *   virt-tool [--uri=URI] connect          (prints the URI connected to)
  *   virt-tool [--uri=URI] domain NAME      ("name UUID running|shut-off")
  *   virt-tool [--uri=URI] disks NAME       ("TARGET DEVICE TYPE FORMAT SIZE SOURCE" lines, - for none)
+ *   virt-tool [--uri=URI] tidy NAME        (with the domain's lock, ends a dead run's backup job:
+ *                                          "aborted SOCKET", "no backup job")
+ *   virt-tool [--uri=URI] prune NAME PREFIX [KEEP...]  (deletes PREFIX's checkpoints but KEEP: "deleted N")
  *
  * Without --uri the library's choice is used (LIBVIRT_DEFAULT_URI, else qemu:///system).
  * A failure prints "virt-tool: WHAT: LIBVIRT'S WORDS [ERRNO-NAME]" and exits 1; nothing else
@@ -16,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "virt-tidy.h"
 #include "virt.h"
 
 static int fail(const char *what, const char *words, int r)
@@ -48,6 +53,36 @@ static int do_domain(BvVirt *v, const char *name, bool disks)
         return r < 0 ? fail(disks ? "disks" : "state", bv_virt_error(v), r) : 0;
 }
 
+/* tidy NAME, prune NAME PREFIX [KEEP...]: virt-tidy.h's housekeeping of one domain */
+static int do_tidy(BvVirt *v, int argc, char **argv)
+{
+        BvVirtDomain *d = NULL;
+        char what[512];
+        size_t deleted = 0;
+        bool prune = strcmp(argv[0], "prune") == 0;
+
+        if (argc < 2 || (prune && argc < 3))
+                return 2;
+        int r = bv_virt_domain_open(v, argv[1], &d);
+        if (r < 0)
+                return fail("domain", bv_virt_error(v), r);
+        int lock = -1;
+        if (prune)
+                r = bv_virt_checkpoints_prune(d, argv[2], (const char *const *)argv + 3, (size_t)argc - 3, &deleted);
+        else if ((r = bv_virt_job_lock(d, &lock)) >= 0) {
+                r = bv_virt_job_tidy(d, what, sizeof(what));
+                close(lock);
+        }
+        bv_virt_domain_close(d);
+        if (r < 0)
+                return fail(argv[0], r == -EINVAL ? "an empty prefix" : bv_virt_error(v), r);
+        if (prune)
+                printf("deleted %zu\n", deleted);
+        else
+                printf(r ? "aborted %s\n" : "no backup job\n", what);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         static const struct option longopts[] = { { "uri", required_argument, NULL, 'u' }, {} };
@@ -72,6 +107,8 @@ int main(int argc, char **argv)
                 r = 0;
         } else if ((strcmp(op, "domain") == 0 || strcmp(op, "disks") == 0) && optind + 1 < argc)
                 r = do_domain(v, argv[optind + 1], strcmp(op, "disks") == 0);
+        else if (strcmp(op, "tidy") == 0 || strcmp(op, "prune") == 0)
+                r = do_tidy(v, argc - optind, argv + optind);
         else
                 r = 2;
         bv_virt_close(v);
