@@ -42,6 +42,7 @@ static int print_json(const BvLibvirtResult *res)
                 disks ? BV_JSON_OBJECT({ "domain", json_object_new_string(res->domain) },
                                        { "uuid", json_object_new_string(res->uuid) },
                                        { BV_JSON_OPT_STRING("checkpoint", res->checkpoint[0] ? res->checkpoint : NULL) },
+                                       { "shut_off", json_object_new_boolean(res->offline) },
                                        { "disks", json_object_get(disks) })
                       : NULL;
         if (!o)
@@ -85,10 +86,6 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
         case -ENOMEDIUM:
                 log_error("domain '%s' has no disk to back up", domain);
                 return EXIT_ERROR;
-        case -EHOSTDOWN:
-                log_error("domain '%s' is not running: this backup reads a running domain through libvirt's "
-                          "backup job", domain);
-                return EXIT_ERROR;
         case -EINVAL:
                 if (d[0]) {
                         log_error("invalid snapshot name %s (choose one with --name)", d);
@@ -121,6 +118,10 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
         if (r < 0 && res.disks[0].error == 0 && !res.disks[0].stats.snapshot_id[0]) /* the job did not begin */
                 ec = report_error(r, domain, &res, o->uri);
         else {
+                if (res.offline && !json)
+                        log_info("domain '%s' is shut off: its disks' images were read directly (libvirt cannot "
+                                 "make a checkpoint of a shut-off domain: each snapshot keeps its parent's)",
+                                 res.domain);
                 for (size_t i = 0; !json && i < res.n_disks; i++)
                         report_disk(&res, &res.disks[i]);
                 ec = json ? print_json(&res) : r < 0 ? EXIT_ERROR : EXIT_OK;

@@ -120,18 +120,13 @@ static void info_error(char *text, char *detail, size_t size)
         snprintf(detail, size, "%s", p[0] ? p : "qemu-img info cannot read it");
 }
 
-int bv_source_image_references(int fd, const char *file, const char *format, char *detail, size_t size)
+/* qemu-img info --output=json -U -f format of file, parsed into *ret: 0, -ENOPKG, -EBADMSG
+ * (refused: its words in detail), -errno. */
+static int image_info(const char *file, const char *format, struct json_object **ret, char *detail, size_t size)
 {
         char fmt[32];
-        int out = -EBADF, r;
+        int out = -EBADF;
 
-        if (strcmp(format, "vmdk") == 0) {
-                char h[21];
-                if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) && memcmp(h, "# Disk DescriptorFile", 21) == 0) {
-                        descriptor_extent(fd, detail, size);
-                        return 1;
-                }
-        }
         snprintf(fmt, sizeof(fmt), "%s", format);
         char *const argv[] = { (char *)"qemu-img", (char *)"info", (char *)"--output=json", (char *)"-U",
                                (char *)"-f", fmt, (char *)file, NULL };
@@ -151,11 +146,68 @@ int bv_source_image_references(int fd, const char *file, const char *format, cha
                 info_error(text, detail, size);
                 return -EBADMSG;
         }
+        return bv_json_parse_object(text, (size_t)n, 16, ret);
+}
+
+int bv_source_image_references(int fd, const char *file, const char *format, char *detail, size_t size)
+{
         struct json_object *info = NULL;
-        r = bv_json_parse_object(text, (size_t)n, 16, &info);
+        int r;
+
+        if (strcmp(format, "vmdk") == 0) {
+                char h[21];
+                if (pread(fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) && memcmp(h, "# Disk DescriptorFile", 21) == 0) {
+                        descriptor_extent(fd, detail, size);
+                        return 1;
+                }
+        }
+        r = image_info(file, format, &info, detail, size);
         if (r < 0)
                 return r;
         r = info_reference(info, file, detail, size);
+        json_object_put(info);
+        return r;
+}
+
+/* Whether the flags array of a bitmap holds flag. */
+static bool has_flag(struct json_object *flags, const char *flag)
+{
+        for (size_t i = 0; flags && i < json_object_array_length(flags); i++) {
+                struct json_object *f = json_object_array_get_idx(flags, i);
+                if (json_object_is_type(f, json_type_string) && strcmp(json_object_get_string(f), flag) == 0)
+                        return true;
+        }
+        return false;
+}
+
+int bv_source_image_bitmap(const char *path, const char *name, char *detail, size_t size)
+{
+        struct json_object *info = NULL;
+        _cleanup_free_ char *file = NULL;
+        int r;
+
+        if (!path || !name)
+                return -EINVAL;
+        if (asprintf(&file, "%s%s", path[0] == '/' ? "" : "./", path) < 0)
+                return -ENOMEM;
+        r = image_info(file, "qcow2", &info, detail, size);
+        if (r < 0)
+                return r;
+        struct json_object *fs = bv_json_member(info, "format-specific", json_type_object);
+        struct json_object *data = fs ? bv_json_member(fs, "data", json_type_object) : NULL;
+        struct json_object *bitmaps = data ? bv_json_member(data, "bitmaps", json_type_array) : NULL;
+        r = 0;
+        for (size_t i = 0; bitmaps && i < json_object_array_length(bitmaps); i++) {
+                struct json_object *b = json_object_array_get_idx(bitmaps, i);
+                struct json_object *n = bv_json_member(b, "name", json_type_string);
+                if (!n || strcmp(json_object_get_string(n), name) != 0)
+                        continue;
+                struct json_object *flags = bv_json_member(b, "flags", json_type_array);
+                /* "in-use": a QEMU that had it open died, so it misses writes; without "auto" it
+                 * is disabled and tracks nothing */
+                r = has_flag(flags, "in-use") ? -EUCLEAN : has_flag(flags, "auto") ? 1 : -ESTALE;
+                break;
+        }
         json_object_put(info);
         return r;
 }

@@ -6,6 +6,12 @@
  * ("backup-vda") whatever the checkpoint, so the pairing goes by checkpoints instead. The
  * snapshot records "libvirt-checkpoint:NEW" (the checkpoint this job created), and the next
  * job's bitmap, which counts from NEW, pairs only with a parent that recorded it.
+ *
+ * A shut-off domain's disk is read from its image instead (libvirt has no job for it, and 9.0
+ * cannot create a checkpoint of an inactive domain): a qcow2 through qemu-nbd, following the
+ * persistent bitmap that libvirt named after the parent's checkpoint, which still counts every
+ * write since that checkpoint; the snapshot records that same checkpoint (checkpoint =
+ * incremental), so the next backup, running or not, counts from it again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -120,13 +126,28 @@ static int info_copy(LibvirtSource *s, const BvSourceLibvirt *in)
         return 0;
 }
 
+/* A shut-off domain's disk from its image: a qcow2 (or another format the XML states) as its
+ * virtual disk, with the bitmap of in->incremental when there is one; raw as a file or device. */
+static int open_image_disk(const BvSourceLibvirt *in, BvSourceOptions *o, BvSource **ret)
+{
+        if (in->image_format && strcmp(in->image_format, "raw") != 0) {
+                o->image_format = in->image_format; /* the XML's, trusted with its backing chain */
+                o->dirty_bitmap = in->incremental;
+                return bv_source_open_image(in->image, o, ret);
+        }
+        if (in->incremental)
+                return -EINVAL; /* a raw image has no bitmap */
+        return bv_source_open_path(in->image, o, ret);
+}
+
 int bv_source_open_libvirt(const char *location, const BvSourceOptions *opts, BvSource **ret)
 {
         const BvSourceLibvirt *in = opts ? opts->libvirt : NULL;
         _cleanup_free_ char *path = NULL, *uri = NULL, *bitmap = NULL;
         int r;
 
-        if (!location || !ret || !in || !in->domain || !in->disk || !in->socket || !bv_source_is_libvirt(location))
+        if (!location || !ret || !in || !in->domain || !in->disk || !in->socket == !in->image ||
+            !bv_source_is_libvirt(location))
                 return -EINVAL;
         if (asprintf(&path, BV_SOURCE_LIBVIRT_PREFIX "%s/%s", in->domain, in->disk) < 0)
                 return path = NULL, -ENOMEM;
@@ -134,9 +155,9 @@ int bv_source_open_libvirt(const char *location, const BvSourceOptions *opts, Bv
         const char *domain = location + strlen(BV_SOURCE_LIBVIRT_PREFIX);
         if (strcmp(domain, in->domain) != 0 && strcmp(location, path) != 0)
                 return -EINVAL;
-        if (asprintf(&uri, "nbd+unix:///%s?socket=%s", in->disk, in->socket) < 0)
+        if (in->socket && asprintf(&uri, "nbd+unix:///%s?socket=%s", in->disk, in->socket) < 0)
                 return uri = NULL, -ENOMEM;
-        if (in->incremental && asprintf(&bitmap, "backup-%s", in->disk) < 0)
+        if (in->socket && in->incremental && asprintf(&bitmap, "backup-%s", in->disk) < 0)
                 return bitmap = NULL, -ENOMEM;
 
         _cleanup_(libvirt_source_freep) LibvirtSource *s = calloc(1, sizeof(*s));
@@ -147,7 +168,7 @@ int bv_source_open_libvirt(const char *location, const BvSourceOptions *opts, Bv
         BvSourceOptions o = *opts;
         o.libvirt = NULL;
         o.dirty_bitmap = bitmap;
-        r = bv_source_open_nbd(uri, &o, &s->nbd);
+        r = in->image ? open_image_disk(in, &o, &s->nbd) : bv_source_open_nbd(uri, &o, &s->nbd);
         if (r < 0)
                 return r;
         r = bv_source_new(&libvirt_ops, s, BV_SOURCE_LIBVIRT, path, ret);

@@ -36,7 +36,9 @@ typedef struct BvSourceLibvirt {
         uint64_t disk_size;        /* its virtual size as libvirt reported it */
         const char *checkpoint;    /* the checkpoint the job created for it (NULL: none, a raw disk) */
         const char *incremental;   /* the checkpoint the export's dirty bitmap counts from (NULL: a full job) */
-        const char *socket;        /* the job's NBD server */
+        const char *socket;        /* the job's NBD server; NULL for a shut-off domain's disk: */
+        const char *image;         /* its image, read directly (a file or a block device) */
+        const char *image_format;  /* as the domain's XML states it ("qcow2"; NULL: raw) */
 } BvSourceLibvirt;
 
 /* BvSourceOptions' defaults and limits (an NBD export's reads are at most 32 MiB). */
@@ -287,9 +289,18 @@ bool bv_source_is_libvirt(const char *location);
  * "libvirt:DOMAIN/TARGET", its changed_map "libvirt-checkpoint:NEW" (the checkpoint this job
  * created; none for a disk without one) and the parent it pairs with must have recorded
  * "libvirt-checkpoint:OLD" (the incremental one): the bitmap means "changed since checkpoint OLD",
- * which that parent's job created. Errors: -EINVAL without opts->libvirt or for a location that
- * is not its domain's, else those of bv_source_open_nbd. */
+ * which that parent's job created. A shut-off domain's disk (no socket, its image) is read
+ * directly: a qcow2 (or another qemu-img format) through bv_source_open_image, with incremental
+ * only what the image's persistent bitmap of that checkpoint marks dirty; a raw one with
+ * bv_source_open_path. Errors: -EINVAL without opts->libvirt or for a location that is not its
+ * domain's, else those of bv_source_open_nbd, bv_source_open_image or bv_source_open_path. */
 int bv_source_open_libvirt(const char *location, const BvSourceOptions *opts, BvSource **ret);
+
+/* Whether the qcow2 image at path carries the persistent dirty bitmap name (qemu-img info -U):
+ * 1 when it does and it tracks writes, 0 when it has none of that name, -EUCLEAN when it is
+ * marked in use (a QEMU that had it open died: it misses writes), -ESTALE when it is disabled,
+ * -ENOPKG (no qemu-img), -EBADMSG (qemu-img cannot read the image: its words in detail), -errno. */
+int bv_source_image_bitmap(const char *path, const char *name, char *detail, size_t size);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
 int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);

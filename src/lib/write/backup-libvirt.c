@@ -6,6 +6,10 @@
  * its parent goes by checkpoint (source-libvirt.c). The job's socket and scratch files live in
  * RUN_DIR under names made from the domain's UUID, so a run killed midway leaves them where the
  * next run of the same domain finds and removes them.
+ *
+ * A shut-off domain has no job: each disk is read from its image (source-libvirt.c), a qcow2
+ * incrementally when it still carries the persistent bitmap of its parent's checkpoint, and its
+ * snapshot records that checkpoint again (libvirt 9.0 cannot create one for an inactive domain).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +37,7 @@ typedef struct Job {
         char (*scratch)[PATH_MAX];
         char sock[PATH_MAX], dir[PATH_MAX];
         bool begun, dir_made;
+        bool offline; /* the domain is shut off: no job, its images are read */
 } Job;
 
 /* Removes the job's scratch directory (its files first) and socket; 0 or the first -errno. */
@@ -100,6 +105,33 @@ static const BvSnapshot *newest_named(BvSnapshot *const *list, size_t n, const c
         return NULL;
 }
 
+/* A shut-off domain: the checkpoint is usable only if the disk's image still carries its bitmap
+ * (libvirt names it after the checkpoint), tracking writes. Else dk->incremental is cleared and
+ * why is said. */
+static void offline_bitmap(Job *j, const BvSnapshot *p, BvLibvirtDiskResult *dk)
+{
+        const BvVirtDisk *k = bv_virt_disks_find(&j->disks, dk->target);
+        const char *ck = dk->incremental;
+        char *why = dk->full_because, detail[256] = "";
+        size_t size = sizeof(dk->full_because);
+        int r = k && k->source ? bv_source_image_bitmap(k->source, ck, detail, sizeof(detail)) : 0;
+
+        if (r == 1)
+                return;
+        if (r == 0)
+                snprintf(why, size, "the image '%s' carries no bitmap '%s' (checkpoint of snapshot %.8s)",
+                         k && k->source ? k->source : dk->target, ck, p->id);
+        else if (r == -EUCLEAN)
+                snprintf(why, size, "the bitmap '%s' of '%s' is marked in use (a QEMU that had it open stopped "
+                         "without saving it), so it may miss writes", ck, k->source);
+        else if (r == -ESTALE)
+                snprintf(why, size, "the bitmap '%s' of '%s' is disabled (it tracks no writes)", ck, k->source);
+        else
+                snprintf(why, size, "cannot list the bitmaps of '%s': %s", k->source,
+                         detail[0] ? detail : strerror(-r));
+        dk->incremental[0] = 0;
+}
+
 /*
  * The checkpoint the disk's export can count from: its parent's (the newest snapshot of its
  * name), when that parent is of this domain and disk and libvirt still has the checkpoint with a
@@ -136,6 +168,8 @@ static int parent_checkpoint(Job *j, BvSnapshot *const *list, size_t n, BvLibvir
                 else {
                         snprintf(dk->incremental, sizeof(dk->incremental), "%s", pl->checkpoint);
                         why[0] = 0;
+                        if (j->offline)
+                                offline_bitmap(j, p, dk);
                 }
         }
         return 0;
@@ -243,7 +277,7 @@ static int plan_job(Job *j, BvLibvirtResult *res)
         return checkpoint_name(res->checkpoint, sizeof(res->checkpoint));
 }
 
-/* Connects, finds the running domain and its disks. */
+/* Connects, finds the domain (running or not) and its disks. */
 static int job_open(Job *j, const char *domain, const BvLibvirtBackupOptions *o, BvLibvirtResult *res)
 {
         int r = bv_virt_connect(o->uri, &j->v, res->detail, sizeof(res->detail));
@@ -255,9 +289,8 @@ static int job_open(Job *j, const char *domain, const BvLibvirtBackupOptions *o,
         snprintf(res->domain, sizeof(res->domain), "%s", bv_virt_domain_name(j->d));
         snprintf(res->uuid, sizeof(res->uuid), "%s", bv_virt_domain_uuid(j->d));
         r = bv_virt_domain_running(j->d);
-        if (r == 0)
-                return -EHOSTDOWN;
-        if (r > 0)
+        j->offline = r == 0;
+        if (r >= 0)
                 r = bv_virt_domain_disks(j->d, &j->disks);
         if (r < 0)
                 snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
@@ -292,6 +325,12 @@ static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, Bv
                 .domain = res->domain, .uuid = res->uuid, .disk = dk->target, .disk_size = k->size,
                 .checkpoint = NULL, .incremental = dk->incremental[0] ? dk->incremental : NULL, .socket = j->sock,
         };
+        if (j->offline) { /* its image, and the parent's checkpoint kept */
+                info.socket = NULL;
+                info.image = k->source;
+                info.image_format = k->format;
+                info.checkpoint = info.incremental;
+        }
         for (size_t i = 0; i < j->n_jd; i++)
                 if (strcmp(j->jd[i].target, dk->target) == 0 && j->jd[i].checkpoint)
                         info.checkpoint = res->checkpoint;
@@ -307,6 +346,10 @@ static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, Bv
         if (r >= 0)
                 r = bv_backup(repo, src, &bo, &dk->stats);
         bv_source_free(src);
+        /* a shut-off disk read whole without a checkpoint is no changed-block source: say why */
+        if (r >= 0 && j->offline && !info.incremental && !dk->stats.changed_reason[0])
+                snprintf(dk->stats.changed_reason, sizeof(dk->stats.changed_reason), "%.*s",
+                         (int)sizeof(dk->stats.changed_reason) - 1, dk->full_because);
         return r;
 }
 
@@ -325,9 +368,10 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
                 r = -ENAMETOOLONG; /* a unix socket's path has at most 107 bytes */
         if (r >= 0)
                 r = plan_disks(&j, repo, o, ret);
-        if (r >= 0)
+        ret->offline = j.offline;
+        if (r >= 0 && !j.offline)
                 r = plan_job(&j, ret);
-        if (r >= 0)
+        if (r >= 0 && !j.offline)
                 r = job_begin(&j, ret);
         for (size_t i = 0; r >= 0 && i < ret->n_disks; i++) {
                 BvLibvirtDiskResult *dk = &ret->disks[i];

@@ -40,6 +40,7 @@ typedef struct BvLibvirtDiskResult {
 typedef struct BvLibvirtResult {
         char domain[256], uuid[40];
         char checkpoint[128]; /* the checkpoint the job created ("": none) */
+        bool offline;         /* the domain was shut off: its disks' images were read, no job */
         BvLibvirtDiskResult *disks;
         size_t n_disks;
         char detail[BV_VIRT_ERROR_MAX]; /* libvirt's words when a libvirt call failed, or the culprit */
@@ -47,7 +48,8 @@ typedef struct BvLibvirtResult {
 } BvLibvirtResult;
 
 /*
- * Backs up the disks of the running domain (its name or UUID) into r, opened with BV_OPEN_WRITE:
+ * Backs up the disks of the domain (its name or UUID) into r, opened with BV_OPEN_WRITE (a
+ * shut-off domain's disks from their images, without a job: see backup-libvirt.c):
  * connects, lists the disks, finds each disk's parent (the newest snapshot of its name) and the
  * checkpoint it recorded, begins one pull-mode backup job with a new checkpoint
  * ("blkvault-<time>-<random>") over the qcow2 disks, asking for each disk the changes since its
@@ -56,7 +58,7 @@ typedef struct BvLibvirtResult {
  * scratch files in every case. Each disk's snapshot is published on its own (ret->disks[i].error
  * says which failed); the first failure is returned after all disks were tried.
  * Errors: those of bv_virt_connect and bv_virt_domain_open (detail holds libvirt's words),
- * -EHOSTDOWN when the domain is not running, -ENXIO for a disk it does not have (named in detail),
+ * -ENXIO for a disk it does not have (named in detail),
  * -ENOMEDIUM when it has no disk to back up, those of bv_virt_backup_begin (detail), -EINVAL for a
  * snapshot name bv_snapshot_name_problem refuses (detail), else a disk's backup's.
  */
