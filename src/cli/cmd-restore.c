@@ -241,9 +241,10 @@ int cmd_restore(int argc, char **argv)
                                         .args = "REPO SNAPSHOT [DEST]", .repo = true);
         int r;
         const char *path = argv[optind], *spec = argv[optind + 1], *dest = argv[optind + 2];
-        if (!libvirt == !dest || (libvirt && (in_place || force))) {
-                log_error(libvirt ? "--libvirt names where to restore: no DEST, --in-place or --force with it"
-                                  : "expected 'blkvault restore REPO SNAPSHOT DEST' (or --libvirt=DOMAIN)");
+        if (!libvirt && !dest)
+                return usage_error("restore", "REPO SNAPSHOT DEST");
+        if (libvirt && (dest || in_place || force)) {
+                log_error("--libvirt names where to restore: no DEST, --in-place or --force with it");
                 return EXIT_USAGE;
         }
         if (libvirt_uri && !libvirt) {
