@@ -324,13 +324,19 @@ static int read_range(void *buf, uint32_t count, uint64_t offset)
         uint64_t bad = 0;
         int r = bv_image_pread(image, buf, count, offset, &bad);
         if (r < 0) {
+                /* an S3 repository's storage names the object and what it answered (a pack a gc
+                 * deleted while this export was stopped past its lease's grace: HTTP 404) */
+                char said[320];
+                bv_repo_storage_error(repo, said, sizeof(said));
                 if (r == -EBADMSG || r == -EUCLEAN)
-                        nbdkit_error("%s at image offset %llu (0x%llx) of snapshot '%s' in '%s'",
+                        nbdkit_error("%s at image offset %llu (0x%llx) of snapshot '%s' in '%s'%s%s%s",
                                      r == -EBADMSG ? "damaged data" : "missing data (repository needs repair)",
-                                     (unsigned long long)bad, (unsigned long long)bad, snapshot_spec, repo_path);
+                                     (unsigned long long)bad, (unsigned long long)bad, snapshot_spec, repo_path,
+                                     said[0] ? " (" : "", said, said[0] ? ")" : "");
                 else
-                        nbdkit_error("read of %u bytes at %llu: %s", count, (unsigned long long)offset,
-                                     strerror(-r));
+                        nbdkit_error("read of %u bytes at %llu of snapshot '%s' in '%s': %s%s%s%s", count,
+                                     (unsigned long long)offset, snapshot_spec, repo_path, strerror(-r),
+                                     said[0] ? " (" : "", said, said[0] ? ")" : "");
                 nbdkit_set_error(r == -EBADMSG || r == -EUCLEAN ? EIO : -r);
                 return -1;
         }

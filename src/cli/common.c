@@ -326,6 +326,15 @@ static int open_deriving(const char *path, int64_t at, const BvSecret *secret, B
         return r;
 }
 
+const char *storage_said(BvRepo *repo, char *buf, size_t len)
+{
+        char said[320];
+
+        bv_repo_storage_error(repo, said, sizeof(said));
+        snprintf(buf, len, "%s%s%s", said[0] ? " (" : "", said, said[0] ? ")" : "");
+        return buf;
+}
+
 int refuse_s3_write(const char *path)
 {
         if (!is_s3(path))

@@ -102,6 +102,8 @@ typedef struct s3_list_page {
         char *next_key;
         char *next_version;
 } s3_list_page;
+/* One page of a listing to cb. -EBADMSG for a page that is no such listing or holds a broken
+ * entry, with what was wrong in why ("" when the error is cb's own). */
 int s3_xml_list_page(const char *body, size_t len, bool versions, const char *under, size_t strip_len,
-                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret);
+                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret, char *why, size_t whylen);
 void s3_list_page_done(s3_list_page *p);
