@@ -51,6 +51,7 @@ typedef struct s3_req {
         char version_id[256];
         uint64_t content_length;
         uint64_t object_size; /* from Content-Range, else Content-Length */
+        uint64_t range_len; /* the bytes a 206's Content-Range names (0: none) */
         bool have_size;
         int64_t mtime;
         bv_s3_lock_mode lock_mode;
