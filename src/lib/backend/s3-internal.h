@@ -54,6 +54,7 @@ typedef struct s3_req {
         uint64_t range_len; /* the bytes a 206's Content-Range names (0: none) */
         bool have_size;
         int64_t mtime;
+        int64_t date; /* the Date header: the server's clock when it answered (0: none) */
         bv_s3_lock_mode lock_mode;
         int64_t retain_until;
         bool delete_marker;

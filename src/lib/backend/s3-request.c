@@ -227,6 +227,8 @@ static size_t header_cb(char *h, size_t size, size_t nmemb, void *userdata)
                         q->range_len = last - first + 1;
         } else if (header_value(h, n, "Last-Modified", v, sizeof(v)))
                 q->mtime = curl_getdate(v, NULL);
+        else if (header_value(h, n, "Date", v, sizeof(v)))
+                q->date = MAX((int64_t)curl_getdate(v, NULL), (int64_t)0);
         else if (header_value(h, n, "x-amz-object-lock-mode", v, sizeof(v)))
                 q->lock_mode = strcasecmp(v, "GOVERNANCE") == 0 ? BV_S3_LOCK_GOVERNANCE : BV_S3_LOCK_COMPLIANCE;
         else if (header_value(h, n, "x-amz-object-lock-retain-until-date", v, sizeof(v)))
@@ -364,7 +366,7 @@ static void reset_answer(s3_req *q)
         q->etag[0] = q->version_id[0] = '\0';
         q->content_length = q->object_size = q->range_len = 0;
         q->have_size = q->delete_marker = false;
-        q->mtime = q->retain_until = 0;
+        q->mtime = q->retain_until = q->date = 0;
         q->lock_mode = BV_S3_LOCK_NONE;
 }
 

@@ -274,6 +274,7 @@ int bv_s3_head(bv_s3 *s, const char *key, const char *version_id, bv_s3_object *
                 o.mtime = q.mtime;
                 o.lock_mode = q.lock_mode;
                 o.retain_until = q.retain_until;
+                o.server_time = q.date;
                 o.delete_marker = q.delete_marker;
                 snprintf(o.etag, sizeof(o.etag), "%s", q.etag);
                 if (!o.key || (q.version_id[0] && !o.version_id)) {
