@@ -302,6 +302,14 @@ int log_open_error(const char *path, int r)
  * the endpoint that did not answer), which says more than the errno. */
 static int log_storage_error(const char *path, const BvRepoProblem *p, int r)
 {
+        if (r == -ENOENT && strstr(p->message, "/config: ")) {
+                /* what a user finds after someone deleted the objects: say where they still are */
+                log_error("cannot open repository '%s': no config object there (%s); if its objects were "
+                          "deleted and the bucket keeps versions, --point-in-time=TIME reads the repository as "
+                          "it was at TIME",
+                          path, p->message);
+                return EXIT_NO_REPO;
+        }
         log_error("cannot open repository '%s': %s (%s)", path, p->message, strerror(-r));
         return r == -EACCES || r == -EPERM ? EXIT_PERM : exit_code_for(r);
 }
