@@ -3,8 +3,10 @@
 # Installs the peers bench/peers compares blkvault with, into $PEERS_CACHE (default
 # /var/cache/blkvault-bench): Debian's borg 1.2, restic 0.14 and casync (apt); borg 2 (the newest
 # 2.0 beta on PyPI that builds here, in a venv); restic, kopia and desync built from the Go module
-# proxy. Idempotent: what is installed already is kept. Writes one line per peer to
-# $PEERS_CACHE/status.tsv: "name<TAB>ok<TAB>path" or "name<TAB>not installed: reason", which
+# proxy. Named only (not in the default list): virtnbdbackup, for bench/libvirt-backup.sh, from
+# Debian (1.9.15 in Debian 12): PyPI has no distribution of it (`pip download virtnbdbackup`:
+# "from versions: none"). Idempotent: what is installed already is kept. Writes one line per
+# peer to $PEERS_CACHE/status.tsv: "name<TAB>ok<TAB>path" or "name<TAB>not installed: reason", which
 # bench/peers reads, so a peer that failed is reported in its tables and never silently dropped.
 #
 # Usage: bench/peers-install.sh [PEER...]   (default: all)
@@ -103,6 +105,7 @@ for p in "${PEERS[@]}"; do
     borg) debian_peer borg borgbackup /usr/bin/borg ;;
     restic-debian) debian_peer restic-debian restic /usr/bin/restic ;;
     casync) debian_peer casync casync /usr/bin/casync ;;
+    virtnbdbackup) debian_peer virtnbdbackup virtnbdbackup /usr/bin/virtnbdbackup ;;
     borg2) borg2_peer ;;
     restic) go_peer restic github.com/restic/restic "$RESTIC_VERSION" github.com/restic/restic/cmd/restic ;;
     kopia) go_peer kopia github.com/kopia/kopia "$KOPIA_VERSION" github.com/kopia/kopia ;;

@@ -214,19 +214,29 @@ static void check_age_notify(const BvConfig *c, const BvConfJob *j, bool alarm, 
         notify_change(c, dir, subject, alarm, true, j->name, NULL, alarm ? line : ok);
 }
 
+/* An alarm's line, "WHAT within its max-age of M (last good: TIME SEP TARGET)", logged and sent
+ * to the journal with FIELD=NAME, into line. */
+static void alarm_announce(const char *field, const char *name, const char *what, const char *sep, uint64_t max_age,
+                           const BvJobStatus *st, char *line, size_t size)
+{
+        char max[32], good[32] = "never";
+        bv_conf_format_duration(max_age, max);
+        if (st->last_good)
+                bv_format_time_utc(st->last_good, good);
+        snprintf(line, size, "%s within its max-age of %s (last good: %s%s%s)", what, max, good,
+                 st->last_good ? sep : "", st->last_good ? st->good_target : "");
+        log_warning("%s", line);
+        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_AGE_ALARM, "PRIORITY=4", "%s=%s", field, name,
+                        "MAX_AGE=%llu", (unsigned long long)max_age, "LAST_GOOD=%s", good,
+                        "LAST_GOOD_TARGET=%s", st->last_good ? st->good_target : "", NULL);
+}
+
 /* The warning and on-failure of a job in alarm, and the notification of a change. */
 static void alarm_job(const BvConfig *c, const BvConfJob *j, const BvJobStatus *st, const char *dir)
 {
-        char max[32], good[32] = "never", line[512], what[160];
-        bv_conf_format_duration(j->max_age, max);
-        if (st->last_good)
-                bv_format_time_utc(st->last_good, good);
-        snprintf(line, sizeof(line), "job %s: no good backup on any drive within its max-age of %s (last good: %s%s%s)",
-                 j->name, max, good, st->last_good ? " on " : "", st->last_good ? st->good_target : "");
-        log_warning("%s", line);
-        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_AGE_ALARM, "PRIORITY=4", "JOB=%s", j->name,
-                        "MAX_AGE=%llu", (unsigned long long)j->max_age, "LAST_GOOD=%s", good,
-                        "LAST_GOOD_TARGET=%s", st->last_good ? st->good_target : "", NULL);
+        char line[512], what[256];
+        snprintf(what, sizeof(what), "job %s: no good backup on any drive", j->name);
+        alarm_announce("JOB", j->name, what, " on ", j->max_age, st, line, sizeof(line));
         snprintf(what, sizeof(what), "the on-failure command of %s%s", j->on_failure ? "job " : "[global]",
                  j->on_failure ? j->name : "");
         run_hook(what, j->on_failure ? j->on_failure : c->on_failure, j->name, NULL, false, line);
@@ -284,22 +294,15 @@ static void remote_json(const BvConfRemote *rm, const BvJobStatus *st, uint64_t 
 /* The warning, [global] on-failure and notification of a remote in alarm (or of its end). */
 static void alarm_remote(const BvConfig *c, const BvConfRemote *rm, const BvJobStatus *st, const char *dir)
 {
-        char max[32], good[32] = "never", line[512], subject[BV_NOTIFY_SUBJECT_MAX];
+        char line[512], what[256], subject[BV_NOTIFY_SUBJECT_MAX];
         snprintf(subject, sizeof(subject), "alarm-remote-%s", rm->name);
         if (!st->alarm) {
                 snprintf(line, sizeof(line), "remote %s: a good copy within its max-age again", rm->name);
                 notify_change(c, dir, subject, false, true, NULL, NULL, line);
                 return;
         }
-        bv_conf_format_duration(rm->max_age, max);
-        if (st->last_good)
-                bv_format_time_utc(st->last_good, good);
-        snprintf(line, sizeof(line), "remote %s: no good copy off-site within its max-age of %s (last good: %s%s%s)",
-                 rm->name, max, good, st->last_good ? " of " : "", st->last_good ? st->good_target : "");
-        log_warning("%s", line);
-        sd_journal_send("MESSAGE=%s", line, BV_MESSAGE_ID_AGE_ALARM, "PRIORITY=4", "REMOTE=%s", rm->name,
-                        "MAX_AGE=%llu", (unsigned long long)rm->max_age, "LAST_GOOD=%s", good,
-                        "LAST_GOOD_TARGET=%s", st->last_good ? st->good_target : "", NULL);
+        snprintf(what, sizeof(what), "remote %s: no good copy off-site", rm->name);
+        alarm_announce("REMOTE", rm->name, what, " of ", rm->max_age, st, line, sizeof(line));
         run_hook("the on-failure command of [global]", c->on_failure, NULL, NULL, false, line);
         notify_change(c, dir, subject, true, true, NULL, NULL, line);
 }

@@ -22,6 +22,7 @@ typedef struct GetCtx {
         FilesPath *fp;
         const FilesOptions *o;
         bool root;
+        mode_t umask; /* applied to the modes of a filesystem that keeps none (BvFsOps.modes_made_up) */
         int ec;
         uint64_t files, bytes;
 } GetCtx;
@@ -45,11 +46,12 @@ static int set_attrs(GetCtx *c, int dirfd, const char *name, int fd, const BvFsS
         struct timespec ts[2] = { { .tv_sec = st->atime, .tv_nsec = st->atime_ns },
                                   { .tv_sec = st->mtime, .tv_nsec = st->mtime_ns } };
         bool link = S_ISLNK(st->mode);
+        mode_t mode = st->mode & 07777 & (bv_fs_ops(c->fp->fs)->modes_made_up ? ~c->umask : 07777);
 
         if (c->root && (fd >= 0 ? fchown(fd, st->uid, st->gid)
                                 : fchownat(dirfd, name, st->uid, st->gid, AT_SYMLINK_NOFOLLOW)) < 0)
                 return -errno;
-        if (!link && (fd >= 0 ? fchmod(fd, st->mode & 07777) : fchmodat(dirfd, name, st->mode & 07777, 0)) < 0)
+        if (!link && (fd >= 0 ? fchmod(fd, mode) : fchmodat(dirfd, name, mode, 0)) < 0)
                 return -errno;
         if ((fd >= 0 ? futimens(fd, ts) : utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW)) < 0)
                 return -errno;
@@ -303,10 +305,11 @@ int files_get(FilesDisk *d, char **args, int n, const FilesOptions *o)
 {
         const char *dest = args[n - 1];
         struct stat st;
-        GetCtx c = { .o = o, .root = geteuid() == 0 };
+        GetCtx c = { .o = o, .root = geteuid() == 0, .umask = umask(0) };
         bool into = stat(dest, &st) == 0 && S_ISDIR(st.st_mode);
         char a[32];
 
+        umask(c.umask);
         if (!into && n > 2) {
                 log_error("'%s' is not a directory: copying several paths needs one", dest);
                 return EXIT_USAGE;

@@ -201,21 +201,5 @@ files "$snap1" diff "$snap2" p1:/ --content 2>/dev/null >"$T/got"
 diff "$T/want" "$T/got" >&2 || die "files diff --content"
 
 # --- damage: a byte flipped in the middle of each pack of the first backup (the big file) -----
-while read -r p; do
-    size=$(stat -c %s "$repo/$p")
-    flip_byte "$repo/$p" $((size / 2))
-done <"$T/big-packs"
-rc=0
-files "$snap1" cat p1:/home/user/big.bin >/dev/null 2>"$T/cat.err" || rc=$?
-assert_eq "$rc" 4 "exit status of cat of a damaged file"
-grep -Eq "^error: cannot read 'p1:/home/user/big.bin': damaged data at offset [0-9]+ of the snapshot: Bad message$" "$T/cat.err" ||
-    { cat "$T/cat.err" >&2; die "cat of a damaged file did not name it"; }
-files "$snap1" cat p1:/home/user/small.bin | cmp - "$T/out/all/home/user/small.bin" || die "an undamaged file beside a damaged one"
-rc=0
-files "$snap1" get p1:/home "$T/out/damaged" 2>"$T/get.err" || rc=$?
-assert_eq "$rc" 4 "exit status of get with a damaged file"
-grep -q "^error: cannot read 'p1:/home/user/big.bin': damaged data" "$T/get.err" || { cat "$T/get.err" >&2; die "get did not name the damaged file"; }
-[ ! -e "$T/out/damaged/user/big.bin" ] || die "the damaged file was left half-written"
-cmp "$T/out/damaged/user/small.bin" "$T/out/all/home/user/small.bin" || die "get skipped the undamaged files"
-cmp "$T/out/damaged/user/odd size.txt" "$T/out/all/home/user/odd size.txt" || die "get stopped at the damaged file"
+check_damage "$snap1" /home user "odd size.txt"
 echo "files: ls, cat, get, find, diff and damage checked ($checked directories)"

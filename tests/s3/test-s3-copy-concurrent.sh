@@ -30,6 +30,20 @@ pack_puts() {
 copy_at() {
     BLKVAULT_CACHE_DIR=$T/$1 "$BLKVAULT" copy "$2" "$3" --json --limit-upload=6M >"$T/$4.json" 2>"$T/$4.err" &
 }
+# copies_at_once DST SRC1 TAG1 SRC2 TAG2: two copies into DST at once, as two machines (their own
+# caches); both must succeed (their output is $T/TAG.json and $T/TAG.err)
+copies_at_once() {
+    local p1 p2 r1=0 r2=0
+    copy_at one "$2" "$1" "$3"
+    p1=$!
+    copy_at two "$4" "$1" "$5"
+    p2=$!
+    wait $p1 || r1=$?
+    wait $p2 || r2=$?
+    [ $r1 = 0 ] || { cat "$T/$3.err"; die "the copy of $2 ($3) into $1 beside $5's failed"; }
+    [ $r2 = 0 ] || { cat "$T/$5.err"; die "the copy of $4 ($5) into $1 beside $3's failed"; }
+    cat "$T/$3.json" "$T/$5.json" >&2
+}
 restores() { # LOCATION NAME IMAGE...: each snapshot NAME<i> restores bit-exact from LOCATION
     local loc=$1 i=0 img
     shift
@@ -58,16 +72,7 @@ BLKVAULT_CACHE_DIR=$T/one bv copy "$T/a" s3://bvcc/site base -q || die "copy of 
 pack_puts site >"$T/before"
 [ -s "$T/before" ] || die "the first copy PUT no pack"
 lines=$(wc -l <"$S3_LOG")
-copy_at one "$T/a" s3://bvcc/site a
-pa=$!
-copy_at two "$T/b" s3://bvcc/site b
-pb=$!
-ra=0 rb=0
-wait $pa || ra=$?
-wait $pb || rb=$?
-[ $ra = 0 ] || { cat "$T/a.err"; die "the copy of A beside B's failed"; }
-[ $rb = 0 ] || { cat "$T/b.err"; die "the copy of B beside A's failed"; }
-cat "$T/a.json" "$T/b.json" >&2
+copies_at_once s3://bvcc/site "$T/a" a "$T/b" b
 # they overlapped: each one's lease was there while the other PUT a pack
 tail -n +$((lines + 1)) "$S3_LOG" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^s3_/) { print $i, $(i + 1); break } }' >"$T/during"
 first_end=$(grep -n 's3_DeleteObject site/leases/' "$T/during" | head -1 | cut -d: -f1)
@@ -90,17 +95,8 @@ restores s3://bvcc/site base shared only-a only-b
 
 # 2. two copies of the same source at once, into a new prefix
 lines=$(wc -l <"$S3_LOG")
-copy_at one "$T/a" s3://bvcc/twin t1
-p1=$!
-copy_at two "$T/a" s3://bvcc/twin t2
-p2=$!
-r1=0 r2=0
-wait $p1 || r1=$?
-wait $p2 || r2=$?
 # both make DST: the config is create-only, and the loser of that race finds it related to SRC
-[ $r1 = 0 ] || { cat "$T/t1.err"; die "the first copy of A into a new prefix failed"; }
-[ $r2 = 0 ] || { cat "$T/t2.err"; die "the second copy of A into a new prefix failed"; }
-cat "$T/t1.json" "$T/t2.json" >&2
+copies_at_once s3://bvcc/twin "$T/a" t1 "$T/a" t2
 pack_puts twin >"$T/twin"
 dups=$(uniq -d "$T/twin")
 [ -z "$dups" ] || die "packs stored twice in twin: $dups"

@@ -235,6 +235,18 @@ TEST(json_errors)
         ASSERT_ERROR(from_doc("root", "\"" GOOD_ID "\""), EBADMSG);
         ASSERT_ERROR(from_doc("time", "-1"), EBADMSG);
         ASSERT_ERROR(from_doc("time", "\"1700000000\""), EBADMSG);
+        /* time_ns is optional, and when present the same second as time */
+        char *doc1 = doc_with("", NULL), *with_ns = NULL;
+        ASSERT_TRUE(asprintf(&with_ns, "{\"time_ns\":1700000000123456789,%s", doc1 + 1) > 0);
+        ASSERT_OK(from_string(with_ns));
+        free(with_ns);
+        ASSERT_TRUE(asprintf(&with_ns, "{\"time_ns\":1700000001000000000,%s", doc1 + 1) > 0);
+        ASSERT_ERROR(from_string(with_ns), EBADMSG);
+        free(with_ns);
+        ASSERT_TRUE(asprintf(&with_ns, "{\"time_ns\":\"1700000000123456789\",%s", doc1 + 1) > 0);
+        ASSERT_ERROR(from_string(with_ns), EBADMSG);
+        free(with_ns);
+        free(doc1);
         ASSERT_ERROR(from_doc("size", "-5"), EBADMSG);
         ASSERT_ERROR(from_doc("size", "1.5"), EBADMSG);
         ASSERT_ERROR(from_doc("height", "0"), EBADMSG);
@@ -760,6 +772,38 @@ TEST(name_rules)
         ASSERT_STREQ(bv_snapshot_name_problem(name), "longer than 255 bytes");
 }
 
+/* Snapshots of one second whose records say their start in nanoseconds are listed in that
+ * order, whatever their files' times (a copy does not keep them); a record without it falls back
+ * to its file's time. */
+TEST(list_time_ns)
+{
+        Env e;
+        BvSnapshot **list = NULL;
+        size_t n = 0;
+
+        env_init(&e);
+        BvSnapshot *first = make_snapshot(20, "vm", 500), *second = make_snapshot(21, "vm", 500),
+                   *old = make_snapshot(22, "vm", 500);
+        first->time_ns = 500 * 1000000000ull + 200;
+        second->time_ns = 500 * 1000000000ull + 900;
+        ASSERT_OK(bv_snapshot_save(e.b, e.codec, first));
+        ASSERT_OK(bv_snapshot_save(e.b, e.codec, second));
+        ASSERT_OK(bv_snapshot_save(e.b, e.codec, old));
+        set_mtime(&e, second, 1000);
+        set_mtime(&e, first, 1001);
+        set_mtime(&e, old, 1002);
+        ASSERT_OK(bv_snapshot_list(e.b, e.codec, &list, &n));
+        ASSERT_EQ(n, 3);
+        ASSERT_EQ(list_index(list, n, first) + 1, list_index(list, n, second));
+        ASSERT_EQ(list[list_index(list, n, first)]->time_ns, first->time_ns);
+        ASSERT_EQ(list_index(list, n, second) + 1, list_index(list, n, old)); /* by file time */
+        bv_snapshot_list_free(list, n);
+        bv_snapshot_free(first);
+        bv_snapshot_free(second);
+        bv_snapshot_free(old);
+        env_done(&e);
+}
+
 int main(void)
 {
         RUN(name_rules);
@@ -770,5 +814,6 @@ int main(void)
         RUN(save_load);
         RUN(damaged_files);
         RUN(list_and_resolve);
+        RUN(list_time_ns);
         return 0;
 }

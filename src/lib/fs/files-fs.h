@@ -42,6 +42,9 @@ typedef int (*BvFsSink)(const void *buf, size_t len, uint64_t offset, void *user
 
 typedef struct BvFsOps {
         const char *library; /* "libext2fs": named when it refuses a filesystem */
+        /* The filesystem keeps no Unix modes: stat's permission bits are made up (NTFS: 0777, as
+         * ntfs-3g shows them), so what copies files out applies its umask to them. */
+        bool modes_made_up;
         /* Opens the filesystem at [offset, offset + size) of dev (kept by pointer: it outlives *ret). */
         int (*open)(const BvFilesDev *dev, uint64_t offset, uint64_t size, void **ret);
         void (*close)(void *fs);

@@ -517,6 +517,7 @@ static int nt_read(void *fs, uint64_t ino, BvFsSink sink, void *userdata)
 
 const BvFsOps bv_ntfs_fs_ops = {
         .library = "libntfs-3g",
+        .modes_made_up = true,
         .open = nt_open,
         .close = nt_close,
         .needs_recovery = nt_needs_recovery,

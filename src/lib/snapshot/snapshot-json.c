@@ -2,7 +2,7 @@
 /*
  * The JSON document of a snapshot record (docs/FORMAT.md, "Snapshots"):
  *
- *   {"version":1, "id", "name", "time", "time_utc", "size", "root", "height",
+ *   {"version":1, "id", "name", "time", "time_ns" (optional), "time_utc", "size", "root", "height",
  *    "source":{"path","kind","size","probe":{...}, "dev","ino","mtime_ns","ctime_ns",
  *              "reused_from","unread_backups", "changed_map","changed_from","changed_backups"},
  *    "stats":{...}, "chunker":{...}, "unreadable":[...], "used_only":{...}}
@@ -167,6 +167,7 @@ int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
                                { "id", json_object_new_string(s->id) },
                                { "name", json_object_new_string(s->name ? s->name : "") },
                                { "time", json_object_new_uint64(s->time) },
+                               { s->time_ns ? "time_ns" : NULL, s->time_ns ? json_object_new_uint64(s->time_ns) : NULL },
                                { "time_utc", json_object_new_string(utc) },
                                { "size", json_object_new_uint64(s->size) },
                                { "root", json_object_new_string(root) },
@@ -419,6 +420,10 @@ static int snapshot_fill(BvSnapshot *s, struct json_object *o)
                 return -EBADMSG;
         if (!json_object_object_get_ex(o, "time", NULL) || !json_object_object_get_ex(o, "size", NULL) ||
             bv_json_get_u64(o, "time", &s->time) < 0 || bv_json_get_u64(o, "size", &s->size) < 0)
+                return -EBADMSG;
+        /* The start in nanoseconds (records older than it have none): the same second as time. */
+        if (json_object_object_get_ex(o, "time_ns", NULL) &&
+            (bv_json_get_u64(o, "time_ns", &s->time_ns) < 0 || s->time_ns / 1000000000ull != s->time))
                 return -EBADMSG;
         h = json_object_get_int64(height);
         if (h < 1 || h > BV_MAP_MAX_HEIGHT)

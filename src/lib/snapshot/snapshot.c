@@ -164,8 +164,8 @@ int bv_snapshot_load(BvBackend *b, BvObjectCodec *codec, const char *id, BvSnaps
 
 /* ---- listing and resolving ---- */
 
-/* A listed snapshot and the modification time of its file (ns), which orders snapshots
- * taken within the same second in the order they were written. */
+/* A listed snapshot and the modification time of its file (ns), which orders snapshots of one
+ * second whose records do not say their start in nanoseconds. */
 typedef struct ListItem {
         BvSnapshot *snapshot;
         uint64_t mtime_ns;
@@ -177,6 +177,8 @@ static int list_item_cmp(const void *x, const void *y)
 
         if (a->snapshot->time != b->snapshot->time)
                 return a->snapshot->time < b->snapshot->time ? -1 : 1;
+        if (a->snapshot->time_ns && b->snapshot->time_ns && a->snapshot->time_ns != b->snapshot->time_ns)
+                return a->snapshot->time_ns < b->snapshot->time_ns ? -1 : 1;
         if (a->mtime_ns != b->mtime_ns)
                 return a->mtime_ns < b->mtime_ns ? -1 : 1;
         return strcmp(a->snapshot->id, b->snapshot->id);

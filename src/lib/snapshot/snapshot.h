@@ -104,6 +104,7 @@ typedef struct BvSnapshot {
         char id[2 * BV_SNAPSHOT_ID_SIZE + 1]; /* hex */
         char *name;
         uint64_t time;        /* unix seconds (UTC) of the backup's start */
+        uint64_t time_ns;     /* the same in nanoseconds; 0 in records older than it */
         uint64_t size;        /* image bytes */
         uint8_t root[BV_ID_SIZE];
         uint32_t height;
@@ -123,8 +124,9 @@ void bv_snapshot_source_done(BvSnapshotSource *s);
 int bv_snapshot_save(BvBackend *b, BvObjectCodec *codec, const BvSnapshot *s);
 int bv_snapshot_load(BvBackend *b, BvObjectCodec *codec, const char *id, BvSnapshot **ret);
 
-/* Every snapshot, oldest first: by time, then by the modification time of its file (so that
- * backups of the same second keep the order they were written in), then by id. Only files
+/* Every snapshot, oldest first: by time, then by time_ns when both records have it, else by the
+ * modification time of its file (so that backups of the same second keep the order they were
+ * started in, also in a copy whose files' times differ), then by id. Only files
  * named <32 lowercase hex>.snap are read (temporary files are ignored). Damage is contained: a
  * record that does not load (damaged, -EBADMSG; unknown version; a symbolic link, -ELOOP; not a
  * regular file, -EBADFD; unreadable) is skipped, and the others are listed. Only what is not one

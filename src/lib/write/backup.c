@@ -80,6 +80,7 @@ typedef struct Backup {
         uint8_t (*prefix_ids)[BV_ID_SIZE];
         BvBackupStats stats;
         bool (*cancelled)(void); /* opts->cancelled */
+        uint64_t start_realtime_ns; /* the backup's start, recorded with the snapshot */
 
         /* The job pool: free jobs wait in one queue, work for the workers in the other. */
         Job *jobs;         /* the pool's storage */
@@ -614,6 +615,7 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         BvSnapshot s = {
                 .name = (char *)name,
                 .time = start_s,
+                .time_ns = b->start_realtime_ns,
                 .size = size,
                 .height = height,
         };
@@ -869,11 +871,13 @@ static int backup_run(BvRepo *repo, BvSource *src, const BvBackupOptions *opts, 
                 .lock = PTHREAD_MUTEX_INITIALIZER,
                 .pack_lock = PTHREAD_MUTEX_INITIALIZER,
                 .cancelled = opts->cancelled,
+                .start_realtime_ns = bv_now_realtime_ns(),
         };
-        uint64_t start_ns = bv_now_monotonic_ns(), start_s = bv_now_realtime_ns() / 1000000000ull;
+        uint64_t start_ns = bv_now_monotonic_ns(), start_s;
         unsigned threads = threads_wanted(opts);
         int r;
 
+        start_s = b.start_realtime_ns / 1000000000ull;
         r = backup_setup(&b, repo, threads);
         if (r >= 0) /* what an interrupted backup left unrecorded: known, not stored again */
                 r = bv_backup_adopt(repo, b.pack_codec, &b.stats.packs_resumed, &b.stats.bytes_resumed);

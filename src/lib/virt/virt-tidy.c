@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Tidying what backups of running domains leave in libvirt (virt-tidy.h). A backup job outlives
+ * the client that began it (libvirt keeps it, and its NBD export and scratch files, until it is
+ * aborted, even across a libvirtd restart), so a run killed with -9 leaves one; the next run finds
+ * it by its socket's name, and knows it is a dead run's by the domain's lock, which it holds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libvirt/libvirt.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "virt-internal.h"
+#include "virt-tidy.h"
+
+bool bv_virt_job_is_ours(const char *socket)
+{
+        const char *base = socket ? strrchr(socket, '/') : NULL;
+        size_t len;
+
+        base = base ? base + 1 : socket;
+        if (!base)
+                return false;
+        len = strlen(base);
+        return strncmp(base, BV_VIRT_JOB_PREFIX, strlen(BV_VIRT_JOB_PREFIX)) == 0 && len > strlen(".sock") &&
+               strcmp(base + len - strlen(".sock"), ".sock") == 0;
+}
+
+int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd)
+{
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), BV_VIRT_LOCK_DIR "/blkvault-libvirt-%s.lock", d->uuid);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                close(fd);
+                if (r == -EBUSY)
+                        bv_virt_set_error(d->v, VIR_ERR_OPERATION_INVALID,
+                                          "domain '%s' is being backed up by another blkvault run (it holds %s)",
+                                          d->name, path);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Whether d runs a backup job now: 1 yes, 0 no (none, or a job of another kind). */
+static int backup_job_active(BvVirtDomain *d)
+{
+        virTypedParameterPtr params = NULL;
+        int nparams = 0, type = VIR_DOMAIN_JOB_NONE, op = 0;
+
+        if (virDomainGetJobStats(d->dom, &type, &params, &nparams, 0) < 0)
+                return bv_virt_take_error(d->v);
+        if (type != VIR_DOMAIN_JOB_NONE &&
+            virTypedParamsGetInt(params, nparams, VIR_DOMAIN_JOB_OPERATION, &op) < 0)
+                op = 0;
+        virTypedParamsFree(params, nparams);
+        return type != VIR_DOMAIN_JOB_NONE && op == VIR_DOMAIN_JOB_OPERATION_BACKUP;
+}
+
+typedef struct JobFiles {
+        char *socket;
+        char **scratch;
+        size_t n_scratch;
+} JobFiles;
+
+static void job_files_done(JobFiles *f)
+{
+        free(f->socket);
+        for (size_t i = 0; i < f->n_scratch; i++)
+                free(f->scratch[i]);
+        free(f->scratch);
+        *f = (JobFiles){};
+}
+
+static xmlNode *element(xmlNode *n, const char *name)
+{
+        for (xmlNode *c = n ? n->children : NULL; c; c = c->next)
+                if (c->type == XML_ELEMENT_NODE && strcmp((const char *)c->name, name) == 0)
+                        return c;
+        return NULL;
+}
+
+static int add_prop(xmlNode *n, const char *name, char **ret)
+{
+        xmlChar *a = n ? xmlGetProp(n, (const xmlChar *)name) : NULL;
+
+        if (!a)
+                return 0;
+        *ret = strdup((const char *)a);
+        xmlFree(a);
+        return *ret ? 1 : -ENOMEM;
+}
+
+/* The unix socket and the scratch files of a <domainbackup> XML. */
+static int job_files_parse(const char *xml, JobFiles *f)
+{
+        xmlDoc *doc = xmlReadMemory(xml, (int)strlen(xml), "backup.xml", NULL,
+                                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+        xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
+        int r = root ? 0 : -EBADMSG;
+
+        if (r >= 0)
+                r = add_prop(element(root, "server"), "socket", &f->socket);
+        xmlNode *disks = r >= 0 ? element(root, "disks") : NULL;
+        for (xmlNode *c = disks ? disks->children : NULL; c && r >= 0; c = c->next) {
+                if (c->type != XML_ELEMENT_NODE || strcmp((const char *)c->name, "disk") != 0)
+                        continue;
+                char **more = realloc(f->scratch, (f->n_scratch + 1) * sizeof(*more));
+                if (!more) {
+                        r = -ENOMEM;
+                        break;
+                }
+                f->scratch = more;
+                f->scratch[f->n_scratch] = NULL;
+                r = add_prop(element(c, "scratch"), "file", &f->scratch[f->n_scratch]);
+                if (r > 0)
+                        f->n_scratch++;
+        }
+        xmlFreeDoc(doc);
+        return r < 0 ? r : 0;
+}
+
+/* Ends the dead run's job and removes what libvirt did not (it removes the scratch files it
+ * made when the job ends; after a libvirtd restart it may not know them any more). */
+static int job_end(BvVirtDomain *d, const JobFiles *f)
+{
+        if (virDomainAbortJob(d->dom) < 0) {
+                int r = bv_virt_take_error(d->v);
+                if (r != -EBUSY) /* -EBUSY: no job any more, it ended meanwhile */
+                        return r;
+        }
+        for (size_t i = 0; i < f->n_scratch; i++)
+                if (unlink(f->scratch[i]) < 0 && errno != ENOENT)
+                        return -errno;
+        if (unlink(f->socket) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+int bv_virt_job_tidy(BvVirtDomain *d, char *what, size_t size)
+{
+        JobFiles f = {};
+        int r = backup_job_active(d);
+
+        if (what && size)
+                what[0] = 0;
+        if (r <= 0)
+                return r;
+        _cleanup_free_ char *xml = virDomainBackupGetXMLDesc(d->dom, 0);
+        if (!xml) {
+                r = bv_virt_take_error(d->v);
+                return r == -ENOENT ? 0 : r; /* ended since */
+        }
+        r = job_files_parse(xml, &f);
+        if (r >= 0 && what && size)
+                snprintf(what, size, "%s", f.socket ? f.socket : "no unix socket");
+        if (r >= 0 && !bv_virt_job_is_ours(f.socket)) {
+                bv_virt_set_error(d->v, VIR_ERR_OPERATION_INVALID,
+                                  "domain '%s' runs a backup job that is not blkvault's (socket %s): not touched",
+                                  d->name, f.socket ? f.socket : "none");
+                r = -EBUSY;
+        } else if (r >= 0) {
+                r = job_end(d, &f);
+                if (r >= 0)
+                        r = 1;
+        }
+        job_files_done(&f);
+        return r;
+}
+
+int bv_virt_checkpoint_exists(BvVirtDomain *d, const char *name)
+{
+        virDomainCheckpointPtr cp = virDomainCheckpointLookupByName(d->dom, name, 0);
+
+        if (cp) {
+                virDomainCheckpointFree(cp);
+                return 1;
+        }
+        int r = bv_virt_take_error(d->v);
+        return r == -ENOENT ? 0 : r;
+}
+
+bool bv_virt_checkpoint_lost(int code)
+{
+        return code == VIR_ERR_NO_DOMAIN_CHECKPOINT || code == VIR_ERR_CHECKPOINT_INCONSISTENT;
+}
+
+static bool kept(const char *name, const char *const *keep, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (keep[i] && strcmp(keep[i], name) == 0)
+                        return true;
+        return false;
+}
+
+int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *const *keep, size_t n,
+                              size_t *ret_deleted)
+{
+        virDomainCheckpointPtr *cps = NULL;
+        size_t deleted = 0;
+        int r = 0;
+
+        if (!prefix || !prefix[0])
+                return -EINVAL; /* an empty prefix would be everyone's */
+        int count = virDomainListAllCheckpoints(d->dom, &cps, 0);
+        if (count < 0)
+                return bv_virt_take_error(d->v);
+        for (int i = 0; i < count; i++) {
+                const char *name = virDomainCheckpointGetName(cps[i]);
+                if (r >= 0 && name && strncmp(name, prefix, strlen(prefix)) == 0 && !kept(name, keep, n)) {
+                        if (virDomainCheckpointDelete(cps[i], 0) < 0)
+                                r = bv_virt_take_error(d->v);
+                        else
+                                deleted++;
+                }
+                virDomainCheckpointFree(cps[i]);
+        }
+        free(cps);
+        if (ret_deleted)
+                *ret_deleted = deleted;
+        return r;
+}

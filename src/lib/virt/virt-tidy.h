@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * What a backup of a running domain leaves in libvirt, and how blkvault tidies it: a backup job
+ * a dead run left active, checkpoints no snapshot needs any more, and whether a parent's
+ * checkpoint still gives a true map. Only what is blkvault's is touched: a job whose NBD socket
+ * is named by bv_virt_job_socket, checkpoints whose names start with the caller's prefix.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "virt.h"
+
+/* A backup job is blkvault's when its NBD socket's file name is "blkvault-*.sock". */
+#define BV_VIRT_JOB_PREFIX "blkvault-"
+/* A run backing up a domain holds an flock on LOCK_DIR/blkvault-libvirt-UUID.lock: the kernel
+ * drops it when the run dies however it dies, so a blkvault job of a domain whose lock is free is
+ * a dead run's. */
+#define BV_VIRT_LOCK_DIR "/run/lock"
+
+/* Whether socket (a path) names a blkvault job's socket. */
+bool bv_virt_job_is_ours(const char *socket);
+
+/*
+ * Takes d's backup lock (flock, not waiting) into *ret_fd (close it to let go). -EBUSY when
+ * another run holds it (bv_virt_error says so, naming the domain); -errno when the lock file
+ * cannot be opened.
+ */
+int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd);
+
+/*
+ * A backup job left on d by a run that died (killed, crashed, or its libvirtd restarted under it):
+ * the caller holds d's lock (bv_virt_job_lock), so a blkvault job on d is no live run's. It is
+ * aborted and its scratch files and socket removed. Returns 1 (what, size bytes, names the
+ * socket), 0 when d has no backup job, -EBUSY when the job is another tool's (bv_virt_error names
+ * its socket): that job is not touched. Other errors as bv_virt_take_error.
+ */
+int bv_virt_job_tidy(BvVirtDomain *d, char *what, size_t size);
+
+/* Whether checkpoint name exists on d: 1 yes, 0 no, else as bv_virt_take_error. */
+int bv_virt_checkpoint_exists(BvVirtDomain *d, const char *name);
+
+/* Whether a libvirt error code at a backup's begin says its incremental checkpoint is lost:
+ * gone (deleted, the domain undefined) or its bitmap missing or broken (an image replaced, QEMU
+ * crashed). A full read is then the answer, not a failure. */
+bool bv_virt_checkpoint_lost(int code);
+
+/*
+ * Deletes d's checkpoints whose names start with prefix, except those named in keep (n names).
+ * Checkpoints of any other name are never touched. libvirt merges a deleted checkpoint's bitmap
+ * into its parent, so the kept ones stay true. *ret_deleted (when not NULL) counts them.
+ */
+int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *const *keep, size_t n,
+                              size_t *ret_deleted);

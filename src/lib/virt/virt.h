@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Thin wrappers over the libvirt C API: a connection, a domain and its disks. libvirt's errors
+ * become a negative errno (the table in virt.c) plus libvirt's own words, which the connection
+ * keeps (bv_virt_error) for the caller to print: nothing here prints, and libvirt's default
+ * handler, which writes every error to stderr, is replaced once by one that stays silent.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The connection's URI when none is given and LIBVIRT_DEFAULT_URI is unset. */
+#define BV_VIRT_URI_DEFAULT "qemu:///system"
+#define BV_VIRT_ERROR_MAX 512
+
+typedef struct BvVirt BvVirt;
+typedef struct BvVirtDomain BvVirtDomain;
+
+/*
+ * Connects to uri; NULL means LIBVIRT_DEFAULT_URI, else BV_VIRT_URI_DEFAULT. On failure libvirt's
+ * words go to detail (size bytes, "" when it gave none). Errors: -ECONNREFUSED (no daemon
+ * answers), -EACCES (refused), -EINVAL (a bad URI), -ENOMEM, -EIO (another libvirt error).
+ */
+int bv_virt_connect(const char *uri, BvVirt **ret, char *detail, size_t size);
+void bv_virt_close(BvVirt *v);
+/* The URI the connection was made to (as asked: the argument, the environment or the default). */
+const char *bv_virt_uri(const BvVirt *v);
+/* libvirt's words for the last call on v that failed ("" when it gave none). */
+const char *bv_virt_error(const BvVirt *v);
+/* libvirt's error number (virErrorNumber) for the last call on v that failed, 0 when none. */
+int bv_virt_error_code(const BvVirt *v);
+
+/* For the virt room: the errno for libvirt's last error on this thread, whose words are kept
+ * in v (when not NULL). -EIO when libvirt recorded none. */
+int bv_virt_take_error(BvVirt *v);
+
+/* The domain named name (or by its UUID, when name is one). Errors: -ENOENT when there is none
+ * (bv_virt_error says so), else as bv_virt_take_error. The domain keeps v; close it first. */
+int bv_virt_domain_open(BvVirt *v, const char *name, BvVirtDomain **ret);
+void bv_virt_domain_close(BvVirtDomain *d);
+const char *bv_virt_domain_name(const BvVirtDomain *d);
+const char *bv_virt_domain_uuid(const BvVirtDomain *d); /* 36 characters */
+BvVirt *bv_virt_domain_conn(const BvVirtDomain *d);
+/* Whether it runs (or is paused): 1 yes, 0 shut off, -errno when libvirt cannot tell. */
+int bv_virt_domain_running(BvVirtDomain *d);
+/* For the virt room: libvirt's virDomainPtr. */
+void *bv_virt_domain_ptr(const BvVirtDomain *d);
+
+/* One <disk> of a domain, as its XML says (the live XML when it runs). */
+typedef struct BvVirtDisk {
+        char *target;  /* "vda" */
+        char *device;  /* "disk", "cdrom", "floppy", "lun" */
+        char *type;    /* "file", "block", "network", "volume" ... */
+        char *source;  /* the file or device path; NULL for a network disk or an empty drive */
+        char *format;  /* <driver type=...>: "qcow2", "raw"; NULL when not stated */
+        bool readonly; /* <readonly/> */
+        uint64_t size; /* the virtual size in bytes (virDomainGetBlockInfo), 0 when unknown */
+} BvVirtDisk;
+
+typedef struct BvVirtDisks {
+        BvVirtDisk *v;
+        size_t n;
+        bool running; /* the domain ran when the XML was taken */
+} BvVirtDisks;
+
+/* The domain's disks, in the order of its XML. Errors: as bv_virt_take_error, -EBADMSG when the
+ * XML libvirt gave does not parse, -ENOMEM. */
+int bv_virt_domain_disks(BvVirtDomain *d, BvVirtDisks *ret);
+void bv_virt_disks_done(BvVirtDisks *disks);
+/* The disk of target, or NULL. */
+const BvVirtDisk *bv_virt_disks_find(const BvVirtDisks *disks, const char *target);
