@@ -449,3 +449,8 @@ void write_metrics(const BvConfig *c, const char *state_dir);
  * NULL), BLKVAULT_RESULT (ok or failed) and BLKVAULT_SUMMARY; warns, naming it by what, when it
  * fails. Its exit status or -errno. */
 int run_hook(const char *what, const char *cmd, const char *job, const char *target, bool ok, const char *summary);
+
+/* backup REPO libvirt:DOMAIN (backup-libvirt.c): backs up the running domain's disks, reports
+ * them; the exit code. */
+struct BvLibvirtBackupOptions;
+int backup_libvirt(BvRepo *repo, const char *source, struct BvLibvirtBackupOptions *o, bool json);

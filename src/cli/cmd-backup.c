@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include "backup-libvirt.h"
 #include "cli.h"
 #include "gc.h"
 #include "macro.h"
@@ -21,7 +22,9 @@ static const char usage_text[] =
         "Usage: blkvault backup REPO SOURCE [OPTIONS]\n\n"
         "Back up SOURCE (a block device, a raw image file, a disk image file (qcow2, vmdk, vdi, vhdx,\n"
         "qed, vpc: read as the virtual disk it holds, through qemu-nbd), - for stdin, or an NBD export:\n"
-        "nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH) as a new snapshot.\n\n"
+        "nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH) as a new snapshot; or the disks of a\n"
+        "running libvirt domain, libvirt:DOMAIN, each as a snapshot DOMAIN-TARGET (one instant for all)\n"
+        "read incrementally from the checkpoint the last one recorded.\n\n"
         "  --name=NAME              snapshot name (default: the source's file name, or 'stdin'): at most\n"
         "                           255 bytes, no control characters, not 4 to 32 hex digits, not 'latest'\n"
         "  --json                   print the result as JSON\n"
@@ -50,6 +53,10 @@ static const char usage_text[] =
         "  --image-format=FMT       SOURCE is a FMT image (qcow2, vmdk ...) you trust: read as its virtual\n"
         "                           disk with its backing chain. A format only probed from the file's first\n"
         "                           bytes is read so only when the image references no other file\n"
+        "  --disk=TARGET            libvirt: back up this disk (vda ...; repeat for several; default:\n"
+        "                           every disk)\n"
+        "  --libvirt-uri=URI        libvirt: connect to URI (default: $LIBVIRT_DEFAULT_URI, else\n"
+        "                           qemu:///system)\n"
         "  --wait                   wait for another writer instead of failing\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
@@ -164,6 +171,24 @@ static bool source_missing(const char *source)
         if (strcmp(source, "-") == 0 || bv_source_is_nbd_uri(source) || stat(source, &st) == 0)
                 return false;
         return errno == ENOENT || errno == ENOTDIR;
+}
+
+/* --disk=TARGET, repeatable. */
+typedef struct DiskArgs {
+        const char *v[64];
+        size_t n;
+} DiskArgs;
+
+static int parse_disk(const char *arg, void *ret)
+{
+        DiskArgs *d = ret;
+
+        if (!arg[0] || d->n == ELEMENTSOF(d->v)) {
+                log_error("--disk needs a disk's target (vda ...), at most %zu of them", ELEMENTSOF(d->v));
+                return -EINVAL;
+        }
+        d->v[d->n++] = arg;
+        return 0;
 }
 
 static int parse_full_read_every(const char *arg, void *ret)
@@ -413,6 +438,8 @@ int cmd_backup(int argc, char **argv)
         BvBackupOptions opts = {};
         bool json = false, wait = false;
         _cleanup_(used_only_done) UsedOnly used = {};
+        DiskArgs disks = {};
+        const char *libvirt_uri = NULL;
         const CliOption options[] = {
                 CLI_STR("name", &opts.name),
                 CLI_FLAG("json", &json),
@@ -428,12 +455,25 @@ int cmd_backup(int argc, char **argv)
                 CLI_FLAG("used-only", &used.on),
                 CLI_FLAG("as-file", &opts.source.as_file),
                 CLI_FLAG("wait", &wait),
+                CLI_PARSED("disk", parse_disk, &disks),
+                CLI_STR("libvirt-uri", &libvirt_uri),
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
                                         .args = "REPO SOURCE", .repo = true);
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
+        bool libvirt = bv_source_is_libvirt(source);
+        if (!libvirt && (disks.n > 0 || libvirt_uri)) {
+                log_error("--disk and --libvirt-uri need a libvirt source (libvirt:DOMAIN)");
+                return EXIT_USAGE;
+        }
+        if (libvirt && (opts.source.dirty_bitmap || opts.source.compare_with || opts.source.thin_delta ||
+                        used.on || opts.source.as_file || opts.source.image_format || opts.source.skip_unreadable)) {
+                log_error("libvirt:DOMAIN takes none of --dirty-bitmap, --compare-with, --thin-delta, --used-only, "
+                          "--as-file, --image-format, --skip-unreadable");
+                return EXIT_USAGE;
+        }
         if (opts.source.dirty_bitmap && !bv_source_is_nbd_uri(source)) {
                 log_error("--dirty-bitmap needs an NBD source (nbd://HOST/EXPORT or nbd+unix:///EXPORT?socket=PATH)");
                 return EXIT_USAGE;
@@ -459,14 +499,14 @@ int cmd_backup(int argc, char **argv)
                 return EXIT_USAGE;
         }
         const char *name = opts.name ? opts.name : bv_backup_default_name(source);
-        const char *problem = bv_snapshot_name_problem(name);
+        const char *problem = libvirt ? NULL : bv_snapshot_name_problem(name); /* libvirt: per disk */
         if (problem) {
                 _cleanup_free_ char *shown = escape_text(name, 64);
                 log_error("invalid snapshot name '%s'%s: %s", shown ? shown : "?",
                           opts.name ? "" : " (the source's file name: choose one with --name)", problem);
                 return EXIT_USAGE;
         }
-        if (source_missing(source)) {
+        if (!libvirt && source_missing(source)) {
                 log_error("source '%s' does not exist", source);
                 return EXIT_ERROR;
         }
@@ -485,6 +525,14 @@ int cmd_backup(int argc, char **argv)
         BvBackupKept kept = {};
         opts.ret_kept = &kept;
 
+        if (libvirt) {
+                BvLibvirtBackupOptions lo = { .uri = libvirt_uri, .disks = disks.v, .n_disks = disks.n,
+                                              .name = opts.name, .backup = opts };
+                r = backup_libvirt(repo, source, &lo, json);
+                if (interrupted && r != EXIT_OK)
+                        return 128 + interrupted;
+                return r;
+        }
         BvBackupStats stats = {};
         uint64_t error_offset = UINT64_MAX;
         opts.ret_error_offset = &error_offset;

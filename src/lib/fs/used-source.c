@@ -183,6 +183,8 @@ static const char *kind_problem(BvSourceKind k)
                 return "an NBD export has no used-block map here";
         case BV_SOURCE_IMAGE:
                 return "a disk image's virtual disk has no used-block map here";
+        case BV_SOURCE_LIBVIRT:
+                return "a libvirt domain's disk has no used-block map here";
         }
         return "an unknown kind of source";
 }

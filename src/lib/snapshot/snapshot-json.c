@@ -4,7 +4,8 @@
  *
  *   {"version":1, "id", "name", "time", "time_ns" (optional), "time_utc", "size", "root", "height",
  *    "source":{"path","kind","size","probe":{...}, "dev","ino","mtime_ns","ctime_ns",
- *              "reused_from","unread_backups", "changed_map","changed_from","changed_backups"},
+ *              "reused_from","unread_backups", "changed_map","changed_from","changed_backups",
+ *              "libvirt":{"domain","uuid","disk","disk_size","checkpoint"}},
  *    "stats":{...}, "chunker":{...}, "unreadable":[...], "used_only":{...}}
  *
  * Decoding is strict about the record's frame (every top-level member present and typed) and
@@ -103,6 +104,14 @@ static struct json_object *probe_json(const BvProbe *p)
                               { parts ? "partitions" : NULL, parts ? partitions_json(p) : NULL });
 }
 
+static struct json_object *libvirt_json(const BvSnapshotLibvirt *l)
+{
+        return BV_JSON_OBJECT({ BV_JSON_OPT_STRING("domain", l->domain) }, { BV_JSON_OPT_STRING("uuid", l->uuid) },
+                              { BV_JSON_OPT_STRING("disk", l->disk) },
+                              { "disk_size", json_object_new_uint64(l->disk_size) },
+                              { BV_JSON_OPT_STRING("checkpoint", l->checkpoint) });
+}
+
 struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
 {
         const char *kind = src->kind ? bv_source_kind_name(src->kind) : NULL;
@@ -130,7 +139,9 @@ struct json_object *bv_snapshot_source_json(const BvSnapshotSource *src)
                                 src->changed_backups ? json_object_new_uint64(src->changed_backups) : NULL },
                               { BV_JSON_OPT_STRING("image_format", src->image_format) },
                               { image && ident ? "file_size" : NULL,
-                                image && ident ? json_object_new_uint64(id->size) : NULL });
+                                image && ident ? json_object_new_uint64(id->size) : NULL },
+                              { src->libvirt.domain ? "libvirt" : NULL,
+                                src->libvirt.domain ? libvirt_json(&src->libvirt) : NULL });
 }
 
 struct json_object *bv_snapshot_unreadable_json(const BvSnapshot *s)
@@ -365,6 +376,24 @@ static int identity_from_json(struct json_object *o, BvSnapshotSource *src)
         return bv_json_get_u64(o, "file_size", &id->size);
 }
 
+/* The "libvirt" member (absent: left empty); it must name its domain and disk. */
+static int libvirt_from_json(struct json_object *o, BvSnapshotLibvirt *l)
+{
+        struct json_object *v;
+        int r;
+
+        if (!json_object_object_get_ex(o, "libvirt", &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_object))
+                return -EBADMSG;
+        if ((r = bv_json_get_string(v, "domain", &l->domain)) < 0 || (r = bv_json_get_string(v, "uuid", &l->uuid)) < 0 ||
+            (r = bv_json_get_string(v, "disk", &l->disk)) < 0 ||
+            (r = bv_json_get_u64(v, "disk_size", &l->disk_size)) < 0 ||
+            (r = bv_json_get_string(v, "checkpoint", &l->checkpoint)) < 0)
+                return r;
+        return l->domain && l->disk ? 0 : -EBADMSG;
+}
+
 static int source_from_json(struct json_object *o, BvSnapshotSource *src)
 {
         _cleanup_free_ char *kind = NULL;
@@ -379,6 +408,8 @@ static int source_from_json(struct json_object *o, BvSnapshotSource *src)
         if (kind)
                 (void)bv_source_kind_from_name(kind, &src->kind); /* unknown: left 0 */
         r = identity_from_json(o, src);
+        if (r >= 0)
+                r = libvirt_from_json(o, &src->libvirt);
         if (r < 0)
                 return r;
         if (!json_object_object_get_ex(o, "probe", &probe))

@@ -45,6 +45,10 @@ void bv_snapshot_source_done(BvSnapshotSource *s)
         free(s->stable_name);
         free(s->changed_map);
         free(s->image_format);
+        free(s->libvirt.domain);
+        free(s->libvirt.uuid);
+        free(s->libvirt.disk);
+        free(s->libvirt.checkpoint);
         bv_probe_done(&s->probe);
         *s = (BvSnapshotSource){};
 }

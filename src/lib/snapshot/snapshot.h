@@ -25,6 +25,14 @@
  * and every reader of snapshots/ leaves it alone. */
 bool bv_snapshot_file_id(const char *name, char id[2 * BV_SNAPSHOT_ID_SIZE + 1]);
 
+/* A disk of a libvirt domain (kind libvirt), read through a pull-mode backup job. */
+typedef struct BvSnapshotLibvirt {
+        char *domain, *uuid; /* the domain's name and UUID; domain NULL: not a libvirt disk */
+        char *disk;          /* its target ("vda") */
+        uint64_t disk_size;  /* its virtual size as libvirt reported it */
+        char *checkpoint;    /* the checkpoint the job created with this backup (NULL: none) */
+} BvSnapshotLibvirt;
+
 /* What was backed up. */
 typedef struct BvSnapshotSource {
         char *path;         /* as given on the command line */
@@ -51,6 +59,7 @@ typedef struct BvSnapshotSource {
         /* A disk image read as its virtual disk (kind image): its format ("qcow2"); size is then
          * the virtual disk's and identity.size the image file's. NULL for other sources. */
         char *image_format;
+        BvSnapshotLibvirt libvirt;
 } BvSnapshotSource;
 
 /* The one stats schema: a backup's counters, recorded in its snapshot and printed by backup,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A source: an implementation behind BvSourceOps (source-file.c for files, block devices and
- * streams, source-nbd.c for NBD exports, source-fiemap.c for reflink copies and LVM thin
+ * streams, source-nbd.c for NBD exports, source-libvirt.c for a disk of a libvirt backup job, source-fiemap.c for reflink copies and LVM thin
  * deltas), the table of kinds the factory opens through, and what the backup asks of every
  * source alike.
  */
@@ -79,7 +79,13 @@ static int recognise_image(const char *location, const BvSourceOptions *o)
         return bv_source_detect_image(location, &format);
 }
 
+static int recognise_libvirt(const char *location, const BvSourceOptions *o)
+{
+        return bv_source_is_libvirt(location);
+}
+
 static const SourceKindRow source_kinds[] = {
+        { BV_SOURCE_LIBVIRT, "libvirt", recognise_libvirt, bv_source_open_libvirt },
         { BV_SOURCE_NBD, "nbd", recognise_nbd, bv_source_open_nbd },
         { BV_SOURCE_IMAGE, "image", recognise_image, bv_source_open_image },
         { BV_SOURCE_FILE, "file", NULL, bv_source_open_path },
@@ -160,6 +166,11 @@ uint64_t bv_source_work(const BvSource *s)
 const char *bv_source_image_format(const BvSource *s)
 {
         return s->ops->image_format ? s->ops->image_format(s->impl) : NULL;
+}
+
+const BvSourceLibvirt *bv_source_libvirt(const BvSource *s)
+{
+        return s->ops->libvirt ? s->ops->libvirt(s->impl) : NULL;
 }
 
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret)

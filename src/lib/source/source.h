@@ -22,7 +22,21 @@ typedef enum {
         BV_SOURCE_STREAM = 3,
         BV_SOURCE_NBD = 4, /* an NBD export, by URI (source-nbd.c) */
         BV_SOURCE_IMAGE = 5, /* a disk image file (qcow2, vmdk ...), read as its virtual disk (source-image.c) */
+        BV_SOURCE_LIBVIRT = 6, /* a disk of a libvirt domain, read through its backup job (source-libvirt.c) */
 } BvSourceKind;
+
+/*
+ * A disk of a running libvirt domain, exported by a pull-mode backup job that the caller began
+ * (write/backup-libvirt.c, with src/lib/virt): what the snapshot records and where the export is.
+ */
+typedef struct BvSourceLibvirt {
+        const char *domain, *uuid; /* the domain's name and UUID */
+        const char *disk;          /* the disk's target ("vda"): the export's name */
+        uint64_t disk_size;        /* its virtual size as libvirt reported it */
+        const char *checkpoint;    /* the checkpoint the job created for it (NULL: none, a raw disk) */
+        const char *incremental;   /* the checkpoint the export's dirty bitmap counts from (NULL: a full job) */
+        const char *socket;        /* the job's NBD server */
+} BvSourceLibvirt;
 
 /* BvSourceOptions' defaults and limits (an NBD export's reads are at most 32 MiB). */
 #define BV_SOURCE_READ_SIZE (1024u * 1024u)
@@ -47,6 +61,9 @@ typedef struct BvSourceOptions {
          * says so) and is read with its backing chain. NULL: probed from the header, and then read
          * as a virtual disk only when it references no other file (-ENOLINK naming it). */
         const char *image_format;
+        /* The disk of a libvirt backup job that a libvirt:DOMAIN source reads (NULL: none, and such
+         * a source does not open). */
+        const BvSourceLibvirt *libvirt;
         /* Where a source that does not open says why in the words of the helper it ran (qemu-nbd's
          * message), "" when it has none; NULL: not asked. */
         char *error_detail;
@@ -124,6 +141,8 @@ typedef struct BvSourceOps {
         uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         /* A disk image read as its virtual disk: its format ("qcow2"); NULL for other sources. */
         const char *(*image_format)(void *impl);
+        /* A libvirt domain's disk: what the snapshot records of it; NULL for other sources. */
+        const BvSourceLibvirt *(*libvirt)(void *impl);
         void (*free)(void *impl);
 } BvSourceOps;
 
@@ -158,6 +177,8 @@ int bv_source_identity(const BvSource *s, BvSourceIdentity *ret);
 uint64_t bv_source_work(const BvSource *s);
 /* A disk image read as its virtual disk: its format ("qcow2", "vmdk" ...); NULL for others. */
 const char *bv_source_image_format(const BvSource *s);
+/* A libvirt domain's disk: its domain, disk and checkpoints; NULL for other sources. */
+const BvSourceLibvirt *bv_source_libvirt(const BvSource *s);
 /* Zeroes when the source does not tell. */
 void bv_source_read_stats(const BvSource *s, BvSourceReadStats *ret);
 
@@ -232,6 +253,20 @@ int bv_source_open_image(const char *path, const BvSourceOptions *opts, BvSource
  * reference another file? 1 with its name in detail, 0, -ENOPKG (no qemu-img), -EBADMSG (qemu-img
  * cannot read it, detail says so), -errno. */
 int bv_source_image_references(int fd, const char *file, const char *format, char *detail, size_t size);
+
+/* What names a libvirt domain as a source: "libvirt:DOMAIN". */
+#define BV_SOURCE_LIBVIRT_PREFIX "libvirt:"
+/* Whether location is "libvirt:DOMAIN" (or "libvirt:DOMAIN/TARGET", as a disk's snapshot records it). */
+bool bv_source_is_libvirt(const char *location);
+/* The disk opts->libvirt names, of the job it describes, read from its NBD export
+ * (nbd+unix:///TARGET?socket=SOCKET) by bv_source_open_nbd: with opts->libvirt->incremental only
+ * what the bitmap "backup-TARGET" marks dirty, the rest delivered as UNCHANGED. Its path is
+ * "libvirt:DOMAIN/TARGET", its changed_map "libvirt-checkpoint:NEW" (the checkpoint this job
+ * created; none for a disk without one) and the parent it pairs with must have recorded
+ * "libvirt-checkpoint:OLD" (the incremental one): the bitmap means "changed since checkpoint OLD",
+ * which that parent's job created. Errors: -EINVAL without opts->libvirt or for a location that
+ * is not its domain's, else those of bv_source_open_nbd. */
+int bv_source_open_libvirt(const char *location, const BvSourceOptions *opts, BvSource **ret);
 
 /* Reads len bytes at offset: -EOPNOTSUPP for a source that cannot (a stream). */
 int bv_source_read_at(BvSource *s, void *buf, size_t len, uint64_t offset);

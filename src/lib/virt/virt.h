@@ -72,3 +72,35 @@ int bv_virt_domain_disks(BvVirtDomain *d, BvVirtDisks *ret);
 void bv_virt_disks_done(BvVirtDisks *disks);
 /* The disk of target, or NULL. */
 const BvVirtDisk *bv_virt_disks_find(const BvVirtDisks *disks, const char *target);
+
+/* The prefix of the checkpoints blkvault makes: others' checkpoints are never touched. */
+#define BV_VIRT_CHECKPOINT_PREFIX "blkvault-"
+
+/* One disk of a pull-mode backup job. */
+typedef struct BvVirtBackupDisk {
+        const char *target;      /* "vda" */
+        bool backup;             /* exported (false: left out of the job and of the checkpoint) */
+        const char *scratch;     /* the scratch file (QEMU's copy-before-write target) */
+        const char *incremental; /* export the changes since this checkpoint too (NULL: none) */
+        bool checkpoint;         /* the new checkpoint tracks it (a persistent bitmap: qcow2 only) */
+} BvVirtBackupDisk;
+
+/*
+ * Starts a pull-mode backup job of the running domain d (virDomainBackupBegin): QEMU's NBD server
+ * on the unix socket, one export per disk with backup set (named after its target), each frozen
+ * at this instant; a disk with incremental also offers "qemu:dirty-bitmap:backup-TARGET", its
+ * changes since that checkpoint. With checkpoint (a name), the same call creates that checkpoint
+ * over the disks with checkpoint set, so the next job can ask for the changes since this one.
+ * Errors: as bv_virt_take_error (-EBUSY: the domain is not running or runs another job; -ENOENT:
+ * an incremental checkpoint that does not exist), -EINVAL for bad arguments.
+ */
+int bv_virt_backup_begin(BvVirtDomain *d, const char *socket, const BvVirtBackupDisk *disks, size_t n,
+                         const char *checkpoint);
+/* Ends the domain's backup job (virDomainAbortJob): 0, also when it runs none; -errno. */
+int bv_virt_backup_end(BvVirtDomain *d);
+
+/* Whether checkpoint name of d exists and tracks disk target with a bitmap: 1 yes, 0 it exists
+ * but not for target, -ENOENT no such checkpoint; else as bv_virt_take_error. */
+int bv_virt_checkpoint_covers(BvVirtDomain *d, const char *name, const char *target);
+/* Deletes checkpoint name of d (its bitmaps too). -ENOENT when there is none. */
+int bv_virt_checkpoint_delete(BvVirtDomain *d, const char *name);

@@ -629,6 +629,11 @@ static int snapshot_publish(Backup *b, BvSource *src, const char *name, uint64_t
         s.source = (BvSnapshotSource){ .path = (char *)bv_source_path(src), .kind = bv_source_kind(src), .size = size,
                                        .changed_map = (char *)bv_source_changed_map(src),
                                        .image_format = (char *)bv_source_image_format(src) };
+        const BvSourceLibvirt *lv = bv_source_libvirt(src);
+        if (lv)
+                s.source.libvirt = (BvSnapshotLibvirt){ .domain = (char *)lv->domain, .uuid = (char *)lv->uuid,
+                                                        .disk = (char *)lv->disk, .disk_size = lv->disk_size,
+                                                        .checkpoint = (char *)lv->checkpoint };
         bool local = s.source.kind == BV_SOURCE_FILE || s.source.kind == BV_SOURCE_BLOCKDEV;
         bool image = s.source.kind == BV_SOURCE_IMAGE; /* libblkid would probe the image file, not its disk */
         if (b->stats.changed_from[0]) {
@@ -820,6 +825,10 @@ static int backup_reuse(Backup *b, BvSource *src, const char *name, const BvSnap
 /* A changed-block source: the parent paired with its map, or a whole read (and why). */
 static int changed_setup(Backup *b, BvRepo *repo, BvSource *src, const char *name, const BvBackupOptions *opts)
 {
+        if (opts->read_whole_because) { /* the caller knows no parent pairs */
+                snprintf(b->stats.changed_reason, sizeof(b->stats.changed_reason), "%s", opts->read_whole_because);
+                return bv_source_read_all(src);
+        }
         int r = bv_changed_parent(repo, b->pack_codec, b->index, src, name, opts, &b->changed_parent,
                                   b->stats.changed_reason, sizeof(b->stats.changed_reason));
 

@@ -20,6 +20,9 @@ typedef struct BvBackupOptions {
          * source is read whole. */
         const BvFsUsedMap *used_only;
         unsigned full_read_every; /* 0: never force; N: at most N - 1 unread backups in a row */
+        /* A changed-block source that its caller knows no parent pairs with (a libvirt disk whose
+         * job exports no bitmap): read whole, this the reason (stats.changed_reason). NULL: pair. */
+        const char *read_whole_because;
         bv_progress_fn progress;  /* called about every 250 ms from the reading thread */
         void *progress_userdata;
         /* If not NULL: on failure, where the source read that failed starts (source.error_offset);

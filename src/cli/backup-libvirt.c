@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* blkvault backup REPO libvirt:DOMAIN: the messages and the JSON of a running domain's backup. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backup-libvirt.h"
+#include "cli.h"
+#include "snapshot-json.h"
+
+static struct json_object *disk_json(const BvLibvirtDiskResult *dk)
+{
+        const BvBackupStats *s = &dk->stats;
+        bool ok = dk->error == 0;
+
+        return BV_JSON_OBJECT({ "disk", json_object_new_string(dk->target) },
+                              { "name", json_object_new_string(dk->name) },
+                              { ok ? "snapshot" : NULL, ok ? json_object_new_string(s->snapshot_id) : NULL },
+                              { ok ? "size" : NULL, ok ? json_object_new_uint64(s->size) : NULL },
+                              { ok ? "stats" : NULL, ok ? bv_snapshot_stats_json(&s->counts) : NULL },
+                              { BV_JSON_OPT_STRING("incremental_from", dk->incremental[0] ? dk->incremental : NULL) },
+                              { s->changed_from[0] ? "changed_from" : NULL,
+                                s->changed_from[0] ? json_object_new_string(s->changed_from) : NULL },
+                              { s->changed_reason[0] ? "read_whole_because" : NULL,
+                                s->changed_reason[0] ? json_object_new_string(s->changed_reason) : NULL },
+                              { ok ? NULL : "error", ok ? NULL : json_object_new_string(strerror(-dk->error)) });
+}
+
+static int print_json(const BvLibvirtResult *res)
+{
+        _cleanup_(json_object_putp) struct json_object *disks = json_object_new_array();
+
+        for (size_t i = 0; disks && i < res->n_disks; i++) {
+                struct json_object *d = disk_json(&res->disks[i]);
+                if (!d || json_object_array_add(disks, d) < 0) {
+                        json_object_put(d);
+                        return log_error_errno(-ENOMEM, "cannot print the result");
+                }
+        }
+        _cleanup_(json_object_putp) struct json_object *o =
+                disks ? BV_JSON_OBJECT({ "domain", json_object_new_string(res->domain) },
+                                       { "uuid", json_object_new_string(res->uuid) },
+                                       { BV_JSON_OPT_STRING("checkpoint", res->checkpoint[0] ? res->checkpoint : NULL) },
+                                       { "disks", json_object_get(disks) })
+                      : NULL;
+        if (!o)
+                return log_error_errno(-ENOMEM, "cannot print the result");
+        json_print(o);
+        return EXIT_OK;
+}
+
+static void report_disk(const BvLibvirtResult *res, const BvLibvirtDiskResult *dk)
+{
+        const BvBackupStats *s = &dk->stats;
+        char a[32], b[32], c[32];
+
+        if (dk->error < 0) {
+                log_error("backup of disk %s of '%s' failed (nothing was published for it): %s", dk->target,
+                          res->domain, strerror(-dk->error));
+                return;
+        }
+        log_info("snapshot %.8s (%s): %s disk, %s read, %s new, in %.1f s", s->snapshot_id, dk->name,
+                 format_bytes(s->size, a), format_bytes(s->counts.bytes_read, b), format_bytes(s->counts.bytes_new, c),
+                 s->counts.seconds);
+        if (s->changed_from[0])
+                log_info("read only what changed since checkpoint '%s' (snapshot %.8s)", dk->incremental,
+                         s->changed_from);
+        else if (s->changed_reason[0])
+                log_info("read disk %s whole: %s", dk->target, s->changed_reason);
+        if (s->counts.bytes_map_wrong > 0)
+                log_warning("libvirt's bitmap of %s was wrong: %llu bytes it called unchanged had changed (this "
+                            "snapshot read them)", dk->target, (unsigned long long)s->counts.bytes_map_wrong);
+}
+
+/* The failure of the run as a whole (before any disk was read). */
+static int report_error(int r, const char *domain, const BvLibvirtResult *res, const char *uri)
+{
+        const char *d = res->detail;
+
+        switch (r) {
+        case -ENXIO:
+                log_error("domain '%s' has no disk '%s' (see virsh domblklist %s)", domain, d, domain);
+                return EXIT_USAGE;
+        case -ENOMEDIUM:
+                log_error("domain '%s' has no disk to back up", domain);
+                return EXIT_ERROR;
+        case -EHOSTDOWN:
+                log_error("domain '%s' is not running: this backup reads a running domain through libvirt's "
+                          "backup job", domain);
+                return EXIT_ERROR;
+        case -EINVAL:
+                if (d[0]) {
+                        log_error("invalid snapshot name %s (choose one with --name)", d);
+                        return EXIT_USAGE;
+                }
+                break;
+        case -ECONNREFUSED:
+        case -EACCES:
+                return log_error_errno(r, "cannot connect to libvirt at '%s'%s%s", uri ? uri : "the default URI",
+                                       d[0] ? ": " : "", d);
+        default:
+                break;
+        }
+        if (d[0])
+                return log_error_errno(r, "backup of domain '%s' failed: %s", domain, d);
+        return log_error_errno(r, "backup of domain '%s' failed", domain);
+}
+
+int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, bool json)
+{
+        const char *domain = source + strlen(BV_SOURCE_LIBVIRT_PREFIX);
+        BvLibvirtResult res = {};
+        int r = bv_backup_libvirt(repo, domain, o, &res), ec;
+
+        if (r < 0 && res.n_disks == 0) {
+                ec = report_error(r, domain, &res, o->uri);
+                bv_libvirt_result_done(&res);
+                return ec;
+        }
+        if (r < 0 && res.disks[0].error == 0 && !res.disks[0].stats.snapshot_id[0]) /* the job did not begin */
+                ec = report_error(r, domain, &res, o->uri);
+        else {
+                for (size_t i = 0; !json && i < res.n_disks; i++)
+                        report_disk(&res, &res.disks[i]);
+                ec = json ? print_json(&res) : r < 0 ? EXIT_ERROR : EXIT_OK;
+                if (json && r < 0)
+                        ec = EXIT_ERROR;
+        }
+        if (res.cleanup_error < 0)
+                log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
+                            "removes them)", domain, strerror(-res.cleanup_error));
+        bv_libvirt_result_done(&res);
+        return ec;
+}

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A running libvirt domain's disks, backed up through one pull-mode backup job (backup-libvirt.h).
+ * The job freezes every disk at one instant and creates this run's checkpoint in the same call;
+ * each disk is then read from the job's NBD export as a source of kind libvirt, whose pairing with
+ * its parent goes by checkpoint (source-libvirt.c). The job's socket and scratch files live in
+ * RUN_DIR under names made from the domain's UUID, so a run killed midway leaves them where the
+ * next run of the same domain finds and removes them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backup-libvirt.h"
+#include "hex.h"
+#include "macro.h"
+#include "random.h"
+#include "timeutil.h"
+
+typedef struct Job {
+        BvVirt *v;
+        BvVirtDomain *d;
+        BvVirtDisks disks;
+        BvVirtBackupDisk *jd; /* one per disk of the job (backup or not) */
+        size_t n_jd;
+        char (*scratch)[PATH_MAX];
+        char sock[PATH_MAX], dir[PATH_MAX];
+        bool begun, dir_made;
+} Job;
+
+/* Removes the job's scratch directory (its files first) and socket; 0 or the first -errno. */
+static int job_files_remove(const char *dir, const char *sock)
+{
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        int r = 0;
+
+        if (fd >= 0) {
+                DIR *dp = fdopendir(fd);
+                if (!dp)
+                        return -errno;
+                fd = -EBADF; /* the DIR owns it */
+                for (struct dirent *e; (e = readdir(dp));)
+                        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                            unlinkat(dirfd(dp), e->d_name, 0) < 0 && errno != ENOENT && r == 0)
+                                r = -errno;
+                closedir(dp);
+                if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
+                        r = -errno;
+        } else if (errno != ENOENT)
+                r = -errno;
+        if (unlink(sock) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        return r;
+}
+
+/* Ends the job (if begun) and removes its files: in every path. */
+static void job_done(Job *j, BvLibvirtResult *res)
+{
+        int r = 0;
+
+        if (j->begun)
+                r = bv_virt_backup_end(j->d);
+        if (j->dir_made || j->begun) {
+                int q = job_files_remove(j->dir, j->sock);
+                r = r < 0 ? r : q;
+        }
+        if (res && r < 0)
+                res->cleanup_error = r;
+        free(j->jd);
+        free(j->scratch);
+        bv_virt_disks_done(&j->disks);
+        bv_virt_domain_close(j->d);
+        bv_virt_close(j->v);
+}
+
+/* Whether k is backed up: listed in o->disks, or (none listed) a disk with a source. */
+static bool disk_selected(const BvVirtDisk *k, const BvLibvirtBackupOptions *o)
+{
+        if (o->n_disks == 0)
+                return strcmp(k->device, "disk") == 0 && k->source;
+        for (size_t i = 0; i < o->n_disks; i++)
+                if (strcmp(o->disks[i], k->target) == 0)
+                        return true;
+        return false;
+}
+
+/* The newest snapshot named name, or NULL. */
+static const BvSnapshot *newest_named(BvSnapshot *const *list, size_t n, const char *name)
+{
+        for (size_t i = n; i > 0; i--)
+                if (list[i - 1]->name && strcmp(list[i - 1]->name, name) == 0)
+                        return list[i - 1];
+        return NULL;
+}
+
+/*
+ * The checkpoint the disk's export can count from: its parent's (the newest snapshot of its
+ * name), when that parent is of this domain and disk and libvirt still has the checkpoint with a
+ * bitmap of the disk. Otherwise "" and why in dk->full_because. 0, or -errno when libvirt fails.
+ */
+static int parent_checkpoint(Job *j, BvSnapshot *const *list, size_t n, BvLibvirtDiskResult *dk)
+{
+        const BvSnapshot *p = newest_named(list, n, dk->name);
+        const BvSnapshotLibvirt *pl = p ? &p->source.libvirt : NULL;
+        char *why = dk->full_because;
+        size_t size = sizeof(dk->full_because);
+
+        dk->incremental[0] = 0;
+        if (!p)
+                snprintf(why, size, "no earlier snapshot is named '%s'", dk->name);
+        else if (p->source.kind != BV_SOURCE_LIBVIRT || !pl->domain || strcmp(pl->disk, dk->target) != 0)
+                snprintf(why, size, "the last snapshot named '%s' (%.8s) is not of disk %s of a libvirt domain",
+                         dk->name, p->id, dk->target);
+        else if (!pl->uuid || strcmp(pl->uuid, bv_virt_domain_uuid(j->d)) != 0)
+                snprintf(why, size, "snapshot %.8s is of another domain (UUID %s, now %s)", p->id,
+                         pl->uuid ? pl->uuid : "unknown", bv_virt_domain_uuid(j->d));
+        else if (!pl->checkpoint)
+                snprintf(why, size, "snapshot %.8s recorded no checkpoint", p->id);
+        else {
+                int r = bv_virt_checkpoint_covers(j->d, pl->checkpoint, dk->target);
+                if (r == -ENOENT)
+                        snprintf(why, size, "checkpoint '%s', which snapshot %.8s recorded, no longer exists in "
+                                 "libvirt", pl->checkpoint, p->id);
+                else if (r < 0)
+                        return r;
+                else if (r == 0)
+                        snprintf(why, size, "checkpoint '%s', which snapshot %.8s recorded, has no bitmap of %s",
+                                 pl->checkpoint, p->id, dk->target);
+                else {
+                        snprintf(dk->incremental, sizeof(dk->incremental), "%s", pl->checkpoint);
+                        why[0] = 0;
+                }
+        }
+        return 0;
+}
+
+/* A new checkpoint's name: blkvault-<UTC time>-<8 random hex>. */
+static int checkpoint_name(char *buf, size_t size)
+{
+        uint8_t rnd[4];
+        char hex[9];
+        time_t t = (time_t)(bv_now_realtime_ns() / 1000000000ull);
+        struct tm tm;
+        char when[32];
+        int r = bv_random_bytes(rnd, sizeof(rnd));
+
+        if (r < 0)
+                return r;
+        bv_hex_encode(rnd, sizeof(rnd), hex);
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+        snprintf(buf, size, BV_VIRT_CHECKPOINT_PREFIX "%s-%s", when, hex);
+        return 0;
+}
+
+/* The snapshot name of disk target: o->name alone for one disk, NAME-TARGET for several,
+ * DOMAIN-TARGET without a name. */
+static int disk_name(const BvLibvirtBackupOptions *o, const char *domain, const char *target, size_t n_selected,
+                     char *buf, size_t size)
+{
+        int len = o->name && n_selected == 1 ? snprintf(buf, size, "%s", o->name)
+                                             : snprintf(buf, size, "%s-%s", o->name ? o->name : domain, target);
+
+        return len < 0 || (size_t)len >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Fills res->disks with the disks to back up, their names and parents' checkpoints. */
+static int plan_disks(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, BvLibvirtResult *res)
+{
+        BvSnapshot *const *list;
+        size_t n_list, n = 0;
+        int r;
+
+        for (size_t i = 0; i < o->n_disks; i++)
+                if (!bv_virt_disks_find(&j->disks, o->disks[i])) {
+                        snprintf(res->detail, sizeof(res->detail), "%s", o->disks[i]);
+                        return -ENXIO;
+                }
+        for (size_t i = 0; i < j->disks.n; i++)
+                n += disk_selected(&j->disks.v[i], o);
+        if (n == 0)
+                return -ENOMEDIUM;
+        res->disks = calloc(n, sizeof(*res->disks));
+        if (!res->disks)
+                return -ENOMEM;
+        r = bv_repo_snapshots(repo, &list, &n_list);
+        for (size_t i = 0; r >= 0 && i < j->disks.n; i++) {
+                const BvVirtDisk *k = &j->disks.v[i];
+                if (!disk_selected(k, o))
+                        continue;
+                BvLibvirtDiskResult *dk = &res->disks[res->n_disks++];
+                snprintf(dk->target, sizeof(dk->target), "%s", k->target);
+                r = disk_name(o, res->domain, k->target, n, dk->name, sizeof(dk->name));
+                if (r >= 0 && bv_snapshot_name_problem(dk->name)) {
+                        snprintf(res->detail, sizeof(res->detail), "%s: %s", dk->name,
+                                 bv_snapshot_name_problem(dk->name));
+                        r = -EINVAL;
+                }
+                if (r >= 0)
+                        r = parent_checkpoint(j, list, n_list, dk);
+        }
+        return r;
+}
+
+/* The job's disks: every disk of the domain with a source, those of res backed up, each qcow2
+ * one of them tracked by the new checkpoint. Sets res->checkpoint ("" when none is tracked). */
+static int plan_job(Job *j, BvLibvirtResult *res)
+{
+        bool any_checkpoint = false;
+
+        j->jd = calloc(j->disks.n, sizeof(*j->jd));
+        j->scratch = calloc(j->disks.n, sizeof(*j->scratch));
+        if (!j->jd || !j->scratch)
+                return -ENOMEM;
+        for (size_t i = 0; i < j->disks.n; i++) {
+                const BvVirtDisk *k = &j->disks.v[i];
+                const BvLibvirtDiskResult *dk = NULL;
+                if (strcmp(k->device, "disk") != 0 || !k->source)
+                        continue;
+                for (size_t m = 0; m < res->n_disks; m++)
+                        if (strcmp(res->disks[m].target, k->target) == 0)
+                                dk = &res->disks[m];
+                BvVirtBackupDisk *b = &j->jd[j->n_jd];
+                if (snprintf(j->scratch[j->n_jd], PATH_MAX, "%s/%s.scratch", j->dir, k->target) >= PATH_MAX)
+                        return -ENAMETOOLONG;
+                *b = (BvVirtBackupDisk){ .target = k->target, .backup = dk != NULL, .scratch = j->scratch[j->n_jd],
+                                         .incremental = dk && dk->incremental[0] ? dk->incremental : NULL,
+                                         .checkpoint = dk && k->format && strcmp(k->format, "qcow2") == 0 };
+                any_checkpoint |= b->checkpoint;
+                j->n_jd++;
+        }
+        if (!any_checkpoint) {
+                res->checkpoint[0] = 0;
+                return 0;
+        }
+        return checkpoint_name(res->checkpoint, sizeof(res->checkpoint));
+}
+
+/* Connects, finds the running domain and its disks. */
+static int job_open(Job *j, const char *domain, const BvLibvirtBackupOptions *o, BvLibvirtResult *res)
+{
+        int r = bv_virt_connect(o->uri, &j->v, res->detail, sizeof(res->detail));
+
+        if (r >= 0 && (r = bv_virt_domain_open(j->v, domain, &j->d)) < 0)
+                snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
+        if (r < 0)
+                return r;
+        snprintf(res->domain, sizeof(res->domain), "%s", bv_virt_domain_name(j->d));
+        snprintf(res->uuid, sizeof(res->uuid), "%s", bv_virt_domain_uuid(j->d));
+        r = bv_virt_domain_running(j->d);
+        if (r == 0)
+                return -EHOSTDOWN;
+        if (r > 0)
+                r = bv_virt_domain_disks(j->d, &j->disks);
+        if (r < 0)
+                snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
+        return r;
+}
+
+/* Begins the job, its socket and scratch directory made fresh in run_dir. */
+static int job_begin(Job *j, BvLibvirtResult *res)
+{
+        int r = job_files_remove(j->dir, j->sock); /* what a killed run left */
+
+        if (r < 0)
+                return r;
+        if (mkdir(j->dir, 0711) < 0) /* QEMU (libvirt-qemu) must reach the scratch files */
+                return -errno;
+        j->dir_made = true;
+        r = bv_virt_backup_begin(j->d, j->sock, j->jd, j->n_jd, res->checkpoint[0] ? res->checkpoint : NULL);
+        if (r < 0) {
+                snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
+                return r;
+        }
+        j->begun = true;
+        return 0;
+}
+
+/* Backs up one disk of the begun job. */
+static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, BvLibvirtResult *res,
+                       BvLibvirtDiskResult *dk)
+{
+        const BvVirtDisk *k = bv_virt_disks_find(&j->disks, dk->target);
+        BvSourceLibvirt info = {
+                .domain = res->domain, .uuid = res->uuid, .disk = dk->target, .disk_size = k->size,
+                .checkpoint = NULL, .incremental = dk->incremental[0] ? dk->incremental : NULL, .socket = j->sock,
+        };
+        for (size_t i = 0; i < j->n_jd; i++)
+                if (strcmp(j->jd[i].target, dk->target) == 0 && j->jd[i].checkpoint)
+                        info.checkpoint = res->checkpoint;
+        BvBackupOptions bo = o->backup;
+        bo.name = dk->name;
+        bo.source.libvirt = &info;
+        bo.read_whole_because = info.incremental ? NULL : dk->full_because;
+        bo.ret_kept = &dk->kept;
+        char location[sizeof(BV_SOURCE_LIBVIRT_PREFIX) + sizeof(res->domain)];
+        snprintf(location, sizeof(location), BV_SOURCE_LIBVIRT_PREFIX "%s", res->domain);
+        BvSource *src = NULL;
+        int r = bv_source_open(location, &bo.source, &src);
+        if (r >= 0)
+                r = bv_backup(repo, src, &bo, &dk->stats);
+        bv_source_free(src);
+        return r;
+}
+
+int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOptions *o, BvLibvirtResult *ret)
+{
+        Job j = {};
+        int r, first = 0;
+
+        if (!repo || !domain || !o || !ret)
+                return -EINVAL;
+        *ret = (BvLibvirtResult){};
+        const char *run = o->run_dir ? o->run_dir : BV_LIBVIRT_RUN_DIR;
+        r = job_open(&j, domain, o, ret);
+        if (r >= 0 && (snprintf(j.dir, sizeof(j.dir), "%s/blkvault-%s.d", run, ret->uuid) >= (int)sizeof(j.dir) ||
+                       snprintf(j.sock, sizeof(j.sock), "%s/blkvault-%s.sock", run, ret->uuid) >= 108))
+                r = -ENAMETOOLONG; /* a unix socket's path has at most 107 bytes */
+        if (r >= 0)
+                r = plan_disks(&j, repo, o, ret);
+        if (r >= 0)
+                r = plan_job(&j, ret);
+        if (r >= 0)
+                r = job_begin(&j, ret);
+        for (size_t i = 0; r >= 0 && i < ret->n_disks; i++) {
+                BvLibvirtDiskResult *dk = &ret->disks[i];
+                dk->error = backup_disk(&j, repo, o, ret, dk);
+                if (dk->error < 0 && first == 0)
+                        first = dk->error;
+                if (dk->error == -ECANCELED)
+                        break;
+        }
+        job_done(&j, ret);
+        return r < 0 ? r : first;
+}
+
+void bv_libvirt_result_done(BvLibvirtResult *res)
+{
+        free(res->disks);
+        *res = (BvLibvirtResult){};
+}

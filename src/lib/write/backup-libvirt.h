@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Backups of a running libvirt domain (source libvirt:DOMAIN): one pull-mode backup job for all
+ * its disks (one instant), each disk read from the job's NBD export into a snapshot of its own,
+ * incrementally from the checkpoint its parent snapshot recorded.
+ */
+
+#include "backup.h"
+#include "virt.h"
+
+/* Where the job's NBD socket and the directory of its scratch files go by default: QEMU runs as
+ * libvirt-qemu, which must reach both (a private temporary directory is refused). */
+#define BV_LIBVIRT_RUN_DIR "/var/lib/libvirt/qemu"
+
+typedef struct BvLibvirtBackupOptions {
+        const char *uri; /* NULL: LIBVIRT_DEFAULT_URI, else qemu:///system */
+        /* the targets to back up ("vda"); none: every disk (device "disk") that has a source */
+        const char *const *disks;
+        size_t n_disks;
+        /* Snapshot names: NULL gives DOMAIN-TARGET; a name stands for the disk when one is backed
+         * up, and is NAME-TARGET for each when several are. */
+        const char *name;
+        const char *run_dir; /* NULL: BV_LIBVIRT_RUN_DIR */
+        /* each disk's backup: name, source.libvirt and read_whole_because are set per disk */
+        BvBackupOptions backup;
+} BvLibvirtBackupOptions;
+
+typedef struct BvLibvirtDiskResult {
+        char target[64];
+        char name[256];          /* its snapshot's name */
+        char incremental[128];   /* the checkpoint its export counted from ("": a full read) */
+        char full_because[640];  /* a full read: why ("" when incremental) */
+        BvBackupStats stats;
+        int error;               /* 0, or why its backup failed (nothing published for it) */
+        BvBackupKept kept;
+} BvLibvirtDiskResult;
+
+typedef struct BvLibvirtResult {
+        char domain[256], uuid[40];
+        char checkpoint[128]; /* the checkpoint the job created ("": none) */
+        BvLibvirtDiskResult *disks;
+        size_t n_disks;
+        char detail[BV_VIRT_ERROR_MAX]; /* libvirt's words when a libvirt call failed, or the culprit */
+        int cleanup_error;              /* ending the job or removing its files failed (ignored) */
+} BvLibvirtResult;
+
+/*
+ * Backs up the disks of the running domain (its name or UUID) into r, opened with BV_OPEN_WRITE:
+ * connects, lists the disks, finds each disk's parent (the newest snapshot of its name) and the
+ * checkpoint it recorded, begins one pull-mode backup job with a new checkpoint
+ * ("blkvault-<time>-<random>") over the qcow2 disks, asking for each disk the changes since its
+ * parent's checkpoint when libvirt still has it (else a full read, the reason in full_because),
+ * then backs up each disk from the job's export, and ends the job and removes its socket and
+ * scratch files in every case. Each disk's snapshot is published on its own (ret->disks[i].error
+ * says which failed); the first failure is returned after all disks were tried.
+ * Errors: those of bv_virt_connect and bv_virt_domain_open (detail holds libvirt's words),
+ * -EHOSTDOWN when the domain is not running, -ENXIO for a disk it does not have (named in detail),
+ * -ENOMEDIUM when it has no disk to back up, those of bv_virt_backup_begin (detail), -EINVAL for a
+ * snapshot name bv_snapshot_name_problem refuses (detail), else a disk's backup's.
+ */
+int bv_backup_libvirt(BvRepo *r, const char *domain, const BvLibvirtBackupOptions *o, BvLibvirtResult *ret);
+void bv_libvirt_result_done(BvLibvirtResult *res);
