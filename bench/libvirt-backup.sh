@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Backups of a running libvirt domain (issue 24), side by side in one run: blkvault's
 # `backup REPO libvirt:DOMAIN` (a first backup, whole reads of the running disk, an incremental
-# one by checkpoint) beside virtnbdbackup's full and incremental backups (libvirt pull mode, its
+# one by checkpoint; with a blkvault that has no libvirt source yet, its NBD source reading the
+# pull-mode job this script begins and ends, as that source does: see blkvault_has_libvirt) beside virtnbdbackup's full and incremental backups (libvirt pull mode, its
 # own checkpoints), on one domain whose disk holds real content and gets the same 1% rewrite
 # before each tool's incremental backup.
 #
@@ -14,6 +15,7 @@
 #   --image F   a raw disk image to run instead (converted to qcow2; the file is not changed)
 #   --install   install virtnbdbackup first (bench/peers-install.sh virtnbdbackup)
 #   env: PERCENT (1): share of the disk rewritten; LVB_PIECE (64k): size of each rewrite;
+#        LVB_BLKVAULT (libvirt or nbd; default libvirt when blkvault has that source);
 #        VIRTNBDBACKUP (the peer's path, default as peers-install.sh recorded it);
 #        BENCH_WORK, BENCH_OUT, BLKVAULT, BENCH_NODROP as in lib.sh.
 #
@@ -224,7 +226,12 @@ tool_read() {
     esac
 }
 
-# blkvault's libvirt source (vm-core, issue 24): until it is on main its rows say so
+# blkvault's libvirt source (issue 24) when this blkvault has one. Else (BV_MODE=nbd, or forced
+# with LVB_BLKVAULT=nbd) the bench drives libvirt's pull-mode job itself, as that source does, and
+# blkvault reads the export with its NBD source: each backup begins a job with a new checkpoint,
+# incremental since the previous one (a checkpoint made before the first backup gives that one a
+# bitmap too, so that its snapshot records qemu:dirty-bitmap:backup-vda and the next one pairs
+# with it), reads nbd+unix:///vda?socket=S with --dirty-bitmap=backup-vda, and ends the job.
 blkvault_has_libvirt() { "$BLKVAULT" backup --help 2>&1 | grep -q 'libvirt:'; }
 drop_checkpoints() {
     local c
@@ -233,6 +240,41 @@ drop_checkpoints() {
         lv checkpoint-delete "$DOM" "$c" >/dev/null || die "cannot delete checkpoint $c of $DOM"
     done
 }
+# the socket must be reachable by the libvirt-qemu user (a private mktemp -d is not)
+SOCK=/var/lib/libvirt/qemu/$DOM-bench.sock
+PULL=$work/pull-job.sh
+cat >"$PULL" <<'SH'
+#!/usr/bin/env bash
+# pull-job.sh DOM SINCE NEW SOCK SCRATCH CMD...: begins libvirt's pull-mode backup of vda with
+# checkpoint NEW, incremental since SINCE, runs CMD against the export, ends the job
+set -euo pipefail
+dom=$1 since=$2 new=$3 sock=$4 scratch=$5; shift 5
+d=$(mktemp -d)
+trap 'virsh -q domjobabort "$dom" >/dev/null 2>&1 || true; rm -rf "$d" "$scratch"' EXIT
+cat >"$d/b.xml" <<XML
+<domainbackup mode='pull'><incremental>$since</incremental><server transport='unix' socket='$sock'/>
+<disks><disk name='vda' backup='yes' type='file'><scratch file='$scratch'/></disk></disks></domainbackup>
+XML
+echo "<domaincheckpoint><name>$new</name></domaincheckpoint>" >"$d/c.xml"
+virsh -q backup-begin "$dom" "$d/b.xml" "$d/c.xml" >&2
+"$@"
+SH
+chmod +x "$PULL"
+BV_CPT=0
+# bv_step ROUND STEP CACHE ARGS...: one blkvault backup of the domain
+bv_step() {
+    local r=$1 name=$2 cache=$3; shift 3
+    local repo=$work/repo
+    local b=(backup "$repo" --name=vm --key-file="$BENCH_KEY" --json -q)
+    if [ "$BV_MODE" = libvirt ]; then
+        step "$r" blkvault "$name" "$cache" "$repo" "$BLKVAULT" "${b[@]:0:2}" "libvirt:$DOM" "${b[@]:2}" "$@"
+    else
+        step "$r" blkvault "$name" "$cache" "$repo" "$PULL" "$DOM" "bvb-$BV_CPT" "bvb-$((BV_CPT + 1))" "$SOCK" \
+            "$IMGDIR/scratch.qcow2" "$BLKVAULT" "${b[@]:0:2}" "nbd+unix:///vda?socket=$SOCK" "${b[@]:2}" \
+            --dirty-bitmap=backup-vda "$@"
+        BV_CPT=$((BV_CPT + 1))
+    fi
+}
 
 round_blkvault() {
     local r=$1 repo=$work/repo
@@ -240,12 +282,15 @@ round_blkvault() {
     drop_checkpoints
     rm -rf "$repo"
     bv init "$repo" --key-file="$BENCH_KEY" >/dev/null
-    local b=(backup "$repo" "libvirt:$DOM" --name=vm --key-file="$BENCH_KEY" --json -q)
-    step "$r" blkvault "first backup" cold "$repo" "$BLKVAULT" "${b[@]}"
-    step "$r" blkvault "whole read" cold "$repo" "$BLKVAULT" "${b[@]}" --force-read
-    step "$r" blkvault "whole read" warm "$repo" "$BLKVAULT" "${b[@]}" --force-read
+    if [ "$BV_MODE" = nbd ]; then
+        BV_CPT=0
+        lv checkpoint-create-as "$DOM" --name bvb-0 >/dev/null
+    fi
+    bv_step "$r" "first backup" cold
+    bv_step "$r" "whole read" cold --force-read
+    bv_step "$r" "whole read" warm --force-read
     rewrite "$r"
-    step "$r" blkvault incremental cold "$repo" "$BLKVAULT" "${b[@]}"
+    bv_step "$r" incremental cold
     drop_checkpoints
 }
 
@@ -267,10 +312,18 @@ round_vnb() {
 
 RES=$(results_file libvirt-backup)
 TOOLS=()
-if blkvault_has_libvirt; then TOOLS+=(blkvault); else NOTE_BV="this blkvault has no libvirt source (backup --help names no libvirt:DOMAIN)"; fi
+BV_MODE=${LVB_BLKVAULT:-}
+if [ -z "$BV_MODE" ]; then
+    if blkvault_has_libvirt; then BV_MODE=libvirt; else BV_MODE=nbd; fi
+fi
+case $BV_MODE in
+libvirt) NOTE_BV="its libvirt source: backup REPO libvirt:$DOM" ;;
+nbd) NOTE_BV="its NBD source over libvirt's pull-mode export, the job begun and ended by the bench (this blkvault has no libvirt source: backup --help names no libvirt:DOMAIN), --dirty-bitmap=backup-vda" ;;
+*) die "LVB_BLKVAULT is libvirt or nbd, not '$BV_MODE'" ;;
+esac
+TOOLS+=(blkvault)
 if [ -x "$VNB" ] && "$VNB" --version >/dev/null 2>&1; then TOOLS+=(virtnbdbackup); VNB_VERSION=$("$VNB" --version 2>&1)
 else NOTE_VNB="virtnbdbackup is not installed ($VNB; bench/peers-install.sh virtnbdbackup, or --install)"; fi
-[ ${#TOOLS[@]} -gt 0 ] || die "neither tool can run: ${NOTE_BV:-} ${NOTE_VNB:-}"
 log "image $IMAGE; $PIECES pieces of $PIECE bytes per rewrite; tools: ${TOOLS[*]}; $REPS round(s)"
 for r in $(seq "$REPS"); do
     order=("${TOOLS[@]}")
@@ -284,6 +337,6 @@ done
 python3 "$BENCH_DIR/libvirt_report.py" "$ROWS" "$RES" \
     "image=$IMAGE ($(mib "$SIZE" 0) MiB virtual, $(mib "$(du_alloc "$DISK")" 0) MiB allocated as qcow2)" \
     "rewrite=$PIECES pieces of $PIECE bytes ($PERCENT%) per round" \
-    "virtnbdbackup=${VNB_VERSION:-${NOTE_VNB:-}}" "blkvault_note=${NOTE_BV:-}" \
+    "virtnbdbackup=${VNB_VERSION:-${NOTE_VNB:-}}" "blkvault=$NOTE_BV" \
     "load_end=$(load_note)"
 cat "$RES"

@@ -22,10 +22,8 @@ def main():
     out = open(sys.argv[2], "a")
     notes = dict(a.split("=", 1) for a in sys.argv[3:])
     w = out.write
-    for k in ("image", "rewrite", "virtnbdbackup"):
+    for k in ("image", "rewrite", "blkvault", "virtnbdbackup"):
         w(f"- {k}: {notes.get(k, '')}\n")
-    if notes.get("blkvault_note"):
-        w(f"- blkvault: not run: {notes['blkvault_note']}\n")
     w("- settings: blkvault encrypted (AES-256-GCM), zstd 3, one thread per CPU; virtnbdbackup "
       "1 worker per disk, its stream format, no compression (-z is lz4), nothing encrypted\n")
     w("- columns: medians over the rounds; *qemu read* is what QEMU read from the image for the "

@@ -32,7 +32,8 @@ peers=(borgbackup python3-llfuse restic casync python3-matplotlib
        debootstrap)   # the installed-system image of the benchmarks (images/make-installed.sh)
 # the vm suite: Debian's kernel booted under QEMU (tests/vm/), with what the guest runs
 vm=(qemu-system-x86 linux-image-amd64 busybox-static udev cryptsetup-bin nbd-client socat
-    lvm2)   # lvm2: the LVM snapshot job (test-vm-lvm)
+    lvm2   # lvm2: the LVM snapshot job (test-vm-lvm)
+    qemu-guest-agent)   # qemu-ga, copied into the libvirt guest's initramfs (tests/libvirt/agent-guest)
 
 missing=()
 for p in "${build[@]}" "${runtime[@]}" "${peers[@]}" "${vm[@]}"; do

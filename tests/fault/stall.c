@@ -23,24 +23,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gate.h"
+
 static atomic_ullong written;
 
 static void stall(size_t len)
 {
         const char *after = getenv("BV_STALL_AFTER"), *gate = getenv("BV_STALL_GATE");
         static atomic_bool announced;
-        char path[PATH_MAX];
 
         if (!after || !gate || atomic_fetch_add(&written, len) < strtoull(after, NULL, 10))
                 return;
-        if (!atomic_exchange(&announced, true)) {
-                snprintf(path, sizeof(path), "%s.waiting", gate);
-                int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-                if (fd >= 0)
-                        close(fd);
-        }
-        while (access(gate, F_OK) != 0)
-                nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+        gate_wait(gate, !atomic_exchange(&announced, true));
 }
 
 #define REAL(name)                                                                                         \

@@ -196,3 +196,9 @@ bv config check --config="$T/m.conf" >/dev/null || die "metrics = none was refus
 printf '[global]\nmetrics = blkvault.prom\n[job x]\nsource = /dev/sdb\n' > "$T/m.conf"
 expect_fail 1 "^$T/m.conf:2: metrics must be an absolute path, or no to write no textfile, not 'blkvault.prom'$" \
     bv config check --config="$T/m.conf"
+
+# a running libvirt domain as a job's source, with its connection's URI; "libvirt:" alone names none
+printf '[job web]\nsource = libvirt:web01\nlibvirt-uri = qemu:///system\n' > "$T/v.conf"
+bv config check --config="$T/v.conf" >/dev/null || die "source = libvirt:web01 was refused"
+printf '[job web]\nsource = libvirt:\n' > "$T/v.conf"
+expect_fail 1 "^$T/v.conf:2: source = libvirt: names no domain$" bv config check --config="$T/v.conf"

@@ -34,6 +34,7 @@ typedef struct S3Backend {
         int64_t at;
         S3PitEntry *pit_v; /* sorted by key */
         size_t n_pit;
+        S3Windows win; /* what readers read as streams, over all objects (s3-window.h) */
 } S3Backend;
 
 typedef struct S3Reader {
@@ -43,7 +44,8 @@ typedef struct S3Reader {
         char etag[80]; /* names the cached copy */
         uint64_t size;
         int fd; /* the whole object, once reader_fd asked for it */
-        S3Windows win; /* what a stream reads (s3-window.h) */
+        char name[BV_BACKEND_KEY_MAX + 96]; /* among the windows: key and ETag */
+        S3Stream stream;
 } S3Reader;
 
 typedef struct S3Writer {
@@ -265,9 +267,9 @@ static int s3_reader_open(BvBackend *b, BvObjKind kind, const char *name, BvObjR
                 return r;
         }
         rd->base.backend = b;
-        s3_windows_init(&rd->win);
         rd->size = o.size;
         snprintf(rd->etag, sizeof(rd->etag), "%s", o.etag);
+        snprintf(rd->name, sizeof(rd->name), "%s\n%s", rd->key, rd->etag);
         rd->fd = -EBADF;
         bv_s3_object_done(&o);
         *ret = &rd->base;
@@ -281,6 +283,11 @@ static ssize_t reader_fetch(void *userdata, uint64_t off, size_t len, void *buf)
         return bv_s3_get_range(client(rd->base.backend), rd->key, rd->version_id, off, len, buf);
 }
 
+/* The reader's object among the backend's windows. */
+#define reader_object(rd)                                                                                    \
+        ((S3Object){ .name = (rd)->name, .size = (rd)->size, .stream = &(rd)->stream, .fetch = reader_fetch, \
+                     .userdata = (rd) })
+
 static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t offset)
 {
         S3Reader *rd = (S3Reader *)r;
@@ -292,7 +299,7 @@ static ssize_t s3_reader_pread(BvObjReader *r, void *buf, size_t len, uint64_t o
         len = (size_t)MIN((uint64_t)len, rd->size - offset);
         if (rd->fd >= 0)
                 return bv_pread_all(rd->fd, buf, len, offset);
-        done = s3_windows_read(&rd->win, rd->size, buf, len, offset, reader_fetch, rd);
+        done = s3_windows_read(&S3B(r->backend)->win, &reader_object(rd), buf, len, offset);
         if (done == len)
                 return (ssize_t)len;
         n = reader_fetch(rd, offset + done, len - done, (uint8_t *)buf + done);
@@ -305,7 +312,7 @@ static void s3_reader_advise(BvObjReader *r, uint64_t offset, uint64_t len)
         S3Reader *rd = (S3Reader *)r;
 
         if (rd->fd < 0)
-                s3_windows_advise(&rd->win, rd->size, offset, len, reader_fetch, rd);
+                s3_windows_advise(&S3B(r->backend)->win, &reader_object(rd), offset, len);
 }
 
 static uint64_t s3_reader_size(BvObjReader *r)
@@ -370,7 +377,7 @@ static void s3_reader_close(BvObjReader *r)
         S3Reader *rd = (S3Reader *)r;
 
         safe_close(rd->fd);
-        s3_windows_done(&rd->win);
+        s3_windows_forget(&S3B(r->backend)->win, rd->name);
         free(rd);
 }
 
@@ -682,6 +689,7 @@ static void s3_close(BvBackend *b)
         s3_pit_free(s->pit_v, s->n_pit);
         safe_close(s->lock_dirfd);
         pthread_mutex_destroy(&s->lock_mutex);
+        s3_windows_done(&s->win);
         free(s->bucket);
         free(s->prefix);
         free(b->location);
@@ -728,7 +736,9 @@ static int s3_open(const char *location, bool create, int64_t at, BvBackend **re
         s->base.ops = &s3_ops;
         s->lock_dirfd = -EBADF;
         pthread_mutex_init(&s->lock_mutex, NULL);
-        r = bv_s3_conf_from_env(location, NULL, &conf);
+        r = s3_windows_init(&s->win, 0);
+        if (r >= 0)
+                r = bv_s3_conf_from_env(location, NULL, &conf);
         if (r >= 0 && (!(s->base.location = strdup(location)) || !(s->bucket = strdup(conf->bucket)) ||
                        !(s->prefix = strdup(conf->prefix))))
                 r = -ENOMEM;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Windows of an object read from S3 as a stream (s3-window.h). */
+/* Windows of objects read from S3 as streams (s3-window.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,25 +10,40 @@
 /* Reads that miss within this of the last miss make a stream. */
 #define S3_READ_AROUND (2u << 20)
 
-void s3_windows_init(S3Windows *ws)
+int s3_windows_init(S3Windows *ws, size_t n)
 {
-        *ws = (S3Windows){};
+        *ws = (S3Windows){ .n = n ? n : S3_WINDOWS };
+        ws->w = calloc(ws->n, sizeof(*ws->w));
+        if (!ws->w)
+                return -ENOMEM;
         pthread_mutex_init(&ws->mutex, NULL);
         pthread_cond_init(&ws->fetched, NULL);
+        return 0;
+}
+
+static void drop(S3Window *w)
+{
+        free(w->data);
+        free(w->obj);
+        *w = (S3Window){};
 }
 
 void s3_windows_done(S3Windows *ws)
 {
-        for (size_t i = 0; i < S3_WINDOWS; i++)
-                free(ws->w[i].data);
+        if (!ws->w)
+                return;
+        for (size_t i = 0; i < ws->n; i++)
+                drop(&ws->w[i]);
+        free(ws->w);
+        ws->w = NULL;
         pthread_cond_destroy(&ws->fetched);
         pthread_mutex_destroy(&ws->mutex);
 }
 
-static S3Window *find(S3Windows *ws, uint64_t k)
+static S3Window *find(S3Windows *ws, const char *name, uint64_t k)
 {
-        for (size_t i = 0; i < S3_WINDOWS; i++)
-                if (ws->w[i].state != S3_WIN_EMPTY && ws->w[i].k == k)
+        for (size_t i = 0; i < ws->n; i++)
+                if (ws->w[i].state != S3_WIN_EMPTY && ws->w[i].k == k && strcmp(ws->w[i].obj, name) == 0)
                         return &ws->w[i];
         return NULL;
 }
@@ -37,7 +52,7 @@ static S3Window *find(S3Windows *ws, uint64_t k)
 static S3Window *victim(S3Windows *ws)
 {
         S3Window *v = NULL;
-        for (size_t i = 0; i < S3_WINDOWS; i++) {
+        for (size_t i = 0; i < ws->n; i++) {
                 S3Window *w = &ws->w[i];
                 if (w->state == S3_WIN_EMPTY)
                         return w;
@@ -47,25 +62,22 @@ static S3Window *victim(S3Windows *ws)
         return v;
 }
 
-static void drop(S3Window *w)
-{
-        free(w->data);
-        *w = (S3Window){};
-}
-
 /* Window k into a slot, fetched by this thread (mutex held; released during the GET). The
  * slot, or NULL when there is no room or the GET failed (the caller reads by itself). */
-static S3Window *fetch_locked(S3Windows *ws, uint64_t k, uint64_t size, s3_fetch_fn fetch, void *userdata)
+static S3Window *fetch_locked(S3Windows *ws, const S3Object *o, uint64_t k)
 {
         S3Window *w = victim(ws);
         if (!w)
                 return NULL;
-        uint64_t len = MIN((uint64_t)S3_WIN, size - k * S3_WIN);
+        uint64_t len = MIN((uint64_t)S3_WIN, o->size - k * S3_WIN);
+        char *name = strdup(o->name);
+        if (!name)
+                return NULL;
         drop(w);
-        *w = (S3Window){ .k = k, .state = S3_WIN_FETCHING };
+        *w = (S3Window){ .obj = name, .k = k, .state = S3_WIN_FETCHING, .tick = ++ws->tick };
         pthread_mutex_unlock(&ws->mutex);
         uint8_t *data = malloc(len);
-        ssize_t n = data ? fetch(userdata, k * S3_WIN, len, data) : -ENOMEM;
+        ssize_t n = data ? o->fetch(o->userdata, k * S3_WIN, len, data) : -ENOMEM;
         pthread_mutex_lock(&ws->mutex);
         if (n >= 0 && (uint64_t)n == len) {
                 w->data = data;
@@ -73,48 +85,46 @@ static S3Window *fetch_locked(S3Windows *ws, uint64_t k, uint64_t size, s3_fetch
                 w->state = S3_WIN_READY;
         } else {
                 free(data);
-                *w = (S3Window){};
+                drop(w);
         }
         pthread_cond_broadcast(&ws->fetched);
         return w->state == S3_WIN_READY ? w : NULL;
 }
 
 /* Window k held (waiting while it is fetched), fetched first when may_fetch; NULL otherwise. */
-static S3Window *get_locked(S3Windows *ws, uint64_t k, uint64_t size, bool may_fetch, s3_fetch_fn fetch,
-                            void *userdata)
+static S3Window *get_locked(S3Windows *ws, const S3Object *o, uint64_t k, bool may_fetch)
 {
         for (;;) {
-                S3Window *w = find(ws, k);
+                S3Window *w = find(ws, o->name, k);
                 if (w && w->state == S3_WIN_READY)
                         return w;
                 if (w) {
                         pthread_cond_wait(&ws->fetched, &ws->mutex);
                         continue;
                 }
-                return may_fetch ? fetch_locked(ws, k, size, fetch, userdata) : NULL;
+                return may_fetch ? fetch_locked(ws, o, k) : NULL;
         }
 }
 
-/* Whether a read of [off, off+len) belongs to a stream: announced, or near the last read that
- * missed (which it then becomes). */
-static bool streaming_locked(S3Windows *ws, uint64_t off, size_t len)
+/* Whether a read of [off, off+len) belongs to a stream: announced, or near the last read of this
+ * reader that missed (which it then becomes). */
+static bool streaming_locked(S3Stream *s, uint64_t off, size_t len)
 {
-        uint64_t last = ws->miss_end;
-        if (off + len <= ws->stream_end)
+        uint64_t last = s->miss_end;
+        if (off + len <= s->stream_end)
                 return true;
-        ws->miss_end = off + len;
+        s->miss_end = off + len;
         return last > 0 && off + S3_READ_AROUND >= last && off <= last + S3_READ_AROUND;
 }
 
-size_t s3_windows_read(S3Windows *ws, uint64_t size, void *buf, size_t len, uint64_t off, s3_fetch_fn fetch,
-                       void *userdata)
+size_t s3_windows_read(S3Windows *ws, const S3Object *o, void *buf, size_t len, uint64_t off)
 {
         size_t done = 0;
         BV_LOCK_GUARD(&ws->mutex);
-        bool stream = streaming_locked(ws, off, len);
+        bool stream = streaming_locked(o->stream, off, len);
         while (done < len) {
                 uint64_t at = off + done, k = at / S3_WIN;
-                S3Window *w = get_locked(ws, k, size, stream, fetch, userdata);
+                S3Window *w = get_locked(ws, o, k, stream);
                 if (!w)
                         break;
                 size_t n = (size_t)MIN((uint64_t)(len - done), w->len - (at - k * S3_WIN));
@@ -128,16 +138,24 @@ size_t s3_windows_read(S3Windows *ws, uint64_t size, void *buf, size_t len, uint
         return done;
 }
 
-void s3_windows_advise(S3Windows *ws, uint64_t size, uint64_t off, uint64_t len, s3_fetch_fn fetch, void *userdata)
+void s3_windows_advise(S3Windows *ws, const S3Object *o, uint64_t off, uint64_t len)
 {
-        if (off >= size)
+        if (off >= o->size)
                 return;
-        uint64_t end = MIN(size, off + len);
+        uint64_t end = MIN(o->size, off + len);
         BV_LOCK_GUARD(&ws->mutex);
-        ws->stream_end = MAX(ws->stream_end, end);
+        o->stream->stream_end = MAX(o->stream->stream_end, end);
         for (uint64_t k = off / S3_WIN; k * S3_WIN < end; k++)
-                if (!find(ws, k)) {
-                        (void)fetch_locked(ws, k, size, fetch, userdata);
+                if (!find(ws, o->name, k)) {
+                        (void)fetch_locked(ws, o, k);
                         return;
                 }
+}
+
+void s3_windows_forget(S3Windows *ws, const char *name)
+{
+        BV_LOCK_GUARD(&ws->mutex);
+        for (size_t i = 0; i < ws->n; i++)
+                if (ws->w[i].state == S3_WIN_READY && strcmp(ws->w[i].obj, name) == 0)
+                        drop(&ws->w[i]);
 }

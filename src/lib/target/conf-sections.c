@@ -7,6 +7,7 @@
 
 #include "conf-internal.h"
 #include "s3-conf.h"
+#include "source.h"
 
 static const char *const kind_names[] = {
         [CONF_TARGET] = "target",
@@ -28,11 +29,11 @@ static const char *const global_keys[] = { "on-success", "on-failure", "notify",
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
-       J_ON_FAILURE, J_USED_ONLY, J_COPY_TO, J_AS_FILE, J_IMAGE_FORMAT };
+       J_ON_FAILURE, J_USED_ONLY, J_COPY_TO, J_AS_FILE, J_IMAGE_FORMAT, J_LIBVIRT_URI };
 static const char *const job_keys[] = {
         "source", "command", "snapshot", "targets", "schedule", "keep-last", "keep-hourly", "keep-daily",
         "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "pre", "post", "max-age", "on-success",
-        "on-failure", "used-only", "copy-to", "as-file", "image-format", NULL,
+        "on-failure", "used-only", "copy-to", "as-file", "image-format", "libvirt-uri", NULL,
 };
 
 enum { E_REPOSITORY, E_SNAPSHOT, E_PASSPHRASE_FILE, E_KEY_FILE, E_CACHE };
@@ -436,6 +437,7 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
         char **strings[] = {
                 [J_COMMAND] = &j->command, [J_PRE] = &j->pre, [J_POST] = &j->post,
                 [J_ON_SUCCESS] = &j->on_success, [J_ON_FAILURE] = &j->on_failure,
+                [J_LIBVIRT_URI] = &j->libvirt_uri,
         };
         switch (key) {
         case J_SOURCE:
@@ -443,6 +445,11 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
                         if (!value[8 + strspn(value + 8, " \t")])
                                 return conf_error(x->c, x->file, x->line, "source = command: names no command");
                         return set_string(x, value, &j->source);
+                }
+                if (strncmp(value, BV_SOURCE_LIBVIRT_PREFIX, strlen(BV_SOURCE_LIBVIRT_PREFIX)) == 0) {
+                        if (!bv_source_is_libvirt(value))
+                                return conf_error(x->c, x->file, x->line, "source = libvirt: names no domain");
+                        return set_string(x, value, &j->source); /* a running domain's disks */
                 }
                 return set_absolute(x, value, &j->source);
         case J_SNAPSHOT:

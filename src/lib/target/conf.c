@@ -351,7 +351,7 @@ void bv_conf_free(BvConfig *c)
         }
         for (size_t i = 0; i < c->n_jobs; i++) {
                 BvConfJob *j = &c->jobs[i];
-                free(j->name), free(j->source), free(j->command), free(j->schedule), free(j->image_format);
+                free(j->name), free(j->source), free(j->command), free(j->schedule), free(j->image_format), free(j->libvirt_uri);
                 free(j->pre), free(j->post), free(j->on_success), free(j->on_failure), free(j->mistake);
                 conf_free_strv(j->targets, j->n_targets);
                 conf_free_strv(j->copy_to, j->n_copy_to);

@@ -90,8 +90,9 @@ typedef struct BvConfRetention {
 typedef struct BvConfJob {
         char *name;
         BvConfWhere where;
-        char *source;           /* a block device, an image file, an LVM logical volume or
-                                 * "command:CMD"; or NULL */
+        char *source;           /* a block device, an image file, an LVM logical volume,
+                                 * "command:CMD" or "libvirt:DOMAIN"; or NULL */
+        char *libvirt_uri;      /* source libvirt:DOMAIN: the connection's URI (NULL: the default) */
         char *command;          /* or a command whose standard output is the image */
         bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
         bool used_only;         /* read only the blocks its filesystems use (fs/used-source.h) */
