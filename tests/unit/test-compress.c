@@ -286,6 +286,47 @@ TEST(reset_choice)
         free(dst);
 }
 
+/* Each choice compresses with the settings compress.h and FORMAT.md name: the frame is zstd's own
+ * for that level and those table sizes, byte for byte (level 3 with 2^15 hash and 2^14 chain
+ * tables for STRONG, level 2 with 2^15 and 2^15 for MID, level 1 for FAST). */
+TEST(choice_settings)
+{
+        static const struct {
+                BvZstdChoice choice;
+                int level, hash_log, chain_log;
+        } cases[] = {
+                { BV_ZSTD_STRONG, 3, 15, 14 },
+                { BV_ZSTD_MID, 2, 15, 15 },
+                { BV_ZSTD_FAST, 1, 0, 0 },
+        };
+        const size_t len = 256 * 1024, cap = ZSTD_compressBound(len);
+        uint8_t *text = make_symbols(len, 40, 5), *want = malloc(cap), *dst = malloc(len);
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        BvZstd *z = NULL;
+        size_t n_want, n;
+
+        ASSERT_TRUE(want && dst && cctx);
+        ASSERT_OK(bv_zstd_new(3, &z));
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters)));
+                ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, cases[i].level)));
+                ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_hashLog, cases[i].hash_log)));
+                ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_chainLog, cases[i].chain_log)));
+                ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 0)));
+                n_want = ZSTD_compress2(cctx, want, cap, text, len);
+                ASSERT_TRUE(!ZSTD_isError(n_want));
+                ASSERT_OK(bv_zstd_set_choice(z, cases[i].choice));
+                ASSERT_OK(bv_zstd_compress(z, text, len, dst, len, &n));
+                ASSERT_EQ(n, n_want);
+                ASSERT_MEMEQ(dst, want, n);
+        }
+        ZSTD_freeCCtx(cctx);
+        bv_zstd_free(z);
+        free(text);
+        free(want);
+        free(dst);
+}
+
 int main(void)
 {
         RUN(round_trip);
@@ -296,5 +337,6 @@ int main(void)
         RUN(sample_entropy);
         RUN(choose);
         RUN(reset_choice);
+        RUN(choice_settings);
         return 0;
 }

@@ -20,7 +20,7 @@ static const struct {
 } choice_params[] = {
         [BV_ZSTD_FAST] = { 1, 0, 0 },
         [BV_ZSTD_MID] = { 2, 15, 15 },
-        [BV_ZSTD_STRONG] = { 3, 16, 15 },
+        [BV_ZSTD_STRONG] = { 3, 15, 14 },
 };
 
 #define ENTROPY_RAW 7.9
