@@ -319,18 +319,32 @@ static int blkvault_block_size(void *handle, uint32_t *minimum, uint32_t *prefer
         return 0;
 }
 
+/* " (what an S3 repository's storage answered last)", "" otherwise: which object and its HTTP
+ * status (a pack a gc deleted while this export was stopped past its lease's grace: 404). */
+static const char *storage_said(char *buf, size_t len)
+{
+        char said[320];
+
+        bv_repo_storage_error(repo, said, sizeof(said));
+        snprintf(buf, len, "%s%s%s", said[0] ? " (" : "", said, said[0] ? ")" : "");
+        return buf;
+}
+
 static int read_range(void *buf, uint32_t count, uint64_t offset)
 {
         uint64_t bad = 0;
         int r = bv_image_pread(image, buf, count, offset, &bad);
         if (r < 0) {
+                char said[360];
+                storage_said(said, sizeof(said));
                 if (r == -EBADMSG || r == -EUCLEAN)
-                        nbdkit_error("%s at image offset %llu (0x%llx) of snapshot '%s' in '%s'",
+                        nbdkit_error("%s at image offset %llu (0x%llx) of snapshot '%s' in '%s'%s",
                                      r == -EBADMSG ? "damaged data" : "missing data (repository needs repair)",
-                                     (unsigned long long)bad, (unsigned long long)bad, snapshot_spec, repo_path);
+                                     (unsigned long long)bad, (unsigned long long)bad, snapshot_spec, repo_path,
+                                     said);
                 else
-                        nbdkit_error("read of %u bytes at %llu: %s", count, (unsigned long long)offset,
-                                     strerror(-r));
+                        nbdkit_error("read of %u bytes at %llu of snapshot '%s' in '%s': %s%s", count,
+                                     (unsigned long long)offset, snapshot_spec, repo_path, strerror(-r), said);
                 nbdkit_set_error(r == -EBADMSG || r == -EUCLEAN ? EIO : -r);
                 return -1;
         }
@@ -386,7 +400,9 @@ static int blkvault_extents(void *handle, uint32_t count, uint64_t offset, uint3
         ExtentsCtx ctx = { .extents = extents, .only_one = flags & NBDKIT_FLAG_REQ_ONE };
         int r = bv_image_extents(image, offset, count, add_extent, &ctx);
         if (r < 0) {
-                nbdkit_error("extents at %llu: %s", (unsigned long long)offset, strerror(-r));
+                char said[360];
+                nbdkit_error("extents at %llu of snapshot '%s' in '%s': %s%s", (unsigned long long)offset,
+                             snapshot_spec, repo_path, strerror(-r), storage_said(said, sizeof(said)));
                 nbdkit_set_error(r == -EBADMSG || r == -EUCLEAN ? EIO : -r);
                 return -1;
         }

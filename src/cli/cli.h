@@ -195,6 +195,10 @@ int log_open_error(const char *path, int r);
 /* EXIT_ERROR, said, when path is an S3 repository, to which only copy writes yet (the commands
  * that open one to read and then write records in it, as delete and protect do, ask first). */
 int refuse_s3_write(const char *path);
+/* " (what the storage answered)" for an S3 repository's last failed request ("s3://BUCKET/KEY: GET:
+ * HTTP 404 NoSuchKey..."), "" for a directory or when none failed: for the end of an error line. */
+const char *storage_said(BvRepo *repo, char *buf, size_t len);
+#define STORAGE_SAID_MAX 360
 #define OPEN_REPO_OR_RETURN(repo, path, s, flags)                                                          \
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;                                                     \
         do {                                                                                               \

@@ -40,7 +40,7 @@ static const char usage_text[] =
         "  --force                  get: replace existing files in DEST\n"
         "  --json                   ls, find: a JSON array of entries (name, path, type, size, mode,\n"
         "                           uid, gid, mtime), or of the partitions\n"
-        SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
+        POINT_IN_TIME_HELP SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
 static int dev_pread(void *userdata, void *buf, size_t count, uint64_t offset, uint64_t *ret_bad_offset)
 {
@@ -547,6 +547,7 @@ int cmd_files(int argc, char **argv)
                 CLI_FLAG("content", &o.content),
                 CLI_FLAG("force", &o.force),
                 CLI_FLAG("json", &o.json),
+                POINT_IN_TIME_OPTION(&sargs),
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "files", .usage = usage_text, .options = options, .secret = &sargs,

@@ -97,8 +97,12 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
                             path, (unsigned long long)ret->epoch_read, (unsigned long long)ret->epoch_start);
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
                 return e; /* refused: a lease, gc/, gc/epoch, a list, a pack that is not what it must be */
+        char said[STORAGE_SAID_MAX];
+        if (r < 0)
+                storage_said(repo, said, sizeof(said));
         if (r < 0 && problem.path[0])
-                return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost): '%s'", path, problem.path);
+                return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost): '%s'%s", path,
+                                       problem.path, said);
         if (r == -EUCLEAN) {
                 log_error("cannot collect garbage in '%s': a damaged index segment, snapshot record or map hides "
                           "what is in use (run 'blkvault verify')",
@@ -112,7 +116,7 @@ int run_gc(BvRepo *repo, const char *path, const BvGcOptions *o, BvGcStats *ret)
                 return EXIT_ERROR;
         }
         if (r < 0)
-                return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)", path);
+                return log_error_errno(r, "cannot collect garbage in '%s' (nothing was lost)%s", path, said);
         return EXIT_OK;
 }
 

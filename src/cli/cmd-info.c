@@ -155,7 +155,11 @@ int cmd_info(int argc, char **argv)
         r = bv_repo_info(repo, &info);
         const BvRepoConfig *cfg = bv_repo_config(repo);
         if (r < 0)
-                return log_error_errno(r, "cannot collect information on '%s'", path);
+        {
+                char said[STORAGE_SAID_MAX];
+                return log_error_errno(r, "cannot collect information on '%s'%s", path,
+                                       storage_said(repo, said, sizeof(said)));
+        }
         if (json) {
                 static const char *const aliases[] = { /* (old, new), until 0.3 */
                         "id", "repository", "logical_bytes", "bytes_logical", "data_bytes", "bytes_data",

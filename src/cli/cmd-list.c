@@ -135,10 +135,12 @@ int cmd_list(int argc, char **argv)
         OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
         BvSnapshot *const *all;
         size_t n_all, n = 0;
+        char said[STORAGE_SAID_MAX];
         r = bv_repo_snapshots(repo, &all, &n_all);
         report_snapshot_damage(repo);
         if (r < 0)
-                return log_error_errno(r, "cannot read the snapshots of '%s'", path);
+                return log_error_errno(r, "cannot read the snapshots of '%s'%s", path,
+                                       storage_said(repo, said, sizeof(said)));
         _cleanup_free_ BvSnapshot **list = calloc(n_all + 1, sizeof(*list));
         if (!list)
                 return log_error_errno(-ENOMEM, "cannot list '%s'", path);
@@ -152,7 +154,8 @@ int cmd_list(int argc, char **argv)
         for (size_t i = skip; i < n; i++) {
                 r = bv_snapshot_is_protected(bv_repo_backend(repo), list[i]->id);
                 if (r < 0)
-                        return log_error_errno(r, "cannot read the snapshots of '%s'", path);
+                        return log_error_errno(r, "cannot read the snapshots of '%s'%s", path,
+                                       storage_said(repo, said, sizeof(said)));
                 prot[i - skip] = r > 0;
         }
         if (a.json)

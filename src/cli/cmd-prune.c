@@ -151,10 +151,13 @@ int prune_repo(const char *path, const SecretArgs *sargs, PruneArgs *a)
         report_snapshot_damage(repo);
         if (r == -EINVAL)
                 return refuse_empty_policy(a->counts);
-        if (r < 0 && problem.path[0])
-                return log_error_errno(r, "cannot prune '%s': cannot forget '%s'", path, problem.path);
+        char said[STORAGE_SAID_MAX];
         if (r < 0)
-                return log_error_errno(r, "cannot prune '%s'", path);
+                storage_said(repo, said, sizeof(said));
+        if (r < 0 && problem.path[0])
+                return log_error_errno(r, "cannot prune '%s': cannot forget '%s'%s", path, problem.path, said);
+        if (r < 0)
+                return log_error_errno(r, "cannot prune '%s'%s", path, said);
         int forgot = r;
         if (a->name && n == 0)
                 warn_no_such_name(repo, path, a->name);

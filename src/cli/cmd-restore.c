@@ -130,10 +130,12 @@ static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const cha
         if (r == -ECANCELED && interrupted)
                 return report_interrupt(snap, dest, stats);
         if (r == -EBADMSG || r == -EUCLEAN) {
-                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx); '%s' was not "
+                char said[STORAGE_SAID_MAX];
+                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx)%s; '%s' was not "
                           "left behind as a file", snap->id,
                           r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
-                          (unsigned long long)stats->bad_offset, (unsigned long long)stats->bad_offset, dest);
+                          (unsigned long long)stats->bad_offset, (unsigned long long)stats->bad_offset,
+                          storage_said(repo, said, sizeof(said)), dest);
                 return EXIT_DAMAGE;
         }
         if (r == -ENOTTY)
@@ -153,10 +155,9 @@ static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const cha
         }
         if (r < 0) {
                 /* an S3 repository's storage says which object and what it answered */
-                char said[320];
-                bv_repo_storage_error(repo, said, sizeof(said));
-                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'%s%s%s", snap->id, dest,
-                                       said[0] ? " (" : "", said, said[0] ? ")" : "");
+                char said[STORAGE_SAID_MAX];
+                return log_error_errno(r, "cannot restore snapshot %.8s to '%s'%s", snap->id, dest,
+                                       storage_said(repo, said, sizeof(said)));
         }
         return EXIT_OK;
 }

@@ -160,9 +160,11 @@ int cmd_verify(int argc, char **argv)
                 json_object_put(rep.problems);
                 if ((e = report_open_problem(path, &problem, r)) >= 0)
                         return e; /* verify-state refused */
+                char said[STORAGE_SAID_MAX];
+                storage_said(repo, said, sizeof(said));
                 if (problem.path[0])
-                        return log_error_errno(r, "cannot verify '%s': '%s'", path, problem.path);
-                return log_error_errno(r, "cannot verify '%s'", path);
+                        return log_error_errno(r, "cannot verify '%s': '%s'%s", path, problem.path, said);
+                return log_error_errno(r, "cannot verify '%s'%s", path, said);
         }
         if (rep.json) {
                 struct json_object *o = json_object_new_object();

@@ -302,6 +302,14 @@ int log_open_error(const char *path, int r)
  * the endpoint that did not answer), which says more than the errno. */
 static int log_storage_error(const char *path, const BvRepoProblem *p, int r)
 {
+        if (r == -ENOENT && strstr(p->message, "/config: ")) {
+                /* what a user finds after someone deleted the objects: say where they still are */
+                log_error("cannot open repository '%s': no config object there (%s); if its objects were "
+                          "deleted and the bucket keeps versions, --point-in-time=TIME reads the repository as "
+                          "it was at TIME",
+                          path, p->message);
+                return EXIT_NO_REPO;
+        }
         log_error("cannot open repository '%s': %s (%s)", path, p->message, strerror(-r));
         return r == -EACCES || r == -EPERM ? EXIT_PERM : exit_code_for(r);
 }
@@ -324,6 +332,15 @@ static int open_deriving(const char *path, int64_t at, const BvSecret *secret, B
                             (double)(bv_now_monotonic_ns() - start) / 1e9,
                             secret->passphrase ? " (most of it deriving the key from the passphrase)" : "");
         return r;
+}
+
+const char *storage_said(BvRepo *repo, char *buf, size_t len)
+{
+        char said[320];
+
+        bv_repo_storage_error(repo, said, sizeof(said));
+        snprintf(buf, len, "%s%s%s", said[0] ? " (" : "", said, said[0] ? ")" : "");
+        return buf;
 }
 
 int refuse_s3_write(const char *path)

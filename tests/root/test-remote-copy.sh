@@ -19,6 +19,8 @@
 #     shows it; the age alarm fires for a remote whose last good copy is older than its max-age
 #     (exit 11, the warning), and is silent again after a good copy;
 #  6. no drive attached: nothing done, exit 0.
+# Also: a copy killed with SIGKILL leaves its mount and LUKS mapping, which the next copy clears;
+# keep-last at an s3:// remote prunes and collects it there after the copy.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
@@ -158,6 +160,31 @@ sed -i 's/^limit-upload = .*/limit-upload = 200M/' "$conf"
 copy_unit offsite >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the copy after the stopped one"; }
 grep -q "^copy of target usb-1 to offsite .*: 2 snapshots copied, 2 there already" "$T/copy.out" || { cat "$T/copy.out"; die "copy after stop"; }
 assert_eq "$(s3list)" "vm vm vm vm" "the remote after the stopped copy and the next one"
+# a copy killed with SIGKILL (systemd's stop past its timeout) leaves its mount (when it ran in
+# this mount namespace) and its LUKS mapping: the next copy clears them (the mount stayed before,
+# under the next copy's own: checked failing)
+on_exit "umount -l $T/run/target-usb-1 2>/dev/null; cryptsetup close blkvault-usb-1 2>/dev/null"
+dd if=/dev/urandom of="$T/vm.img" bs=1M count=8 conv=notrunc status=none
+bv job run vm "${opts[@]}" >/dev/null 2>&1 || die "job run before the killed copy"
+sed -i 's/^limit-upload = .*/limit-upload = 256K/' "$conf"
+copy_unit offsite >/dev/null 2>"$T/killed.err" &
+for _ in $(seq 1 100); do
+    grep -q " $T/run/target-usb-1 " /proc/self/mountinfo && break
+    sleep 0.1
+done
+grep -q " $T/run/target-usb-1 " /proc/self/mountinfo || { cat "$T/killed.err"; die "the copy did not mount the drive"; }
+kill -9 "$(sed -n 's/^pid=//p' "$T/run/targets.holder")"
+wait $! 2>/dev/null || true
+# the mapping where this machine has device-mapper (else the drive is not LUKS here); the mount
+# always (no private mount namespace here, unlike the unit's)
+luks=false
+cryptsetup status blkvault-usb-1 >/dev/null 2>&1 && luks=true
+grep -q " $T/run/target-usb-1 " /proc/self/mountinfo || die "the killed copy left no mount: the test cannot tell"
+sed -i 's/^limit-upload = .*/limit-upload = 200M/' "$conf"
+copy_unit offsite >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the copy after one killed with SIGKILL"; }
+grep -q "^copy of target usb-1 to offsite .*: 1 snapshots copied" "$T/copy.out" || { cat "$T/copy.out"; die "copy after the killed one"; }
+! $luks || ! cryptsetup status blkvault-usb-1 >/dev/null 2>&1 || die "the mapping is left after the copy"
+! grep -q " $T/run/target-usb-1 " /proc/self/mountinfo || die "the drive is left mounted after the copy"
 
 # object-lock: every object the copy writes is retained (COMPLIANCE); a bucket without Object
 # Lock is refused before anything is written
@@ -217,6 +244,23 @@ assert_eq "$rc" 1 "exit status of a copy into an unrelated repository"
 grep -qx "error: copy of target usb-1 to stranger ($T/stranger/usb-1) failed: the remote holds a repository not related to the drive's (another repository id): give the drive's copy another location" "$T/copy.err" ||
     { cat "$T/copy.err"; die "the refusal of an unrelated repository"; }
 ! grep -q " $dev " /proc/self/mountinfo || die "the drive is still mounted after a refused copy"
+
+# keep-* at an s3:// remote: after the copy, the remote's repository is pruned and collected on S3
+printf '[remote pruned]\nlocation = s3://bvremote/pruned\ncredentials = %s\nendpoint = %s\nkeep-last = 1\n' \
+    "$creds" "$(sed -n 's/^endpoint = //p' "$conf" | head -n 1)" >>"$conf"
+sed -i 's/^copy-to = offsite$/copy-to = offsite, pruned/' "$conf"
+bv config check --config="$conf" >/dev/null || die "config check of keep-last at an s3:// remote: $(bv config check --config="$conf" 2>&1)"
+copy_unit pruned >"$T/copy.out" 2>&1 || { cat "$T/copy.out"; die "the copy to a remote with keep-last"; }
+grep -q "^copy of target usb-1 to pruned (s3://bvremote/pruned/usb-1): [0-9]* snapshots copied, 0 there already, [0-9.]* MiB sent (the remote's repository created); retention there kept 1 snapshots, forgot [1-9][0-9]*, gc deleted [0-9]* packs" "$T/copy.out" ||
+    { cat "$T/copy.out"; die "the copy line of a remote with keep-last"; }
+pruned=$(AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_ENDPOINT_URL=$(sed -n 's/^endpoint = //p' "$conf" | head -n 1) \
+    "$BLKVAULT" list s3://bvremote/pruned/usb-1 --key-file="$T/keys/usb-1.key" --json |
+    python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+assert_eq "$pruned" 1 "snapshots at the s3:// remote with keep-last = 1"
+rm -f "$T/vm.out"
+AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_ENDPOINT_URL=$(sed -n 's/^endpoint = //p' "$conf" | head -n 1) \
+    bv restore s3://bvremote/pruned/usb-1 vm "$T/vm.out" --key-file="$T/keys/usb-1.key" -q || die "restore from the pruned remote"
+assert_same "$T/vm.img" "$T/vm.out"
 
 # 6. the drive not attached: nothing to read, nothing done
 detach_loop "$dev" || die "cannot detach the drive"

@@ -17,13 +17,29 @@ forwarded, and COUNT is decremented:
             CompleteMultipartUpload so)
     badlist:KEY  HTTP 200 with a ListBucketResult holding the one object KEY, whatever prefix
             was asked for (a store that answers a LIST with keys outside the prefix)
+  and these forward the request and spoil the answer:
+    cut     the answer's head with its true Content-Length, then half its body, then the
+            connection is closed (a server or proxy that dies mid-answer)
+    longlen the whole body under a Content-Length 100 bytes larger, then the connection is closed
+    shortlen  the whole body under a Content-Length 100 bytes smaller (the rest is left on the
+            connection, kept alive, where the next answer is read)
+    slow:S  the request forwarded (and done), its answer sent S seconds later (a server that
+            stalls after the work: a PUT retried then finds its own object there)
+    hold:S  the request held S seconds, then forwarded if its client is still connected (a slow
+            link: a client killed meanwhile never reaches the server)
+    skew:S  every time the server states (Date and Last-Modified headers, <LastModified> in
+            listings) moved by S seconds: a server whose clock is S seconds off this machine's
 A missing or empty file forwards everything. Each fault served is appended to CONTROL_FILE.log.
 """
+import email.utils
 import http.client
 import os
 import http.server
+import re
 import sys
 import threading
+import time
+from datetime import datetime, timedelta, timezone
 
 UPSTREAM = int(sys.argv[1])
 CONTROL = sys.argv[2]
@@ -77,6 +93,29 @@ def take_fault(path, method):
         return words[0]
 
 
+def skew_header(value, seconds):
+    t = email.utils.parsedate_to_datetime(value)
+    return email.utils.format_datetime(t + timedelta(seconds=seconds), usegmt=True)
+
+
+def skew_body(data, seconds):
+    def moved(m):
+        t = datetime.strptime(m.group(2).decode()[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+        return m.group(1) + (t + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.000Z").encode() + m.group(3)
+    return re.sub(rb"(<LastModified>)([^<]*)(</LastModified>)", moved, data)
+
+
+def client_gone(sock):
+    """Whether the client closed its end (a killed process's socket reads as the end)."""
+    import socket
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
 class Proxy(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -101,20 +140,45 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             if self.command != "HEAD":
                 self.wfile.write(xml)
             return
+        if fault and fault.startswith("hold:"):
+            time.sleep(float(fault[5:]))
+            if client_gone(self.connection):
+                self.close_connection = True
+                return
+        skew = int(fault[5:]) if fault and fault.startswith("skew:") else 0
         conn = http.client.HTTPConnection("127.0.0.1", UPSTREAM, timeout=60)
         headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
-        conn.request(self.command, self.path, body=body, headers=headers)
+        try:
+            conn.request(self.command, self.path, body=body, headers=headers)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered before it read the body (a 412 to If-None-Match): read below
         resp = conn.getresponse()
         data = resp.read()
+        if fault and fault.startswith("slow:"):
+            time.sleep(float(fault[5:]))
+        if skew:
+            data = skew_body(data, skew)
         self.send_response_only(resp.status, resp.reason)
         for k, v in resp.getheaders():
+            if skew and k.lower() in ("date", "last-modified"):
+                v = skew_header(v, skew)
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):
                 self.send_header(k, v)
+        if skew and not resp.getheader("Date"):
+            self.send_header("Date", skew_header(email.utils.formatdate(usegmt=True), skew))
         length = resp.getheader("Content-Length") if self.command == "HEAD" else str(len(data))
+        if fault == "longlen" and self.command != "HEAD":
+            length = str(len(data) + 100)
+        elif fault == "shortlen" and self.command != "HEAD":
+            length = str(max(len(data) - 100, 0))
         self.send_header("Content-Length", length or "0")
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(data)
+            self.wfile.write(data[: len(data) // 2] if fault == "cut" else data)
+        if fault in ("cut", "longlen"):
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
         conn.close()
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any

@@ -62,7 +62,7 @@ grep -q ' retries=0 ' "$T/err" || die "a 404 was retried: $(cat "$T/err")"
 
 # --- answers no S3 store gives (HTTP 200 all): refused, naming what was wrong, and nothing stored
 echo "junk 1" >"$FAULTS"
-expect_fail EBADMSG "^s3-tool: open: s3://bvtest/repo: LIST: the answer is not a ListBucketResult" \
+expect_fail EBADMSG "^s3-tool: open: s3://bvtest/repo: LIST: the answer does not parse: <NotAnS3Answer>, not a ListBucketResult" \
     env AWS_ENDPOINT_URL="$FAULT_URL" "$S3_TOOL" "$L" open
 echo "junk 1 /bvtest/repo/obj" >"$FAULTS"
 expect_fail EOPNOTSUPP "s3://bvtest/repo/obj: GET: HTTP 200 to a ranged request \(the store ignores Range\)" \

@@ -34,7 +34,9 @@ for key in repo/s other/snapshots/x; do
     AWS_ENDPOINT_URL=$FAULT_URL bv list s3://bvhostile/repo >"$T/out" 2>"$T/err" || rc=$?
     [ "$rc" != 0 ] || die "a listing with the key $key outside the prefix was taken: $(cat "$T/out")"
     grep -q "AddressSanitizer" "$T/err" && die "key $key: $(cat "$T/err")"
-    grep -q "s3://bvhostile/repo.*Bad message" "$T/err" || die "key $key: unclear message: $(cat "$T/err")"
+    # which listing and what was wrong (only "Bad message" before)
+    grep -qF "s3://bvhostile/repo: LIST of 'snapshots/': the answer does not parse: key '$key' is outside the prefix 'repo/snapshots/' asked for" "$T/err" ||
+        die "key $key: unclear message: $(cat "$T/err")"
     [ -s "$FAULTS.log" ] || die "the proxy served no bad listing"
     rm -f "$FAULTS.log"
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # gc in a bucket with Object Lock (docs/LIFECYCLE.md, "gc and Object Lock"), a real versitygw:
-#  1. copy --object-lock=20s sends n1, then n2 (packs of their own); n1 is pruned at DST;
+#  1. copy --object-lock=60s sends n1, then n2 (packs of their own); n1 is pruned at DST;
 #  2. gc keeps n1's dead packs while they are locked, says so (summary and --json), keeps their
 #     condemned list, and what it puts (index segment, list) is retained as the config is;
 #     n2 restores, and n1 restores --point-in-time from before the prune;
@@ -26,11 +26,11 @@ backup() { # backup I: image I as disk, its snapshot id in id$I
 
 # 1. two copies, the first snapshot's packs apart
 backup 1
-bv copy "$src" "$dst" --object-lock=20s -q || die "copy n1"
+bv copy "$src" "$dst" --object-lock=60s -q || die "copy n1"
 tool "$dst" list | awk '$1 ~ /^packs\// { print $1 }' | sort >"$T/packs1"
 [ -s "$T/packs1" ] || die "no pack at DST after the first copy"
 backup 2
-bv copy "$src" "$dst" --object-lock=20s -q || die "copy n2"
+bv copy "$src" "$dst" --object-lock=60s -q || die "copy n2"
 sleep 2
 pit=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 sleep 2
@@ -64,10 +64,19 @@ rm -f "$T/out"
 bv restore --point-in-time="$pit" "$dst" "$id1" "$T/out" -q || die "restore n1 --point-in-time after gc"
 assert_same "$T/img1" "$T/out"
 
-# 3. a copy (with something to send: one that sends nothing stops before) does not adopt them
+# 3. a copy (with something to send: one that sends nothing stops before) does not adopt them,
+#    even one that LISTs packs/ for adoption: the copy-unfinished marker an interrupted copy leaves
+#    in this machine's cache directory (without it no LIST is made, and the step held without the
+#    fix: checked failing with copy-dst.c's condemned-list check disabled)
 backup 3
-bv copy "$src" "$dst" "$id3" --object-lock=20s --json >"$T/c3.json" 2>"$T/c3.err" || { cat "$T/c3.err"; die "copy after gc"; }
+cachedir=$(find "$T/cache" -name conditional-put -printf '%h\n' | head -n 1)
+[ -d "$cachedir" ] || die "no cache directory of DST under $T/cache"
+: >"$cachedir/copy-unfinished"
+lists=$(s3_log_count s3_ListObjectsV2)
+bv copy "$src" "$dst" "$id3" --object-lock=60s --json >"$T/c3.json" 2>"$T/c3.err" || { cat "$T/c3.err"; die "copy after gc"; }
 assert_eq "$(jget packs_resumed <"$T/c3.json")" 0 "packs a copy adopted after gc"
+[ "$(s3_log_count s3_ListObjectsV2)" -gt "$lists" ] || die "the copy made no LIST"
+grep -q 'prefix=site%2Fpacks%2F\|prefix=site/packs/' "$S3_LOG" || die "the copy did not LIST packs/ for adoption"
 
 # 4. after the retention, gc deletes them
 until=$(jget locked_until <"$T/gc2.json")

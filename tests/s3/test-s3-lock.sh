@@ -7,12 +7,13 @@
 #     and nothing is written there;
 #  3. a later copy with a longer lock extends the retention of what DST's snapshots need (the
 #     packs of the first copy too), and --json counts them;
-#  4. after the deletes the repository is gone for a plain read, and list, verify --read-data and
-#     restore --point-in-time=TIME (between the copies and the deletes) bring every snapshot back
-#     bit-exact; a version DELETE of a locked object is refused by the server (HTTP 403).
+#  4. after the deletes the repository is gone for a plain read (exit 10, pointing to
+#     --point-in-time), and list, verify --read-data, restore and files --point-in-time=TIME
+#     (between the copies and the deletes) bring every snapshot and file back bit-exact; a version
+#     DELETE of a locked object is refused by the server (HTTP 403).
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
-need_cmd openssl python3
+need_cmd openssl python3 mkfs.ext4
 s3_start
 s3_mb bvlock lock
 s3_mb bvplain
@@ -53,7 +54,11 @@ retained=$(jget objects_retained <"$T/c1.json")
 [ "$retained" -gt 0 ] || die "the first copy extended nothing (the config and key slot it created before it locked)"
 
 # 3. a later copy with a longer lock: everything DST's snapshots need is extended
-randfile "$T/img3" 8 "s3lock-3"
+# n3 is an ext4 filesystem: its files are read back with files --point-in-time after the deletes
+mkdir -p "$T/root3/etc"
+head -c 3000 /dev/urandom | base64 >"$T/root3/etc/hosts"
+truncate -s 8M "$T/img3"
+mkfs.ext4 -q -d "$T/root3" "$T/img3" || die "mkfs.ext4 -d"
 bv backup "$src" "$T/img3" --name=n3 -q
 bv copy "$src" s3://bvlock/site --object-lock=1d --json >"$T/c2.json" 2>"$T/c2.err" || { cat "$T/c2.err"; die "second copy"; }
 assert_eq "$(jget snapshots_copied <"$T/c2.json")" 1 "snapshots copied by the second copy"
@@ -78,9 +83,14 @@ while read -r key _; do
     tool s3://bvlock/site delete "$key" || die "a plain DELETE of $key failed"
 done <"$T/keys.all"
 [ -z "$(tool s3://bvlock/site list)" ] || die "objects left after the deletes"
-expect_fail 1 "s3://bvlock/site/config: GET: HTTP 404" bv list s3://bvlock/site
+# no repository there now (exit 10, as a directory without a config), and the way back is said
+expect_fail 10 "s3://bvlock/site/config: GET: HTTP 404" bv list s3://bvlock/site
+grep -q -- "--point-in-time=TIME reads the repository as it was" "$T/.err" || die "list after the deletes does not point to --point-in-time: $(cat "$T/.err")"
 bv list --point-in-time="$pit" s3://bvlock/site >"$T/list.pit" 2>"$T/list.err" || { cat "$T/list.err"; die "list --point-in-time after the deletes"; }
 assert_eq "$(cat "$T/list.pit")" "$(cat "$T/list.before")" "list --point-in-time"
+bv files --point-in-time="$pit" s3://bvlock/site n3@latest cat /etc/hosts >"$T/hosts" 2>"$T/files.err" ||
+    { cat "$T/files.err"; die "files cat --point-in-time after the deletes"; }
+assert_same "$T/root3/etc/hosts" "$T/hosts"
 bv verify --read-data --point-in-time="$pit" s3://bvlock/site >/dev/null 2>"$T/verify.err" || { cat "$T/verify.err"; die "verify --read-data --point-in-time"; }
 for i in 1 2 3; do
     rm -f "$T/out"

@@ -621,7 +621,10 @@ static int s3_lease_alive(BvBackend *b, const char *name, bool reap, size_t max,
                 return 0;
         if (r < 0)
                 return r;
-        if (o.mtime + BV_S3_LEASE_GRACE_BEATS * bv_s3_lease_heartbeat_s() < (int64_t)time(NULL)) {
+        /* its age by the server's clock (the HEAD's Date), not this machine's: a clock of ours
+         * running ahead of the storage's must not make live leases look dead (LIFECYCLE.md) */
+        int64_t now = o.server_time > 0 ? o.server_time : (int64_t)time(NULL);
+        if (o.mtime + BV_S3_LEASE_GRACE_BEATS * bv_s3_lease_heartbeat_s() < now) {
                 if (reap)
                         (void)bv_s3_delete(client(b), key, NULL);
                 return 0;

@@ -51,8 +51,10 @@ typedef struct s3_req {
         char version_id[256];
         uint64_t content_length;
         uint64_t object_size; /* from Content-Range, else Content-Length */
+        uint64_t range_len; /* the bytes a 206's Content-Range names (0: none) */
         bool have_size;
         int64_t mtime;
+        int64_t date; /* the Date header: the server's clock when it answered (0: none) */
         bv_s3_lock_mode lock_mode;
         int64_t retain_until;
         bool delete_marker;
@@ -102,6 +104,8 @@ typedef struct s3_list_page {
         char *next_key;
         char *next_version;
 } s3_list_page;
+/* One page of a listing to cb. -EBADMSG for a page that is no such listing or holds a broken
+ * entry, with what was wrong in why ("" when the error is cb's own). */
 int s3_xml_list_page(const char *body, size_t len, bool versions, const char *under, size_t strip_len,
-                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret);
+                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret, char *why, size_t whylen);
 void s3_list_page_done(s3_list_page *p);

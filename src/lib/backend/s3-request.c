@@ -110,6 +110,19 @@ static size_t read_cb(char *dst, size_t size, size_t nmemb, void *userdata)
         return n;
 }
 
+/* curl sends a request again on its own when a kept-alive connection turns out closed by the
+ * server (its first write fails): the body is rewound for it. Without this, that PUT failed
+ * ("necessary data rewind wasn't possible") and was not retried. */
+static int seek_cb(void *userdata, curl_off_t offset, int origin)
+{
+        xfer *x = userdata;
+
+        if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > x->q->body_len)
+                return CURL_SEEKFUNC_CANTSEEK;
+        x->body_pos = (size_t)offset;
+        return CURL_SEEKFUNC_OK;
+}
+
 /* Appends n bytes to *buf (len used, *cap allocated, kept NUL-terminated), growing it twice
  * over when short (a realloc per piece copies the whole body each time under ASan). */
 static int append(uint8_t **buf, size_t *len, size_t *cap, const void *data, size_t n, size_t max)
@@ -205,12 +218,17 @@ static size_t header_cb(char *h, size_t size, size_t nmemb, void *userdata)
                 q->have_size = true;
         } else if (header_value(h, n, "Content-Range", v, sizeof(v))) {
                 const char *slash = strchr(v, '/');
+                unsigned long long first, last;
                 if (slash && slash[1] != '*') {
                         q->object_size = strtoull(slash + 1, NULL, 10);
                         q->have_size = true;
                 }
+                if (sscanf(v, "bytes %llu-%llu", &first, &last) == 2 && last >= first)
+                        q->range_len = last - first + 1;
         } else if (header_value(h, n, "Last-Modified", v, sizeof(v)))
                 q->mtime = curl_getdate(v, NULL);
+        else if (header_value(h, n, "Date", v, sizeof(v)))
+                q->date = MAX((int64_t)curl_getdate(v, NULL), (int64_t)0);
         else if (header_value(h, n, "x-amz-object-lock-mode", v, sizeof(v)))
                 q->lock_mode = strcasecmp(v, "GOVERNANCE") == 0 ? BV_S3_LOCK_GOVERNANCE : BV_S3_LOCK_COMPLIANCE;
         else if (header_value(h, n, "x-amz-object-lock-retain-until-date", v, sizeof(v)))
@@ -323,6 +341,8 @@ static int setup(bv_s3 *s, CURL *c, s3_req *q, xfer *x, const char *url, struct 
                 SET(CURLOPT_UPLOAD, 1L);
                 SET(CURLOPT_READFUNCTION, read_cb);
                 SET(CURLOPT_READDATA, x);
+                SET(CURLOPT_SEEKFUNCTION, seek_cb);
+                SET(CURLOPT_SEEKDATA, x);
                 SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)(q->body ? q->body_len : 0));
         } else if (strcmp(q->method, "POST") == 0) {
                 SET(CURLOPT_POST, 1L);
@@ -344,9 +364,9 @@ static void reset_answer(s3_req *q)
         q->received = 0;
         q->status = 0;
         q->etag[0] = q->version_id[0] = '\0';
-        q->content_length = q->object_size = 0;
+        q->content_length = q->object_size = q->range_len = 0;
         q->have_size = q->delete_marker = false;
-        q->mtime = q->retain_until = 0;
+        q->mtime = q->retain_until = q->date = 0;
         q->lock_mode = BV_S3_LOCK_NONE;
 }
 
@@ -387,7 +407,7 @@ static bool curl_retryable(CURLcode e)
 {
         return e == CURLE_COULDNT_CONNECT || e == CURLE_OPERATION_TIMEDOUT || e == CURLE_SEND_ERROR ||
                e == CURLE_RECV_ERROR || e == CURLE_GOT_NOTHING || e == CURLE_PARTIAL_FILE ||
-               e == CURLE_COULDNT_RESOLVE_HOST;
+               e == CURLE_COULDNT_RESOLVE_HOST || e == CURLE_SEND_FAIL_REWIND || e == CURLE_WEIRD_SERVER_REPLY;
 }
 
 static int map_status(long status, const char *code)
@@ -486,6 +506,19 @@ static int attempt_failed(bv_s3 *s, s3_req *q, CURLcode e, const char *curl_err,
         return map_status(q->status, code);
 }
 
+/* A 206 whose body is shorter than the range its Content-Range names: a Content-Length that
+ * lies (a proxy's), which curl cannot see. Said as the failure of the attempt, retried; taken as
+ * the data, it read as damage in the repository. */
+static bool body_short(bv_s3 *s, s3_req *q, unsigned attempt)
+{
+        if (q->status != 206 || q->range_len == 0 || q->received == q->range_len)
+                return false;
+        s3_set_error(s, q->key, "%s: HTTP 206 with %llu bytes of the %llu its Content-Range names%s", q->what ?: q->method,
+                     (unsigned long long)q->received, (unsigned long long)q->range_len,
+                     attempt > 1 ? " (every attempt)" : "");
+        return true;
+}
+
 int s3_request(bv_s3 *s, s3_req *q, long ok_status)
 {
         _cleanup_free_ char *url = build_url(s, q);
@@ -524,16 +557,26 @@ int s3_request(bv_s3 *s, s3_req *q, long ok_status)
                         break;
                 }
                 if (e == CURLE_OK && ((q->status >= 200 && q->status < 300) || (ok_status && q->status == ok_status))) {
-                        r = 0;
-                        break;
-                }
-                r = attempt_failed(s, q, e, curl_err, attempt, &retry);
+                        if (!body_short(s, q, attempt)) {
+                                r = 0;
+                                break;
+                        }
+                        /* the rest of that body waits on the connection: a new handle drops it */
+                        curl_easy_cleanup(c);
+                        if (!(c = curl_easy_init())) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        r = -EIO, retry = true;
+                } else
+                        r = attempt_failed(s, q, e, curl_err, attempt, &retry);
                 if (!retry || attempt >= s->conf->max_attempts)
                         break;
                 notify_retry(s, q, e, attempt);
                 backoff(attempt - 1);
         }
-        pool_put(s, c);
+        if (c)
+                pool_put(s, c);
         curl_slist_free_all(headers);
         return r;
 }

@@ -108,18 +108,24 @@ void s3_list_page_done(s3_list_page *p)
 }
 
 /* One <Contents>, <Version> or <DeleteMarker> to cb; -EBADMSG for an entry without a key or one
- * outside the prefix asked for (under): a store answering so is broken, and a key shorter than
- * what callers strip would be read past its end. */
+ * outside the prefix asked for (under), said in why: a store answering so is broken, and a key
+ * shorter than what callers strip would be read past its end. */
 static int list_entry(const xmlNode *n, bool delete_marker, const char *under, size_t strip_len,
-                      bv_s3_list_cb cb, void *userdata)
+                      bv_s3_list_cb cb, void *userdata, char *why, size_t whylen)
 {
         _cleanup_free_ char *key = child_strdup(n, "Key");
         _cleanup_free_ char *version = child_strdup(n, "VersionId");
         bv_s3_object o = {};
         char v[64];
 
-        if (!key || strlen(key) < strip_len || strncmp(key, under, strlen(under)) != 0)
+        if (!key) {
+                snprintf(why, whylen, "a <%s> without a <Key>", (const char *)n->name);
                 return -EBADMSG;
+        }
+        if (strlen(key) < strip_len || strncmp(key, under, strlen(under)) != 0) {
+                snprintf(why, whylen, "key '%.100s' is outside the prefix '%.100s' asked for", key, under);
+                return -EBADMSG;
+        }
         o.key = key + strip_len;
         o.version_id = version;
         o.delete_marker = delete_marker;
@@ -138,8 +144,21 @@ static int list_entry(const xmlNode *n, bool delete_marker, const char *under, s
         return cb(&o, userdata);
 }
 
+/* What a page is when it is not the listing asked for, in why. */
+static void not_a_listing(const char *body, size_t len, const xmlNode *root, const char *root_name, char *why,
+                          size_t whylen)
+{
+        if (!body || len == 0)
+                snprintf(why, whylen, "an empty answer, not a %s", root_name);
+        else if (!root)
+                snprintf(why, whylen, "%zu bytes that are not XML (a cut answer, or a proxy's page?), not a %s",
+                         len, root_name);
+        else
+                snprintf(why, whylen, "<%.60s>, not a %s", (const char *)root->name, root_name);
+}
+
 int s3_xml_list_page(const char *body, size_t len, bool versions, const char *under, size_t strip_len,
-                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret)
+                     bv_s3_list_cb cb, void *userdata, s3_list_page *ret, char *why, size_t whylen)
 {
         xmlDocPtr doc = parse(body, len);
         const xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
@@ -148,15 +167,17 @@ int s3_xml_list_page(const char *body, size_t len, bool versions, const char *un
         char v[16];
         int r = 0;
 
+        why[0] = '\0';
         if (!root || !named(root, root_name)) {
+                not_a_listing(body, len, root, root_name, why, whylen);
                 xmlFreeDoc(doc);
                 return -EBADMSG;
         }
         for (const xmlNode *n = root->children; n && r >= 0; n = n->next) {
                 if (named(n, versions ? "Version" : "Contents"))
-                        r = list_entry(n, false, under, strip_len, cb, userdata);
+                        r = list_entry(n, false, under, strip_len, cb, userdata, why, whylen);
                 else if (versions && named(n, "DeleteMarker"))
-                        r = list_entry(n, true, under, strip_len, cb, userdata);
+                        r = list_entry(n, true, under, strip_len, cb, userdata, why, whylen);
         }
         child_text(root, "IsTruncated", v, sizeof(v));
         p.truncated = strcmp(v, "true") == 0;
@@ -164,10 +185,14 @@ int s3_xml_list_page(const char *body, size_t len, bool versions, const char *un
                 if (versions) {
                         p.next_key = child_strdup(root, "NextKeyMarker");
                         p.next_version = child_strdup(root, "NextVersionIdMarker");
-                        if (!p.next_key)
+                        if (!p.next_key) {
+                                snprintf(why, whylen, "truncated without a <NextKeyMarker>");
                                 r = -EBADMSG;
-                } else if (!(p.next_token = child_strdup(root, "NextContinuationToken")))
+                        }
+                } else if (!(p.next_token = child_strdup(root, "NextContinuationToken"))) {
+                        snprintf(why, whylen, "truncated without a <NextContinuationToken>");
                         r = -EBADMSG;
+                }
         }
         xmlFreeDoc(doc);
         if (r < 0) {

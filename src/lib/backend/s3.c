@@ -156,9 +156,11 @@ static int check_bucket(bv_s3 *s)
         q.query = query;
         r = s3_request(s, &q, 0);
         if (r >= 0) {
-                r = s3_xml_list_page((const char *)q.data, q.len, false, under ?: "", strip, count_cb, NULL, &page);
+                char why[256];
+                r = s3_xml_list_page((const char *)q.data, q.len, false, under ?: "", strip, count_cb, NULL, &page,
+                                     why, sizeof(why));
                 if (r < 0)
-                        s3_set_error(s, NULL, "LIST: the answer is not a ListBucketResult");
+                        s3_set_error(s, NULL, "LIST: the answer does not parse: %s", why);
                 s3_list_page_done(&page);
         }
         s3_req_done(&q);
@@ -272,6 +274,7 @@ int bv_s3_head(bv_s3 *s, const char *key, const char *version_id, bv_s3_object *
                 o.mtime = q.mtime;
                 o.lock_mode = q.lock_mode;
                 o.retain_until = q.retain_until;
+                o.server_time = q.date;
                 o.delete_marker = q.delete_marker;
                 snprintf(o.etag, sizeof(o.etag), "%s", q.etag);
                 if (!o.key || (q.version_id[0] && !o.version_id)) {
@@ -290,13 +293,17 @@ static int list_pages(bv_s3 *s, const char *prefix, bool versions, bv_s3_list_cb
         _cleanup_free_ char *full = NULL;
         size_t strip = *s->conf->prefix ? strlen(s->conf->prefix) + 1 : 0;
         s3_list_page page = {};
+        char what[200];
         int r;
 
         if (asprintf(&full, "%s%s%s", s->conf->prefix, *s->conf->prefix ? "/" : "", prefix ?: "") < 0)
                 return -ENOMEM;
+        /* which listing, for the message: "LIST of 'gc/'" */
+        snprintf(what, sizeof(what), "%s of '%.150s'", versions ? "LIST versions" : "LIST",
+                 prefix && *prefix ? prefix : "/");
         for (;;) {
                 _cleanup_free_ char *query = NULL;
-                s3_req q = { .method = "GET", .what = versions ? "LIST versions" : "LIST" };
+                s3_req q = { .method = "GET", .what = what };
 
                 /* names in sorted order: the canonical query SigV4 signs */
                 if (versions) {
@@ -318,9 +325,11 @@ static int list_pages(bv_s3 *s, const char *prefix, bool versions, bv_s3_list_cb
                 q.query = query;
                 r = s3_request(s, &q, 0);
                 if (r >= 0) {
-                        r = s3_xml_list_page((const char *)q.data, q.len, versions, full, strip, cb, userdata, &page);
-                        if (r == -EBADMSG)
-                                s3_set_error(s, prefix, "%s: an answer that does not parse", q.what);
+                        char why[256];
+                        r = s3_xml_list_page((const char *)q.data, q.len, versions, full, strip, cb, userdata, &page,
+                                             why, sizeof(why));
+                        if (r == -EBADMSG && why[0])
+                                s3_set_error(s, NULL, "%s: the answer does not parse: %s", q.what, why);
                 }
                 s3_req_done(&q);
                 if (r < 0 || !page.truncated)

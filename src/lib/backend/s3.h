@@ -119,6 +119,7 @@ typedef struct bv_s3_object {
         bool delete_marker; /* ListObjectVersions */
         bv_s3_lock_mode lock_mode; /* HEAD */
         int64_t retain_until; /* HEAD: Object Lock retention, 0 when none */
+        int64_t server_time; /* HEAD: the answer's Date, the server's clock (0 when it sent none) */
 } bv_s3_object;
 void bv_s3_object_done(bv_s3_object *o); /* frees the strings, accepts a zeroed one */
 

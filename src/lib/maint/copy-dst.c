@@ -288,6 +288,7 @@ void copy_dst_close(CopyDst *d)
         for (size_t i = 0; i < d->nsegs; i++)
                 free(d->segs[i]);
         free(d->segs);
+        free(d->condemned);
         free(d->spool);
         free(d);
 }
@@ -383,6 +384,34 @@ static int adopt_one(CopyDst *d, BvRepo *src, BvObjectCodec *codec, const uint8_
                 if (i == 0 || e[i].offset != e[i - 1].offset)
                         *bytes += e[i].length;
         return 0;
+}
+
+/* A pack this copy found at DST on its PUT (412) is one an interrupted copy left, or one another
+ * copy put meanwhile, or one a gc condemned. The last may be deleted by that list's finalize before
+ * this copy's segment names it: the copy's lease (epoch E) holds back only the lists with W > E,
+ * and every list with W <= E was put before gc/epoch reached E, so before this LIST (made after
+ * the lease). A list finalized meanwhile deleted its packs before itself: the HEAD finds them gone.
+ * A list condemned after the LIST waits for this copy's lease (docs/LIFECYCLE.md, "gc on S3"). */
+int copy_dst_pack_reusable(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE])
+{
+        char name[64];
+        if (d->repo)
+                return 1;
+        if (!d->condemned_listed) {
+                Orphans o = { .d = d };
+                int r = bv_backend_list(d->b, BV_KIND_CONDEMNED, on_condemned, &o);
+                if (r < 0) {
+                        free(o.named);
+                        return r;
+                }
+                if (o.nnamed > 1)
+                        qsort(o.named, o.nnamed, BV_PACK_ID_SIZE, pack_cmp);
+                d->condemned = o.named, d->ncondemned = o.nnamed, d->condemned_listed = true;
+        }
+        if (d->ncondemned > 0 && bsearch(id, d->condemned, d->ncondemned, BV_PACK_ID_SIZE, pack_cmp))
+                return 0;
+        bv_pack_path(id, name);
+        return bv_backend_exists(d->b, BV_KIND_PACK, name);
 }
 
 #define UNFINISHED "copy-unfinished"

@@ -24,6 +24,9 @@ struct BvCopyDst {
         int cache_fd;        /* the backend's directory on this machine (-EBADF: none) */
         char **segs;         /* the segments DST has (sorted) */
         size_t nsegs, segcap;
+        uint8_t (*condemned)[BV_PACK_ID_SIZE]; /* the packs of DST's condemned lists (sorted), */
+        size_t ncondemned;   /* listed at the first pack found there (copy_dst_pack_reusable) */
+        bool condemned_listed;
 };
 
 /* 0 when b holds src's repository (the same id), -EXDEV another one, -ENOENT none (copy-init.c). */
@@ -47,6 +50,11 @@ void copy_dst_close(CopyDst *d);
  * copy_dst_done clears): a LIST of every pack is a request per 1,000 of them, and a pack another
  * machine's interrupted copy left is only sent again (create-only: stored once). */
 int copy_dst_adopt(CopyDst *d, BvRepo *src, BvObjectCodec *codec, uint64_t *packs, uint64_t *bytes);
+/* Whether pack id, which a create-only PUT found at DST already, may count as sent: 1 yes; 0 when a
+ * condemned list at DST names it (a gc may finalize that list before this copy's segment names
+ * the pack: its objects must go in a new pack) or it is gone; <0 error. A local DST: always 1 (the
+ * heal under locks/commit names it again before the record). */
+int copy_dst_pack_reusable(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
 /* After a copy that completed: the next one need not look for what it left (copy_dst_adopt). */
 void copy_dst_done(CopyDst *d);
 /* After the pack writer committed pack id in packs_fd: a remote DST gets it. */

@@ -317,8 +317,23 @@ static int send_reader(Copy *c, BvObjReader *rd, BvObjWriter *w)
         return 0;
 }
 
-/* A pack whose every object DST lacks: its bytes, under its name (already there: an interrupted
- * copy sent it and no segment names it, or a gc at DST condemned it: named again now). */
+static int send_objects(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n,
+                        const bool *wanted);
+
+/* A pack found at DST already that may not count as sent (copy_dst_pack_reusable: a condemned list
+ * names it): its objects go in a new pack. */
+static int send_again(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
+{
+        _cleanup_free_ bool *all = malloc(n + 1);
+        if (!all)
+                return -ENOMEM;
+        memset(all, 1, n + 1);
+        return send_objects(c, id, e, n, all);
+}
+
+/* A pack whose every object DST lacks: its bytes, under its name. Already there: an interrupted
+ * copy sent it and no segment names it, or another copy did meanwhile (named by this copy's
+ * segment now), or a gc at DST condemned it (sent again in a new pack). */
 static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
 {
         char name[64];
@@ -336,9 +351,14 @@ static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEn
         if (r == -EBADMSG)
                 c->st->culprit_has_offset = true;
         uint64_t size = rd ? bv_obj_reader_size(rd) : 0;
-        r = copy_writer_end(w, name, r);
+        if (r < 0 && w)
+                bv_obj_writer_abort(w);
+        else
+                r = bv_obj_writer_commit(w, name, BV_PUT_CREATE);
         if (rd)
                 bv_obj_reader_close(rd);
+        if (r == -EEXIST && (r = copy_dst_pack_reusable(c->d, id)) == 0)
+                return send_again(c, id, e, n);
         if (r < 0)
                 return r;
         c->st->packs_whole++;

@@ -758,12 +758,6 @@ static int finish_remote(BvConfig *c, BvConfRemote *rm)
                 return conf_error(c, f, l, "[remote %s]: its keep-* rules keep nothing (all 0), so each copy would "
                                   "forget every snapshot there: keep at least one, or set no keep-* to prune nothing",
                                   rm->name);
-        /* what copy cannot do yet is refused here, not skipped at the remote */
-        if (rm->keep_where.file && bv_s3_is_location(rm->location))
-                return conf_error(c, rm->keep_where.file, rm->keep_where.line,
-                                  "[remote %s]: keep-* at an s3:// location needs prune on S3, which this blkvault "
-                                  "lacks: remove them (nothing would be pruned there)",
-                                  rm->name);
         return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "jobsource.h"
 #include "used-source.h"
 #include "macro.h"
+#include "mounts.h"
 #include "power.h"
 #include "prune.h"
 #include "repo.h"
@@ -505,6 +506,18 @@ static int run_lock(const char *dir, const char *target, const char *copy, const
         return 0;
 }
 
+/* What a run or copy of this target killed with SIGKILL left (systemd's stop past its timeout, an
+ * OOM kill): its mount at mnt, where it ran in this mount namespace, and its device-mapper
+ * mapping, which is the kernel's and outlives every namespace. Under the run lock no blkvault
+ * process uses them: both go, so that the unlock that follows does not fail on a name in use. A
+ * mapping that something else holds open stays (its close fails), and the unlock says so. */
+static void clear_leftovers(const char *mnt, const char *mapname)
+{
+        if (bv_is_mountpoint(mnt) && umount2(mnt, 0) < 0)
+                (void)umount2(mnt, MNT_DETACH);
+        (void)bv_luks_close(mapname); /* by device-mapper's name: /dev/mapper may lack the node (no udev) */
+}
+
 int bv_target_hold_drive(const BvConfTarget *t, const char *dev, const char *run_dir, const char *copy,
                          BvDriveHold *ret)
 {
@@ -518,6 +531,7 @@ int bv_target_hold_drive(const BvConfTarget *t, const char *dev, const char *run
         int r = run_lock(dir, t->name, copy, NULL, &ret->lock_fd);
         if (r < 0)
                 return ret->step = "lock", r;
+        clear_leftovers(ret->mnt, ret->mapname);
         const char *fsdev = dev;
         if (t->luks) {
                 r = bv_luks_open(dev, ret->mapname, t->key_file, mapper, sizeof(mapper));
@@ -585,6 +599,7 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
         int lr = run_lock(dir, t->name, NULL, progress, &lfd);
         if (lr < 0)
                 return ret->step = "lock", ret->result = lr;
+        clear_leftovers(mnt, mapname);
         const char *fsdev = dev;
         if (t->luks) {
                 int r = bv_luks_open(dev, mapname, t->key_file, mapper, sizeof(mapper));
