@@ -243,6 +243,7 @@ drop_checkpoints() {
 # the socket must be reachable by the libvirt-qemu user (a private mktemp -d is not)
 SOCK=/var/lib/libvirt/qemu/$DOM-bench.sock
 PULL=$work/pull-job.sh
+export PULL_TIMES=$work/pull-times
 cat >"$PULL" <<'SH'
 #!/usr/bin/env bash
 # pull-job.sh DOM SINCE NEW SOCK SCRATCH CMD...: begins libvirt's pull-mode backup of vda with
@@ -256,8 +257,15 @@ cat >"$d/b.xml" <<XML
 <disks><disk name='vda' backup='yes' type='file'><scratch file='$scratch'/></disk></disks></domainbackup>
 XML
 echo "<domaincheckpoint><name>$new</name></domaincheckpoint>" >"$d/c.xml"
+t0=$(date +%s.%N)
 virsh -q backup-begin "$dom" "$d/b.xml" "$d/c.xml" >&2
+t1=$(date +%s.%N)
 "$@"
+t2=$(date +%s.%N)
+virsh -q domjobabort "$dom" >/dev/null 2>&1 || true
+t3=$(date +%s.%N)
+awk -v a="$t0" -v b="$t1" -v c="$t2" -v e="$t3" \
+    'BEGIN { printf "job begin %.2f s, blkvault %.2f s, job end %.2f s\n", b - a, c - b, e - c }' >"${PULL_TIMES:-/dev/null}"
 SH
 chmod +x "$PULL"
 BV_CPT=0
@@ -273,6 +281,7 @@ bv_step() {
             "$IMGDIR/scratch.qcow2" "$BLKVAULT" "${b[@]:0:2}" "nbd+unix:///vda?socket=$SOCK" "${b[@]:2}" \
             --dirty-bitmap=backup-vda "$@"
         BV_CPT=$((BV_CPT + 1))
+        log "    of which: $(cat "$work/pull-times")"
     fi
 }
 
@@ -281,7 +290,7 @@ round_blkvault() {
     DIRTY=0
     drop_checkpoints
     rm -rf "$repo"
-    bv init "$repo" --key-file="$BENCH_KEY" >/dev/null
+    bv init "$repo" --key-file="$BENCH_KEY" >/dev/null 2>"$work/init.err" || die "blkvault init failed: $(cat "$work/init.err")"
     if [ "$BV_MODE" = nbd ]; then
         BV_CPT=0
         lv checkpoint-create-as "$DOM" --name bvb-0 >/dev/null

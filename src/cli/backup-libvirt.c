@@ -43,6 +43,8 @@ static int print_json(const BvLibvirtResult *res)
                                        { "uuid", json_object_new_string(res->uuid) },
                                        { BV_JSON_OPT_STRING("checkpoint", res->checkpoint[0] ? res->checkpoint : NULL) },
                                        { "shut_off", json_object_new_boolean(res->offline) },
+                                       { BV_JSON_OPT_STRING("ended_job", res->ended_job[0] ? res->ended_job : NULL) },
+                                       { "checkpoints_deleted", json_object_new_uint64(res->checkpoints_deleted) },
                                        { "disks", json_object_get(disks) })
                       : NULL;
         if (!o)
@@ -56,6 +58,11 @@ static void report_disk(const BvLibvirtResult *res, const BvLibvirtDiskResult *d
         const BvBackupStats *s = &dk->stats;
         char a[32], b[32], c[32];
 
+        if (dk->error == -EHOSTDOWN && res->stopped) {
+                log_error("backup of disk %s of '%s' failed (nothing was published for it): the domain stopped "
+                          "during the backup", dk->target, res->domain);
+                return;
+        }
         if (dk->error < 0) {
                 log_error("backup of disk %s of '%s' failed (nothing was published for it): %s", dk->target,
                           res->domain, strerror(-dk->error));
@@ -128,6 +135,15 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
                 if (json && r < 0)
                         ec = EXIT_ERROR;
         }
+        if (res.ended_job[0])
+                log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
+                           res.ended_job);
+        if (res.checkpoints_deleted > 0)
+                log_info("deleted %zu checkpoint(s) of '%s' that no snapshot needs any more", res.checkpoints_deleted,
+                         domain);
+        if (res.prune_error < 0)
+                log_warning("cannot delete the checkpoints of '%s' that no snapshot needs: %s%s%s, ignoring", domain,
+                            strerror(-res.prune_error), res.detail[0] ? ": " : "", res.detail);
         if (res.cleanup_error < 0)
                 log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
                             "removes them)", domain, strerror(-res.cleanup_error));

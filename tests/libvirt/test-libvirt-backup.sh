@@ -20,6 +20,14 @@ no_job_left() {
     [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.d" ] || die "the scratch directory was left"
     [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.sock" ] || die "the socket was left"
 }
+# backup_timed LABEL JSON ARGS...: a backup of the domain, its --json in JSON, its time printed
+backup_timed() {
+    local label=$1 out=$2 t0 t1; shift 2
+    t0=$(date +%s.%N)
+    bv backup "$repo" "libvirt:$dom" --json "$@" >"$out"
+    t1=$(date +%s.%N)
+    echo "$label: $(python3 -c "print(round($t1 - $t0, 2))") s"
+}
 check_restore() { # SNAPSHOT-NAME COPY
     bv restore "$repo" "$1" "$T/out" >/dev/null
     assert_same "$T/out" "$2"
@@ -30,10 +38,7 @@ lv_write "$dom" vda "write -P 0x11 0 1M" "write -P 0x22 20M 512k"
 lv_write "$dom" vdb "write -P 0x33 1M 256k"
 lv_copy "$dom" vda "$T/vda.1"
 lv_copy "$dom" vdb "$T/vdb.1"
-t0=$(date +%s.%N)
-bv backup "$repo" "libvirt:$dom" --json >"$T/b1.json"
-t1=$(date +%s.%N)
-echo "full backup of 96 MiB (2 disks): $(python3 -c "print(round($t1 - $t0, 2))") s"
+backup_timed "full backup of 96 MiB (2 disks)" "$T/b1.json"
 cp=$(jget "$T/b1.json" 'd["checkpoint"]')
 case $cp in blkvault-*) ;; *) die "checkpoint '$cp' is not blkvault's" ;; esac
 assert_eq "$(jget "$T/b1.json" '" ".join(x["name"] for x in d["disks"])')" "$dom-vda $dom-vdb" "snapshot names"
@@ -51,10 +56,7 @@ assert_eq "$(jget "$T/list.json" '[s["source"]["libvirt"] for s in (d if isinsta
 lv_write "$dom" vda "write -P 0x44 3M 64k" "write -P 0x55 40M 128k"
 lv_copy "$dom" vda "$T/vda.2"
 lv_copy "$dom" vdb "$T/vdb.2"
-t0=$(date +%s.%N)
-bv backup "$repo" "libvirt:$dom" --json >"$T/b2.json"
-t1=$(date +%s.%N)
-echo "incremental backup: $(python3 -c "print(round($t1 - $t0, 2))") s"
+backup_timed "incremental backup" "$T/b2.json"
 cp2=$(jget "$T/b2.json" 'd["checkpoint"]')
 [ "$cp2" != "$cp" ] || die "the second backup made no checkpoint of its own"
 assert_eq "$(jget "$T/b2.json" 'd["disks"][0]["incremental_from"]')" "$cp" "vda counted from"

@@ -30,76 +30,69 @@ static xmlNode *add(xmlNode *parent, const char *name, ...)
         return n;
 }
 
-/* The document as a string (xmlFree it), or NULL. */
-static char *xml_string(xmlDoc *doc)
+/* A new document whose root is an element name (in *ret_root), or NULL. */
+static xmlDoc *doc_new(const char *name, xmlNode **ret_root)
+{
+        xmlDoc *doc = xmlNewDoc((const xmlChar *)"1.0");
+        xmlNode *root = doc ? xmlNewNode(NULL, (const xmlChar *)name) : NULL;
+
+        if (!root) {
+                xmlFreeDoc(doc);
+                return NULL;
+        }
+        xmlDocSetRootElement(doc, root);
+        *ret_root = root;
+        return doc;
+}
+
+/* The document as a string (xmlFree it) when ok, or NULL; the document is freed either way. */
+static char *doc_finish(xmlDoc *doc, bool ok)
 {
         xmlChar *s = NULL;
         int len = 0;
 
-        xmlDocDumpMemory(doc, &s, &len);
+        if (doc && ok)
+                xmlDocDumpMemory(doc, &s, &len);
+        xmlFreeDoc(doc);
         return (char *)s;
+}
+
+/* <disk> of a backup job: backed up with a scratch file (type: the scratch file's), full or
+ * incremental from a checkpoint, or left out. */
+static bool backup_disk_add(xmlNode *list, const BvVirtBackupDisk *k)
+{
+        if (!k->backup)
+                return add(list, "disk", "name", k->target, "backup", "no", NULL) != NULL;
+        if (!k->scratch)
+                return false;
+        xmlNode *d = add(list, "disk", "name", k->target, "backup", "yes", "type", "file", "backupmode",
+                         k->incremental ? "incremental" : "full", "incremental", k->incremental, NULL);
+        return d && add(d, "scratch", "file", k->scratch, NULL);
 }
 
 static char *backup_xml(const char *socket, const BvVirtBackupDisk *disks, size_t n)
 {
-        xmlDoc *doc = xmlNewDoc((const xmlChar *)"1.0");
-        xmlNode *root = doc ? xmlNewNode(NULL, (const xmlChar *)"domainbackup") : NULL;
-        char *s = NULL;
+        xmlNode *root, *list = NULL;
+        xmlDoc *doc = doc_new("domainbackup", &root);
+        bool ok = doc && xmlNewProp(root, (const xmlChar *)"mode", (const xmlChar *)"pull") &&
+                  add(root, "server", "transport", "unix", "socket", socket, NULL) && (list = add(root, "disks", NULL));
 
-        if (!root)
-                goto out;
-        xmlDocSetRootElement(doc, root);
-        xmlNode *list = xmlNewProp(root, (const xmlChar *)"mode", (const xmlChar *)"pull") &&
-                                        add(root, "server", "transport", "unix", "socket", socket, NULL)
-                                ? add(root, "disks", NULL)
-                                : NULL;
-        for (size_t i = 0; list && i < n; i++) {
-                const BvVirtBackupDisk *k = &disks[i];
-                /* type: the scratch file's (the schema wants it with a scratch file) */
-                xmlNode *d = add(list, "disk", "name", k->target, "backup", k->backup ? "yes" : "no", "type",
-                                 k->backup ? "file" : NULL, NULL);
-                if (d && k->backup)
-                        d = add(d, "scratch", "file", k->scratch, NULL) ? d : NULL;
-                if (d && k->backup && k->incremental &&
-                    (!xmlNewProp(d, (const xmlChar *)"backupmode", (const xmlChar *)"incremental") ||
-                     !xmlNewProp(d, (const xmlChar *)"incremental", (const xmlChar *)k->incremental)))
-                        d = NULL;
-                if (d && k->backup && k->incremental == NULL &&
-                    !xmlNewProp(d, (const xmlChar *)"backupmode", (const xmlChar *)"full"))
-                        d = NULL;
-                if (!d)
-                        goto out;
-                if (k->backup && !k->scratch)
-                        goto out;
-        }
-        if (list)
-                s = xml_string(doc);
-out:
-        xmlFreeDoc(doc);
-        return s;
+        for (size_t i = 0; ok && i < n; i++)
+                ok = backup_disk_add(list, &disks[i]);
+        return doc_finish(doc, ok);
 }
 
 static char *checkpoint_xml(const char *name, const BvVirtBackupDisk *disks, size_t n)
 {
-        xmlDoc *doc = xmlNewDoc((const xmlChar *)"1.0");
-        xmlNode *root = doc ? xmlNewNode(NULL, (const xmlChar *)"domaincheckpoint") : NULL;
-        char *s = NULL;
+        xmlNode *root, *list = NULL;
+        xmlDoc *doc = doc_new("domaincheckpoint", &root);
+        bool ok = doc && xmlNewChild(root, NULL, (const xmlChar *)"name", (const xmlChar *)name) &&
+                  (list = add(root, "disks", NULL));
 
-        if (!root)
-                goto out;
-        xmlDocSetRootElement(doc, root);
-        xmlNode *list = xmlNewChild(root, NULL, (const xmlChar *)"name", (const xmlChar *)name)
-                                ? add(root, "disks", NULL)
-                                : NULL;
-        for (size_t i = 0; list && i < n; i++)
-                if (!add(list, "disk", "name", disks[i].target, "checkpoint",
-                         disks[i].backup && disks[i].checkpoint ? "bitmap" : "no", NULL))
-                        goto out;
-        if (list)
-                s = xml_string(doc);
-out:
-        xmlFreeDoc(doc);
-        return s;
+        for (size_t i = 0; ok && i < n; i++)
+                ok = add(list, "disk", "name", disks[i].target, "checkpoint",
+                         disks[i].backup && disks[i].checkpoint ? "bitmap" : "no", NULL) != NULL;
+        return doc_finish(doc, ok);
 }
 
 int bv_virt_backup_begin(BvVirtDomain *d, const char *socket, const BvVirtBackupDisk *disks, size_t n,

@@ -39,8 +39,11 @@ int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd)
 
         snprintf(path, sizeof(path), BV_VIRT_LOCK_DIR "/blkvault-libvirt-%s.lock", d->uuid);
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
+        if (fd < 0) {
+                int r = -errno;
+                bv_virt_set_error(d->v, VIR_ERR_SYSTEM_ERROR, "cannot open the lock %s: %s", path, strerror(-r));
+                return r;
+        }
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
                 close(fd);
@@ -205,6 +208,21 @@ static bool kept(const char *name, const char *const *keep, size_t n)
         return false;
 }
 
+/* Deletes one checkpoint and its bitmaps. A checkpoint begun by a job whose QEMU was stopped under
+ * it has no bitmap in the image (libvirt 9.0: "internal error: bitmap ... not found in backing
+ * chain"): its metadata goes alone. */
+static int checkpoint_delete(BvVirtDomain *d, virDomainCheckpointPtr cp)
+{
+        if (virDomainCheckpointDelete(cp, 0) >= 0)
+                return 0;
+        virErrorPtr e = virGetLastError();
+        if (!e || e->code != VIR_ERR_INTERNAL_ERROR || !e->message || !strstr(e->message, "not found"))
+                return bv_virt_take_error(d->v);
+        virResetLastError();
+        return virDomainCheckpointDelete(cp, VIR_DOMAIN_CHECKPOINT_DELETE_METADATA_ONLY) < 0 ? bv_virt_take_error(d->v)
+                                                                                           : 0;
+}
+
 int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *const *keep, size_t n,
                               size_t *ret_deleted)
 {
@@ -219,11 +237,11 @@ int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *c
                 return bv_virt_take_error(d->v);
         for (int i = 0; i < count; i++) {
                 const char *name = virDomainCheckpointGetName(cps[i]);
-                if (r >= 0 && name && strncmp(name, prefix, strlen(prefix)) == 0 && !kept(name, keep, n)) {
-                        if (virDomainCheckpointDelete(cps[i], 0) < 0)
-                                r = bv_virt_take_error(d->v);
-                        else
-                                deleted++;
+                if (name && strncmp(name, prefix, strlen(prefix)) == 0 && !kept(name, keep, n)) {
+                        int q = checkpoint_delete(d, cps[i]);
+                        if (q < 0 && r >= 0)
+                                r = q;
+                        deleted += q >= 0;
                 }
                 virDomainCheckpointFree(cps[i]);
         }

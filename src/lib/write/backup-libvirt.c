@@ -27,6 +27,7 @@
 #include "macro.h"
 #include "random.h"
 #include "timeutil.h"
+#include "virt-tidy.h"
 
 typedef struct Job {
         BvVirt *v;
@@ -36,6 +37,7 @@ typedef struct Job {
         size_t n_jd;
         char (*scratch)[PATH_MAX];
         char sock[PATH_MAX], dir[PATH_MAX];
+        int lock; /* the domain's backup lock (bv_virt_job_lock), -1 before */
         bool begun, dir_made;
         bool offline; /* the domain is shut off: no job, its images are read */
 } Job;
@@ -78,6 +80,8 @@ static void job_done(Job *j, BvLibvirtResult *res)
         }
         if (res && r < 0)
                 res->cleanup_error = r;
+        if (j->lock >= 0)
+                close(j->lock);
         free(j->jd);
         free(j->scratch);
         bv_virt_disks_done(&j->disks);
@@ -297,23 +301,125 @@ static int job_open(Job *j, const char *domain, const BvLibvirtBackupOptions *o,
         return r;
 }
 
-/* Begins the job, its socket and scratch directory made fresh in run_dir. */
-static int job_begin(Job *j, BvLibvirtResult *res)
+/* The domain's lock, then what a run that died left: its job (ended), socket and scratch files. */
+static int job_prepare(Job *j, BvLibvirtResult *res)
 {
-        int r = job_files_remove(j->dir, j->sock); /* what a killed run left */
+        int r = bv_virt_job_lock(j->d, &j->lock);
+
+        if (r >= 0)
+                r = bv_virt_job_tidy(j->d, res->ended_job, sizeof(res->ended_job));
+        if (r < 0) {
+                snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
+                return r;
+        }
+        if (r == 0)
+                res->ended_job[0] = 0;
+        return job_files_remove(j->dir, j->sock);
+}
+
+/* The job's disks read whole instead of from a checkpoint libvirt refused (words: its reason). */
+static bool drop_incrementals(Job *j, BvLibvirtResult *res, const char *words)
+{
+        bool any = false;
+
+        for (size_t i = 0; i < j->n_jd; i++) {
+                if (!j->jd[i].incremental)
+                        continue;
+                j->jd[i].incremental = NULL;
+                any = true;
+                for (size_t m = 0; m < res->n_disks; m++) {
+                        BvLibvirtDiskResult *dk = &res->disks[m];
+                        if (strcmp(dk->target, j->jd[i].target) != 0 || !dk->incremental[0])
+                                continue;
+                        snprintf(dk->full_because, sizeof(dk->full_because), "libvirt refused checkpoint '%.100s': %.500s",
+                                 dk->incremental, words);
+                        dk->incremental[0] = 0;
+                }
+        }
+        return any;
+}
+
+/* One try at beginning the job, in a fresh scratch directory. */
+static int job_try_begin(Job *j, BvLibvirtResult *res)
+{
+        int r = job_files_remove(j->dir, j->sock);
 
         if (r < 0)
                 return r;
         if (mkdir(j->dir, 0711) < 0) /* QEMU (libvirt-qemu) must reach the scratch files */
                 return -errno;
         j->dir_made = true;
-        r = bv_virt_backup_begin(j->d, j->sock, j->jd, j->n_jd, res->checkpoint[0] ? res->checkpoint : NULL);
+        return bv_virt_backup_begin(j->d, j->sock, j->jd, j->n_jd, res->checkpoint[0] ? res->checkpoint : NULL);
+}
+
+/*
+ * Begins the job, its socket and scratch directory made fresh in run_dir. A checkpoint that
+ * passed parent_checkpoint can still be refused at the begin: its bitmap missing from an image
+ * replaced while the domain was off, or broken by a QEMU that was killed (libvirt 9.0:
+ * VIR_ERR_CHECKPOINT_INCONSISTENT). Then every disk is read whole, libvirt's words the reason.
+ */
+static int job_begin(Job *j, BvLibvirtResult *res)
+{
+        int r = job_prepare(j, res);
+
+        if (r >= 0)
+                r = job_try_begin(j, res);
+        if (r < 0 && bv_virt_checkpoint_lost(bv_virt_error_code(j->v))) {
+                char words[BV_VIRT_ERROR_MAX];
+                snprintf(words, sizeof(words), "%s", bv_virt_error(j->v));
+                if (drop_incrementals(j, res, words))
+                        r = job_try_begin(j, res);
+        }
         if (r < 0) {
-                snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
+                if (!res->detail[0])
+                        snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
                 return r;
         }
         j->begun = true;
         return 0;
+}
+
+/* After a run that published: deletes blkvault's checkpoints of the domain that no next backup
+ * counts from, keeping for each snapshot name of this domain the one its newest snapshot
+ * recorded. Others' checkpoints (another prefix) are never touched. */
+static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
+{
+        BvSnapshot *const *list;
+        size_t n_list;
+        int r = bv_repo_reload(repo);
+
+        if (r >= 0)
+                r = bv_repo_snapshots(repo, &list, &n_list);
+        if (r < 0)
+                return r;
+        _cleanup_free_ const char **keep = calloc(n_list + 1, sizeof(*keep));
+        size_t n = 0;
+        if (!keep)
+                return -ENOMEM;
+        keep[n++] = res->checkpoint;
+        for (size_t i = 0; i < n_list; i++) {
+                const BvSnapshot *s = list[i];
+                const BvSnapshotLibvirt *l = &s->source.libvirt;
+                if (s->source.kind == BV_SOURCE_LIBVIRT && l->uuid && strcmp(l->uuid, res->uuid) == 0 &&
+                    l->checkpoint && newest_named(list, n_list, s->name) == s)
+                        keep[n++] = l->checkpoint;
+        }
+        r = bv_virt_checkpoints_prune(j->d, BV_VIRT_CHECKPOINT_PREFIX, keep, n, &res->checkpoints_deleted);
+        if (r < 0)
+                snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
+        return r;
+}
+
+/* After a disk's backup failed: whether because the domain stopped (shut off, destroyed, crashed)
+ * under the job; then every disk not yet published fails so. */
+static bool domain_stopped(Job *j, BvLibvirtResult *res, size_t from)
+{
+        if (bv_virt_domain_running(j->d) != 0)
+                return false;
+        res->stopped = true;
+        for (size_t i = from; i < res->n_disks; i++)
+                res->disks[i].error = -EHOSTDOWN;
+        return true;
 }
 
 /* Backs up one disk of the begun job. */
@@ -355,7 +461,7 @@ static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, Bv
 
 int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOptions *o, BvLibvirtResult *ret)
 {
-        Job j = {};
+        Job j = { .lock = -1 };
         int r, first = 0;
 
         if (!repo || !domain || !o || !ret)
@@ -373,14 +479,20 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
                 r = plan_job(&j, ret);
         if (r >= 0 && !j.offline)
                 r = job_begin(&j, ret);
+        bool published = false;
         for (size_t i = 0; r >= 0 && i < ret->n_disks; i++) {
                 BvLibvirtDiskResult *dk = &ret->disks[i];
                 dk->error = backup_disk(&j, repo, o, ret, dk);
+                published |= dk->error == 0;
+                if (dk->error < 0 && domain_stopped(&j, ret, i))
+                        dk->error = -EHOSTDOWN;
                 if (dk->error < 0 && first == 0)
                         first = dk->error;
-                if (dk->error == -ECANCELED)
+                if (dk->error == -ECANCELED || ret->stopped)
                         break;
         }
+        if (published && ret->checkpoint[0] && bv_virt_backup_end(j.d) >= 0)
+                ret->prune_error = prune_checkpoints(&j, repo, ret);
         job_done(&j, ret);
         return r < 0 ? r : first;
 }

@@ -45,6 +45,10 @@ typedef struct BvLibvirtResult {
         size_t n_disks;
         char detail[BV_VIRT_ERROR_MAX]; /* libvirt's words when a libvirt call failed, or the culprit */
         int cleanup_error;              /* ending the job or removing its files failed (ignored) */
+        char ended_job[256];            /* the socket of a job a run that died left, ended ("": none) */
+        bool stopped;                   /* the domain stopped during the backup (disks failed -EHOSTDOWN) */
+        size_t checkpoints_deleted;     /* blkvault's checkpoints no snapshot needed any more */
+        int prune_error;                /* deleting them failed (detail says why; ignored) */
 } BvLibvirtResult;
 
 /*

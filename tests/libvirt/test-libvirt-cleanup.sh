@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A failure anywhere leaves nothing behind, and the next run cleans up what it finds:
+#   - blkvault killed with -9 mid-backup leaves libvirt's backup job active (libvirt keeps a job
+#     after its client is gone); the next run ends it (its socket is blkvault's, the domain's lock
+#     free), removes its files, and backs up incrementally from the last good snapshot;
+#   - a backup job of another tool is never touched: the backup fails naming its socket;
+#   - the domain destroyed mid-backup: a clear error naming it, nothing published, no job, socket
+#     or scratch file left; after a restart the next backup works;
+#   - checkpoints: after each good run only the one the newest snapshot recorded is left of
+#     blkvault's (the killed run's and older ones deleted); another tool's checkpoint survives.
+. "$SOURCE_ROOT/tests/lib.sh"
+. "$SOURCE_ROOT/tests/libvirt/libvirt-lib.sh"
+need_cmd python3
+repo=$T/repo
+bv init "$repo" --encryption=none >/dev/null
+lv_domain --no-start cl 16M
+dom=$LV_DOM
+img=$(lv_image "$dom" vda)
+randfile "$T/rand" 16 cleanup
+qemu-img convert -f raw -O qcow2 "$T/rand" "$img"
+lv_virsh start "$dom" >/dev/null
+uuid=$(lv_virsh domuuid "$dom")
+sock=/var/lib/libvirt/qemu/blkvault-$uuid.sock
+jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+job_active() { local i; i=$(lv_virsh domjobinfo "$dom" 2>/dev/null) || return 1; [[ $i == *Operation:*Backup* ]]; }
+nothing_left() {
+    job_active && die "a backup job still runs on $dom ($1)"
+    [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.d" ] || die "the scratch directory was left ($1)"
+    [ ! -e "$sock" ] || die "the socket was left ($1)"
+}
+ours() { lv_virsh checkpoint-list "$dom" --name | grep '^blkvault-' | sort | xargs; }
+snapshots() { bv list "$1" --json | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d if isinstance(d, list) else d["snapshots"]))'; }
+
+lv_virsh checkpoint-create-as "$dom" other-tool-cp >/dev/null
+bv backup "$repo" "libvirt:$dom" --json >"$T/b1.json"
+cp1=$(jget "$T/b1.json" 'd["checkpoint"]')
+
+# killed with -9 while it reads, held in its first pack writes: into an empty repository (into
+# $repo nothing would be written, every chunk being there already)
+lv_write "$dom" vda "write -P 0x21 1M 64k"
+bv init "$T/repo-k" --encryption=none >/dev/null
+BV_STALL_WRITE=1 stall_start $((2 * 1024 * 1024)) "$T/k.err" "$BLKVAULT" backup "$T/repo-k" "libvirt:$dom"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+job_active || die "the killed run left no job (the test no longer shows the leftover)"
+[ -S "$sock" ] || die "the killed run left no socket"
+[ "$(ours | wc -w)" = 2 ] || die "the killed run made no checkpoint: $(ours)"
+
+lv_copy "$dom" vda "$T/vda.2"
+bv backup "$repo" "libvirt:$dom" --json >"$T/b2.json" 2>"$T/b2.err" || { cat "$T/b2.err" >&2; die "the run after the kill failed"; }
+grep -q "ended the backup job of '$dom' that a run which died left (socket $sock)" "$T/b2.err" ||
+    { cat "$T/b2.err" >&2; die "the run after the kill did not say it ended the leftover job"; }
+assert_eq "$(jget "$T/b2.json" 'd["ended_job"]')" "$sock" "ended_job"
+assert_eq "$(jget "$T/b2.json" 'd["disks"][0].get("incremental_from", "")')" "$cp1" "after the kill: from the last good checkpoint"
+nothing_left "after the run that followed the kill"
+bv restore "$repo" "$dom-vda" "$T/out" >/dev/null
+assert_same "$T/out" "$T/vda.2"
+rm -f "$T/out"
+cp2=$(jget "$T/b2.json" 'd["checkpoint"]')
+assert_eq "$(ours)" "$cp2" "blkvault's checkpoints after the run (the killed run's and the first deleted)"
+lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
+
+# another tool's backup job: not touched, named
+cat >"$T/other.xml" <<X
+<domainbackup mode='pull'><server transport='unix' socket='/var/lib/libvirt/qemu/bvt-$$-other.sock'/><disks><disk name='vda' backup='yes' type='file'><scratch file='$LV_IMAGES/other-scratch.qcow2'/></disk></disks></domainbackup>
+X
+lv_virsh backup-begin "$dom" "$T/other.xml" >/dev/null
+on_exit "lv_virsh domjobabort $dom"
+expect_fail 7 "runs a backup job that is not blkvault's (socket /var/lib/libvirt/qemu/bvt-$$-other.sock): not touched" \
+    bv backup "$repo" "libvirt:$dom"
+job_active || die "blkvault ended another tool's job"
+lv_virsh domjobabort "$dom"
+
+# destroyed mid-backup: an error naming the domain, nothing published, nothing left
+bv init "$T/repo-d" --encryption=none >/dev/null
+BV_STALL_WRITE=1 stall_start $((2 * 1024 * 1024)) "$T/d.err" "$BLKVAULT" backup "$T/repo-d" "libvirt:$dom"
+lv_virsh destroy "$dom" >/dev/null
+touch "$T/gate"
+rc=0; wait "$pid" || rc=$?
+[ $rc = 1 ] || { cat "$T/d.err" >&2; die "the backup of a destroyed domain exited $rc"; }
+grep -q "backup of disk vda of '$dom' failed (nothing was published for it): the domain stopped during the backup" "$T/d.err" ||
+    { cat "$T/d.err" >&2; die "no clear error for the destroyed domain"; }
+assert_eq "$(snapshots "$T/repo-d")" 0 "snapshots after the destroyed run"
+nothing_left "after the domain was destroyed"
+lv_virsh start "$dom" >/dev/null
+lv_copy "$dom" vda "$T/vda.3"
+bv backup "$repo" "libvirt:$dom" --json >"$T/b3.json" 2>"$T/b3.err" || { cat "$T/b3.err" >&2; die "the run after the restart failed"; }
+bv restore "$repo" "$dom-vda" "$T/out" >/dev/null
+assert_same "$T/out" "$T/vda.3"
+nothing_left "after the run that followed the restart"
+assert_eq "$(ours)" "$(jget "$T/b3.json" 'd["checkpoint"]')" "blkvault's checkpoints at the end"
+lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
+echo ok
