@@ -484,7 +484,7 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
                 BvLibvirtDiskResult *dk = &ret->disks[i];
                 dk->error = backup_disk(&j, repo, o, ret, dk);
                 published |= dk->error == 0;
-                if (dk->error < 0 && domain_stopped(&j, ret, i))
+                if (dk->error < 0 && !j.offline && domain_stopped(&j, ret, i))
                         dk->error = -EHOSTDOWN;
                 if (dk->error < 0 && first == 0)
                         first = dk->error;
