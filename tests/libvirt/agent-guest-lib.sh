@@ -54,7 +54,7 @@ ag_domain() {
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$kernel</kernel>
     <initrd>$initrd</initrd>
-    <cmdline>console=ttyS0 panic=-1 quiet mitigations=off bvguest.agent=$agent</cmdline>
+    <cmdline>console=ttyS0 panic=-1 quiet mitigations=off no_timer_check bvguest.agent=$agent</cmdline>
   </os>
   <cpu mode='maximum'/>
   <on_poweroff>destroy</on_poweroff>
