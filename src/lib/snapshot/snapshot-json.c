@@ -172,13 +172,15 @@ int bv_snapshot_to_json(const BvSnapshot *s, char **ret)
                 return -EINVAL;
         bv_hex_encode(s->root, BV_ID_SIZE, root);
         bv_format_time_utc(s->time, utc);
+        /* time_ns only when it is of time's second (a tool that sets time leaves it behind) */
+        bool has_ns = s->time_ns && s->time_ns / 1000000000ull == s->time;
 
         _cleanup_(json_object_putp) struct json_object *o =
                 BV_JSON_OBJECT({ "version", json_object_new_int(SNAP_JSON_VERSION) },
                                { "id", json_object_new_string(s->id) },
                                { "name", json_object_new_string(s->name ? s->name : "") },
                                { "time", json_object_new_uint64(s->time) },
-                               { s->time_ns ? "time_ns" : NULL, s->time_ns ? json_object_new_uint64(s->time_ns) : NULL },
+                               { has_ns ? "time_ns" : NULL, has_ns ? json_object_new_uint64(s->time_ns) : NULL },
                                { "time_utc", json_object_new_string(utc) },
                                { "size", json_object_new_uint64(s->size) },
                                { "root", json_object_new_string(root) },
@@ -452,10 +454,11 @@ static int snapshot_fill(BvSnapshot *s, struct json_object *o)
         if (!json_object_object_get_ex(o, "time", NULL) || !json_object_object_get_ex(o, "size", NULL) ||
             bv_json_get_u64(o, "time", &s->time) < 0 || bv_json_get_u64(o, "size", &s->size) < 0)
                 return -EBADMSG;
-        /* The start in nanoseconds (records older than it have none): the same second as time. */
+        /* The start in nanoseconds (records older than it have none): only a tie-break within time's
+         * second, so one that is mistyped or of another second is ignored, and time stands. */
         if (json_object_object_get_ex(o, "time_ns", NULL) &&
             (bv_json_get_u64(o, "time_ns", &s->time_ns) < 0 || s->time_ns / 1000000000ull != s->time))
-                return -EBADMSG;
+                s->time_ns = 0;
         h = json_object_get_int64(height);
         if (h < 1 || h > BV_MAP_MAX_HEIGHT)
                 return -EBADMSG;
