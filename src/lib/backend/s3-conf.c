@@ -93,15 +93,6 @@ void bv_s3_conf_free(bv_s3_conf *c)
         free(c);
 }
 
-static int dup_opt(char **dst, const char *src)
-{
-        if (!src) {
-                *dst = NULL;
-                return 0;
-        }
-        *dst = strdup(src);
-        return *dst ? 0 : -ENOMEM;
-}
 
 bv_s3_conf *bv_s3_conf_dup(const bv_s3_conf *c)
 {
@@ -114,10 +105,10 @@ bv_s3_conf *bv_s3_conf_dup(const bv_s3_conf *c)
         d->timeout_s = c->timeout_s;
         d->multipart_threshold = c->multipart_threshold;
         d->part_size = c->part_size;
-        if (dup_opt(&d->bucket, c->bucket) < 0 || dup_opt(&d->prefix, c->prefix) < 0 ||
-            dup_opt(&d->endpoint, c->endpoint) < 0 || dup_opt(&d->region, c->region) < 0 ||
-            dup_opt(&d->access_key, c->access_key) < 0 || dup_opt(&d->session_token, c->session_token) < 0 ||
-            dup_opt(&d->ca_bundle, c->ca_bundle) < 0 || !(d->secret_key = secure_strdup(c->secret_key))) {
+        if (bv_strdup_opt(c->bucket, &d->bucket) < 0 || bv_strdup_opt(c->prefix, &d->prefix) < 0 ||
+            bv_strdup_opt(c->endpoint, &d->endpoint) < 0 || bv_strdup_opt(c->region, &d->region) < 0 ||
+            bv_strdup_opt(c->access_key, &d->access_key) < 0 || bv_strdup_opt(c->session_token, &d->session_token) < 0 ||
+            bv_strdup_opt(c->ca_bundle, &d->ca_bundle) < 0 || !(d->secret_key = secure_strdup(c->secret_key))) {
                 bv_s3_conf_free(d);
                 return NULL;
         }
@@ -222,7 +213,7 @@ static int conf_credentials(bv_s3_conf *c, const char *credentials_file, const c
         if (ak && sk && !credentials_file) {
                 if (!(c->access_key = strdup(ak)) || !(c->secret_key = secure_strdup(sk)))
                         return -ENOMEM;
-                return dup_opt(&c->session_token, env_nonempty("AWS_SESSION_TOKEN"));
+                return bv_strdup_opt(env_nonempty("AWS_SESSION_TOKEN"), &c->session_token);
         }
         path = credentials_file ? strdup(credentials_file) : home_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
         if (!path)
@@ -325,7 +316,7 @@ static int conf_settings(bv_s3_conf *c, const char *profile, bool *seen)
                 r = -ENOMEM;
         if (r < 0)
                 return r;
-        r = dup_opt(&c->ca_bundle, env_nonempty("AWS_CA_BUNDLE"));
+        r = bv_strdup_opt(env_nonempty("AWS_CA_BUNDLE"), &c->ca_bundle);
         if (r < 0)
                 return r;
         r = env_number("AWS_MAX_ATTEMPTS", 1, 100, BV_S3_MAX_ATTEMPTS_DEFAULT, &c->max_attempts);

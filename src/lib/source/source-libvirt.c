@@ -104,17 +104,10 @@ bool bv_source_is_libvirt(const char *location)
                location[strlen(BV_SOURCE_LIBVIRT_PREFIX)] != 0;
 }
 
-/* A copy of s (NULL stays NULL): 0, or -ENOMEM. */
-static int dup_opt(const char *s, char **ret)
-{
-        *ret = s ? strdup(s) : NULL;
-        return s && !*ret ? -ENOMEM : 0;
-}
-
 static int info_copy(LibvirtSource *s, const BvSourceLibvirt *in)
 {
-        if (dup_opt(in->domain, &s->domain) < 0 || dup_opt(in->uuid, &s->uuid) < 0 || dup_opt(in->disk, &s->disk) < 0 ||
-            dup_opt(in->checkpoint, &s->checkpoint) < 0 || dup_opt(in->incremental, &s->incremental) < 0)
+        if (bv_strdup_opt(in->domain, &s->domain) < 0 || bv_strdup_opt(in->uuid, &s->uuid) < 0 || bv_strdup_opt(in->disk, &s->disk) < 0 ||
+            bv_strdup_opt(in->checkpoint, &s->checkpoint) < 0 || bv_strdup_opt(in->incremental, &s->incremental) < 0)
                 return -ENOMEM;
         if (in->checkpoint && asprintf(&s->changed_map, MAP_PREFIX "%s", in->checkpoint) < 0)
                 return s->changed_map = NULL, -ENOMEM;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define _unused_ __attribute__((__unused__))
@@ -76,6 +77,13 @@ static inline void freep(void *p)
 #define _cleanup_free_ _cleanup_(freep)
 
 /* close() that keeps errno and accepts negative fds; returns -EBADF for assignment. */
+/* *ret = a copy of s, NULL for NULL: 0, or -ENOMEM. */
+static inline int bv_strdup_opt(const char *s, char **ret)
+{
+        *ret = s ? strdup(s) : NULL;
+        return s && !*ret ? -ENOMEM : 0;
+}
+
 static inline int safe_close(int fd)
 {
         if (fd >= 0) {
