@@ -4,7 +4,7 @@
 # against the real libvirtd: a backup job a dead blkvault left (socket blkvault-UUID.sock, the
 # domain's lock free) is aborted and its scratch file and socket go; a job that is another tool's
 # is never touched, nor one of a run that holds the domain's lock (EBUSY, named); blkvault's checkpoints no snapshot needs are deleted and
-# every other checkpoint (another prefix, a kept one) survives.
+# every other checkpoint (another prefix, a kept one, one only named like ours) survives.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/libvirt/libvirt-lib.sh"
 vt() { "$VIRT_TOOL" "$@"; }
@@ -29,7 +29,7 @@ assert_eq "$(vt tidy "$dom")" "no backup job" "tidy without a job"
 # a job whose blkvault died (kill -9): the lock is free; aborted, scratch and socket removed
 uuid=$(lv_virsh domuuid "$dom")
 sock=/var/lib/libvirt/qemu/blkvault-$uuid.sock
-begin_job "$sock" blkvault-t-c1
+begin_job "$sock" blkvault-t-20261127T000001Z-000000c1
 [ -S "$sock" ] && [ -f "$LV_IMAGES/scratch-vda.qcow2" ] || die "the job has no socket or scratch file"
 assert_eq "$(vt tidy "$dom")" "aborted $sock" "tidy of a dead run's job"
 job_active && die "the dead run's job is still active"
@@ -52,20 +52,23 @@ expect_fail 1 "virt-tool: tidy: domain '$dom' is being backed up by another blkv
 job_active || die "tidy aborted a live run's job"
 lv_virsh domjobabort "$dom"
 
-# checkpoints: blkvault-t-c1 (from above), c2, c3 of the prefix, one of another tool's
-for c in blkvault-t-c2 blkvault-t-c3 other-c1 blkvault-u-c1; do
+# checkpoints: blkvault-t-20261127T000001Z-000000c1 (from above), c2, c3 of the prefix, one of another tool's
+# and one only named like ours (blkvault-t-mine: by hand, or another tool's), never deleted
+for c in blkvault-t-20261127T000002Z-000000c2 blkvault-t-20261127T000003Z-000000c3 other-c1 blkvault-u-20261127T000001Z-000000c1 \
+    blkvault-t-mine; do
     begin_job "/var/lib/libvirt/qemu/bvt-$$-cp.sock" "$c"
     lv_virsh domjobabort "$dom"
 done
-assert_eq "$(vt prune "$dom" blkvault-t- blkvault-t-c3)" "deleted 2" "checkpoints pruned"
-assert_eq "$(lv_virsh checkpoint-list "$dom" --name | sort | xargs)" "blkvault-t-c3 blkvault-u-c1 other-c1" "checkpoints left"
+assert_eq "$(vt prune "$dom" blkvault-t- blkvault-t-20261127T000003Z-000000c3)" "deleted 2" "checkpoints pruned"
+assert_eq "$(lv_virsh checkpoint-list "$dom" --name | sort | xargs)" "blkvault-t-20261127T000003Z-000000c3 blkvault-t-mine blkvault-u-20261127T000001Z-000000c1 other-c1" \
+    "checkpoints left"
 # the kept one still gives an incremental backup
 cat >"$T/i.xml" <<X
-<domainbackup mode='pull'><incremental>blkvault-t-c3</incremental><server transport='unix' socket='/var/lib/libvirt/qemu/bvt-$$-i.sock'/><disks><disk name='vda' backup='yes' type='file'><scratch file='$LV_IMAGES/scratch-vda.qcow2'/></disk></disks></domainbackup>
+<domainbackup mode='pull'><incremental>blkvault-t-20261127T000003Z-000000c3</incremental><server transport='unix' socket='/var/lib/libvirt/qemu/bvt-$$-i.sock'/><disks><disk name='vda' backup='yes' type='file'><scratch file='$LV_IMAGES/scratch-vda.qcow2'/></disk></disks></domainbackup>
 X
 lv_virsh backup-begin "$dom" "$T/i.xml" >/dev/null || die "incremental from the kept checkpoint failed"
 lv_virsh domjobabort "$dom"
 # an empty prefix would be everyone's: refused
 expect_fail 1 "virt-tool: prune: .*\[EINVAL\]" vt prune "$dom" ""
-assert_eq "$(lv_virsh checkpoint-list "$dom" --name | wc -l)" 3 "checkpoints after a refused prune"
+assert_eq "$(lv_virsh checkpoint-list "$dom" --name | wc -l)" 4 "checkpoints after a refused prune"
 echo ok

@@ -5,6 +5,7 @@
  * aborted, even across a libvirtd restart), so a run killed with -9 leaves one; the next run finds
  * it by its socket's name, and knows it is a dead run's by the domain's lock, which it holds.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libvirt/libvirt.h>
@@ -223,6 +224,23 @@ static int checkpoint_delete(BvVirtDomain *d, virDomainCheckpointPtr cp)
                                                                                            : 0;
 }
 
+/* Whether tail (a name after the prefix) is what blkvault puts there: <UTC time>-<8 random hex>,
+ * 20261127T230459Z-902c38e5. A name that only begins like ours (blkvault-mine, made by hand or
+ * by another tool) is not ours to delete. */
+static bool our_tail(const char *tail)
+{
+        static const char shape[] = "ddddddddTddddddZ-hhhhhhhh";
+
+        for (size_t i = 0; i < sizeof(shape) - 1; i++) {
+                unsigned char c = (unsigned char)tail[i];
+                if (shape[i] == 'd' ? !isdigit(c)
+                    : shape[i] == 'h' ? !isxdigit(c) || isupper(c)
+                                      : c != (unsigned char)shape[i])
+                        return false;
+        }
+        return tail[sizeof(shape) - 1] == 0;
+}
+
 int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *const *keep, size_t n,
                               size_t *ret_deleted)
 {
@@ -237,7 +255,8 @@ int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *c
                 return bv_virt_take_error(d->v);
         for (int i = 0; i < count; i++) {
                 const char *name = virDomainCheckpointGetName(cps[i]);
-                if (name && strncmp(name, prefix, strlen(prefix)) == 0 && !kept(name, keep, n)) {
+                if (name && strncmp(name, prefix, strlen(prefix)) == 0 && our_tail(name + strlen(prefix)) &&
+                    !kept(name, keep, n)) {
                         int q = checkpoint_delete(d, cps[i]);
                         if (q < 0 && r >= 0)
                                 r = q;

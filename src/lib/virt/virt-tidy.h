@@ -48,8 +48,9 @@ int bv_virt_checkpoint_exists(BvVirtDomain *d, const char *name);
 bool bv_virt_checkpoint_lost(int code);
 
 /*
- * Deletes d's checkpoints whose names start with prefix, except those named in keep (n names).
- * Checkpoints of any other name are never touched. libvirt merges a deleted checkpoint's bitmap
+ * Deletes d's checkpoints named prefix<UTC time>-<8 random hex> (as blkvault names them), except
+ * those named in keep (n names). Checkpoints of any other name are never touched, nor those that
+ * only start with prefix. libvirt merges a deleted checkpoint's bitmap
  * into its parent, so the kept ones stay true. *ret_deleted (when not NULL) counts them.
  */
 int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *const *keep, size_t n,
