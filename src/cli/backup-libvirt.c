@@ -141,10 +141,19 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
 
         switch (r) {
         case -ENXIO:
-                log_error("domain '%s' has no disk '%s' (see virsh domblklist %s)", domain, d, domain);
+                log_error("domain '%s' has no disk '%s' (see virsh domblklist '%s')", domain, d, domain);
+                return EXIT_USAGE;
+        case -EMEDIUMTYPE:
+                log_error("'%s' of domain '%s' is no disk (a CD-ROM or floppy: libvirt backs up none): leave it "
+                          "out of --disk (virsh domblklist --details '%s' shows each device)", d, domain, domain);
                 return EXIT_USAGE;
         case -ENOMEDIUM:
-                log_error("domain '%s' has no disk to back up", domain);
+                if (d[0])
+                        log_error("disk '%s' of domain '%s' has no image file or block device (an empty drive, or a "
+                                  "network disk, which blkvault does not back up): leave it out of --disk", d, domain);
+                else
+                        log_error("domain '%s' has no disk to back up: only CD-ROMs, empty drives or network disks "
+                                  "(virsh domblklist --details '%s' shows each device)", domain, domain);
                 return EXIT_ERROR;
         case -EINVAL:
                 if (d[0]) {

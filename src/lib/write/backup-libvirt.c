@@ -216,11 +216,17 @@ static int plan_disks(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, BvL
         size_t n_list, n = 0;
         int r;
 
-        for (size_t i = 0; i < o->n_disks; i++)
-                if (!bv_virt_disks_find(&j->disks, o->disks[i])) {
-                        snprintf(res->detail, sizeof(res->detail), "%s", o->disks[i]);
+        for (size_t i = 0; i < o->n_disks; i++) {
+                const BvVirtDisk *k = bv_virt_disks_find(&j->disks, o->disks[i]);
+                snprintf(res->detail, sizeof(res->detail), "%s", o->disks[i]);
+                if (!k)
                         return -ENXIO;
-                }
+                if (strcmp(k->device, "disk") != 0) /* libvirt's job takes none: "no disks selected" */
+                        return -EMEDIUMTYPE;
+                if (!k->source)
+                        return -ENOMEDIUM;
+                res->detail[0] = 0;
+        }
         for (size_t i = 0; i < j->disks.n; i++)
                 n += disk_selected(&j->disks.v[i], o);
         if (n == 0)

@@ -71,8 +71,9 @@ typedef struct BvLibvirtResult {
  * scratch files in every case. Each disk's snapshot is published on its own (ret->disks[i].error
  * says which failed); the first failure is returned after all disks were tried.
  * Errors: those of bv_virt_connect and bv_virt_domain_open (detail holds libvirt's words),
- * -ENXIO for a disk it does not have (named in detail),
- * -ENOMEDIUM when it has no disk to back up, those of bv_virt_backup_begin (detail), -EINVAL for a
+ * -ENXIO for a disk it does not have (named in detail), -EMEDIUMTYPE for one that is no disk
+ * (a CD-ROM, a floppy: named in detail), -ENOMEDIUM for one without an image (an empty drive, a
+ * network disk: named in detail) or when it has no disk to back up (detail ""), those of bv_virt_backup_begin (detail), -EINVAL for a
  * snapshot name bv_snapshot_name_problem refuses (detail), else a disk's backup's.
  */
 int bv_backup_libvirt(BvRepo *r, const char *domain, const BvLibvirtBackupOptions *o, BvLibvirtResult *ret);
