@@ -347,7 +347,9 @@ static int job_try_begin(Job *j, BvLibvirtResult *res)
 
         if (r < 0)
                 return r;
-        if (mkdir(j->dir, 0711) < 0) /* QEMU (libvirt-qemu) must reach the scratch files */
+        /* QEMU (libvirt-qemu) must reach the scratch files: 0711 whatever the umask (the units'
+         * UMask=0077 made it 0700, and QEMU's blockdev-add was refused) */
+        if (mkdir(j->dir, 0711) < 0 || chmod(j->dir, 0711) < 0)
                 return -errno;
         j->dir_made = true;
         return bv_virt_backup_begin(j->d, j->sock, j->jd, j->n_jd, res->checkpoint[0] ? res->checkpoint : NULL);
