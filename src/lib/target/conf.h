@@ -96,6 +96,7 @@ typedef struct BvConfJob {
         char **disks;           /* source libvirt:DOMAIN: the disks (targets: vda ...) it backs up,
                                  * NULL-terminated; none: every disk */
         size_t n_disks;
+        bool no_freeze;         /* source libvirt:DOMAIN: freeze = no (no guest-agent freeze) */
         char *command;          /* or a command whose standard output is the image */
         bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
         bool used_only;         /* read only the blocks its filesystems use (fs/used-source.h) */
