@@ -134,6 +134,12 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
                          "cut)", f->note, res->domain);
 }
 
+void report_libvirt_freeze(const BvLibvirtResult *res)
+{
+        if (res->freeze.agent || res->freeze.note[0])
+                report_freeze(res, false);
+}
+
 /* The failure of the run as a whole (before any disk was read). */
 static int report_error(int r, const char *domain, const BvLibvirtResult *res, const char *uri)
 {

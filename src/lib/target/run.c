@@ -207,7 +207,7 @@ static void backup_libvirt_job(BvRepo *repo, BvTargetRunJob *rj)
         const BvConfJob *j = rj->job;
         BvLibvirtResult *res = &rj->libvirt;
         BvLibvirtBackupOptions o = { .uri = j->libvirt_uri, .disks = (const char *const *)j->disks,
-                                     .n_disks = j->n_disks, .name = j->name,
+                                     .n_disks = j->n_disks, .name = j->name, .no_freeze = j->no_freeze,
                                      .backup = { .cancelled = bv_job_cancelled } };
         if (rj->progress)
                 o.backup.progress = job_progress, o.backup.progress_userdata = rj;
