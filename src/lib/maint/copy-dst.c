@@ -121,6 +121,19 @@ int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE])
         return r;
 }
 
+int copy_dst_pack_take(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE], uint64_t max, void **ret, uint64_t *ret_size)
+{
+        char name[64];
+        size_t len;
+        bv_pack_path(id, name);
+        int r = bv_read_file(d->packs_fd, name, (size_t)max, ret, &len);
+        if (r >= 0) {
+                *ret_size = len;
+                (void)unlinkat(d->packs_fd, name, 0);
+        }
+        return r;
+}
+
 /* ---- a remote DST ---- */
 
 /* A segment DST lists: GET into index/, unless index/ (this machine's mirror of DST's segments)
