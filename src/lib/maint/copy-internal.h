@@ -64,10 +64,20 @@ int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
 /* A new pack the pack writer committed in packs_fd, read into *ret (*ret_size bytes, at most max bytes: -EFBIG
  * beyond, the file left) and its spool file dropped (a remote DST). */
 int copy_dst_pack_take(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE], uint64_t max, void **ret, uint64_t *ret_size);
+/* A remote DST's index anew, as DST lists it now (the segments it lacks fetched, the ones gone
+ * dropped): d->x is another. */
+int copy_dst_reload(CopyDst *d);
+/* After the records of snaps (n of them) are at a remote DST: a gc that condemned beside the copy
+ * and missed them is waited for, and what it dropped from the index that they use is written back
+ * (copy-settle.c; docs/LIFECYCLE.md, "A copy's commit against a condemn on another machine").
+ * *ret_healed: the ids written back. Map nodes are read from src. */
+int copy_dst_settle(CopyDst *d, BvRepo *src, BvObjectCodec *codec, const BvSnapshot *const *snaps, size_t n,
+                    uint64_t *ret_healed);
 /* The index's new entries as a durable segment at DST. */
 int copy_dst_flush(CopyDst *d);
-/* A snapshot record at DST: a local one's commit as a backup's (heal.h), under locks/commit. */
-int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s);
+/* A snapshot record at DST: a local one's commit as a backup's (heal.h), under locks/commit; at a
+ * remote one, the first of a copy after gc/epoch was found to be the lease's (-ESTALE else). */
+int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s, bool first);
 /* Object Lock (copy-lock.c): checks the bucket and sets the retention of every later put;
  * after the records are published, extends what DST's snapshots need when due. */
 int copy_lock_begin(CopyDst *d, const BvCopyOptions *o);

@@ -609,7 +609,7 @@ static int publish(Copy *c)
 {
         for (size_t i = 0; i < c->nsnaps; i++) {
                 const BvSnapshot *s = c->snaps[i];
-                int r = copy_dst_publish(c->d, c->dcodec, s);
+                int r = copy_dst_publish(c->d, c->dcodec, s, i == 0);
                 if (r == -EEXIST) /* another copy published it meanwhile */
                         r = 0, c->st->snapshots_present++;
                 else if (r >= 0) {
@@ -634,6 +634,7 @@ static void requests_add(BvBackend *b, uint64_t *n)
 
 static int copy_run(Copy *c)
 {
+        uint64_t healed = 0;
         int r = c->d->repo && c->o->object_lock_seconds ? -EOPNOTSUPP : copy_lock_begin(c->d, c->o);
         if (r >= 0)
                 r = copy_dst_adopt(c->d, c->src, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
@@ -649,6 +650,8 @@ static int copy_run(Copy *c)
                 r = -ECANCELED;
         if (r >= 0)
                 r = publish(c);
+        if (r >= 0) /* a gc elsewhere that condemned beside the records */
+                r = copy_dst_settle(c->d, c->src, c->scodec, c->snaps, c->nsnaps, &healed);
         if (r >= 0)
                 r = copy_lock_extend(c->d, c->o, &c->st->objects_retained, c->st->culprit, sizeof(c->st->culprit));
         if (r >= 0)
