@@ -46,7 +46,7 @@ static int check_pack(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntr
                       void *userdata, uint64_t *ret_offset)
 {
         for (size_t i = 0, j; i < n; i = j) {
-                const void *enc;
+                const void *enc = NULL;
                 for (j = i + 1; e[i].type == BV_OBJ_GROUP && j < n && e[j].offset == e[i].offset; j++)
                         ;
                 *ret_offset = e[i].offset;

@@ -91,9 +91,10 @@ int copy_check_object(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntr
 int copy_check_pack_fd(BvObjectCodec *codec, const BvKeyring *k, int fd, const BvPackEntry *e, size_t n,
                        void *buf, size_t cap, uint64_t *ret_offset);
 
-/* Packs in flight to a remote DST (copy-upload.c): at most COPY_UPLOADS_MAX puts at once, and at
- * most COPY_UPLOADS_BYTES of their bytes in memory; a pack above COPY_UPLOAD_PACK_MAX is not held
- * in memory (it goes from a spool file, alone). */
+/* Packs in flight to a remote DST (copy-upload.c): at most COPY_UPLOADS_MAX puts at once (each
+ * checking its pack first, in its own thread), and at most COPY_UPLOADS_BYTES of their bytes in
+ * memory; a pack above COPY_UPLOAD_PACK_MAX is not held in memory (it goes from a spool file,
+ * alone). */
 #define COPY_UPLOADS_MAX 4
 #define COPY_UPLOADS_BYTES (128ull << 20)
 #define COPY_UPLOAD_PACK_MAX (64ull << 20)
@@ -107,6 +108,9 @@ typedef struct CopyUpload {
         void *data;     /* its bytes (owned), checked */
         uint64_t size;
         bool whole;     /* one of SRC's packs under its own name; else a new one (repacked) */
+        const BvKeyring *check; /* not NULL: every object checked under these keys before the PUT */
+        uint64_t bad_offset;    /* where the check failed (bad: it did) */
+        bool bad;
         /* the uploads' */
         CopyUploads *q;
         pthread_t thread;

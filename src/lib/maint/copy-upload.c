@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Packs in flight to a remote DST (copy-internal.h, CopyUploads): each pack's bytes, read and
- * checked in memory by the copy, are PUT by a thread of their own while the copy reads and checks
- * the next ones. At most COPY_UPLOADS_MAX puts run at once and at most COPY_UPLOADS_BYTES of packs
+ * Packs in flight to a remote DST (copy-internal.h, CopyUploads): each pack's bytes, read into
+ * memory by the copy, are checked (a whole SRC pack's objects: the bytes about to be sent) and PUT
+ * by a thread of their own while the copy reads the next ones. At most COPY_UPLOADS_MAX puts run at once and at most COPY_UPLOADS_BYTES of packs
  * wait in memory for theirs (one pack more is being read), so a copy of 32 MiB packs holds at most
  * 4 x 32 MiB + 32 MiB. A finished put is handed back to the copy's thread (copy_uploads_reap), which
  * alone touches DST's index: so a segment names only packs whose PUT returned.
@@ -45,13 +45,29 @@ void copy_upload_free(CopyUpload *u)
         free(u);
 }
 
+/* The check of a whole SRC pack, here: the decoding and hashing of the packs in flight spread
+ * over their threads (a codec of its own: one is not shared between threads). */
+static int check(CopyUpload *u)
+{
+        BvObjectCodec *codec;
+        int r = bv_object_codec_new(u->check, 0, &codec);
+        if (r < 0)
+                return r;
+        r = copy_check_pack_mem(codec, u->check, u->data, u->size, u->e, u->n, &u->bad_offset);
+        u->bad = r == -EBADMSG;
+        bv_object_codec_free(codec);
+        return r;
+}
+
 static void *upload_thread(void *userdata)
 {
         CopyUpload *u = userdata;
         CopyUploads *q = u->q;
         char name[64];
         bv_pack_path(u->id, name);
-        int r = bv_backend_put(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE);
+        int r = u->check ? check(u) : 0;
+        if (r >= 0)
+                r = bv_backend_put(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE);
         BV_LOCK_GUARD(&q->lock);
         u->r = r;
         u->done = true;

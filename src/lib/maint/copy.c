@@ -347,6 +347,10 @@ static int whole_done(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEn
 static int upload_done(void *userdata, const CopyUpload *u, int r)
 {
         Copy *c = userdata;
+        if (u->bad) { /* the check failed: nothing was put */
+                c->st->culprit_offset = u->bad_offset;
+                c->st->culprit_has_offset = true;
+        }
         if (u->whole)
                 return whole_done(c, u->id, u->e, u->n, u->size, r);
         if (r < 0) {
@@ -373,24 +377,20 @@ static CopyUpload *upload_new(const uint8_t id[BV_PACK_ID_SIZE], const BvPackEnt
         return u;
 }
 
-/* A whole SRC pack to a remote DST: read into memory and checked there (what goes is the bytes
- * checked, with no spool file written and read back), then put by an upload thread while the
- * next packs are read and checked. */
+/* A whole SRC pack to a remote DST: read into memory, then checked there (what goes is the bytes
+ * checked, with no spool file written and read back) and put by an upload thread while the next
+ * packs are read. */
 static int send_whole_mem(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n,
                           BvObjReader *rd)
 {
         CopyUpload *u = upload_new(id, e, n, true);
         if (!u)
                 return -ENOMEM;
+        u->check = bv_repo_keyring(c->src);
         u->size = bv_obj_reader_size(rd);
         int r = (u->data = malloc(MAX(u->size, 1u))) ? 0 : -ENOMEM;
         if (r >= 0)
                 r = send_reader(c, rd, -EBADF, u->data);
-        if (r >= 0)
-                r = copy_check_pack_mem(c->scodec, bv_repo_keyring(c->src), u->data, u->size, e, n,
-                                        &c->st->culprit_offset);
-        if (r == -EBADMSG)
-                c->st->culprit_has_offset = true;
         if (r < 0) {
                 copy_upload_free(u);
                 return r;
