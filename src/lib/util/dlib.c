@@ -22,7 +22,10 @@ static int fail(const BvDlLib *lib, const char *what)
 
 static int load(BvDlLib *lib, const BvDlSym *syms, size_t n)
 {
-        void *h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);
+        /* RTLD_GLOBAL and lookups in the global scope, as if the library were linked: a library
+         * in LD_PRELOAD still interposes its functions (tests/fault/virtgate.so), and its
+         * dlsym(RTLD_NEXT) finds the library's own */
+        void *h = dlopen(lib->soname, RTLD_NOW | RTLD_GLOBAL);
         if (!h)
                 return fail(lib, NULL);
         /* resolve all before setting any: a half-filled table is never seen */
@@ -33,7 +36,7 @@ static int load(BvDlLib *lib, const BvDlSym *syms, size_t n)
         }
         for (size_t i = 0; i < n; i++) {
                 dlerror();
-                found[i] = dlsym(h, syms[i].name);
+                found[i] = dlsym(RTLD_DEFAULT, syms[i].name);
                 if (!found[i]) {
                         int r = fail(lib, syms[i].name);
                         free(found);

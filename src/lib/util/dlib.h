@@ -34,8 +34,9 @@ typedef struct BvDlLib {
 #define BV_DL_ENTRY(name) {#name, (void **)&sym_##name},
 
 /*
- * Loads lib->soname with dlopen(RTLD_NOW) and resolves every symbol of syms into its slot, once
- * per process (thread-safe; later calls return the first call's result). All or nothing: on a
+ * Loads lib->soname with dlopen(RTLD_NOW | RTLD_GLOBAL) and resolves every symbol of syms into
+ * its slot in the global scope, as the dynamic linker would (LD_PRELOAD interposes), once per
+ * process (thread-safe; later calls return the first call's result). All or nothing: on a
  * missing library or symbol no slot is set. 0 on success, -ELIBACC when the library or a symbol
  * is missing; then bv_dl_error() says which ("cannot load libvirt.so.0: ...").
  */
