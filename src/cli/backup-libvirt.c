@@ -27,6 +27,31 @@ static struct json_object *disk_json(const BvLibvirtDiskResult *dk)
                               { ok ? NULL : "error", ok ? NULL : json_object_new_string(strerror(-dk->error)) });
 }
 
+/* The freeze's members of the JSON result (added to o). */
+static int freeze_json(struct json_object *o, const BvVirtFreeze *f)
+{
+        bool frozen = f->agent && !f->note[0];
+        if (!f->agent && !f->note[0]) /* the job never came to its start */
+                return 0;
+        struct json_object *m[] = {
+                json_object_new_string(frozen ? "frozen" : "crash"),
+                frozen ? json_object_new_int(f->filesystems) : NULL,
+                frozen ? json_object_new_double((double)(f->hold_ns / 100000) / 10) : NULL,
+                frozen ? NULL : json_object_new_string(f->note),
+                f->stale_thawed >= 0 ? json_object_new_int(f->stale_thawed) : NULL,
+        };
+        const char *k[] = {"consistency", "filesystems_frozen", "freeze_hold_ms", "crash_consistent_because",
+                           "thawed_left_frozen"};
+        int r = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(m); i++)
+                if (m[i] && r == 0)
+                        r = json_object_object_add(o, k[i], m[i]);
+                else
+                        json_object_put(m[i]);
+        return r < 0 ? -ENOMEM : 0;
+}
+
 static int print_json(const BvLibvirtResult *res)
 {
         _cleanup_(json_object_putp) struct json_object *disks = json_object_new_array();
@@ -47,7 +72,7 @@ static int print_json(const BvLibvirtResult *res)
                                        { "checkpoints_deleted", json_object_new_uint64(res->checkpoints_deleted) },
                                        { "disks", json_object_get(disks) })
                       : NULL;
-        if (!o)
+        if (!o || freeze_json(o, &res->freeze) < 0)
                 return log_error_errno(-ENOMEM, "cannot print the result");
         json_print(o);
         return EXIT_OK;
@@ -79,6 +104,34 @@ static void report_disk(const BvLibvirtResult *res, const BvLibvirtDiskResult *d
         if (s->counts.bytes_map_wrong > 0)
                 log_warning("libvirt's bitmap of %s was wrong: %llu bytes it called unchanged had changed (this "
                             "snapshot read them)", dk->target, (unsigned long long)s->counts.bytes_map_wrong);
+}
+
+/* How consistent the job's instant is: frozen through the guest agent (and for how long), or
+ * crash-consistent and why; a guest an earlier run left frozen; a thaw that failed. */
+static void report_freeze(const BvLibvirtResult *res, bool json)
+{
+        const BvVirtFreeze *f = &res->freeze;
+
+        if (f->stale_thawed >= 0)
+                log_warning("the filesystems of '%s' were frozen when this backup began (an earlier run did not "
+                            "finish?): thawed them (%d)", res->domain, f->stale_thawed);
+        if (f->thaw_error < 0)
+                log_error("cannot thaw the filesystems of '%s' after the backup job's start: %s; the guest may still "
+                          "be frozen: 'virsh domfsthaw %s' (the next backup thaws it)", res->domain,
+                          strerror(-f->thaw_error), res->domain);
+        if (f->agent && !f->note[0]) {
+                if (!json)
+                        log_info("froze %d filesystem%s of '%s' through its guest agent for the job's start: held "
+                                 "%.0f ms", f->filesystems, f->filesystems == 1 ? "" : "s", res->domain,
+                                 (double)f->hold_ns / 1e6);
+        } else if (f->agent)
+                log_warning("cannot freeze the filesystems of '%s' (%s): the backup is crash-consistent", res->domain,
+                            f->note);
+        else if (!json && f->not_asked)
+                log_info("note: no freeze (--no-freeze): the backup of '%s' is crash-consistent", res->domain);
+        else if (!json)
+                log_info("note: no guest agent answers (%s): the backup of '%s' is crash-consistent (as after a power "
+                         "cut)", f->note, res->domain);
 }
 
 /* The failure of the run as a whole (before any disk was read). */
@@ -117,6 +170,8 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
         BvLibvirtResult res = {};
         int r = bv_backup_libvirt(repo, domain, o, &res), ec;
 
+        if (res.freeze.agent || res.freeze.note[0])
+                report_freeze(&res, json);
         if (r < 0 && res.n_disks == 0) {
                 ec = report_error(r, domain, &res, o->uri);
                 bv_libvirt_result_done(&res);

@@ -58,6 +58,8 @@ static const char usage_text[] =
         "                           every disk)\n"
         "  --libvirt-uri=URI        libvirt: connect to URI (default: $LIBVIRT_DEFAULT_URI, else\n"
         "                           qemu:///system)\n"
+        "  --no-freeze              libvirt: do not freeze the guest's filesystems through its\n"
+        "                           qemu-guest-agent while the job starts (crash-consistent)\n"
         "  --wait                   wait for another writer instead of failing\n"
         SECRET_OPTIONS_HELP COMMON_OPTIONS_HELP;
 
@@ -446,6 +448,7 @@ int cmd_backup(int argc, char **argv)
         _cleanup_(used_only_done) UsedOnly used = {};
         DiskArgs disks = {};
         const char *libvirt_uri = NULL;
+        bool no_freeze = false;
         const CliOption options[] = {
                 CLI_STR("name", &opts.name),
                 CLI_FLAG("json", &json),
@@ -463,6 +466,7 @@ int cmd_backup(int argc, char **argv)
                 CLI_FLAG("wait", &wait),
                 CLI_PARSED("disk", parse_disk, &disks),
                 CLI_STR("libvirt-uri", &libvirt_uri),
+                CLI_FLAG("no-freeze", &no_freeze),
                 {},
         };
         CLI_PARSE_OR_RETURN(argc, argv, .name = "backup", .usage = usage_text, .options = options, .secret = &sargs,
@@ -470,8 +474,8 @@ int cmd_backup(int argc, char **argv)
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
         bool libvirt = bv_source_is_libvirt(source);
-        if (!libvirt && (disks.n > 0 || libvirt_uri)) {
-                log_error("--disk and --libvirt-uri need a libvirt source (libvirt:DOMAIN)");
+        if (!libvirt && (disks.n > 0 || libvirt_uri || no_freeze)) {
+                log_error("--disk, --libvirt-uri and --no-freeze need a libvirt source (libvirt:DOMAIN)");
                 return EXIT_USAGE;
         }
         if (libvirt && (opts.source.dirty_bitmap || opts.source.compare_with || opts.source.thin_delta ||
@@ -537,7 +541,7 @@ int cmd_backup(int argc, char **argv)
 
         if (libvirt) {
                 BvLibvirtBackupOptions lo = { .uri = libvirt_uri, .disks = disks.v, .n_disks = disks.n,
-                                              .name = opts.name, .backup = opts };
+                                              .name = opts.name, .no_freeze = no_freeze, .backup = opts };
                 r = backup_libvirt(repo, source, &lo, json);
                 if (interrupted && r != EXIT_OK)
                         return 128 + interrupted;

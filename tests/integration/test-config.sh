@@ -200,5 +200,9 @@ expect_fail 1 "^$T/m.conf:2: metrics must be an absolute path, or no to write no
 # a running libvirt domain as a job's source, with its connection's URI; "libvirt:" alone names none
 printf '[job web]\nsource = libvirt:web01\nlibvirt-uri = qemu:///system\n' > "$T/v.conf"
 bv config check --config="$T/v.conf" >/dev/null || die "source = libvirt:web01 was refused"
+printf '[job web]\nsource = libvirt:web01\nfreeze = no\n' > "$T/v.conf"
+bv config check --config="$T/v.conf" >/dev/null || die "freeze = no was refused"
+printf '[job web]\nsource = libvirt:web01\nfreeze = maybe\n' > "$T/v.conf"
+expect_fail 1 "^$T/v.conf:3: invalid value 'maybe' for freeze (expected yes or no)$" bv config check --config="$T/v.conf"
 printf '[job web]\nsource = libvirt:\n' > "$T/v.conf"
 expect_fail 1 "^$T/v.conf:2: source = libvirt: names no domain$" bv config check --config="$T/v.conf"

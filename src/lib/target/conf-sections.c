@@ -29,11 +29,11 @@ static const char *const global_keys[] = { "on-success", "on-failure", "notify",
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
-       J_ON_FAILURE, J_USED_ONLY, J_COPY_TO, J_AS_FILE, J_IMAGE_FORMAT, J_LIBVIRT_URI };
+       J_ON_FAILURE, J_USED_ONLY, J_COPY_TO, J_AS_FILE, J_IMAGE_FORMAT, J_LIBVIRT_URI, J_FREEZE };
 static const char *const job_keys[] = {
         "source", "command", "snapshot", "targets", "schedule", "keep-last", "keep-hourly", "keep-daily",
         "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "pre", "post", "max-age", "on-success",
-        "on-failure", "used-only", "copy-to", "as-file", "image-format", "libvirt-uri", NULL,
+        "on-failure", "used-only", "copy-to", "as-file", "image-format", "libvirt-uri", "freeze", NULL,
 };
 
 enum { E_REPOSITORY, E_SNAPSHOT, E_PASSPHRASE_FILE, E_KEY_FILE, E_CACHE };
@@ -458,6 +458,12 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
                 return set_bool(x, value, &j->used_only);
         case J_AS_FILE:
                 return set_bool(x, value, &j->as_file);
+        case J_FREEZE: {
+                bool freeze = true;
+                int r = set_bool(x, value, &freeze);
+                j->no_freeze = !freeze;
+                return r;
+        }
         case J_IMAGE_FORMAT:
                 return set_string(x, value, &j->image_format);
         case J_TARGETS:

@@ -93,6 +93,7 @@ typedef struct BvConfJob {
         char *source;           /* a block device, an image file, an LVM logical volume,
                                  * "command:CMD" or "libvirt:DOMAIN"; or NULL */
         char *libvirt_uri;      /* source libvirt:DOMAIN: the connection's URI (NULL: the default) */
+        bool no_freeze;         /* source libvirt:DOMAIN: freeze = no (no guest-agent freeze) */
         char *command;          /* or a command whose standard output is the image */
         bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
         bool used_only;         /* read only the blocks its filesystems use (fs/used-source.h) */

@@ -134,8 +134,10 @@ int bv_virt_frozen_call(BvVirtDomain *d, const BvVirtFreezeOptions *o, int (*fn)
         int r;
 
         *f = (BvVirtFreeze){.stale_thawed = -1};
-        if (o->no_freeze)
+        if (o->no_freeze) {
+                f->not_asked = true;
                 snprintf(f->note, sizeof(f->note), "no freeze was asked for");
+        }
         else {
                 r = bv_virt_agent_check(d, o->timeout_s > 0 ? o->timeout_s : BV_VIRT_AGENT_TIMEOUT, f);
                 if (r < 0)

@@ -20,6 +20,7 @@
 
 typedef struct BvVirtFreeze {
         bool agent;          /* the agent answered guest-ping */
+        bool not_asked;      /* no freeze was asked for (BvVirtFreezeOptions.no_freeze) */
         bool frozen;         /* frozen by bv_virt_freeze and not thawed yet: a thaw is owed */
         int filesystems;     /* how many the freeze froze */
         int stale_thawed;    /* found frozen (a run that died frozen) and thawed: how many; -1 none */

@@ -339,8 +339,8 @@ static bool drop_incrementals(Job *j, BvLibvirtResult *res, const char *words)
         return any;
 }
 
-/* One try at beginning the job, in a fresh scratch directory. */
-static int job_try_begin(Job *j, BvLibvirtResult *res)
+/* A fresh scratch directory (and no socket) for the job's start. */
+static int job_dir_fresh(Job *j)
 {
         int r = job_files_remove(j->dir, j->sock);
 
@@ -349,29 +349,64 @@ static int job_try_begin(Job *j, BvLibvirtResult *res)
         if (mkdir(j->dir, 0711) < 0) /* QEMU (libvirt-qemu) must reach the scratch files */
                 return -errno;
         j->dir_made = true;
+        return 0;
+}
+
+typedef struct BeginCall {
+        Job *j;
+        BvLibvirtResult *res;
+} BeginCall;
+
+static int begin_try(Job *j, BvLibvirtResult *res)
+{
         return bv_virt_backup_begin(j->d, j->sock, j->jd, j->n_jd, res->checkpoint[0] ? res->checkpoint : NULL);
 }
 
 /*
- * Begins the job, its socket and scratch directory made fresh in run_dir. A checkpoint that
- * passed parent_checkpoint can still be refused at the begin: its bitmap missing from an image
- * replaced while the domain was off, or broken by a QEMU that was killed (libvirt 9.0:
- * VIR_ERR_CHECKPOINT_INCONSISTENT). Then every disk is read whole, libvirt's words the reason.
+ * The job's start (virDomainBackupBegin with the new checkpoint), the instant of the backup,
+ * between the freeze and the thaw. A checkpoint that passed parent_checkpoint can still be
+ * refused here: its bitmap missing from an image replaced while the domain was off, or broken by
+ * a QEMU that was killed (libvirt 9.0: VIR_ERR_CHECKPOINT_INCONSISTENT). Then every disk is read
+ * whole, libvirt's words the reason, and the job begins again at once (still frozen).
  */
-static int job_begin(Job *j, BvLibvirtResult *res)
+static int begin_call(void *opaque)
+{
+        BeginCall *c = opaque;
+        Job *j = c->j;
+        int r = begin_try(j, c->res);
+
+        if (r < 0 && bv_virt_checkpoint_lost(bv_virt_error_code(j->v))) {
+                char words[BV_VIRT_ERROR_MAX];
+                snprintf(words, sizeof(words), "%s", bv_virt_error(j->v));
+                if (drop_incrementals(j, c->res, words)) {
+                        r = job_dir_fresh(j);
+                        if (r >= 0)
+                                r = begin_try(j, c->res);
+                }
+        }
+        if (r < 0 && !c->res->detail[0]) /* libvirt's words, before the thaw's can replace them */
+                snprintf(c->res->detail, sizeof(c->res->detail), "%s", bv_virt_error(j->v));
+        return r;
+}
+
+/*
+ * Begins the job, its socket and scratch directory made fresh in run_dir, the guest's
+ * filesystems frozen for exactly that call when its agent answers (unless o->no_freeze), thawed
+ * whatever it returned (bv_virt_frozen_call; res->freeze says how it went).
+ */
+static int job_begin(Job *j, const BvLibvirtBackupOptions *o, BvLibvirtResult *res)
 {
         int r = job_prepare(j, res);
 
         if (r >= 0)
-                r = job_try_begin(j, res);
-        if (r < 0 && bv_virt_checkpoint_lost(bv_virt_error_code(j->v))) {
-                char words[BV_VIRT_ERROR_MAX];
-                snprintf(words, sizeof(words), "%s", bv_virt_error(j->v));
-                if (drop_incrementals(j, res, words))
-                        r = job_try_begin(j, res);
+                r = job_dir_fresh(j);
+        if (r >= 0) {
+                BeginCall c = {j, res};
+                BvVirtFreezeOptions fo = {.no_freeze = o->no_freeze};
+                r = bv_virt_frozen_call(j->d, &fo, begin_call, &c, &res->freeze);
         }
         if (r < 0) {
-                if (!res->detail[0])
+                if (!res->detail[0]) /* a guest found frozen that would not thaw */
                         snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
                 return r;
         }
@@ -478,7 +513,7 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
         if (r >= 0 && !j.offline)
                 r = plan_job(&j, ret);
         if (r >= 0 && !j.offline)
-                r = job_begin(&j, ret);
+                r = job_begin(&j, o, ret);
         bool published = false;
         for (size_t i = 0; r >= 0 && i < ret->n_disks; i++) {
                 BvLibvirtDiskResult *dk = &ret->disks[i];

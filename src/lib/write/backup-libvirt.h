@@ -7,6 +7,7 @@
  * incrementally from the checkpoint its parent snapshot recorded.
  */
 
+#include "agent.h"
 #include "backup.h"
 #include "virt.h"
 
@@ -23,6 +24,8 @@ typedef struct BvLibvirtBackupOptions {
          * up, and is NAME-TARGET for each when several are. */
         const char *name;
         const char *run_dir; /* NULL: BV_LIBVIRT_RUN_DIR */
+        /* no freeze through the guest agent around the job's start: crash-consistent */
+        bool no_freeze;
         /* each disk's backup: name, source.libvirt and read_whole_because are set per disk */
         BvBackupOptions backup;
 } BvLibvirtBackupOptions;
@@ -49,13 +52,19 @@ typedef struct BvLibvirtResult {
         bool stopped;                   /* the domain stopped during the backup (disks failed -EHOSTDOWN) */
         size_t checkpoints_deleted;     /* blkvault's checkpoints no snapshot needed any more */
         int prune_error;                /* deleting them failed (detail says why; ignored) */
+        /* the guest agent's freeze around the job's start: whether it ran frozen (filesystems,
+         * hold_ns), why not (note), a guest an earlier run left frozen (stale_thawed), a thaw that
+         * failed (thaw_error; the guest may still be frozen) */
+        BvVirtFreeze freeze;
 } BvLibvirtResult;
 
 /*
  * Backs up the disks of the domain (its name or UUID) into r, opened with BV_OPEN_WRITE (a
  * shut-off domain's disks from their images, without a job: see backup-libvirt.c):
  * connects, lists the disks, finds each disk's parent (the newest snapshot of its name) and the
- * checkpoint it recorded, begins one pull-mode backup job with a new checkpoint
+ * checkpoint it recorded, begins one pull-mode backup job (with the guest's filesystems frozen
+ * for that instant when its agent answers and o->no_freeze is not set: bv_virt_frozen_call,
+ * ret->freeze) with a new checkpoint
  * ("blkvault-<time>-<random>") over the qcow2 disks, asking for each disk the changes since its
  * parent's checkpoint when libvirt still has it (else a full read, the reason in full_because),
  * then backs up each disk from the job's export, and ends the job and removes its socket and
