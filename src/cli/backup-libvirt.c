@@ -22,6 +22,8 @@ static struct json_object *disk_json(const BvLibvirtDiskResult *dk)
                               { BV_JSON_OPT_STRING("incremental_from", dk->incremental[0] ? dk->incremental : NULL) },
                               { s->changed_from[0] ? "changed_from" : NULL,
                                 s->changed_from[0] ? json_object_new_string(s->changed_from) : NULL },
+                              { s->changed_from[0] ? "bytes_from_parent" : NULL,
+                                s->changed_from[0] ? json_object_new_uint64(s->bytes_parent) : NULL },
                               { s->changed_reason[0] ? "read_whole_because" : NULL,
                                 s->changed_reason[0] ? json_object_new_string(s->changed_reason) : NULL },
                               { ok ? NULL : "error", ok ? NULL : json_object_new_string(strerror(-dk->error)) });
@@ -134,6 +136,12 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
                          "cut)", f->note, res->domain);
 }
 
+void report_libvirt_freeze(const BvLibvirtResult *res)
+{
+        if (res->freeze.agent || res->freeze.note[0])
+                report_freeze(res, false);
+}
+
 /* The failure of the run as a whole (before any disk was read). */
 static int report_error(int r, const char *domain, const BvLibvirtResult *res, const char *uri)
 {
@@ -164,6 +172,22 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
         return log_error_errno(r, "backup of domain '%s' failed", domain);
 }
 
+void report_libvirt_tidy(const BvLibvirtResult *res, const char *domain)
+{
+        if (res->ended_job[0])
+                log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
+                           res->ended_job);
+        if (res->checkpoints_deleted > 0)
+                log_info("deleted %zu checkpoint(s) of '%s' that no snapshot needs any more", res->checkpoints_deleted,
+                         domain);
+        if (res->prune_error < 0)
+                log_warning("cannot delete the checkpoints of '%s' that no snapshot needs: %s%s%s, ignoring", domain,
+                            strerror(-res->prune_error), res->detail[0] ? ": " : "", res->detail);
+        if (res->cleanup_error < 0)
+                log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
+                            "removes them)", domain, strerror(-res->cleanup_error));
+}
+
 int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, bool json)
 {
         const char *domain = source + strlen(BV_SOURCE_LIBVIRT_PREFIX);
@@ -190,18 +214,7 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
                 if (json && r < 0)
                         ec = EXIT_ERROR;
         }
-        if (res.ended_job[0])
-                log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
-                           res.ended_job);
-        if (res.checkpoints_deleted > 0)
-                log_info("deleted %zu checkpoint(s) of '%s' that no snapshot needs any more", res.checkpoints_deleted,
-                         domain);
-        if (res.prune_error < 0)
-                log_warning("cannot delete the checkpoints of '%s' that no snapshot needs: %s%s%s, ignoring", domain,
-                            strerror(-res.prune_error), res.detail[0] ? ": " : "", res.detail);
-        if (res.cleanup_error < 0)
-                log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
-                            "removes them)", domain, strerror(-res.cleanup_error));
+        report_libvirt_tidy(&res, domain);
         bv_libvirt_result_done(&res);
         return ec;
 }
