@@ -11,6 +11,7 @@ build=(meson ninja-build pkg-config gcc git
        libext2fs-dev   # ext2/3/4 in src/lib/fs: used blocks (used-ext.c), files through an io_manager (ext-files.c)
        ntfs-3g-dev   # NTFS in src/lib/fs: files through libntfs-3g's device operations (ntfs-files.c)
        libvirt-dev   # libvirt domains: src/lib/virt (connection, disks, pull-mode backups, checkpoints)
+       libtirpc-dev   # sanitized builds load libtirpc up front (meson.build: the sanitizers intercept its XDR functions)
        libguestfs-dev   # files on XFS, btrfs, FAT and LVM through the libguestfs appliance (src/cli/files-guestfs.c)
        bash-completion   # its pkg-config file says where the completion goes; the test loads it
        clang libclang-rt-14-dev)   # clang and libFuzzer: the fuzz build (scripts/fuzz.sh)

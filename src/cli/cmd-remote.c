@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sd-dl.h" /* libsystemd loaded on first use */
 #include "drive.h"
 #include "jobsource.h"
 #include "notify.h"
@@ -19,8 +20,6 @@
 #include "run.h"
 #include "state.h"
 #include "timeutil.h"
-#include <systemd/sd-daemon.h>
-#include <systemd/sd-journal.h>
 
 #define BV_MESSAGE_ID_REMOTE_COPY "MESSAGE_ID=5b7e2c914d0a4f6e8b3c2d1e0f9a8b7c"
 

@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sd-dl.h" /* libsystemd loaded on first use */
 #include "notify.h"
 #include "schedule.h"
 #include "state.h"
 #include "timeutil.h"
-#include <systemd/sd-journal.h>
 
 #define BV_MESSAGE_ID_AGE_ALARM "MESSAGE_ID=8d2e4b7c1a9f4e3d9c6b5a4f3e2d1c0b"
 

@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sd-dl.h" /* libsystemd loaded on first use */
 #include "drive.h"
 #include "jobsource.h"
 #include "run.h"
 #include "state.h"
-#include <systemd/sd-daemon.h>
 
 static const char usage_text[] =
         "Usage: blkvault target format DEVICE --name=NAME [--fs=ext4|xfs|btrfs] [--no-luks] [--yes]\n"

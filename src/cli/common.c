@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dlib.h"
 #include "fileio.h"
 #include "json-util.h"
 #include "macro.h"
@@ -46,7 +47,9 @@ int log_full(CliLog kind, int r, const char *fmt, ...)
         va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);
         va_end(ap);
-        if (r < 0)
+        if (r == -ELIBACC && bv_dl_error()[0]) /* an optional library: which, and why */
+                fprintf(stderr, ": %s", bv_dl_error());
+        else if (r < 0)
                 fprintf(stderr, ": %s", strerror(-r));
         fputc('\n', stderr);
         return exit_code_for(r);

@@ -10,7 +10,6 @@
  * can name a file of another. A node is an index into this backend's table of paths, with the
  * lstat of each kept as a readdir fetched it (lstatnslist: one round trip a directory). */
 #include <errno.h>
-#include <guestfs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +17,7 @@
 
 #include "cli.h"
 #include "files.h"
+#include "guestfs-dl.h" /* libguestfs loaded on first use: every call goes through it */
 #include "serve.h"
 #include "timeutil.h"
 
@@ -149,6 +149,9 @@ static int app_start(FilesDisk *d, const char *why)
         if (a->failed)
                 return EXIT_ERROR;
         a->failed = true;
+        r = guestfs_dl_open();
+        if (r < 0)
+                return log_error_errno(r, "cannot read snapshot %.8s through libguestfs", d->snap->id);
         r = app_servers(a);
         if (r != EXIT_OK)
                 return r;

@@ -119,9 +119,10 @@ int restore_libvirt_disk(const char *arg, const char *uri, const BvSnapshot *sna
         }
         _cleanup_(bv_virt_closep) BvVirt *v = NULL;
         r = bv_virt_connect(uri, &v, detail, sizeof(detail));
+        if (r < 0 && !detail[0]) /* e.g. libvirt cannot be loaded: log_full says which library and why */
+                return log_error_errno(r, "cannot connect to libvirt%s%s", uri ? " at " : "", uri ? uri : "");
         if (r < 0) {
-                log_error("cannot connect to libvirt%s%s: %s", uri ? " at " : "", uri ? uri : "",
-                          detail[0] ? detail : strerror(-r));
+                log_error("cannot connect to libvirt%s%s: %s", uri ? " at " : "", uri ? uri : "", detail);
                 return EXIT_ERROR;
         }
         _cleanup_(bv_virt_domain_closep) BvVirtDomain *d = NULL;

@@ -11,14 +11,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sd-dl.h" /* libsystemd loaded on first use */
 #include "drive.h"
 #include "hooks.h"
 #include "notify.h"
 #include "run.h"
 #include "state.h"
 #include "timeutil.h"
-#include <systemd/sd-daemon.h>
-#include <systemd/sd-journal.h>
 
 #define BV_MESSAGE_ID_TARGET_RUN "MESSAGE_ID=3f1c9a0e6b2d4c5e8a7f01b2c3d4e5f6"
 

@@ -6,7 +6,7 @@
 # server's access log) and serve over NBD (nbdcopy of the whole export) on s3://; a damaged pack
 # object is named by verify; wrong credentials and an unreachable endpoint are refused, naming
 # them; --point-in-time reads the snapshot records deleted after it, and is refused on a local
-# repository.
+# repository. A list with this machine's probe of the bucket remembered skips the open's checks.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
 . "$SOURCE_ROOT/tests/nbd/nbd-lib.sh"
@@ -44,6 +44,16 @@ bv list "$repo" >"$T/list.local"
 bv list "$loc" >"$T/list.s3" || die "list on S3 failed"
 assert_same "$T/list.local" "$T/list.s3"
 bv list --json "$repo" >"$T/list.local.json"
+# what an open costs: with this machine's probe of the bucket forgotten, a LIST that checks the
+# bucket and the probe's three requests; remembered, neither (the bucket answered us lately)
+list_requests() { local n; n=$(wc -l <"$S3_LOG"); bv list "$loc" >/dev/null || die "list on S3 failed"; echo $(( $(wc -l <"$S3_LOG") - n )); }
+probe=$BLKVAULT_CACHE_DIR/s3/bvread/site/a/conditional-put
+[ -f "$probe" ] || die "no remembered probe at $probe"
+rm "$probe"
+cold=$(list_requests)
+[ -f "$probe" ] || die "the probe was not remembered at $probe"
+warm=$(list_requests)
+assert_eq "$((cold - warm))" 4 "requests of a list with the probe remembered, fewer than without ($cold, $warm)"
 bv list --json "$loc" >"$T/list.s3.json"
 assert_same "$T/list.local.json" "$T/list.s3.json"
 bv info "$repo" | grep -v "$repo" >"$T/info.local"

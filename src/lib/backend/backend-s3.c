@@ -665,7 +665,9 @@ static int probe_remembered(S3Backend *s, int dirfd)
 }
 
 /* Whether the store honours If-None-Match: * on PUT: as the probe found it lately on this
- * machine, else probed now (three requests) and remembered. */
+ * machine, else probed now (three requests) and remembered. The bucket is checked (one LIST,
+ * bv_s3_check_bucket) only with a new probe: a remembered one says that it answered us lately,
+ * and a bucket gone since fails the first request that needs it, naming it, as well. */
 static int probe_conditional(S3Backend *s)
 {
         _cleanup_free_ char *text = NULL;
@@ -675,6 +677,9 @@ static int probe_conditional(S3Backend *s)
                 s->s3->conditional_put = r;
                 return 0;
         }
+        r = bv_s3_check_bucket(s->s3);
+        if (r < 0)
+                return r;
         r = s3_probe_conditional(s->s3);
         if (r < 0 || dirfd < 0)
                 return r;
@@ -747,8 +752,8 @@ static int s3_open(const char *location, bool create, int64_t at, BvBackend **re
                        !(s->prefix = strdup(conf->prefix))))
                 r = -ENOMEM;
         if (r >= 0) {
-                r = bv_s3_open(conf, 0, &s->s3, errbuf, errlen);
-                if (r >= 0 && !at && (r = probe_conditional(s)) < 0 && errbuf)
+                r = bv_s3_open(conf, BV_S3_NO_CHECK, &s->s3, errbuf, errlen);
+                if (r >= 0 && (r = at ? bv_s3_check_bucket(s->s3) : probe_conditional(s)) < 0 && errbuf)
                         bv_s3_errmsg(s->s3, errbuf, errlen);
         } else if (errbuf && r == -ESRCH)
                 snprintf(errbuf, errlen, "%s: AWS_PROFILE '%s' names no profile: neither the credentials file "

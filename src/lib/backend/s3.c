@@ -145,7 +145,7 @@ static int count_cb(const bv_s3_object *o, void *userdata)
 }
 
 /* One LIST page of at most one key under the prefix: the bucket is there and answers us. */
-static int check_bucket(bv_s3 *s)
+int bv_s3_check_bucket(bv_s3 *s)
 {
         _cleanup_free_ char *query = NULL;
         s3_list_page page = {};
@@ -184,7 +184,7 @@ int bv_s3_open(const bv_s3_conf *conf, unsigned flags, bv_s3 **ret, char *errbuf
         r = client_new(conf, &s);
         if (r < 0)
                 return r;
-        r = check_bucket(s);
+        r = flags & BV_S3_NO_CHECK ? 0 : bv_s3_check_bucket(s);
         if (r >= 0 && (flags & BV_S3_PROBE_CONDITIONAL))
                 r = s3_probe_conditional(s);
         if (r < 0) {

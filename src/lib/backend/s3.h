@@ -47,6 +47,9 @@ enum {
         /* PUT a probe object twice with If-None-Match: * to learn whether the store honours
          * conditional writes (bv_s3_conditional_put); for writers. */
         BV_S3_PROBE_CONDITIONAL = 1u << 0,
+        /* No LIST at open: the caller checks the bucket itself (bv_s3_check_bucket), or knows
+         * that it answered lately. */
+        BV_S3_NO_CHECK = 1u << 1,
 };
 
 /* The process's hook told of every retry (NULL: none), with a message for the user. */
@@ -56,6 +59,9 @@ void bv_s3_set_retry_notify(void (*fn)(const char *message, void *userdata), voi
  * so that a wrong endpoint, bucket or credentials fail here; the message then goes to errbuf (of
  * errlen bytes; may be NULL). */
 int bv_s3_open(const bv_s3_conf *conf, unsigned flags, bv_s3 **ret, char *errbuf, size_t errlen);
+/* That check on its own (one LIST of at most one key under the prefix): 0 or -errno, the message
+ * in bv_s3_errmsg. */
+int bv_s3_check_bucket(bv_s3 *s);
 void bv_s3_free(bv_s3 *s); /* accepts NULL */
 
 /* The message of the last failure of any request on s ("" when none); copied to buf (of size

@@ -4,18 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wcast-align"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wpedantic"
-#include <et/com_err.h>
-#include <ext2fs/ext2fs.h>
-#pragma GCC diagnostic pop
-
 #include "ext-files.h"
+#include "ext2fs-dl.h" /* libext2fs loaded on first use: every call goes through it */
 #include "macro.h"
 
 #define RUN_MAX (1u << 20) /* bytes read from the disk at once */
@@ -165,10 +155,12 @@ static int ext_err(BvExt *e, errcode_t code)
 
 static int ext_open(const BvFilesDev *dev, uint64_t offset, uint64_t size, void **ret)
 {
-        BvExt *e = calloc(1, sizeof(*e));
         errcode_t code;
-        int r;
+        int r = ext2fs_dl_open();
 
+        if (r < 0)
+                return r;
+        BvExt *e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
         e->disk = (ExtDisk){ .dev = dev, .offset = offset, .size = size };

@@ -203,10 +203,12 @@ static const char *nt_open_error_text(void)
 
 static int nt_open(const BvFilesDev *dev, uint64_t offset, uint64_t size, void **ret)
 {
-        Ntfs *n = calloc(1, sizeof(*n));
         struct ntfs_device *d;
-        int r;
+        int r = ntfs_dl_open();
 
+        if (r < 0)
+                return r;
+        Ntfs *n = calloc(1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         n->disk = (NtfsDisk){ .dev = dev, .offset = offset, .size = size };

@@ -8,31 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/stat.h> /* before ntfs-3g's headers: else ntfstime.h defines struct timespec */
-#include <sys/types.h>
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wcast-align"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wpedantic"
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#pragma GCC diagnostic ignored "-Wmissing-prototypes"
-#pragma GCC diagnostic ignored "-Wredundant-decls"
-#include <ntfs-3g/types.h>
-#include <ntfs-3g/attrib.h>
-#include <ntfs-3g/cache.h>
-#include <ntfs-3g/device.h>
-#include <ntfs-3g/dir.h>
-#include <ntfs-3g/inode.h>
-#include <ntfs-3g/layout.h>
-#include <ntfs-3g/logging.h>
-#include <ntfs-3g/reparse.h>
-#include <ntfs-3g/unistr.h>
-#include <ntfs-3g/volume.h>
-#pragma GCC diagnostic pop
+#include "ntfs-dl.h" /* libntfs-3g loaded on first use: every call goes through it */
 
 #include "files-fs.h"
 

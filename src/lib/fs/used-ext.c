@@ -7,9 +7,9 @@
  * blocks its bitmaps still call free (data written before the commit, in data=ordered mode).
  */
 #include <errno.h>
-#include <ext2fs/ext2fs.h>
 #include <stdio.h>
 
+#include "ext2fs-dl.h" /* libext2fs loaded on first use: every call goes through it */
 #include "macro.h"
 #include "used.h"
 
@@ -53,6 +53,11 @@ int bv_fs_used_ext(int fd, const BvFsPartition *p, BvFsUsedMap *map, uint64_t *r
         char name[64], options[64];
         errcode_t e;
 
+        int r = ext2fs_dl_open();
+        if (r < 0) {
+                snprintf(why, why_size, "%s", bv_dl_error());
+                return r;
+        }
         snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
         snprintf(options, sizeof(options), "offset=%llu", (unsigned long long)p->start);
         e = ext2fs_open2(name, options, EXT2_FLAG_64BITS | EXT2_FLAG_SKIP_MMP, 0, 0, unix_io_manager, &fs);
@@ -70,7 +75,7 @@ int bv_fs_used_ext(int fd, const BvFsPartition *p, BvFsUsedMap *map, uint64_t *r
         }
         if ((e = ext2fs_read_block_bitmap(fs)))
                 return ext_error(e, "read the block bitmaps", why, why_size);
-        int r = free_runs(fs, p, map);
+        r = free_runs(fs, p, map);
         if (r < 0)
                 return r;
         *ret_covered = covered;

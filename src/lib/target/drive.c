@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libcryptsetup.h>
 #include <linux/dm-ioctl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "drive-dl.h" /* libcryptsetup loaded on first use: every call goes through it */
 #include "drive.h"
 #include "fileio.h"
 #include "macro.h"
@@ -239,7 +239,9 @@ int bv_luks_format(const char *dev, const char *key_file, const BvLuksCost *cost
         void *key;
         size_t len, size;
 
-        int r = read_key(key_file, &key, &len, &size);
+        int r = drive_dl_open();
+        if (r >= 0)
+                r = read_key(key_file, &key, &len, &size);
         if (r < 0)
                 return r;
         crypt_set_log_callback(NULL, crypt_quiet, NULL);
@@ -307,7 +309,9 @@ int bv_luks_open(const char *dev, const char *name, const char *key_file, char *
         void *key;
         size_t len, ksize;
 
-        int r = read_key(key_file, &key, &len, &ksize);
+        int r = drive_dl_open();
+        if (r >= 0)
+                r = read_key(key_file, &key, &len, &ksize);
         if (r < 0)
                 return r;
         crypt_set_log_callback(NULL, crypt_quiet, NULL);
@@ -329,8 +333,11 @@ int bv_luks_open(const char *dev, const char *name, const char *key_file, char *
 int bv_luks_close(const char *name)
 {
         struct crypt_device *cd = NULL;
+        int r = drive_dl_open();
+        if (r < 0)
+                return r;
         crypt_set_log_callback(NULL, crypt_quiet, NULL);
-        int r = crypt_init_by_name(&cd, name);
+        r = crypt_init_by_name(&cd, name);
         if (r >= 0)
                 r = crypt_deactivate(cd, name);
         crypt_free(cd);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 
 #include "macro.h"
+#include "virt-dl.h" /* libvirt loaded on first use: every call goes through it */
 #include "virt.h"
 
 struct BvVirt {

@@ -31,8 +31,13 @@ static void virt_init_once(void)
         virSetErrorFunc(NULL, silent_handler);
 }
 
+/* 0, -ELIBACC when libvirt cannot be loaded (bv_dl_error() says why), or -EIO. */
 int bv_virt_init(void)
 {
+        int r = virt_dl_open();
+
+        if (r < 0)
+                return r;
         pthread_once(&init_once, virt_init_once);
         return init_result;
 }
@@ -111,7 +116,7 @@ int bv_virt_connect(const char *uri, BvVirt **ret, char *detail, size_t size)
                 detail[0] = 0;
         if (!ret)
                 return -EINVAL;
-        r = bv_virt_init();
+        r = bv_virt_init(); /* -ELIBACC: bv_dl_error() says why */
         if (r < 0)
                 return r;
         if (!uri)
