@@ -142,6 +142,12 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
                          "cut)", f->note, res->domain);
 }
 
+void report_libvirt_freeze(const BvLibvirtResult *res)
+{
+        if (res->freeze.agent || res->freeze.note[0])
+                report_freeze(res, false);
+}
+
 /* The failure of the run as a whole (before any disk was read). */
 static int report_error(int r, const char *domain, const BvLibvirtResult *res, const char *uri)
 {
@@ -175,6 +181,25 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
         return log_error_errno(r, "backup of domain '%s' failed", domain);
 }
 
+void report_libvirt_tidy(const BvLibvirtResult *res, const char *domain)
+{
+        if (res->ended_job[0])
+                log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
+                           res->ended_job);
+        if (res->reconnected)
+                log_warning("the connection to libvirtd was lost during the backup of '%s' (libvirtd restarted?): "
+                            "connected to it again to end the job", domain);
+        if (res->checkpoints_deleted > 0)
+                log_info("deleted %zu checkpoint(s) of '%s' that no snapshot needs any more", res->checkpoints_deleted,
+                         domain);
+        if (res->prune_error < 0)
+                log_warning("cannot delete the checkpoints of '%s' that no snapshot needs: %s%s%s, ignoring", domain,
+                            strerror(-res->prune_error), res->detail[0] ? ": " : "", res->detail);
+        if (res->cleanup_error < 0)
+                log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
+                            "removes them)", domain, strerror(-res->cleanup_error));
+}
+
 int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, bool json)
 {
         const char *domain = source + strlen(BV_SOURCE_LIBVIRT_PREFIX);
@@ -201,21 +226,7 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
                 if (json && r < 0)
                         ec = EXIT_ERROR;
         }
-        if (res.ended_job[0])
-                log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
-                           res.ended_job);
-        if (res.reconnected && r >= 0)
-                log_warning("the connection to libvirtd was lost during the backup of '%s' (libvirtd restarted?): "
-                            "connected again to end the job", domain);
-        if (res.checkpoints_deleted > 0)
-                log_info("deleted %zu checkpoint(s) of '%s' that no snapshot needs any more", res.checkpoints_deleted,
-                         domain);
-        if (res.prune_error < 0)
-                log_warning("cannot delete the checkpoints of '%s' that no snapshot needs: %s%s%s, ignoring", domain,
-                            strerror(-res.prune_error), res.detail[0] ? ": " : "", res.detail);
-        if (res.cleanup_error < 0)
-                log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
-                            "removes them)", domain, strerror(-res.cleanup_error));
+        report_libvirt_tidy(&res, domain);
         bv_libvirt_result_done(&res);
         return ec;
 }

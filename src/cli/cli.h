@@ -469,4 +469,10 @@ int run_hook(const char *what, const char *cmd, const char *job, const char *tar
 /* backup REPO libvirt:DOMAIN (backup-libvirt.c): backs up the running domain's disks, reports
  * them; the exit code. */
 struct BvLibvirtBackupOptions;
+struct BvLibvirtResult;
 int backup_libvirt(BvRepo *repo, const char *source, struct BvLibvirtBackupOptions *o, bool json);
+/* What a domain's backup (res) tidied in libvirt or failed to: the job a dead run left, the
+ * checkpoints it deleted (notes), and what it could not (warnings). */
+void report_libvirt_tidy(const struct BvLibvirtResult *res, const char *domain);
+/* How consistent the domain's backup (res) is: frozen through the guest agent, or why not. */
+void report_libvirt_freeze(const struct BvLibvirtResult *res);

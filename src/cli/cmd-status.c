@@ -27,7 +27,8 @@ static const char usage_text[] =
         "backup and its age, the next scheduled run, and the age alarm: a job is in alarm when no\n"
         "drive it may run on has a good backup younger than its max-age (default 7d). For each\n"
         "off-site remote: the last copy, the last good copy and its age, and the same alarm over\n"
-        "the drives copied to it.\n\n"
+        "the drives copied to it. A job of a libvirt domain shows each disk's last good backup\n"
+        "(its snapshot, and whether it was incremental).\n\n"
         "  --json                   print a JSON object (targets, jobs, remotes)\n"
         "  --check-age              for each job or remote in alarm, log a warning to the journal and run its\n"
         "                           on-failure command (else [global]'s), tell [global] notify of an\n"
@@ -152,9 +153,29 @@ static struct json_object *runs_json(const char *name, const BvJobStatus *st, ui
         return o;
 }
 
+/* A libvirt job's disks: each one's last good backup (over the targets). */
+static struct json_object *disks_json(const BvJobStatus *st)
+{
+        struct json_object *a = json_object_new_array();
+        for (size_t i = 0; a && i < st->n_disks; i++) {
+                const BvRunDisk *d = &st->disks[i];
+                struct json_object *o = json_object_new_object();
+                json_object_object_add(o, "disk", json_object_new_string(d->disk));
+                json_object_object_add(o, "name", json_object_new_string(d->name));
+                json_object_object_add(o, "snapshot", json_object_new_string(d->snapshot));
+                json_object_object_add(o, "last_good", json_time(d->when));
+                json_object_object_add(o, "last_good_target", json_object_new_string(st->disk_targets[i]));
+                json_object_object_add(o, "incremental", json_object_new_boolean(d->incremental));
+                json_object_array_add(a, o);
+        }
+        return a;
+}
+
 static void job_json(const BvConfJob *j, const BvJobStatus *st, const char *next, uint64_t now, struct json_object *arr)
 {
         struct json_object *o = runs_json(j->name, st, j->max_age, now);
+        if (bv_conf_job_libvirt(j))
+                json_object_object_add(o, "disks", disks_json(st));
         json_object_object_add(o, "schedule", j->schedule ? json_object_new_string(j->schedule) : NULL);
         json_object_object_add(o, "next_run", next ? json_object_new_string(next) : NULL);
         json_object_object_add(o, "alarm", json_object_new_boolean(st->alarm));
@@ -200,6 +221,13 @@ static void job_text(const BvConfJob *j, const BvJobStatus *st, const char *next
         runs_text(st, now, false);
         printf("next run %s; max-age %s: %s\n", next ? next : j->schedule ? "never" : "not scheduled", max,
                st->alarm ? "ALARM" : "ok");
+        for (size_t i = 0; bv_conf_job_libvirt(j) && i < st->n_disks; i++) {
+                const BvRunDisk *d = &st->disks[i];
+                char when[32];
+                bv_format_time_utc(d->when, when);
+                printf("job %s: disk %s: last good backup %s on %s: snapshot %.8s (%s), %s\n", j->name, d->disk, when,
+                       st->disk_targets[i], d->snapshot, d->name, d->incremental ? "incremental" : "full");
+        }
         if (j->mistake)
                 printf("job %s: skipped: its section has a mistake (%s)\n", j->name, j->mistake);
 }

@@ -142,6 +142,42 @@ static bool source_image_message(const BvTargetRunJob *j, char *buf, size_t size
         return image_open_message(j->result, job->source, format, j->source_detail, true, buf, size);
 }
 
+/* A libvirt job's disks that were published: a line each (its snapshot, what it read, whether
+ * only what changed since its parent's checkpoint), into disks for the state file; their number.
+ * Then what the backup tidied in libvirt. */
+static size_t report_libvirt(const BvTargetRunJob *j, uint64_t now, BvRunDisk *disks)
+{
+        const BvLibvirtResult *res = &j->libvirt;
+        size_t n = 0;
+        char a[32], b[32], c[32];
+
+        report_libvirt_freeze(res);
+        for (size_t i = 0; i < res->n_disks; i++) {
+                const BvLibvirtDiskResult *dk = &res->disks[i];
+                const BvBackupStats *s = &dk->stats;
+                bool inc = s->changed_from[0] != 0;
+                if (dk->error < 0 || !s->snapshot_id[0])
+                        continue;
+                printf("job %s: disk %s: snapshot %.8s (%s), %s disk, %s read, %s new, %s%s%s\n", j->job->name,
+                       dk->target, s->snapshot_id, dk->name, format_bytes(s->size, a),
+                       format_bytes(s->counts.bytes_read, b), format_bytes(s->counts.bytes_new, c),
+                       inc ? "incremental from checkpoint '" : "read whole", inc ? dk->incremental : "",
+                       inc ? "'" : "");
+                if (!inc && s->changed_reason[0])
+                        printf("job %s: disk %s: read whole: %s\n", j->job->name, dk->target, s->changed_reason);
+                if (n == BV_STATE_DISKS_MAX)
+                        continue;
+                BvRunDisk *d = &disks[n++];
+                *d = (BvRunDisk){ .when = now, .incremental = inc };
+                snprintf(d->disk, sizeof(d->disk), "%s", dk->target);
+                snprintf(d->snapshot, sizeof(d->snapshot), "%s", s->snapshot_id);
+                snprintf(d->name, sizeof(d->name), "%s", dk->name);
+        }
+        if (res->domain[0])
+                report_libvirt_tidy(res, res->domain);
+        return n;
+}
+
 /* The job's line of the report: what went wrong, or the snapshot; the room gc made when the drive
  * was full. */
 static void job_line(const BvTargetRun *run, const BvTargetRunJob *j, char *line, size_t size)
@@ -169,6 +205,12 @@ static void job_line(const BvTargetRun *run, const BvTargetRunJob *j, char *line
                 }
                 snprintf(line, size, "job %s on %s: %s", name, t, why);
                 log_error("target %s: job %s: %s", t, name, why);
+        } else if (bv_conf_job_libvirt(j->job)) {
+                snprintf(line, size, "job %s on %s: domain %s, %zu %s, %s new, verified", name, t,
+                         j->libvirt.domain, j->libvirt.n_disks, j->libvirt.n_disks == 1 ? "disk" : "disks",
+                         format_bytes(j->bytes_new, b));
+                printf("job %s: domain %s, %zu %s, %s new, verified\n", name, j->libvirt.domain, j->libvirt.n_disks,
+                       j->libvirt.n_disks == 1 ? "disk" : "disks", format_bytes(j->bytes_new, b));
         } else {
                 snprintf(line, size, "job %s on %s: snapshot %.8s, %s new, verified", name, t, j->snapshot_id,
                          format_bytes(j->bytes_new, b));
@@ -188,7 +230,12 @@ static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const Bv
         BvRunState prev;
         bool had_prev = bv_state_read(state_dir, name, t, &prev) >= 0;
 
+        BvRunDisk disks[BV_STATE_DISKS_MAX];
+        size_t n_disks = 0;
+
         report_continued(run, j, &prev, had_prev);
+        if (bv_conf_job_libvirt(j->job))
+                n_disks = report_libvirt(j, now, disks);
         job_line(run, j, line, sizeof(line));
         if (j->thin && j->snapshot_id[0])
                 report_thin(j);
@@ -199,7 +246,8 @@ static void report_job(const BvTargetRun *run, const BvTargetRunJob *j, const Bv
                        j->forgotten, (unsigned long long)j->packs_deleted, format_bytes(j->bytes_deleted, b));
         else if (j->pruned) /* nothing deleted: nothing to say of gc */
                 printf("job %s: retention kept %zu snapshots, forgot %zu\n", name, j->kept, j->forgotten);
-        int r = bv_state_record(state_dir, name, t, now, j->result, j->step, j->status, j->snapshot_id, &numbers);
+        int r = bv_state_record(state_dir, name, t, now, j->result, j->step, j->status, j->snapshot_id, &numbers,
+                                disks, n_disks);
         if (r < 0)
                 log_warning("cannot record the run of job %s in '%s': %s", name, state_dir, strerror(-r));
         snprintf(subject, sizeof(subject), "job-%s@%s", name, t);
@@ -281,7 +329,7 @@ int report_run(const BvTargetRun *run, const BvConfig *conf, const char *state_d
         sd_notifyf(false, "STATUS=%s", line);
         int r = bv_state_record(state_dir, t->name, NULL, now, ok ? 0 : run->result < 0 ? run->result : -EIO,
                                 run->result < 0 ? run->step : run->cancelled ? "cancelled" : "jobs", (int)run->n_failed,
-                                NULL, &numbers);
+                                NULL, &numbers, NULL, 0);
         if (r < 0)
                 log_warning("cannot record the run of target %s in '%s': %s", t->name, state_dir, strerror(-r));
         write_metrics(conf, state_dir);

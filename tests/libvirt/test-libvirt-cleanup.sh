@@ -7,8 +7,9 @@
 #   - a backup job of another tool is never touched: the backup fails naming its socket;
 #   - the domain destroyed mid-backup: a clear error naming it, nothing published, no job, socket
 #     or scratch file left; after a restart the next backup works;
-#   - checkpoints: after each good run only the one the newest snapshot recorded is left of
-#     blkvault's (the killed run's and older ones deleted); another tool's checkpoint survives.
+#   - checkpoints: after each good run only the one the newest snapshot recorded is left of the
+#     repository's (older ones deleted); the killed run's, of another repository, is left to that
+#     repository, whose next good run deletes it; another tool's checkpoint survives.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/libvirt/libvirt-lib.sh"
 need_cmd python3
@@ -46,6 +47,8 @@ wait "$pid" 2>/dev/null || true
 job_active || die "the killed run left no job (the test no longer shows the leftover)"
 [ -S "$sock" ] || die "the killed run left no socket"
 [ "$(ours | wc -w)" = 2 ] || die "the killed run made no checkpoint: $(ours)"
+killed=$(ours | tr ' ' '\n' | grep -vx "$cp1")
+sorted() { printf '%s\n' "$@" | sort | xargs; }
 
 lv_copy "$dom" vda "$T/vda.2"
 bv backup "$repo" "libvirt:$dom" --json >"$T/b2.json" 2>"$T/b2.err" || { cat "$T/b2.err" >&2; die "the run after the kill failed"; }
@@ -58,7 +61,10 @@ bv restore "$repo" "$dom-vda" "$T/out" >/dev/null
 assert_same "$T/out" "$T/vda.2"
 rm -f "$T/out"
 cp2=$(jget "$T/b2.json" 'd["checkpoint"]')
-assert_eq "$(ours)" "$cp2" "blkvault's checkpoints after the run (the killed run's and the first deleted)"
+assert_eq "$(ours)" "$(sorted "$cp2" "$killed")" "blkvault's checkpoints after the run (the first deleted, not repo-k's)"
+bv backup "$T/repo-k" "libvirt:$dom" --json >"$T/bk.json" 2>"$T/bk.err" || { cat "$T/bk.err" >&2; die "repo-k's run after the kill failed"; }
+ck=$(jget "$T/bk.json" 'd["checkpoint"]')
+assert_eq "$(ours)" "$(sorted "$cp2" "$ck")" "blkvault's checkpoints after repo-k's run (the killed run's deleted)"
 lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
 
 # another tool's backup job: not touched, named
@@ -89,6 +95,9 @@ bv backup "$repo" "libvirt:$dom" --json >"$T/b3.json" 2>"$T/b3.err" || { cat "$T
 bv restore "$repo" "$dom-vda" "$T/out" >/dev/null
 assert_same "$T/out" "$T/vda.3"
 nothing_left "after the run that followed the restart"
-assert_eq "$(ours)" "$(jget "$T/b3.json" 'd["checkpoint"]')" "blkvault's checkpoints at the end"
+# repo-d's next good run deletes the checkpoint of its destroyed run (no snapshot recorded it)
+bv backup "$T/repo-d" "libvirt:$dom" --json >"$T/bd.json" 2>"$T/bd.err" || { cat "$T/bd.err" >&2; die "repo-d's run failed"; }
+assert_eq "$(ours)" "$(sorted "$(jget "$T/b3.json" 'd["checkpoint"]')" "$ck" "$(jget "$T/bd.json" 'd["checkpoint"]')")" \
+    "blkvault's checkpoints at the end"
 lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
 echo ok

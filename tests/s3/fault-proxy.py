@@ -27,8 +27,10 @@ forwarded, and COUNT is decremented:
             stalls after the work: a PUT retried then finds its own object there)
     hold:S  the request held S seconds, then forwarded if its client is still connected (a slow
             link: a client killed meanwhile never reaches the server)
-    skew:S  every time the server states (Date and Last-Modified headers, <LastModified> in
-            listings) moved by S seconds: a server whose clock is S seconds off this machine's
+    skew:S  every time the server states (Date, Last-Modified and Object Lock retain-until
+            headers, <LastModified> in listings, <RetainUntilDate>) moved by S seconds: a server
+            whose clock is S seconds off this machine's (the times a request states are signed,
+            and pass unmoved)
 A missing or empty file forwards everything. Each fault served is appended to CONTROL_FILE.log.
 """
 import email.utils
@@ -98,11 +100,15 @@ def skew_header(value, seconds):
     return email.utils.format_datetime(t + timedelta(seconds=seconds), usegmt=True)
 
 
+def skew_iso(value, seconds):
+    t = datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    return (t + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
 def skew_body(data, seconds):
     def moved(m):
-        t = datetime.strptime(m.group(2).decode()[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-        return m.group(1) + (t + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.000Z").encode() + m.group(3)
-    return re.sub(rb"(<LastModified>)([^<]*)(</LastModified>)", moved, data)
+        return m.group(1) + skew_iso(m.group(2).decode(), seconds).encode() + m.group(3)
+    return re.sub(rb"(<LastModified>|<RetainUntilDate>)([^<]*)(</LastModified>|</RetainUntilDate>)", moved, data)
 
 
 def client_gone(sock):
@@ -162,6 +168,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         for k, v in resp.getheaders():
             if skew and k.lower() in ("date", "last-modified"):
                 v = skew_header(v, skew)
+            elif skew and k.lower() == "x-amz-object-lock-retain-until-date":
+                v = skew_iso(v, skew)
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):
                 self.send_header(k, v)
         if skew and not resp.getheader("Date"):

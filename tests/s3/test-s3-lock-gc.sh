@@ -6,12 +6,16 @@
 #     condemned list, and what it puts (index segment, list) is retained as the config is;
 #     n2 restores, and n1 restores --point-in-time from before the prune;
 #  3. a copy meanwhile does not adopt the kept packs (they would be indexed and extended for ever);
-#  4. once the retention has passed, gc deletes them; n2 and n3 still restore.
+#  4. once the retention has passed, gc deletes them, even with this machine's clock 10 minutes
+#     behind the storage's (the retention's end is compared with the storage's Date, through
+#     tests/s3/fault-proxy.py moving every time the server states: before, gc took them for locked
+#     10 more minutes: checked failing); n2 and n3 still restore.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
 need_cmd python3
 s3_start
 s3_mb bvlg lock
+fault_proxy_start
 export BLKVAULT_CACHE_DIR=$T/cache BLKVAULT_PASSPHRASE=s3-lock-gc-pass
 jget() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 tool() { "$S3_TOOL" "$@"; }
@@ -78,11 +82,15 @@ assert_eq "$(jget packs_resumed <"$T/c3.json")" 0 "packs a copy adopted after gc
 [ "$(s3_log_count s3_ListObjectsV2)" -gt "$lists" ] || die "the copy made no LIST"
 grep -q 'prefix=site%2Fpacks%2F\|prefix=site/packs/' "$S3_LOG" || die "the copy did not LIST packs/ for adoption"
 
-# 4. after the retention, gc deletes them
+# 4. after the retention, gc deletes them: this machine's clock 10 minutes behind the storage's
 until=$(jget locked_until <"$T/gc2.json")
 while [ "$(date +%s)" -le "$until" ]; do sleep 1; done
 sleep 1
-bv gc "$dst" --json >"$T/gc3.json" 2>"$T/gc3.err" || { cat "$T/gc3.err"; die "gc after the retention"; }
+echo "skew:600 100000" >"$FAULTS"
+AWS_ENDPOINT_URL=$FAULT_URL bv gc "$dst" --json >"$T/gc3.json" 2>"$T/gc3.err" ||
+    { cat "$T/gc3.err"; die "gc after the retention, the storage's clock 10 minutes ahead"; }
+: >"$FAULTS"
+grep -q '^skew' "$FAULTS.log" || die "the proxy moved no time"
 assert_eq "$(jget packs_locked <"$T/gc3.json")" 0 "packs locked after the retention"
 [ "$(jget packs_deleted <"$T/gc3.json")" -ge 1 ] || die "gc deleted nothing after the retention: $(cat "$T/gc3.json")"
 tool "$dst" list | awk '{ print $1 }' | sort >"$T/after-gc3"

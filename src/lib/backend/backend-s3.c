@@ -143,7 +143,7 @@ static bv_s3_put_opts put_opts(BvBackend *b, BvPutFlags flags)
 
         return (bv_s3_put_opts){
                 .if_none_match = !(flags & BV_PUT_REPLACE),
-                .retain_until = s->retain_s > 0 ? (int64_t)time(NULL) + s->retain_s : 0,
+                .retain_until = s->retain_s > 0 ? bv_s3_now(s->s3) + s->retain_s : 0,
                 .lock_mode = s->lock_mode,
         };
 }
@@ -798,6 +798,13 @@ int bv_backend_s3_stats(BvBackend *b, bv_s3_stats *ret)
                 return -EOPNOTSUPP;
         bv_s3_get_stats(client(b), ret);
         return 0;
+}
+
+int64_t bv_backend_s3_now(BvBackend *b)
+{
+        if (!b || strcmp(b->ops->scheme, "s3") != 0)
+                return (int64_t)time(NULL);
+        return bv_s3_now(client(b));
 }
 
 int bv_backend_s3_set_object_lock(BvBackend *b, int64_t retain_seconds, bv_s3_lock_mode mode)

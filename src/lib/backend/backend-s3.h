@@ -78,6 +78,9 @@ int bv_backend_s3_object_lock_enabled(BvBackend *b);
  * retention cannot be shortened, and the store refuses it with 403) is left as it is.
  * -EOPNOTSUPP for a backend that is not S3. */
 int bv_backend_s3_extend_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t until);
+/* The storage's time now (bv_s3_now), to compare retention ends with; this machine's for a
+ * directory. */
+int64_t bv_backend_s3_now(BvBackend *b);
 /* The retention of (kind, name)'s current version (HEAD): seconds since the epoch, 0 none. */
 int bv_backend_s3_retention(BvBackend *b, BvObjKind kind, const char *name, int64_t *ret_until);
 /* Likewise, and its mode (NONE when it has no retention) in *ret_mode if not NULL. */

@@ -23,6 +23,7 @@ struct bv_s3 {
         size_t n_pool, cap_pool;
         char errmsg[1024];
         bv_s3_stats stats;
+        int64_t clock_offset; /* the server's Date less this machine's time, at the last answer */
 };
 
 /* One request and what came back. The caller fills the first part and zeroes the rest. */

@@ -519,6 +519,13 @@ static bool body_short(bv_s3 *s, s3_req *q, unsigned attempt)
         return true;
 }
 
+/* The server's clock, as its latest Date states it (bv_s3_now). */
+static void clock_learn(bv_s3 *s, int64_t date)
+{
+        BV_LOCK_GUARD(&s->lock);
+        s->clock_offset = date - (int64_t)time(NULL);
+}
+
 int s3_request(bv_s3 *s, s3_req *q, long ok_status)
 {
         _cleanup_free_ char *url = build_url(s, q);
@@ -550,6 +557,8 @@ int s3_request(bv_s3 *s, s3_req *q, long ok_status)
                 e = curl_easy_perform(c);
                 curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
                 stats_add(s, x.body_pos, q->received, attempt > 1);
+                if (q->date > 0)
+                        clock_learn(s, q->date);
                 if (x.error < 0) {
                         r = x.error;
                         s3_set_error(s, q->key, "%s: the answer is larger than %zu bytes", q->what ?: q->method,

@@ -85,6 +85,12 @@ void bv_s3_get_stats(bv_s3 *s, bv_s3_stats *ret)
         *ret = s->stats;
 }
 
+int64_t bv_s3_now(bv_s3 *s)
+{
+        BV_LOCK_GUARD(&s->lock);
+        return (int64_t)time(NULL) + s->clock_offset;
+}
+
 void bv_s3_free(bv_s3 *s)
 {
         if (!s)

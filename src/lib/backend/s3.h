@@ -78,6 +78,11 @@ typedef struct bv_s3_stats {
 } bv_s3_stats;
 void bv_s3_get_stats(bv_s3 *s, bv_s3_stats *ret);
 
+/* The server's time now, in seconds since the epoch: this machine's moved by how far the Date of
+ * the latest answer was from it (this machine's until an answer carried a Date). For what the
+ * server compares with its own clock: Object Lock retention. */
+int64_t bv_s3_now(bv_s3 *s);
+
 typedef enum bv_s3_lock_mode {
         BV_S3_LOCK_NONE = 0,
         BV_S3_LOCK_COMPLIANCE,

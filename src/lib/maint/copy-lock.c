@@ -83,7 +83,7 @@ static int on_pack(const uint8_t id[BV_PACK_ID_SIZE], void *userdata)
 
 int copy_lock_extend(CopyDst *d, const BvCopyOptions *o, uint64_t *ret_extended, char *culprit, size_t culprit_len)
 {
-        int64_t now = (int64_t)time(NULL), until = 0, seconds = (int64_t)o->object_lock_seconds;
+        int64_t now, until = 0, seconds = (int64_t)o->object_lock_seconds;
         static const BvObjKind listed[] = { BV_KIND_KEY, BV_KIND_SNAPSHOT, BV_KIND_INDEX };
         if (seconds == 0)
                 return 0;
@@ -92,6 +92,7 @@ int copy_lock_extend(CopyDst *d, const BvCopyOptions *o, uint64_t *ret_extended,
                 snprintf(culprit, culprit_len, "config");
                 return r;
         }
+        now = bv_backend_s3_now(d->b); /* the storage's clock, which keeps the retention */
         if (until >= now + seconds / 2)
                 return 0; /* the last pass holds everything long enough */
         Extend x = { .d = d, .until = now + seconds };

@@ -285,7 +285,7 @@ static int pack_locked(Gc *g, const char *path)
                 return 0;
         if (r < 0)
                 return unlink_pack_refused(g, path, r);
-        if (until <= (int64_t)time(NULL))
+        if (until <= bv_backend_s3_now(bv_repo_backend(g->repo))) /* the HEAD's Date: the storage's clock */
                 return 0;
         g->st->packs_locked++;
         g->st->locked_until = MAX(g->st->locked_until, (uint64_t)until);

@@ -291,7 +291,7 @@ static int gc_lock_like_config(Gc *g)
 {
         BvBackend *b = bv_repo_backend(g->repo);
         bv_s3_lock_mode mode = BV_S3_LOCK_NONE;
-        int64_t until = 0, now = (int64_t)time(NULL);
+        int64_t until = 0, now;
         int r = bv_backend_s3_object_lock_enabled(b);
         if (r == -EOPNOTSUPP)
                 r = 0;
@@ -303,6 +303,7 @@ static int gc_lock_like_config(Gc *g)
         r = bv_backend_s3_retention_mode(b, BV_KIND_CONFIG, NULL, &until, &mode);
         if (r < 0)
                 return gc_note(g, "config", false, r);
+        now = bv_backend_s3_now(b); /* the storage's clock, which keeps the retention */
         if (until <= now)
                 return 0;
         return bv_backend_s3_set_object_lock(b, until - now, mode);

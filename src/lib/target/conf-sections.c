@@ -29,11 +29,11 @@ static const char *const global_keys[] = { "on-success", "on-failure", "notify",
 
 enum { J_SOURCE, J_COMMAND, J_SNAPSHOT, J_TARGETS, J_SCHEDULE, J_KEEP_LAST, J_KEEP_HOURLY, J_KEEP_DAILY,
        J_KEEP_WEEKLY, J_KEEP_MONTHLY, J_KEEP_YEARLY, J_KEEP_WITHIN, J_PRE, J_POST, J_MAX_AGE, J_ON_SUCCESS,
-       J_ON_FAILURE, J_USED_ONLY, J_COPY_TO, J_AS_FILE, J_IMAGE_FORMAT, J_LIBVIRT_URI, J_FREEZE };
+       J_ON_FAILURE, J_USED_ONLY, J_COPY_TO, J_AS_FILE, J_IMAGE_FORMAT, J_LIBVIRT_URI, J_FREEZE, J_DISK };
 static const char *const job_keys[] = {
         "source", "command", "snapshot", "targets", "schedule", "keep-last", "keep-hourly", "keep-daily",
         "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "pre", "post", "max-age", "on-success",
-        "on-failure", "used-only", "copy-to", "as-file", "image-format", "libvirt-uri", "freeze", NULL,
+        "on-failure", "used-only", "copy-to", "as-file", "image-format", "libvirt-uri", "freeze", "disk", NULL,
 };
 
 enum { E_REPOSITORY, E_SNAPSHOT, E_PASSPHRASE_FILE, E_KEY_FILE, E_CACHE };
@@ -404,23 +404,37 @@ static int set_targets(const Ctx *x, BvConfJob *j, const char *value)
         return 0;
 }
 
-/* copy-to = NAME[, NAME...]: remotes, checked against the [remote] sections by the finish. */
-static int set_copy_to(const Ctx *x, char ***v, size_t *n, BvConfWhere *where, const char *value)
+/* A list of names (separated by commas or blanks) of key: each valid as `one`, at least one (else
+ * "KEY names no NOUN (LIST)"). */
+static int set_name_list(const Ctx *x, char ***v, size_t *n, const char *value, const char *key, const char *one,
+                         const char *noun, const char *list)
 {
         _cleanup_free_ char *copy = strdup(value);
         if (!copy)
                 return -ENOMEM;
-        *where = (BvConfWhere){ x->file, x->line };
         for (char *save = NULL, *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
                 if (!conf_name_valid(w, strlen(w)))
-                        return conf_error(x->c, x->file, x->line, "invalid remote name '%s' in copy-to", w);
+                        return conf_error(x->c, x->file, x->line, "invalid %s '%s' in %s", one, w, key);
                 int r = append_name(v, n, w);
                 if (r < 0)
                         return r;
         }
         if (*n == 0)
-                return conf_error(x->c, x->file, x->line, "copy-to names no remote (a list of [remote NAME] names)");
+                return conf_error(x->c, x->file, x->line, "%s names no %s (%s)", key, noun, list);
         return 0;
+}
+
+/* copy-to = NAME[, NAME...]: remotes, checked against the [remote] sections by the finish. */
+static int set_copy_to(const Ctx *x, char ***v, size_t *n, BvConfWhere *where, const char *value)
+{
+        *where = (BvConfWhere){ x->file, x->line };
+        return set_name_list(x, v, n, value, "copy-to", "remote name", "remote", "a list of [remote NAME] names");
+}
+
+/* disk = TARGET[, TARGET...]: the disks of a libvirt source (vda, sdb ...), as libvirt names them. */
+static int set_disks(const Ctx *x, BvConfJob *j, const char *value)
+{
+        return set_name_list(x, &j->disks, &j->n_disks, value, "disk", "disk", "disk", "a list of targets such as vda");
 }
 
 /* keep-last ... keep-within, by their index from keep-last (0 to 6). */
@@ -477,6 +491,8 @@ static int set_job_key(const Ctx *x, BvConfJob *j, int key, const char *value)
                 return set_copy_to(x, &j->copy_to, &j->n_copy_to, &j->copy_to_where, value);
         case J_MAX_AGE:
                 return set_duration(x, value, &j->max_age);
+        case J_DISK:
+                return set_disks(x, j, value);
         default:
                 return set_string(x, value, strings[key]);
         }
@@ -703,6 +719,24 @@ static bool keeps_nothing(const BvConfRetention *k)
         return set && k->within == 0;
 }
 
+/* The keys of a libvirt source only with one, and none that reads a path with it. */
+static int finish_libvirt_job(BvConfig *c, BvConfJob *j)
+{
+        const char *f = j->where.file;
+        unsigned l = j->where.line;
+
+        if (!bv_conf_job_libvirt(j)) {
+                if (j->disks || j->libvirt_uri)
+                        return conf_error(c, f, l, "[job %s]: %s needs source = libvirt:DOMAIN", j->name,
+                                          j->disks ? "disk" : "libvirt-uri");
+                return 0;
+        }
+        if (j->snapshot || j->used_only || j->as_file || j->image_format)
+                return conf_error(c, f, l, "[job %s]: source = libvirt: takes none of snapshot, used-only, as-file "
+                                  "and image-format (libvirt exports each disk's virtual disk)", j->name);
+        return 0;
+}
+
 static int finish_job(BvConfig *c, BvConfJob *j)
 {
         const char *f = j->where.file;
@@ -719,6 +753,8 @@ static int finish_job(BvConfig *c, BvConfJob *j)
         else if (bv_conf_job_command(j) && j->used_only)
                 r = conf_error(c, f, l, "[job %s]: used-only = yes needs a source that is a device or an image "
                                "file, not a command (a stream cannot skip what it does not read)", j->name);
+        if (r >= 0)
+                r = finish_libvirt_job(c, j);
         if (r >= 0 && keeps_nothing(&j->keep))
                 r = conf_error(c, f, l, "[job %s]: its keep-* rules keep nothing (all 0), so each run would forget "
                                "every snapshot: keep at least one, or set no keep-* to prune nothing", j->name);

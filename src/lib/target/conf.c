@@ -17,6 +17,7 @@
 #include "conf.h"
 #include "fileio.h"
 #include "schedule.h"
+#include "source.h"
 
 /* The state of one file's parse: the reader hands inih one line at a time and counts them, so
  * the handler knows the line of each key (Debian's inih has no line numbers in its handler). */
@@ -355,6 +356,7 @@ void bv_conf_free(BvConfig *c)
                 free(j->pre), free(j->post), free(j->on_success), free(j->on_failure), free(j->mistake);
                 conf_free_strv(j->targets, j->n_targets);
                 conf_free_strv(j->copy_to, j->n_copy_to);
+                conf_free_strv(j->disks, j->n_disks);
         }
         for (size_t i = 0; i < c->n_exports; i++) {
                 BvConfExport *e = &c->exports[i];
@@ -484,6 +486,11 @@ const char *bv_conf_job_command(const BvConfJob *j)
         if (j->command)
                 return j->command;
         return j->source && strncmp(j->source, "command:", 8) == 0 ? j->source + 8 : NULL;
+}
+
+const char *bv_conf_job_libvirt(const BvConfJob *j)
+{
+        return j->source && bv_source_is_libvirt(j->source) ? j->source + strlen(BV_SOURCE_LIBVIRT_PREFIX) : NULL;
 }
 
 static const struct {

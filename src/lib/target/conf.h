@@ -93,6 +93,9 @@ typedef struct BvConfJob {
         char *source;           /* a block device, an image file, an LVM logical volume,
                                  * "command:CMD" or "libvirt:DOMAIN"; or NULL */
         char *libvirt_uri;      /* source libvirt:DOMAIN: the connection's URI (NULL: the default) */
+        char **disks;           /* source libvirt:DOMAIN: the disks (targets: vda ...) it backs up,
+                                 * NULL-terminated; none: every disk */
+        size_t n_disks;
         bool no_freeze;         /* source libvirt:DOMAIN: freeze = no (no guest-agent freeze) */
         char *command;          /* or a command whose standard output is the image */
         bool snapshot;          /* source is an LVM logical volume to snapshot while it is read */
@@ -224,6 +227,8 @@ bool bv_conf_job_wants(const BvConfJob *j, const char *target);
 bool bv_conf_job_prunes(const BvConfJob *j);
 /* The command of a job: command = CMD, or source = command:CMD; NULL for a path source. */
 const char *bv_conf_job_command(const BvConfJob *j);
+/* The domain of a job with source = libvirt:DOMAIN; NULL for any other source. */
+const char *bv_conf_job_libvirt(const BvConfJob *j);
 /* What is wrong with the secret file at path, as the configuration's key files are checked (owned
  * by root or the user running blkvault, writable and readable by its owner only, or readable by
  * the group 'blkvault'), into why ("secret file has mode 0644: ..."); NULL when nothing, or when

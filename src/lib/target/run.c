@@ -24,6 +24,7 @@
 #include "prune.h"
 #include "repo.h"
 #include "run.h"
+#include "state.h"
 #include "timeutil.h"
 #include "verify.h"
 
@@ -63,6 +64,19 @@ void bv_target_policy(const BvConfRetention *k, BvPolicy *ret)
                            .within = (int64_t)MIN(k->within, (uint64_t)INT64_MAX) };
 }
 
+/* The names the job's snapshots have: its name, or (a libvirt source) each of its disks'. */
+static size_t job_names(const BvTargetRunJob *rj, const char **names, size_t max)
+{
+        size_t n = 0;
+        if (!bv_conf_job_libvirt(rj->job)) {
+                names[n++] = rj->job->name;
+                return n;
+        }
+        for (size_t i = 0; i < rj->libvirt.n_disks && n < max; i++)
+                names[n++] = rj->libvirt.disks[i].name;
+        return n;
+}
+
 static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJob *rj)
 {
         BvPolicy p;
@@ -71,15 +85,20 @@ static void prune_job(const BvConfTarget *t, const char *repo_path, BvTargetRunJ
         BvSecret secret = { .key_file = t->key_file };
         _cleanup_free_ BvPruneItem *items = NULL;
         size_t n = 0;
+        const char *names[BV_STATE_DISKS_MAX];
+        size_t n_names = job_names(rj, names, ELEMENTSOF(names));
         int r = bv_repo_open(repo_path, &secret, BV_OPEN_GC | BV_OPEN_WAIT, &repo);
-        if (r >= 0)
-                r = bv_prune(repo, &p, rj->job->name, false, &items, &n, NULL);
+        for (size_t i = 0; r >= 0 && i < n_names; i++) {
+                r = bv_prune(repo, &p, names[i], false, &items, &n, NULL);
+                free(TAKE_PTR(items));
+                if (r >= 0)
+                        rj->forgotten += (size_t)r, rj->kept += n - (size_t)r;
+        }
         if (r < 0) {
                 rj->step = "prune", rj->result = r;
                 return;
         }
         rj->pruned = true;
-        rj->forgotten = (size_t)r, rj->kept = n - (size_t)r;
         BvGcOptions o = { .max_unused = BV_GC_MAX_UNUSED_DEFAULT };
         BvGcStats st;
         r = bv_gc(repo, &o, &st);
@@ -180,38 +199,108 @@ static bool collect_full(const BvConfTarget *t, const char *repo_path, BvRepo **
         return r >= 0;
 }
 
-/* The job's source into the repository at repo_path (once more after gc when the drive is full),
- * verify what it wrote, then prune by its retention. */
+/* A libvirt source's disks into the open repository, as backup REPO libvirt:DOMAIN --name=JOB
+ * backs them up (the library's one orchestration: job, checkpoints, fallbacks, cleanup): the
+ * failure in rj, the first disk's that failed (the others are published). */
+static void backup_libvirt_job(BvRepo *repo, BvTargetRunJob *rj)
+{
+        const BvConfJob *j = rj->job;
+        BvLibvirtResult *res = &rj->libvirt;
+        BvLibvirtBackupOptions o = { .uri = j->libvirt_uri, .disks = (const char *const *)j->disks,
+                                     .n_disks = j->n_disks, .name = j->name, .no_freeze = j->no_freeze,
+                                     .backup = { .cancelled = bv_job_cancelled } };
+        if (rj->progress)
+                o.backup.progress = job_progress, o.backup.progress_userdata = rj;
+        rj->detail[0] = '\0';
+        int r = bv_backup_libvirt(repo, bv_conf_job_libvirt(j), &o, res);
+        for (size_t i = 0; i < res->n_disks; i++) {
+                const BvLibvirtDiskResult *dk = &res->disks[i];
+                const BvBackupStats *s = &dk->stats;
+                if (dk->error < 0 && !rj->detail[0])
+                        snprintf(rj->detail, sizeof(rj->detail), "disk %.64s: %s", dk->target,
+                                 dk->error == -EHOSTDOWN && res->stopped ? "the domain stopped during the backup"
+                                                                         : strerror(-dk->error));
+                rj->kept_packs += dk->kept.packs, rj->kept_bytes += dk->kept.bytes;
+                if (dk->error < 0 || !s->snapshot_id[0])
+                        continue;
+                if (!rj->snapshot_id[0])
+                        snprintf(rj->snapshot_id, sizeof(rj->snapshot_id), "%s", s->snapshot_id);
+                rj->size += s->size, rj->bytes_new += s->counts.bytes_new, rj->bytes_read += s->counts.bytes_read;
+                rj->bytes_stored += s->counts.bytes_stored;
+                rj->resumed_packs += s->packs_resumed, rj->resumed_bytes += s->bytes_resumed;
+        }
+        if (r >= 0)
+                return;
+        rj->step = "backup", rj->result = r;
+        if (rj->detail[0])
+                return;
+        if (r == -ENXIO)
+                snprintf(rj->detail, sizeof(rj->detail), "domain '%.100s' has no disk '%.64s'", bv_conf_job_libvirt(j),
+                         res->detail);
+        else if (r == -ENOMEDIUM)
+                snprintf(rj->detail, sizeof(rj->detail), "domain '%.100s' has no disk to back up",
+                         bv_conf_job_libvirt(j));
+        else
+                snprintf(rj->detail, sizeof(rj->detail), "%.*s", (int)sizeof(rj->detail) - 1, res->detail);
+}
+
+/* Verifies what snapshot id wrote: the chunks the snapshot of its name before it does not use. */
+static int verify_written(BvRepo *repo, const char *id, BvTargetRunJob *rj)
+{
+        BvVerifyOptions vo = { .snapshot = id, .read_data = true, .written = true };
+        BvVerifyStats vs = {};
+        uint64_t problems = 0;
+        int r = bv_verify_opts(repo, &vo, count_problem, &problems, &vs);
+
+        rj->problems += problems;
+        if (r >= 0 && problems > 0)
+                r = -EBADMSG;
+        if (r < 0 && rj->result >= 0)
+                rj->step = "verify", rj->result = r;
+        return r;
+}
+
+/* The job's source into the open repository (once more after gc when the drive is full), then
+ * verify what it wrote: 0, or the failure in rj. A libvirt source's disks that were published
+ * are verified even when another disk failed. */
+static int backup_verified(const BvConfTarget *t, const char *repo_path, const char *const vars[], BvRepo **repo,
+                           BvTargetRunJob *rj)
+{
+        BvBackupStats stats = {};
+
+        if (bv_conf_job_libvirt(rj->job)) {
+                backup_libvirt_job(*repo, rj);
+                for (size_t i = 0; i < rj->libvirt.n_disks; i++) {
+                        const BvLibvirtDiskResult *dk = &rj->libvirt.disks[i];
+                        if (dk->error == 0 && dk->stats.snapshot_id[0])
+                                (void)verify_written(*repo, dk->stats.snapshot_id, rj);
+                }
+                return rj->result;
+        }
+        int r = backup_source(t->name, vars, *repo, rj, &stats);
+        if (r == -ENOSPC && strcmp(rj->step, "backup") == 0 && collect_full(t, repo_path, repo, rj)) {
+                rj->step = NULL, rj->result = 0, rj->status = 0;
+                stats = (BvBackupStats){};
+                r = backup_source(t->name, vars, *repo, rj, &stats);
+        }
+        if (r < 0)
+                return r;
+        return verify_written(*repo, stats.snapshot_id, rj);
+}
+
+/* The job's source into the repository at repo_path, verified, then prune by its retention. */
 static void backup_job(const BvConfTarget *t, const char *repo_path, const char *const vars[], BvTargetRunJob *rj)
 {
         _cleanup_(bv_repo_closep) BvRepo *repo = NULL;
         BvSecret secret = { .key_file = t->key_file };
-        BvBackupStats stats = {};
-        BvVerifyStats vs = {};
 
         int r = bv_repo_open(repo_path, &secret, BV_OPEN_WRITE | BV_OPEN_WAIT, &repo);
         if (r < 0) {
                 rj->step = "open", rj->result = r;
                 return;
         }
-        r = backup_source(t->name, vars, repo, rj, &stats);
-        if (r == -ENOSPC && strcmp(rj->step, "backup") == 0 && collect_full(t, repo_path, &repo, rj)) {
-                rj->step = NULL, rj->result = 0, rj->status = 0;
-                stats = (BvBackupStats){};
-                r = backup_source(t->name, vars, repo, rj, &stats);
-        }
-        if (r < 0)
+        if (backup_verified(t, repo_path, vars, &repo, rj) < 0)
                 return;
-        /* What this run wrote: the chunks the job's snapshot before this one does not use. */
-        BvVerifyOptions vo = { .snapshot = stats.snapshot_id, .read_data = true, .written = true };
-        r = bv_verify_opts(repo, &vo, count_problem, &rj->problems, &vs);
-
-        if (r >= 0 && rj->problems > 0)
-                r = -EBADMSG;
-        if (r < 0) {
-                rj->step = "verify", rj->result = r;
-                return;
-        }
         if (bv_conf_job_prunes(rj->job)) {
                 bv_repo_close(TAKE_PTR(repo));
                 prune_job(t, repo_path, rj);
@@ -625,6 +714,8 @@ int bv_target_run_drive(const BvConfig *c, const BvConfTarget *t, const char *de
 
 void bv_target_run_done(BvTargetRun *run)
 {
+        for (size_t i = 0; run->jobs && i < run->n_jobs; i++)
+                bv_libvirt_result_done(&run->jobs[i].libvirt);
         free(run->jobs);
         run->jobs = NULL;
 }

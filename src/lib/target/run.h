@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "backup-libvirt.h"
 #include "conf.h"
 #include "policy.h"
 #include "repo.h" /* BvProgress */
@@ -64,6 +65,11 @@ typedef struct BvTargetRunJob {
         uint64_t room_packs, room_bytes;
         const BvRunProgress *progress; /* the run's, or NULL */
         const char *target_name;
+        /* source = libvirt:DOMAIN: its domain's backup (bv_backup_libvirt): a snapshot per disk,
+         * named as backup --name=JOB names them (JOB for one disk, JOB-TARGET for several), each
+         * verified; the job's keep-* prune each disk's name. snapshot_id is the first disk's, the
+         * numbers above the sums over the disks that were published. */
+        BvLibvirtResult libvirt;
 } BvTargetRunJob;
 
 typedef struct BvTargetRun {

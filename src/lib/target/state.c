@@ -40,6 +40,33 @@ static int parse_error(const char *v, int result)
         return -(int)labs(e);
 }
 
+/* The index of disk in s->disks, or where it goes (n_disks, when there is room), or -1. */
+static int disk_slot(const BvRunDisk *v, size_t n, const char *disk)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(v[i].disk, disk) == 0)
+                        return (int)i;
+        return n < BV_STATE_DISKS_MAX ? (int)n : -1;
+}
+
+/* "TARGET WHEN SNAPSHOT incremental|full NAME"; a line that does not parse is ignored. */
+static void parse_disk(char *v, BvRunState *s)
+{
+        char *save = NULL, *disk = strtok_r(v, " ", &save), *when = strtok_r(NULL, " ", &save);
+        char *snap = strtok_r(NULL, " ", &save), *how = strtok_r(NULL, " ", &save), *name = strtok_r(NULL, "", &save);
+        int i = disk && name ? disk_slot(s->disks, s->n_disks, disk) : -1;
+
+        if (i < 0 || strlen(disk) >= sizeof(s->disks[0].disk) || strlen(snap) >= sizeof(s->disks[0].snapshot))
+                return;
+        BvRunDisk *d = &s->disks[i];
+        snprintf(d->disk, sizeof(d->disk), "%s", disk);
+        d->when = strtoull(when, NULL, 10);
+        snprintf(d->snapshot, sizeof(d->snapshot), "%s", snap);
+        d->incremental = strcmp(how, "incremental") == 0;
+        snprintf(d->name, sizeof(d->name), "%s", name);
+        s->n_disks += (size_t)i == s->n_disks;
+}
+
 static void parse_state(char *text, BvRunState *s)
 {
         for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -67,6 +94,8 @@ static void parse_state(char *text, BvRunState *s)
                         s->numbers.repo_bytes = strtoull(v, NULL, 10);
                 else if (strcmp(l, "snapshot") == 0)
                         snprintf(s->snapshot, sizeof(s->snapshot), "%s", v);
+                else if (strcmp(l, "disk") == 0)
+                        parse_disk(v, s);
                 else if (strcmp(l, "result") == 0 && strcmp(v, "failed") == 0 && s->result == 0)
                         s->result = -EIO;
         }
@@ -103,10 +132,33 @@ int bv_state_read_copy(const char *dir, const char *remote, const char *target, 
         return state_read(dir, "copy", remote, target, ret);
 }
 
-static int state_record(const char *dir, const char *kind, const char *job, const char *target, uint64_t when,
-                        int result, const char *step, int status, const char *snapshot, const BvRunNumbers *numbers)
+/* The disk lines of old's disks with disks (n) merged in, at text + *len. */
+static int disk_lines(BvRunState *old, const BvRunDisk *disks, size_t n, char *text, size_t size, int *len)
 {
-        char name[2 * BV_CONF_NAME_MAX + 16], text[640];
+        for (size_t i = 0; i < n; i++) {
+                int k = disk_slot(old->disks, old->n_disks, disks[i].disk);
+                if (k < 0)
+                        continue;
+                old->disks[k] = disks[i];
+                old->n_disks += (size_t)k == old->n_disks;
+        }
+        for (size_t i = 0; i < old->n_disks; i++) {
+                const BvRunDisk *d = &old->disks[i];
+                int m = snprintf(text + *len, size - (size_t)*len, "disk=%s %llu %s %s %s\n", d->disk,
+                                 (unsigned long long)d->when, d->snapshot, d->incremental ? "incremental" : "full",
+                                 d->name);
+                if (m < 0 || (size_t)m >= size - (size_t)*len)
+                        return -ENAMETOOLONG;
+                *len += m;
+        }
+        return 0;
+}
+
+static int state_record(const char *dir, const char *kind, const char *job, const char *target, uint64_t when,
+                        int result, const char *step, int status, const char *snapshot, const BvRunNumbers *numbers,
+                        const BvRunDisk *disks, size_t n_disks)
+{
+        char name[2 * BV_CONF_NAME_MAX + 16], text[640 + BV_STATE_DISKS_MAX * 400];
         BvRunNumbers none = {};
         const BvRunNumbers *m = numbers ? numbers : &none;
         BvRunState old = {};
@@ -133,6 +185,9 @@ static int state_record(const char *dir, const char *kind, const char *job, cons
                          *snap ? "snapshot=" : "", snap, *snap ? "\n" : "");
         if (n < 0 || (size_t)n >= sizeof(text))
                 return -ENAMETOOLONG;
+        r = disk_lines(&old, disks, n_disks, text, sizeof(text), &n);
+        if (r < 0)
+                return r;
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
@@ -140,15 +195,28 @@ static int state_record(const char *dir, const char *kind, const char *job, cons
 }
 
 int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
-                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers)
+                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers,
+                    const BvRunDisk *disks, size_t n_disks)
 {
-        return state_record(dir, "job", job, target, when, result, step, status, snapshot, numbers);
+        return state_record(dir, "job", job, target, when, result, step, status, snapshot, numbers, disks, n_disks);
 }
 
 int bv_state_record_copy(const char *dir, const char *remote, const char *target, uint64_t when, int result,
                          const char *step, const BvRunNumbers *numbers)
 {
-        return state_record(dir, "copy", remote, target, when, result, step, 0, NULL, numbers);
+        return state_record(dir, "copy", remote, target, when, result, step, 0, NULL, numbers, NULL, 0);
+}
+
+/* Each disk of s (of target) whose backup is newer than st's of it. */
+static void merge_disks(BvJobStatus *st, const BvRunState *s, const char *target)
+{
+        for (size_t i = 0; i < s->n_disks; i++) {
+                int k = disk_slot(st->disks, st->n_disks, s->disks[i].disk);
+                if (k < 0 || ((size_t)k < st->n_disks && st->disks[k].when >= s->disks[i].when))
+                        continue;
+                st->disks[k] = s->disks[i], st->disk_targets[k] = target;
+                st->n_disks += (size_t)k == st->n_disks;
+        }
 }
 
 /* The newest run and good run over the targets a job runs on (kind "job") or a remote copies
@@ -180,6 +248,7 @@ static int state_status(const char *dir, const BvConfig *c, const BvConfJob *j, 
                         st.last = s, st.last_target = t->name;
                 if (s.last_good > st.last_good)
                         st.last_good = s.last_good, st.good_target = t->name;
+                merge_disks(&st, &s, t->name);
         }
         /* a good backup dated over a day ahead was recorded under a clock set ahead: it must not
          * silence the alarm until that date */

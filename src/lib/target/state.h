@@ -14,6 +14,8 @@
  * each of lines "key=value": last-run=UNIX-SECONDS, result=ok|failed, step=STEP (what failed),
  * error=ERRNO, status=N, last-good=UNIX-SECONDS (the last run that succeeded), snapshot=ID (job files: the
  * snapshot it wrote), and the last run's numbers: duration-ms, bytes-new, bytes-stored, repo-bytes.
+ * A job of a libvirt domain adds a line per disk, "disk=TARGET WHEN SNAPSHOT incremental|full NAME":
+ * the disk's last good backup (kept when a later run did not publish the disk).
  * Unknown keys are ignored, so the files can grow.
  */
 
@@ -35,6 +37,16 @@ typedef struct BvRunNumbers {
         uint64_t repo_bytes;    /* the repository's packs after the run (and its prune and gc) */
 } BvRunNumbers;
 
+/* The last good backup of one disk of a libvirt domain's job. */
+#define BV_STATE_DISKS_MAX 16
+typedef struct BvRunDisk {
+        char disk[64];          /* its target (vda) */
+        uint64_t when;          /* unix seconds */
+        char snapshot[65];
+        bool incremental;       /* it read only what changed since its parent's checkpoint */
+        char name[256];         /* its snapshot's name */
+} BvRunDisk;
+
 typedef struct BvRunState {
         uint64_t last_run;      /* unix seconds, 0: never */
         int result;             /* 0 ok, else -errno of the step that failed */
@@ -44,6 +56,8 @@ typedef struct BvRunState {
         uint64_t last_good;     /* unix seconds of the last run that succeeded, 0: never */
         char snapshot[65];      /* the snapshot it wrote (jobs), or "" */
         BvRunNumbers numbers;   /* of the last run */
+        BvRunDisk disks[BV_STATE_DISKS_MAX]; /* a libvirt job's disks, by their last good backups */
+        size_t n_disks;
 } BvRunState;
 
 /* override if given, else $BLKVAULT_STATE_DIR if set, else BV_STATE_DIR. */
@@ -51,9 +65,12 @@ const char *bv_state_dir(const char *override);
 
 /* Records a run at `when` (unix seconds): result 0 (then last_good = when and the snapshot) or
  * -errno with the step that failed; the earlier last_good is kept; numbers NULL: all 0. target NULL: the file of the
- * target job_or_target itself. Creates the directory (0755) when missing. */
+ * target job_or_target itself. disks (n_disks, or NULL): the disks a libvirt job published in this
+ * run, whatever its result (the other disks' earlier lines are kept). Creates the directory (0755)
+ * when missing. */
 int bv_state_record(const char *dir, const char *job, const char *target, uint64_t when, int result,
-                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers);
+                    const char *step, int status, const char *snapshot, const BvRunNumbers *numbers,
+                    const BvRunDisk *disks, size_t n_disks);
 /* The state of job on target (job NULL: of the target): -ENOENT when it never ran. */
 int bv_state_read(const char *dir, const char *job, const char *target, BvRunState *ret);
 
@@ -72,6 +89,10 @@ typedef struct BvJobStatus {
         const char *bad_target; /* the first target whose state file did not read (left out), or NULL */
         int bad_error;          /* and why (-errno) */
         char bad_file[2 * BV_CONF_NAME_MAX + 16]; /* its file name in the state directory */
+        /* a libvirt job: each disk's newest good backup over the targets, and its target */
+        BvRunDisk disks[BV_STATE_DISKS_MAX];
+        const char *disk_targets[BV_STATE_DISKS_MAX];
+        size_t n_disks;
 } BvJobStatus;
 
 /* Reads the state of job j on each target of c it may run on; now: unix seconds. A state file

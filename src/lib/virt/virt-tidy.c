@@ -5,6 +5,7 @@
  * aborted, even across a libvirtd restart), so a run killed with -9 leaves one; the next run finds
  * it by its socket's name, and knows it is a dead run's by the domain's lock, which it holds.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libvirt/libvirt.h>
@@ -249,4 +250,48 @@ int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *c
         if (ret_deleted)
                 *ret_deleted = deleted;
         return r;
+}
+
+int bv_virt_checkpoints_delete(BvVirtDomain *d, const char *const *names, size_t n, size_t *ret_deleted)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!names[i])
+                        continue;
+                virDomainCheckpointPtr cp = virDomainCheckpointLookupByName(d->dom, names[i], 0);
+                int q = cp ? checkpoint_delete(d, cp) : bv_virt_take_error(d->v);
+                if (cp)
+                        virDomainCheckpointFree(cp);
+                if (q == -ENOENT)
+                        continue;
+                if (q < 0 && r >= 0)
+                        r = q;
+                if (q >= 0 && ret_deleted)
+                        (*ret_deleted)++;
+        }
+        return r;
+}
+
+int bv_virt_checkpoint_prefix(const char *repo_id_hex, char *buf, size_t size)
+{
+        size_t len = repo_id_hex ? strspn(repo_id_hex, "0123456789abcdef") : 0;
+
+        if (len < BV_VIRT_CHECKPOINT_REPO_HEX)
+                return -EINVAL;
+        int n = snprintf(buf, size, BV_VIRT_CHECKPOINT_PREFIX "%.*s-", BV_VIRT_CHECKPOINT_REPO_HEX, repo_id_hex);
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+bool bv_virt_checkpoint_legacy(const char *name)
+{
+        size_t p = strlen(BV_VIRT_CHECKPOINT_PREFIX);
+
+        if (!name || strncmp(name, BV_VIRT_CHECKPOINT_PREFIX, p) != 0)
+                return false;
+        name += p;
+        for (size_t i = 0; i < BV_VIRT_CHECKPOINT_REPO_HEX; i++)
+                if (!isxdigit((unsigned char)name[i]) || isupper((unsigned char)name[i]))
+                        return true;
+        return name[BV_VIRT_CHECKPOINT_REPO_HEX] != '-';
 }

@@ -54,3 +54,7 @@ bool bv_virt_checkpoint_lost(int code);
  */
 int bv_virt_checkpoints_prune(BvVirtDomain *d, const char *prefix, const char *const *keep, size_t n,
                               size_t *ret_deleted);
+
+/* Deletes those of d's checkpoints named in names (n; NULL entries and names d does not have are
+ * skipped), adding to *ret_deleted (when not NULL) how many. */
+int bv_virt_checkpoints_delete(BvVirtDomain *d, const char *const *names, size_t n, size_t *ret_deleted);

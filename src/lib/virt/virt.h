@@ -82,8 +82,19 @@ void bv_virt_disks_done(BvVirtDisks *disks);
 /* The disk of target, or NULL. */
 const BvVirtDisk *bv_virt_disks_find(const BvVirtDisks *disks, const char *target);
 
-/* The prefix of the checkpoints blkvault makes: others' checkpoints are never touched. */
+/* The prefix of the checkpoints blkvault makes: others' checkpoints are never touched. Each
+ * repository's are "blkvault-<its id's first BV_VIRT_CHECKPOINT_REPO_HEX hex digits>-<UTC>-<random>"
+ * (bv_virt_checkpoint_prefix), so that repositories backing up one domain (drives taken in turn)
+ * delete only their own; those made before (2026-11), "blkvault-<UTC>-<random>", name no
+ * repository (bv_virt_checkpoint_legacy). */
 #define BV_VIRT_CHECKPOINT_PREFIX "blkvault-"
+#define BV_VIRT_CHECKPOINT_REPO_HEX 16
+
+/* The prefix of the checkpoints of the repository whose id is repo_id_hex (at least
+ * BV_VIRT_CHECKPOINT_REPO_HEX hex digits): 0, or -EINVAL / -ENAMETOOLONG. */
+int bv_virt_checkpoint_prefix(const char *repo_id_hex, char *buf, size_t size);
+/* Whether name is blkvault's but names no repository (made before repositories had prefixes). */
+bool bv_virt_checkpoint_legacy(const char *name);
 
 /* One disk of a pull-mode backup job. */
 typedef struct BvVirtBackupDisk {

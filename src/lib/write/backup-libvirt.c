@@ -40,6 +40,7 @@ typedef struct Job {
         int lock; /* the domain's backup lock (bv_virt_job_lock), -1 before */
         bool begun, dir_made;
         bool offline; /* the domain is shut off: no job, its images are read */
+        char prefix[48]; /* the repository's checkpoints' (bv_virt_checkpoint_prefix) */
 } Job;
 
 /* Removes the job's scratch directory (its files first) and socket; 0 or the first -errno. */
@@ -179,8 +180,8 @@ static int parent_checkpoint(Job *j, BvSnapshot *const *list, size_t n, BvLibvir
         return 0;
 }
 
-/* A new checkpoint's name: blkvault-<UTC time>-<8 random hex>. */
-static int checkpoint_name(char *buf, size_t size)
+/* A new checkpoint's name: the repository's prefix, <UTC time>-<8 random hex>. */
+static int checkpoint_name(const char *prefix, char *buf, size_t size)
 {
         uint8_t rnd[4];
         char hex[9];
@@ -194,7 +195,7 @@ static int checkpoint_name(char *buf, size_t size)
         bv_hex_encode(rnd, sizeof(rnd), hex);
         gmtime_r(&t, &tm);
         strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
-        snprintf(buf, size, BV_VIRT_CHECKPOINT_PREFIX "%s-%s", when, hex);
+        snprintf(buf, size, "%s%s-%s", prefix, when, hex);
         return 0;
 }
 
@@ -278,7 +279,7 @@ static int plan_job(Job *j, BvLibvirtResult *res)
                 res->checkpoint[0] = 0;
                 return 0;
         }
-        return checkpoint_name(res->checkpoint, sizeof(res->checkpoint));
+        return checkpoint_name(j->prefix, res->checkpoint, sizeof(res->checkpoint));
 }
 
 /* Connects, finds the domain (running or not) and its disks. */
@@ -346,7 +347,9 @@ static int job_dir_fresh(Job *j)
 
         if (r < 0)
                 return r;
-        if (mkdir(j->dir, 0711) < 0) /* QEMU (libvirt-qemu) must reach the scratch files */
+        /* QEMU (libvirt-qemu) must reach the scratch files: 0711 whatever the umask (the units'
+         * UMask=0077 made it 0700, and QEMU's blockdev-add was refused) */
+        if (mkdir(j->dir, 0711) < 0 || chmod(j->dir, 0711) < 0)
                 return -errno;
         j->dir_made = true;
         return 0;
@@ -415,9 +418,10 @@ static int job_begin(Job *j, const BvLibvirtBackupOptions *o, BvLibvirtResult *r
         return 0;
 }
 
-/* After a run that published: deletes blkvault's checkpoints of the domain that no next backup
- * counts from, keeping for each snapshot name of this domain the one its newest snapshot
- * recorded. Others' checkpoints (another prefix) are never touched. */
+/* After a run that published: deletes this repository's checkpoints of the domain that no next
+ * backup counts from, keeping for each snapshot name of this domain the one its newest snapshot
+ * recorded. Others' checkpoints (another prefix: another tool's, or another repository's) are
+ * never touched; one of before repositories had prefixes only when a snapshot here recorded it. */
 static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
 {
         BvSnapshot *const *list;
@@ -429,18 +433,28 @@ static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
         if (r < 0)
                 return r;
         _cleanup_free_ const char **keep = calloc(n_list + 1, sizeof(*keep));
-        size_t n = 0;
-        if (!keep)
+        _cleanup_free_ const char **legacy = calloc(n_list + 1, sizeof(*legacy));
+        size_t n = 0, n_legacy = 0;
+        if (!keep || !legacy)
                 return -ENOMEM;
         keep[n++] = res->checkpoint;
         for (size_t i = 0; i < n_list; i++) {
                 const BvSnapshot *s = list[i];
                 const BvSnapshotLibvirt *l = &s->source.libvirt;
-                if (s->source.kind == BV_SOURCE_LIBVIRT && l->uuid && strcmp(l->uuid, res->uuid) == 0 &&
-                    l->checkpoint && newest_named(list, n_list, s->name) == s)
+                if (s->source.kind != BV_SOURCE_LIBVIRT || !l->uuid || strcmp(l->uuid, res->uuid) != 0 || !l->checkpoint)
+                        continue;
+                if (newest_named(list, n_list, s->name) == s)
                         keep[n++] = l->checkpoint;
+                else if (bv_virt_checkpoint_legacy(l->checkpoint))
+                        legacy[n_legacy++] = l->checkpoint;
         }
-        r = bv_virt_checkpoints_prune(j->d, BV_VIRT_CHECKPOINT_PREFIX, keep, n, &res->checkpoints_deleted);
+        for (size_t i = 0; i < n_legacy; i++) /* a legacy one the newest of another name still needs */
+                for (size_t k = 0; k < n; k++)
+                        if (legacy[i] && strcmp(legacy[i], keep[k]) == 0)
+                                legacy[i] = NULL;
+        r = bv_virt_checkpoints_prune(j->d, j->prefix, keep, n, &res->checkpoints_deleted);
+        if (r >= 0)
+                r = bv_virt_checkpoints_delete(j->d, legacy, n_legacy, &res->checkpoints_deleted);
         if (r < 0)
                 snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
         return r;
@@ -514,7 +528,9 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
                 return -EINVAL;
         *ret = (BvLibvirtResult){};
         const char *run = o->run_dir ? o->run_dir : BV_LIBVIRT_RUN_DIR;
-        r = job_open(&j, domain, o, ret);
+        r = bv_virt_checkpoint_prefix(bv_repo_id_hex(repo), j.prefix, sizeof(j.prefix));
+        if (r >= 0)
+                r = job_open(&j, domain, o, ret);
         if (r >= 0 && (snprintf(j.dir, sizeof(j.dir), "%s/blkvault-%s.d", run, ret->uuid) >= (int)sizeof(j.dir) ||
                        snprintf(j.sock, sizeof(j.sock), "%s/blkvault-%s.sock", run, ret->uuid) >= 108))
                 r = -ENAMETOOLONG; /* a unix socket's path has at most 107 bytes */
