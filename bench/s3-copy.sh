@@ -36,6 +36,7 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || die "needs root (drops the page cache)"
 need rclone curl python3
+[ -x /usr/bin/time ] || die "no /usr/bin/time (Debian package time): the CPU columns"
 RESTIC=${RESTIC:-/var/cache/blkvault-bench/bin/restic-v0.19.1}
 [ -x "$RESTIC" ] || RESTIC=$(peer_exe restic "$(command -v restic || echo restic)")
 [ -x "$RESTIC" ] || die "no restic (bench/peers-install.sh installs 0.19.1)"
@@ -106,20 +107,28 @@ log "blkvault repository $bv_repo_mib MiB, restic's $rs_repo_mib MiB; v3 added $
 
 # ---- measuring a step ----
 # step NAME CMD...: runs CMD (output to $W/NAME.out, errors to $W/NAME.err); appends to $W/rows.tsv
-# "NAME wall requests MiB-put" from the access log's new lines.
+# "NAME wall requests MiB-put load CPU-tool CPU-server" from the access log's new lines, the
+# tool's user + system time (/usr/bin/time) and versitygw's over the step (/proc/PID/stat): on a
+# shared machine the CPU seconds are the firmer measure.
+gw_ticks() { awk '{ print $14 + $15 }' "/proc/$gw_pid/stat"; }
 step() {
     local name=$1; shift
-    local before t0 t1
+    local before t0 t1 g0 g1
+    [ "$1" = bv ] && set -- "$BLKVAULT" "${@:2}" # /usr/bin/time runs no shell function
     before=$(wc -l <"$LOG")
+    g0=$(gw_ticks)
     t0=$(date +%s.%N)
-    "$@" >"$W/$name.out" 2>"$W/$name.err" || { tail -5 "$W/$name.err" >&2; die "$name failed: $*"; }
+    /usr/bin/time -f '%U %S' -o "$W/$name.time" "$@" >"$W/$name.out" 2>"$W/$name.err" ||
+        { tail -5 "$W/$name.err" >&2; die "$name failed: $*"; }
     sync
     t1=$(date +%s.%N)
     sleep 0.2 # the log's last lines
-    tail -n +$((before + 1)) "$LOG" | awk -v name="$name" -v t0="$t0" -v t1="$t1" -v la="$(cut -d' ' -f1 /proc/loadavg)" '
+    g1=$(gw_ticks)
+    tail -n +$((before + 1)) "$LOG" | awk -v name="$name" -v t0="$t0" -v t1="$t1" -v la="$(cut -d' ' -f1 /proc/loadavg)" \
+        -v cpu="$(awk '{ print $1 + $2 }' "$W/$name.time")" -v gw="$((g1 - g0))" -v hz="$(getconf CLK_TCK)" '
         { n++; for (i = 1; i <= NF; i++) if ($i ~ /^s3_/) {
               if ($i == "s3_PutObject" || $i == "s3_UploadPart") put += $(i + 6); break } }
-        END { printf "%s\t%.2f\t%d\t%.1f\t%s\n", name, t1 - t0, n, put / 1048576, la }' >>"$W/rows.tsv"
+        END { printf "%s\t%.2f\t%d\t%.1f\t%s\t%.2f\t%.2f\n", name, t1 - t0, n, put / 1048576, la, cpu, gw / hz }' >>"$W/rows.tsv"
     log "$(tail -1 "$W/rows.tsv")"
 }
 cold() { [ "$1" = cold ] && drop_caches; return 0; }
@@ -156,7 +165,7 @@ done
 load_end=$(load_note)
 
 # ---- the table: medians ----
-med() { # PHASE TOOL COLUMN(2 wall, 3 requests, 4 MiB)
+med() { # PHASE TOOL COLUMN(2 wall, 3 requests, 4 MiB, 6 CPU s of the tool, 7 of versitygw)
     local v
     v=$(awk -F'\t' -v p="$1-" -v t="-$2-" -v c="$3" 'index($1, p) == 1 && index($1, t) { print $c }' "$W/rows.tsv")
     [ -n "$v" ] && median $v || echo -
@@ -171,7 +180,7 @@ med() { # PHASE TOOL COLUMN(2 wall, 3 requests, 4 MiB)
     printf -- '- medians of %s reps; requests: access-log lines; MiB put: sizes of PutObject and UploadPart\n' "$REPS"
     printf -- '- %s at end\n\n' "$load_end"
 } >>"$out"
-table_start "$out" "step|page cache|tool|wall s|requests|MiB put|vs blkvault (wall)"
+table_start "$out" "step|page cache|tool|wall s|requests|MiB put|vs blkvault (wall)|CPU s (tool)|CPU s (versitygw)"
 for phase in first incr restore; do
     for temp in cold warm; do
         bw=$(med "$phase-$temp" blkvault 2)
@@ -179,7 +188,7 @@ for phase in first incr restore; do
         for tool in blkvault rclone restic; do
             w=$(med "$phase-$temp" "$tool" 2)
             [ "$w" = - ] && continue
-            table_row "$out" "$phase|$temp|$tool|$w|$(med "$phase-$temp" "$tool" 3)|$(med "$phase-$temp" "$tool" 4)|$(calc "$w / $bw" 2)x"
+            table_row "$out" "$phase|$temp|$tool|$w|$(med "$phase-$temp" "$tool" 3)|$(med "$phase-$temp" "$tool" 4)|$(calc "$w / $bw" 2)x|$(med "$phase-$temp" "$tool" 6)|$(med "$phase-$temp" "$tool" 7)"
         done
     done
 done
@@ -200,7 +209,7 @@ for temp in cold warm; do
     br=$(med "restore-$temp" blkvault 2) rr=$(med "restore-$temp" restic 2)
     goal "$out" "restore from S3 ($temp) at least 2x restic's speed ($br s against $rr s)" "$(holds "2 * $br <= $rr")"
 done
-printf '\nEvery step (name, wall s, requests, MiB put, 1-min load):\n\n```\n' >>"$out"
+printf '\nEvery step (name, wall s, requests, MiB put, 1-min load, CPU s of the tool, of versitygw):\n\n```\n' >>"$out"
 cat "$W/rows.tsv" >>"$out"
 printf '```\n' >>"$out"
 cat "$out"

@@ -18,27 +18,62 @@ if ! ninja -C "$builddir" >"$builddir.build.log" 2>&1; then
     exit 1
 fi
 
-# Every suite but 'slow' (and 'vm' when asked to skip it: BLKVAULT_NO_VM=1).
-meson test -C "$builddir" --no-rebuild --print-errorlogs --no-suite slow ${BLKVAULT_NO_VM:+--no-suite vm} "$@"
-rc=$?
-
-# Then every fuzz target under libFuzzer for a short while, in its own clang build
-# (scripts/fuzz.sh; BLKVAULT_FUZZ_SECONDS each, BLKVAULT_NO_FUZZ=1 skips it). Its result counts
-# as one test in the summary.
+# Every suite but 'slow' (and 'vm' when asked to skip it: BLKVAULT_NO_VM=1), then every fuzz target
+# under libFuzzer for a short while, in its own clang build (scripts/fuzz.sh; BLKVAULT_FUZZ_SECONDS
+# each, BLKVAULT_NO_FUZZ=1 skips it; its result counts as one test in the summary).
+# Without arguments, three things at once, so that the two cores stay busy:
+#  - the guest suites, vm then libvirt: each of their tests boots a QEMU guest under TCG (one
+#    core), one at a time (vm: one guest at a time; libvirt: one libvirtd, under its lock), in a
+#    meson run of their own (its log meson-logs/testlog-guests.*), then the fuzzing;
+#  - the clang build of the fuzz targets, niced, so that it takes only what the tests leave;
+#  - every other suite, in the foreground.
+# With arguments (meson test's: a suite, a test), one meson run with them and no fuzzing.
+fuzz=
+[ -z "${BLKVAULT_NO_FUZZ:-}" ] && [ $# -eq 0 ] && fuzz=1
+logs=("$builddir/meson-logs/testlog.json")
 fuzz_result=
-if [ -z "${BLKVAULT_NO_FUZZ:-}" ] && [ $# -eq 0 ]; then
-    if ./scripts/fuzz.sh; then fuzz_result=OK; else fuzz_result=FAIL; rc=1; fi
+if [ $# -eq 0 ]; then
+    rm -f "$builddir/meson-logs/testlog-guests.json" "$builddir/meson-logs/guests.rc" "$builddir/meson-logs/fuzz.rc"
+    [ -z "$fuzz" ] || { nice -n 10 ./scripts/fuzz.sh --build-only >"$builddir.fuzz-build.log" 2>&1 & }
+    guests=(--suite libvirt)
+    [ -n "${BLKVAULT_NO_VM:-}" ] || guests=(--suite vm --suite libvirt)
+    (
+        meson test -C "$builddir" --no-rebuild --print-errorlogs --logbase testlog-guests \
+            --no-suite slow "${guests[@]}"
+        echo $? >"$builddir/meson-logs/guests.rc"
+        # waits for the build above (scripts/fuzz.sh takes the build directory's lock)
+        if [ -n "$fuzz" ]; then ./scripts/fuzz.sh; echo $? >"$builddir/meson-logs/fuzz.rc"; fi
+    ) >"$builddir.guests.log" 2>&1 &
+    guests_pid=$!
+    meson test -C "$builddir" --no-rebuild --print-errorlogs --no-suite slow --no-suite vm --no-suite libvirt
+    rc=$?
+    wait "$guests_pid"
+    echo "--- the guest suites (vm, libvirt) and the fuzzing, run beside the above:"
+    cat "$builddir.guests.log"
+    [ "$(cat "$builddir/meson-logs/guests.rc" 2>/dev/null)" = 0 ] || rc=1
+    logs+=("$builddir/meson-logs/testlog-guests.json")
+    if [ -n "$fuzz" ]; then
+        if [ "$(cat "$builddir/meson-logs/fuzz.rc" 2>/dev/null)" = 0 ]; then fuzz_result=OK; else fuzz_result=FAIL; rc=1; fi
+    fi
+    wait
+else
+    meson test -C "$builddir" --no-rebuild --print-errorlogs --no-suite slow ${BLKVAULT_NO_VM:+--no-suite vm} "$@"
+    rc=$?
 fi
 
-python3 - "$builddir/meson-logs/testlog.json" "$fuzz_result" <<'PY'
-import json, sys
+python3 - "$fuzz_result" "${logs[@]}" <<'PY'
+import json, os, sys
 counts = {}
-if sys.argv[2]:
-    counts[sys.argv[2]] = 1
-with open(sys.argv[1]) as f:
-    for line in f:
-        r = json.loads(line)["result"]
-        counts[r] = counts.get(r, 0) + 1
+if sys.argv[1]:
+    counts[sys.argv[1]] = 1
+for log in sys.argv[2:]:
+    if not os.path.exists(log):  # a meson run that did not start: count it as a failure
+        counts["ERROR"] = counts.get("ERROR", 0) + 1
+        continue
+    with open(log) as f:
+        for line in f:
+            r = json.loads(line)["result"]
+            counts[r] = counts.get(r, 0) + 1
 passed = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = sum(v for k, v in counts.items() if k not in ("OK", "EXPECTEDFAIL", "SKIP"))

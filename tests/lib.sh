@@ -36,7 +36,13 @@ detach_loop() {
     local back
     back=$(losetup -n -O BACK-FILE "$1" 2>/dev/null) || return 0
     [ -n "$back" ] && [ "$back" = "${_loop_file[$1]:-}" ] || return 0
-    for _ in 1 2 3 4 5; do losetup -d "$1" 2>/dev/null && return 0; sleep 0.5; done
+    for _ in 1 2 3 4 5; do losetup -d "$1" 2>/dev/null && break; sleep 0.5; done
+    # a device still open (another test's blkid scan of every device, udev) is only marked to go
+    # at its last close: wait until it is gone, or what follows finds it still attached
+    for _ in $(seq 1 100); do
+        [ "$(cat "/sys/block/${1#/dev/}/loop/backing_file" 2>/dev/null)" = "$back" ] || return 0
+        sleep 0.1
+    done
     return 1
 }
 attach_loop() {

@@ -22,6 +22,8 @@ static struct json_object *disk_json(const BvLibvirtDiskResult *dk)
                               { BV_JSON_OPT_STRING("incremental_from", dk->incremental[0] ? dk->incremental : NULL) },
                               { s->changed_from[0] ? "changed_from" : NULL,
                                 s->changed_from[0] ? json_object_new_string(s->changed_from) : NULL },
+                              { s->changed_from[0] ? "bytes_from_parent" : NULL,
+                                s->changed_from[0] ? json_object_new_uint64(s->bytes_parent) : NULL },
                               { s->changed_reason[0] ? "read_whole_because" : NULL,
                                 s->changed_reason[0] ? json_object_new_string(s->changed_reason) : NULL },
                               { ok ? NULL : "error", ok ? NULL : json_object_new_string(strerror(-dk->error)) });

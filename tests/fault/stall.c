@@ -7,7 +7,9 @@
  * further pwrite first creates the file $BV_STALL_GATE.waiting (once) and then waits until the
  * file $BV_STALL_GATE exists. A test waits for the .waiting file, does what it tests (a signal,
  * say), and creates the gate to let the writes go on. With $BV_STALL_WRITE set, write(2) to
- * regular files counts and stalls too (a backup writes its packs with write).
+ * regular files counts and stalls too (a backup writes its packs with write); with $BV_STALL_READ,
+ * pread/pread64 of regular files too (a copy to S3 reads a pack it sends whole into memory, and
+ * writes nothing).
  */
 /* Distinct pwrite and pwrite64 symbols: both are interposed. */
 #undef _FILE_OFFSET_BITS
@@ -65,4 +67,31 @@ ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
         REAL(pwrite64);
         stall(len);
         return real_pwrite64(fd, buf, len, off);
+}
+
+/* pread and pread64 of a regular file, with $BV_STALL_READ. */
+static void stall_read(int fd, size_t len)
+{
+        struct stat st;
+        if (getenv("BV_STALL_READ") && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                stall(len);
+}
+
+#define REAL_READ(name)                                                                                    \
+        static ssize_t (*real_##name)(int, void *, size_t, off_t);                                         \
+        if (!real_##name)                                                                                  \
+                real_##name = dlsym(RTLD_NEXT, #name)
+
+ssize_t pread(int fd, void *buf, size_t len, off_t off)
+{
+        REAL_READ(pread);
+        stall_read(fd, len);
+        return real_pread(fd, buf, len, off);
+}
+
+ssize_t pread64(int fd, void *buf, size_t len, off_t off)
+{
+        REAL_READ(pread64);
+        stall_read(fd, len);
+        return real_pread64(fd, buf, len, off);
 }

@@ -67,6 +67,9 @@ assert_eq "$(grep -c "^job web: domain $dom, 2 disks, .* new, verified$" "$T/out
 assert_eq "$(grep -c "^job web: disk vda: snapshot [0-9a-f]\{8\} (web-vda), .* read whole$" "$T/out1")" 2 "vda read whole"
 grep -q "^job web: disk vdb: read whole: no earlier snapshot is named 'web-vdb'$" "$T/out1" ||
     { cat "$T/out1"; die "the first run's reason for a full read"; }
+# no guest agent in this domain: the job says its backup is crash-consistent, as backup does
+grep -q "no guest agent answers (.*): the backup of '$dom' is crash-consistent" "$T/err1" ||
+    { cat "$T/err1"; die "the job did not say how consistent its backup is"; }
 cps1=$(ours)
 assert_eq "$(wc -w <<<"$cps1")" 3 "checkpoints after the first run (one per drive, the legacy one)"
 

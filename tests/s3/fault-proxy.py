@@ -27,6 +27,8 @@ forwarded, and COUNT is decremented:
             stalls after the work: a PUT retried then finds its own object there)
     hold:S  the request held S seconds, then forwarded if its client is still connected (a slow
             link: a client killed meanwhile never reaches the server)
+    wait:FILE  the request held until FILE exists (at most 300 s), then forwarded: a pause point
+            that the test ends when what it runs inside the window is done
     skew:S  every time the server states (Date, Last-Modified and Object Lock retain-until
             headers, <LastModified> in listings, <RetainUntilDate>) moved by S seconds: a server
             whose clock is S seconds off this machine's (the times a request states are signed,
@@ -146,6 +148,11 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             if self.command != "HEAD":
                 self.wfile.write(xml)
             return
+        if fault and fault.startswith("wait:"):
+            for _ in range(3000):
+                if os.path.exists(fault[5:]):
+                    break
+                time.sleep(0.1)
         if fault and fault.startswith("hold:"):
             time.sleep(float(fault[5:]))
             if client_gone(self.connection):

@@ -8,7 +8,7 @@
 #  2. an incremental copy PUTs only the new backup's packs, one request each, and a few more
 #     (the access log and --json's requests agree); a copy with nothing new PUTs no pack;
 #     a named snapshot whose pack is wanted in part: its objects go up in a new pack;
-#  3. copies killed (SIGKILL) at random moments, held in a write of a pack's spool or after a
+#  3. copies killed (SIGKILL) at random moments, held reading a pack to send (pread) or after a
 #     random delay, then run again: no pack key is PUT twice (access log) and the copy completes;
 #  4. back home: a restore straight from s3://, copies S3 -> a directory (all, and a named
 #     snapshot repacked) and S3 -> S3 restore bit-exact;
@@ -100,9 +100,10 @@ for round in $(seq 1 "${COPY_KILL_ROUNDS:-8}"); do
         pid=$!
         sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
     else
-        # held writing a pack's spool (write(2) to a regular file), then killed before its PUT
+        # held reading a pack to send (pread of SRC's pack; write(2) of a new pack's spool), then
+        # killed before its PUT, maybe with the PUTs of packs read before it under way
         rm -f "$T/gate" "$T/gate.waiting"
-        env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_AFTER=$(( (RANDOM % 40) * 1048576 )) BV_STALL_GATE="$T/gate" \
+        env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_READ=1 BV_STALL_AFTER=$(( (RANDOM % 40) * 1048576 )) BV_STALL_GATE="$T/gate" \
             ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$BLKVAULT" copy "$src" s3://bvcopy/killed -q 2>"$T/k.err" &
         pid=$!
         while [ ! -e "$T/gate.waiting" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
@@ -115,7 +116,7 @@ done
 randfile "$T/img5" 12 s3copy-5
 bv backup "$src" "$T/img5" --name=n5 -q
 rm -f "$T/gate" "$T/gate.waiting"
-env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_AFTER=$((6 * 1048576)) BV_STALL_GATE="$T/gate" \
+env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_READ=1 BV_STALL_AFTER=$((6 * 1048576)) BV_STALL_GATE="$T/gate" \
     ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$BLKVAULT" copy "$src" s3://bvcopy/killed -q 2>"$T/k.err" &
 pid=$!
 while [ ! -e "$T/gate.waiting" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
@@ -166,7 +167,7 @@ expect_fail 2 "is a repository not related to '$T/other'" bv copy "$T/other" s3:
 randfile "$T/img6" 6 s3copy-6
 bv backup "$src" "$T/img6" --name=n6 -q
 rm -f "$T/gate" "$T/gate.waiting"
-env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_AFTER=$((1 << 20)) BV_STALL_GATE="$T/gate" AWS_MAX_ATTEMPTS=2 \
+env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_READ=1 BV_STALL_AFTER=$((1 << 20)) BV_STALL_GATE="$T/gate" AWS_MAX_ATTEMPTS=2 \
     ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$BLKVAULT" copy "$src" s3://bvcopy/site -q 2>"$T/down.err" &
 pid=$!
 while [ ! -e "$T/gate.waiting" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done

@@ -471,6 +471,7 @@ static int local_lease_take(BvBackend *b, const void *body, size_t len, BvBacken
         if (!l)
                 return -ENOMEM;
         l->base.backend = b;
+        l->base.name = l->name;
         l->folder_fd = folder_open(LOCAL(b), "leases", true);
         if (l->folder_fd < 0)
                 return l->folder_fd;

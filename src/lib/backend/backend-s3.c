@@ -571,6 +571,7 @@ static int s3_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLe
         memcpy(l->body, body, len);
         l->len = len;
         l->base.backend = b;
+        l->base.name = l->name;
         pthread_mutex_init(&l->mutex, NULL);
         pthread_condattr_init(&attr);
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

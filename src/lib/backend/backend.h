@@ -186,6 +186,7 @@ struct BvObjWriter {
 };
 struct BvBackendLease {
         BvBackend *backend;
+        const char *name; /* leases/<name> (the implementation's) */
 };
 
 /* Opens location: "s3://BUCKET[/PREFIX]" (the S3 backend) or a directory path (the local one;

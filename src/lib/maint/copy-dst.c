@@ -121,6 +121,19 @@ int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE])
         return r;
 }
 
+int copy_dst_pack_take(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE], uint64_t max, void **ret, uint64_t *ret_size)
+{
+        char name[64];
+        size_t len;
+        bv_pack_path(id, name);
+        int r = bv_read_file(d->packs_fd, name, (size_t)max, ret, &len);
+        if (r >= 0) {
+                *ret_size = len;
+                (void)unlinkat(d->packs_fd, name, 0);
+        }
+        return r;
+}
+
 /* ---- a remote DST ---- */
 
 /* A segment DST lists: GET into index/, unless index/ (this machine's mirror of DST's segments)
@@ -233,6 +246,20 @@ static int remote_open(CopyDst *d, bool wait, BvRepoProblem *problem)
         if (r >= 0)
                 r = bv_index_open(d->index_fd, &d->x);
         return r;
+}
+
+int copy_dst_reload(CopyDst *d)
+{
+        for (size_t i = 0; i < d->nsegs; i++)
+                free(d->segs[i]);
+        d->nsegs = 0;
+        int r = bv_backend_list(d->b, BV_KIND_INDEX, fetch_segment, d);
+        if (r >= 0)
+                r = each_unknown(d, segment_drop);
+        if (r < 0)
+                return r;
+        bv_index_free(TAKE_PTR(d->x));
+        return bv_index_open(d->index_fd, &d->x);
 }
 
 int copy_dst_open(BvRepo *src, const char *location, const BvSecret *dst_secret, bool wait, BvRepoProblem *problem,
@@ -451,16 +478,20 @@ void copy_dst_done(CopyDst *d)
 
 /* ---- publishing a record ---- */
 
-int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s)
+int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s, bool first)
 {
         if (d->repo) {
                 _cleanup_close_ int lock = bv_backend_lock(d->b, BV_LOCK_COMMIT, true);
                 int r = lock < 0 ? lock : bv_backup_heal(d->repo, codec, s->root, s->height, s->size);
                 return r < 0 ? r : bv_snapshot_save(d->b, codec, s);
         }
-        /* No gc runs on a remote repository yet: one that moved gc/epoch since the lease may have
-         * condemned what this copy found there, so nothing is published (docs/LIFECYCLE.md). */
+        /* A gc that moved gc/epoch since the lease may have condemned what this copy found there,
+         * and deleted it if it took the lease for dead: nothing is published (docs/LIFECYCLE.md,
+         * "gc on S3"). Checked before the first record: one that condemns beside the records is
+         * met by copy_dst_settle after them. */
         uint64_t epoch;
+        if (!first)
+                return bv_snapshot_save(d->b, codec, s);
         int r = bv_gc_epoch_read(d->b, &epoch);
         if (r >= 0 && epoch != d->epoch)
                 r = -ESTALE;

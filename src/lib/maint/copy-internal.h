@@ -3,6 +3,8 @@
 
 /* Private to copy.c, copy-dst.c and copy-init.c: DST as the copy writes it (copy-dst.c). */
 
+#include <pthread.h>
+
 #include "copy.h"
 #include "lease.h"
 
@@ -59,10 +61,23 @@ int copy_dst_pack_reusable(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
 void copy_dst_done(CopyDst *d);
 /* After the pack writer committed pack id in packs_fd: a remote DST gets it. */
 int copy_dst_pack_committed(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE]);
+/* A new pack the pack writer committed in packs_fd, read into *ret (*ret_size bytes, at most max bytes: -EFBIG
+ * beyond, the file left) and its spool file dropped (a remote DST). */
+int copy_dst_pack_take(CopyDst *d, const uint8_t id[BV_PACK_ID_SIZE], uint64_t max, void **ret, uint64_t *ret_size);
+/* A remote DST's index anew, as DST lists it now (the segments it lacks fetched, the ones gone
+ * dropped): d->x is another. */
+int copy_dst_reload(CopyDst *d);
+/* After the records of snaps (n of them) are at a remote DST: a gc that condemned beside the copy
+ * and missed them is waited for, and what it dropped from the index that they use is written back
+ * (copy-settle.c; docs/LIFECYCLE.md, "A copy's commit against a condemn on another machine").
+ * *ret_healed: the ids written back. Map nodes are read from src. */
+int copy_dst_settle(CopyDst *d, BvRepo *src, BvObjectCodec *codec, const BvSnapshot *const *snaps, size_t n,
+                    uint64_t *ret_healed);
 /* The index's new entries as a durable segment at DST. */
 int copy_dst_flush(CopyDst *d);
-/* A snapshot record at DST: a local one's commit as a backup's (heal.h), under locks/commit. */
-int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s);
+/* A snapshot record at DST: a local one's commit as a backup's (heal.h), under locks/commit; at a
+ * remote one, the first of a copy after gc/epoch was found to be the lease's (-ESTALE else). */
+int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s, bool first);
 /* Object Lock (copy-lock.c): checks the bucket and sets the retention of every later put;
  * after the records are published, extends what DST's snapshots need when due. */
 int copy_lock_begin(CopyDst *d, const BvCopyOptions *o);
@@ -75,3 +90,50 @@ int copy_check_object(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntr
  * checked; on failure *ret_offset is the object's offset in the pack. */
 int copy_check_pack_fd(BvObjectCodec *codec, const BvKeyring *k, int fd, const BvPackEntry *e, size_t n,
                        void *buf, size_t cap, uint64_t *ret_offset);
+
+/* Packs in flight to a remote DST (copy-upload.c): at most COPY_UPLOADS_MAX puts at once (each
+ * checking its pack first, in its own thread), and at most COPY_UPLOADS_BYTES of their bytes in
+ * memory; a pack above COPY_UPLOAD_PACK_MAX is not held in memory (it goes from a spool file,
+ * alone). */
+#define COPY_UPLOADS_MAX 4
+#define COPY_UPLOADS_BYTES (128ull << 20)
+#define COPY_UPLOAD_PACK_MAX (64ull << 20)
+
+typedef struct CopyUploads CopyUploads;
+
+typedef struct CopyUpload {
+        uint8_t id[BV_PACK_ID_SIZE];
+        BvPackEntry *e; /* its index (owned) */
+        size_t n;
+        void *data;     /* its bytes (owned), checked */
+        uint64_t size;
+        bool whole;     /* one of SRC's packs under its own name; else a new one (repacked) */
+        const BvKeyring *check; /* not NULL: every object checked under these keys before the PUT */
+        uint64_t bad_offset;    /* where the check failed (bad: it did) */
+        bool bad;
+        /* the uploads' */
+        CopyUploads *q;
+        pthread_t thread;
+        bool started, done;
+        int r;
+} CopyUpload;
+
+/* Called in the copy's thread for each put that ended (r: how), the upload freed after it. */
+typedef int (*copy_upload_done_fn)(void *userdata, const CopyUpload *u, int r);
+
+int copy_uploads_new(BvBackend *b, CopyUploads **ret);
+/* Waits for every put under way without reaping them, then frees (after a failure). */
+void copy_uploads_free(CopyUploads *q);
+void copy_upload_free(CopyUpload *u);
+/* Hands u (taken, also on failure) to a thread that puts it; first reaps ended puts while the
+ * slots or the bytes are full. Returns the first failure of a reaped one's done. */
+int copy_uploads_submit(CopyUploads *q, CopyUpload *u, copy_upload_done_fn done, void *userdata);
+/* Reaps one put (waiting for it); every one (the first failure returned). */
+int copy_uploads_reap(CopyUploads *q, copy_upload_done_fn done, void *userdata);
+int copy_uploads_drain(CopyUploads *q, copy_upload_done_fn done, void *userdata);
+/* Puts submitted and not reaped. */
+size_t copy_uploads_pending(CopyUploads *q);
+/* Every object of a pack of size bytes in memory (its entries e, in offset order) checked; on
+ * failure *ret_offset is the object's offset in the pack. */
+int copy_check_pack_mem(BvObjectCodec *codec, const BvKeyring *k, const void *data, uint64_t size,
+                        const BvPackEntry *e, size_t n, uint64_t *ret_offset);

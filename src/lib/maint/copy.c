@@ -52,7 +52,9 @@ typedef struct Copy {
         size_t nsnaps;
         uint8_t *seen, *want; /* bits over SRC's index positions */
         PackIds packs;        /* SRC packs holding a wanted object (sorted, unique after the mark) */
+        PackIds resend;       /* sent whole, found at DST, and not to count as sent (whole_done) */
         BvPackWriter *w;      /* new packs at DST */
+        CopyUploads *uploads; /* packs in flight to a remote DST (NULL: a local one) */
         uint64_t unflushed;   /* bytes sent since DST's last index segment */
         Pace up, down;
         BvProgress pr;
@@ -288,24 +290,23 @@ static int pack_sent(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEnt
         return 0;
 }
 
-static int send_reader(Copy *c, BvObjReader *rd, BvObjWriter *w)
+/* A SRC pack's bytes into fd (through c->buf), or into mem (fd < 0), in pieces, paced. */
+static int send_reader(Copy *c, BvObjReader *rd, int fd, uint8_t *mem)
 {
         uint64_t size = bv_obj_reader_size(rd);
-        int fd = bv_obj_writer_fd(w);
-        if (fd < 0)
-                return fd;
         for (uint64_t off = 0; off < size;) {
                 if (cancelled(c))
                         return -ECANCELED;
                 size_t len = (size_t)MIN((uint64_t)COPY_BUF, size - off);
-                ssize_t got = bv_obj_reader_pread(rd, c->buf, len, off);
+                void *buf = mem ? mem + off : c->buf;
+                ssize_t got = bv_obj_reader_pread(rd, buf, len, off);
                 if (got < 0)
                         return (int)got;
                 if ((size_t)got != len)
                         return -EBADMSG; /* the pack ended early */
                 c->st->bytes_read += len;
                 pace(&c->down, len);
-                int r = bv_write_all(fd, c->buf, len);
+                int r = mem ? 0 : bv_write_all(fd, buf, len);
                 if (r < 0)
                         return r;
                 pace(&c->up, len);
@@ -317,23 +318,87 @@ static int send_reader(Copy *c, BvObjReader *rd, BvObjWriter *w)
         return 0;
 }
 
-static int send_objects(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n,
-                        const bool *wanted);
-
-/* A pack found at DST already that may not count as sent (copy_dst_pack_reusable: a condemned list
- * names it): its objects go in a new pack. */
-static int send_again(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
+/* The bytes of a pack's objects (a group's once). */
+static uint64_t entries_bytes(const BvPackEntry *e, size_t n)
 {
-        _cleanup_free_ bool *all = malloc(n + 1);
-        if (!all)
-                return -ENOMEM;
-        memset(all, 1, n + 1);
-        return send_objects(c, id, e, n, all);
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || e[i].offset != e[i - 1].offset)
+                        bytes += e[i].length;
+        return bytes;
 }
 
-/* A pack whose every object DST lacks: its bytes, under its name. Already there: an interrupted
- * copy sent it and no segment names it, or another copy did meanwhile (named by this copy's
- * segment now), or a gc at DST condemned it (sent again in a new pack). */
+/* How the put of a whole SRC pack ended (r). Already there: an interrupted copy sent it and no
+ * segment names it, or another copy did meanwhile (named by this copy's segment now), or a gc at
+ * DST condemned it (sent again in a new pack). */
+static int whole_done(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n, uint64_t size, int r)
+{
+        if (r == -EEXIST && (r = copy_dst_pack_reusable(c->d, id)) == 0)
+                return packs_add(&c->resend, id); /* by send(), not from inside a put's end */
+        if (r < 0) {
+                culprit_pack(c, id);
+                return r;
+        }
+        c->st->packs_whole++;
+        return pack_sent(c, id, e, n, size);
+}
+
+/* A put in flight that ended (copy-upload.c): a whole SRC pack, or a new one. */
+static int upload_done(void *userdata, const CopyUpload *u, int r)
+{
+        Copy *c = userdata;
+        if (u->bad) { /* the check failed: nothing was put */
+                c->st->culprit_offset = u->bad_offset;
+                c->st->culprit_has_offset = true;
+        }
+        if (u->whole)
+                return whole_done(c, u->id, u->e, u->n, u->size, r);
+        if (r < 0) {
+                culprit_pack(c, u->id);
+                return r;
+        }
+        c->st->packs_written++;
+        return pack_sent(c, u->id, u->e, u->n, entries_bytes(u->e, u->n));
+}
+
+/* An upload of n entries e (copied) for pack id; its bytes to come. */
+static CopyUpload *upload_new(const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n, bool whole)
+{
+        CopyUpload *u = calloc(1, sizeof(*u));
+        if (!u)
+                return NULL;
+        *u = (CopyUpload){ .n = n, .whole = whole };
+        memcpy(u->id, id, BV_PACK_ID_SIZE);
+        if (!(u->e = malloc(n * sizeof(*e) + 1))) {
+                free(u);
+                return NULL;
+        }
+        memcpy(u->e, e, n * sizeof(*e));
+        return u;
+}
+
+/* A whole SRC pack to a remote DST: read into memory, then checked there (what goes is the bytes
+ * checked, with no spool file written and read back) and put by an upload thread while the next
+ * packs are read. */
+static int send_whole_mem(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n,
+                          BvObjReader *rd)
+{
+        CopyUpload *u = upload_new(id, e, n, true);
+        if (!u)
+                return -ENOMEM;
+        u->check = bv_repo_keyring(c->src);
+        u->size = bv_obj_reader_size(rd);
+        int r = (u->data = malloc(MAX(u->size, 1u))) ? 0 : -ENOMEM;
+        if (r >= 0)
+                r = send_reader(c, rd, -EBADF, u->data);
+        if (r < 0) {
+                copy_upload_free(u);
+                return r;
+        }
+        return copy_uploads_submit(c->uploads, u, upload_done, c);
+}
+
+/* A pack whose every object DST lacks: its bytes, under its name. */
 static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
 {
         char name[64];
@@ -341,43 +406,50 @@ static int send_whole(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEn
         BvObjWriter *w = NULL;
         bv_pack_path(id, name);
         int r = bv_obj_reader_open(c->sb, BV_KIND_PACK, name, &rd);
+        if (r >= 0 && c->uploads && bv_obj_reader_size(rd) <= COPY_UPLOAD_PACK_MAX) {
+                r = send_whole_mem(c, id, e, n, rd);
+                bv_obj_reader_close(rd);
+                return r;
+        }
         if (r >= 0)
                 r = bv_obj_writer_open(c->db, BV_KIND_PACK, &w);
         if (r >= 0)
-                r = send_reader(c, rd, w);
+                r = send_reader(c, rd, bv_obj_writer_fd(w), NULL);
         if (r >= 0) /* the bytes about to be committed, read back and checked */
                 r = copy_check_pack_fd(c->scodec, bv_repo_keyring(c->src), bv_obj_writer_fd(w), e, n, c->buf,
                                        c->buf_size, &c->st->culprit_offset);
         if (r == -EBADMSG)
                 c->st->culprit_has_offset = true;
         uint64_t size = rd ? bv_obj_reader_size(rd) : 0;
-        if (r < 0 && w)
-                bv_obj_writer_abort(w);
-        else
+        if (r >= 0)
                 r = bv_obj_writer_commit(w, name, BV_PUT_CREATE);
+        else if (w)
+                bv_obj_writer_abort(w);
         if (rd)
                 bv_obj_reader_close(rd);
-        if (r == -EEXIST && (r = copy_dst_pack_reusable(c->d, id)) == 0)
-                return send_again(c, id, e, n);
-        if (r < 0)
-                return r;
-        c->st->packs_whole++;
-        return pack_sent(c, id, e, n, size);
+        return r < 0 && r != -EEXIST ? r : whole_done(c, id, e, n, size, r);
 }
 
 /* A new pack committed: at DST (a remote one gets it now), then recorded. */
 static int pack_record(void *userdata, const uint8_t id[BV_PACK_ID_SIZE], const BvPackEntry *e, size_t n)
 {
         Copy *c = userdata;
+        if (c->uploads) { /* the spool file into memory, put by an upload thread */
+                CopyUpload *u = upload_new(id, e, n, false);
+                if (!u)
+                        return -ENOMEM;
+                int r = copy_dst_pack_take(c->d, id, COPY_UPLOAD_PACK_MAX, &u->data, &u->size);
+                if (r >= 0)
+                        return copy_uploads_submit(c->uploads, u, upload_done, c);
+                copy_upload_free(u);
+                if (r != -EFBIG)
+                        return r;
+        }
         int r = copy_dst_pack_committed(c->d, id);
         if (r < 0)
                 return r;
         c->st->packs_written++;
-        uint64_t bytes = 0;
-        for (size_t i = 0; i < n; i++)
-                if (i == 0 || e[i].offset != e[i - 1].offset)
-                        bytes += e[i].length;
-        return pack_sent(c, id, e, n, bytes);
+        return pack_sent(c, id, e, n, entries_bytes(e, n));
 }
 
 static int writer_commit(Copy *c)
@@ -441,6 +513,29 @@ static int send_objects(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPack
         return r;
 }
 
+/* The packs found at DST already that may not count as sent (copy_dst_pack_reusable: a condemned
+ * list names it): their objects go in a new pack. */
+static int send_again(Copy *c)
+{
+        int r = 0;
+        while (r >= 0 && c->resend.n > 0) {
+                _cleanup_free_ BvPackEntry *e = NULL;
+                _cleanup_free_ bool *all = NULL;
+                const uint8_t *id = c->resend.ids[--c->resend.n];
+                size_t n;
+                r = bv_packset_read_index(bv_repo_packs(c->src), c->scodec, id, &e, &n);
+                if (r >= 0)
+                        r = (all = malloc(n + 1)) ? 0 : -ENOMEM;
+                if (r >= 0) {
+                        memset(all, 1, n + 1);
+                        r = send_objects(c, id, e, n, all);
+                }
+                if (r < 0)
+                        culprit_pack(c, id);
+        }
+        return r;
+}
+
 static int send_pack(Copy *c, const uint8_t id[BV_PACK_ID_SIZE])
 {
         _cleanup_free_ BvPackEntry *e = NULL;
@@ -470,11 +565,20 @@ static int send(Copy *c)
         int r = bv_packset_list(bv_repo_packs(c->src), on_pack_size, c);
         for (size_t i = 0; i < c->packs.n && r >= 0; i++) {
                 r = cancelled(c) ? -ECANCELED : send_pack(c, c->packs.ids[i]);
-                if (r < 0)
+                if (r < 0 && !c->st->culprit[0])
                         culprit_pack(c, c->packs.ids[i]);
+                if (r >= 0)
+                        r = send_again(c);
         }
         if (r >= 0 && c->w)
                 r = writer_commit(c);
+        while (r >= 0 && c->uploads && copy_uploads_pending(c->uploads) > 0) {
+                r = copy_uploads_drain(c->uploads, upload_done, c);
+                if (r >= 0)
+                        r = send_again(c); /* what a put that ended found there */
+                if (r >= 0 && c->w)
+                        r = writer_commit(c);
+        }
         if (r >= 0) { /* a repacked pack's index and unwanted objects were covered without being sent */
                 c->pr.done = c->pr.total;
                 progress(c);
@@ -505,7 +609,7 @@ static int publish(Copy *c)
 {
         for (size_t i = 0; i < c->nsnaps; i++) {
                 const BvSnapshot *s = c->snaps[i];
-                int r = copy_dst_publish(c->d, c->dcodec, s);
+                int r = copy_dst_publish(c->d, c->dcodec, s, i == 0);
                 if (r == -EEXIST) /* another copy published it meanwhile */
                         r = 0, c->st->snapshots_present++;
                 else if (r >= 0) {
@@ -530,6 +634,7 @@ static void requests_add(BvBackend *b, uint64_t *n)
 
 static int copy_run(Copy *c)
 {
+        uint64_t healed = 0;
         int r = c->d->repo && c->o->object_lock_seconds ? -EOPNOTSUPP : copy_lock_begin(c->d, c->o);
         if (r >= 0)
                 r = copy_dst_adopt(c->d, c->src, c->dcodec, &c->st->packs_resumed, &c->st->bytes_resumed);
@@ -545,6 +650,8 @@ static int copy_run(Copy *c)
                 r = -ECANCELED;
         if (r >= 0)
                 r = publish(c);
+        if (r >= 0) /* a gc elsewhere that condemned beside the records */
+                r = copy_dst_settle(c->d, c->src, c->scodec, c->snaps, c->nsnaps, &healed);
         if (r >= 0)
                 r = copy_lock_extend(c->d, c->o, &c->st->objects_retained, c->st->culprit, sizeof(c->st->culprit));
         if (r >= 0)
@@ -571,13 +678,17 @@ int bv_copy(BvRepo *src, BvCopyDst *dst, const BvCopyOptions *o, BvCopyStats *re
                 c.buf_size = MAX(COPY_BUF, bv_object_bound(BV_OBJECT_MAX_RAW));
         if (r >= 0)
                 r = (c.buf = malloc(c.buf_size)) ? 0 : -ENOMEM;
+        if (r >= 0 && !dst->repo)
+                r = copy_uploads_new(c.db, &c.uploads);
         if (r >= 0)
                 r = copy_run(&c);
+        copy_uploads_free(c.uploads);
         bv_pack_writer_free(c.w);
         free(c.buf);
         free(c.seen);
         free(c.want);
         free(c.packs.ids);
+        free(c.resend.ids);
         free(c.snaps);
         bv_object_codec_free(c.scodec);
         bv_object_codec_free(c.dcodec);

@@ -149,6 +149,7 @@ typedef struct Scan {
         size_t live;
         int reaped;
         const char *own;                         /* the body of this gc's own lease */
+        const char *own_name;                    /* a lease not read (the caller's own) */
         size_t gcs;                              /* live gc leases but its own */
         char gc_name[LEASE_NAME_LEN + 1];        /* the last one met */
         char gc_body[160];
@@ -163,7 +164,7 @@ static int scan_one(const BvObjEntry *e, void *userdata)
         char path[sizeof("leases/") + LEASE_NAME_LEN];
         int r;
 
-        if (!lease_name_valid(e->name))
+        if (!lease_name_valid(e->name) || (s->own_name && strcmp(e->name, s->own_name) == 0))
                 return 0;
         r = bv_backend_lease_alive(s->b, e->name, s->reap, LEASE_MAX - 1, &body);
         if (r < 0) {
@@ -208,6 +209,16 @@ int bv_leases_scan(BvBackend *b, bool reap, uint64_t *ret_min_epoch, uint64_t *r
                 *ret_max_epoch = s.max;
         *ret_live = s.live;
         return s.reaped;
+}
+
+int bv_gc_leases_live(BvBackend *b, const BvLease *own, size_t *ret)
+{
+        Scan s = { .b = b, .min = UINT64_MAX, .own_name = own && own->held ? own->held->name : NULL };
+        int r = bv_backend_list(b, BV_KIND_LEASE, scan_one, &s);
+        if (r < 0)
+                return r;
+        *ret = s.gcs;
+        return 0;
 }
 
 int bv_gc_lease_take(BvBackend *b, BvLease **ret, BvRepoProblem *ret_problem)

@@ -46,6 +46,10 @@ void bv_lease_release(BvLease *l);
  * at once may both step back; neither ever runs beside the other. */
 int bv_gc_lease_take(BvBackend *b, BvLease **ret, BvRepoProblem *ret_problem);
 
+/* The number of live gc leases (a remote repository's: docs/LIFECYCLE.md, "gc on S3"), none
+ * reaped: a LIST of leases/ and a read of each but own (the caller's, or NULL). */
+int bv_gc_leases_live(BvBackend *b, const BvLease *own, size_t *ret);
+
 /* Tests every lease: one whose lock can be taken belongs to a holder that ended, and is
  * removed (reaped; without reap, as for a dry run, it is only counted).
  * *ret_min_epoch gets the lowest epoch of the live ones (UINT64_MAX when none

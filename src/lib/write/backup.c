@@ -52,7 +52,7 @@
 #define INDEX_FLUSH_ENTRIES (1u << 20)
 #define INDEX_MAX_SEGMENTS 16
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
-#define EDGE_READ (1024u * 1024) /* reads of the parts of UNCHANGED extents not reused */
+#define EDGE_READ (1024u * 1024) /* reads of UNCHANGED ranges whose parent chunks are lost */
 
 /* One object to store: a chunk or map node (one member), or a group. */
 typedef BvGroupBuf Job;
@@ -74,7 +74,7 @@ typedef struct Backup {
         BvParentMap *parent; /* for UNCHANGED extents of a changed-block source */
         BvSnapshot *changed_parent; /* the newest snapshot of a changed-block source's name */
         BvSnapshotUsedOnly used_only; /* opts->used_only as the snapshot records it */
-        uint8_t *edge_buf;   /* the parts of UNCHANGED extents read from the source */
+        uint8_t *edge_buf;   /* UNCHANGED ranges read from the source (their chunks are lost) */
         Job *group;    /* the compression group being gathered */
         bool grouping; /* only when compressing */
         uint8_t (*prefix_ids)[BV_ID_SIZE];
@@ -506,9 +506,29 @@ static int feed_read_at(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offse
         return 0;
 }
 
+/* [pos, pos+n) of the parent's data chunk pe (stored at loc) into the splitter, taken from the
+ * chunk as the repository holds it: a changed range cut into pe, and its clean rest is what pe
+ * holds there. The source is read instead when the chunk does not read back whole. */
+static int feed_parent(Backup *b, BvSource *src, BvSplitter *sp, const BvMapExtent *pe, const BvLocation *loc,
+                       uint64_t pos, uint64_t n)
+{
+        const uint8_t *data;
+        int r = bv_parent_map_chunk(b->parent, pe, loc, &data);
+
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return feed_read_at(b, src, sp, pos, n);
+        r = bv_splitter_feed(sp, pos, data + (pos - pe->offset), (size_t)n, on_extent, b);
+        if (r >= 0)
+                b->stats.bytes_parent += n;
+        return r;
+}
+
 /* [offset, offset+len) holds what the parent holds there: its zero and hole runs and the data
- * chunks that lie wholly inside are taken from its map and never read; the rest of a data
- * chunk that sticks out of the range is read from the source. */
+ * chunks that lie wholly inside are taken from its map and never read; the part of a data chunk
+ * that sticks out of the range (a changed range next to it cut into the chunk) is taken from the
+ * parent's stored chunk, so that the source is read only where it changed. */
 static int backup_unchanged(Backup *b, BvSource *src, BvSplitter *sp, uint64_t offset, uint64_t len)
 {
         uint64_t pos = offset, end = offset + len;
@@ -523,9 +543,11 @@ static int backup_unchanged(Backup *b, BvSource *src, BvSplitter *sp, uint64_t o
                         return r == -ERANGE ? -EINVAL : r;
                 uint64_t n = MIN(pe.offset + pe.length, end) - pos;
                 BvLocation loc;
-                if (pe.kind == BV_EXTENT_DATA && (pe.offset != pos || pe.length != n ||
-                                                  bv_index_lookup(b->index, pe.id, &loc) < 0)) {
-                        r = feed_read_at(b, src, sp, pos, n); /* sticks out, or no longer stored */
+                bool stored = pe.kind == BV_EXTENT_DATA && bv_index_lookup(b->index, pe.id, &loc) >= 0;
+                if (pe.kind == BV_EXTENT_DATA && !stored) {
+                        r = feed_read_at(b, src, sp, pos, n); /* no longer stored */
+                } else if (pe.kind == BV_EXTENT_DATA && (pe.offset != pos || pe.length != n)) {
+                        r = feed_parent(b, src, sp, &pe, &loc, pos, n); /* sticks out */
                 } else {
                         r = bv_splitter_skip(sp, pos, n, on_extent, b);
                         if (r >= 0 && pe.kind == BV_EXTENT_DATA) {

@@ -60,6 +60,9 @@ typedef struct BvBackupStats {
          * ("" when it was read whole), and why it was read whole ("" when it was not). */
         char changed_from[2 * BV_SNAPSHOT_ID_SIZE + 1];
         char changed_reason[256];
+        /* the clean parts of chunks a changed range cut into, taken from the parent's stored
+         * chunks instead of the source (not in counts.bytes_read) */
+        uint64_t bytes_parent;
         uint64_t bytes_unreadable, ranges_unreadable; /* skip_unreadable: stored as zeroes */
         /* packs an interrupted backup left unrecorded, adopted into the index (write/adopt.h) */
         uint64_t packs_resumed, bytes_resumed;
@@ -69,8 +72,9 @@ typedef struct BvBackupStats {
  * Backs up an opened source as a new snapshot. The repository must be open with BV_OPEN_WRITE.
  * On any failure nothing is published and earlier snapshots are intact. UNCHANGED extents take
  * the parent's map entries for their range (-EINVAL without opts->parent, or past its end):
- * zero and hole runs and data chunks wholly inside are not read, the rest is read with the
- * source's read_at.
+ * zero and hole runs and data chunks wholly inside are not read; the rest of a data chunk that
+ * sticks out of the range is taken from the parent's stored chunk (read with the source's
+ * read_at when that chunk is no longer stored whole).
  *
  * A regular file whose identity (device, inode, size, mtime, ctime) equals what the newest
  * snapshot of the same name and path recorded is not read: the new snapshot takes that one's map

@@ -22,8 +22,11 @@ typedef struct Revived {
 } Revived;
 
 typedef struct Heal {
-        BvRepo *repo;
+        BvRepo *repo;         /* bv_backup_heal's: map nodes read there */
         BvObjectCodec *codec;
+        BvIndex *index;
+        bv_heal_fetch_fn fetch; /* else */
+        void *userdata;
         BvIndexList **lists;
         size_t nlists;
         Revived *found; /* ids to put back, with their locations in the lists */
@@ -55,13 +58,17 @@ static int list_load_one(const BvObjEntry *e, void *userdata)
         return r;
 }
 
+int bv_condemned_lists_load_backend(BvBackend *b, BvIndexList ***ret, size_t *ret_n)
+{
+        ListLoad ll = { b, ret, ret_n };
+        int r = bv_backend_list(ll.b, BV_KIND_CONDEMNED, list_load_one, &ll);
+        return MIN(r, 0);
+}
+
 int bv_condemned_lists_load(BvRepo *repo, BvIndexList ***ret, size_t *ret_n)
 {
-        if (bv_repo_dirfd(repo, "") < 0) {
-                ListLoad ll = { bv_repo_backend(repo), ret, ret_n };
-                int r = bv_backend_list(ll.b, BV_KIND_CONDEMNED, list_load_one, &ll);
-                return MIN(r, 0);
-        }
+        if (bv_repo_dirfd(repo, "") < 0)
+                return bv_condemned_lists_load_backend(bv_repo_backend(repo), ret, ret_n);
         DIR *d;
         int r = bv_opendir_beneath(bv_repo_dirfd(repo, ""), "gc", &d);
         if (r < 0)
@@ -107,7 +114,7 @@ static int list_find(Heal *h, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
 static int check_id(Heal *h, const uint8_t id[BV_ID_SIZE])
 {
         BvLocation loc;
-        int r = bv_index_lookup(bv_repo_index(h->repo), id, &loc);
+        int r = bv_index_lookup(h->index, id, &loc);
         if (r != -ENOENT)
                 return r;
         if (list_find(h, id, &loc) < 0) {
@@ -137,6 +144,8 @@ static int heal_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_n
         Heal *h = userdata;
         BvLocation loc;
         void *enc;
+        if (h->fetch)
+                return h->fetch(h->userdata, id, ret_node, ret_len);
         int r = bv_repo_read_object_alloc(h->repo, h->codec, BV_OBJ_MAP, id, ret_node, ret_len);
         if (r != -EUCLEAN || list_find(h, id, &loc) < 0)
                 return r;
@@ -156,7 +165,7 @@ static int revived_cmp(const void *a, const void *b)
 /* The found ids, once each, into the index (grouped by pack), then a durable segment. */
 static int heal_write(Heal *h)
 {
-        BvIndex *index = bv_repo_index(h->repo);
+        BvIndex *index = h->index;
         size_t n = 0;
         if (h->n > 1)
                 qsort(h->found, h->n, sizeof(Revived), revived_cmp);
@@ -193,10 +202,28 @@ static bool list_after(const Heal *h, uint64_t lease)
         return false;
 }
 
+/* The walk, then the write of what it found (the index refreshed before). */
+static int heal_walk(Heal *h, const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size)
+{
+        int r = bv_map_walk(root, height, size, heal_fetch, h, heal_node, heal_extent, h);
+        if (r >= 0 && h->missing > 0)
+                r = -EUCLEAN;
+        return r < 0 ? r : heal_write(h);
+}
+
+int bv_heal_map(BvIndex *index, BvIndexList **lists, size_t nlists, bv_heal_fetch_fn fetch, void *userdata,
+                const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size)
+{
+        Heal h = { .index = index, .fetch = fetch, .userdata = userdata, .lists = lists, .nlists = nlists };
+        int r = heal_walk(&h, root, height, size);
+        free(h.found);
+        return r;
+}
+
 int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_SIZE], uint32_t height,
                    uint64_t size)
 {
-        Heal h = { .repo = repo, .codec = codec };
+        Heal h = { .repo = repo, .codec = codec, .index = bv_repo_index(repo) };
         uint64_t lease, epoch;
         int r = bv_repo_lease_epoch(repo, &lease);
         if (r < 0)
@@ -214,11 +241,7 @@ int bv_backup_heal(BvRepo *repo, BvObjectCodec *codec, const uint8_t root[BV_ID_
         if (r >= 0 && (epoch != lease || list_after(&h, lease))) {
                 r = bv_index_refresh(bv_repo_index(repo)); /* the index as gc left it */
                 if (r >= 0)
-                        r = bv_map_walk(root, height, size, heal_fetch, &h, heal_node, heal_extent, &h);
-                if (r >= 0 && h.missing > 0)
-                        r = -EUCLEAN;
-                if (r >= 0)
-                        r = heal_write(&h);
+                        r = heal_walk(&h, root, height, size);
         }
         bv_condemned_lists_free(h.lists, h.nlists);
         free(h.found);
