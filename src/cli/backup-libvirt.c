@@ -72,6 +72,8 @@ static int print_json(const BvLibvirtResult *res)
                                        { "shut_off", json_object_new_boolean(res->offline) },
                                        { BV_JSON_OPT_STRING("ended_job", res->ended_job[0] ? res->ended_job : NULL) },
                                        { "checkpoints_deleted", json_object_new_uint64(res->checkpoints_deleted) },
+                                       { res->reconnected ? "libvirtd_reconnected" : NULL,
+                                         res->reconnected ? json_object_new_boolean(true) : NULL },
                                        { "disks", json_object_get(disks) })
                       : NULL;
         if (!o || freeze_json(o, &res->freeze) < 0)
@@ -88,6 +90,12 @@ static void report_disk(const BvLibvirtResult *res, const BvLibvirtDiskResult *d
         if (dk->error == -EHOSTDOWN && res->stopped) {
                 log_error("backup of disk %s of '%s' failed (nothing was published for it): the domain stopped "
                           "during the backup", dk->target, res->domain);
+                return;
+        }
+        if (dk->error == -ECONNRESET && res->reconnected) {
+                log_error("backup of disk %s of '%s' failed (nothing was published for it): the connection to "
+                          "libvirtd was lost during the backup (libvirtd restarted?) and the job's export with it",
+                          dk->target, res->domain);
                 return;
         }
         if (dk->error < 0) {
@@ -176,6 +184,9 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
         default:
                 break;
         }
+        if (res->reconnected)
+                return log_error_errno(r, "backup of domain '%s' failed: %s (the connection to libvirtd was lost "
+                                       "during it: libvirtd restarted?)", domain, d[0] ? d : strerror(-r));
         if (d[0])
                 return log_error_errno(r, "backup of domain '%s' failed: %s", domain, d);
         return log_error_errno(r, "backup of domain '%s' failed", domain);
@@ -186,6 +197,9 @@ void report_libvirt_tidy(const BvLibvirtResult *res, const char *domain)
         if (res->ended_job[0])
                 log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
                            res->ended_job);
+        if (res->reconnected)
+                log_warning("the connection to libvirtd was lost during the backup of '%s' (libvirtd restarted?): "
+                            "connected to it again to end the job", domain);
         if (res->checkpoints_deleted > 0)
                 log_info("deleted %zu checkpoint(s) of '%s' that no snapshot needs any more", res->checkpoints_deleted,
                          domain);

@@ -22,6 +22,10 @@
 #                                  disk through the monitor, then flushes (so qemu-img sees them)
 #   lv_copy DOM TARGET OUT         a bit-exact raw copy of TARGET as it is now (qemu-img convert -U)
 #   lv_virsh ARGS...               virsh on LIBVIRT_DEFAULT_URI
+#   lv_restart_libvirtd            stops the running libvirtd (TERM) and starts it again with the
+#                                  command line it ran with (-d added): running domains survive it;
+#                                  a libvirtd this test started is still stopped at exit (the pid
+#                                  file names the new one), one it found is left running
 
 for _c in virsh libvirtd virtlogd qemu-system-x86_64 qemu-img flock; do
     command -v "$_c" >/dev/null 2>&1 ||
@@ -75,6 +79,26 @@ _lv_start_daemons() {
     lv_virsh version || die "libvirtd does not answer on $LIBVIRT_DEFAULT_URI"
 }
 _lv_start_daemons
+
+lv_restart_libvirtd() {
+    local pid i args=()
+    _lv_alive /run/libvirtd.pid libvirtd || die "no libvirtd runs (/run/libvirtd.pid) to restart"
+    pid=$(cat /run/libvirtd.pid)
+    mapfile -d '' args </proc/"$pid"/cmdline
+    [[ " ${args[*]} " == *" -d "* || " ${args[*]} " == *" --daemon "* ]] || args+=(-d)
+    kill -TERM "$pid"
+    for i in $(seq 1 300); do
+        [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = libvirtd ] || break
+        sleep 0.1
+    done
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" != libvirtd ] || die "libvirtd ($pid) did not stop within 30 s"
+    "${args[@]}" {_lv_lock_fd}>&- || die "cannot start libvirtd again (${args[*]})"
+    for i in $(seq 1 300); do
+        lv_virsh version >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "libvirtd does not answer on $LIBVIRT_DEFAULT_URI after its restart"
+}
 
 LV_IMAGES=/var/lib/libvirt/images/bvt-$$
 _lv_domains=()

@@ -14,6 +14,7 @@
 #     frozen and thawed around the job's start, the hold in --json and the log; thawed when the
 #     job does not begin; killed with -9 while frozen, the next backup thaws the guest and says
 #     so; --no-freeze; a domain without an agent gives a crash-consistent backup with a note;
+#     libvirtd restarted while blkvault holds the guest frozen: thawed all the same;
 #     held at the job's start the guest is frozen (its write waits), held in the read after it
 #     the guest is thawed (the freeze wraps the job's start only).
 . "$SOURCE_ROOT/tests/lib.sh"
@@ -176,6 +177,25 @@ cat "$T/b3.err"
 grep -q "the filesystems of '$AG_DOM' were frozen when this backup began .*thawed them (1)" "$T/b3.err" ||
     die "the backup after the kill did not say it thawed the guest"
 assert_eq "$(ag_freeze_status)" thawed "after the backup that followed the kill"
+# libvirtd restarted while blkvault holds the guest frozen at the job's start: the begin fails on
+# the closed connection, the thaw connects again; the guest is thawed and no job is left
+rm -f "$T/vgate" "$T/vgate.waiting"
+(exec env LD_PRELOAD="$VIRTGATE" ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" BV_VIRT_GATE="$T/vgate" \
+    "$BLKVAULT" backup "$repo" "libvirt:$AG_DOM" >/dev/null 2>"$T/r.err") &
+bpid=$!
+on_exit "kill -KILL $bpid"
+for _ in $(seq 300); do [ -e "$T/vgate.waiting" ] && break; sleep 0.1; done
+[ -e "$T/vgate.waiting" ] || { cat "$T/r.err"; die "blkvault never reached virDomainBackupBegin"; }
+assert_eq "$(ag_freeze_status)" frozen "while blkvault is held before the job's start"
+lv_restart_libvirtd
+touch "$T/vgate"
+rc=0; wait $bpid || rc=$?
+cat "$T/r.err"
+[ $rc = 1 ] || die "the backup whose libvirtd restarted at the job's start exited $rc"
+grep -q "backup of domain '$AG_DOM' failed: .* (the connection to libvirtd was lost during it: libvirtd restarted?)" "$T/r.err" ||
+    die "no clear error for libvirtd's restart"
+assert_eq "$(ag_freeze_status)" thawed "after libvirtd restarted while blkvault held the guest frozen"
+lv_virsh domjobinfo "$AG_DOM" | grep -q 'Job type: *None' || die "a job was left on $AG_DOM"
 # --no-freeze
 freezes=$(hooks freeze)
 bv backup "$repo" "libvirt:$AG_DOM" --no-freeze 2>"$T/b4.err" >/dev/null || { cat "$T/b4.err"; die "--no-freeze failed"; }

@@ -61,8 +61,10 @@ static int thaw_tries(BvVirtDomain *d)
         int r = -EIO;
 
         for (int i = 0; i < THAW_TRIES; i++) {
-                if (i)
+                if (i) {
                         sleep(1);
+                        (void)bv_virt_domain_reconnect(d); /* libvirtd restarted while frozen */
+                }
                 r = virDomainFSThaw(d->dom, NULL, 0, 0);
                 if (r >= 0)
                         return r;

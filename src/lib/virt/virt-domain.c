@@ -54,6 +54,39 @@ int bv_virt_domain_open(BvVirt *v, const char *name, BvVirtDomain **ret)
         return 0;
 }
 
+int bv_virt_domain_reconnect(BvVirtDomain *d)
+{
+        BvVirt *v = d ? d->v : NULL;
+
+        if (!v)
+                return -EINVAL;
+        unsigned long version;
+        /* a call finds out: without an event loop the client sees the socket closed only then */
+        if (virConnectGetLibVersion(v->conn, &version) == 0 && virConnectIsAlive(v->conn) == 1)
+                return 0;
+        virResetLastError();
+        virConnectPtr conn = virConnectOpen(v->uri);
+        if (!conn)
+                return bv_virt_take_error(v);
+        virDomainPtr dom = virDomainLookupByUUIDString(conn, d->uuid);
+        if (!dom) {
+                int r = bv_virt_take_error(v);
+                virConnectClose(conn);
+                return r;
+        }
+        virDomainFree(d->dom);
+        virConnectClose(v->conn);
+        d->dom = dom;
+        v->conn = conn;
+        v->reconnects++;
+        return 1;
+}
+
+unsigned bv_virt_reconnects(const BvVirt *v)
+{
+        return v ? v->reconnects : 0;
+}
+
 const char *bv_virt_domain_name(const BvVirtDomain *d)
 {
         return d->name;

@@ -16,6 +16,7 @@ struct BvVirt {
         char *uri;
         char error[BV_VIRT_ERROR_MAX];
         int error_code;
+        unsigned reconnects; /* bv_virt_domain_reconnect made the connection again */
 };
 
 struct BvVirtDomain {

@@ -6,6 +6,7 @@
  * error is turned into an errno and kept in words on the connection for the caller to print.
  */
 #include <errno.h>
+#include <signal.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <pthread.h>
@@ -27,8 +28,15 @@ static int init_result;
 
 static void virt_init_once(void)
 {
+        struct sigaction sa;
+
         init_result = virInitialize() < 0 ? -EIO : 0;
         virSetErrorFunc(NULL, silent_handler);
+        /* libvirt's client writes to its socket without MSG_NOSIGNAL: a libvirtd that restarts
+         * under a call would kill the process with SIGPIPE (blkvault died so mid-backup, the job
+         * and a frozen guest left behind); ignored, the call fails and the caller cleans up */
+        if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+                signal(SIGPIPE, SIG_IGN);
 }
 
 /* 0, -ELIBACC when libvirt cannot be loaded (bv_dl_error() says why), or -EIO. */

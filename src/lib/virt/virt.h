@@ -41,6 +41,15 @@ int bv_virt_take_error(BvVirt *v);
  * (bv_virt_error says so), else as bv_virt_take_error. The domain keeps v; close it first. */
 int bv_virt_domain_open(BvVirt *v, const char *name, BvVirtDomain **ret);
 void bv_virt_domain_close(BvVirtDomain *d);
+/*
+ * When the connection of d is no longer alive (libvirtd restarted or stopped under it), opens a
+ * new one to the same URI and finds the domain again by its UUID, in place: d and its BvVirt stay
+ * valid (a connection shared with other domains must not be reconnected so). 0 when it was alive,
+ * 1 when reconnected, -errno when libvirt cannot be reached again (bv_virt_error says why).
+ */
+int bv_virt_domain_reconnect(BvVirtDomain *d);
+/* How often bv_virt_domain_reconnect made v's connection again (the thaw of agent.h tries it too). */
+unsigned bv_virt_reconnects(const BvVirt *v);
 const char *bv_virt_domain_name(const BvVirtDomain *d);
 const char *bv_virt_domain_uuid(const BvVirtDomain *d); /* 36 characters */
 BvVirt *bv_virt_domain_conn(const BvVirtDomain *d);

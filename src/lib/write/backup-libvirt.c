@@ -413,6 +413,7 @@ static int job_begin(Job *j, const BvLibvirtBackupOptions *o, BvLibvirtResult *r
                 BeginCall c = {j, res};
                 BvVirtFreezeOptions fo = {.no_freeze = o->no_freeze};
                 r = bv_virt_frozen_call(j->d, &fo, begin_call, &c, &res->freeze);
+                res->reconnected = bv_virt_reconnects(j->v) > 0; /* by the thaw */
         }
         if (r < 0) {
                 if (!res->detail[0]) /* a guest found frozen that would not thaw */
@@ -465,10 +466,20 @@ static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
         return r;
 }
 
+/* A connection libvirtd's restart closed under the job is made again (res->reconnected), so
+ * that the job can still be ended, the domain asked about and the checkpoints pruned. */
+static void job_reconnect(Job *j, BvLibvirtResult *res)
+{
+        if (!j->offline)
+                (void)bv_virt_domain_reconnect(j->d);
+        res->reconnected = bv_virt_reconnects(j->v) > 0;
+}
+
 /* After a disk's backup failed: whether because the domain stopped (shut off, destroyed, crashed)
  * under the job; then every disk not yet published fails so. */
 static bool domain_stopped(Job *j, BvLibvirtResult *res, size_t from)
 {
+        job_reconnect(j, res);
         if (bv_virt_domain_running(j->d) != 0)
                 return false;
         res->stopped = true;
@@ -543,11 +554,15 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
                 published |= dk->error == 0;
                 if (dk->error < 0 && !j.offline && domain_stopped(&j, ret, i))
                         dk->error = -EHOSTDOWN;
+                else if (dk->error < 0 && ret->reconnected) /* libvirtd restarted: its export went */
+                        dk->error = -ECONNRESET;
                 if (dk->error < 0 && first == 0)
                         first = dk->error;
                 if (dk->error == -ECANCELED || ret->stopped)
                         break;
         }
+        if (r >= 0)
+                job_reconnect(&j, ret);
         if (published && ret->checkpoint[0] && bv_virt_backup_end(j.d) >= 0)
                 ret->prune_error = prune_checkpoints(&j, repo, ret);
         job_done(&j, ret);

@@ -50,6 +50,9 @@ typedef struct BvLibvirtResult {
         int cleanup_error;              /* ending the job or removing its files failed (ignored) */
         char ended_job[256];            /* the socket of a job a run that died left, ended ("": none) */
         bool stopped;                   /* the domain stopped during the backup (disks failed -EHOSTDOWN) */
+        bool reconnected;               /* libvirtd's connection was lost during the backup (restarted?)
+                                         * and made again to end the job; a disk that failed then
+                                         * failed -ECONNRESET */
         size_t checkpoints_deleted;     /* blkvault's checkpoints no snapshot needed any more */
         int prune_error;                /* deleting them failed (detail says why; ignored) */
         /* the guest agent's freeze around the job's start: whether it ran frozen (filesystems,
