@@ -19,6 +19,8 @@
 /* the functions of libvirt.so.0 this room calls */
 #define VIRT_DL_SYMBOLS(X) \
         X(virConnectClose) \
+        X(virConnectGetLibVersion) \
+        X(virConnectIsAlive) \
         X(virConnectOpen) \
         X(virDomainAbortJob) \
         X(virDomainBackupBegin) \
@@ -59,6 +61,8 @@ int virt_dl_open(void);
 
 #ifndef VIRT_DL_IMPL
 #define virConnectClose sym_virConnectClose
+#define virConnectGetLibVersion sym_virConnectGetLibVersion
+#define virConnectIsAlive sym_virConnectIsAlive
 #define virConnectOpen sym_virConnectOpen
 #define virDomainAbortJob sym_virDomainAbortJob
 #define virDomainBackupBegin sym_virDomainBackupBegin
