@@ -153,6 +153,21 @@ XML
     LV_DOM=$name
 }
 
+# jget FILE EXPR: EXPR (Python, d the JSON document) of a --json output file
+jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+# lv_job_active DOM: whether a backup job runs on DOM
+lv_job_active() { local i; i=$(lv_virsh domjobinfo "$1" 2>/dev/null) || return 1; [[ $i == *Operation:*Backup* ]]; }
+# lv_nothing_left DOM WHEN: dies unless blkvault left no backup job, scratch directory or socket
+lv_nothing_left() {
+    local uuid
+    uuid=$(lv_virsh domuuid "$1")
+    lv_job_active "$1" && die "a backup job still runs on $1 ($2)"
+    [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.d" ] || die "the scratch directory was left ($2)"
+    [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.sock" ] || die "the socket was left ($2)"
+}
+# lv_ours DOM: blkvault's checkpoints of DOM, sorted, on one line
+lv_ours() { lv_virsh checkpoint-list "$1" --name | grep '^blkvault-' | sort | xargs; }
+
 lv_image() {
     lv_virsh domblklist "$1" | awk -v t="$2" '$1 == t { print $2 }'
 }

@@ -102,7 +102,6 @@ need_cmd python3
 [ -f "${VIRTGATE:-}" ] || die "VIRTGATE (tests/fault/virtgate.so) is not built"
 repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
-jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 gated() { # ENV...: blkvault backup under virtgate.so, its stderr in $T/gated.err
     env LD_PRELOAD="$VIRTGATE" ASAN_OPTIONS="${ASAN_OPTIONS:-}:verify_asan_link_order=0" "$@" \
         "$BLKVAULT" backup "$repo" "libvirt:$AG_DOM" >/dev/null 2>"$T/gated.err"

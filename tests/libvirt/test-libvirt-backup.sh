@@ -14,7 +14,6 @@ lv_domain two 64M 32M
 dom=$LV_DOM
 uuid=$(lv_virsh domuuid "$dom")
 
-jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 no_job_left() {
     lv_virsh domjobinfo "$dom" | grep -q 'Job type: *None' || die "a job still runs on $dom"
     [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.d" ] || die "the scratch directory was left"

@@ -23,14 +23,7 @@ qemu-img convert -f raw -O qcow2 "$T/rand" "$img"
 lv_virsh start "$dom" >/dev/null
 uuid=$(lv_virsh domuuid "$dom")
 sock=/var/lib/libvirt/qemu/blkvault-$uuid.sock
-jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
-job_active() { local i; i=$(lv_virsh domjobinfo "$dom" 2>/dev/null) || return 1; [[ $i == *Operation:*Backup* ]]; }
-nothing_left() {
-    job_active && die "a backup job still runs on $dom ($1)"
-    [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.d" ] || die "the scratch directory was left ($1)"
-    [ ! -e "$sock" ] || die "the socket was left ($1)"
-}
-ours() { lv_virsh checkpoint-list "$dom" --name | grep '^blkvault-' | sort | xargs; }
+nothing_left() { lv_nothing_left "$dom" "$1"; }
 snapshots() { bv list "$1" --json | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d if isinstance(d, list) else d["snapshots"]))'; }
 
 lv_virsh checkpoint-create-as "$dom" other-tool-cp >/dev/null
@@ -44,10 +37,10 @@ bv init "$T/repo-k" --encryption=none >/dev/null
 BV_STALL_WRITE=1 stall_start $((2 * 1024 * 1024)) "$T/k.err" "$BLKVAULT" backup "$T/repo-k" "libvirt:$dom"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
-job_active || die "the killed run left no job (the test no longer shows the leftover)"
+lv_job_active "$dom" || die "the killed run left no job (the test no longer shows the leftover)"
 [ -S "$sock" ] || die "the killed run left no socket"
-[ "$(ours | wc -w)" = 2 ] || die "the killed run made no checkpoint: $(ours)"
-killed=$(ours | tr ' ' '\n' | grep -vx "$cp1")
+[ "$(lv_ours "$dom" | wc -w)" = 2 ] || die "the killed run made no checkpoint: $(lv_ours "$dom")"
+killed=$(lv_ours "$dom" | tr ' ' '\n' | grep -vx "$cp1")
 sorted() { printf '%s\n' "$@" | sort | xargs; }
 
 lv_copy "$dom" vda "$T/vda.2"
@@ -61,10 +54,10 @@ bv restore "$repo" "$dom-vda" "$T/out" >/dev/null
 assert_same "$T/out" "$T/vda.2"
 rm -f "$T/out"
 cp2=$(jget "$T/b2.json" 'd["checkpoint"]')
-assert_eq "$(ours)" "$(sorted "$cp2" "$killed")" "blkvault's checkpoints after the run (the first deleted, not repo-k's)"
+assert_eq "$(lv_ours "$dom")" "$(sorted "$cp2" "$killed")" "blkvault's checkpoints after the run (the first deleted, not repo-k's)"
 bv backup "$T/repo-k" "libvirt:$dom" --json >"$T/bk.json" 2>"$T/bk.err" || { cat "$T/bk.err" >&2; die "repo-k's run after the kill failed"; }
 ck=$(jget "$T/bk.json" 'd["checkpoint"]')
-assert_eq "$(ours)" "$(sorted "$cp2" "$ck")" "blkvault's checkpoints after repo-k's run (the killed run's deleted)"
+assert_eq "$(lv_ours "$dom")" "$(sorted "$cp2" "$ck")" "blkvault's checkpoints after repo-k's run (the killed run's deleted)"
 lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
 
 # another tool's backup job: not touched, named
@@ -75,7 +68,7 @@ lv_virsh backup-begin "$dom" "$T/other.xml" >/dev/null
 on_exit "lv_virsh domjobabort $dom"
 expect_fail 7 "runs a backup job that is not blkvault's (socket /var/lib/libvirt/qemu/bvt-$$-other.sock): not touched" \
     bv backup "$repo" "libvirt:$dom"
-job_active || die "blkvault ended another tool's job"
+lv_job_active "$dom" || die "blkvault ended another tool's job"
 lv_virsh domjobabort "$dom"
 
 # destroyed mid-backup: an error naming the domain, nothing published, nothing left
@@ -97,7 +90,7 @@ assert_same "$T/out" "$T/vda.3"
 nothing_left "after the run that followed the restart"
 # repo-d's next good run deletes the checkpoint of its destroyed run (no snapshot recorded it)
 bv backup "$T/repo-d" "libvirt:$dom" --json >"$T/bd.json" 2>"$T/bd.err" || { cat "$T/bd.err" >&2; die "repo-d's run failed"; }
-assert_eq "$(ours)" "$(sorted "$(jget "$T/b3.json" 'd["checkpoint"]')" "$ck" "$(jget "$T/bd.json" 'd["checkpoint"]')")" \
+assert_eq "$(lv_ours "$dom")" "$(sorted "$(jget "$T/b3.json" 'd["checkpoint"]')" "$ck" "$(jget "$T/bd.json" 'd["checkpoint"]')")" \
     "blkvault's checkpoints at the end"
 lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
 echo ok

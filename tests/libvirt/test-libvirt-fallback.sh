@@ -17,7 +17,6 @@ repo=$T/repo
 bv init "$repo" --encryption=none >/dev/null
 lv_domain fb 16M
 dom=$LV_DOM
-jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 n=0
 # backup_expect WHY-PATTERN: writes, backs up, checks the reason and the restore
 backup_expect() {

@@ -18,7 +18,6 @@ qemu-img convert -n -f raw -O qcow2 "$T/data.raw" "$(lv_image "$dom" vda)" || di
 rm -f "$T/data.raw"
 lv_virsh start "$dom" >/dev/null || die "cannot start $dom"
 
-jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 check_restore() { # SNAPSHOT COPY
     bv restore "$repo" "$1" "$T/out" >/dev/null
     assert_same "$T/out" "$2"

@@ -37,7 +37,6 @@ EOF
 
 # job_run NAME: as the units run it, with their UMask=0077
 job_run() { (umask 077 && bv job run "$1" "${opts[@]}"); }
-jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 ours() { lv_virsh checkpoint-list "$dom" --name | grep '^blkvault-' | sort | xargs; }
 # on_drive N CMD...: CMD with $repo the repository on drive N (mounted meanwhile) and $key its key
 on_drive() {

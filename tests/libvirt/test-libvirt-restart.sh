@@ -19,17 +19,11 @@ randfile "$T/rand" 32 restart
 qemu-img convert -f raw -O qcow2 "$T/rand" "$img"
 lv_virsh start "$dom" >/dev/null
 uuid=$(lv_virsh domuuid "$dom")
-sock=/var/lib/libvirt/qemu/blkvault-$uuid.sock
-jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
-job_active() { local i; i=$(lv_virsh domjobinfo "$dom" 2>/dev/null) || return 1; [[ $i == *Operation:*Backup* ]]; }
 nothing_left() {
-    job_active && die "a backup job still runs on $dom ($1)"
-    [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.d" ] || die "the scratch directory was left ($1)"
-    [ ! -e "$sock" ] || die "the socket was left ($1)"
+    lv_nothing_left "$dom" "$1"
     ls /var/lib/libvirt/qemu/ | grep -q "blkvault-$uuid" && die "files of the job were left ($1)" || true
 }
 snapshots() { bv list "$1" --json | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d if isinstance(d, list) else d["snapshots"]))'; }
-ours() { lv_virsh checkpoint-list "$dom" --name | grep '^blkvault-' | sort | xargs; }
 
 bv backup "$repo" "libvirt:$dom" --json >"$T/b1.json"
 cp1=$(jget "$T/b1.json" 'd["checkpoint"]')
@@ -42,7 +36,7 @@ lv_write "$dom" vda "write -s $LV_IMAGES/new 4M 12M"
 lv_copy "$dom" vda "$T/vda.1"
 cmp -s "$T/vda.1" "$T/rand" && die "the write into the running disk changed nothing"
 BV_STALL_WRITE=1 stall_start $((1 << 20)) "$T/held.err" "$BLKVAULT" backup "$repo" "libvirt:$dom" --json
-job_active || die "no backup job runs while blkvault is held"
+lv_job_active "$dom" || die "no backup job runs while blkvault is held"
 old=$(cat /run/libvirtd.pid)
 lv_restart_libvirtd
 [ "$(cat /run/libvirtd.pid)" != "$old" ] || die "libvirtd was not restarted"
@@ -81,6 +75,6 @@ fi
 nothing_left "after the run that followed libvirtd's restart"
 bv restore "$repo" "$dom-vda" "$T/out" >/dev/null
 assert_same "$T/out" "$T/vda.2"
-assert_eq "$(ours)" "$(jget "$T/b3.json" 'd["checkpoint"]')" "blkvault's checkpoints at the end"
+assert_eq "$(lv_ours "$dom")" "$(jget "$T/b3.json" 'd["checkpoint"]')" "blkvault's checkpoints at the end"
 echo "first checkpoint $cp1"
 echo ok
