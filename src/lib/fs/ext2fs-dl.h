@@ -10,13 +10,7 @@
  */
 
 #define NO_INLINE_FUNCS /* every ext2fs_ function a plain extern: the redirection below covers it */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wcast-qual"
-#pragma GCC diagnostic ignored "-Wcast-align"
-#pragma GCC diagnostic ignored "-Wshadow"
-#pragma GCC diagnostic ignored "-Wpedantic"
+#include "foreign-headers-begin.h"
 #include <et/com_err.h>
 #include <ext2fs/ext2fs.h>
 #pragma GCC diagnostic pop
