@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend-s3.h"
 #include "hex.h"
 #include "random.h"
 #include "json-util.h"
@@ -108,6 +109,11 @@ int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_e
 uint64_t bv_lease_epoch(const BvLease *l)
 {
         return l->epoch;
+}
+
+bool bv_lease_fresh(const BvLease *l)
+{
+        return l && bv_backend_s3_lease_fresh(l->held);
 }
 
 void bv_lease_release(BvLease *l)

@@ -36,6 +36,9 @@ int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_e
                   BvRepoProblem *ret_problem);
 /* The epoch the lease was taken at. */
 uint64_t bv_lease_epoch(const BvLease *l);
+/* Whether a remote lease is surely still live to every gc (bv_backend_s3_lease_fresh: put less
+ * than half the grace ago); false for a local one (which never needs the question) and NULL. */
+bool bv_lease_fresh(const BvLease *l);
 /* Unlinks the lease and drops its lock. NULL is a no-op. */
 void bv_lease_release(BvLease *l);
 
