@@ -34,6 +34,8 @@ int bv_gc_epoch_write(BvBackend *b, uint64_t epoch);
  * *ret_problem (if not NULL) names gc/epoch or leases/, whichever failed. */
 int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
                   BvRepoProblem *ret_problem);
+/* The same with the epoch read already (before anything of the repository was read). */
+int bv_lease_take_epoch(BvBackend *b, BvLeaseKind kind, uint64_t epoch, BvLease **ret, BvRepoProblem *ret_problem);
 /* The epoch the lease was taken at. */
 uint64_t bv_lease_epoch(const BvLease *l);
 /* Whether a remote lease is surely still live to every gc (bv_backend_s3_lease_fresh: put less
