@@ -12,7 +12,7 @@
 
 int s3_windows_init(S3Windows *ws, size_t n)
 {
-        *ws = (S3Windows){ .n = n ? n : S3_WINDOWS };
+        *ws = (S3Windows){ .n = n ? n : S3_WINDOWS, .max_threads = S3_PREFETCHERS };
         ws->w = calloc(ws->n, sizeof(*ws->w));
         if (!ws->w)
                 return -ENOMEM;
@@ -181,7 +181,7 @@ static void *prefetcher(void *userdata)
  * no thread could be started). */
 static bool prefetch_locked(S3Windows *ws, const S3Object *o, uint64_t k)
 {
-        if (ws->nthreads < S3_PREFETCHERS && ws->nthreads <= ws->nqueued &&
+        if (ws->nthreads < ws->max_threads && ws->nthreads <= ws->nqueued &&
             pthread_create(&ws->threads[ws->nthreads], NULL, prefetcher, ws) == 0)
                 ws->nthreads++;
         if (ws->nthreads == 0 || ws->nqueued == S3_QUEUED)

@@ -61,7 +61,7 @@ typedef struct S3Windows {
         /* the prefetchers (started at the first advise) and what waits for them */
         pthread_cond_t wake;
         pthread_t threads[S3_PREFETCHERS];
-        size_t nthreads;
+        size_t nthreads, max_threads; /* S3_PREFETCHERS (0: the reader fetches, the tests') */
         bool stopping;
         S3Pending queue[S3_QUEUED];
         size_t nqueued;
