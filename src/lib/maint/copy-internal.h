@@ -101,11 +101,17 @@ int copy_check_pack_fd(BvObjectCodec *codec, const BvKeyring *k, int fd, const B
 
 typedef struct CopyUploads CopyUploads;
 
+typedef struct CopyBuf {
+        void *p;
+        size_t cap;
+} CopyBuf;
+
 typedef struct CopyUpload {
         uint8_t id[BV_PACK_ID_SIZE];
         BvPackEntry *e; /* its index (owned) */
         size_t n;
-        void *data;     /* its bytes (owned), checked */
+        void *data;     /* its bytes (owned), checked: buf's, or malloc'd when buf is empty */
+        CopyBuf buf;    /* from copy_uploads_buf */
         uint64_t size;
         bool whole;     /* one of SRC's packs under its own name; else a new one (repacked) */
         const BvKeyring *check; /* not NULL: every object checked under these keys, ahead of what the PUT sends */
@@ -124,6 +130,9 @@ typedef struct CopyUpload {
 typedef int (*copy_upload_done_fn)(void *userdata, const CopyUpload *u, int r);
 
 int copy_uploads_new(BvBackend *b, CopyUploads **ret);
+/* u->data: a buffer of at least u->size bytes, one a reaped put left when there is one (the
+ * copy's thread only). */
+int copy_uploads_buf(CopyUploads *q, CopyUpload *u);
 /* Waits for every put under way without reaping them, then frees (after a failure). */
 void copy_uploads_free(CopyUploads *q);
 void copy_upload_free(CopyUpload *u);

@@ -23,6 +23,9 @@ struct CopyUploads {
         CopyUpload *slot[COPY_UPLOADS_MAX]; /* in flight or done, not yet reaped */
         size_t n;
         uint64_t bytes;
+        /* pack buffers of reaped puts, for the next packs (the copy's thread alone) */
+        CopyBuf spare[COPY_UPLOADS_MAX + 1];
+        size_t n_spare;
 };
 
 int copy_uploads_new(BvBackend *b, CopyUploads **ret)
@@ -35,6 +38,59 @@ int copy_uploads_new(BvBackend *b, CopyUploads **ret)
         pthread_cond_init(&q->cond, NULL);
         *ret = q;
         return 0;
+}
+
+/* A pack's buffer serves pack after pack: a fresh 32 MiB malloc is a new mapping, and reading a
+ * pack into it cost 8,192 page faults (memory cgroup charges, zeroing), more CPU than the read.
+ * Sizes are rounded up to a MiB, so that packs of about the target size fit each other's. */
+#define COPY_BUF_STEP ((size_t)1 << 20)
+int copy_uploads_buf(CopyUploads *q, CopyUpload *u)
+{
+        size_t pick = SIZE_MAX; /* the smallest spare that holds the pack, else the largest */
+        for (size_t i = 0; i < q->n_spare; i++) {
+                bool fits = q->spare[i].cap >= u->size;
+                if (pick == SIZE_MAX ||
+                    (fits ? q->spare[pick].cap < u->size || q->spare[i].cap < q->spare[pick].cap
+                          : q->spare[pick].cap < u->size && q->spare[i].cap > q->spare[pick].cap))
+                        pick = i;
+        }
+        CopyBuf b = {};
+        if (pick != SIZE_MAX) {
+                b = q->spare[pick];
+                q->spare[pick] = q->spare[--q->n_spare];
+        }
+        if (b.cap < u->size) { /* grown in place where it can be (mremap): its pages stay */
+                size_t cap = DIV_ROUND_UP(MAX((size_t)u->size, (size_t)1), COPY_BUF_STEP) * COPY_BUF_STEP;
+                void *p = realloc(b.p, cap);
+                if (!p) {
+                        free(b.p);
+                        return -ENOMEM;
+                }
+                b = (CopyBuf){ .p = p, .cap = cap };
+        }
+        u->buf = b;
+        u->data = b.p;
+        return 0;
+}
+
+/* u's buffer kept for the next pack (the largest ones when the spares are full). */
+static void buf_keep(CopyUploads *q, CopyUpload *u)
+{
+        if (!u->buf.p)
+                return;
+        if (q->n_spare == ELEMENTSOF(q->spare)) {
+                size_t small = 0;
+                for (size_t i = 1; i < q->n_spare; i++)
+                        if (q->spare[i].cap < q->spare[small].cap)
+                                small = i;
+                if (q->spare[small].cap >= u->buf.cap)
+                        return;
+                free(q->spare[small].p);
+                q->spare[small] = q->spare[--q->n_spare];
+        }
+        q->spare[q->n_spare++] = u->buf;
+        u->buf = (CopyBuf){};
+        u->data = NULL;
 }
 
 void copy_upload_free(CopyUpload *u)
@@ -112,6 +168,7 @@ int copy_uploads_reap(CopyUploads *q, copy_upload_done_fn done, void *userdata)
         if (u->started)
                 (void)pthread_join(u->thread, NULL);
         int r = done(userdata, u, u->r);
+        buf_keep(q, u);
         copy_upload_free(u);
         return r;
 }
@@ -164,6 +221,8 @@ void copy_uploads_free(CopyUploads *q)
                         (void)pthread_join(u->thread, NULL);
                 copy_upload_free(u);
         }
+        for (size_t i = 0; i < q->n_spare; i++)
+                free(q->spare[i].p);
         pthread_cond_destroy(&q->cond);
         pthread_mutex_destroy(&q->lock);
         free(q);
