@@ -20,3 +20,14 @@ int bv_parent_map_lookup(BvParentMap *p, uint64_t offset, BvMapExtent *ret);
  * the next call (the last chunk is kept: both edges of a short changed run often lie in one).
  * -EUCLEAN, -EBADMSG: not stored (whole) any more; -ENOMEM. */
 int bv_parent_map_chunk(BvParentMap *p, const BvMapExtent *e, const BvLocation *loc, const uint8_t **ret);
+/* Before a pass that takes what is not in changed (ranges in order, as a changed-block source
+ * gives them) from the parent: starts, all at once, the reads the pass would otherwise wait for
+ * one by one on a cold repository: the index (when small enough to read whole), every node of
+ * the parent's map, level by level, and the stored group of every chunk of the parent that a
+ * changed range cuts into. From then on the repository's reads prefetch nothing more
+ * (bv_repo_set_exact_reads) until p is freed; with changed NULL (the source cannot tell) only
+ * the index and the map are announced, and reads prefetch as they would. Only hints: nothing read here is trusted or kept
+ * (the pass reads and checks everything again). Errors: those of reading the map's internal
+ * nodes, -EFBIG for a map too large to announce whole (then nothing is set). */
+int bv_parent_map_prefetch(BvParentMap *p, const BvByteRange *changed, size_t n);
+
