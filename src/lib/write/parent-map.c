@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,3 +168,62 @@ int bv_parent_map_prefetch(BvParentMap *p, const BvByteRange *changed, size_t n)
         return 0;
 }
 
+/* ---- reading ahead in a thread of its own ---- */
+
+struct BvParentWarm {
+        BvRepo *repo;
+        BvSnapshot *parents; /* what bv_parent_map_open reads of each: copies */
+        size_t n;
+        pthread_t thread;
+};
+
+static void *warm_main(void *userdata)
+{
+        BvParentWarm *w = userdata;
+
+        for (size_t i = 0; i < w->n; i++) {
+                BvParentMap *p = NULL;
+                if (bv_parent_map_open(w->repo, &w->parents[i], &p) >= 0)
+                        (void)bv_parent_map_prefetch(p, NULL, 0);
+                bv_parent_map_free(p);
+        }
+        return NULL;
+}
+
+int bv_parent_warm_start(BvRepo *r, const BvSnapshot *const *parents, size_t n, BvParentWarm **ret)
+{
+        _cleanup_free_ BvParentWarm *w = calloc(1, sizeof(*w));
+        int rr;
+
+        if (n == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!w || !(w->parents = calloc(n, sizeof(*w->parents))))
+                return -ENOMEM;
+        w->repo = r;
+        w->n = n;
+        for (size_t i = 0; i < n; i++) {
+                BvSnapshot *c = &w->parents[i];
+                memcpy(c->root, parents[i]->root, BV_ID_SIZE);
+                c->height = parents[i]->height;
+                c->size = parents[i]->size;
+                c->stats.chunks = parents[i]->stats.chunks;
+        }
+        rr = -pthread_create(&w->thread, NULL, warm_main, w);
+        if (rr < 0) {
+                free(w->parents);
+                return rr;
+        }
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
+void bv_parent_warm_join(BvParentWarm *w)
+{
+        if (!w)
+                return;
+        (void)pthread_join(w->thread, NULL);
+        free(w->parents);
+        free(w);
+}

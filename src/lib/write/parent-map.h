@@ -31,3 +31,11 @@ int bv_parent_map_chunk(BvParentMap *p, const BvMapExtent *e, const BvLocation *
  * nodes, -EFBIG for a map too large to announce whole (then nothing is set). */
 int bv_parent_map_prefetch(BvParentMap *p, const BvByteRange *changed, size_t n);
 
+/* Reads ahead in a thread of its own what backups from these parents will read first (for each,
+ * the index and the map: bv_parent_map_prefetch without changed ranges) while the caller waits
+ * for something else (libvirt beginning a backup job); only hints, nothing kept. With n == 0
+ * nothing starts (*ret NULL). -ENOMEM, or pthread_create's error. */
+typedef struct BvParentWarm BvParentWarm;
+int bv_parent_warm_start(BvRepo *r, const BvSnapshot *const *parents, size_t n, BvParentWarm **ret);
+/* Waits for the thread and frees w (NULL: nothing). */
+void bv_parent_warm_join(BvParentWarm *w);
