@@ -37,6 +37,7 @@ typedef struct Job {
         size_t n_jd;
         char (*scratch)[PATH_MAX];
         char sock[PATH_MAX], dir[PATH_MAX];
+        char mark[PATH_MAX]; /* exists while the guest may be frozen by us (BvVirtFreezeOptions.mark) */
         int lock; /* the domain's backup lock (bv_virt_job_lock), -1 before */
         bool begun, dir_made;
         bool offline; /* the domain is shut off: no job, its images are read */
@@ -411,7 +412,7 @@ static int job_begin(Job *j, const BvLibvirtBackupOptions *o, BvLibvirtResult *r
                 r = job_dir_fresh(j);
         if (r >= 0) {
                 BeginCall c = {j, res};
-                BvVirtFreezeOptions fo = {.no_freeze = o->no_freeze};
+                BvVirtFreezeOptions fo = {.no_freeze = o->no_freeze, .mark = j->mark};
                 r = bv_virt_frozen_call(j->d, &fo, begin_call, &c, &res->freeze);
                 res->reconnected = bv_virt_reconnects(j->v) > 0; /* by the thaw */
         }
@@ -538,6 +539,8 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
         if (r >= 0)
                 r = job_open(&j, domain, o, ret);
         if (r >= 0 && (snprintf(j.dir, sizeof(j.dir), "%s/blkvault-%s.d", run, ret->uuid) >= (int)sizeof(j.dir) ||
+                       snprintf(j.mark, sizeof(j.mark), "%s/blkvault-%s.frozen", run, ret->uuid) >=
+                               (int)sizeof(j.mark) ||
                        snprintf(j.sock, sizeof(j.sock), "%s/blkvault-%s.sock", run, ret->uuid) >= 108))
                 r = -ENAMETOOLONG; /* a unix socket's path has at most 107 bytes */
         if (r >= 0)
@@ -566,6 +569,8 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
         if (published && ret->checkpoint[0] && bv_virt_backup_end(j.d) >= 0)
                 ret->prune_error = prune_checkpoints(&j, repo, ret);
         job_done(&j, ret);
+        if (r >= 0 && first == 0 && ret->freeze.thaw_error < 0) /* published, but the guest left frozen */
+                first = ret->freeze.thaw_error;
         return r < 0 ? r : first;
 }
 
