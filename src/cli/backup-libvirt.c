@@ -74,6 +74,8 @@ static int print_json(const BvLibvirtResult *res)
                                        { BV_JSON_OPT_STRING("checkpoint", res->checkpoint[0] ? res->checkpoint : NULL) },
                                        { "shut_off", json_object_new_boolean(res->offline) },
                                        { BV_JSON_OPT_STRING("ended_job", res->ended_job[0] ? res->ended_job : NULL) },
+                                       { BV_JSON_OPT_STRING("shared_disks_left_out",
+                                                            res->shared[0] ? res->shared : NULL) },
                                        { "checkpoints_deleted", json_object_new_uint64(res->checkpoints_deleted) },
                                        { res->reconnected ? "libvirtd_reconnected" : NULL,
                                          res->reconnected ? json_object_new_boolean(true) : NULL },
@@ -217,6 +219,10 @@ void report_libvirt_tidy(const BvLibvirtResult *res, const char *domain)
         if (res->ended_job[0])
                 log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
                            res->ended_job);
+        if (res->shared[0])
+                log_warning("not backed up: disk(s) %s of '%s', shared with other domains (<shareable/>): a backup "
+                            "job cannot hold such a disk at one instant; back its image up as a file or device while "
+                            "no domain writes it", res->shared, domain);
         if (res->reconnected)
                 log_warning("the connection to libvirtd was lost during the backup of '%s' (libvirtd restarted?): "
                             "connected to it again to end the job", domain);

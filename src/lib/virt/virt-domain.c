@@ -189,6 +189,7 @@ static int disk_parse(xmlNode *n, BvVirtDisk *k)
         k->source = disk_source(n, &r);
         k->format = attr(child(n, "driver"), "type", &r);
         k->readonly = child(n, "readonly") != NULL;
+        k->shareable = child(n, "shareable") != NULL;
         if (r >= 0 && !k->device && !(k->device = strdup("disk"))) /* the schema's default */
                 r = -ENOMEM;
         if (r >= 0 && !k->target)

@@ -69,6 +69,7 @@ typedef struct BvVirtDisk {
         char *source;  /* the file or device path; NULL for a network disk or an empty drive */
         char *format;  /* <driver type=...>: "qcow2", "raw"; NULL when not stated */
         bool readonly; /* <readonly/> */
+        bool shareable; /* <shareable/>: other domains may have it open and write it */
         uint64_t size; /* the virtual size in bytes (virDomainGetBlockInfo), 0 when unknown */
 } BvVirtDisk;
 

@@ -91,11 +91,12 @@ static void job_done(Job *j, BvLibvirtResult *res)
         bv_virt_close(j->v);
 }
 
-/* Whether k is backed up: listed in o->disks, or (none listed) a disk with a source. */
+/* Whether k is backed up: listed in o->disks, or (none listed) a disk with a source that is not
+ * shared with other domains (see plan_disks). */
 static bool disk_selected(const BvVirtDisk *k, const BvLibvirtBackupOptions *o)
 {
         if (o->n_disks == 0)
-                return strcmp(k->device, "disk") == 0 && k->source;
+                return strcmp(k->device, "disk") == 0 && k->source && !k->shareable;
         for (size_t i = 0; i < o->n_disks; i++)
                 if (strcmp(o->disks[i], k->target) == 0)
                         return true;
@@ -227,7 +228,18 @@ static int plan_disks(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, BvL
                         return -EMEDIUMTYPE;
                 if (!k->source)
                         return -ENOMEDIUM;
+                if (k->shareable)
+                        return -ETXTBSY;
                 res->detail[0] = 0;
+        }
+        /* A <shareable/> disk is left out: libvirt's job cannot hold it at one instant (the
+         * other domains write it past this QEMU's copy-before-write filter, and QEMU 7.2 refuses
+         * the filter its lock: libvirt 9.0's libvirtd then crashed, tried here) */
+        for (size_t i = 0; i < j->disks.n; i++) {
+                const BvVirtDisk *k = &j->disks.v[i];
+                size_t len = strlen(res->shared);
+                if (k->shareable && k->source && strcmp(k->device, "disk") == 0 && o->n_disks == 0)
+                        snprintf(res->shared + len, sizeof(res->shared) - len, "%s%s", len ? ", " : "", k->target);
         }
         for (size_t i = 0; i < j->disks.n; i++)
                 n += disk_selected(&j->disks.v[i], o);
@@ -268,7 +280,7 @@ static int plan_job(Job *j, BvLibvirtResult *res)
         for (size_t i = 0; i < j->disks.n; i++) {
                 const BvVirtDisk *k = &j->disks.v[i];
                 const BvLibvirtDiskResult *dk = NULL;
-                if (strcmp(k->device, "disk") != 0 || !k->source)
+                if (strcmp(k->device, "disk") != 0 || !k->source) /* a <shareable/> one: backup='no' */
                         continue;
                 for (size_t m = 0; m < res->n_disks; m++)
                         if (strcmp(res->disks[m].target, k->target) == 0)

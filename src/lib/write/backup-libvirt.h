@@ -49,6 +49,7 @@ typedef struct BvLibvirtResult {
         char detail[BV_VIRT_ERROR_MAX]; /* libvirt's words when a libvirt call failed, or the culprit */
         int cleanup_error;              /* ending the job or removing its files failed (ignored) */
         char ended_job[256];            /* the socket of a job a run that died left, ended ("": none) */
+        char shared[256];               /* the <shareable/> disks left out ("vdb, vdc"; "": none) */
         bool stopped;                   /* the domain stopped during the backup (disks failed -EHOSTDOWN) */
         bool reconnected;               /* libvirtd's connection was lost during the backup (restarted?)
                                          * and made again to end the job; a disk that failed then
