@@ -437,10 +437,24 @@ static int job_begin(Job *j, const BvLibvirtBackupOptions *o, BvLibvirtResult *r
         return 0;
 }
 
+/* Whether s has the default name (DOMAIN-TARGET) of a name its domain no longer has (virsh
+ * domrename): no backup chooses that name again by itself. */
+static bool renamed_default(const BvSnapshot *s, const char *domain)
+{
+        const BvSnapshotLibvirt *l = &s->source.libvirt;
+        size_t n = l->domain ? strlen(l->domain) : 0;
+
+        return l->domain && s->name && l->disk && strcmp(l->domain, domain) != 0 &&
+               strncmp(s->name, l->domain, n) == 0 && s->name[n] == '-' && strcmp(s->name + n + 1, l->disk) == 0;
+}
+
 /* After a run that published: deletes this repository's checkpoints of the domain that no next
  * backup counts from, keeping for each snapshot name of this domain the one its newest snapshot
- * recorded. Others' checkpoints (another prefix: another tool's, or another repository's) are
- * never touched; one of before repositories had prefixes only when a snapshot here recorded it. */
+ * recorded, while the domain still has that snapshot's disk (one unplugged would keep its last
+ * checkpoint, and that checkpoint's bitmaps on every other disk, forever) and the name can still
+ * come back (renamed_default). Others' checkpoints (another prefix: another tool's, or another
+ * repository's) are never touched; one of before repositories had prefixes only when a snapshot
+ * here recorded it. */
 static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
 {
         BvSnapshot *const *list;
@@ -462,7 +476,8 @@ static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
                 const BvSnapshotLibvirt *l = &s->source.libvirt;
                 if (s->source.kind != BV_SOURCE_LIBVIRT || !l->uuid || strcmp(l->uuid, res->uuid) != 0 || !l->checkpoint)
                         continue;
-                if (newest_named(list, n_list, s->name) == s)
+                if (newest_named(list, n_list, s->name) == s && l->disk && bv_virt_disks_find(&j->disks, l->disk) &&
+                    !renamed_default(s, res->domain))
                         keep[n++] = l->checkpoint;
                 else if (bv_virt_checkpoint_legacy(l->checkpoint))
                         legacy[n_legacy++] = l->checkpoint;
