@@ -586,6 +586,8 @@ int files_guestfs_list_lvs(FilesDisk *d)
         if (r != EXIT_OK)
                 return r;
         Appliance *a = app_of(d);
+        if (!a) /* app_start found it: no path comes here without */
+                return EXIT_ERROR;
         char **lvs = guestfs_lvs(a->g);
         size_t n = 0;
         if (!lvs) {

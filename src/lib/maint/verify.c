@@ -190,8 +190,9 @@ static int check_extent(Verify *v, const BvMapExtent *e)
         }
         if (v->excluding) {
                 r = idset_add(&v->chunks, e->id, &(BvLocation){}, (uint32_t)e->length);
-                if (r > 0)
-                        idset_find(&v->chunks, e->id)->skip = true;
+                Slot *added = r > 0 ? idset_find(&v->chunks, e->id) : NULL;
+                if (added)
+                        added->skip = true;
                 return MIN(r, 0);
         }
         if (e->length > BV_CHUNK_MAX_LIMIT) {

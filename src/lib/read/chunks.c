@@ -114,7 +114,7 @@ static int group_decode(BvGroupCache *gc, BvRepo *r, BvObjectCodec *codec, const
         gate_enter(gc);
         if (buf) {
                 rr = bv_object_decode(codec, BV_OBJ_GROUP, bv_group_id, enc, loc->length, buf, SPARE_CAP, &len);
-                if (rr == -ENOBUFS) { /* larger than a backup writes: a buffer of its own */
+                if (rr == -ENOBUFS && gc) { /* larger than a backup writes: a buffer of its own */
                         bv_dcache_recycle(gc->cache, buf);
                         buf = NULL;
                 }

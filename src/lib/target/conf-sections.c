@@ -84,10 +84,8 @@ static const char *entity_name(const BvConfig *c, const ConfSection *s)
                 return c->exports[s->index].name;
         case CONF_REMOTE:
                 return c->remotes[s->index].name;
-        case CONF_GLOBAL:
+        default: /* CONF_GLOBAL */
                 return "";
-        default:
-                return NULL;
         }
 }
 

@@ -24,7 +24,7 @@ struct BvLvmSnap {
         char *remove;                   /* VG/LV of the snapshot to remove at close, or NULL */
         bool thin, named;               /* a thin volume; with a kept base (its names fit) */
         bool has_base;                  /* the base existed at open */
-        char base[LV_NAME_SIZE], fresh[LV_NAME_SIZE]; /* LV names of the kept and the new snapshot */
+        char base[LV_NAME_SIZE], fresh[LV_NAME_SIZE + 4]; /* LV names of the kept and the new snapshot */
         char reason[800]; /* room for the names in it */
 };
 
