@@ -60,6 +60,7 @@ typedef struct FileSource {
         bool direct;
         bool direct_verified; /* a direct read succeeded: EINVAL is a real error now */
         bool uring;
+        bool fixed; /* the slots' buffers are registered with the ring: reads are read_fixed */
         bool seek_data; /* SEEK_DATA / SEEK_HOLE usable */
         struct io_uring ring;
         unsigned inflight;
@@ -233,7 +234,11 @@ static int submit_slot(FileSource *s, unsigned idx)
         struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
         if (!sqe)
                 return -EBUSY; /* cannot happen: the ring has a slot per buffer */
-        io_uring_prep_read(sqe, slot_fd(s, sl), sl->buf, (unsigned)slot_read_len(s, sl), sl->offset);
+        if (s->fixed)
+                io_uring_prep_read_fixed(sqe, slot_fd(s, sl), sl->buf, (unsigned)slot_read_len(s, sl), sl->offset,
+                                         (int)idx);
+        else
+                io_uring_prep_read(sqe, slot_fd(s, sl), sl->buf, (unsigned)slot_read_len(s, sl), sl->offset);
         io_uring_sqe_set_data64(sqe, idx);
         sl->pending = true;
         s->inflight++;
@@ -660,6 +665,20 @@ static int alloc_slots(FileSource *s, unsigned n)
         return 0;
 }
 
+/* Registers the slots' buffers with the ring, so that a read does not look up and pin the pages
+ * of its buffer each time (an O_DIRECT read of a cold image spent ~1.3% of a backup's CPU in
+ * gup_fast_fallback). Where the kernel refuses (RLIMIT_MEMLOCK), plain reads. */
+static void register_slots(FileSource *s)
+{
+        _cleanup_free_ struct iovec *iov = calloc(s->nslots, sizeof(*iov));
+
+        if (!iov)
+                return;
+        for (unsigned i = 0; i < s->nslots; i++)
+                iov[i] = (struct iovec){ .iov_base = s->slots[i].buf, .iov_len = s->read_size };
+        s->fixed = io_uring_register_buffers(&s->ring, iov, s->nslots) == 0;
+}
+
 int bv_source_open_path(const char *path, const BvSourceOptions *opts, BvSource **ret)
 {
         BvSourceOptions o = opts ? *opts : (BvSourceOptions){};
@@ -723,5 +742,7 @@ int bv_source_open_path(const char *path, const BvSourceOptions *opts, BvSource 
         r = alloc_slots(s, s->uring ? o.queue_depth : 1);
         if (r < 0)
                 return r;
+        if (s->uring)
+                register_slots(s);
         return source_wrap(&s, ret);
 }

@@ -38,6 +38,7 @@ struct BvObjectCodec {
         size_t scratch_size;
         uint8_t *input; /* bv_object_codec_input */
         size_t input_size;
+        BvRandomPool *nonces; /* encrypted repository: every new object's nonce */
 };
 
 /* The parsed plaintext of an authenticated object. */
@@ -66,6 +67,11 @@ int bv_object_codec_new(const BvKeyring *k, int zstd_level, BvObjectCodec **ret)
         r = bv_aead_new(cipher, bv_keyring_data_key(k), &c->aead);
         if (r < 0)
                 goto fail;
+        if (c->pad) {
+                r = bv_random_pool_new(&c->nonces);
+                if (r < 0)
+                        goto fail;
+        }
         /* Decoding needs a zstd context even where new objects are stored raw. */
         r = bv_zstd_new(zstd_level != 0 ? zstd_level : 1, &c->zstd);
         if (r < 0)
@@ -83,6 +89,7 @@ void bv_object_codec_free(BvObjectCodec *c)
         if (!c)
                 return;
         bv_aead_free(c->aead);
+        bv_random_pool_free(c->nonces);
         bv_zstd_free(c->zstd);
         if (c->scratch)
                 bv_wipe(c->scratch, c->scratch_size);
@@ -218,7 +225,7 @@ int bv_object_encode_as(BvObjectCodec *c, BvObjectType type, const uint8_t id[BV
         memset(pt + plain_len, 0, total - plain_len);
 
         if (c->pad) {
-                r = bv_random_bytes(nonce, BV_NONCE_SIZE);
+                r = bv_random_pool_take(c->nonces, nonce, BV_NONCE_SIZE);
                 if (r < 0)
                         return r;
         } else
