@@ -59,7 +59,8 @@ lv_virsh dumpxml --inactive "$new" | sed -e "s|<name>$new</name>|<name>$tr</name
     -e "s|$LV_IMAGES/[^']*\.qcow2|$LV_IMAGES/$tr-vda.qcow2|" >"$T/tr.xml"
 lv_virsh create "$T/tr.xml" >/dev/null || die "cannot create the transient domain"
 _lv_domains+=("$tr")
-lv_virsh dominfo "$tr" | grep -q '^Persistent: *no' || die "$tr is not transient"
+info=$(lv_virsh dominfo "$tr")
+grep -q '^Persistent: *no' <<<"$info" || die "$tr is not transient: $info"
 bk "$tr" "$tr-vda"
 assert_eq "$(disk read_whole_because)" "no earlier snapshot is named '$tr-vda'" "the transient domain's first backup"
 cp1=$cp
@@ -70,8 +71,9 @@ lv_virsh dumpxml "$tr" >"$T/tr2.xml"
 lv_virsh destroy "$tr" >/dev/null
 lv_virsh create "$T/tr2.xml" >/dev/null || die "cannot create the transient domain again"
 assert_eq "$(lv_ours "$tr")" "" "checkpoints of the transient domain created again"
+cp2=$cp
 bk "$tr" "$tr-vda"
-case $(disk read_whole_because) in "checkpoint '$cp', which snapshot "*" recorded, no longer exists in libvirt") ;;
+case $(disk read_whole_because) in "checkpoint '$cp2', which snapshot "*" recorded, no longer exists in libvirt") ;;
     *) die "the transient domain created again read whole because '$(disk read_whole_because)'" ;; esac
 assert_eq "$(lv_ours "$tr")" "$cp" "the transient domain's checkpoints after it was created again"
 lv_nothing_left "$tr" "the end"
