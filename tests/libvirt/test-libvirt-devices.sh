@@ -59,6 +59,6 @@ cd=bvt-$$-cd
 domain_xml "$cd" "$hdc" >"$T/cd.xml"
 lv_virsh define "$T/cd.xml" >/dev/null || die "cannot define $cd"
 _lv_domains+=("$cd")
-expect_fail 1 "error: domain '$cd' has no disk to back up: only CD-ROMs, empty drives or network disks (virsh domblklist --details '$cd' shows each device)" \
+expect_fail 1 "error: domain '$cd' has no disk to back up: only CD-ROMs, empty drives or network disks (virsh domblklist --details $cd shows each device)" \
     bv backup "$repo" "libvirt:$cd"
 echo PASS
