@@ -259,9 +259,9 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
                                  res.domain);
                 for (size_t i = 0; !json && i < res.n_disks; i++)
                         report_disk(&res, &res.disks[i]);
-                ec = json ? print_json(&res) : r < 0 ? EXIT_ERROR : EXIT_OK;
-                if (json && r < 0)
-                        ec = EXIT_ERROR;
+                ec = json ? print_json(&res) : EXIT_OK;
+                if (r < 0) /* a full repository says so, as every other backup does (blkvault(1)) */
+                        ec = r == -ENOSPC || r == -EDQUOT ? EXIT_FULL : EXIT_ERROR;
         }
         report_libvirt_tidy(&res, domain);
         bv_libvirt_result_done(&res);
