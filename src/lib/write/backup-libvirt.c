@@ -555,6 +555,10 @@ static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, Bv
         for (size_t i = 0; i < j->n_jd; i++)
                 if (strcmp(j->jd[i].target, dk->target) == 0 && j->jd[i].checkpoint)
                         info.checkpoint = res->checkpoint;
+        if (!j->offline && !info.checkpoint) /* libvirt tracks only qcow2 disks: this one never pairs */
+                snprintf(dk->full_because, sizeof(dk->full_because),
+                         "it is a %s image, of which libvirt keeps no checkpoint (no dirty bitmap): every backup "
+                         "reads it whole (a qcow2 disk backs up incrementally)", k->format ? k->format : "non-qcow2");
         BvBackupOptions bo = o->backup;
         bo.name = dk->name;
         bo.source.libvirt = &info;
@@ -567,8 +571,9 @@ static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, Bv
         if (r >= 0)
                 r = bv_backup(repo, src, &bo, &dk->stats);
         bv_source_free(src);
-        /* a shut-off disk read whole without a checkpoint is no changed-block source: say why */
-        if (r >= 0 && j->offline && !info.incremental && !dk->stats.changed_reason[0])
+        /* a disk read whole without a checkpoint (shut off, or not qcow2) is no changed-block source:
+         * say why */
+        if (r >= 0 && !info.incremental && !dk->stats.changed_reason[0])
                 snprintf(dk->stats.changed_reason, sizeof(dk->stats.changed_reason), "%.*s",
                          (int)sizeof(dk->stats.changed_reason) - 1, dk->full_because);
         return r;
