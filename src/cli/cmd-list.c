@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "snapshot-forget.h"
 #include "timeutil.h"
 
 static const char usage_text[] =
@@ -132,7 +131,7 @@ int cmd_list(int argc, char **argv)
         r = parse_list_args(argc, argv, &sargs, &a, &path);
         if (r >= 0)
                 return r;
-        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_READ);
+        OPEN_REPO_OR_RETURN(repo, path, &sargs, BV_OPEN_RECORDS);
         BvSnapshot *const *all;
         size_t n_all, n = 0;
         char said[STORAGE_SAID_MAX];
@@ -151,13 +150,8 @@ int cmd_list(int argc, char **argv)
         _cleanup_free_ bool *prot = calloc(n + 1, sizeof(bool));
         if (!prot)
                 return log_error_errno(-ENOMEM, "cannot list '%s'", path);
-        for (size_t i = skip; i < n; i++) {
-                r = bv_snapshot_is_protected(bv_repo_backend(repo), list[i]->id);
-                if (r < 0)
-                        return log_error_errno(r, "cannot read the snapshots of '%s'%s", path,
-                                       storage_said(repo, said, sizeof(said)));
-                prot[i - skip] = r > 0;
-        }
+        for (size_t i = skip; i < n; i++) /* the listing that found the records showed their markers */
+                prot[i - skip] = list[i]->protect_listed;
         if (a.json)
                 return print_json_list(list + skip, prot, n - skip, path);
         print_table(list + skip, prot, n - skip, a.utc);

@@ -322,12 +322,11 @@ static size_t damage_reported;
 
 /* bv_repo_open_report, with a status line while a passphrase's key is derived (scrypt takes
  * most of a second) and the time it took with -v. */
-static int open_deriving(const char *path, int64_t at, const BvSecret *secret, BvOpenFlags flags,
-                         BvRepoProblem *problem, BvRepo **ret)
+static int open_deriving(const char *path, const BvSecret *secret, BvRepoProblem *problem, BvRepo **rp)
 {
         uint64_t start = bv_now_monotonic_ns();
         bool shown = secret->passphrase && status_begin("deriving the key from the passphrase (scrypt)...");
-        int r = bv_repo_open_at(path, at, secret, flags, problem, ret);
+        int r = bv_repo_open_started(rp, secret, problem);
 
         status_end(shown);
         if (r >= 0)
@@ -361,6 +360,7 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
         BvRepoProblem problem = {};
         BvRepoConfig cfg;
         BvSecret secret;
+        BvRepo *started = NULL;
         int r, e;
 
         if (s->point_in_time && !is_s3(path)) {
@@ -370,7 +370,11 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
         }
         if (flags & BV_OPEN_WRITE && (e = refuse_s3_write(path)) != EXIT_OK) /* prune and gc write one */
                 return e;
-        r = bv_repo_peek_config_at(path, s->point_in_time, &cfg, &problem);
+        /* the config, read once: what it says decides whether to ask for a secret, and the open
+         * goes on with it */
+        r = bv_repo_start_at(path, s->point_in_time, flags, &problem, &started);
+        if (r >= 0)
+                cfg = *bv_repo_config(started);
         if (r < 0 && problem.message[0])
                 return log_storage_error(path, &problem, r);
         if (r < 0 && (e = report_open_problem(path, &problem, r)) >= 0)
@@ -381,9 +385,13 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
          * peek saw no cipher: the open refuses it from the config it reads itself */
         bool given = s->key_file || s->passphrase_file || s->passphrase_fd || s->passphrase_command;
         r = secret_get(s, cfg.cipher != BV_CIPHER_NONE || given, false, &secret);
-        if (r < 0)
+        if (r < 0) {
+                bv_repo_close(started);
                 return EXIT_KEY;
-        r = open_deriving(path, s->point_in_time, &secret, flags, &problem, ret);
+        }
+        r = open_deriving(path, &secret, &problem, &started);
+        if (r >= 0)
+                *ret = started;
         if (r < 0 || !ret_secret)
                 secret_done(&secret);
         else

@@ -11,6 +11,7 @@
 #   s3_curl ARGS...       curl signed with the server's keys (curl --aws-sigv4)
 #   s3_rclone_remote      an rclone remote 'gw' on the server (RCLONE_CONFIG), to upload a local
 #                         repository as it is: rclone copy REPO gw:BUCKET/PREFIX
+#   fault_proxy_start, fault_wait_held: a fault proxy in front of the server (below)
 #   s3_log_count OP [KEY] how many requests of operation OP (s3_PutObject, s3_GetObject, ...),
 #                         for KEY when given, the access log holds
 
@@ -114,6 +115,17 @@ fault_proxy_start() {
     on_exit "kill $pid"
     wait_nonempty "$T/proxy.port" "$pid" "$T/proxy.log" "the fault proxy did not start"
     FAULT_URL=http://127.0.0.1:$(cat "$T/proxy.port")
+}
+
+# fault_wait_held PID ERR WHAT: waits (60 s at most) until the proxy holds a request (a "wait:"
+# fault served); fails naming WHAT when PID ends first (its stderr in ERR) or nothing is held.
+fault_wait_held() {
+    for _ in $(seq 1 600); do
+        grep -q "^wait" "$FAULTS.log" 2>/dev/null && return 0
+        kill -0 "$1" 2>/dev/null || { cat "$2" >&2; die "it ended before the proxy held its $3"; }
+        sleep 0.1
+    done
+    die "the proxy held no $3"
 }
 
 s3_rclone_remote() {

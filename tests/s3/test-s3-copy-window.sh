@@ -51,12 +51,7 @@ echo "wait:$T/go 1 /bvcw/site/snapshots/ PUT" >"$FAULTS"
 BLKVAULT_CACHE_DIR=$T/cache-b AWS_ENDPOINT_URL=$FAULT_URL "$BLKVAULT" copy "$src" "$loc" "$idb" --json \
     >"$T/b.json" 2>"$T/b.err" &
 pid=$!
-for i in $(seq 1 600); do
-    grep -q "^wait" "$FAULTS.log" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { cat "$T/b.err"; die "the copy ended before its record's PUT"; }
-    sleep 0.1
-done
-grep -q "^wait" "$FAULTS.log" || die "the proxy held no record PUT"
+fault_wait_held "$pid" "$T/b.err" "record PUT"
 at g bv gc "$loc" --json >"$T/g.json" 2>"$T/g.err" || { touch "$T/go"; cat "$T/g.err"; die "gc inside the window"; }
 touch "$T/go"
 rc=0

@@ -54,6 +54,16 @@ cold=$(list_requests)
 [ -f "$probe" ] || die "the probe was not remembered at $probe"
 warm=$(list_requests)
 assert_eq "$((cold - warm))" 4 "requests of a list with the probe remembered, fewer than without ($cold, $warm)"
+# and what a list reads, nothing more: the config (once), the key slots (a LIST and the slot), the
+# LIST of snapshots/ (which shows the protection markers too: no HEAD each) and each record; no
+# lease, no gc/epoch, no index
+nsnaps=$(( $(wc -l <"$T/list.local") - 1 ))
+assert_eq "$warm" $((4 + nsnaps)) "requests of a list of $nsnaps snapshots"
+one=$(python3 -c 'import json,sys; print([s["snapshot"] for s in json.load(open(sys.argv[1])) if s["name"] == "one"][0])' "$T/list.local.json")
+s3_curl -f -X PUT --data-binary '' "$AWS_ENDPOINT_URL/bvread/site/a/snapshots/$one.protect" >/dev/null || die "cannot put a protection marker"
+bv list "$loc" | grep -q "^${one:0:8} .* one .*\[protected\]$" || die "the marker at S3 is not shown: $(bv list "$loc")"
+assert_eq "$(list_requests)" $((4 + nsnaps)) "requests of a list with a protected snapshot"
+s3_curl -f -X DELETE "$AWS_ENDPOINT_URL/bvread/site/a/snapshots/$one.protect" >/dev/null || die "cannot delete the marker"
 bv list --json "$loc" >"$T/list.s3.json"
 assert_same "$T/list.local.json" "$T/list.s3.json"
 bv info "$repo" | grep -v "$repo" >"$T/info.local"

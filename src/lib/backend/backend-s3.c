@@ -64,6 +64,8 @@ typedef struct S3Lease {
         pthread_mutex_t mutex;
         pthread_cond_t cond;
         bool stop;
+        uint64_t put_ns; /* CLOCK_BOOTTIME when the last put that succeeded was sent (mutex) */
+        bool lapsed;     /* a put succeeded half the grace or more after the one before was sent */
 } S3Lease;
 
 #define S3B(b) ((S3Backend *)(b))
@@ -512,6 +514,21 @@ static int s3_lock_holder(BvBackend *b, BvLockKind kind, char *buf, size_t size)
 
 /* ---- leases: an object put again every heartbeat while held ---- */
 
+/* Half the grace, in ns. */
+static uint64_t lease_half_grace_ns(void)
+{
+        return (uint64_t)BV_S3_LEASE_GRACE_BEATS * (uint64_t)bv_s3_lease_heartbeat_s() * 500000000u;
+}
+
+/* Counts a suspended machine's sleep too (CLOCK_MONOTONIC does not): the storage's clock ran. */
+static uint64_t boottime_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_BOOTTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int bv_s3_lease_heartbeat_s(void)
 {
         const char *e = getenv("BLKVAULT_S3_LEASE_HEARTBEAT");
@@ -540,8 +557,15 @@ static void *heartbeat(void *userdata)
                         break;
                 pthread_mutex_unlock(&l->mutex);
                 /* a failed refresh is retried at the next beat; the grace spans several */
-                (void)bv_s3_put(client(l->base.backend), l->key, l->body, l->len, NULL);
+                uint64_t sent = boottime_ns();
+                int r = bv_s3_put(client(l->base.backend), l->key, l->body, l->len, NULL);
                 pthread_mutex_lock(&l->mutex);
+                if (r >= 0) {
+                        /* the lease may have looked dead in between (and been reaped): this put
+                         * made it anew, but a gc may have gone on without it */
+                        l->lapsed |= boottime_ns() - l->put_ns >= lease_half_grace_ns();
+                        l->put_ns = sent;
+                }
         }
         pthread_mutex_unlock(&l->mutex);
         return NULL;
@@ -580,6 +604,7 @@ static int s3_lease_take(BvBackend *b, const void *body, size_t len, BvBackendLe
         r = bv_lease_name_new(l->name);
         if (r >= 0)
                 r = bv_obj_key(BV_KIND_LEASE, l->name, l->key);
+        l->put_ns = boottime_ns();
         if (r >= 0)
                 r = bv_s3_put(client(b), l->key, body, len, NULL);
         if (r >= 0 && (r = -pthread_create(&l->thread, NULL, heartbeat, l)) < 0)
@@ -603,6 +628,16 @@ static void s3_lease_release(BvBackendLease *lease)
         pthread_join(l->thread, NULL);
         (void)bv_s3_delete(client(lease->backend), l->key, NULL);
         lease_free(l);
+}
+
+bool bv_backend_s3_lease_fresh(BvBackendLease *lease)
+{
+        S3Lease *l = (S3Lease *)lease;
+
+        if (!lease || strcmp(lease->backend->ops->scheme, "s3") != 0)
+                return false;
+        BV_LOCK_GUARD(&l->mutex);
+        return !l->lapsed && boottime_ns() - l->put_ns < lease_half_grace_ns();
 }
 
 static int s3_lease_alive(BvBackend *b, const char *name, bool reap, size_t max, char **ret_body)

@@ -48,6 +48,15 @@
  * value (docs/LIFECYCLE.md, "gc on S3"). */
 int bv_s3_lease_heartbeat_s(void);
 
+/* Whether no gc can have taken lease (an S3 lease of this process) for dead yet: the last put of
+ * it that succeeded was sent less than half the grace ago, and each put that succeeded returned less
+ * than half the grace after the one before it was sent, by this machine's CLOCK_BOOTTIME (which
+ * counts a suspension). A Last-Modified is no older than its put's send and no newer than its
+ * answer, so a gc, which measures the lease's age by the storage's clock, can have found it older
+ * than the grace only if that clock ran twice as fast as this one (docs/LIFECYCLE.md, "The check
+ * before the first record"). false for any other lease. */
+bool bv_backend_s3_lease_fresh(BvBackendLease *lease);
+
 /* Opens s3://BUCKET[/PREFIX] with the endpoint and credentials of the environment (s3-conf.h);
  * the message of a failure goes to errbuf (errlen bytes; may be NULL). */
 int bv_backend_s3_open(const char *location, bool create, BvBackend **ret, char *errbuf, size_t errlen);

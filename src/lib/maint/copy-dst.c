@@ -487,10 +487,12 @@ int copy_dst_publish(CopyDst *d, BvObjectCodec *codec, const BvSnapshot *s, bool
         }
         /* A gc that moved gc/epoch since the lease may have condemned what this copy found there,
          * and deleted it if it took the lease for dead: nothing is published (docs/LIFECYCLE.md,
-         * "gc on S3"). Checked before the first record: one that condemns beside the records is
-         * met by copy_dst_settle after them. */
+         * "gc on S3"). Checked before the first record, and only when the lease may look dead to
+         * a gc: while it is fresh every list condemned since waits for it, so no pack is gone,
+         * and copy_dst_settle, after the records, puts back into the index what such a condemn
+         * dropped (as it does for one beside the records). */
         uint64_t epoch;
-        if (!first)
+        if (!first || bv_lease_fresh(d->lease))
                 return bv_snapshot_save(d->b, codec, s);
         int r = bv_gc_epoch_read(d->b, &epoch);
         if (r >= 0 && epoch != d->epoch)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend-s3.h"
 #include "hex.h"
 #include "random.h"
 #include "json-util.h"
@@ -79,18 +80,26 @@ static int lease_json(BvLeaseKind kind, uint64_t epoch, char **ret)
 
 int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch, BvRepoProblem *ret_problem)
 {
+        uint64_t epoch;
+        int r = bv_gc_epoch_read(b, &epoch);
+        if (r < 0)
+                return bv_repo_problem_note(ret_problem, b, "gc/epoch", false, r);
+        r = bv_lease_take_epoch(b, kind, epoch, ret, ret_problem);
+        if (r >= 0 && ret_epoch)
+                *ret_epoch = epoch;
+        return r;
+}
+
+int bv_lease_take_epoch(BvBackend *b, BvLeaseKind kind, uint64_t epoch, BvLease **ret, BvRepoProblem *ret_problem)
+{
         _cleanup_free_ BvLease *l = calloc(1, sizeof(*l));
         _cleanup_free_ char *json = NULL;
-        uint64_t epoch;
         int r;
 
         if (!l)
                 return -ENOMEM;
         if ((unsigned)kind >= ELEMENTSOF(kind_names))
                 return -EINVAL;
-        r = bv_gc_epoch_read(b, &epoch);
-        if (r < 0)
-                return bv_repo_problem_note(ret_problem, b, "gc/epoch", false, r);
         r = lease_json(kind, epoch, &json);
         if (r < 0)
                 return r;
@@ -99,8 +108,6 @@ int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_e
                 return bv_repo_problem_note(ret_problem, b, "leases", true, r);
         l->epoch = epoch;
         l->body = TAKE_PTR(json);
-        if (ret_epoch)
-                *ret_epoch = epoch;
         *ret = TAKE_PTR(l);
         return 0;
 }
@@ -108,6 +115,11 @@ int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_e
 uint64_t bv_lease_epoch(const BvLease *l)
 {
         return l->epoch;
+}
+
+bool bv_lease_fresh(const BvLease *l)
+{
+        return l && bv_backend_s3_lease_fresh(l->held);
 }
 
 void bv_lease_release(BvLease *l)
@@ -281,11 +293,13 @@ int repo_open_lock(BvBackend *b, BvOpenFlags flags, BvRepoProblem *problem, int 
         if (flags & BV_OPEN_GC) /* locks/gc holds on this machine only: a remote one takes a gc lease */
                 return bv_backend_is_local(b) ? 0 : bv_gc_lease_take(b, ret_lease, problem);
         bool epoch_bad = rr < 0 && rr != -ENOMEM;
-        rr = rr < 0 ? rr : bv_lease_take(b,
+        /* the epoch just read: read again it would only cost a request (it may have grown since,
+         * and an older epoch in the lease only makes gc wait longer) */
+        rr = rr < 0 ? rr : bv_lease_take_epoch(b,
                            (flags & BV_OPEN_WRITE) ? BV_LEASE_WRITE
                            : (flags & BV_OPEN_EXPORT) ? BV_LEASE_EXPORT
                                                       : BV_LEASE_READ,
-                           ret_lease, NULL, problem);
+                           epoch, ret_lease, problem);
         /* a full filesystem too: a restore from a full backup disk must still read */
         if ((epoch_bad || rr == -EROFS || rr == -EACCES || rr == -EPERM || rr == -ENOSPC || rr == -EDQUOT) &&
             !(flags & BV_OPEN_WRITE)) {

@@ -34,8 +34,13 @@ int bv_gc_epoch_write(BvBackend *b, uint64_t epoch);
  * *ret_problem (if not NULL) names gc/epoch or leases/, whichever failed. */
 int bv_lease_take(BvBackend *b, BvLeaseKind kind, BvLease **ret, uint64_t *ret_epoch,
                   BvRepoProblem *ret_problem);
+/* The same with the epoch read already (before anything of the repository was read). */
+int bv_lease_take_epoch(BvBackend *b, BvLeaseKind kind, uint64_t epoch, BvLease **ret, BvRepoProblem *ret_problem);
 /* The epoch the lease was taken at. */
 uint64_t bv_lease_epoch(const BvLease *l);
+/* Whether a remote lease is surely still live to every gc (bv_backend_s3_lease_fresh: put less
+ * than half the grace ago); false for a local one (which never needs the question) and NULL. */
+bool bv_lease_fresh(const BvLease *l);
 /* Unlinks the lease and drops its lock. NULL is a no-op. */
 void bv_lease_release(BvLease *l);
 

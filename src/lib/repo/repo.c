@@ -385,6 +385,15 @@ int bv_repo_open(const char *path, const BvSecret *secret, BvOpenFlags flags, Bv
         return bv_repo_open_report(path, secret, flags, NULL, ret);
 }
 
+/* A secret given for a repository without a cipher is refused (see repo_start). */
+static int secret_fits(BvRepo *r, const BvSecret *secret, BvRepoProblem *problem)
+{
+        if (secret && (secret->passphrase || secret->key_file || secret->keyring) &&
+            r->cf.config.cipher == BV_CIPHER_NONE)
+                return bv_repo_problem_note(problem, r->backend, "config", false, -EKEYREJECTED);
+        return 0;
+}
+
 /* A repository object with nothing open yet: only its directory and config, read once. A secret
  * given for a repository without a cipher is refused here, from the config this open goes on
  * with (not from an earlier peek, which a flaky or hostile drive can answer differently): such a
@@ -397,7 +406,7 @@ static int repo_start(const char *path, int64_t at, const BvSecret *secret, BvOp
 
         if (problem)
                 *problem = (BvRepoProblem){};
-        if (!path || !ret)
+        if (!path || !ret || ((flags & BV_OPEN_RECORDS) && (flags & (BV_OPEN_WRITE | BV_OPEN_GC))))
                 return -EINVAL;
         r = calloc(1, sizeof(*r));
         if (!r)
@@ -420,11 +429,18 @@ static int repo_start(const char *path, int64_t at, const BvSecret *secret, BvOp
                 return -EROFS;
         r->dirfd = bv_backend_is_local(r->backend) ? bv_backend_local_dirfd(r->backend) : -EBADF;
         bv_hex_encode(r->cf.id, sizeof(r->cf.id), r->id_hex);
-        if (secret && (secret->passphrase || secret->key_file || secret->keyring) &&
-            r->cf.config.cipher == BV_CIPHER_NONE)
-                return bv_repo_problem_note(problem, r->backend, "config", false, -EKEYREJECTED);
+        rr = secret_fits(r, secret, problem);
+        if (rr < 0)
+                return rr;
         *ret = TAKE_PTR(r);
         return 0;
+}
+
+int bv_repo_start_at(const char *path, int64_t at, BvOpenFlags flags, BvRepoProblem *problem, BvRepo **ret)
+{
+        if (at < 0)
+                return -EINVAL;
+        return repo_start(path, at, NULL, flags, problem, ret);
 }
 
 int bv_repo_prove(const char *path, const BvSecret *secret, BvRepoProblem *problem)
@@ -448,6 +464,11 @@ static int repo_open(BvRepo *r, const BvSecret *secret, BvOpenFlags flags, BvRep
 {
         int rr;
 
+        if ((flags & BV_OPEN_RECORDS) && r->dirfd < 0) { /* the keys, then only what reads the records */
+                rr = open_keys(r, secret, problem);
+                return rr < 0 ? rr : bv_object_codec_new(r->keyring, r->cf.config.zstd_level, &r->snap_codec);
+        }
+
         /* Lock before the (slow) key derivation, so a busy repository fails fast; the lease before
          * the index is opened (docs/LIFECYCLE.md, "Leases"). */
         rr = repo_open_lock(r->backend, flags, problem, &r->lock_fd, &r->lease);
@@ -466,6 +487,26 @@ static int repo_open(BvRepo *r, const BvSecret *secret, BvOpenFlags flags, BvRep
         /* tmp/ was opened beneath the repository: what is emptied is the repository's own. */
         if (flags & BV_OPEN_WRITE)
                 empty_tmp(r->fds[DIR_TMP]);
+        return 0;
+}
+
+int bv_repo_open_started(BvRepo **rp, const BvSecret *secret, BvRepoProblem *problem)
+{
+        _cleanup_(bv_repo_closep) BvRepo *r = TAKE_PTR(*rp);
+        int rr;
+
+        if (problem)
+                *problem = (BvRepoProblem){};
+        if (!r)
+                return -EINVAL;
+        rr = secret_fits(r, secret, problem);
+        if (rr >= 0)
+                rr = repo_open(r, secret, r->flags, problem);
+        if (rr < 0) {
+                note_storage_message(problem, r->backend);
+                return rr;
+        }
+        *rp = TAKE_PTR(r);
         return 0;
 }
 

@@ -75,6 +75,12 @@ typedef enum {
         BV_OPEN_EXPORT = 1 << 3, /* a reader that serves a snapshot (its lease says so) */
         BV_OPEN_GC = 1 << 4,     /* garbage collection: locks/gc exclusively, no lease */
         BV_OPEN_REPAIR = 1 << 5, /* with BV_OPEN_WRITE: accept damaged index segments (repair) */
+        /* a reader of the snapshot records only (list): of a remote repository, no lease (gc
+         * deletes none of what it reads) and no index (bv_repo_index is NULL: nothing that reads
+         * objects may be called), which save a request or more each; a local one opens as a
+         * reader (nothing there costs a request, and what is damaged or foreign is named as by any
+         * reader). Not with BV_OPEN_WRITE or BV_OPEN_GC (-EINVAL) */
+        BV_OPEN_RECORDS = 1 << 6,
 } BvOpenFlags;
 
 typedef struct BvRepo BvRepo;
@@ -128,6 +134,12 @@ int bv_repo_open_report(const char *path, const BvSecret *secret, BvOpenFlags fl
  * a backup (BV_OPEN_WRITE) to a remote one is refused for now (-EROFS). */
 int bv_repo_open_at(const char *path, int64_t at, const BvSecret *secret, BvOpenFlags flags,
                     BvRepoProblem *ret_problem, BvRepo **ret);
+/* bv_repo_open_at in two steps, so that the caller can look at the config (bv_repo_config: whether
+ * to ask for a secret) that the open then goes on with, read once: *ret is a repository with only
+ * its config read (to close with bv_repo_close, or to open with bv_repo_open_started, which also
+ * closes it on failure and sets *rp to NULL). */
+int bv_repo_start_at(const char *path, int64_t at, BvOpenFlags flags, BvRepoProblem *ret_problem, BvRepo **ret);
+int bv_repo_open_started(BvRepo **rp, const BvSecret *secret, BvRepoProblem *ret_problem);
 /* Proves that the repository at path is the one secret (a passphrase or key file: -ENOKEY without)
  * opens: its config read once, a cipher (-EKEYREJECTED without), a key slot the secret opens and
  * the config's MAC under that key. Takes no lock and no lease and writes nothing: for a drive that

@@ -213,14 +213,43 @@ static bool load_error_is_damage(int r)
         return r != -ENOMEM && r != -EMFILE && r != -ENFILE && r != -EINTR;
 }
 
-/* The records a listing of snapshots/ met: their ids and the times their files were written. */
+/* The records a listing of snapshots/ met: their ids and the times their files were written;
+ * and the protection markers it met (any type: one that is not a regular file still protects). */
 typedef struct Found {
         struct FoundItem {
                 char id[SNAP_HEX_SIZE + 1];
                 uint64_t mtime_ns;
         } *items;
         size_t n, cap;
+        char (*marks)[SNAP_HEX_SIZE + 1];
+        size_t nmarks, markcap;
 } Found;
+
+#define PROTECT_SUFFIX ".protect"
+
+static int mark_add(Found *f, const char *name)
+{
+        size_t len = strlen(name);
+        if (len != SNAP_HEX_SIZE + strlen(PROTECT_SUFFIX) || strcmp(name + SNAP_HEX_SIZE, PROTECT_SUFFIX) != 0)
+                return 0;
+        int r = BV_ARRAY_RESERVE(f->marks, f->markcap, f->nmarks + 1, 16);
+        if (r < 0)
+                return r;
+        memcpy(f->marks[f->nmarks], name, SNAP_HEX_SIZE);
+        f->marks[f->nmarks++][SNAP_HEX_SIZE] = '\0';
+        return 0;
+}
+
+static int mark_cmp(const void *a, const void *b)
+{
+        return strcmp(a, b);
+}
+
+/* After the listing sorted the marks. */
+static bool marked(const Found *f, const char *id)
+{
+        return f->nmarks > 0 && bsearch(id, f->marks, f->nmarks, sizeof(*f->marks), mark_cmp);
+}
 
 static int found_add(const BvObjEntry *e, void *userdata)
 {
@@ -229,7 +258,7 @@ static int found_add(const BvObjEntry *e, void *userdata)
         int r;
 
         if (!bv_snapshot_file_id(e->name, id))
-                return 0;
+                return mark_add(f, e->name);
         r = BV_ARRAY_RESERVE(f->items, f->cap, f->n + 1, 16);
         if (r < 0)
                 return r;
@@ -250,8 +279,11 @@ static int list_read(BvBackend *b, BvObjectCodec *codec, ListItem **ret, size_t 
 
         r = bv_backend_list(b, BV_KIND_SNAPSHOT, found_add, &f);
         found = f.items;
+        _cleanup_free_ char(*marks)[SNAP_HEX_SIZE + 1] = f.marks;
         if (r < 0)
                 return r;
+        if (f.nmarks > 1)
+                qsort(f.marks, f.nmarks, sizeof(*f.marks), mark_cmp);
         items = calloc(f.n ? f.n : 1, sizeof(*items));
         if (!items)
                 return -ENOMEM;
@@ -269,6 +301,7 @@ static int list_read(BvBackend *b, BvObjectCodec *codec, ListItem **ret, size_t 
                         list_items_free(items, n);
                         return r;
                 }
+                items[n].snapshot->protect_listed = marked(&f, found[i].id);
                 items[n++].mtime_ns = found[i].mtime_ns;
         }
         *ret = items;

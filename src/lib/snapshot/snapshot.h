@@ -124,6 +124,9 @@ typedef struct BvSnapshot {
         BvByteRange *unreadable;
         size_t n_unreadable;
         BvSnapshotUsedOnly used_only;
+        /* Not in the record: snapshots/ listed a <id>.protect marker beside it (set by
+         * bv_snapshot_list only, from the listing that found the record: no request more). */
+        bool protect_listed;
 } BvSnapshot;
 
 void bv_snapshot_free(BvSnapshot *s);
