@@ -22,10 +22,11 @@ out=$T/out
 "$peers" --quick --work "$T/work" --out "$out" \
     --tools blkvault,borg,restic-debian,restic,kopia >"$T/run.log" 2>&1 || { tail -30 "$T/run.log"; die "bench/peers --quick failed"; }
 
-# CSV: the header, 13 cases for each of the 5 tools; installed tools ok on every backup
+# CSV: the header, 13 cases for each of the 5 tools and blkvault's row of the disk's write speed;
+# installed tools ok on every backup
 csv=$out/peers.csv
 assert_eq "$(head -1 "$csv")" "tool,version,case,status,reps,wall_s,sync_s,cpu_s,user_s,sys_s,max_rss_mib,written_mib,read_mib,repo_mib,growth_mib,restored_alloc_mib,bitexact,dedup_pct" "CSV header"
-assert_eq "$(( $(wc -l <"$csv") - 1 ))" 65 "CSV rows"
+assert_eq "$(( $(wc -l <"$csv") - 1 ))" 66 "CSV rows"
 /usr/bin/python3 - "$csv" <<'PY' || die "CSV content"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -40,6 +41,8 @@ for r in rows:
         assert float(r["wall_s"]) > 0 and float(r["cpu_s"]) >= 0 and float(r["max_rss_mib"]) > 0, r
     if r["status"] == "ok" and r["case"].startswith("restore"):
         assert r["bitexact"] == "yes", r
+    if r["case"].startswith("disk write"):
+        assert r["tool"] == "blkvault" and r["status"] == "ok" and float(r["wall_s"]) > 0, r
     if r["status"] == "ok" and r["case"].startswith("dedup"):
         assert -50 < float(r["dedup_pct"]) <= 100, r
 for t in ("blkvault", "borg", "restic-debian"):
@@ -59,6 +62,8 @@ for t in blkvault borg restic-debian; do
     grep -q "^| $t | " "$md" || die "$t missing from the tables"
 done
 assert_eq "$(grep -c '^| kopia | .*not installed: not in ' "$md")" 2 "kopia reported in the tool and summary tables"
+grep -q "^- goal restore within 10% of the disk's write speed (dd of the same bytes, conv=fsync) (measured [0-9.]*x): \*\*\(met\|MISSED\)\*\*$" "$md" ||
+    die "no goal line for the restore against the disk's write speed"
 
 # charts: PNG files with their signature
 for p in backup-time restore-time repo-size peak-memory cpu-time dedup; do

@@ -7,6 +7,7 @@
  * the chunks that stick out of an unchanged one, and the snapshot restores bit-exact.
  */
 #include "image.h"
+#include "parent-map.h"
 #include "repo-fixture.h"
 #include "source.h"
 
@@ -131,6 +132,15 @@ TEST(reused_extents_are_not_read)
         ASSERT_OK(bv_repo_open(fx.repo, &fx.secret, BV_OPEN_WRITE, &r));
         ASSERT_OK(bv_repo_find_snapshot(r, v1_id, &parent));
         o.parent = parent;
+        /* the parent's map read ahead in a thread (as while libvirt begins a job), then joined;
+         * no parent: no thread */
+        BvParentWarm *warm = NULL;
+        ASSERT_OK(bv_parent_warm_start(r, (const BvSnapshot *const[]){ parent }, 1, &warm));
+        ASSERT_TRUE(warm != NULL);
+        bv_parent_warm_join(warm);
+        ASSERT_OK(bv_parent_warm_start(r, NULL, 0, &warm));
+        ASSERT_TRUE(warm == NULL);
+        bv_parent_warm_join(NULL);
         ASSERT_OK(bv_source_new(&fake_ops, &fake, BV_SOURCE_BLOCKDEV, "/dev/fake", &src));
         ASSERT_OK(bv_backup(r, src, &o, &st));
         bv_source_free(src);

@@ -733,6 +733,111 @@ TEST(walk)
         free(b);
 }
 
+/* ---- prefetching ---- */
+
+typedef struct PrefetchEvent {
+        bool fetch; /* else a hint */
+        uint8_t id[BV_ID_SIZE];
+} PrefetchEvent;
+
+typedef struct PrefetchState {
+        MemStore *m;
+        PrefetchEvent *ev;
+        size_t n, cap;
+} PrefetchState;
+
+static void prefetch_note(PrefetchState *p, bool fetch, const uint8_t id[BV_ID_SIZE])
+{
+        ASSERT_TRUE(p->n < p->cap);
+        p->ev[p->n].fetch = fetch;
+        memcpy(p->ev[p->n++].id, id, BV_ID_SIZE);
+}
+
+static void prefetch_hint(void *userdata, const uint8_t id[BV_ID_SIZE])
+{
+        prefetch_note(userdata, false, id);
+}
+
+static int prefetch_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_node, size_t *ret_len)
+{
+        PrefetchState *p = userdata;
+        prefetch_note(p, true, id);
+        return mem_fetch(p->m, id, ret_node, ret_len);
+}
+
+/* Each node's level, as data of one byte under its id. */
+static int level_note(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
+{
+        uint8_t l = (uint8_t)level;
+        mem_put(userdata, id, &l, 1);
+        return 0;
+}
+
+static unsigned level_of(MemStore *levels, const uint8_t id[BV_ID_SIZE])
+{
+        MemNode *n = *mem_slot(levels, id);
+        ASSERT_TRUE(n && n->len == 1);
+        return *(uint8_t *)n->data;
+}
+
+/* Every node is announced once; only internal nodes are fetched, once each, and a level is
+ * announced whole before the first of its nodes is fetched (its reads all in flight at once). */
+TEST(prefetch)
+{
+        const size_t count = 200000;
+        MemStore m, levels, seen;
+        BvMapExtent *e = make_extents(count, 17);
+        uint8_t root[BV_ID_SIZE];
+        uint32_t height;
+        uint64_t size;
+        size_t per_level[BV_MAP_MAX_HEIGHT] = {0}, hinted[BV_MAP_MAX_HEIGHT] = {0};
+
+        mem_init(&m);
+        mem_init(&levels);
+        mem_init(&seen);
+        build(&m, e, count, root, &height, &size);
+        ASSERT_TRUE(height >= 3);
+        ASSERT_OK(bv_map_walk(root, height, size, mem_fetch, &m, level_note, NULL, &levels));
+        ASSERT_EQ(levels.nodes, m.nodes);
+        PrefetchState p = { .m = &m, .cap = 3 * m.nodes };
+        p.ev = calloc(p.cap, sizeof(*p.ev));
+        ASSERT_TRUE(p.ev);
+        ASSERT_OK(bv_map_prefetch(root, height, prefetch_fetch, prefetch_hint, &p, SIZE_MAX));
+        for (size_t i = 0; i < p.n; i++)
+                if (!p.ev[i].fetch)
+                        per_level[level_of(&levels, p.ev[i].id)]++;
+        size_t hints = 0, fetches = 0;
+        for (size_t i = 0; i < p.n; i++) {
+                unsigned l = level_of(&levels, p.ev[i].id);
+                if (!p.ev[i].fetch) {
+                        hints++;
+                        hinted[l]++;
+                        ASSERT_TRUE(!*mem_slot(&seen, p.ev[i].id)); /* once */
+                        mem_put(&seen, p.ev[i].id, "", 0);
+                        continue;
+                }
+                fetches++;
+                ASSERT_TRUE(l > 0);
+                ASSERT_EQ(hinted[l], per_level[l]);
+        }
+        ASSERT_EQ(hints, m.nodes);
+        ASSERT_EQ(fetches, m.nodes - per_level[0]);
+
+        /* a tree larger than allowed: stopped once a level would pass the cap */
+        p.n = 0;
+        ASSERT_ERROR(bv_map_prefetch(root, height, prefetch_fetch, prefetch_hint, &p, 1), EFBIG);
+        ASSERT_EQ(p.n, 2); /* the root announced and fetched, its children not announced */
+        ASSERT_ERROR(bv_map_prefetch(root, 0, prefetch_fetch, prefetch_hint, &p, SIZE_MAX), EBADMSG);
+        ASSERT_ERROR(bv_map_prefetch(root, height, prefetch_fetch, NULL, &p, SIZE_MAX), EINVAL);
+        uint8_t missing[BV_ID_SIZE] = {1};
+        ASSERT_ERROR(bv_map_prefetch(missing, 2, prefetch_fetch, prefetch_hint, &p, SIZE_MAX), ENOENT);
+        free(p.ev);
+        mem_done(&seen);
+        mem_done(&levels);
+        mem_done(&m);
+        free(e);
+}
+
 /* ---- concurrent readers over a small cache ---- */
 
 typedef struct ThreadArgs {
@@ -902,6 +1007,7 @@ int main(void)
         RUN(builder_errors);
         RUN(walk);
         RUN(leaf_starts);
+        RUN(prefetch);
         RUN(lookup_reads_one_path);
         RUN(threads);
         return 0;

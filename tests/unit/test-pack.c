@@ -344,8 +344,15 @@ TEST(truncated_and_missing)
         ASSERT_OK(bv_packset_new(r.backend, &ps));
         ASSERT_ERROR(bv_packset_read(ps, missing, 0, buf, sizeof(buf)), EUCLEAN);
         ASSERT_ERROR(bv_packset_read_index(ps, r.c, missing, &got, &count), EUCLEAN);
+        ASSERT_ERROR(bv_packset_advise(ps, missing, 0, sizeof(buf)), EUCLEAN);
+        ASSERT_ERROR(bv_packset_advise(NULL, missing, 0, sizeof(buf)), EINVAL);
 
         write_pack(&r, 20, 4, pack_id, &entries);
+        /* announced reads, with no stream prefetch, read what they read without */
+        ASSERT_OK(bv_packset_advise(ps, pack_id, entries[2].offset, entries[2].length));
+        bv_packset_set_exact(ps, true);
+        check_obj(&r, ps, pack_id, &entries[2], 22);
+        bv_packset_set_exact(ps, false);
         check_obj(&r, ps, pack_id, &entries[3], 23); /* cached open before the truncation */
         fd = pack_fd(&r, pack_id);
         ASSERT_TRUE(ftruncate(fd, entries[3].offset + entries[3].length / 2) == 0);

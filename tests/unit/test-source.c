@@ -403,6 +403,46 @@ TEST(shrinking_file)
         bvtest_rm_rf(dir);
 }
 
+/* A qcow2 with a dirty bitmap, read through qemu-nbd: the changed ranges, asked before the pass,
+ * are the bitmap's dirty granules (64 KiB), merged, to the end; asked once; none for a whole
+ * read or without a bitmap. */
+TEST(changed_ranges)
+{
+        _cleanup_free_ char *dir = bvtest_tmpdir();
+        _cleanup_free_ char *img = NULL, *cmd = NULL;
+        const BvByteRange *r = NULL, *again = NULL;
+        size_t n = 0, n_again = 0;
+        BvSource *s = NULL;
+
+        ASSERT_TRUE(asprintf(&img, "%s/d.qcow2", dir) >= 0);
+        ASSERT_TRUE(asprintf(&cmd, "qemu-img create -q -f qcow2 '%s' 8M && qemu-img bitmap --add --enable -f qcow2 "
+                                   "'%s' b0 && qemu-io -f qcow2 -c 'write -P 1 1M 4k' -c 'write -P 2 3M 128k' "
+                                   "-c 'write -P 3 3200k 64k' -c 'write -P 4 7M 1M' '%s' >/dev/null",
+                     img, img, img) >= 0);
+        ASSERT_TRUE(system(cmd) == 0);
+
+        BvSourceOptions o = { .image_format = "qcow2", .dirty_bitmap = "b0" };
+        ASSERT_OK(bv_source_open_image(img, &o, &s));
+        ASSERT_OK(bv_source_changed_ranges(s, &r, &n));
+        ASSERT_EQ(n, 3);
+        ASSERT_TRUE(r[0].offset == 1 * MIB && r[0].length == 64 * 1024);
+        ASSERT_TRUE(r[1].offset == 3 * MIB && r[1].length == 192 * 1024); /* 128k and the next 64k */
+        ASSERT_TRUE(r[2].offset == 7 * MIB && r[2].length == 1 * MIB);
+        ASSERT_OK(bv_source_changed_ranges(s, &again, &n_again));
+        ASSERT_TRUE(again == r && n_again == n);
+        bv_source_free(s);
+
+        ASSERT_OK(bv_source_open_image(img, &o, &s));
+        ASSERT_OK(bv_source_read_all(s));
+        ASSERT_ERROR(bv_source_changed_ranges(s, &r, &n), EOPNOTSUPP);
+        bv_source_free(s);
+        o.dirty_bitmap = NULL;
+        ASSERT_OK(bv_source_open_image(img, &o, &s));
+        ASSERT_ERROR(bv_source_changed_ranges(s, &r, &n), EOPNOTSUPP);
+        bv_source_free(s);
+        bvtest_rm_rf(dir);
+}
+
 /* Returns false (with a reason) when not root. */
 static bool block_device(void)
 {
@@ -458,6 +498,7 @@ int main(void)
         RUN(pipe_path_stream);
         RUN(open_errors);
         RUN(shrinking_file);
+        RUN(changed_ranges);
         if (!block_device())
                 return 77;
         printf("ok - block_device\n");

@@ -101,16 +101,24 @@ int copy_check_pack_fd(BvObjectCodec *codec, const BvKeyring *k, int fd, const B
 
 typedef struct CopyUploads CopyUploads;
 
+typedef struct CopyBuf {
+        void *p;
+        size_t cap;
+} CopyBuf;
+
 typedef struct CopyUpload {
         uint8_t id[BV_PACK_ID_SIZE];
         BvPackEntry *e; /* its index (owned) */
         size_t n;
-        void *data;     /* its bytes (owned), checked */
+        void *data;     /* its bytes (owned), checked: buf's, or malloc'd when buf is empty */
+        CopyBuf buf;    /* from copy_uploads_buf */
         uint64_t size;
         bool whole;     /* one of SRC's packs under its own name; else a new one (repacked) */
-        const BvKeyring *check; /* not NULL: every object checked under these keys before the PUT */
+        const BvKeyring *check; /* not NULL: every object checked under these keys, ahead of what the PUT sends */
         uint64_t bad_offset;    /* where the check failed (bad: it did) */
         bool bad;
+        BvObjectCodec *codec;   /* the check's, in the upload's thread */
+        size_t checked;         /* entries checked */
         /* the uploads' */
         CopyUploads *q;
         pthread_t thread;
@@ -122,6 +130,9 @@ typedef struct CopyUpload {
 typedef int (*copy_upload_done_fn)(void *userdata, const CopyUpload *u, int r);
 
 int copy_uploads_new(BvBackend *b, CopyUploads **ret);
+/* u->data: a buffer of at least u->size bytes, one a reaped put left when there is one (the
+ * copy's thread only). */
+int copy_uploads_buf(CopyUploads *q, CopyUpload *u);
 /* Waits for every put under way without reaping them, then frees (after a failure). */
 void copy_uploads_free(CopyUploads *q);
 void copy_upload_free(CopyUpload *u);
@@ -133,7 +144,9 @@ int copy_uploads_reap(CopyUploads *q, copy_upload_done_fn done, void *userdata);
 int copy_uploads_drain(CopyUploads *q, copy_upload_done_fn done, void *userdata);
 /* Puts submitted and not reaped. */
 size_t copy_uploads_pending(CopyUploads *q);
-/* Every object of a pack of size bytes in memory (its entries e, in offset order) checked; on
- * failure *ret_offset is the object's offset in the pack. */
-int copy_check_pack_mem(BvObjectCodec *codec, const BvKeyring *k, const void *data, uint64_t size,
-                        const BvPackEntry *e, size_t n, uint64_t *ret_offset);
+/* The objects of a pack of size bytes in memory (its entries e, in offset order) checked from
+ * e[*next] on, those that begin before upto (*next moves past them): returns how far the pack's
+ * bytes have passed (the offset of the first object left unchecked, at least upto, or size once
+ * every one is); on failure a negative errno and *ret_offset the object's offset in the pack. */
+int64_t copy_check_pack_mem_upto(BvObjectCodec *codec, const BvKeyring *k, const void *data, uint64_t size,
+                                 const BvPackEntry *e, size_t n, size_t *next, uint64_t upto, uint64_t *ret_offset);

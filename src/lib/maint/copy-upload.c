@@ -2,7 +2,8 @@
 /*
  * Packs in flight to a remote DST (copy-internal.h, CopyUploads): each pack's bytes, read into
  * memory by the copy, are checked (a whole SRC pack's objects: the bytes about to be sent) and PUT
- * by a thread of their own while the copy reads the next ones. At most COPY_UPLOADS_MAX puts run at once and at most COPY_UPLOADS_BYTES of packs
+ * by a thread of their own while the copy reads the next ones, the check running ahead of what
+ * the PUT sends (check_gate). At most COPY_UPLOADS_MAX puts run at once and at most COPY_UPLOADS_BYTES of packs
  * wait in memory for theirs (one pack more is being read), so a copy of 32 MiB packs holds at most
  * 4 x 32 MiB + 32 MiB. A finished put is handed back to the copy's thread (copy_uploads_reap), which
  * alone touches DST's index: so a segment names only packs whose PUT returned.
@@ -22,6 +23,9 @@ struct CopyUploads {
         CopyUpload *slot[COPY_UPLOADS_MAX]; /* in flight or done, not yet reaped */
         size_t n;
         uint64_t bytes;
+        /* pack buffers of reaped puts, for the next packs (the copy's thread alone) */
+        CopyBuf spare[COPY_UPLOADS_MAX + 1];
+        size_t n_spare;
 };
 
 int copy_uploads_new(BvBackend *b, CopyUploads **ret)
@@ -36,6 +40,59 @@ int copy_uploads_new(BvBackend *b, CopyUploads **ret)
         return 0;
 }
 
+/* A pack's buffer serves pack after pack: a fresh 32 MiB malloc is a new mapping, and reading a
+ * pack into it cost 8,192 page faults (memory cgroup charges, zeroing), more CPU than the read.
+ * Sizes are rounded up to a MiB, so that packs of about the target size fit each other's. */
+#define COPY_BUF_STEP ((size_t)1 << 20)
+int copy_uploads_buf(CopyUploads *q, CopyUpload *u)
+{
+        size_t pick = SIZE_MAX; /* the smallest spare that holds the pack, else the largest */
+        for (size_t i = 0; i < q->n_spare; i++) {
+                bool fits = q->spare[i].cap >= u->size;
+                if (pick == SIZE_MAX ||
+                    (fits ? q->spare[pick].cap < u->size || q->spare[i].cap < q->spare[pick].cap
+                          : q->spare[pick].cap < u->size && q->spare[i].cap > q->spare[pick].cap))
+                        pick = i;
+        }
+        CopyBuf b = {};
+        if (pick != SIZE_MAX) {
+                b = q->spare[pick];
+                q->spare[pick] = q->spare[--q->n_spare];
+        }
+        if (b.cap < u->size) { /* grown in place where it can be (mremap): its pages stay */
+                size_t cap = DIV_ROUND_UP(MAX((size_t)u->size, (size_t)1), COPY_BUF_STEP) * COPY_BUF_STEP;
+                void *p = realloc(b.p, cap);
+                if (!p) {
+                        free(b.p);
+                        return -ENOMEM;
+                }
+                b = (CopyBuf){ .p = p, .cap = cap };
+        }
+        u->buf = b;
+        u->data = b.p;
+        return 0;
+}
+
+/* u's buffer kept for the next pack (the largest ones when the spares are full). */
+static void buf_keep(CopyUploads *q, CopyUpload *u)
+{
+        if (!u->buf.p)
+                return;
+        if (q->n_spare == ELEMENTSOF(q->spare)) {
+                size_t small = 0;
+                for (size_t i = 1; i < q->n_spare; i++)
+                        if (q->spare[i].cap < q->spare[small].cap)
+                                small = i;
+                if (q->spare[small].cap >= u->buf.cap)
+                        return;
+                free(q->spare[small].p);
+                q->spare[small] = q->spare[--q->n_spare];
+        }
+        q->spare[q->n_spare++] = u->buf;
+        u->buf = (CopyBuf){};
+        u->data = NULL;
+}
+
 void copy_upload_free(CopyUpload *u)
 {
         if (!u)
@@ -45,17 +102,31 @@ void copy_upload_free(CopyUpload *u)
         free(u);
 }
 
-/* The check of a whole SRC pack, here: the decoding and hashing of the packs in flight spread
- * over their threads (a codec of its own: one is not shared between threads). */
-static int check(CopyUpload *u)
+/* The check of a whole SRC pack, as the put's gate (bv_backend_put_gated): its objects are
+ * checked as the PUT asks for their bytes, so the store receives (and hashes, and writes) the
+ * pack's first bytes while the next ones are being checked. No byte goes out before the objects
+ * it belongs to passed, and the last goes only after every one did: a pack that fails ends its
+ * PUT unfinished, and the store keeps nothing of it. The decoding and hashing of the packs in
+ * flight spread over their threads (a codec each: one is not shared between threads). */
+static int64_t check_gate(void *userdata, uint64_t upto)
 {
-        BvObjectCodec *codec;
-        int r = bv_object_codec_new(u->check, 0, &codec);
+        CopyUpload *u = userdata;
+        int64_t r = copy_check_pack_mem_upto(u->codec, u->check, u->data, u->size, u->e, u->n, &u->checked, upto,
+                                             &u->bad_offset);
+        u->bad = r == -EBADMSG;
+        return r;
+}
+
+static int put_checked(CopyUploads *q, CopyUpload *u, const char *name)
+{
+        int r = bv_object_codec_new(u->check, 0, &u->codec);
         if (r < 0)
                 return r;
-        r = copy_check_pack_mem(codec, u->check, u->data, u->size, u->e, u->n, &u->bad_offset);
-        u->bad = r == -EBADMSG;
-        bv_object_codec_free(codec);
+        r = bv_backend_put_gated(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE, check_gate, u);
+        if (r >= 0 && u->checked < u->n)
+                r = -EIO; /* a backend that put bytes its gate had not released */
+        bv_object_codec_free(u->codec);
+        u->codec = NULL;
         return r;
 }
 
@@ -65,9 +136,8 @@ static void *upload_thread(void *userdata)
         CopyUploads *q = u->q;
         char name[64];
         bv_pack_path(u->id, name);
-        int r = u->check ? check(u) : 0;
-        if (r >= 0)
-                r = bv_backend_put(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE);
+        int r = u->check ? put_checked(q, u, name)
+                         : bv_backend_put(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE);
         BV_LOCK_GUARD(&q->lock);
         u->r = r;
         u->done = true;
@@ -98,6 +168,7 @@ int copy_uploads_reap(CopyUploads *q, copy_upload_done_fn done, void *userdata)
         if (u->started)
                 (void)pthread_join(u->thread, NULL);
         int r = done(userdata, u, u->r);
+        buf_keep(q, u);
         copy_upload_free(u);
         return r;
 }
@@ -150,6 +221,8 @@ void copy_uploads_free(CopyUploads *q)
                         (void)pthread_join(u->thread, NULL);
                 copy_upload_free(u);
         }
+        for (size_t i = 0; i < q->n_spare; i++)
+                free(q->spare[i].p);
         pthread_cond_destroy(&q->cond);
         pthread_mutex_destroy(&q->lock);
         free(q);

@@ -388,7 +388,7 @@ static int send_whole_mem(Copy *c, const uint8_t id[BV_PACK_ID_SIZE], const BvPa
                 return -ENOMEM;
         u->check = bv_repo_keyring(c->src);
         u->size = bv_obj_reader_size(rd);
-        int r = (u->data = malloc(MAX(u->size, 1u))) ? 0 : -ENOMEM;
+        int r = copy_uploads_buf(c->uploads, u);
         if (r >= 0)
                 r = send_reader(c, rd, -EBADF, u->data);
         if (r < 0) {

@@ -725,6 +725,23 @@ int bv_repo_read_encoded(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc,
         return 0;
 }
 
+int bv_repo_advise(BvRepo *r, const BvLocation *loc)
+{
+        if (loc->length == 0)
+                return -EBADMSG;
+        return bv_packset_advise(r->packs, loc->pack_id, loc->offset, loc->length);
+}
+
+void bv_repo_set_exact_reads(BvRepo *r, bool exact)
+{
+        bv_packset_set_exact(r->packs, exact);
+}
+
+void bv_repo_advise_index(BvRepo *r, uint64_t max_bytes)
+{
+        bv_index_advise(r->index, max_bytes);
+}
+
 int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret)
 {
         int rr = bv_index_lookup(r->index, id, ret);

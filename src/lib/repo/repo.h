@@ -218,6 +218,16 @@ int bv_repo_locate(BvRepo *r, const uint8_t id[BV_ID_SIZE], BvLocation *ret);
  * (bv_object_codec_input): valid until the codec reads again. */
 int bv_repo_read_encoded(BvRepo *r, BvObjectCodec *codec, const BvLocation *loc, void **ret);
 
+/* Announces that the object at loc will be read soon: its read starts now, beside others
+ * (bv_packset_advise). -EUCLEAN if its pack is not there. */
+int bv_repo_advise(BvRepo *r, const BvLocation *loc);
+/* exact: every read of a pack that follows was announced with bv_repo_advise, so reads that look
+ * like a stream prefetch nothing more (bv_packset_set_exact); false: the default again. */
+void bv_repo_set_exact_reads(BvRepo *r, bool exact);
+/* Announces that lookups will touch much of the index: its segments are read ahead, when they
+ * hold at most max_bytes in all (nothing otherwise: lookups then read what they touch). */
+void bv_repo_advise_index(BvRepo *r, uint64_t max_bytes);
+
 /* Reads and authenticates one object stored whole by id (index lookup, pack read, decode):
  * not a chunk, which may be stored in a group (bv_repo_read_chunk, chunks.h). buf has room
  * for out_cap bytes. Thread-safe given a per-thread codec. */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "endian.h"
 #include "macro.h"
 #include "list.h"
@@ -703,6 +704,51 @@ int bv_map_walk(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, 
         if (height == 0 || height > MAP_MAX_HEIGHT)
                 return -EBADMSG;
         return walk_node(&w, root, height - 1, 0, size);
+}
+
+/* ---- prefetching ---- */
+
+int bv_map_prefetch(const uint8_t root[BV_ID_SIZE], uint32_t height, bv_map_fetch_fn fetch, bv_map_hint_fn hint,
+                    void *userdata, size_t max_nodes)
+{
+        _cleanup_free_ uint8_t(*ids)[BV_ID_SIZE] = malloc(BV_ID_SIZE);
+        size_t n = 1, total = 1;
+        int r = 0;
+
+        if (!root || !fetch || !hint)
+                return -EINVAL;
+        if (height == 0 || height > MAP_MAX_HEIGHT)
+                return -EBADMSG;
+        if (!ids)
+                return -ENOMEM;
+        memcpy(ids[0], root, BV_ID_SIZE);
+        for (unsigned level = height - 1;; level--) {
+                for (size_t i = 0; i < n; i++)
+                        hint(userdata, ids[i]); /* all of the level in flight at once */
+                if (level == 0)
+                        return 0; /* the leaves: read by the pass itself */
+                _cleanup_free_ uint8_t(*next)[BV_ID_SIZE] = NULL;
+                size_t n_next = 0, cap_next = 0;
+                for (size_t i = 0; r >= 0 && i < n; i++) {
+                        _cleanup_free_ MapNode *node = NULL;
+                        r = node_fetch(fetch, userdata, ids[i], &node);
+                        if (r >= 0 && node->level != level)
+                                r = -EBADMSG;
+                        if (r >= 0 && (total += node->count) > max_nodes)
+                                r = -EFBIG;
+                        if (r >= 0 && BV_ARRAY_RESERVE(next, cap_next, n_next + node->count, 64) < 0)
+                                r = -ENOMEM;
+                        if (r >= 0) {
+                                memcpy(next[n_next], node->ids, node->count * BV_ID_SIZE);
+                                n_next += node->count;
+                        }
+                }
+                if (r < 0)
+                        return r;
+                free(ids);
+                ids = TAKE_PTR(next);
+                n = n_next;
+        }
 }
 
 /* ---- the ids a map uses ---- */

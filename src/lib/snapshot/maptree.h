@@ -74,6 +74,16 @@ typedef int (*bv_map_extent_fn)(void *userdata, const BvMapExtent *e);
 int bv_map_walk(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t size, bv_map_fetch_fn fetch,
                 void *fetch_userdata, bv_map_node_fn node_fn, bv_map_extent_fn extent_fn, void *userdata);
 
+/* Prepares a pass over the whole map (root, height): level by level from the root, every node
+ * of a level is announced to hint (its object will be read soon: the caller starts its read)
+ * before any of them is fetched, so that a level's reads are in flight together instead of one
+ * after another. Internal nodes are fetched and checked as a reader checks them (-EBADMSG);
+ * leaves are only announced. Stops with -EFBIG, the upper levels announced, when the tree has
+ * more than max_nodes nodes. */
+typedef void (*bv_map_hint_fn)(void *userdata, const uint8_t id[BV_ID_SIZE]);
+int bv_map_prefetch(const uint8_t root[BV_ID_SIZE], uint32_t height, bv_map_fetch_fn fetch, bv_map_hint_fn hint,
+                    void *userdata, size_t max_nodes);
+
 /* The ids a snapshot's map uses, for marking them (gc, copy): bv_map_walk with id_fn called for
  * every node (a return > 0: seen before, its subtree is skipped) and for every DATA extent's chunk
  * (a return > 0 means nothing there). A negative return stops the walk and is returned. */

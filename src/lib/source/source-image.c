@@ -368,10 +368,16 @@ static BvWholeRead *image_whole_read(void *impl)
         return bv_source_whole_read(((ImageSource *)impl)->nbd);
 }
 
+static int image_changed_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
+{
+        return bv_source_changed_ranges(((ImageSource *)impl)->nbd, ret, ret_count);
+}
+
 static const BvSourceOps image_ops = {
         .next = image_next, .read_at = image_read_at, .size = image_size, .identity = image_identity,
         .read_stats = image_read_stats, .image_format = image_format, .free = image_free_op,
         .changed_map = image_changed_map, .whole_read = image_whole_read,
+        .changed_ranges = image_changed_ranges,
 };
 
 static void r_detail(const BvSourceOptions *o, const char *detail)

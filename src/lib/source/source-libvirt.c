@@ -77,6 +77,11 @@ static const char *lv_parent_map(void *impl)
         return ((LibvirtSource *)impl)->parent_map;
 }
 
+static int lv_changed_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
+{
+        return bv_source_changed_ranges(((LibvirtSource *)impl)->nbd, ret, ret_count);
+}
+
 static BvWholeRead *lv_whole_read(void *impl)
 {
         return bv_source_whole_read(((LibvirtSource *)impl)->nbd);
@@ -95,6 +100,7 @@ static void lv_free(void *impl)
 static const BvSourceOps libvirt_ops = {
         .next = lv_next, .read_at = lv_read_at, .size = lv_size, .read_stats = lv_read_stats,
         .changed_map = lv_changed_map, .parent_map = lv_parent_map, .whole_read = lv_whole_read,
+        .changed_ranges = lv_changed_ranges,
         .libvirt = lv_libvirt, .free = lv_free,
 };
 

@@ -57,6 +57,9 @@ typedef struct NbdSource {
         Status alloc, dirty;
         uint64_t status_end; /* block status is known up to here */
         BvWholeRead wr;      /* unchanged: what the bitmap calls clean, noted in a whole read */
+        BvByteRange *changed; /* what the bitmap calls dirty, asked once (nbd_changed_ranges) */
+        size_t n_changed, cap_changed;
+        bool changed_known;
 
         NbdSlot *slots;
         unsigned nslots, head, count;
@@ -85,6 +88,7 @@ static void nbd_source_free(NbdSource *s)
         free(s->alloc.v);
         free(s->dirty.v);
         free(s->wr.unchanged);
+        free(s->changed);
         free(s->map_name);
         free(s);
 }
@@ -297,6 +301,65 @@ static int nbd_read_at(void *impl, void *buf, size_t len, uint64_t offset)
         return nbd_pread(s->nbd, buf, len, offset, 0) < 0 ? nbd_errno() : 0;
 }
 
+/* One block status reply's dirty extents, appended to s->changed; at says how far it went. */
+typedef struct ChangedFetch {
+        NbdSource *s;
+        uint64_t at;
+        bool seen;
+} ChangedFetch;
+
+static int changed_cb(void *userdata, const char *context, uint64_t offset, uint32_t *entries, size_t n, int *error)
+{
+        ChangedFetch *f = userdata;
+        NbdSource *s = f->s;
+        uint64_t pos = offset;
+
+        if (strcmp(context, s->map_name) != 0 || f->seen)
+                return 0; /* another context, or a second reply for this one (as status_cb) */
+        f->seen = true;
+        for (size_t i = 0; i + 1 < n && pos < s->size; i += 2) {
+                uint64_t end = MIN(pos + entries[i], s->size);
+                if (entries[i] == 0) {
+                        *error = EPROTO;
+                        return -1;
+                }
+                if ((entries[i + 1] & STATE_DIRTY) &&
+                    bv_range_append(&s->changed, &s->n_changed, &s->cap_changed, pos, end - pos) < 0) {
+                        *error = ENOMEM;
+                        return -1;
+                }
+                pos = end;
+        }
+        f->at = pos;
+        return 0;
+}
+
+/* The dirty ranges of the whole export: the bitmap's block status, a window at a time, asked
+ * once (the planner asks again as it goes: this is for prefetching, before the reads). */
+static int nbd_changed_ranges(void *impl, const BvByteRange **ret, size_t *ret_count)
+{
+        NbdSource *s = impl;
+
+        if (!s->dirty.wanted)
+                return -EOPNOTSUPP;
+        for (uint64_t pos = 0; !s->changed_known && pos < s->size;) {
+                ChangedFetch f = { .s = s, .at = pos };
+                uint64_t count = MIN(STATUS_WINDOW, s->size - pos);
+                if (pos == 0)
+                        s->n_changed = 0; /* a failed try before */
+                if (nbd_block_status(s->nbd, count, pos, (nbd_extent_callback){ .callback = changed_cb, .user_data = &f },
+                                     0) < 0)
+                        return nbd_errno();
+                if (f.at <= pos)
+                        return -EPROTO; /* the server left out the bitmap, or answered nothing */
+                pos = f.at;
+        }
+        s->changed_known = true;
+        *ret = s->changed;
+        *ret_count = s->n_changed;
+        return 0;
+}
+
 static uint64_t nbd_size(void *impl)
 {
         return ((NbdSource *)impl)->size;
@@ -319,7 +382,7 @@ static void nbd_free_op(void *impl)
 
 static const BvSourceOps nbd_ops = {
         .next = nbd_next, .read_at = nbd_read_at, .size = nbd_size, .changed_map = nbd_changed_map,
-        .whole_read = nbd_whole_read, .free = nbd_free_op,
+        .whole_read = nbd_whole_read, .changed_ranges = nbd_changed_ranges, .free = nbd_free_op,
 };
 
 /* Connects to uri, or else over the connected socket *fd (libnbd's once handed over: then *fd is

@@ -237,6 +237,15 @@ void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size
         *ret_count = w ? w->n_unchanged : 0;
 }
 
+int bv_source_changed_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count)
+{
+        const BvWholeRead *w = bv_source_whole_read(s);
+
+        if (!s->ops->changed_ranges || !w || w->whole)
+                return -EOPNOTSUPP;
+        return s->ops->changed_ranges(s->impl, ret, ret_count);
+}
+
 bool bv_source_is_nbd_uri(const char *path)
 {
         static const char *const schemes[] = { "nbd://", "nbds://", "nbd+unix://", "nbds+unix://", "nbd+vsock://",

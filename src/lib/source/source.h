@@ -142,6 +142,11 @@ typedef struct BvSourceOps {
         /* A changed-block source's whole-read state, which bv_source_read_all sets when the
          * parent cannot be paired with the map and bv_source_unchanged_ranges reads. */
         BvWholeRead *(*whole_read)(void *impl);
+        /* A changed-block source reading incrementally (no whole read): the ranges its map calls
+         * changed, for the whole source, in order and merged, asked before the first next() so
+         * that the backup can fetch what it will take from the parent ahead of the reads
+         * (bv_source_changed_ranges). The array is the source's. */
+        int (*changed_ranges)(void *impl, const BvByteRange **ret, size_t *ret_count);
         uint64_t (*work)(void *impl); /* see bv_source_work; NULL: unknown */
         /* A disk image read as its virtual disk: its format ("qcow2"); NULL for other sources. */
         const char *(*image_format)(void *impl);
@@ -197,6 +202,11 @@ int bv_source_read_all(BvSource *s);
  * another (a job's) to hand on as its own whole_read. */
 BvWholeRead *bv_source_whole_read(const BvSource *s);
 void bv_source_unchanged_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count);
+/* The ranges a changed-block source reading incrementally will deliver as changed (everything
+ * else comes as UNCHANGED), in order, merged, valid while s is; a hint to prefetch by, not a
+ * promise (next() decides). -EOPNOTSUPP when the source cannot tell (other sources, a whole
+ * read), else the source's -errno (NBD: its block status failed). */
+int bv_source_changed_ranges(const BvSource *s, const BvByteRange **ret, size_t *ret_count);
 
 /* The identity of the previous version a changed-block source compares with: -EOPNOTSUPP for
  * sources that compare with none. */

@@ -114,6 +114,18 @@ static int segs_find(BvIndex *x, const uint8_t id[BV_ID_SIZE], bool via_pread, B
         return r;
 }
 
+void bv_index_advise(BvIndex *x, uint64_t max_bytes)
+{
+        uint64_t total = 0;
+
+        pthread_rwlock_rdlock(&x->seg_lock);
+        for (size_t i = 0; i < x->segs->n; i++)
+                total += x->segs->s[i]->size;
+        for (size_t i = 0; i < x->segs->n && total <= max_bytes; i++)
+                (void)madvise((void *)x->segs->s[i]->map, x->segs->s[i]->size, MADV_WILLNEED);
+        pthread_rwlock_unlock(&x->seg_lock);
+}
+
 /* ---- open, free, refresh -------------------------------------------------------------------- */
 
 /* Lists the segment files of the directory into a new array, reusing the segments of known

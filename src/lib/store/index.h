@@ -85,6 +85,10 @@ int bv_index_refresh(BvIndex *x);
 
 /* 0 and *ret filled, or -ENOENT. Thread-safe. Also finds entries added but not yet flushed. */
 int bv_index_lookup(BvIndex *x, const uint8_t id[BV_ID_SIZE], BvLocation *ret);
+/* Reads the segments' mappings ahead (MADV_WILLNEED: started, not waited for) when they hold at
+ * most max_bytes in all: for a pass whose lookups will touch most of their pages, which one by
+ * one (they are mapped MADV_RANDOM) would each wait for the disk. */
+void bv_index_advise(BvIndex *x, uint64_t max_bytes);
 
 /* 1: the id is neither stored nor claimed, and now is claimed by the caller, who must store
  * it (or bv_index_unclaim it); 0: already stored or claimed. Thread-safe. */

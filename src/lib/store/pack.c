@@ -569,6 +569,7 @@ struct BvPackSet {
         pthread_mutex_t mutex;
         PackSlot slots[PACKSET_SLOTS];
         unsigned hand;
+        bool exact; /* the reads were announced (bv_packset_advise): no stream prefetch */
 };
 
 int bv_packset_new(BvBackend *b, BvPackSet **ret)
@@ -725,7 +726,7 @@ int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64
                 r = packset_get_locked(p, pack_id, &s, &rd);
                 if (r < 0)
                         return r;
-                if (s && offset <= UINT64_MAX - BV_READ_PREFETCH - len)
+                if (s && !p->exact && offset <= UINT64_MAX - BV_READ_PREFETCH - len)
                         n = bv_read_stream_note(&s->stream, offset, offset + len, &from);
         }
         if (n > 0)
@@ -733,6 +734,28 @@ int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64
         r = packset_pread(s ? s->reader : rd, buf, len, offset);
         packset_put(p, s, rd);
         return r;
+}
+
+int bv_packset_advise(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t offset, uint64_t len)
+{
+        BvObjReader *rd = NULL;
+        PackSlot *s;
+        int r;
+
+        if (!p || !pack_id)
+                return -EINVAL;
+        r = packset_get(p, pack_id, &s, &rd);
+        if (r < 0)
+                return r;
+        bv_obj_reader_advise(s ? s->reader : rd, offset, len);
+        packset_put(p, s, rd);
+        return 0;
+}
+
+void bv_packset_set_exact(BvPackSet *p, bool exact)
+{
+        BV_LOCK_GUARD(&p->mutex);
+        p->exact = exact;
 }
 
 static int packset_read_index_from(BvObjReader *rd, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],

@@ -97,6 +97,16 @@ void bv_packset_free(BvPackSet *p);
  * ends before offset+len (truncated). */
 int bv_packset_read(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t offset, void *buf, size_t len);
 
+/* Announces a read of [offset, offset+len) of a pack that will come soon (the backend's
+ * reader_advise: local POSIX_FADV_WILLNEED, which starts the read and returns), so that many
+ * scattered reads are in flight at once instead of one after another. -EUCLEAN as
+ * bv_packset_read when the pack is not there. */
+int bv_packset_advise(BvPackSet *p, const uint8_t pack_id[BV_PACK_ID_SIZE], uint64_t offset, uint64_t len);
+/* exact: the reader announces what it reads (bv_packset_advise), and reads that look like a
+ * stream prefetch nothing more (a pass over scattered objects a few MiB apart would otherwise
+ * read the packs whole); false again: the default. */
+void bv_packset_set_exact(BvPackSet *p, bool exact);
+
 /* Reads and authenticates a pack's own index (for verify and index rebuilds). */
 int bv_packset_read_index(BvPackSet *p, BvObjectCodec *codec, const uint8_t pack_id[BV_PACK_ID_SIZE],
                           BvPackEntry **ret_entries, size_t *ret_count);

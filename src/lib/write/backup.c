@@ -886,7 +886,17 @@ static int changed_setup(Backup *b, BvRepo *repo, BvSource *src, const char *nam
         if (r == 0)
                 return bv_source_read_all(src);
         memcpy(b->stats.changed_from, b->changed_parent->id, sizeof(b->stats.changed_from));
-        return bv_parent_map_open(repo, b->changed_parent, &b->parent);
+        r = bv_parent_map_open(repo, b->changed_parent, &b->parent);
+        if (r < 0)
+                return r;
+        /* What the pass will take from the parent, read ahead together; only a hint: the pass
+         * meets any failure again, and says what it is */
+        const BvByteRange *changed = NULL;
+        size_t n = 0;
+        if (bv_source_changed_ranges(src, &changed, &n) < 0)
+                changed = NULL, n = 0;
+        (void)bv_parent_map_prefetch(b->parent, changed, n);
+        return 0;
 }
 
 /* Backs up src: unread if it is an unchanged file, else read through the pipeline. */
