@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "backup-hash.h"
+#include "chunker.h"
 #include "macro.h"
 
 struct BvBatchHasher {
@@ -22,9 +23,9 @@ struct BvBatchHasher {
         pthread_cond_t cond;
         bool stop, busy; /* busy: a share is given and not yet done */
         const BvExtent *e;
-        uint8_t (*ids)[BV_ID_SIZE];
-        const size_t *first;
         size_t from, to;
+        uint8_t (*ids)[BV_ID_SIZE]; /* the batch's prefix ids, chunk after chunk */
+        size_t first[BV_SPLITTER_BATCH_MAX + 1]; /* where each chunk's ids start */
 };
 
 static void hash_share(const BvKeyring *k, const BvExtent *e, size_t from, size_t to, uint8_t (*ids)[BV_ID_SIZE],
@@ -54,13 +55,19 @@ static void *hasher_main(void *userdata)
         return NULL;
 }
 
-int bv_batch_hasher_new(const BvKeyring *k, bool helper, BvBatchHasher **ret)
+int bv_batch_hasher_new(const BvKeyring *k, size_t bytes, bool helper, BvBatchHasher **ret)
 {
         BvBatchHasher *h = calloc(1, sizeof(*h));
         int r;
 
         if (!h)
                 return -ENOMEM;
+        /* < bytes + one chunk, and a partial block per chunk at most */
+        h->ids = calloc((bytes + BV_CHUNK_MAX_LIMIT) / BV_BLOCK_SIZE + BV_SPLITTER_BATCH_MAX, BV_ID_SIZE);
+        if (!h->ids) {
+                free(h);
+                return -ENOMEM;
+        }
         h->keyring = k;
         h->helper = helper;
         pthread_mutex_init(&h->lock, NULL);
@@ -69,6 +76,7 @@ int bv_batch_hasher_new(const BvKeyring *k, bool helper, BvBatchHasher **ret)
         if (r < 0) {
                 pthread_cond_destroy(&h->cond);
                 pthread_mutex_destroy(&h->lock);
+                free(h->ids);
                 free(h);
                 return r;
         }
@@ -89,11 +97,19 @@ void bv_batch_hasher_free(BvBatchHasher *h)
         }
         pthread_cond_destroy(&h->cond);
         pthread_mutex_destroy(&h->lock);
+        free(h->ids);
         free(h);
 }
 
-void bv_batch_hasher_run(BvBatchHasher *h, const BvExtent *e, size_t n, uint8_t (*ids)[BV_ID_SIZE], size_t *first)
+uint8_t (*bv_batch_hasher_ids(BvBatchHasher *h, size_t i))[BV_ID_SIZE]
 {
+        return h->ids + h->first[i];
+}
+
+void bv_batch_hasher_run(BvBatchHasher *h, const BvExtent *e, size_t n)
+{
+        uint8_t (*ids)[BV_ID_SIZE] = h->ids;
+        size_t *first = h->first;
         uint64_t total = 0, half = 0;
         size_t mid = 0;
 
@@ -111,7 +127,7 @@ void bv_batch_hasher_run(BvBatchHasher *h, const BvExtent *e, size_t n, uint8_t 
         }
 
         pthread_mutex_lock(&h->lock);
-        h->e = e, h->ids = ids, h->first = first, h->from = mid, h->to = n;
+        h->e = e, h->from = mid, h->to = n;
         h->busy = true;
         pthread_cond_broadcast(&h->cond);
         pthread_mutex_unlock(&h->lock);

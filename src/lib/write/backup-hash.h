@@ -15,12 +15,13 @@
 
 typedef struct BvBatchHasher BvBatchHasher;
 
-/* Starts the helper thread (without `helper`, the caller hashes alone). */
-int bv_batch_hasher_new(const BvKeyring *k, bool helper, BvBatchHasher **ret);
+/* For batches of at most `bytes` plus one chunk (chunker.h); starts the helper thread
+ * (without `helper`, the caller hashes alone). */
+int bv_batch_hasher_new(const BvKeyring *k, size_t bytes, bool helper, BvBatchHasher **ret);
 /* Stops and joins it; NULL is a no-op. */
 void bv_batch_hasher_free(BvBatchHasher *h);
 
-/* The prefix ids of e[i] (ceil(length / 4 KiB) of them, the whole chunk's id last) into
- * ids + first[i], where first[i] is the sum of the counts before it (first[n] the total);
- * ids holds at least that many. */
-void bv_batch_hasher_run(BvBatchHasher *h, const BvExtent *e, size_t n, uint8_t (*ids)[BV_ID_SIZE], size_t *first);
+/* Hashes a batch of n <= BV_SPLITTER_BATCH_MAX chunks: the prefix ids of each. */
+void bv_batch_hasher_run(BvBatchHasher *h, const BvExtent *e, size_t n);
+/* The prefix ids of the batch's chunk i (ceil(length / 4 KiB) of them, its id last). */
+uint8_t (*bv_batch_hasher_ids(BvBatchHasher *h, size_t i))[BV_ID_SIZE];

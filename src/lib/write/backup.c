@@ -2,10 +2,9 @@
 /*
  * The backup pipeline.
  *
- * The caller's thread reads the source and splits it into extents; the chunks come in batches
- * (about BATCH_BYTES) whose ids the caller's thread and a helper hash together (backup-hash.h);
- * then the caller's thread decides with the index which chunks are new and builds the
- * snapshot's map in image order. New
+ * The caller's thread reads the source and splits it into extents, chunks in batches whose ids
+ * it hashes with a helper (backup-hash.h), decides with the index which chunks are new and
+ * builds the snapshot's map in image order. New
  * chunks are gathered into compression groups (consecutive new chunks up to
  * BV_GROUP_TARGET_BYTES, store/group-write.h) and, like new map nodes, copied into jobs from a
  * bounded pool and queued to worker threads, which encode them (bv_group_encode: compress,
@@ -58,7 +57,6 @@
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
 #define EDGE_READ (1024u * 1024) /* reads of UNCHANGED ranges whose parent chunks are lost */
 #define BATCH_BYTES (1024u * 1024) /* chunks hashed together on two cores */
-#define BATCH_CHUNKS BV_SPLITTER_BATCH_MAX
 
 /* One object to store: a chunk or map node (one member), or a group. */
 typedef BvGroupBuf Job;
@@ -84,8 +82,6 @@ typedef struct Backup {
         Job *group;    /* the compression group being gathered */
         bool grouping; /* only when compressing */
         BvBatchHasher *hasher;
-        uint8_t (*batch_ids)[BV_ID_SIZE]; /* the prefix ids of a batch's chunks, one after another */
-        size_t batch_first[BATCH_CHUNKS + 1]; /* where each chunk's ids start in batch_ids */
         BvBackupStats stats;
         bool (*cancelled)(void); /* opts->cancelled */
         uint64_t start_realtime_ns; /* the backup's start, recorded with the snapshot */
@@ -459,9 +455,9 @@ static int on_batch(const BvExtent *e, size_t n, size_t *ret_taken, void *userda
 {
         Backup *b = userdata;
 
-        bv_batch_hasher_run(b->hasher, e, n, b->batch_ids, b->batch_first);
+        bv_batch_hasher_run(b->hasher, e, n);
         for (size_t i = 0; i < n; i++) {
-                int r = on_data(b, &e[i], b->batch_ids + b->batch_first[i]);
+                int r = on_data(b, &e[i], bv_batch_hasher_ids(b->hasher, i));
                 if (r != 0) {
                         *ret_taken = i;
                         return r;
@@ -732,11 +728,7 @@ static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
         b->resync = b->chunker.kind != BV_CHUNKER_FIXED;
         b->grouping = b->zstd_level > 0;
 
-        /* a batch: < BATCH_BYTES + max bytes, a partial block per chunk at most */
-        b->batch_ids = calloc((BATCH_BYTES + BV_CHUNK_MAX_LIMIT) / BV_BLOCK_SIZE + BATCH_CHUNKS, BV_ID_SIZE);
-        if (!b->batch_ids)
-                return -ENOMEM;
-        r = bv_batch_hasher_new(b->keyring, threads > 1, &b->hasher);
+        r = bv_batch_hasher_new(b->keyring, BATCH_BYTES, threads > 1, &b->hasher);
         if (r < 0)
                 return r;
         r = bv_object_codec_new(b->keyring, b->zstd_level, &b->pack_codec);
@@ -780,7 +772,6 @@ static void backup_done(Backup *b)
                 bv_group_buf_done(&b->jobs[i]);
         free(b->jobs);
         free(b->pending_ids);
-        free(b->batch_ids);
         bv_batch_hasher_free(b->hasher);
         pthread_mutex_destroy(&b->lock);
         pthread_mutex_destroy(&b->pack_lock);
