@@ -41,9 +41,12 @@ static int freeze_json(struct json_object *o, const BvVirtFreeze *f)
                 frozen ? json_object_new_double((double)(f->hold_ns / 100000) / 10) : NULL,
                 frozen ? NULL : json_object_new_string(f->note),
                 f->stale_thawed >= 0 ? json_object_new_int(f->stale_thawed) : NULL,
+                f->thaw_error < 0 ? json_object_new_string(f->thaw_words[0] ? f->thaw_words : strerror(-f->thaw_error))
+                                  : NULL,
+                f->paused ? json_object_new_boolean(true) : NULL,
         };
         const char *k[] = {"consistency", "filesystems_frozen", "freeze_hold_ms", "crash_consistent_because",
-                           "thawed_left_frozen"};
+                           "thawed_left_frozen", "thaw_failed", "paused"};
         int r = 0;
 
         for (size_t i = 0; i < ELEMENTSOF(m); i++)
@@ -71,6 +74,8 @@ static int print_json(const BvLibvirtResult *res)
                                        { BV_JSON_OPT_STRING("checkpoint", res->checkpoint[0] ? res->checkpoint : NULL) },
                                        { "shut_off", json_object_new_boolean(res->offline) },
                                        { BV_JSON_OPT_STRING("ended_job", res->ended_job[0] ? res->ended_job : NULL) },
+                                       { BV_JSON_OPT_STRING("shared_disks_left_out",
+                                                            res->shared[0] ? res->shared : NULL) },
                                        { "checkpoints_deleted", json_object_new_uint64(res->checkpoints_deleted) },
                                        { res->reconnected ? "libvirtd_reconnected" : NULL,
                                          res->reconnected ? json_object_new_boolean(true) : NULL },
@@ -121,15 +126,26 @@ static void report_disk(const BvLibvirtResult *res, const BvLibvirtDiskResult *d
 static void report_freeze(const BvLibvirtResult *res, bool json)
 {
         const BvVirtFreeze *f = &res->freeze;
+        char word[4 * sizeof(res->domain) + 8];
 
         if (f->stale_thawed >= 0)
                 log_warning("the filesystems of '%s' were frozen when this backup began (an earlier run did not "
                             "finish?): thawed them (%d)", res->domain, f->stale_thawed);
         if (f->thaw_error < 0)
-                log_error("cannot thaw the filesystems of '%s' after the backup job's start: %s; the guest may still "
-                          "be frozen: 'virsh domfsthaw %s' (the next backup thaws it)", res->domain,
-                          strerror(-f->thaw_error), res->domain);
-        if (f->agent && !f->note[0]) {
+                log_error("the filesystems of '%s' are still frozen: the thaw after the backup job's start failed "
+                          "(%s); its programs cannot write to them until they are thawed: run 'virsh domfsthaw %s' "
+                          "(the next backup thaws them too, even with --no-freeze)", res->domain,
+                          f->thaw_words[0] ? f->thaw_words : strerror(-f->thaw_error),
+                          shell_word(res->domain, word, sizeof(word)));
+        if (f->paused) {
+                if (!json)
+                        log_info("note: domain '%s' is paused: no guest agent can freeze its filesystems, so the "
+                                 "backup is crash-consistent, the disks as they were when it was paused (what the "
+                                 "guest had not written out then is not in it)", res->domain);
+        } else if (f->not_asked) {
+                if (!json)
+                        log_info("note: no freeze (--no-freeze): the backup of '%s' is crash-consistent", res->domain);
+        } else if (f->agent && !f->note[0]) {
                 if (!json)
                         log_info("froze %d filesystem%s of '%s' through its guest agent for the job's start: held "
                                  "%.0f ms", f->filesystems, f->filesystems == 1 ? "" : "s", res->domain,
@@ -137,8 +153,6 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
         } else if (f->agent)
                 log_warning("cannot freeze the filesystems of '%s' (%s): the backup is crash-consistent", res->domain,
                             f->note);
-        else if (!json && f->not_asked)
-                log_info("note: no freeze (--no-freeze): the backup of '%s' is crash-consistent", res->domain);
         else if (!json)
                 log_info("note: no guest agent answers (%s): the backup of '%s' is crash-consistent (as after a power "
                          "cut)", f->note, res->domain);
@@ -154,14 +168,22 @@ void report_libvirt_freeze(const BvLibvirtResult *res)
 static int report_error(int r, const char *domain, const BvLibvirtResult *res, const char *uri)
 {
         const char *d = res->detail;
+        char word[4 * sizeof(res->domain) + 8];
 
+        shell_word(domain, word, sizeof(word));
         switch (r) {
         case -ENXIO:
-                log_error("domain '%s' has no disk '%s' (see virsh domblklist '%s')", domain, d, domain);
+                log_error("domain '%s' has no disk '%s' (see virsh domblklist %s)", domain, d, word);
                 return EXIT_USAGE;
         case -EMEDIUMTYPE:
                 log_error("'%s' of domain '%s' is no disk (a CD-ROM or floppy: libvirt backs up none): leave it "
-                          "out of --disk (virsh domblklist --details '%s' shows each device)", d, domain, domain);
+                          "out of --disk (virsh domblklist --details %s shows each device)", d, domain, word);
+                return EXIT_USAGE;
+        case -ETXTBSY:
+                log_error("disk '%s' of domain '%s' is shared with other domains (<shareable/>): a backup job cannot "
+                          "hold it at one instant (they write it past this domain's QEMU, which refuses the job its "
+                          "lock): leave it out of --disk, and back its image up as a file or device while no domain "
+                          "writes it", d, domain);
                 return EXIT_USAGE;
         case -ENOMEDIUM:
                 if (d[0])
@@ -169,7 +191,7 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
                                   "network disk, which blkvault does not back up): leave it out of --disk", d, domain);
                 else
                         log_error("domain '%s' has no disk to back up: only CD-ROMs, empty drives or network disks "
-                                  "(virsh domblklist --details '%s' shows each device)", domain, domain);
+                                  "(virsh domblklist --details %s shows each device)", domain, word);
                 return EXIT_ERROR;
         case -EINVAL:
                 if (d[0]) {
@@ -197,6 +219,10 @@ void report_libvirt_tidy(const BvLibvirtResult *res, const char *domain)
         if (res->ended_job[0])
                 log_info("ended the backup job of '%s' that a run which died left (socket %s)", domain,
                            res->ended_job);
+        if (res->shared[0])
+                log_warning("not backed up: disk(s) %s of '%s', shared with other domains (<shareable/>): a backup "
+                            "job cannot hold such a disk at one instant; back its image up as a file or device while "
+                            "no domain writes it", res->shared, domain);
         if (res->reconnected)
                 log_warning("the connection to libvirtd was lost during the backup of '%s' (libvirtd restarted?): "
                             "connected to it again to end the job", domain);
@@ -233,9 +259,9 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
                                  res.domain);
                 for (size_t i = 0; !json && i < res.n_disks; i++)
                         report_disk(&res, &res.disks[i]);
-                ec = json ? print_json(&res) : r < 0 ? EXIT_ERROR : EXIT_OK;
-                if (json && r < 0)
-                        ec = EXIT_ERROR;
+                ec = json ? print_json(&res) : EXIT_OK;
+                if (r < 0) /* a full repository says so, as every other backup does (blkvault(1)) */
+                        ec = r == -ENOSPC || r == -EDQUOT ? EXIT_FULL : EXIT_ERROR;
         }
         report_libvirt_tidy(&res, domain);
         bv_libvirt_result_done(&res);

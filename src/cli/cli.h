@@ -334,6 +334,11 @@ void secret_env_scrub(void);
  * of text (0: all), then "..." if it was longer. malloc'd; NULL if out of memory. */
 char *escape_text(const char *text, size_t max);
 
+/* word as one word of a POSIX shell command, for the commands messages suggest ("virsh shutdown
+ * 'my vm'"): as it is when it holds only characters no shell treats specially, else in single
+ * quotes, each ' written '\''. Truncated to fit buf (of at least 4 bytes); returns buf. */
+const char *shell_word(const char *word, char *buf, size_t size);
+
 /* "1.5 GiB" */
 const char *format_bytes(uint64_t n, char buf[32]);
 

@@ -245,7 +245,7 @@ static int copy_failed(int r, const BvCopyStats *s, BvRepo *srcrepo, BvCopyDst *
         }
         if (r == -EBADMSG && s->culprit_has_offset) {
                 log_error("copy from '%s' to '%s' stopped: '%s' of '%s' is damaged at offset %llu (an object there "
-                          "does not authenticate or is not what its index says); it was not sent and no snapshot was "
+                          "does not authenticate or is not what its index says); it was not stored there and no snapshot was "
                           "published (run 'blkvault verify --read-data %s' and 'blkvault repair %s')",
                           src, dst, s->culprit, src, (unsigned long long)s->culprit_offset, src, src);
                 return EXIT_DAMAGE;

@@ -701,6 +701,28 @@ static bool unsafe_code_point(uint32_t cp)
                (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
 }
 
+const char *shell_word(const char *word, char *buf, size_t size)
+{
+        static const char plain[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-";
+        size_t n = 0;
+
+        if (word[0] && strspn(word, plain) == strlen(word)) {
+                snprintf(buf, size, "%s", word);
+                return buf;
+        }
+        buf[n++] = '\'';
+        for (const char *c = word; *c && n + 5 < size; c++) {
+                if (*c == '\'') {
+                        memcpy(buf + n, "'\\''", 4);
+                        n += 4;
+                } else
+                        buf[n++] = *c;
+        }
+        buf[n++] = '\'';
+        buf[n] = 0;
+        return buf;
+}
+
 char *escape_text(const char *text, size_t max)
 {
         const unsigned char *s = (const unsigned char *)text;

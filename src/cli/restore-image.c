@@ -5,6 +5,7 @@
  * owner and mode, and a raw file keeps its inode; never replaced by a new file.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,11 +23,13 @@ int restore_image_failure(int r, const BvSnapshot *snap, const char *path, const
         char a[32], b[32];
 
         if (r == -EMSGSIZE) {
+                char word[4 * PATH_MAX + 8];
                 log_error("the %s image '%s' is %s (%llu bytes) but snapshot %.8s is %s (%llu bytes): nothing was "
-                          "written; resize the image first (qemu-img resize -f %s%s '%s' %llu) and restore again",
+                          "written; resize the image first (qemu-img resize -f %s%s %s %llu) and restore again",
                           format, path, format_bytes(stats->dest_size, a), (unsigned long long)stats->dest_size,
                           snap->id, format_bytes(snap->size, b), (unsigned long long)snap->size, format,
-                          stats->dest_size > snap->size ? " --shrink" : "", path, (unsigned long long)snap->size);
+                          stats->dest_size > snap->size ? " --shrink" : "", shell_word(path, word, sizeof(word)),
+                          (unsigned long long)snap->size);
                 return EXIT_ERROR;
         }
         if (r == -EBUSY) {
@@ -140,8 +143,10 @@ int restore_libvirt_disk(const char *arg, const char *uri, const BvSnapshot *sna
                 return EXIT_ERROR;
         }
         if (disks.running) {
+                char word[4 * 1024 + 8];
                 log_error("domain '%s' is running: restoring into its disk under it would corrupt it; shut it down "
-                          "first (virsh shutdown %s), or restore to a new file; nothing was written", dom, dom);
+                          "first (virsh shutdown %s), or restore to a new file; nothing was written", dom,
+                          shell_word(dom, word, sizeof(word)));
                 return EXIT_ERROR;
         }
         const BvVirtDisk *k = pick_disk(&disks, dom, target, snap);

@@ -7,7 +7,9 @@
  * With $BV_VIRT_GATE set, the call first creates the file $BV_VIRT_GATE.waiting and waits until
  * the file $BV_VIRT_GATE exists (the guest stays frozen meanwhile: a test checks it, writes in
  * the guest, or kills the program). With $BV_VIRT_BEGIN_FAIL set, the call is made with a backup
- * XML libvirt refuses, so it fails as libvirt fails, with libvirt's own error.
+ * XML libvirt refuses, so it fails as libvirt fails, with libvirt's own error. With
+ * $BV_VIRT_THAW_FAIL set, virDomainFSThaw is called with flags libvirt refuses: it fails with
+ * libvirt's error and the guest stays frozen.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -28,4 +30,15 @@ int virDomainBackupBegin(virDomainPtr domain, const char *backupXML, const char 
         if (getenv("BV_VIRT_BEGIN_FAIL"))
                 backupXML = "<domainbackup mode='virtgate-refused'/>";
         return real(domain, backupXML, checkpointXML, flags);
+}
+
+int virDomainFSThaw(virDomainPtr dom, const char **mountpoints, unsigned int nmountpoints, unsigned int flags)
+{
+        static int (*real)(virDomainPtr, const char **, unsigned int, unsigned int);
+
+        if (!real)
+                real = dlsym(RTLD_NEXT, "virDomainFSThaw");
+        if (getenv("BV_VIRT_THAW_FAIL"))
+                flags |= 1u << 30; /* "unsupported flags" */
+        return real(dom, mountpoints, nmountpoints, flags);
 }

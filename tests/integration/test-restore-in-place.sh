@@ -46,10 +46,10 @@ assert_same "$T/src.raw" "$T/d.raw"
 
 # another size: nothing written, the resize to run is named
 qemu-img create -q -f qcow2 "$T/small.qcow2" 16M
-expect_fail 1 "error: the qcow2 image '$T/small.qcow2' is 16.0 MiB (16777216 bytes) but snapshot ${snap:0:8} is 32.0 MiB (33554432 bytes): nothing was written; resize the image first (qemu-img resize -f qcow2 '$T/small.qcow2' 33554432) and restore again" \
+expect_fail 1 "error: the qcow2 image '$T/small.qcow2' is 16.0 MiB (16777216 bytes) but snapshot ${snap:0:8} is 32.0 MiB (33554432 bytes): nothing was written; resize the image first (qemu-img resize -f qcow2 $T/small.qcow2 33554432) and restore again" \
     bv restore "$repo" "$snap" "$T/small.qcow2" --in-place
 qemu-img create -q -f qcow2 "$T/big.qcow2" 64M
-expect_fail 1 "(qemu-img resize -f qcow2 --shrink '$T/big.qcow2' 33554432)" bv restore "$repo" "$snap" "$T/big.qcow2" --in-place
+expect_fail 1 "(qemu-img resize -f qcow2 --shrink $T/big.qcow2 33554432)" bv restore "$repo" "$snap" "$T/big.qcow2" --in-place
 
 # an image a running QEMU holds (qemu-nbd writable holds the write lock, as a VM does)
 qemu-nbd -t -f qcow2 -k "$T/held.sock" "$T/d.qcow2" 2>"$T/held.log" &

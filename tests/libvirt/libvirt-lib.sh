@@ -15,6 +15,8 @@
 #                                  libvirt-qemu user reaches); sets LV_DOM to its name. At exit the
 #                                  domain is destroyed and undefined (its checkpoints' metadata
 #                                  too) and the images are removed. --no-start: defined only.
+#   lv_domain_xml [--no-start] NAME DISK-XML  the same with the <disk> elements given (images the
+#                                  caller made, below $LV_IMAGES)
 #   lv_image DOM TARGET            the image file of TARGET
 #   lv_qdev DOM TARGET             the qdev path of TARGET's device ("info block", "Attached to:"),
 #                                  for qemu-io -d (the -d ALIAS form silently writes nothing)
@@ -134,6 +136,16 @@ lv_domain() {
         disks+="<disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='$img'/><target dev='vd${letters:$i:1}' bus='virtio'/></disk>"
         i=$((i + 1))
     done
+    local opt=()
+    [ $start = 1 ] || opt=(--no-start)
+    lv_domain_xml "${opt[@]}" "${name#bvt-$$-}" "$disks"
+}
+
+lv_domain_xml() {
+    local start=1
+    [ "${1:-}" = --no-start ] && { start=0; shift; }
+    local name=bvt-$$-$1 disks=$2
+    mkdir -p "$LV_IMAGES"
     cat >"$T/$name.xml" <<XML
 <domain type='qemu'>
   <name>$name</name>

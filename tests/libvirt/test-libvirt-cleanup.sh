@@ -9,7 +9,9 @@
 #     or scratch file left; after a restart the next backup works;
 #   - checkpoints: after each good run only the one the newest snapshot recorded is left of the
 #     repository's (older ones deleted); the killed run's, of another repository, is left to that
-#     repository, whose next good run deletes it; another tool's checkpoint survives.
+#     repository, whose next good run deletes it; another tool's checkpoint survives;
+#   - a repository whose filesystem fills up mid-backup: exit 6 as blkvault(1) says (it was 1),
+#     nothing published, nothing left.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/libvirt/libvirt-lib.sh"
 need_cmd python3
@@ -93,4 +95,15 @@ bv backup "$T/repo-d" "libvirt:$dom" --json >"$T/bd.json" 2>"$T/bd.err" || { cat
 assert_eq "$(lv_ours "$dom")" "$(sorted "$(jget "$T/b3.json" 'd["checkpoint"]')" "$ck" "$(jget "$T/bd.json" 'd["checkpoint"]')")" \
     "blkvault's checkpoints at the end"
 lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
+
+# a full repository: 12 MiB of random data into a 16 MiB filesystem
+mount_small_fs "$T/small" 16M
+bv init "$T/small/repo" --encryption=none >/dev/null
+lv_write "$dom" vda "write -P 0x5a 0 1M"
+head -c 12M /dev/urandom >"$LV_IMAGES/rnd"; chmod 644 "$LV_IMAGES/rnd"
+lv_write "$dom" vda "write -s $LV_IMAGES/rnd 1M 12M"
+expect_fail 6 "backup of disk vda of '$dom' failed (nothing was published for it): No space left on device" \
+    bv backup "$T/small/repo" "libvirt:$dom" --no-freeze
+assert_eq "$(snapshots "$T/small/repo")" 0 "snapshots after the run that filled the repository"
+nothing_left "after the repository filled up"
 echo ok

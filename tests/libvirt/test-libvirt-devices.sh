@@ -4,7 +4,8 @@
 # machine's libvirtd and QEMU (TCG): a CD-ROM with an ISO, an empty CD-ROM and a network disk are
 # left out of a default backup; named with --disk each is refused with what it is and what to do
 # (before: libvirt's "unsupported configuration: no disks selected for backup"); a domain with
-# only such devices says so and how to see them.
+# only such devices says so and how to see them. A running domain's raw disk, which libvirt never
+# checkpoints, is read whole every time and says why (it said nothing).
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/libvirt/libvirt-lib.sh"
 
@@ -59,6 +60,19 @@ cd=bvt-$$-cd
 domain_xml "$cd" "$hdc" >"$T/cd.xml"
 lv_virsh define "$T/cd.xml" >/dev/null || die "cannot define $cd"
 _lv_domains+=("$cd")
-expect_fail 1 "error: domain '$cd' has no disk to back up: only CD-ROMs, empty drives or network disks (virsh domblklist --details '$cd' shows each device)" \
+expect_fail 1 "error: domain '$cd' has no disk to back up: only CD-ROMs, empty drives or network disks (virsh domblklist --details $cd shows each device)" \
     bv backup "$repo" "libvirt:$cd"
+
+# a raw disk of a running domain: read whole each time, with the reason, in text and JSON
+raw=bvt-$$-raw
+truncate -s 16M "$LV_IMAGES/raw.img"
+domain_xml "$raw" "<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$LV_IMAGES/raw.img'/><target dev='vda' bus='virtio'/></disk>" >"$T/raw.xml"
+lv_virsh define "$T/raw.xml" >/dev/null || die "cannot define $raw"
+_lv_domains+=("$raw")
+lv_virsh start "$raw" >/dev/null || die "cannot start $raw"
+why="it is a raw image, of which libvirt keeps no checkpoint (no dirty bitmap): every backup reads it whole (a qcow2 disk backs up incrementally)"
+bv backup "$repo" "libvirt:$raw" --no-freeze >"$T/raw1.out" 2>&1 || { cat "$T/raw1.out" >&2; die "the raw disk's backup failed"; }
+grep -Fq "read disk vda whole: $why" "$T/raw1.out" || { cat "$T/raw1.out" >&2; die "no reason for reading the raw disk whole"; }
+bv backup "$repo" "libvirt:$raw" --no-freeze --json >"$T/raw2.json" 2>"$T/raw2.err" || { cat "$T/raw2.err" >&2; die "the second raw backup failed"; }
+assert_eq "$(jget "$T/raw2.json" 'd["disks"][0]["read_whole_because"]')" "$why" "the raw disk's reason in --json"
 echo PASS

@@ -4,7 +4,8 @@
 # is written into a shut-off domain's qcow2 disk and into a raw one, in place through qemu-nbd; the
 # domain then starts (virsh start) and the disk reads (qemu-img convert -U) bit-exact as the
 # snapshot, the other disk untouched. TARGET defaults to the snapshot's own disk (a snapshot named
-# DOMAIN-TARGET), else the only disk. Refused with their message: a running domain, several disks
+# DOMAIN-TARGET), else the only disk. Refused with their message: a running domain (its name
+# shell-quoted in the virsh command it suggests), several disks
 # and no TARGET, an unknown disk, an unknown domain, another size, a DEST beside --libvirt.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/libvirt/libvirt-lib.sh"
@@ -37,6 +38,14 @@ qemu-img info -U --output=json "$(lv_image "$dom" vdb)" | grep -q '"format": "qc
 expect_fail 1 "error: domain '$dom' is running: restoring into its disk under it would corrupt it; shut it down first (virsh shutdown $dom), or restore to a new file; nothing was written" \
     bv restore "$repo" "$s_other" --libvirt="$dom:vda"
 lv_virsh destroy "$dom" >/dev/null
+# a running domain whose name a shell splits: the command in the refusal quotes it, and run by a
+# shell it names the domain
+lv_domain 'sp ce$x' 16M
+expect_fail 1 "(virsh shutdown 'bvt-$$-sp ce\$x'), or restore" bv restore "$repo" "$s_other" --libvirt="$LV_DOM"
+cmd=$(sed -n 's/.*shut it down first (\(virsh shutdown .*\)), or restore.*/\1/p' "$T/.err")
+eval "set -- $cmd"
+assert_eq "$#:$3" "3:$LV_DOM" "the words of the printed command ($cmd)"
+lv_virsh destroy "$LV_DOM" >/dev/null
 
 expect_fail 1 "error: domain '$dom' has several disks (vda, vdb): name the one to restore into with --libvirt=$dom:TARGET" \
     bv restore "$repo" "$s_other" --libvirt="$dom"
@@ -52,21 +61,13 @@ assert_same "$T/data.raw" "$T/vda.raw"
 
 # another size: nothing written, the resize named
 lv_domain --no-start small 8M
-expect_fail 1 "but snapshot ${s_other:0:8} is 16.0 MiB (16777216 bytes): nothing was written; resize the image first (qemu-img resize -f qcow2 '$(lv_image "$LV_DOM" vda)' 16777216)" \
+expect_fail 1 "but snapshot ${s_other:0:8} is 16.0 MiB (16777216 bytes): nothing was written; resize the image first (qemu-img resize -f qcow2 $(lv_image "$LV_DOM" vda) 16777216)" \
     bv restore "$repo" "$s_other" --libvirt="$LV_DOM"
 
 # a raw disk, the domain's only one: the default target
 raw=$LV_IMAGES/bvt-$$-raw-vda.raw
 truncate -s 16M "$raw"
-cat >"$T/raw.xml" <<XML
-<domain type='qemu'><name>bvt-$$-raw</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>
-<os><type arch='x86_64' machine='pc'>hvm</type></os><on_reboot>destroy</on_reboot>
-<devices><emulator>$(command -v qemu-system-x86_64)</emulator>
-<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$raw'/><target dev='vda' bus='virtio'/></disk>
-</devices></domain>
-XML
-lv_virsh define "$T/raw.xml" >/dev/null || die "cannot define the raw domain"
-_lv_domains+=("bvt-$$-raw")
+lv_domain_xml --no-start raw "<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$raw'/><target dev='vda' bus='virtio'/></disk>"
 ino=$(stat -c %i "$raw")
 bv restore "$repo" "$s_other" --libvirt="bvt-$$-raw" -q
 assert_eq "$(stat -c %i "$raw")" "$ino" "the raw image was replaced, not written"

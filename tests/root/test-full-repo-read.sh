@@ -3,7 +3,7 @@
 # A full backup disk still restores: when the repository's filesystem has no free block, a
 # reader cannot write its lease file (ENOSPC) and takes the shared locks/gc instead (as on a
 # read-only mount), so list, verify --read-data and restore work and are bit-exact; a backup
-# fails with exit 6.
+# fails with exit 6, and on a read-only mount names it.
 . "$SOURCE_ROOT/tests/lib.sh"
 need_root
 need_cmd mkfs.ext4 openssl
@@ -35,3 +35,16 @@ rm -f "$T/mnt/filler" "$T/mnt/filler2" "$T/mnt/filler3"
 bv gc "$repo" >/dev/null
 bv restore "$repo" a "$T/out2.img" -q
 assert_same "$T/a.img" "$T/out2.img"
+
+# a read-only mount: a backup says so (the lock file cannot be made), not that the repository is
+# missing (it said "not a blkvault repository (no config file)"), whether locks/ is there empty
+# (as init leaves it) or not there at all; readers go on
+rm -f "$T/mnt/repo/locks/"*
+for round in empty-locks no-locks; do
+    mount -o remount,ro "$T/mnt"
+    expect_fail 1 "^error: cannot open repository .*: Read-only file system$" bv backup "$repo" "$T/b.img" --name=b -q
+    bv restore "$repo" a "$T/out3.img" -q
+    assert_same "$T/a.img" "$T/out3.img"
+    mount -o remount,rw "$T/mnt"
+    rm -rf "$T/mnt/repo/locks" "$T/out3.img"
+done

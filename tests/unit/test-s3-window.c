@@ -80,6 +80,7 @@ TEST(lone_read_fetches_no_window)
         uint8_t buf[4096];
         obj_init(&o, 3 * S3_WIN);
         ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        ws.max_threads = 0;
         read_at(&ws, &o, buf, sizeof(buf), S3_WIN + 100);
         ASSERT_EQ(o.fetches, 1u); /* the read's own bytes */
         read_at(&ws, &o, buf, sizeof(buf), 2 * S3_WIN + 3 * S3_WIN / 4); /* far from it */
@@ -96,6 +97,7 @@ TEST(stream_fetches_each_window_once)
         static uint8_t buf[300000];
         obj_init(&o, size);
         ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        ws.max_threads = 0;
         s3_windows_advise(&ws, OBJ(&o), 0, size);
         ASSERT_EQ(o.fetches, 1u);
         for (uint64_t off = 0; off < size;) {
@@ -115,6 +117,7 @@ TEST(reads_near_one_another_make_a_stream)
         static uint8_t buf[100000];
         obj_init(&o, 2 * S3_WIN);
         ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        ws.max_threads = 0;
         read_at(&ws, &o, buf, sizeof(buf), 0); /* a miss: its own GET */
         for (uint64_t off = sizeof(buf); off + sizeof(buf) <= 2 * S3_WIN; off += sizeof(buf))
                 read_at(&ws, &o, buf, sizeof(buf), off);
@@ -149,6 +152,7 @@ TEST(threads_fetch_windows_in_parallel)
         Worker w[N];
         obj_init(&o, 8 * S3_WIN);
         ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        ws.max_threads = 0;
         s3_windows_advise(&ws, OBJ(&o), 0, o.size);
         for (unsigned i = 0; i < N; i++) {
                 w[i] = (Worker){ .ws = &ws, .o = &o, .index = i, .n = N };
@@ -169,6 +173,7 @@ TEST(failed_fetch_leaves_the_read)
         uint8_t buf[4096];
         obj_init(&o, 2 * S3_WIN);
         ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        ws.max_threads = 0;
         o.fail = true;
         s3_windows_advise(&ws, OBJ(&o), 0, o.size);
         ASSERT_EQ(s3_windows_read(&ws, OBJ(&o), buf, sizeof(buf), 0), 0u);
@@ -203,6 +208,7 @@ TEST(streams_going_back_and_forth_fetch_each_window_once)
         obj_init(&a, K * S3_WIN);
         obj_init(&b, K * S3_WIN);
         ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        ws.max_threads = 0;
         back_and_forth(&ws, &a, &b, K);
         ASSERT_EQ(a.fetches, (unsigned)K);
         ASSERT_EQ(b.fetches, (unsigned)K);
@@ -212,6 +218,7 @@ TEST(streams_going_back_and_forth_fetch_each_window_once)
         a.fetches = b.fetches = 0;
         a.stream = b.stream = (S3Stream){};
         ASSERT_EQ(s3_windows_init(&ws, 2), 0);
+        ws.max_threads = 0;
         back_and_forth(&ws, &a, &b, K);
         ASSERT_EQ(a.fetches + b.fetches, 4u * K);
         s3_windows_done(&ws);
@@ -228,6 +235,7 @@ TEST(forget_drops_one_object)
         obj_init(&a, 2 * S3_WIN);
         obj_init(&b, 2 * S3_WIN);
         ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        ws.max_threads = 0;
         s3_windows_advise(&ws, OBJ(&a), 0, a.size);
         s3_windows_advise(&ws, OBJ(&b), 0, b.size);
         ASSERT_EQ(a.fetches + b.fetches, 2u);
@@ -241,6 +249,31 @@ TEST(forget_drops_one_object)
         obj_done(&b);
 }
 
+/* With prefetchers (as the backend has them): the windows announced are fetched by them, several
+ * at once, each once; a reader that closes while one is fetched waits for it. */
+TEST(prefetchers_fetch_announced_windows_in_parallel)
+{
+        Obj o;
+        S3Windows ws;
+        static uint8_t buf[S3_WIN / 2];
+        obj_init(&o, 8 * S3_WIN);
+        ASSERT_EQ(s3_windows_init(&ws, 0), 0);
+        s3_windows_advise(&ws, OBJ(&o), 0, o.size);
+        for (uint64_t off = 0; off < o.size; off += sizeof(buf))
+                read_at(&ws, &o, buf, sizeof(buf), off);
+        ASSERT_EQ(o.fetches, 8u); /* each window once, by a prefetcher or the reader */
+        ASSERT_TRUE(o.most_in_flight >= 2u);
+        o.stream = (S3Stream){};
+        s3_windows_forget(&ws, o.name);
+        s3_windows_advise(&ws, OBJ(&o), 0, o.size);
+        s3_windows_forget(&ws, o.name); /* while they fetch: waits, then nothing of o is left */
+        unsigned after = o.fetches;
+        usleep(100000);
+        ASSERT_EQ(o.fetches, after);
+        s3_windows_done(&ws);
+        obj_done(&o);
+}
+
 int main(void)
 {
         RUN(lone_read_fetches_no_window);
@@ -250,5 +283,6 @@ int main(void)
         RUN(failed_fetch_leaves_the_read);
         RUN(streams_going_back_and_forth_fetch_each_window_once);
         RUN(forget_drops_one_object);
+        RUN(prefetchers_fetch_announced_windows_in_parallel);
         return 0;
 }

@@ -150,23 +150,15 @@ static bv_s3_put_opts put_opts(BvBackend *b, BvPutFlags flags)
         };
 }
 
-static int s3_put_gated(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len,
-                        BvPutFlags flags, bv_put_gate_fn gate, void *userdata)
+static int s3_put(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len, BvPutFlags flags)
 {
         char key[BV_BACKEND_KEY_MAX];
         bv_s3_put_opts o = put_opts(b, flags);
-        o.gate = gate;
-        o.gate_data = userdata;
         int r = S3B(b)->pit ? -EROFS : bv_obj_key(kind, name, key);
 
         if (r >= 0)
                 r = create_check(b, key, &o);
         return r < 0 ? r : bv_s3_put(client(b), key, data, len, &o);
-}
-
-static int s3_put(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len, BvPutFlags flags)
-{
-        return s3_put_gated(b, kind, name, data, len, flags, NULL, NULL);
 }
 
 static int s3_get(BvBackend *b, BvObjKind kind, const char *name, size_t max, void **ret, size_t *ret_len)
@@ -753,7 +745,6 @@ static const BvBackendOps s3_ops = {
         .create = s3_create,
         .close = s3_close,
         .put = s3_put,
-        .put_gated = s3_put_gated,
         .get = s3_get,
         .stat = s3_stat,
         .remove = s3_remove,

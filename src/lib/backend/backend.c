@@ -146,15 +146,6 @@ int bv_backend_put(BvBackend *b, BvObjKind kind, const char *name, const void *d
         return DISPATCH(b, put, b, kind, name, data, len, flags);
 }
 
-int bv_backend_put_gated(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len,
-                         BvPutFlags flags, bv_put_gate_fn gate, void *userdata)
-{
-        if (b && b->ops->put_gated)
-                return b->ops->put_gated(b, kind, name, data, len, flags, gate, userdata);
-        int64_t r = gate(userdata, len);
-        return r < 0 ? (int)r : bv_backend_put(b, kind, name, data, len, flags);
-}
-
 int bv_backend_get(BvBackend *b, BvObjKind kind, const char *name, size_t max, void **ret, size_t *ret_len)
 {
         return DISPATCH(b, get, b, kind, name, max, ret, ret_len);

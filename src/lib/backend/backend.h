@@ -67,11 +67,6 @@ typedef enum BvPutFlags {
         BV_PUT_REPLACE = 1 << 0,
 } BvPutFlags;
 
-/* A put whose bytes go out only as far as a check of them has passed (bv_backend_put_gated):
- * before bytes at or past upto leave, the backend calls fn(userdata, upto), which answers how far
- * they may go now (at least upto), or a negative errno that ends the put with nothing stored. */
-typedef int64_t (*bv_put_gate_fn)(void *userdata, uint64_t upto);
-
 /* One entry met by a listing. */
 typedef struct BvObjEntry {
         const char *name;  /* the name within its kind (as put takes it) */
@@ -104,11 +99,6 @@ typedef struct BvBackendOps {
          * file in the kind's folder, fsync, link or rename, fsync the folder); S3 one PUT
          * (multipart above the backend's part size) with Content-MD5/x-amz-content-sha256. */
         int (*put)(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len, BvPutFlags flags);
-        /* The same, the bytes released by gate as they go (S3: the check runs while the PUT sends
-         * what passed it, and a failed check aborts the PUT, which then stores nothing). NULL: the
-         * whole data passes the gate first, then put. */
-        int (*put_gated)(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len,
-                         BvPutFlags flags, bv_put_gate_fn gate, void *userdata);
         /* Reads the whole object, at most max bytes (-EFBIG beyond), into a malloc'd buffer with
          * a trailing NUL not counted in *ret_len. */
         int (*get)(BvBackend *b, BvObjKind kind, const char *name, size_t max, void **ret, size_t *ret_len);
@@ -220,8 +210,6 @@ int bv_backend_local_open(const char *path, bool create, BvBackend **ret);
 int bv_backend_local_dirfd(BvBackend *b);
 
 int bv_backend_put(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len, BvPutFlags flags);
-int bv_backend_put_gated(BvBackend *b, BvObjKind kind, const char *name, const void *data, size_t len,
-                         BvPutFlags flags, bv_put_gate_fn gate, void *userdata);
 int bv_backend_get(BvBackend *b, BvObjKind kind, const char *name, size_t max, void **ret, size_t *ret_len);
 int bv_backend_stat(BvBackend *b, BvObjKind kind, const char *name, BvObjEntry *ret);
 /* 1 if (kind, name) exists as an object, 0 if not; <0 error (a foreign entry: -EBADFD...). */

@@ -31,13 +31,19 @@
  * only ever saw backups (which take locks/write). */
 static int lock_open(int repo_dirfd, const char *path, const char *sibling)
 {
-        int fd;
+        int fd, made = mkdirat(repo_dirfd, "locks", 0700) < 0 ? negative_errno() : 0;
 
-        if (mkdirat(repo_dirfd, "locks", 0700) < 0 && errno != EEXIST && errno != EROFS)
-                return negative_errno();
+        if (made < 0 && made != -EEXIST && made != -EROFS)
+                return made;
         fd = bv_open_file_beneath(repo_dirfd, path, O_RDONLY | O_CREAT);
-        if (fd == -EROFS || fd == -EACCES)
-                return bv_open_file_beneath(repo_dirfd, path, O_RDONLY);
+        if (fd == -ENOENT && made == -EROFS) /* no locks/, and it cannot be made */
+                return -EROFS;
+        if (fd == -EROFS || fd == -EACCES) {
+                /* a file that is not there and cannot be made: why it cannot (a read-only mount,
+                 * no permission), not "no such file", which would read as "no repository" */
+                int r = bv_open_file_beneath(repo_dirfd, path, O_RDONLY);
+                return r == -ENOENT ? fd : r;
+        }
         if (fd >= 0) {
                 int s = bv_open_file_beneath(repo_dirfd, sibling, O_RDONLY | O_CREAT);
                 if (s >= 0)
@@ -52,7 +58,7 @@ static int lock_open(int repo_dirfd, const char *path, const char *sibling)
 static int read_lock_readonly(int repo_dirfd, int fd)
 {
         struct statvfs st;
-        if (fd != -ENOENT || fstatvfs(repo_dirfd, &st) < 0 || !(st.f_flag & ST_RDONLY))
+        if (fd != -EROFS || fstatvfs(repo_dirfd, &st) < 0 || !(st.f_flag & ST_RDONLY))
                 return fd;
         fd = openat(repo_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? negative_errno() : fd;

@@ -34,9 +34,6 @@ typedef struct s3_req {
         struct curl_slist *headers; /* more headers (the caller's), or NULL */
         const void *body; /* PUT or POST body */
         size_t body_len;
-        int64_t (*gate)(void *gate_data, uint64_t upto); /* bv_s3_put_opts.gate, or NULL */
-        void *gate_data;
-        uint64_t released; /* the body's bytes gate has let go */
 
         /* where a 2xx body goes: buf of cap bytes (the rest is dropped: a ranged GET), else a
          * growing buffer of at most max bytes (-EFBIG beyond; 0: 16 MiB), handed to the caller */

@@ -100,8 +100,7 @@ static bool conditional(bv_s3 *s, const bv_s3_put_opts *o)
 static int put_single(bv_s3 *s, const char *key, const void *data, size_t size, const bv_s3_put_opts *o)
 {
         struct curl_slist *h = NULL;
-        s3_req q = { .method = "PUT", .key = key, .body = data, .body_len = size, .gate = o ? o->gate : NULL,
-                     .gate_data = o ? o->gate_data : NULL };
+        s3_req q = { .method = "PUT", .key = key, .body = data, .body_len = size };
         int r;
 
         if ((conditional(s, o) && add_header(&h, "If-None-Match", "*") < 0) || lock_headers(o, &h) < 0 ||
@@ -233,10 +232,6 @@ static int put_multipart(bv_s3 *s, const char *key, body_src *b, const bv_s3_put
                 const void *data;
 
                 r = src_part(s, b, key, off, len, &data);
-                if (r >= 0 && o && o->gate) { /* a part goes whole once it passed */
-                        int64_t g = o->gate(o->gate_data, off + len);
-                        r = g < 0 ? (int)g : 0;
-                }
                 if (r >= 0)
                         r = multipart_part(s, key, upload_id, i + 1, data, len, o, etags);
         }

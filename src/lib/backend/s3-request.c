@@ -98,26 +98,14 @@ typedef struct xfer {
         s3_req *q;
         size_t body_pos;
         int error; /* -EFBIG, -ENOMEM from a callback */
-        int gate_error; /* the gate's refusal: the PUT aborted, not retried */
 } xfer;
 
 static size_t read_cb(char *dst, size_t size, size_t nmemb, void *userdata)
 {
         xfer *x = userdata;
-        s3_req *q = x->q;
-        size_t n = MIN(size * nmemb, q->body_len - x->body_pos);
+        size_t n = MIN(size * nmemb, x->q->body_len - x->body_pos);
 
-        if (q->gate && n > 0 && x->body_pos + n > q->released) {
-                int64_t g = q->gate(q->gate_data, x->body_pos + n);
-                if (g >= 0 && (uint64_t)g < x->body_pos + n)
-                        g = -EIO; /* a gate that does not keep its word */
-                if (g < 0) {
-                        x->gate_error = (int)g;
-                        return CURL_READFUNC_ABORT; /* the body ends short: the store keeps nothing */
-                }
-                q->released = (uint64_t)g;
-        }
-        memcpy(dst, (const uint8_t *)q->body + x->body_pos, n);
+        memcpy(dst, (const uint8_t *)x->q->body + x->body_pos, n);
         x->body_pos += n;
         return n;
 }
@@ -571,12 +559,6 @@ int s3_request(bv_s3 *s, s3_req *q, long ok_status)
                 stats_add(s, x.body_pos, q->received, attempt > 1);
                 if (q->date > 0)
                         clock_learn(s, q->date);
-                if (x.gate_error < 0) {
-                        r = x.gate_error;
-                        s3_set_error(s, q->key, "%s: stopped, its data did not pass the check (%s)",
-                                     q->what ?: q->method, strerror(-r));
-                        break;
-                }
                 if (x.error < 0) {
                         r = x.error;
                         s3_set_error(s, q->key, "%s: the answer is larger than %zu bytes", q->what ?: q->method,

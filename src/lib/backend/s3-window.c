@@ -12,12 +12,13 @@
 
 int s3_windows_init(S3Windows *ws, size_t n)
 {
-        *ws = (S3Windows){ .n = n ? n : S3_WINDOWS };
+        *ws = (S3Windows){ .n = n ? n : S3_WINDOWS, .max_threads = S3_PREFETCHERS };
         ws->w = calloc(ws->n, sizeof(*ws->w));
         if (!ws->w)
                 return -ENOMEM;
         pthread_mutex_init(&ws->mutex, NULL);
         pthread_cond_init(&ws->fetched, NULL);
+        pthread_cond_init(&ws->wake, NULL);
         return 0;
 }
 
@@ -32,10 +33,19 @@ void s3_windows_done(S3Windows *ws)
 {
         if (!ws->w)
                 return;
+        pthread_mutex_lock(&ws->mutex);
+        ws->stopping = true;
+        pthread_cond_broadcast(&ws->wake);
+        pthread_mutex_unlock(&ws->mutex);
+        for (size_t i = 0; i < ws->nthreads; i++)
+                pthread_join(ws->threads[i], NULL);
+        for (size_t i = 0; i < ws->nqueued; i++)
+                free(ws->queue[i].obj);
         for (size_t i = 0; i < ws->n; i++)
                 drop(&ws->w[i]);
         free(ws->w);
         ws->w = NULL;
+        pthread_cond_destroy(&ws->wake);
         pthread_cond_destroy(&ws->fetched);
         pthread_mutex_destroy(&ws->mutex);
 }
@@ -138,23 +148,91 @@ size_t s3_windows_read(S3Windows *ws, const S3Object *o, void *buf, size_t len, 
         return done;
 }
 
+static bool queued(const S3Windows *ws, const char *name, uint64_t k)
+{
+        for (size_t i = 0; i < ws->nqueued; i++)
+                if (ws->queue[i].k == k && strcmp(ws->queue[i].obj, name) == 0)
+                        return true;
+        return false;
+}
+
+/* A prefetcher: fetches the windows announced, oldest first, until the windows are done. */
+static void *prefetcher(void *userdata)
+{
+        S3Windows *ws = userdata;
+        BV_LOCK_GUARD(&ws->mutex);
+        for (;;) {
+                while (!ws->stopping && ws->nqueued == 0)
+                        pthread_cond_wait(&ws->wake, &ws->mutex);
+                if (ws->stopping)
+                        return NULL;
+                S3Pending p = ws->queue[0];
+                memmove(ws->queue, ws->queue + 1, --ws->nqueued * sizeof(*ws->queue));
+                /* announced again meanwhile, or read by a reader itself: held or under way */
+                if (!find(ws, p.obj, p.k)) {
+                        S3Object o = { .name = p.obj, .size = p.size, .fetch = p.fetch, .userdata = p.userdata };
+                        (void)fetch_locked(ws, &o, p.k);
+                }
+                free(p.obj);
+        }
+}
+
+/* Window k of o to a prefetcher (mutex held): false when none can take it (the queue is full, or
+ * no thread could be started). */
+static bool prefetch_locked(S3Windows *ws, const S3Object *o, uint64_t k)
+{
+        if (ws->nthreads < ws->max_threads && ws->nthreads <= ws->nqueued &&
+            pthread_create(&ws->threads[ws->nthreads], NULL, prefetcher, ws) == 0)
+                ws->nthreads++;
+        if (ws->nthreads == 0 || ws->nqueued == S3_QUEUED)
+                return false;
+        char *name = strdup(o->name);
+        if (!name)
+                return false;
+        ws->queue[ws->nqueued++] = (S3Pending){ .obj = name, .k = k, .size = o->size, .fetch = o->fetch,
+                                                .userdata = o->userdata };
+        pthread_cond_signal(&ws->wake);
+        return true;
+}
+
 void s3_windows_advise(S3Windows *ws, const S3Object *o, uint64_t off, uint64_t len)
 {
         if (off >= o->size)
                 return;
-        uint64_t end = MIN(o->size, off + len);
+        uint64_t ahead = MAX((uint64_t)len, (uint64_t)S3_AHEAD), end = MIN(o->size, off + ahead);
         BV_LOCK_GUARD(&ws->mutex);
         o->stream->stream_end = MAX(o->stream->stream_end, end);
-        for (uint64_t k = off / S3_WIN; k * S3_WIN < end; k++)
-                if (!find(ws, o->name, k)) {
-                        (void)fetch_locked(ws, o, k);
+        for (uint64_t k = off / S3_WIN; k * S3_WIN < end; k++) {
+                if (find(ws, o->name, k) || queued(ws, o->name, k))
+                        continue;
+                if (!prefetch_locked(ws, o, k)) {
+                        (void)fetch_locked(ws, o, k); /* as before there were prefetchers */
                         return;
                 }
+        }
+}
+
+static bool fetching(const S3Windows *ws, const char *name)
+{
+        for (size_t i = 0; i < ws->n; i++)
+                if (ws->w[i].state == S3_WIN_FETCHING && strcmp(ws->w[i].obj, name) == 0)
+                        return true;
+        return false;
 }
 
 void s3_windows_forget(S3Windows *ws, const char *name)
 {
         BV_LOCK_GUARD(&ws->mutex);
+        size_t kept = 0;
+        for (size_t i = 0; i < ws->nqueued; i++) {
+                if (strcmp(ws->queue[i].obj, name) == 0)
+                        free(ws->queue[i].obj);
+                else
+                        ws->queue[kept++] = ws->queue[i];
+        }
+        ws->nqueued = kept;
+        while (fetching(ws, name)) /* a prefetcher's GET uses the reader that closes */
+                pthread_cond_wait(&ws->fetched, &ws->mutex);
         for (size_t i = 0; i < ws->n; i++)
                 if (ws->w[i].state == S3_WIN_READY && strcmp(ws->w[i].obj, name) == 0)
                         drop(&ws->w[i]);

@@ -24,6 +24,13 @@
 
 #define S3_WIN (4u << 20)
 #define S3_WINDOWS 32u
+/* Windows announced by s3_windows_advise are fetched by these threads of the backend's own, while
+ * the readers decode what they hold: a restore then has GETs in flight beyond its readers' (one
+ * each). At most S3_QUEUED wait for one of them. */
+#define S3_PREFETCHERS 4u
+#define S3_QUEUED 16u
+/* An announced stream is fetched at least this far ahead of the read that announced it. */
+#define S3_AHEAD (4u * S3_WIN)
 
 typedef enum { S3_WIN_EMPTY, S3_WIN_FETCHING, S3_WIN_READY } S3WinState;
 
@@ -37,12 +44,27 @@ typedef struct S3Window {
         S3WinState state;
 } S3Window;
 
+/* A window announced, waiting for a prefetcher: what fetch_locked needs of its object. */
+typedef struct S3Pending {
+        char *obj;
+        uint64_t k, size;
+        ssize_t (*fetch)(void *userdata, uint64_t off, size_t len, void *buf);
+        void *userdata;
+} S3Pending;
+
 typedef struct S3Windows {
         pthread_mutex_t mutex;
         pthread_cond_t fetched;
         S3Window *w;
         size_t n;
         uint64_t tick;
+        /* the prefetchers (started at the first advise) and what waits for them */
+        pthread_cond_t wake;
+        pthread_t threads[S3_PREFETCHERS];
+        size_t nthreads, max_threads; /* S3_PREFETCHERS (0: the reader fetches, the tests') */
+        bool stopping;
+        S3Pending queue[S3_QUEUED];
+        size_t nqueued;
 } S3Windows;
 
 /* What one reader of an object read so far (under the windows' mutex). */
@@ -69,8 +91,10 @@ void s3_windows_done(S3Windows *ws);
 /* Copies what the windows hold (or, for a stream, fetch) of [off, off+len) of the object
  * (off + len <= size) into buf, from its start: how many bytes, the rest for the caller. */
 size_t s3_windows_read(S3Windows *ws, const S3Object *o, void *buf, size_t len, uint64_t off);
-/* [off, off+len) will be read as a stream: the first window of it that is neither held nor being
- * fetched is fetched now, by the caller's thread. */
+/* [off, off+len) will be read as a stream: the windows of it that are neither held nor being
+ * fetched are handed to the prefetchers (the first fetched now by the caller's thread when no
+ * prefetcher can be started). o->userdata must stay valid until s3_windows_forget(o->name). */
 void s3_windows_advise(S3Windows *ws, const S3Object *o, uint64_t off, uint64_t len);
-/* The object's windows held are dropped (its reader closes). */
+/* The object's windows held are dropped and those announced forgotten, once no prefetcher fetches
+ * one of them any more (its reader closes). */
 void s3_windows_forget(S3Windows *ws, const char *name);

@@ -103,12 +103,6 @@ typedef struct bv_s3_put_opts {
         /* Object Lock retention until this time (seconds since the epoch; 0: none). */
         int64_t retain_until;
         bv_s3_lock_mode lock_mode; /* COMPLIANCE when retain_until is set and this is NONE */
-        /* Not NULL: the body goes out only as far as gate(gate_data, upto) has released it (it
-         * answers at least upto, or a negative errno that aborts the PUT unfinished, so the
-         * store keeps nothing, and is returned). Called as curl asks for bytes, in the calling
-         * thread; a multipart upload asks for each part whole before sending it. */
-        int64_t (*gate)(void *gate_data, uint64_t upto);
-        void *gate_data;
 } bv_s3_put_opts;
 
 /* Stores size bytes of data as key: one PUT, or a multipart upload when size is over the

@@ -42,11 +42,10 @@ int copy_check_object(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntr
 /* Where a pack's object is: its encoded bytes, or -EBADMSG when the pack ends before it does. */
 typedef int (*object_at_fn)(void *userdata, const BvPackEntry *e, const void **ret);
 
-/* Checks the objects from e[*next] on that begin before upto (*next: past them). */
-static int check_pack(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntry *e, size_t n, size_t *next,
-                      uint64_t upto, object_at_fn at, void *userdata, uint64_t *ret_offset)
+static int check_pack(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntry *e, size_t n, object_at_fn at,
+                      void *userdata, uint64_t *ret_offset)
 {
-        for (size_t i = *next, j; i < n && e[i].offset < upto; i = j) {
+        for (size_t i = 0, j; i < n; i = j) {
                 const void *enc = NULL;
                 for (j = i + 1; e[i].type == BV_OBJ_GROUP && j < n && e[j].offset == e[i].offset; j++)
                         ;
@@ -56,7 +55,6 @@ static int check_pack(BvObjectCodec *codec, const BvKeyring *k, const BvPackEntr
                         r = copy_check_object(codec, k, e + i, j - i, enc);
                 if (r < 0)
                         return r;
-                *next = j;
         }
         return 0;
 }
@@ -85,8 +83,7 @@ int copy_check_pack_fd(BvObjectCodec *codec, const BvKeyring *k, int fd, const B
                        void *buf, size_t cap, uint64_t *ret_offset)
 {
         FdPack p = { .fd = fd, .buf = buf, .cap = cap };
-        size_t next = 0;
-        return check_pack(codec, k, e, n, &next, UINT64_MAX, fd_object_at, &p, ret_offset);
+        return check_pack(codec, k, e, n, fd_object_at, &p, ret_offset);
 }
 
 typedef struct MemPack {
@@ -103,14 +100,9 @@ static int mem_object_at(void *userdata, const BvPackEntry *e, const void **ret)
         return 0;
 }
 
-int64_t copy_check_pack_mem_upto(BvObjectCodec *codec, const BvKeyring *k, const void *data, uint64_t size,
-                                 const BvPackEntry *e, size_t n, size_t *next, uint64_t upto, uint64_t *ret_offset)
+int copy_check_pack_mem(BvObjectCodec *codec, const BvKeyring *k, const void *data, uint64_t size,
+                        const BvPackEntry *e, size_t n, uint64_t *ret_offset)
 {
         MemPack p = { .data = data, .size = size };
-        if (upto >= size) /* the last bytes: every object first, those an index puts past the end too */
-                upto = UINT64_MAX;
-        int r = check_pack(codec, k, e, n, next, upto, mem_object_at, &p, ret_offset);
-        if (r < 0)
-                return r;
-        return *next < n ? (int64_t)e[*next].offset : (int64_t)size;
+        return check_pack(codec, k, e, n, mem_object_at, &p, ret_offset);
 }

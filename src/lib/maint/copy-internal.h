@@ -114,11 +114,9 @@ typedef struct CopyUpload {
         CopyBuf buf;    /* from copy_uploads_buf */
         uint64_t size;
         bool whole;     /* one of SRC's packs under its own name; else a new one (repacked) */
-        const BvKeyring *check; /* not NULL: every object checked under these keys, ahead of what the PUT sends */
+        const BvKeyring *check; /* not NULL: every object checked under these keys before the PUT */
         uint64_t bad_offset;    /* where the check failed (bad: it did) */
         bool bad;
-        BvObjectCodec *codec;   /* the check's, in the upload's thread */
-        size_t checked;         /* entries checked */
         /* the uploads' */
         CopyUploads *q;
         pthread_t thread;
@@ -144,9 +142,7 @@ int copy_uploads_reap(CopyUploads *q, copy_upload_done_fn done, void *userdata);
 int copy_uploads_drain(CopyUploads *q, copy_upload_done_fn done, void *userdata);
 /* Puts submitted and not reaped. */
 size_t copy_uploads_pending(CopyUploads *q);
-/* The objects of a pack of size bytes in memory (its entries e, in offset order) checked from
- * e[*next] on, those that begin before upto (*next moves past them): returns how far the pack's
- * bytes have passed (the offset of the first object left unchecked, at least upto, or size once
- * every one is); on failure a negative errno and *ret_offset the object's offset in the pack. */
-int64_t copy_check_pack_mem_upto(BvObjectCodec *codec, const BvKeyring *k, const void *data, uint64_t size,
-                                 const BvPackEntry *e, size_t n, size_t *next, uint64_t upto, uint64_t *ret_offset);
+/* Every object of a pack of size bytes in memory (its entries e, in offset order) checked; on
+ * failure *ret_offset is the object's offset in the pack. */
+int copy_check_pack_mem(BvObjectCodec *codec, const BvKeyring *k, const void *data, uint64_t size,
+                        const BvPackEntry *e, size_t n, uint64_t *ret_offset);

@@ -2,8 +2,7 @@
 /*
  * Packs in flight to a remote DST (copy-internal.h, CopyUploads): each pack's bytes, read into
  * memory by the copy, are checked (a whole SRC pack's objects: the bytes about to be sent) and PUT
- * by a thread of their own while the copy reads the next ones, the check running ahead of what
- * the PUT sends (check_gate). At most COPY_UPLOADS_MAX puts run at once and at most COPY_UPLOADS_BYTES of packs
+ * by a thread of their own while the copy reads the next ones. At most COPY_UPLOADS_MAX puts run at once and at most COPY_UPLOADS_BYTES of packs
  * wait in memory for theirs (one pack more is being read), so a copy of 32 MiB packs holds at most
  * 4 x 32 MiB + 32 MiB. A finished put is handed back to the copy's thread (copy_uploads_reap), which
  * alone touches DST's index: so a segment names only packs whose PUT returned.
@@ -102,31 +101,17 @@ void copy_upload_free(CopyUpload *u)
         free(u);
 }
 
-/* The check of a whole SRC pack, as the put's gate (bv_backend_put_gated): its objects are
- * checked as the PUT asks for their bytes, so the store receives (and hashes, and writes) the
- * pack's first bytes while the next ones are being checked. No byte goes out before the objects
- * it belongs to passed, and the last goes only after every one did: a pack that fails ends its
- * PUT unfinished, and the store keeps nothing of it. The decoding and hashing of the packs in
- * flight spread over their threads (a codec each: one is not shared between threads). */
-static int64_t check_gate(void *userdata, uint64_t upto)
+/* The check of a whole SRC pack, here: the decoding and hashing of the packs in flight spread
+ * over their threads (a codec of its own: one is not shared between threads). */
+static int check(CopyUpload *u)
 {
-        CopyUpload *u = userdata;
-        int64_t r = copy_check_pack_mem_upto(u->codec, u->check, u->data, u->size, u->e, u->n, &u->checked, upto,
-                                             &u->bad_offset);
-        u->bad = r == -EBADMSG;
-        return r;
-}
-
-static int put_checked(CopyUploads *q, CopyUpload *u, const char *name)
-{
-        int r = bv_object_codec_new(u->check, 0, &u->codec);
+        BvObjectCodec *codec;
+        int r = bv_object_codec_new(u->check, 0, &codec);
         if (r < 0)
                 return r;
-        r = bv_backend_put_gated(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE, check_gate, u);
-        if (r >= 0 && u->checked < u->n)
-                r = -EIO; /* a backend that put bytes its gate had not released */
-        bv_object_codec_free(u->codec);
-        u->codec = NULL;
+        r = copy_check_pack_mem(codec, u->check, u->data, u->size, u->e, u->n, &u->bad_offset);
+        u->bad = r == -EBADMSG;
+        bv_object_codec_free(codec);
         return r;
 }
 
@@ -136,8 +121,9 @@ static void *upload_thread(void *userdata)
         CopyUploads *q = u->q;
         char name[64];
         bv_pack_path(u->id, name);
-        int r = u->check ? put_checked(q, u, name)
-                         : bv_backend_put(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE);
+        int r = u->check ? check(u) : 0;
+        if (r >= 0)
+                r = bv_backend_put(q->b, BV_KIND_PACK, name, u->data, (size_t)u->size, BV_PUT_CREATE);
         BV_LOCK_GUARD(&q->lock);
         u->r = r;
         u->done = true;

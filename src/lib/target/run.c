@@ -234,7 +234,13 @@ static void backup_libvirt_job(BvRepo *repo, BvTargetRunJob *rj)
         rj->step = "backup", rj->result = r;
         if (rj->detail[0])
                 return;
-        if (r == -ENXIO)
+        if (r == res->freeze.thaw_error) /* every disk published, the guest left frozen */
+                snprintf(rj->detail, sizeof(rj->detail), "the filesystems of '%.60s' are still frozen (the thaw "
+                         "failed: %.120s): virsh domfsthaw", bv_conf_job_libvirt(j), res->freeze.thaw_words);
+        else if (r == -ETXTBSY)
+                snprintf(rj->detail, sizeof(rj->detail), "disk '%.64s' of domain '%.100s' is shared with other "
+                         "domains (<shareable/>): leave it out of disks", res->detail, bv_conf_job_libvirt(j));
+        else if (r == -ENXIO)
                 snprintf(rj->detail, sizeof(rj->detail), "domain '%.100s' has no disk '%.64s'", bv_conf_job_libvirt(j),
                          res->detail);
         else if (r == -ENOMEDIUM)

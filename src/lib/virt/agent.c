@@ -6,6 +6,7 @@
  * virDomainQemuAgentCommand.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <libvirt/libvirt-qemu.h>
 #include <stdio.h>
@@ -124,30 +125,77 @@ int bv_virt_thaw(BvVirtDomain *d, BvVirtFreeze *f)
                 return 0;
         r = thaw_tries(d);
         f->hold_ns = bv_now_monotonic_ns() - f->started_ns;
-        if (r < 0)
+        if (r < 0) {
+                snprintf(f->thaw_words, sizeof(f->thaw_words), "%s", bv_virt_error(d->v));
                 return r;
+        }
         f->frozen = false;
         return 0;
+}
+
+/* The mark of a freeze not yet thawed made (just before the freeze): 0 or -errno. */
+static int mark_make(BvVirtDomain *d, const char *mark)
+{
+        if (!mark)
+                return 0;
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+        if (fd < 0) {
+                int r = -errno;
+                bv_virt_set_error(d->v, VIR_ERR_SYSTEM_ERROR, "cannot create '%s' (the mark of a freeze): %s", mark,
+                                  strerror(-r));
+                return r;
+        }
+        close(fd);
+        return 0;
+}
+
+static void mark_remove(const char *mark)
+{
+        if (mark)
+                (void)unlink(mark);
+}
+
+/* --no-freeze: the agent is asked only when the mark says an earlier run's freeze was not thawed
+ * (then a guest found frozen is thawed, and the mark goes once the guest is known thawed). */
+static int no_freeze_check(BvVirtDomain *d, const BvVirtFreezeOptions *o, int timeout_s, BvVirtFreeze *f)
+{
+        int r = 0;
+
+        if (o->mark && access(o->mark, F_OK) == 0) {
+                r = bv_virt_agent_check(d, timeout_s, f);
+                if (r > 0)
+                        mark_remove(o->mark);
+        }
+        f->not_asked = true;
+        snprintf(f->note, sizeof(f->note), "no freeze was asked for");
+        return r < 0 ? r : 0;
 }
 
 int bv_virt_frozen_call(BvVirtDomain *d, const BvVirtFreezeOptions *o, int (*fn)(void *opaque), void *opaque,
                         BvVirtFreeze *f)
 {
+        int timeout_s = o->timeout_s > 0 ? o->timeout_s : BV_VIRT_AGENT_TIMEOUT;
         int r;
 
         *f = (BvVirtFreeze){.stale_thawed = -1};
-        if (o->no_freeze) {
-                f->not_asked = true;
-                snprintf(f->note, sizeof(f->note), "no freeze was asked for");
-        }
-        else {
-                r = bv_virt_agent_check(d, o->timeout_s > 0 ? o->timeout_s : BV_VIRT_AGENT_TIMEOUT, f);
+        if (bv_virt_domain_paused(d) > 0) { /* its agent cannot answer: no ping to wait for */
+                f->paused = true;
+                snprintf(f->note, sizeof(f->note), "the domain is paused");
+        } else if (o->no_freeze) {
+                r = no_freeze_check(d, o, timeout_s, f);
                 if (r < 0)
                         return r;
-                if (r > 0)
-                        (void)bv_virt_freeze(d, f);
+        } else {
+                r = bv_virt_agent_check(d, timeout_s, f);
+                if (r > 0 && (r = mark_make(d, o->mark)) >= 0)
+                        (void)bv_virt_freeze(d, f); /* a failed freeze leaves the mark: the next run asks */
+                if (r < 0)
+                        return r;
         }
+        bool froze = f->frozen;
         r = fn(opaque);
         f->thaw_error = bv_virt_thaw(d, f);
+        if (froze && f->thaw_error == 0)
+                mark_remove(o->mark);
         return r;
 }

@@ -37,6 +37,7 @@
         X(virDomainGetJobInfo) \
         X(virDomainGetJobStats) \
         X(virDomainGetName) \
+        X(virDomainGetState) \
         X(virDomainGetUUIDString) \
         X(virDomainGetXMLDesc) \
         X(virDomainIsActive) \
@@ -79,6 +80,7 @@ int virt_dl_open(void);
 #define virDomainGetJobInfo sym_virDomainGetJobInfo
 #define virDomainGetJobStats sym_virDomainGetJobStats
 #define virDomainGetName sym_virDomainGetName
+#define virDomainGetState sym_virDomainGetState
 #define virDomainGetUUIDString sym_virDomainGetUUIDString
 #define virDomainGetXMLDesc sym_virDomainGetXMLDesc
 #define virDomainIsActive sym_virDomainIsActive

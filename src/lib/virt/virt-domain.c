@@ -114,6 +114,15 @@ int bv_virt_domain_running(BvVirtDomain *d)
         return r < 0 ? bv_virt_take_error(d->v) : r > 0;
 }
 
+int bv_virt_domain_paused(BvVirtDomain *d)
+{
+        int state = 0, reason = 0;
+
+        if (virDomainGetState(d->dom, &state, &reason, 0) < 0)
+                return bv_virt_take_error(d->v);
+        return state == VIR_DOMAIN_PAUSED;
+}
+
 void bv_virt_disks_done(BvVirtDisks *disks)
 {
         for (size_t i = 0; disks->v && i < disks->n; i++) {
@@ -180,6 +189,7 @@ static int disk_parse(xmlNode *n, BvVirtDisk *k)
         k->source = disk_source(n, &r);
         k->format = attr(child(n, "driver"), "type", &r);
         k->readonly = child(n, "readonly") != NULL;
+        k->shareable = child(n, "shareable") != NULL;
         if (r >= 0 && !k->device && !(k->device = strdup("disk"))) /* the schema's default */
                 r = -ENOMEM;
         if (r >= 0 && !k->target)

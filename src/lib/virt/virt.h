@@ -55,6 +55,9 @@ const char *bv_virt_domain_uuid(const BvVirtDomain *d); /* 36 characters */
 BvVirt *bv_virt_domain_conn(const BvVirtDomain *d);
 /* Whether it runs (or is paused): 1 yes, 0 shut off, -errno when libvirt cannot tell. */
 int bv_virt_domain_running(BvVirtDomain *d);
+/* Whether it is paused (virsh suspend, or stopped by QEMU on an I/O error): its vCPUs run no
+ * code, its guest agent answers nothing. 1 yes, 0 no (running or shut off), -errno. */
+int bv_virt_domain_paused(BvVirtDomain *d);
 /* For the virt room: libvirt's virDomainPtr. */
 void *bv_virt_domain_ptr(const BvVirtDomain *d);
 
@@ -66,6 +69,7 @@ typedef struct BvVirtDisk {
         char *source;  /* the file or device path; NULL for a network disk or an empty drive */
         char *format;  /* <driver type=...>: "qcow2", "raw"; NULL when not stated */
         bool readonly; /* <readonly/> */
+        bool shareable; /* <shareable/>: other domains may have it open and write it */
         uint64_t size; /* the virtual size in bytes (virDomainGetBlockInfo), 0 when unknown */
 } BvVirtDisk;
 

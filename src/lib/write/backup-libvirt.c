@@ -38,6 +38,7 @@ typedef struct Job {
         size_t n_jd;
         char (*scratch)[PATH_MAX];
         char sock[PATH_MAX], dir[PATH_MAX];
+        char mark[PATH_MAX]; /* exists while the guest may be frozen by us (BvVirtFreezeOptions.mark) */
         int lock; /* the domain's backup lock (bv_virt_job_lock), -1 before */
         bool begun, dir_made;
         bool offline; /* the domain is shut off: no job, its images are read */
@@ -91,11 +92,12 @@ static void job_done(Job *j, BvLibvirtResult *res)
         bv_virt_close(j->v);
 }
 
-/* Whether k is backed up: listed in o->disks, or (none listed) a disk with a source. */
+/* Whether k is backed up: listed in o->disks, or (none listed) a disk with a source that is not
+ * shared with other domains (see plan_disks). */
 static bool disk_selected(const BvVirtDisk *k, const BvLibvirtBackupOptions *o)
 {
         if (o->n_disks == 0)
-                return strcmp(k->device, "disk") == 0 && k->source;
+                return strcmp(k->device, "disk") == 0 && k->source && !k->shareable;
         for (size_t i = 0; i < o->n_disks; i++)
                 if (strcmp(o->disks[i], k->target) == 0)
                         return true;
@@ -227,7 +229,18 @@ static int plan_disks(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, BvL
                         return -EMEDIUMTYPE;
                 if (!k->source)
                         return -ENOMEDIUM;
+                if (k->shareable)
+                        return -ETXTBSY;
                 res->detail[0] = 0;
+        }
+        /* A <shareable/> disk is left out: libvirt's job cannot hold it at one instant (the
+         * other domains write it past this QEMU's copy-before-write filter, and QEMU 7.2 refuses
+         * the filter its lock: libvirt 9.0's libvirtd then crashed, tried here) */
+        for (size_t i = 0; i < j->disks.n; i++) {
+                const BvVirtDisk *k = &j->disks.v[i];
+                size_t len = strlen(res->shared);
+                if (k->shareable && k->source && strcmp(k->device, "disk") == 0 && o->n_disks == 0)
+                        snprintf(res->shared + len, sizeof(res->shared) - len, "%s%s", len ? ", " : "", k->target);
         }
         for (size_t i = 0; i < j->disks.n; i++)
                 n += disk_selected(&j->disks.v[i], o);
@@ -268,7 +281,7 @@ static int plan_job(Job *j, BvLibvirtResult *res)
         for (size_t i = 0; i < j->disks.n; i++) {
                 const BvVirtDisk *k = &j->disks.v[i];
                 const BvLibvirtDiskResult *dk = NULL;
-                if (strcmp(k->device, "disk") != 0 || !k->source)
+                if (strcmp(k->device, "disk") != 0 || !k->source) /* a <shareable/> one: backup='no' */
                         continue;
                 for (size_t m = 0; m < res->n_disks; m++)
                         if (strcmp(res->disks[m].target, k->target) == 0)
@@ -412,7 +425,7 @@ static int job_begin(Job *j, const BvLibvirtBackupOptions *o, BvLibvirtResult *r
                 r = job_dir_fresh(j);
         if (r >= 0) {
                 BeginCall c = {j, res};
-                BvVirtFreezeOptions fo = {.no_freeze = o->no_freeze};
+                BvVirtFreezeOptions fo = {.no_freeze = o->no_freeze, .mark = j->mark};
                 r = bv_virt_frozen_call(j->d, &fo, begin_call, &c, &res->freeze);
                 res->reconnected = bv_virt_reconnects(j->v) > 0; /* by the thaw */
         }
@@ -423,6 +436,17 @@ static int job_begin(Job *j, const BvLibvirtBackupOptions *o, BvLibvirtResult *r
         }
         j->begun = true;
         return 0;
+}
+
+/* Whether s has the default name (DOMAIN-TARGET) of a name its domain no longer has (virsh
+ * domrename): no backup chooses that name again by itself. */
+static bool renamed_default(const BvSnapshot *s, const char *domain)
+{
+        const BvSnapshotLibvirt *l = &s->source.libvirt;
+        size_t n = l->domain ? strlen(l->domain) : 0;
+
+        return l->domain && s->name && l->disk && strcmp(l->domain, domain) != 0 &&
+               strncmp(s->name, l->domain, n) == 0 && s->name[n] == '-' && strcmp(s->name + n + 1, l->disk) == 0;
 }
 
 /* Reads the maps of the incremental disks' parents ahead in a thread while libvirt begins the
@@ -447,8 +471,11 @@ static BvParentWarm *warm_start(BvRepo *repo, const BvLibvirtResult *res)
 
 /* After a run that published: deletes this repository's checkpoints of the domain that no next
  * backup counts from, keeping for each snapshot name of this domain the one its newest snapshot
- * recorded. Others' checkpoints (another prefix: another tool's, or another repository's) are
- * never touched; one of before repositories had prefixes only when a snapshot here recorded it. */
+ * recorded, while the domain still has that snapshot's disk (one unplugged would keep its last
+ * checkpoint, and that checkpoint's bitmaps on every other disk, forever) and the name can still
+ * come back (renamed_default). Others' checkpoints (another prefix: another tool's, or another
+ * repository's) are never touched; one of before repositories had prefixes only when a snapshot
+ * here recorded it. */
 static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
 {
         BvSnapshot *const *list;
@@ -470,7 +497,8 @@ static int prune_checkpoints(Job *j, BvRepo *repo, BvLibvirtResult *res)
                 const BvSnapshotLibvirt *l = &s->source.libvirt;
                 if (s->source.kind != BV_SOURCE_LIBVIRT || !l->uuid || strcmp(l->uuid, res->uuid) != 0 || !l->checkpoint)
                         continue;
-                if (newest_named(list, n_list, s->name) == s)
+                if (newest_named(list, n_list, s->name) == s && l->disk && bv_virt_disks_find(&j->disks, l->disk) &&
+                    !renamed_default(s, res->domain))
                         keep[n++] = l->checkpoint;
                 else if (bv_virt_checkpoint_legacy(l->checkpoint))
                         legacy[n_legacy++] = l->checkpoint;
@@ -527,6 +555,10 @@ static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, Bv
         for (size_t i = 0; i < j->n_jd; i++)
                 if (strcmp(j->jd[i].target, dk->target) == 0 && j->jd[i].checkpoint)
                         info.checkpoint = res->checkpoint;
+        if (!j->offline && !info.checkpoint) /* libvirt tracks only qcow2 disks: this one never pairs */
+                snprintf(dk->full_because, sizeof(dk->full_because),
+                         "it is a %s image, of which libvirt keeps no checkpoint (no dirty bitmap): every backup "
+                         "reads it whole (a qcow2 disk backs up incrementally)", k->format ? k->format : "non-qcow2");
         BvBackupOptions bo = o->backup;
         bo.name = dk->name;
         bo.source.libvirt = &info;
@@ -539,8 +571,9 @@ static int backup_disk(Job *j, BvRepo *repo, const BvLibvirtBackupOptions *o, Bv
         if (r >= 0)
                 r = bv_backup(repo, src, &bo, &dk->stats);
         bv_source_free(src);
-        /* a shut-off disk read whole without a checkpoint is no changed-block source: say why */
-        if (r >= 0 && j->offline && !info.incremental && !dk->stats.changed_reason[0])
+        /* a disk read whole without a checkpoint (shut off, or not qcow2) is no changed-block source:
+         * say why */
+        if (r >= 0 && !info.incremental && !dk->stats.changed_reason[0])
                 snprintf(dk->stats.changed_reason, sizeof(dk->stats.changed_reason), "%.*s",
                          (int)sizeof(dk->stats.changed_reason) - 1, dk->full_because);
         return r;
@@ -559,6 +592,8 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
         if (r >= 0)
                 r = job_open(&j, domain, o, ret);
         if (r >= 0 && (snprintf(j.dir, sizeof(j.dir), "%s/blkvault-%s.d", run, ret->uuid) >= (int)sizeof(j.dir) ||
+                       snprintf(j.mark, sizeof(j.mark), "%s/blkvault-%s.frozen", run, ret->uuid) >=
+                               (int)sizeof(j.mark) ||
                        snprintf(j.sock, sizeof(j.sock), "%s/blkvault-%s.sock", run, ret->uuid) >= 108))
                 r = -ENAMETOOLONG; /* a unix socket's path has at most 107 bytes */
         if (r >= 0)
@@ -590,6 +625,8 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
         if (published && ret->checkpoint[0] && bv_virt_backup_end(j.d) >= 0)
                 ret->prune_error = prune_checkpoints(&j, repo, ret);
         job_done(&j, ret);
+        if (r >= 0 && first == 0 && ret->freeze.thaw_error < 0) /* published, but the guest left frozen */
+                first = ret->freeze.thaw_error;
         return r < 0 ? r : first;
 }
 

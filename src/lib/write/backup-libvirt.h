@@ -49,6 +49,7 @@ typedef struct BvLibvirtResult {
         char detail[BV_VIRT_ERROR_MAX]; /* libvirt's words when a libvirt call failed, or the culprit */
         int cleanup_error;              /* ending the job or removing its files failed (ignored) */
         char ended_job[256];            /* the socket of a job a run that died left, ended ("": none) */
+        char shared[256];               /* the <shareable/> disks left out ("vdb, vdc"; "": none) */
         bool stopped;                   /* the domain stopped during the backup (disks failed -EHOSTDOWN) */
         bool reconnected;               /* libvirtd's connection was lost during the backup (restarted?)
                                          * and made again to end the job; a disk that failed then
@@ -72,11 +73,15 @@ typedef struct BvLibvirtResult {
  * parent's checkpoint when libvirt still has it (else a full read, the reason in full_because),
  * then backs up each disk from the job's export, and ends the job and removes its socket and
  * scratch files in every case. Each disk's snapshot is published on its own (ret->disks[i].error
- * says which failed); the first failure is returned after all disks were tried.
+ * says which failed); the first failure is returned after all disks were tried. When every disk
+ * was published but the thaw after the job's start failed (the guest may still be frozen),
+ * ret->freeze.thaw_error is returned: a guest left frozen is no success.
  * Errors: those of bv_virt_connect and bv_virt_domain_open (detail holds libvirt's words),
  * -ENXIO for a disk it does not have (named in detail), -EMEDIUMTYPE for one that is no disk
  * (a CD-ROM, a floppy: named in detail), -ENOMEDIUM for one without an image (an empty drive, a
- * network disk: named in detail) or when it has no disk to back up (detail ""), those of bv_virt_backup_begin (detail), -EINVAL for a
+ * network disk: named in detail) or when it has no disk to back up (detail ""), -ETXTBSY for a
+ * disk shared with other domains (<shareable/>, named in detail: every disk is backed up by
+ * default but those, listed in ret->shared), those of bv_virt_backup_begin (detail), -EINVAL for a
  * snapshot name bv_snapshot_name_problem refuses (detail), else a disk's backup's.
  */
 int bv_backup_libvirt(BvRepo *r, const char *domain, const BvLibvirtBackupOptions *o, BvLibvirtResult *ret);

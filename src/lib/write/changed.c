@@ -19,6 +19,21 @@ static BvSnapshot *newest_named(BvSnapshot **list, size_t n, const char *name)
         return NULL;
 }
 
+/* Whether p was taken of src: the same path, or the same disk of the same libvirt domain (by its
+ * UUID: a domain renamed with virsh domrename is the same one, and its checkpoints go with it). */
+static bool same_source(const BvSnapshot *p, BvSource *src)
+{
+        const BvSourceLibvirt *l = bv_source_libvirt(src);
+        const BvSnapshotLibvirt *pl = &p->source.libvirt;
+
+        if (p->source.kind != bv_source_kind(src) || !p->source.path)
+                return false;
+        if (strcmp(p->source.path, bv_source_path(src)) == 0)
+                return true;
+        return l && l->uuid && l->disk && pl->uuid && pl->disk && strcmp(pl->uuid, l->uuid) == 0 &&
+               strcmp(pl->disk, l->disk) == 0;
+}
+
 /* Why p cannot be paired with src's map (a phrase in reason), or NULL when it can. */
 static const char *pairing_problem(const BvSnapshot *p, BvIndex *index, BvSource *src, const char *name,
                                    char *reason, size_t size)
@@ -31,8 +46,7 @@ static const char *pairing_problem(const BvSnapshot *p, BvIndex *index, BvSource
 
         if (!p)
                 snprintf(reason, size, "no earlier snapshot is named '%s'", name);
-        else if (p->source.kind != bv_source_kind(src) || !p->source.path ||
-                 strcmp(p->source.path, bv_source_path(src)) != 0)
+        else if (!same_source(p, src))
                 snprintf(reason, size, "the last snapshot named '%s' (%.8s) is of another source", name, p->id);
         else if (has_base && (!p->source.has_identity || p->source.identity.size != base.size ||
                               p->source.identity.mtime_ns != base.mtime_ns))
