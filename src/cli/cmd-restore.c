@@ -76,6 +76,8 @@ static int restore_report(const BvSnapshot *snap, const char *dest, const BvRest
                                        { "bytes_written", json_object_new_uint64(stats->bytes_written) },
                                        { "bytes_zero", json_object_new_uint64(stats->bytes_zero) },
                                        { "seconds", json_object_new_double(stats->seconds) },
+                                       { "map_nodes_prefetched", json_object_new_uint64(stats->map_prefetched) },
+                                       { "map_fetches_at_once", json_object_new_uint64(stats->map_in_flight_max) },
                                        { "damaged", json_damaged(stats) });
                 if (!o)
                         return log_error_errno(-ENOMEM, "cannot print the result");

@@ -538,7 +538,7 @@ typedef struct Dest {
 static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const BvRestoreOptions *opts,
                       BvRestoreStats *ret_stats)
 {
-        BvImageOptions io = { .cache_bytes = RESTORE_CACHE, .readahead = 0 };
+        BvImageOptions io = { .cache_bytes = RESTORE_CACHE, .readahead = 0, .map_stream = true };
         Restore rs = { .opts = opts, .fd = -EBADF, .dirfd = -EBADF, .nbd_err = -EBADF };
         BvImage *img = NULL;
         int ret;
@@ -564,6 +564,8 @@ static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const
         ret = finish_dest(&rs, ret);
         if (ret >= 0)
                 progress(&rs, rs.size, true);
+        BvImageStats ist;
+        bv_image_stats(img, &ist);
         safe_close(rs.fd);
         safe_close(rs.dirfd);
         safe_close(rs.nbd_err);
@@ -589,6 +591,8 @@ static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const
                         .n_damaged = n_damaged,
                         .bytes_damaged = damaged_bytes,
                         .dest_size = rs.dest_size,
+                        .map_prefetched = ist.map_prefetched,
+                        .map_in_flight_max = ist.map_in_flight_max,
                 };
         }
         free(rs.damaged);
