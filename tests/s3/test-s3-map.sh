@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A restore from S3 fetches the snapshot's map nodes ahead of its walk, several at once (issue 23:
-# a level's nodes in parallel, not one ranged GET after another), bit-exact.
+# a level's nodes in parallel, not one ranged GET after another), bit-exact and with every node
+# still authenticated: a map node damaged on S3 (one the prefetchers fetch) stops the restore
+# with an error that names the node, its pack and where in it; a missing one too.
 . "$SOURCE_ROOT/tests/lib.sh"
 . "$SOURCE_ROOT/tests/s3/s3-lib.sh"
 need_cmd rclone
@@ -46,3 +48,22 @@ bv restore --json "$repo" one "$T/r-local.img" >"$T/local.json" || die "local re
 assert_same "$img" "$T/r-local.img"
 python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["map_nodes_prefetched"] != 0)' "$T/local.json" ||
     die "a local restore prefetched map nodes: $(cat "$T/local.json")"
+
+# two's last leaf damaged on S3 (a byte of the first object of its pack): the prefetchers' fetch
+# fails to authenticate, then the walk's, which names it
+cp "$repo/$pack_two" "$T/bad.pack"
+flip_byte "$T/bad.pack" 48
+s3_curl -f -X PUT --data-binary @"$T/bad.pack" "$AWS_ENDPOINT_URL/bvmap/r/$pack_two" >/dev/null || die "cannot put the damaged pack"
+rm -rf "$BLKVAULT_CACHE_DIR"
+expect_fail 4 "restore of snapshot [0-9a-f]\{8\} stopped: damaged data at image offset [0-9]* (0x[0-9a-f]*): map node [0-9a-f]\{64\} ([0-9]* bytes at offset 32 of pack '$pack_two')[^;]*; '$T/bad.img' was not left behind as a file" \
+    bv restore "$loc" two "$T/bad.img"
+[ ! -e "$T/bad.img" ] || die "a damaged restore left its file behind"
+# one does not use that node: it still restores
+bv restore "$loc" one "$T/r-one2.img" >/dev/null || die "restore of one beside a damaged two failed"
+assert_same "$img" "$T/r-one2.img"
+
+# two's pack gone: its root is missing, named with the pack it should be in
+s3_curl -f -X DELETE "$AWS_ENDPOINT_URL/bvmap/r/$pack_two" >/dev/null || die "cannot delete the pack"
+rm -rf "$BLKVAULT_CACHE_DIR"
+expect_fail 4 "restore of snapshot [0-9a-f]\{8\} stopped: missing data (the repository needs repair) at image offset 0 (0x0): map node [0-9a-f]\{64\} ([0-9]* bytes at offset [0-9]* of pack '$pack_two')[^;]*; '$T/bad.img' was not left behind as a file" \
+    bv restore "$loc" two "$T/bad.img"

@@ -394,6 +394,11 @@ uint64_t bv_image_size(const BvImage *img)
         return img->size;
 }
 
+int bv_image_bad_map_node(BvImage *img, uint8_t ret_id[BV_ID_SIZE])
+{
+        return bv_map_reader_bad_node(img->map, ret_id);
+}
+
 void bv_image_stats(BvImage *img, BvImageStats *ret)
 {
         BvMapPrefetchStats m;

@@ -37,6 +37,10 @@ typedef struct BvImageStats {
         size_t map_in_flight_max; /* most map node fetches under way at once */
 } BvImageStats;
 
+/* The first map node that a read could not fetch or that did not fit the tree: 1 and its id, or
+ * 0 (to name it after -EBADMSG / -EUCLEAN). */
+int bv_image_bad_map_node(BvImage *img, uint8_t ret_id[BV_ID_SIZE]);
+
 void bv_image_stats(BvImage *img, BvImageStats *ret);
 
 /* Reads count bytes at offset (within the image). On -EBADMSG (damaged data) or -EUCLEAN

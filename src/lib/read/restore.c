@@ -71,6 +71,7 @@ typedef struct Restore {
         uint64_t queued_from;     /* the lowest of them, below which everything was written */
         BvRestoreDamage *damaged; /* skip_damaged: the ranges written as zeroes (under lock) */
         size_t n_damaged;
+        bool map_failed; /* the walk stopped at a map node that does not read */
 } Restore;
 
 /* An error that names damage of the repository (a chunk or the map that does not read). */
@@ -390,8 +391,10 @@ static int restore_run(Restore *rs, unsigned threads)
                 r = skip_unwalked(rs, r);
         if (r >= 0)
                 r = gather_flush(rs);
-        if (r < 0) /* a damaged map: the damage is where the walk stopped */
+        if (r < 0) { /* a damaged map: the damage is where the walk stopped */
+                rs->map_failed = is_damage(r);
                 restore_fail(rs, r, rs->walked);
+        }
         bv_queue_close(&rs->queue);
         for (unsigned i = 0; i < started; i++)
                 pthread_join(tids[i], NULL);
@@ -564,6 +567,8 @@ static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const
         ret = finish_dest(&rs, ret);
         if (ret >= 0)
                 progress(&rs, rs.size, true);
+        uint8_t bad_node[BV_ID_SIZE];
+        bool bad_map = is_damage(ret) && rs.map_failed && bv_image_bad_map_node(img, bad_node) > 0;
         BvImageStats ist;
         bv_image_stats(img, &ist);
         safe_close(rs.fd);
@@ -593,7 +598,10 @@ static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const
                         .dest_size = rs.dest_size,
                         .map_prefetched = ist.map_prefetched,
                         .map_in_flight_max = ist.map_in_flight_max,
+                        .bad_map = bad_map,
                 };
+                if (bad_map)
+                        memcpy(ret_stats->bad_map_node, bad_node, BV_ID_SIZE);
         }
         free(rs.damaged);
         return ret < 0 ? ret : 0;
