@@ -192,6 +192,11 @@ static int parse_disk(const char *arg, void *ret)
                 log_error("--disk needs a disk's target (vda ...), at most %zu of them", ELEMENTSOF(d->v));
                 return -EINVAL;
         }
+        for (size_t i = 0; i < d->n; i++)
+                if (strcmp(d->v[i], arg) == 0) {
+                        log_error("--disk=%s is given twice (each disk is backed up once)", arg);
+                        return -EINVAL;
+                }
         d->v[d->n++] = arg;
         return 0;
 }
@@ -476,6 +481,14 @@ int cmd_backup(int argc, char **argv)
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
         bool libvirt = bv_source_is_libvirt(source);
+        if (libvirt_uri && !libvirt_uri[0]) { /* libvirt would take "" for its default */
+                log_error("--libvirt-uri needs a URI (qemu:///system ...)");
+                return EXIT_USAGE;
+        }
+        if (strcmp(source, BV_SOURCE_LIBVIRT_PREFIX) == 0) {
+                log_error("source '%s' names no domain: write libvirt:DOMAIN (virsh list --all lists them)", source);
+                return EXIT_USAGE;
+        }
         if (!libvirt && (disks.n > 0 || libvirt_uri || no_freeze)) {
                 log_error("--disk, --libvirt-uri and --no-freeze need a libvirt source (libvirt:DOMAIN)");
                 return EXIT_USAGE;
