@@ -165,12 +165,14 @@ void report_libvirt_freeze(const BvLibvirtResult *res)
 }
 
 /* The failure of the run as a whole (before any disk was read). */
-static int report_error(int r, const char *domain, const BvLibvirtResult *res, const char *uri)
+static int report_error(int r, const char *domain, const BvLibvirtResult *res)
 {
         const char *d = res->detail;
         char word[4 * sizeof(res->domain) + 8];
 
         shell_word(domain, word, sizeof(word));
+        if (res->not_connected) /* whatever libvirt's reason: the URI named, its words */
+                return log_error_errno(r, "cannot connect to libvirt at '%s'%s%s", res->uri, d[0] ? ": " : "", d);
         switch (r) {
         case -ENXIO:
                 log_error("domain '%s' has no disk '%s' (see virsh domblklist %s)", domain, d, word);
@@ -199,10 +201,6 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
                         return EXIT_USAGE;
                 }
                 break;
-        case -ECONNREFUSED:
-        case -EACCES:
-                return log_error_errno(r, "cannot connect to libvirt at '%s'%s%s", uri ? uri : "the default URI",
-                                       d[0] ? ": " : "", d);
         default:
                 break;
         }
@@ -246,12 +244,12 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
         if (res.freeze.agent || res.freeze.note[0])
                 report_freeze(&res, json);
         if (r < 0 && res.n_disks == 0) {
-                ec = report_error(r, domain, &res, o->uri);
+                ec = report_error(r, domain, &res);
                 bv_libvirt_result_done(&res);
                 return ec;
         }
         if (r < 0 && res.disks[0].error == 0 && !res.disks[0].stats.snapshot_id[0]) /* the job did not begin */
-                ec = report_error(r, domain, &res, o->uri);
+                ec = report_error(r, domain, &res);
         else {
                 if (res.offline && !json)
                         log_info("domain '%s' is shut off: its disks' images were read directly (libvirt cannot "

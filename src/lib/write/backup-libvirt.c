@@ -307,6 +307,8 @@ static int job_open(Job *j, const char *domain, const BvLibvirtBackupOptions *o,
 {
         int r = bv_virt_connect(o->uri, &j->v, res->detail, sizeof(res->detail));
 
+        snprintf(res->uri, sizeof(res->uri), "%s", bv_virt_uri_resolve(o->uri));
+        res->not_connected = r < 0;
         if (r >= 0 && (r = bv_virt_domain_open(j->v, domain, &j->d)) < 0)
                 snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
         if (r < 0)

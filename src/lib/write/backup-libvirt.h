@@ -42,6 +42,8 @@ typedef struct BvLibvirtDiskResult {
 
 typedef struct BvLibvirtResult {
         char domain[256], uuid[40];
+        char uri[256];        /* libvirt's URI (o->uri, else $LIBVIRT_DEFAULT_URI, else the default) */
+        bool not_connected;   /* the connection to uri failed (detail: libvirt's words, if any) */
         char checkpoint[128]; /* the checkpoint the job created ("": none) */
         bool offline;         /* the domain was shut off: its disks' images were read, no job */
         BvLibvirtDiskResult *disks;
@@ -76,7 +78,8 @@ typedef struct BvLibvirtResult {
  * says which failed); the first failure is returned after all disks were tried. When every disk
  * was published but the thaw after the job's start failed (the guest may still be frozen),
  * ret->freeze.thaw_error is returned: a guest left frozen is no success.
- * Errors: those of bv_virt_connect and bv_virt_domain_open (detail holds libvirt's words),
+ * Errors: those of bv_virt_connect (ret->not_connected set) and bv_virt_domain_open (detail
+ * holds libvirt's words),
  * -ENXIO for a disk it does not have (named in detail), -EMEDIUMTYPE for one that is no disk
  * (a CD-ROM, a floppy: named in detail), -ENOMEDIUM for one without an image (an empty drive, a
  * network disk: named in detail) or when it has no disk to back up (detail ""), -ETXTBSY for a
