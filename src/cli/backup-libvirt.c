@@ -122,8 +122,9 @@ static void report_disk(const BvLibvirtResult *res, const BvLibvirtDiskResult *d
 }
 
 /* How consistent the job's instant is: frozen through the guest agent (and for how long), or
- * crash-consistent and why; a guest an earlier run left frozen; a thaw that failed. */
-static void report_freeze(const BvLibvirtResult *res, bool json)
+ * crash-consistent and why (no_freeze: the setting that asked for no freeze, "--no-freeze" or a
+ * job's "freeze = no"); a guest an earlier run left frozen; a thaw that failed. */
+static void report_freeze(const BvLibvirtResult *res, bool json, const char *no_freeze)
 {
         const BvVirtFreeze *f = &res->freeze;
         char word[4 * sizeof(res->domain) + 8];
@@ -144,7 +145,8 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
                                  "guest had not written out then is not in it)", res->domain);
         } else if (f->not_asked) {
                 if (!json)
-                        log_info("note: no freeze (--no-freeze): the backup of '%s' is crash-consistent", res->domain);
+                        log_info("note: no freeze (%s): the backup of '%s' is crash-consistent", no_freeze,
+                                 res->domain);
         } else if (f->agent && !f->note[0]) {
                 if (!json)
                         log_info("froze %d filesystem%s of '%s' through its guest agent for the job's start: held "
@@ -158,10 +160,13 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
                          "cut)", f->note, res->domain);
 }
 
-void report_libvirt_freeze(const BvLibvirtResult *res)
+void report_libvirt_freeze(const BvLibvirtResult *res, const char *job)
 {
+        char setting[300];
+
+        snprintf(setting, sizeof(setting), "freeze = no in [job %s]", job);
         if (res->freeze.agent || res->freeze.note[0])
-                report_freeze(res, false);
+                report_freeze(res, false, setting);
 }
 
 /* The failure of the run as a whole (before any disk was read). */
@@ -242,7 +247,7 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
         int r = bv_backup_libvirt(repo, domain, o, &res), ec;
 
         if (res.freeze.agent || res.freeze.note[0])
-                report_freeze(&res, json);
+                report_freeze(&res, json, "--no-freeze");
         if (r < 0 && res.n_disks == 0) {
                 ec = report_error(r, domain, &res);
                 bv_libvirt_result_done(&res);

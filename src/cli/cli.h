@@ -479,5 +479,6 @@ int backup_libvirt(BvRepo *repo, const char *source, struct BvLibvirtBackupOptio
 /* What a domain's backup (res) tidied in libvirt or failed to: the job a dead run left, the
  * checkpoints it deleted (notes), and what it could not (warnings). */
 void report_libvirt_tidy(const struct BvLibvirtResult *res, const char *domain);
-/* How consistent the domain's backup (res) is: frozen through the guest agent, or why not. */
-void report_libvirt_freeze(const struct BvLibvirtResult *res);
+/* How consistent the backup (res) of [job NAME] is: frozen through the guest agent, or why not
+ * (its freeze = no named as the reason). */
+void report_libvirt_freeze(const struct BvLibvirtResult *res, const char *job);
