@@ -214,8 +214,12 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
 
 /* Before handing a snapshot to nbdkit: opens the repository read-only, resolves spec into
  * ret_id (2 * BV_SNAPSHOT_ID_SIZE + 1 bytes) and keeps the secret in *ret_secret for the
- * plugin (secret_done it). Reports failures; returns an exit code. */
-int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret);
+ * plugin (secret_done it); ret_disk (when not NULL) gets the target of the libvirt disk the
+ * snapshot was taken of ("vda"), or "" when it is not of one. Reports failures; returns an exit
+ * code. */
+#define EXPORT_DISK_MAX 64
+int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret,
+                 char ret_disk[EXPORT_DISK_MAX]);
 
 /* problems.c: what a repository refused or left out. "a symbolic link", "a regular file, not a
  * directory"... for an entry refused for its type, else NULL. */
