@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* blkvault backup REPO libvirt:DOMAIN: the messages and the JSON of a running domain's backup. */
+/* blkvault backup REPO libvirt:DOMAIN: the messages and the JSON of a domain's backup (running or shut off). */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
