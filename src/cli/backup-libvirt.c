@@ -235,6 +235,12 @@ void report_libvirt_tidy(const BvLibvirtResult *res, const char *domain)
         if (res->prune_error < 0)
                 log_warning("cannot delete the checkpoints of '%s' that no snapshot needs: %s%s%s, ignoring", domain,
                             strerror(-res->prune_error), res->detail[0] ? ": " : "", res->detail);
+        if (res->stale_removed > 0)
+                log_info("removed %zu leftover(s) of domains libvirt no longer has from %s (scratch directories, "
+                         "sockets, freeze marks of runs that died)", res->stale_removed, BV_LIBVIRT_RUN_DIR);
+        if (res->stale_error < 0)
+                log_warning("cannot remove what backups of domains libvirt no longer has left in %s: %s, ignoring",
+                            BV_LIBVIRT_RUN_DIR, strerror(-res->stale_error));
         if (res->cleanup_error < 0)
                 log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
                             "removes them)", domain, strerror(-res->cleanup_error));

@@ -58,6 +58,9 @@ typedef struct BvLibvirtResult {
                                          * failed -ECONNRESET */
         size_t checkpoints_deleted;     /* blkvault's checkpoints no snapshot needed any more */
         int prune_error;                /* deleting them failed (detail says why; ignored) */
+        size_t stale_removed;           /* files of domains libvirt no longer has, removed from the
+                                         * run directory (bv_virt_stale_sweep) */
+        int stale_error;                /* removing them failed (ignored) */
         /* the guest agent's freeze around the job's start: whether it ran frozen (filesystems,
          * hold_ns), why not (note), a guest an earlier run left frozen (stale_thawed), a thaw that
          * failed (thaw_error; the guest may still be frozen) */
