@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,6 @@
 #include "sd-dl.h" /* libsystemd loaded on first use */
 #include "drive.h"
 #include "jobsource.h"
-#include "mounts.h"
 #include "run.h"
 #include "state.h"
 
@@ -69,21 +67,8 @@ static int parse_test_cost(FormatArgs *a, BvLuksCost *cost)
 static int format_check_device(const FormatArgs *a, bool *ret_wipe)
 {
         int fd = bv_drive_open_exclusive(a->device);
-        if (fd == -EBUSY) {
-                char who[PATH_MAX + 256];
-                struct stat st;
-                int r = stat(a->device, &st) < 0 ? -errno : bv_blockdev_user(st.st_rdev, who, sizeof(who));
-                if (r > 0)
-                        log_error("'%s' is in use: %s; refusing to format it", a->device, who);
-                else if (r == 0)
-                        log_error("'%s' is in use (held exclusively, though no mount of it, no device stacked on "
-                                  "it and no process with it open is seen); refusing to format it",
-                                  a->device);
-                else
-                        log_error("'%s' is in use (mounted, or held by another device); refusing to format it",
-                                  a->device);
-                return EXIT_IN_USE;
-        }
+        if (fd == -EBUSY)
+                return log_device_in_use(a->device, "refusing to format it");
         if (fd < 0)
                 return log_error_errno(fd, "cannot open '%s'", a->device);
         close(fd);
