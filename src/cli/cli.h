@@ -279,6 +279,9 @@ int restore_temp_name(const char *dest, char *buf, size_t size);
 /* What libblkid finds on the device dev, for a refusal to overwrite it: "a gpt partition table",
  * "ext4 (UUID ...)" into what. 1 when something is there, 0 when nothing is, or -errno. */
 int device_holds(const char *dev, char *what, size_t size);
+/* The refusal of the block device dev, which cannot be opened exclusively: "'DEV' is in use: WHO
+ * (bv_blockdev_user); CONSEQUENCE". Returns EXIT_IN_USE. */
+int log_device_in_use(const char *dev, const char *consequence);
 /* restore into a disk image in place (restore-image.c): the image's format as its header says
  * ("raw" when none), and the message for a failed bv_restore_image (r, its stats and qemu-nbd's
  * words): an exit code, or EXIT_OK when r has no message of its own. */
