@@ -535,6 +535,100 @@ TEST(restart)
         free(d);
 }
 
+/* collect_cb with restarts by offset: a DATA extent longer than 8 KiB whose offset in blocks
+ * is `rest` modulo `mod` is cut after 4 KiB (mod 0: never). */
+typedef struct ModRun {
+        Run run;
+        uint64_t mod, rest;
+} ModRun;
+
+static int mod_cb(const BvExtent *e, void *userdata)
+{
+        ModRun *m = userdata;
+
+        m->run.restart_at = SIZE_MAX;
+        if (e->kind == BV_EXTENT_DATA && m->mod && e->length > 8 * KiB &&
+            (e->offset / BV_BLOCK_SIZE) % m->mod == m->rest) {
+                m->run.restart_at = m->run.n_data;
+                m->run.restart_count = 1;
+                m->run.restart_len = 4 * KiB;
+        }
+        return collect_cb(e, &m->run);
+}
+
+/* The batch callback over mod_cb: extents in order up to the first restart. */
+static int batch_collect(const BvExtent *e, size_t n, size_t *ret_taken, void *userdata)
+{
+        for (size_t i = 0; i < n; i++) {
+                int r = mod_cb(&e[i], userdata);
+                if (r != 0) {
+                        *ret_taken = i;
+                        return r;
+                }
+        }
+        *ret_taken = n;
+        return 0;
+}
+
+/* Splits d with random feed sizes and batches of `bytes` (0: one by one); a hole of hole_len
+ * at hole_at (none when 0). */
+static void split_batched(const BvChunkerParams *p, const uint8_t *d, size_t len, size_t bytes, size_t hole_at,
+                          size_t hole_len, ModRun *m)
+{
+        BvSplitter *s = NULL;
+        uint64_t x = 99;
+
+        ASSERT_OK(bv_splitter_new(p, &s));
+        if (bytes)
+                ASSERT_OK(bv_splitter_set_batch(s, bytes, batch_collect, m));
+        for (size_t off = 0; off < len;) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                size_t n = MIN(1 + (size_t)(x % 300000), len - off);
+                if (hole_len && off == hole_at) {
+                        ASSERT_OK(bv_splitter_hole(s, off, hole_len, mod_cb, m));
+                        off += hole_len;
+                        continue;
+                }
+                if (hole_len && off < hole_at)
+                        n = MIN(n, hole_at - off);
+                ASSERT_OK(bv_splitter_feed(s, off, d + off, n, mod_cb, m));
+                off += n;
+        }
+        ASSERT_OK(bv_splitter_finish(s, mod_cb, m));
+        bv_splitter_free(s);
+}
+
+/* Batches hand over exactly the extents, cuts and restarts of the one-by-one callback, with
+ * restarts anywhere in a batch, for all three chunkers, across zero runs and a hole. */
+TEST(batches_are_one_by_one)
+{
+        size_t len = 6 * MiB + 777, hole_at = 3 * MiB + 5, hole_len = 200 * KiB + 3;
+        uint8_t *d = mixed_image(len, 41);
+        static const size_t sizes[] = { 1, 4 * KiB, 100 * KiB, 1 * MiB, 64 * MiB };
+        static const uint64_t mods[][2] = { { 0, 0 }, { 5, 2 }, { 2, 1 }, { 11, 0 } };
+
+        for (BvChunkerKind k = BV_CHUNKER_HYBRID; k <= BV_CHUNKER_FIXED; k++)
+                for (size_t mi = 0; mi < ELEMENTSOF(mods); mi++)
+                        for (size_t hole = 0; hole < 2; hole++) {
+                                BvChunkerParams p = defaults(k);
+                                ModRun one = { .mod = mods[mi][0], .rest = mods[mi][1] };
+                                run_init(&one.run);
+                                split_batched(&p, d, len, 0, hole_at, hole ? hole_len : 0, &one);
+                                check_tiling(&one.run, d, len);
+                                ASSERT_TRUE(mods[mi][0] == 0 ? one.run.restarts == 0 : one.run.restarts >= 3);
+                                for (size_t si = 0; si < ELEMENTSOF(sizes); si++) {
+                                        ModRun b = { .mod = one.mod, .rest = one.rest };
+                                        run_init(&b.run);
+                                        split_batched(&p, d, len, sizes[si], hole_at, hole ? hole_len : 0, &b);
+                                        assert_same(&one.run, &b.run);
+                                        ASSERT_EQ(b.run.restarts, one.run.restarts);
+                                        run_done(&b.run);
+                                }
+                                run_done(&one.run);
+                        }
+        free(d);
+}
+
 static int feed_all(BvSplitter *s, const uint8_t *d, size_t len, Run *r)
 {
         int ret = bv_splitter_feed(s, 0, d, len, collect_cb, r);
@@ -655,6 +749,7 @@ int main(void)
         RUN(hybrid_resynchronises_after_insert);
         RUN(feed_sizes_do_not_matter);
         RUN(restart);
+        RUN(batches_are_one_by_one);
         RUN(callback_errors);
         RUN(usage_errors);
         return 0;

@@ -33,6 +33,9 @@
 #define HYBRID_RING 1024u
 _Static_assert(BV_CHUNK_MAX_LIMIT / BV_BLOCK_SIZE <= HYBRID_RING, "hybrid print ring too small");
 
+/* Chunks gathered at most in one batch (bv_splitter_set_batch). */
+#define BATCH_MAX BV_SPLITTER_BATCH_MAX
+
 struct BvSplitter {
         BvChunkerKind kind;
         uint32_t min, avg, max; /* max == avg for fixed */
@@ -64,6 +67,16 @@ struct BvSplitter {
         uint8_t *buf;
         size_t cap, start, scan, printed, fill;
         uint64_t chunk_off; /* image offset of buf[start] */
+
+        /* batches: the chunks cut in buf[keep, start) (at image offset keep_off), of lengths
+         * batch_len[0 .. n_batch), wait to be handed to batch_cb together; keep == start when
+         * batches are off */
+        bv_batch_cb batch_cb;
+        void *batch_userdata;
+        size_t batch_bytes, keep, n_batch;
+        uint64_t keep_off;
+        size_t batch_len[BATCH_MAX];
+        BvExtent batch_ext[BATCH_MAX];
 
         /* a pending ZERO or HOLE run (run_kind 0: none) */
         BvExtentKind run_kind;
@@ -183,6 +196,24 @@ int bv_splitter_new(const BvChunkerParams *p, BvSplitter **ret)
                 return -ENOMEM;
         }
         *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int bv_splitter_set_batch(BvSplitter *s, size_t bytes, bv_batch_cb cb, void *userdata)
+{
+        if (!s || !cb || bytes == 0 || bytes > SIZE_MAX / 2 - 4 * (size_t)s->max || s->pos != 0)
+                return -EINVAL;
+        /* the batch (< bytes + max), a pending chunk with its look-ahead (< 2 max) and a piece,
+         * with room to spare so that compaction is rare */
+        size_t cap = bytes + 4 * (size_t)s->max;
+        uint8_t *buf = realloc(s->buf, cap);
+        if (!buf)
+                return -ENOMEM;
+        s->buf = buf;
+        s->cap = cap;
+        s->batch_bytes = bytes;
+        s->batch_cb = cb;
+        s->batch_userdata = userdata;
         return 0;
 }
 
@@ -335,6 +366,58 @@ static bool fixed_scan(BvSplitter *s)
         return false;
 }
 
+/* The callback took only the first r bytes of DATA extent e (in buf): cutting starts over
+ * after them, and whatever was cut after e is cut again. */
+static int splitter_restart(BvSplitter *s, const BvExtent *e, int r)
+{
+        if ((size_t)r >= e->length || (s->kind == BV_CHUNKER_HYBRID && r % BV_BLOCK_SIZE != 0))
+                return -EINVAL;
+        s->start = s->scan = s->printed = s->keep = (size_t)((const uint8_t *)e->data - s->buf) + (size_t)r;
+        s->chunk_off = s->keep_off = e->offset + (uint64_t)r;
+        s->n_batch = 0;
+        cutter_reset(s);
+        return 0;
+}
+
+/* Hands the batch to its callback and applies the answer. */
+static int batch_flush(BvSplitter *s)
+{
+        size_t n = s->n_batch, taken = n, pos = s->keep;
+        uint64_t off = s->keep_off;
+
+        if (n == 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                s->batch_ext[i] = (BvExtent){ .kind = BV_EXTENT_DATA, .offset = off, .length = s->batch_len[i],
+                                              .data = s->buf + pos };
+                pos += s->batch_len[i];
+                off += s->batch_len[i];
+        }
+        int r = s->batch_cb(s->batch_ext, n, &taken, s->batch_userdata);
+        if (r < 0)
+                return r;
+        if (taken < n)
+                return r > 0 ? splitter_restart(s, &s->batch_ext[taken], r) : -EINVAL;
+        s->n_batch = 0;
+        s->keep = s->start;
+        s->keep_off = s->chunk_off;
+        if (s->keep == s->fill)
+                s->start = s->scan = s->printed = s->fill = s->keep = 0;
+        return 0;
+}
+
+/* Adds the chunk buf[start, start + n) to the batch; a full batch is handed over. */
+static int batch_add(BvSplitter *s, size_t n)
+{
+        s->batch_len[s->n_batch++] = n;
+        s->start += n;
+        s->chunk_off += n;
+        s->hash = 0;
+        if (s->n_batch == BATCH_MAX || s->start - s->keep >= s->batch_bytes)
+                return batch_flush(s);
+        return 0;
+}
+
 /* Emits buf[start, start + n) as a DATA extent and applies the callback's answer. */
 static int splitter_emit(BvSplitter *s, size_t n, bv_extent_cb cb, void *userdata)
 {
@@ -344,24 +427,20 @@ static int splitter_emit(BvSplitter *s, size_t n, bv_extent_cb cb, void *userdat
                 .length = n,
                 .data = s->buf + s->start,
         };
+        if (s->batch_cb)
+                return batch_add(s, n);
         int r = cb(&e, userdata);
         if (r < 0)
                 return r;
-        if (r > 0) {
-                if ((size_t)r >= n || (s->kind == BV_CHUNKER_HYBRID && r % BV_BLOCK_SIZE != 0))
-                        return -EINVAL;
-                s->start += (size_t)r;
-                s->chunk_off += (uint64_t)r;
-                s->scan = s->printed = s->start;
-                cutter_reset(s);
-                return 0;
-        }
+        if (r > 0)
+                return splitter_restart(s, &e, r);
 
         s->start += n;
         s->chunk_off += n;
         s->hash = 0;
         if (s->start == s->fill)
                 s->start = s->scan = s->printed = s->fill = 0;
+        s->keep = s->start;
         return 0;
 }
 
@@ -395,6 +474,11 @@ static int splitter_flush_data(BvSplitter *s, bv_extent_cb cb, void *userdata)
                 if (r < 0)
                         return r;
                 if (s->fill == s->start) {
+                        r = batch_flush(s); /* may restart: then cut again */
+                        if (r < 0)
+                                return r;
+                        if (s->fill != s->start)
+                                continue;
                         cutter_reset(s);
                         return 0;
                 }
@@ -444,17 +528,20 @@ static int splitter_piece(BvSplitter *s, uint64_t off, const uint8_t *p, size_t 
                 return splitter_run(s, BV_EXTENT_ZERO, off, n, cb, userdata);
 
         int r = splitter_flush_run(s, cb, userdata);
+        if (r >= 0 && s->fill + n > s->cap)
+                r = batch_flush(s); /* the batch goes before it would be moved */
         if (r < 0)
                 return r;
-        if (s->fill == s->start) {
-                s->start = s->scan = s->printed = s->fill = 0;
-                s->chunk_off = off;
+        if (s->fill == s->keep) {
+                s->start = s->scan = s->printed = s->fill = s->keep = 0;
+                s->chunk_off = s->keep_off = off;
         } else if (s->fill + n > s->cap) {
-                memmove(s->buf, s->buf + s->start, s->fill - s->start);
-                s->scan -= s->start;
-                s->printed -= s->start;
-                s->fill -= s->start;
-                s->start = 0;
+                memmove(s->buf, s->buf + s->keep, s->fill - s->keep);
+                s->start -= s->keep;
+                s->scan -= s->keep;
+                s->printed -= s->keep;
+                s->fill -= s->keep;
+                s->keep = 0;
         }
         memcpy(s->buf + s->fill, p, n);
         s->fill += n;

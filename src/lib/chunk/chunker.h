@@ -67,6 +67,20 @@ typedef int (*bv_extent_cb)(const BvExtent *e, void *userdata);
 int bv_splitter_new(const BvChunkerParams *p, BvSplitter **ret);
 void bv_splitter_free(BvSplitter *s);
 
+/* Batches of DATA extents, for a caller that works on several chunks at once (hashes them on
+ * more than one core): the DATA extents cut while at most `bytes` of them are gathered (and at
+ * most 256) go to cb together, in image order, instead of one by one to the feed's callback;
+ * ZERO and HOLE extents and every barrier (a zero run, a hole, skip, finish) hand over the
+ * batch first, so the order of all extents is kept. cb sets *ret_taken to how many extents it
+ * took whole (n: all) and returns < 0 (an error), or, when *ret_taken = k < n, L as a
+ * bv_extent_cb does for e[k] (0 < L < length: its first L bytes are taken and cutting restarts
+ * after them; extents after k are dropped and cut again). The cuts, the extents and the
+ * restarts are exactly those of the one-by-one callback. Call before the first feed. The buffer
+ * grows by about `bytes`. */
+#define BV_SPLITTER_BATCH_MAX 256u
+typedef int (*bv_batch_cb)(const BvExtent *e, size_t n, size_t *ret_taken, void *userdata);
+int bv_splitter_set_batch(BvSplitter *s, size_t bytes, bv_batch_cb cb, void *userdata);
+
 /* Data read from the image at `offset`, which must be where the previous feed or hole ended
  * (the first call starts at 0). */
 int bv_splitter_feed(BvSplitter *s, uint64_t offset, const void *data, size_t len, bv_extent_cb cb,

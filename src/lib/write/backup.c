@@ -2,8 +2,9 @@
 /*
  * The backup pipeline.
  *
- * The caller's thread reads the source, splits it into extents, hashes every chunk, decides
- * with the index which chunks are new and builds the snapshot's map in image order. New
+ * The caller's thread reads the source and splits it into extents, chunks in batches whose ids
+ * it hashes with a helper (backup-hash.h), decides with the index which chunks are new and
+ * builds the snapshot's map in image order. New
  * chunks are gathered into compression groups (consecutive new chunks up to
  * BV_GROUP_TARGET_BYTES, store/group-write.h) and, like new map nodes, copied into jobs from a
  * bounded pool and queued to worker threads, which encode them (bv_group_encode: compress,
@@ -15,7 +16,8 @@
  * Boundary resync: when a new chunk has a proper 4 KiB-multiple prefix that is a chunk already
  * stored (an earlier image had a forced cut there: its end, a zero run), the prefix is taken
  * as that chunk and the splitter restarts cutting after it, so that cuts fall where they fell
- * in that image (concatenations, appended data).
+ * in that image (concatenations, appended data). The rest of that batch is dropped: the
+ * splitter cuts it again (chunker.h, bv_splitter_set_batch).
  */
 
 #include <errno.h>
@@ -27,6 +29,7 @@
 
 #include "adopt.h"
 #include "backup.h"
+#include "backup-hash.h"
 #include "buf.h"
 #include "changed.h"
 #include "chunker.h"
@@ -53,6 +56,7 @@
 #define INDEX_MAX_SEGMENTS 16
 #define PROGRESS_INTERVAL_NS (250ull * 1000 * 1000)
 #define EDGE_READ (1024u * 1024) /* reads of UNCHANGED ranges whose parent chunks are lost */
+#define BATCH_BYTES (1024u * 1024) /* chunks hashed together on two cores */
 
 /* One object to store: a chunk or map node (one member), or a group. */
 typedef BvGroupBuf Job;
@@ -77,7 +81,7 @@ typedef struct Backup {
         uint8_t *edge_buf;   /* UNCHANGED ranges read from the source (their chunks are lost) */
         Job *group;    /* the compression group being gathered */
         bool grouping; /* only when compressing */
-        uint8_t (*prefix_ids)[BV_ID_SIZE];
+        BvBatchHasher *hasher;
         BvBackupStats stats;
         bool (*cancelled)(void); /* opts->cancelled */
         uint64_t start_realtime_ns; /* the backup's start, recorded with the snapshot */
@@ -394,7 +398,7 @@ static int map_store(void *userdata, const void *node, size_t len, uint8_t ret_i
 }
 
 /* The boundary-resync rule: the longest proper 4 KiB-multiple prefix already stored, or 0. */
-static size_t resync_prefix(Backup *b, size_t n_ids, size_t len)
+static size_t resync_prefix(Backup *b, uint8_t (*prefix_ids)[BV_ID_SIZE], size_t n_ids, size_t len)
 {
         BvLocation loc;
 
@@ -404,30 +408,28 @@ static size_t resync_prefix(Backup *b, size_t n_ids, size_t len)
                 size_t l = j * BV_BLOCK_SIZE;
                 if (l >= len)
                         continue;
-                if (bv_index_lookup(b->index, b->prefix_ids[j - 1], &loc) == 0 &&
+                if (bv_index_lookup(b->index, prefix_ids[j - 1], &loc) == 0 &&
                     (loc.type == BV_OBJ_CHUNK || loc.type == BV_OBJ_GROUP))
                         return l;
         }
         return 0;
 }
 
-static int on_data(Backup *b, const BvExtent *e)
+/* A DATA extent whose prefix ids (the last the chunk's id) are known. */
+static int on_data(Backup *b, const BvExtent *e, uint8_t (*prefix_ids)[BV_ID_SIZE])
 {
         size_t len = (size_t)e->length, n_ids = DIV_ROUND_UP(len, BV_BLOCK_SIZE), l;
-        const uint8_t *id;
+        const uint8_t *id = prefix_ids[n_ids - 1];
         int r;
-
-        bv_keyring_id_prefixes(b->keyring, BV_ID_CHUNK, e->data, len, BV_BLOCK_SIZE, b->prefix_ids);
-        id = b->prefix_ids[n_ids - 1];
 
         r = bv_index_claim(b->index, id);
         if (r < 0)
                 return r;
         if (r > 0) {
-                l = resync_prefix(b, n_ids, len);
+                l = resync_prefix(b, prefix_ids, n_ids, len);
                 if (l > 0) {
                         bv_index_unclaim(b->index, id);
-                        r = bv_map_builder_add(b->map, BV_EXTENT_DATA, l, b->prefix_ids[l / BV_BLOCK_SIZE - 1]);
+                        r = bv_map_builder_add(b->map, BV_EXTENT_DATA, l, prefix_ids[l / BV_BLOCK_SIZE - 1]);
                         if (r < 0)
                                 return r;
                         b->stats.counts.chunks++;
@@ -448,13 +450,29 @@ static int on_data(Backup *b, const BvExtent *e)
         return 0;
 }
 
+/* A batch of DATA extents: hashed on two cores, then taken in order up to a restart. */
+static int on_batch(const BvExtent *e, size_t n, size_t *ret_taken, void *userdata)
+{
+        Backup *b = userdata;
+
+        bv_batch_hasher_run(b->hasher, e, n);
+        for (size_t i = 0; i < n; i++) {
+                int r = on_data(b, &e[i], bv_batch_hasher_ids(b->hasher, i));
+                if (r != 0) {
+                        *ret_taken = i;
+                        return r;
+                }
+        }
+        *ret_taken = n;
+        return 0;
+}
+
+/* ZERO and HOLE extents (DATA comes in batches). */
 static int on_extent(const BvExtent *e, void *userdata)
 {
         Backup *b = userdata;
 
         switch (e->kind) {
-        case BV_EXTENT_DATA:
-                return on_data(b, e);
         case BV_EXTENT_ZERO:
                 b->stats.counts.bytes_zero += e->length;
                 break;
@@ -710,9 +728,9 @@ static int backup_setup(Backup *b, BvRepo *r_, unsigned threads)
         b->resync = b->chunker.kind != BV_CHUNKER_FIXED;
         b->grouping = b->zstd_level > 0;
 
-        b->prefix_ids = calloc(DIV_ROUND_UP(BV_CHUNK_MAX_LIMIT, BV_BLOCK_SIZE), BV_ID_SIZE);
-        if (!b->prefix_ids)
-                return -ENOMEM;
+        r = bv_batch_hasher_new(b->keyring, BATCH_BYTES, threads > 1, &b->hasher);
+        if (r < 0)
+                return r;
         r = bv_object_codec_new(b->keyring, b->zstd_level, &b->pack_codec);
         if (r < 0)
                 return r;
@@ -754,7 +772,7 @@ static void backup_done(Backup *b)
                 bv_group_buf_done(&b->jobs[i]);
         free(b->jobs);
         free(b->pending_ids);
-        free(b->prefix_ids);
+        bv_batch_hasher_free(b->hasher);
         pthread_mutex_destroy(&b->lock);
         pthread_mutex_destroy(&b->pack_lock);
         bv_queue_done(&b->free_jobs);
@@ -896,6 +914,8 @@ static int backup_body(Backup *b, BvRepo *repo, BvSource *src, const BvBackupOpt
                 r = changed_setup(b, repo, src, name, opts);
         if (r >= 0)
                 r = bv_splitter_new(&b->chunker, &sp);
+        if (r >= 0)
+                r = bv_splitter_set_batch(sp, BATCH_BYTES, on_batch, b);
         if (r >= 0)
                 r = workers_start(b, threads);
         if (r >= 0)
