@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* blkvault backup REPO libvirt:DOMAIN: the messages and the JSON of a running domain's backup. */
+/* blkvault backup REPO libvirt:DOMAIN: the messages and the JSON of a domain's backup (running or shut off). */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -122,8 +122,9 @@ static void report_disk(const BvLibvirtResult *res, const BvLibvirtDiskResult *d
 }
 
 /* How consistent the job's instant is: frozen through the guest agent (and for how long), or
- * crash-consistent and why; a guest an earlier run left frozen; a thaw that failed. */
-static void report_freeze(const BvLibvirtResult *res, bool json)
+ * crash-consistent and why (no_freeze: the setting that asked for no freeze, "--no-freeze" or a
+ * job's "freeze = no"); a guest an earlier run left frozen; a thaw that failed. */
+static void report_freeze(const BvLibvirtResult *res, bool json, const char *no_freeze)
 {
         const BvVirtFreeze *f = &res->freeze;
         char word[4 * sizeof(res->domain) + 8];
@@ -144,7 +145,8 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
                                  "guest had not written out then is not in it)", res->domain);
         } else if (f->not_asked) {
                 if (!json)
-                        log_info("note: no freeze (--no-freeze): the backup of '%s' is crash-consistent", res->domain);
+                        log_info("note: no freeze (%s): the backup of '%s' is crash-consistent", no_freeze,
+                                 res->domain);
         } else if (f->agent && !f->note[0]) {
                 if (!json)
                         log_info("froze %d filesystem%s of '%s' through its guest agent for the job's start: held "
@@ -158,19 +160,24 @@ static void report_freeze(const BvLibvirtResult *res, bool json)
                          "cut)", f->note, res->domain);
 }
 
-void report_libvirt_freeze(const BvLibvirtResult *res)
+void report_libvirt_freeze(const BvLibvirtResult *res, const char *job)
 {
+        char setting[300];
+
+        snprintf(setting, sizeof(setting), "freeze = no in [job %s]", job);
         if (res->freeze.agent || res->freeze.note[0])
-                report_freeze(res, false);
+                report_freeze(res, false, setting);
 }
 
 /* The failure of the run as a whole (before any disk was read). */
-static int report_error(int r, const char *domain, const BvLibvirtResult *res, const char *uri)
+static int report_error(int r, const char *domain, const BvLibvirtResult *res)
 {
         const char *d = res->detail;
         char word[4 * sizeof(res->domain) + 8];
 
         shell_word(domain, word, sizeof(word));
+        if (res->not_connected) /* whatever libvirt's reason: the URI named, its words */
+                return log_error_errno(r, "cannot connect to libvirt at '%s'%s%s", res->uri, d[0] ? ": " : "", d);
         switch (r) {
         case -ENXIO:
                 log_error("domain '%s' has no disk '%s' (see virsh domblklist %s)", domain, d, word);
@@ -199,10 +206,6 @@ static int report_error(int r, const char *domain, const BvLibvirtResult *res, c
                         return EXIT_USAGE;
                 }
                 break;
-        case -ECONNREFUSED:
-        case -EACCES:
-                return log_error_errno(r, "cannot connect to libvirt at '%s'%s%s", uri ? uri : "the default URI",
-                                       d[0] ? ": " : "", d);
         default:
                 break;
         }
@@ -232,6 +235,12 @@ void report_libvirt_tidy(const BvLibvirtResult *res, const char *domain)
         if (res->prune_error < 0)
                 log_warning("cannot delete the checkpoints of '%s' that no snapshot needs: %s%s%s, ignoring", domain,
                             strerror(-res->prune_error), res->detail[0] ? ": " : "", res->detail);
+        if (res->stale_removed > 0)
+                log_info("removed %zu leftover(s) of domains libvirt no longer has from %s (scratch directories, "
+                         "sockets, freeze marks of runs that died)", res->stale_removed, BV_LIBVIRT_RUN_DIR);
+        if (res->stale_error < 0)
+                log_warning("cannot remove what backups of domains libvirt no longer has left in %s: %s, ignoring",
+                            BV_LIBVIRT_RUN_DIR, strerror(-res->stale_error));
         if (res->cleanup_error < 0)
                 log_warning("cannot end the backup job of '%s' or remove its files: %s, ignoring (the next backup "
                             "removes them)", domain, strerror(-res->cleanup_error));
@@ -244,14 +253,14 @@ int backup_libvirt(BvRepo *repo, const char *source, BvLibvirtBackupOptions *o, 
         int r = bv_backup_libvirt(repo, domain, o, &res), ec;
 
         if (res.freeze.agent || res.freeze.note[0])
-                report_freeze(&res, json);
+                report_freeze(&res, json, "--no-freeze");
         if (r < 0 && res.n_disks == 0) {
-                ec = report_error(r, domain, &res, o->uri);
+                ec = report_error(r, domain, &res);
                 bv_libvirt_result_done(&res);
                 return ec;
         }
         if (r < 0 && res.disks[0].error == 0 && !res.disks[0].stats.snapshot_id[0]) /* the job did not begin */
-                ec = report_error(r, domain, &res, o->uri);
+                ec = report_error(r, domain, &res);
         else {
                 if (res.offline && !json)
                         log_info("domain '%s' is shut off: its disks' images were read directly (libvirt cannot "

@@ -214,8 +214,12 @@ int open_repo_secret(const char *path, const SecretArgs *s, BvOpenFlags flags, B
 
 /* Before handing a snapshot to nbdkit: opens the repository read-only, resolves spec into
  * ret_id (2 * BV_SNAPSHOT_ID_SIZE + 1 bytes) and keeps the secret in *ret_secret for the
- * plugin (secret_done it). Reports failures; returns an exit code. */
-int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret);
+ * plugin (secret_done it); ret_disk (when not NULL) gets the target of the libvirt disk the
+ * snapshot was taken of ("vda"), or "" when it is not of one. Reports failures; returns an exit
+ * code. */
+#define EXPORT_DISK_MAX 64
+int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret,
+                 char ret_disk[EXPORT_DISK_MAX]);
 
 /* problems.c: what a repository refused or left out. "a symbolic link", "a regular file, not a
  * directory"... for an entry refused for its type, else NULL. */
@@ -275,6 +279,9 @@ int restore_temp_name(const char *dest, char *buf, size_t size);
 /* What libblkid finds on the device dev, for a refusal to overwrite it: "a gpt partition table",
  * "ext4 (UUID ...)" into what. 1 when something is there, 0 when nothing is, or -errno. */
 int device_holds(const char *dev, char *what, size_t size);
+/* The refusal of the block device dev, which cannot be opened exclusively: "'DEV' is in use: WHO
+ * (bv_blockdev_user); CONSEQUENCE". Returns EXIT_IN_USE. */
+int log_device_in_use(const char *dev, const char *consequence);
 /* restore into a disk image in place (restore-image.c): the image's format as its header says
  * ("raw" when none), and the message for a failed bv_restore_image (r, its stats and qemu-nbd's
  * words): an exit code, or EXIT_OK when r has no message of its own. */
@@ -479,5 +486,6 @@ int backup_libvirt(BvRepo *repo, const char *source, struct BvLibvirtBackupOptio
 /* What a domain's backup (res) tidied in libvirt or failed to: the job a dead run left, the
  * checkpoints it deleted (notes), and what it could not (warnings). */
 void report_libvirt_tidy(const struct BvLibvirtResult *res, const char *domain);
-/* How consistent the domain's backup (res) is: frozen through the guest agent, or why not. */
-void report_libvirt_freeze(const struct BvLibvirtResult *res);
+/* How consistent the backup (res) of [job NAME] is: frozen through the guest agent, or why not
+ * (its freeze = no named as the reason). */
+void report_libvirt_freeze(const struct BvLibvirtResult *res, const char *job);

@@ -23,8 +23,9 @@ static const char usage_text[] =
         "Back up SOURCE (a block device, a raw image file, a disk image file (qcow2, vmdk, vdi, vhdx,\n"
         "qed, vpc: read as the virtual disk it holds, through qemu-nbd), - for stdin, or an NBD export:\n"
         "nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH) as a new snapshot; or the disks of a\n"
-        "running libvirt domain, libvirt:DOMAIN, each as a snapshot DOMAIN-TARGET (one instant for all)\n"
-        "read incrementally from the checkpoint the last one recorded.\n\n"
+        "libvirt domain, libvirt:DOMAIN, each as a snapshot DOMAIN-TARGET, read incrementally from the\n"
+        "checkpoint the last one recorded: a running domain's through one backup job (one instant for\n"
+        "all), a shut-off one's from its images.\n\n"
         "  --name=NAME              snapshot name (default: the source's file name, or 'stdin'): at most\n"
         "                           255 bytes, no control characters, not 4 to 32 hex digits, not 'latest'\n"
         "  --json                   print the result as JSON\n"
@@ -192,6 +193,11 @@ static int parse_disk(const char *arg, void *ret)
                 log_error("--disk needs a disk's target (vda ...), at most %zu of them", ELEMENTSOF(d->v));
                 return -EINVAL;
         }
+        for (size_t i = 0; i < d->n; i++)
+                if (strcmp(d->v[i], arg) == 0) {
+                        log_error("--disk=%s is given twice (each disk is backed up once)", arg);
+                        return -EINVAL;
+                }
         d->v[d->n++] = arg;
         return 0;
 }
@@ -476,6 +482,14 @@ int cmd_backup(int argc, char **argv)
         int r;
         const char *path = argv[optind], *source = argv[optind + 1];
         bool libvirt = bv_source_is_libvirt(source);
+        if (libvirt_uri && !libvirt_uri[0]) { /* libvirt would take "" for its default */
+                log_error("--libvirt-uri needs a URI (qemu:///system ...)");
+                return EXIT_USAGE;
+        }
+        if (strcmp(source, BV_SOURCE_LIBVIRT_PREFIX) == 0) {
+                log_error("source '%s' names no domain: write libvirt:DOMAIN (virsh list --all lists them)", source);
+                return EXIT_USAGE;
+        }
         if (!libvirt && (disks.n > 0 || libvirt_uri || no_freeze)) {
                 log_error("--disk, --libvirt-uri and --no-freeze need a libvirt source (libvirt:DOMAIN)");
                 return EXIT_USAGE;

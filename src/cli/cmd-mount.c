@@ -539,7 +539,7 @@ int cmd_mount(int argc, char **argv)
 
         /* the repository, the secret and the snapshot, checked with our own messages */
         _cleanup_(secret_done) BvSecret secret = {};
-        r = check_export(s.repo, &sargs, argv[optind + 1], s.snapshot, &secret);
+        r = check_export(s.repo, &sargs, argv[optind + 1], s.snapshot, &secret, NULL);
         if (r != EXIT_OK)
                 return r;
         /* nbdkit gets the passphrase through a pipe, nbdfuse and the rest need none */

@@ -523,7 +523,7 @@ int serve_by_hand(ServeOptions *o, const char *path, const SecretArgs *sargs, co
          * nbdkit takes over. */
         _cleanup_(secret_done) BvSecret secret = {};
         char id[2 * BV_SNAPSHOT_ID_SIZE + 1];
-        r = check_export(path, sargs, spec, id, &secret);
+        r = check_export(path, sargs, spec, id, &secret, o->disk);
         if (r != EXIT_OK)
                 return r;
         secret_env_scrub();

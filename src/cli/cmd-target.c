@@ -67,10 +67,8 @@ static int parse_test_cost(FormatArgs *a, BvLuksCost *cost)
 static int format_check_device(const FormatArgs *a, bool *ret_wipe)
 {
         int fd = bv_drive_open_exclusive(a->device);
-        if (fd == -EBUSY) {
-                log_error("'%s' is in use (mounted, or held by another device); refusing to format it", a->device);
-                return EXIT_IN_USE;
-        }
+        if (fd == -EBUSY)
+                return log_device_in_use(a->device, "refusing to format it");
         if (fd < 0)
                 return log_error_errno(fd, "cannot open '%s'", a->device);
         close(fd);

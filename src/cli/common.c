@@ -439,7 +439,8 @@ int open_repo(const char *path, const SecretArgs *s, BvOpenFlags flags, BvRepo *
         return open_repo_secret(path, s, flags, ret, NULL);
 }
 
-int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret)
+int check_export(const char *path, const SecretArgs *s, const char *spec, char ret_id[], BvSecret *ret_secret,
+                 char ret_disk[EXPORT_DISK_MAX])
 {
         const BvSnapshot *snap;
         BvRepo *repo;
@@ -451,6 +452,12 @@ int check_export(const char *path, const SecretArgs *s, const char *spec, char r
         r = find_snapshot(repo, spec, &snap);
         if (r == EXIT_OK)
                 memcpy(ret_id, snap->id, 2 * BV_SNAPSHOT_ID_SIZE + 1);
+        if (r == EXIT_OK && ret_disk) {
+                const BvSnapshotLibvirt *l = &snap->source.libvirt;
+                bool known = snap->source.kind == BV_SOURCE_LIBVIRT && l->domain && l->disk &&
+                             strlen(l->disk) < EXPORT_DISK_MAX;
+                snprintf(ret_disk, EXPORT_DISK_MAX, "%s", known ? l->disk : "");
+        }
         bv_repo_close(repo);
         if (r != EXIT_OK)
                 secret_done(ret_secret);

@@ -15,7 +15,7 @@ static const struct {
         const char *summary;
 } commands[] = {
         { "init", cmd_init, "create a repository" },
-        { "backup", cmd_backup, "back up a block device, image file or stdin as a new snapshot" },
+        { "backup", cmd_backup, "back up a block device, image file, stdin or libvirt domain as snapshots" },
         { "list", cmd_list, "list snapshots" },
         { "restore", cmd_restore, "restore a snapshot to a new file or a block device" },
         { "verify", cmd_verify, "check a repository, optionally reading every chunk" },

@@ -150,7 +150,7 @@ static size_t report_libvirt(const BvTargetRunJob *j, uint64_t now, BvRunDisk *d
         size_t n = 0;
         char a[32], b[32], c[32];
 
-        report_libvirt_freeze(res);
+        report_libvirt_freeze(res, j->job->name);
         for (size_t i = 0; i < res->n_disks; i++) {
                 const BvLibvirtDiskResult *dk = &res->disks[i];
                 const BvBackupStats *s = &dk->stats;

@@ -79,7 +79,7 @@ static int exec_export(const BvConfExport *e)
         char *args[16] = { (char *)"nbdkit", (char *)"--foreground", (char *)"--readonly", NULL, (char *)"--log=stderr" };
         size_t n = 5;
 
-        int r = check_export(e->repository, &s, e->snapshot, id, &secret);
+        int r = check_export(e->repository, &s, e->snapshot, id, &secret, NULL);
         if (r != EXIT_OK)
                 return r;
         args[3] = (char *)nbdkit_threads_arg(&pa);

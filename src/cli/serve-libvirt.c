@@ -2,7 +2,8 @@
 /*
  * blkvault serve --libvirt-xml=FILE: instant recovery with libvirt. Once nbdkit answers, FILE gets
  * a <disk> element for the export (<source protocol='nbd'> over the Unix socket, <readonly/>
- * unless --writable) and stderr says how to attach it or boot a VM from it. QEMU runs as
+ * unless --writable, as the libvirt disk the snapshot was taken of when it is one, else as vdb)
+ * and stderr says how to attach it or boot a VM from it. QEMU runs as
  * libvirt's user (libvirt-qemu on Debian, qemu elsewhere), which cannot enter the private
  * directory: when we are root, the directory and the socket are given to that user (and to no one
  * else), since libvirt does not relabel a network disk's socket.
@@ -77,9 +78,43 @@ static int give_to_qemu(const ServeOptions *o, const char **ret_user)
         return 0;
 }
 
+/* The element's <target>: the snapshot's own disk when it is a libvirt disk's (its name says the
+ * bus, which libvirt infers: vd virtio, sd SCSI, hd IDE), so that it goes back in place of that
+ * disk; else vdb on virtio, a second disk to attach. */
+static void target_xml(const ServeOptions *o, char *buf, size_t size)
+{
+        char dev[6 * EXPORT_DISK_MAX];
+
+        if (!o->disk[0])
+                snprintf(buf, size, "<target dev='vdb' bus='virtio'/>");
+        else if (strncmp(o->disk, "vd", 2) == 0)
+                snprintf(buf, size, "<target dev='%s' bus='virtio'/>", xml_escape(o->disk, dev, sizeof(dev)));
+        else
+                snprintf(buf, size, "<target dev='%s'/>", xml_escape(o->disk, dev, sizeof(dev)));
+}
+
+/* How to use the element in file (with target_xml's <target>), on stderr. */
+static void print_example(const ServeOptions *o, const char *file, const char *xml, const char *user)
+{
+        fprintf(stderr, "libvirt: '%s' holds this <disk> element for the export%s%s%s:\n%s", file,
+                user ? " (its socket given to QEMU's user " : "", user ? user : "", user ? ")" : "", xml);
+        if (o->disk[0])
+                fprintf(stderr, "its target is %s, the disk the snapshot was taken of: attach it to a running domain\n"
+                                "(edit <target> to a free one first), or detach it, with\n", o->disk);
+        else
+                fprintf(stderr, "attach it to a running domain (as vdb: edit <target> as needed), or detach it, with\n");
+        fprintf(stderr,
+                "  virsh attach-device DOMAIN %s --live\n"
+                "  virsh detach-device DOMAIN %s --live\n"
+                "or boot a VM from the snapshot without restoring it: serve it --writable (its writes go to a\n"
+                "throw-away overlay), put the element in a domain's <devices> %s and\n"
+                "  virsh create DOMAIN.xml\n",
+                file, file, o->disk[0] ? "in place of that disk" : "as its first disk (vda)");
+}
+
 int serve_libvirt_announce(const ServeOptions *o)
 {
-        char sock[3 * PATH_MAX], xml[4 * PATH_MAX];
+        char sock[3 * PATH_MAX], xml[4 * PATH_MAX], target[8 * EXPORT_DISK_MAX];
         const char *user;
         int r;
 
@@ -88,29 +123,21 @@ int serve_libvirt_announce(const ServeOptions *o)
         r = give_to_qemu(o, &user);
         if (r < 0)
                 return r;
+        target_xml(o, target, sizeof(target));
         int n = snprintf(xml, sizeof(xml),
                          "<disk type='network' device='disk'>\n"
                          "  <driver name='qemu' type='raw'/>\n"
                          "  <source protocol='nbd'>\n"
                          "    <host transport='unix' socket='%s'/>\n"
                          "  </source>\n"
-                         "  <target dev='vdb' bus='virtio'/>\n"
+                         "  %s\n"
                          "%s"
                          "</disk>\n",
-                         xml_escape(o->sock, sock, sizeof(sock)), o->writable ? "" : "  <readonly/>\n");
+                         xml_escape(o->sock, sock, sizeof(sock)), target, o->writable ? "" : "  <readonly/>\n");
         _cleanup_close_ int fd = open(o->libvirt_xml, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
         r = fd < 0 ? -errno : bv_write_all(fd, xml, (size_t)n);
         if (r < 0)
                 return log_error_errno(r, "cannot write the disk XML to '%s'", o->libvirt_xml);
-        fprintf(stderr,
-                "libvirt: '%s' holds this <disk> element for the export%s%s%s:\n%s"
-                "attach it to a running domain (as vdb: edit <target> as needed), or detach it, with\n"
-                "  virsh attach-device DOMAIN %s --live\n"
-                "  virsh detach-device DOMAIN %s --live\n"
-                "or boot a VM from the snapshot without restoring it: serve it --writable (its writes go to a\n"
-                "throw-away overlay), put the element in a domain's <devices> as its first disk (vda) and\n"
-                "  virsh create DOMAIN.xml\n",
-                o->libvirt_xml, user ? " (its socket given to QEMU's user " : "", user ? user : "", user ? ")" : "",
-                xml, o->libvirt_xml, o->libvirt_xml);
+        print_example(o, o->libvirt_xml, xml, user);
         return 0;
 }

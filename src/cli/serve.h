@@ -24,6 +24,8 @@ typedef struct ServeOptions {
         bool insecure, writable;
         const char *uri_for; /* --uri-for: "qemu" (NULL) or "libguestfs" */
         const char *libvirt_xml; /* --libvirt-xml=FILE: a <disk> element for libvirt (serve-libvirt.c) */
+        char disk[EXPORT_DISK_MAX]; /* the libvirt disk the snapshot was taken of ("vda"; "": none),
+                                     * the element's <target> */
         const char *address, *port; /* from --listen */
         bool served;        /* nbdkit answered: the socket is ours to remove */
         char listen_addr[256], listen_port[8];

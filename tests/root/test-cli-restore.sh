@@ -62,7 +62,7 @@ e2fsck -n -f "$fsdev" >/dev/null 2>&1 || die "the ext4 on $fsdev does not check 
 # mounted: in use, whatever --force says (exit 7), and said before what is on it
 mkdir -p "$T/fsmnt"
 mount -o ro "$fsdev" "$T/fsmnt"
-expect_fail 7 "^error: '$fsdev' is in use (mounted, or held by another device); nothing was written$" \
+expect_fail 7 "^error: '$fsdev' is in use: mounted on $T/fsmnt; nothing was written$" \
     bv restore "$repo" img@latest "$fsdev"
 expect_fail 7 "^error: '$fsdev' is in use" bv restore "$repo" img@latest "$fsdev" --force
 umount "$T/fsmnt"

@@ -30,7 +30,7 @@ for fs in ext4 xfs btrfs; do
     grep -qx "uuid = $uuid" "$T/etc/conf.d/50-target-usb-$fs.conf" || die "config entry lacks the uuid"
     mount "$dev" "$T/mnt"
     bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-$fs.key" >/dev/null || { umount "$T/mnt"; die "the repository on $fs does not open with the key file"; }
-    expect_fail 7 "^error: '$dev' is in use (mounted, or held by another device); refusing to format it$" \
+    expect_fail 7 "^error: '$dev' is in use: mounted on $T/mnt; refusing to format it$" \
         bv target format "$dev" --name=again --yes "${opts[@]}"
     umount "$T/mnt"
 done

@@ -164,17 +164,15 @@ static void mount_device_name(const DevSet *set, size_t i, const char *source, c
         snprintf(buf, size, "%s", *name ? name : "?");
 }
 
-int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_size, char *ret_device,
-                           size_t device_size)
+/* The first mount in the mountinfo file path of a device of set (read-write ones only when
+ * rw_only): 1 with its mountpoint and its device's name, 0 when none, -errno. */
+static int mountinfo_find(const DevSet *set, const char *path, bool rw_only, char *ret_mountpoint,
+                          size_t mountpoint_size, char *ret_device, size_t device_size)
 {
-        _cleanup_free_ DevSet *set = calloc(1, sizeof(DevSet));
         char line[8192], mp[PATH_MAX], opts[1024], source[PATH_MAX];
         unsigned maj, min;
 
-        if (!set)
-                return -ENOMEM;
-        devset_fill(set, dev);
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
                 return -errno;
         while (fgets(line, sizeof(line), f)) {
@@ -185,11 +183,181 @@ int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_si
                         continue;
                 mountinfo_unescape(source);
                 ssize_t i = mount_device(set, maj, min, source);
-                if (i < 0 || strncmp(opts, "rw", 2) != 0 || (opts[2] != ',' && opts[2] != '\0'))
+                bool rw = strncmp(opts, "rw", 2) == 0 && (opts[2] == ',' || opts[2] == '\0');
+                if (i < 0 || (rw_only && !rw))
                         continue;
                 mountinfo_unescape(mp);
                 snprintf(ret_mountpoint, mountpoint_size, "%s", mp);
                 mount_device_name(set, (size_t)i, source, ret_device, device_size);
+                return 1;
+        }
+        return 0;
+}
+
+int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_size, char *ret_device,
+                           size_t device_size)
+{
+        _cleanup_free_ DevSet *set = calloc(1, sizeof(DevSet));
+
+        if (!set)
+                return -ENOMEM;
+        devset_fill(set, dev);
+        return mountinfo_find(set, "/proc/self/mountinfo", true, ret_mountpoint, mountpoint_size, ret_device,
+                              device_size);
+}
+
+/* A device of set stacked on the others (device-mapper, md: neither the device nor one of its
+ * partitions): its index, or -1. */
+static ssize_t devset_stacked(const DevSet *set)
+{
+        char p[PATH_MAX];
+
+        for (size_t i = 1; i < set->n; i++) {
+                if (!set->names[i][0])
+                        continue;
+                snprintf(p, sizeof(p), "/sys/class/block/%s/partition", set->names[i]);
+                if (access(p, F_OK) < 0)
+                        return (ssize_t)i;
+        }
+        return -1;
+}
+
+/* The program pid runs ("?" when gone). */
+static void process_comm(pid_t pid, char *buf, size_t size)
+{
+        char p[64];
+
+        snprintf(p, sizeof(p), "/proc/%d/comm", (int)pid);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : bv_read_all(fd, buf, size - 1);
+        buf[n > 0 ? n : 0] = '\0';
+        buf[strcspn(buf, "\n")] = '\0';
+        if (!*buf)
+                snprintf(buf, size, "?");
+}
+
+/* The next process of /proc (its pid, or 0 at the end). */
+static pid_t proc_next(DIR *d)
+{
+        struct dirent *e;
+        char *end;
+
+        while ((e = readdir(d))) {
+                long pid = strtol(e->d_name, &end, 10);
+                if (!*end && pid > 0)
+                        return (pid_t)pid;
+        }
+        return 0;
+}
+
+#define MAX_NAMESPACES 1024
+
+/* A mount of a device of set in a mount namespace other than ours (each one looked at once,
+ * through its first process in /proc): 1 with its mountpoint there, the device's name and that
+ * process, else 0. */
+static int mount_elsewhere(const DevSet *set, char *mp, size_t mp_size, char *name, size_t name_size,
+                           pid_t *ret_pid)
+{
+        _cleanup_free_ ino_t *seen = calloc(MAX_NAMESPACES, sizeof(ino_t));
+        struct stat self, st;
+        size_t n = 0;
+        char p[64];
+        pid_t pid;
+
+        if (!seen)
+                return -ENOMEM;
+        if (stat("/proc/self/ns/mnt", &self) < 0)
+                return -errno;
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        if (!d)
+                return -errno;
+        while ((pid = proc_next(d)) > 0) {
+                snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)pid);
+                if (stat(p, &st) < 0 || st.st_ino == self.st_ino)
+                        continue;
+                size_t k = 0;
+                while (k < n && seen[k] != st.st_ino)
+                        k++;
+                if (k < n)
+                        continue;
+                if (n < MAX_NAMESPACES)
+                        seen[n++] = st.st_ino;
+                snprintf(p, sizeof(p), "/proc/%d/mountinfo", (int)pid);
+                if (mountinfo_find(set, p, false, mp, mp_size, name, name_size) > 0) {
+                        *ret_pid = pid;
+                        return 1;
+                }
+        }
+        return 0;
+}
+
+/* A process other than ours with a device of set open: its pid, or 0. */
+static pid_t process_opening(const DevSet *set)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        char p[64], fdp[128];
+        pid_t pid;
+
+        while (d && (pid = proc_next(d)) > 0) {
+                if (pid == getpid() || snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid) >= (int)sizeof(p))
+                        continue;
+                _cleanup_closedir_ DIR *fds = opendir(p);
+                struct dirent *e;
+                struct stat st;
+                while (fds && (e = readdir(fds)))
+                        if (e->d_name[0] != '.' &&
+                            snprintf(fdp, sizeof(fdp), "%s/%s", p, e->d_name) < (int)sizeof(fdp) &&
+                            stat(fdp, &st) == 0 && S_ISBLK(st.st_mode))
+                                for (size_t i = 0; i < set->n; i++)
+                                        if (st.st_rdev == set->devs[i])
+                                                return pid;
+        }
+        return 0;
+}
+
+/* "mounted on MP", with the partition's name when the mount is of one (name is not set's first)
+ * and where: "" here, else in whose namespace. */
+static void describe_mount(const DevSet *set, const char *mp, const char *name, const char *where, char *buf,
+                           size_t size)
+{
+        bool part = strcmp(name, set->names[0]) != 0;
+
+        snprintf(buf, size, "mounted on %s%s%s%s%s", mp, part ? " (its " : "", part ? name : "", part ? ")" : "",
+                 where);
+}
+
+int bv_blockdev_user(dev_t dev, char *buf, size_t size)
+{
+        _cleanup_free_ DevSet *set = calloc(1, sizeof(DevSet));
+        char mp[PATH_MAX], name[64], comm[32], where[128];
+        pid_t pid = 0;
+
+        if (!set)
+                return -ENOMEM;
+        devset_fill(set, dev);
+        int r = mountinfo_find(set, "/proc/self/mountinfo", false, mp, sizeof(mp), name, sizeof(name));
+        if (r > 0)
+                describe_mount(set, mp, name, "", buf, size);
+        if (r != 0)
+                return r;
+        ssize_t i = devset_stacked(set);
+        if (i > 0) {
+                snprintf(buf, size, "held by %s", set->names[i]);
+                return 1;
+        }
+        r = mount_elsewhere(set, mp, sizeof(mp), name, sizeof(name), &pid);
+        if (r > 0) {
+                process_comm(pid, comm, sizeof(comm));
+                snprintf(where, sizeof(where), " in the mount namespace of process %d (%s), not in this one",
+                         (int)pid, comm);
+                describe_mount(set, mp, name, where, buf, size);
+        }
+        if (r != 0)
+                return r;
+        pid = process_opening(set);
+        if (pid > 0) {
+                process_comm(pid, comm, sizeof(comm));
+                snprintf(buf, size, "open in process %d (%s)", (int)pid, comm);
                 return 1;
         }
         return 0;

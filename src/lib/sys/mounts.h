@@ -23,6 +23,14 @@ bool bv_is_mountpoint(const char *path);
 int bv_blockdev_mounted_rw(dev_t dev, char *ret_mountpoint, size_t mountpoint_size, char *ret_device,
                            size_t device_size);
 
+/* Who uses the block device dev, for the message when it cannot be opened exclusively (EBUSY):
+ * a mount of it or of a partition here ("mounted on /mnt", "mounted on /mnt (its loop0p1)"), a
+ * device stacked on it ("held by dm-3"), a mount only in another process's mount namespace, which
+ * an umount here leaves in place ("mounted on /mnt in the mount namespace of process 533
+ * (qemu-system-x86), not in this one"), or a process with it open ("open in process 42 (mkfs.xfs)").
+ * 1 with that in buf, 0 when none is found, -errno. */
+int bv_blockdev_user(dev_t dev, char *buf, size_t size);
+
 /* Mounts dev (a filesystem of type fstype) read-only, nodev, nosuid on mountpoint; a dirty
  * journal is not replayed (ext3/ext4 noload, xfs norecovery). 0 or -errno. */
 int bv_mount_readonly(const char *dev, const char *mountpoint, const char *fstype);

@@ -413,6 +413,9 @@ static int set_name_list(const Ctx *x, char ***v, size_t *n, const char *value, 
         for (char *save = NULL, *w = strtok_r(copy, " \t,", &save); w; w = strtok_r(NULL, " \t,", &save)) {
                 if (!conf_name_valid(w, strlen(w)))
                         return conf_error(x->c, x->file, x->line, "invalid %s '%s' in %s", one, w, key);
+                for (size_t i = 0; i < *n; i++)
+                        if (strcmp((*v)[i], w) == 0)
+                                return conf_error(x->c, x->file, x->line, "%s names %s '%s' twice", key, one, w);
                 int r = append_name(v, n, w);
                 if (r < 0)
                         return r;

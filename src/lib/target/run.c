@@ -243,6 +243,9 @@ static void backup_libvirt_job(BvRepo *repo, BvTargetRunJob *rj)
         else if (r == -ENXIO)
                 snprintf(rj->detail, sizeof(rj->detail), "domain '%.100s' has no disk '%.64s'", bv_conf_job_libvirt(j),
                          res->detail);
+        else if (res->not_connected)
+                snprintf(rj->detail, sizeof(rj->detail), "cannot connect to libvirt at '%.60s'%s%.140s", res->uri,
+                         res->detail[0] ? ": " : "", res->detail);
         else if (r == -ENOMEDIUM)
                 snprintf(rj->detail, sizeof(rj->detail), "domain '%.100s' has no disk to back up",
                          bv_conf_job_libvirt(j));

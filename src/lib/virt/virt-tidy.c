@@ -6,6 +6,7 @@
  * it by its socket's name, and knows it is a dead run's by the domain's lock, which it holds.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libvirt/libvirt.h>
@@ -34,28 +35,191 @@ bool bv_virt_job_is_ours(const char *socket)
                strcmp(base + len - strlen(".sock"), ".sock") == 0;
 }
 
-int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd)
+/* Takes the backup lock of the domain with this UUID (path: its file) into *ret_fd, not waiting:
+ * 0, -EBUSY when another run holds it, or -errno (opening it failed). */
+static int uuid_lock(const char *uuid, char *path, size_t size, int *ret_fd)
 {
-        char path[PATH_MAX];
-
-        snprintf(path, sizeof(path), BV_VIRT_LOCK_DIR "/blkvault-libvirt-%s.lock", d->uuid);
+        snprintf(path, size, BV_VIRT_LOCK_DIR "/blkvault-libvirt-%s.lock", uuid);
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) {
-                int r = -errno;
-                bv_virt_set_error(d->v, VIR_ERR_SYSTEM_ERROR, "cannot open the lock %s: %s", path, strerror(-r));
-                return r;
-        }
+        if (fd < 0)
+                return -errno;
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
                 close(fd);
-                if (r == -EBUSY)
-                        bv_virt_set_error(d->v, VIR_ERR_OPERATION_INVALID,
-                                          "domain '%s' is being backed up by another blkvault run (it holds %s)",
-                                          d->name, path);
                 return r;
         }
         *ret_fd = fd;
         return 0;
+}
+
+int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd)
+{
+        char path[PATH_MAX];
+        int r = uuid_lock(d->uuid, path, sizeof(path), ret_fd);
+
+        if (r == -EBUSY)
+                bv_virt_set_error(d->v, VIR_ERR_OPERATION_INVALID,
+                                  "domain '%s' is being backed up by another blkvault run (it holds %s)", d->name,
+                                  path);
+        else if (r < 0)
+                bv_virt_set_error(d->v, VIR_ERR_SYSTEM_ERROR, "cannot open the lock %s: %s", path, strerror(-r));
+        return r;
+}
+
+/* Opens directory name (in dfd; not through a symbolic link with flag O_NOFOLLOW) for reading:
+ * 1, 0 when there is none, or -errno. */
+static int dir_open(int dfd, const char *name, int flag, DIR **ret)
+{
+        int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | flag);
+
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        *ret = fdopendir(fd);
+        if (!*ret) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return 1;
+}
+
+/* Removes directory name (in dfd) and the files in it (a job's scratch directory holds no
+ * directories): 0 or the first -errno; a missing one is no error. */
+static int flat_dir_remove(int dfd, const char *name)
+{
+        DIR *dp;
+        int r = dir_open(dfd, name, O_NOFOLLOW, &dp);
+
+        if (r <= 0)
+                return r;
+        r = 0;
+        for (struct dirent *e; (e = readdir(dp));)
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+                    unlinkat(dirfd(dp), e->d_name, 0) < 0 && errno != ENOENT && r == 0)
+                        r = -errno;
+        closedir(dp);
+        if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        return r;
+}
+
+int bv_virt_job_files_remove(const char *dir, const char *sock)
+{
+        int r = flat_dir_remove(AT_FDCWD, dir);
+
+        if (unlink(sock) < 0 && errno != ENOENT && r == 0)
+                r = -errno;
+        return r;
+}
+
+/* Whether s (len bytes) is a UUID as libvirt writes it: lowercase hex, 8-4-4-4-12. */
+static bool uuid_shaped(const char *s, size_t len)
+{
+        if (len != VIR_UUID_STRING_BUFLEN - 1)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (i == 8 || i == 13 || i == 18 || i == 23 ? c != '-' : !isxdigit(c) || isupper(c))
+                        return false;
+        }
+        return true;
+}
+
+/* When name is one of blkvault's files of a domain in the run directory, BV_VIRT_JOB_PREFIX UUID
+ * and a suffix of BV_VIRT_RUN_SUFFIXES, its UUID into uuid (and whether it is the scratch
+ * directory): true. Any other name is not ours. */
+static bool run_file(const char *name, char uuid[static VIR_UUID_STRING_BUFLEN], bool *ret_dir)
+{
+        static const char *const suffixes[] = { BV_VIRT_RUN_SUFFIXES };
+        size_t p = strlen(BV_VIRT_JOB_PREFIX), u = VIR_UUID_STRING_BUFLEN - 1;
+
+        if (strncmp(name, BV_VIRT_JOB_PREFIX, p) != 0 || strnlen(name, p + u + 1) < p + u ||
+            !uuid_shaped(name + p, u))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++)
+                if (strcmp(name + p + u, suffixes[i]) == 0) {
+                        memcpy(uuid, name + p, u);
+                        uuid[u] = 0;
+                        *ret_dir = strcmp(suffixes[i], ".d") == 0;
+                        return true;
+                }
+        return false;
+}
+
+/* Whether v has a domain (running or not) of this UUID: 1 yes, 0 no, else as bv_virt_take_error. */
+static int uuid_known(BvVirt *v, const char *uuid)
+{
+        virDomainPtr dom = virDomainLookupByUUIDString(v->conn, uuid);
+
+        if (dom) {
+                virDomainFree(dom);
+                return 1;
+        }
+        int r = bv_virt_take_error(v);
+        return r == -ENOENT ? 0 : r;
+}
+
+/* Removes run file name (in dfd) of the domain uuid, which libvirt no longer has, unless a run
+ * holds its lock: 1 removed, 0 left (a run's), -errno. */
+static int stale_remove(int dfd, const char *name, const char *uuid, bool dir)
+{
+        char path[PATH_MAX];
+        int fd, r = uuid_lock(uuid, path, sizeof(path), &fd);
+
+        if (r < 0)
+                return r == -EBUSY ? 0 : r;
+        if (dir)
+                r = flat_dir_remove(dfd, name);
+        else if (unlinkat(dfd, name, 0) < 0)
+                r = errno == ENOENT ? 0 : -errno;
+        close(fd);
+        return r < 0 ? r : 1;
+}
+
+/* Whether v is the local system instance of libvirt's QEMU driver, whose domains the run directory
+ * serves: another (a session, a test driver, another host) knows none of them. */
+static bool local_system(const BvVirt *v)
+{
+        static const char *const uris[] = { "qemu:///system", "qemu+unix:///system" };
+
+        for (size_t i = 0; i < ELEMENTSOF(uris); i++) {
+                size_t n = strlen(uris[i]);
+                if (strncmp(v->uri, uris[i], n) == 0 && (v->uri[n] == 0 || v->uri[n] == '?'))
+                        return true;
+        }
+        return false;
+}
+
+int bv_virt_stale_sweep(BvVirt *v, const char *run_dir, size_t *ret_removed)
+{
+        DIR *dp;
+        size_t removed = 0;
+
+        if (ret_removed)
+                *ret_removed = 0;
+        if (!local_system(v))
+                return 0;
+        int r = dir_open(AT_FDCWD, run_dir, 0, &dp);
+        if (r <= 0)
+                return r;
+        r = 0;
+        for (struct dirent *e; (e = readdir(dp));) {
+                char uuid[VIR_UUID_STRING_BUFLEN];
+                bool dir;
+                if (!run_file(e->d_name, uuid, &dir))
+                        continue;
+                int q = uuid_known(v, uuid);
+                if (q == 0) {
+                        q = stale_remove(dirfd(dp), e->d_name, uuid, dir);
+                        removed += q > 0;
+                }
+                if (q < 0 && r == 0)
+                        r = q;
+        }
+        closedir(dp);
+        if (ret_removed)
+                *ret_removed = removed;
+        return r;
 }
 
 /* Whether d runs a backup job now: 1 yes, 0 no (none, or a job of another kind). */

@@ -20,6 +20,11 @@
  * a dead run's. */
 #define BV_VIRT_LOCK_DIR "/run/lock"
 
+/* What a run leaves of a domain in the run directory while it runs, each named
+ * BV_VIRT_JOB_PREFIX UUID SUFFIX: the job's scratch directory, its NBD socket, the mark of a
+ * guest it froze (BvVirtFreezeOptions.mark). */
+#define BV_VIRT_RUN_SUFFIXES ".d", ".sock", ".frozen"
+
 /* Whether socket (a path) names a blkvault job's socket. */
 bool bv_virt_job_is_ours(const char *socket);
 
@@ -29,6 +34,21 @@ bool bv_virt_job_is_ours(const char *socket);
  * cannot be opened.
  */
 int bv_virt_job_lock(BvVirtDomain *d, int *ret_fd);
+
+/* Removes a job's scratch directory (the files in it first) and its socket: 0 or the first
+ * -errno (one that is missing is no error). */
+int bv_virt_job_files_remove(const char *dir, const char *sock);
+
+/*
+ * Removes from run_dir what runs left of domains v no longer has (undefined, or transient and
+ * stopped), which no run of theirs will ever tidy: the files named BV_VIRT_JOB_PREFIX UUID
+ * SUFFIX (BV_VIRT_RUN_SUFFIXES) whose UUID libvirt does not know, unless a run holds that
+ * domain's lock. No other name is touched, and nothing unless v is the local system instance of
+ * the QEMU driver (qemu:///system), whose domains those are: another knows none of them.
+ * *ret_removed (when not NULL) counts what went.
+ * 0 (a missing run_dir too), or the first -errno (the others are still tried).
+ */
+int bv_virt_stale_sweep(BvVirt *v, const char *run_dir, size_t *ret_removed);
 
 /*
  * A backup job left on d by a run that died (killed, crashed, or its libvirtd restarted under it):

@@ -115,9 +115,15 @@ int bv_virt_take_error(BvVirt *v)
         return v ? take_error(v->error, sizeof(v->error), &v->error_code) : take_error(NULL, 0, NULL);
 }
 
-int bv_virt_connect(const char *uri, BvVirt **ret, char *detail, size_t size)
+const char *bv_virt_uri_resolve(const char *uri)
 {
         const char *env = getenv("LIBVIRT_DEFAULT_URI");
+
+        return uri ? uri : env && env[0] ? env : BV_VIRT_URI_DEFAULT;
+}
+
+int bv_virt_connect(const char *uri, BvVirt **ret, char *detail, size_t size)
+{
         int r;
 
         if (detail && size)
@@ -127,8 +133,7 @@ int bv_virt_connect(const char *uri, BvVirt **ret, char *detail, size_t size)
         r = bv_virt_init(); /* -ELIBACC: bv_dl_error() says why */
         if (r < 0)
                 return r;
-        if (!uri)
-                uri = env && env[0] ? env : BV_VIRT_URI_DEFAULT;
+        uri = bv_virt_uri_resolve(uri);
         BvVirt *v = calloc(1, sizeof(*v));
         if (!v || !(v->uri = strdup(uri))) {
                 free(v);

@@ -25,6 +25,8 @@ typedef struct BvVirtDomain BvVirtDomain;
  * answers), -EACCES (refused), -EINVAL (a bad URI), -ENOMEM, -EIO (another libvirt error).
  */
 int bv_virt_connect(const char *uri, BvVirt **ret, char *detail, size_t size);
+/* The URI bv_virt_connect(uri) connects to: uri, else LIBVIRT_DEFAULT_URI, else the default. */
+const char *bv_virt_uri_resolve(const char *uri);
 void bv_virt_close(BvVirt *v);
 /* The URI the connection was made to (as asked: the argument, the environment or the default). */
 const char *bv_virt_uri(const BvVirt *v);

@@ -5,13 +5,13 @@
  * each disk is then read from the job's NBD export as a source of kind libvirt, whose pairing with
  * its parent goes by checkpoint (source-libvirt.c). The job's socket and scratch files live in
  * RUN_DIR under names made from the domain's UUID, so a run killed midway leaves them where the
- * next run of the same domain finds and removes them.
+ * next run of the same domain finds and removes them; those of a domain libvirt no longer has
+ * are removed by the next run of any domain (bv_virt_stale_sweep).
  *
  * A shut-off domain has no job: each disk is read from its image (source-libvirt.c), a qcow2
  * incrementally when it still carries the persistent bitmap of its parent's checkpoint, and its
  * snapshot records that checkpoint again (libvirt 9.0 cannot create one for an inactive domain).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -45,31 +45,6 @@ typedef struct Job {
         char prefix[48]; /* the repository's checkpoints' (bv_virt_checkpoint_prefix) */
 } Job;
 
-/* Removes the job's scratch directory (its files first) and socket; 0 or the first -errno. */
-static int job_files_remove(const char *dir, const char *sock)
-{
-        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        int r = 0;
-
-        if (fd >= 0) {
-                DIR *dp = fdopendir(fd);
-                if (!dp)
-                        return -errno;
-                fd = -EBADF; /* the DIR owns it */
-                for (struct dirent *e; (e = readdir(dp));)
-                        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-                            unlinkat(dirfd(dp), e->d_name, 0) < 0 && errno != ENOENT && r == 0)
-                                r = -errno;
-                closedir(dp);
-                if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
-                        r = -errno;
-        } else if (errno != ENOENT)
-                r = -errno;
-        if (unlink(sock) < 0 && errno != ENOENT && r == 0)
-                r = -errno;
-        return r;
-}
-
 /* Ends the job (if begun) and removes its files: in every path. */
 static void job_done(Job *j, BvLibvirtResult *res)
 {
@@ -78,7 +53,7 @@ static void job_done(Job *j, BvLibvirtResult *res)
         if (j->begun)
                 r = bv_virt_backup_end(j->d);
         if (j->dir_made || j->begun) {
-                int q = job_files_remove(j->dir, j->sock);
+                int q = bv_virt_job_files_remove(j->dir, j->sock);
                 r = r < 0 ? r : q;
         }
         if (res && r < 0)
@@ -307,6 +282,8 @@ static int job_open(Job *j, const char *domain, const BvLibvirtBackupOptions *o,
 {
         int r = bv_virt_connect(o->uri, &j->v, res->detail, sizeof(res->detail));
 
+        snprintf(res->uri, sizeof(res->uri), "%s", bv_virt_uri_resolve(o->uri));
+        res->not_connected = r < 0;
         if (r >= 0 && (r = bv_virt_domain_open(j->v, domain, &j->d)) < 0)
                 snprintf(res->detail, sizeof(res->detail), "%s", bv_virt_error(j->v));
         if (r < 0)
@@ -335,7 +312,7 @@ static int job_prepare(Job *j, BvLibvirtResult *res)
         }
         if (r == 0)
                 res->ended_job[0] = 0;
-        return job_files_remove(j->dir, j->sock);
+        return bv_virt_job_files_remove(j->dir, j->sock);
 }
 
 /* The job's disks read whole instead of from a checkpoint libvirt refused (words: its reason). */
@@ -363,7 +340,7 @@ static bool drop_incrementals(Job *j, BvLibvirtResult *res, const char *words)
 /* A fresh scratch directory (and no socket) for the job's start. */
 static int job_dir_fresh(Job *j)
 {
-        int r = job_files_remove(j->dir, j->sock);
+        int r = bv_virt_job_files_remove(j->dir, j->sock);
 
         if (r < 0)
                 return r;
@@ -596,6 +573,8 @@ int bv_backup_libvirt(BvRepo *repo, const char *domain, const BvLibvirtBackupOpt
                                (int)sizeof(j.mark) ||
                        snprintf(j.sock, sizeof(j.sock), "%s/blkvault-%s.sock", run, ret->uuid) >= 108))
                 r = -ENAMETOOLONG; /* a unix socket's path has at most 107 bytes */
+        if (r >= 0) /* what runs left of domains gone: none of theirs will tidy it (only a warning) */
+                ret->stale_error = bv_virt_stale_sweep(j.v, run, &ret->stale_removed);
         if (r >= 0)
                 r = plan_disks(&j, repo, o, ret);
         ret->offline = j.offline;

@@ -42,6 +42,8 @@ typedef struct BvLibvirtDiskResult {
 
 typedef struct BvLibvirtResult {
         char domain[256], uuid[40];
+        char uri[256];        /* libvirt's URI (o->uri, else $LIBVIRT_DEFAULT_URI, else the default) */
+        bool not_connected;   /* the connection to uri failed (detail: libvirt's words, if any) */
         char checkpoint[128]; /* the checkpoint the job created ("": none) */
         bool offline;         /* the domain was shut off: its disks' images were read, no job */
         BvLibvirtDiskResult *disks;
@@ -56,6 +58,9 @@ typedef struct BvLibvirtResult {
                                          * failed -ECONNRESET */
         size_t checkpoints_deleted;     /* blkvault's checkpoints no snapshot needed any more */
         int prune_error;                /* deleting them failed (detail says why; ignored) */
+        size_t stale_removed;           /* files of domains libvirt no longer has, removed from the
+                                         * run directory (bv_virt_stale_sweep) */
+        int stale_error;                /* removing them failed (ignored) */
         /* the guest agent's freeze around the job's start: whether it ran frozen (filesystems,
          * hold_ns), why not (note), a guest an earlier run left frozen (stale_thawed), a thaw that
          * failed (thaw_error; the guest may still be frozen) */
@@ -76,7 +81,8 @@ typedef struct BvLibvirtResult {
  * says which failed); the first failure is returned after all disks were tried. When every disk
  * was published but the thaw after the job's start failed (the guest may still be frozen),
  * ret->freeze.thaw_error is returned: a guest left frozen is no success.
- * Errors: those of bv_virt_connect and bv_virt_domain_open (detail holds libvirt's words),
+ * Errors: those of bv_virt_connect (ret->not_connected set) and bv_virt_domain_open (detail
+ * holds libvirt's words),
  * -ENXIO for a disk it does not have (named in detail), -EMEDIUMTYPE for one that is no disk
  * (a CD-ROM, a floppy: named in detail), -ENOMEDIUM for one without an image (an empty drive, a
  * network disk: named in detail) or when it has no disk to back up (detail ""), -ETXTBSY for a
