@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "hex.h"
 #include "restore.h"
 #include "timeutil.h"
 
@@ -76,6 +77,8 @@ static int restore_report(const BvSnapshot *snap, const char *dest, const BvRest
                                        { "bytes_written", json_object_new_uint64(stats->bytes_written) },
                                        { "bytes_zero", json_object_new_uint64(stats->bytes_zero) },
                                        { "seconds", json_object_new_double(stats->seconds) },
+                                       { "map_nodes_prefetched", json_object_new_uint64(stats->map_prefetched) },
+                                       { "map_fetches_at_once", json_object_new_uint64(stats->map_in_flight_max) },
                                        { "damaged", json_damaged(stats) });
                 if (!o)
                         return log_error_errno(-ENOMEM, "cannot print the result");
@@ -131,6 +134,22 @@ static int restore_prepare(const char *dest, const BvSnapshot *snap, bool force,
         return EXIT_OK;
 }
 
+/* ": map node ID (where the index puts it)", the node a restore's walk stopped at. */
+static void map_node_said(BvRepo *repo, const uint8_t id[BV_ID_SIZE], char *buf, size_t size)
+{
+        char hex[2 * BV_ID_SIZE + 1], pack[64];
+        BvLocation loc;
+
+        bv_hex_encode(id, BV_ID_SIZE, hex);
+        if (bv_repo_locate(repo, id, &loc) < 0) {
+                snprintf(buf, size, ": map node %s (not in the index)", hex);
+                return;
+        }
+        bv_pack_path(loc.pack_id, pack);
+        snprintf(buf, size, ": map node %s (%u bytes at offset %u of pack 'packs/%s')", hex, loc.length, loc.offset,
+                 pack);
+}
+
 /* After a restore into target that returned r: reports a failure, or moves a temporary into place
  * at dest. Returns an exit code. */
 static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const char *target, const char *dest,
@@ -139,10 +158,12 @@ static int restore_finish(BvRepo *repo, int r, const BvSnapshot *snap, const cha
         if (r == -ECANCELED && interrupted)
                 return report_interrupt(snap, dest, stats);
         if (r == -EBADMSG || r == -EUCLEAN) {
-                char said[STORAGE_SAID_MAX];
-                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx)%s; '%s' %s", snap->id,
+                char said[STORAGE_SAID_MAX], node[256] = "";
+                if (stats->bad_map)
+                        map_node_said(repo, stats->bad_map_node, node, sizeof(node));
+                log_error("restore of snapshot %.8s stopped: %s at image offset %llu (0x%llx)%s%s; '%s' %s", snap->id,
                           r == -EBADMSG ? "damaged data" : "missing data (the repository needs repair)",
-                          (unsigned long long)stats->bad_offset, (unsigned long long)stats->bad_offset,
+                          (unsigned long long)stats->bad_offset, (unsigned long long)stats->bad_offset, node,
                           storage_said(repo, said, sizeof(said)), dest,
                           stats->device ? "holds a partial image" : "was not left behind as a file");
                 return EXIT_DAMAGE;

@@ -32,7 +32,7 @@ rm "$repo/packs/$pack_a"
 
 # restore: exit 4 (damaged or missing data), the snapshot and the offset named, no file left
 mkdir "$T/out"
-expect_fail 4 "restore of snapshot ${id_a:0:8} stopped: missing data (the repository needs repair) at image offset 0 (0x0); '$T/out/a.img' was not left behind as a file" \
+expect_fail 4 "restore of snapshot ${id_a:0:8} stopped: missing data (the repository needs repair) at image offset 0 (0x0): map node [0-9a-f]\{64\} ([0-9]* bytes at offset [0-9]* of pack 'packs/$pack_a'); '$T/out/a.img' was not left behind as a file" \
     bv restore "$repo" a "$T/out/a.img"
 expect_fail 4 "restore of snapshot ${id_c:0:8} stopped: missing data (the repository needs repair) at image offset " \
     bv restore "$repo" c "$T/out/c.img"

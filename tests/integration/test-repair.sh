@@ -40,7 +40,7 @@ bv repair --help | grep -q "^Usage: blkvault repair REPO" || die "repair --help"
 
 # 1. an index segment deleted: restores fail; repair names it and writes nothing; --force rebuilds
 rm "${seg[1]}"
-expect_fail 4 "^error: restore of snapshot ${ids[1]:0:8} stopped: missing data (the repository needs repair) at image offset 0 (0x0); '$T/out' was not left behind as a file$" \
+expect_fail 4 "^error: restore of snapshot ${ids[1]:0:8} stopped: missing data (the repository needs repair) at image offset 0 (0x0): map node [0-9a-f]\{64\} (not in the index); '$T/out' was not left behind as a file$" \
     bv restore "$repo" n1 "$T/out"
 rm -f "$T/out"
 state > "$T/before"

@@ -13,9 +13,11 @@ LIBDIR=$(dirname "$(ldd "$BLKVAULT" | awk '$1 ~ /^libc\.so/ {print $3}')")
 HIDE="libvirt.so.0 libvirt-qemu.so.0 libguestfs.so.0 libcryptsetup.so.12 libext2fs.so.2 libntfs-3g.so.89 libsystemd.so.0"
 for l in $HIDE; do [ -e "$LIBDIR/$l" ] || skip "$LIBDIR/$l is not installed"; done
 
-# without: runs "$@" with the optional libraries unloadable
+# without: runs "$@" with the optional libraries unloadable (in a slave mount namespace: where the
+# machine's mounts are shared, scripts/test.sh, it follows the other tests' umounts, never keeping
+# their filesystems mounted meanwhile)
 without() {
-    unshare -m bash -c 'for l in '"$HIDE"'; do mount --bind /dev/null "'"$LIBDIR"'/$l" || exit 99; done; exec "$@"' \
+    unshare -m --propagation slave bash -c 'for l in '"$HIDE"'; do mount --bind /dev/null "'"$LIBDIR"'/$l" || exit 99; done; exec "$@"' \
         without "$@"
 }
 # expect_error WHAT LIBRARY CMD...: CMD fails, and says it could not load LIBRARY

@@ -27,7 +27,11 @@ holder=
 on_exit 'kill ${holder:-} 2>/dev/null'
 busy ": mounted on $T/mnt"
 # mounted here and in a mount namespace made meanwhile: here first
-unshare -m --propagation private sleep 600 &
+# (a slave of ours, where it binds $T/mnt on $T/hold: our umount of $T/mnt reaches it where the
+# machine's mounts are shared, scripts/test.sh, that bind mount stays; as a slave it keeps none of
+# the other tests' filesystems)
+mkdir "$T/hold"
+unshare -m --propagation slave sh -c 'mount --bind "$1" "$2" && exec sleep 600' sh "$T/mnt" "$T/hold" &
 holder=$!
 for _ in $(seq 100); do [ "$(cat /proc/$holder/comm)" = sleep ] && break; sleep 0.1; done
 [ "$(readlink /proc/$holder/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] || die "unshare made no mount namespace"
@@ -35,9 +39,9 @@ busy ": mounted on $T/mnt"
 # unmounted here, still mounted there: the process is named (or another one whose namespace, made
 # meanwhile elsewhere on the machine, holds a copy of the mount too)
 umount "$T/mnt"
-busy ": mounted on $T/mnt in the mount namespace of process [0-9]* ([^)]*), not in this one"
+busy ": mounted on $T/\(mnt\|hold\) in the mount namespace of process [0-9]* ([^)]*), not in this one"
 pid=$(sed -n 's/.* of process \([0-9]*\) .*/\1/p' "$T/.err")
-[ "$pid" = "$holder" ] || grep -q " ${T//./\\.}/mnt " "/proc/$pid/mountinfo" ||
+[ "$pid" = "$holder" ] || grep -q " ${T//./\\.}/\(mnt\|hold\) " "/proc/$pid/mountinfo" ||
     { cat "$T/.err"; die "format named a process that does not hold the mount"; }
 grep -q "process $holder (sleep)" "$T/.err" || echo "note: format named process $pid, which holds the mount too"
 kill "$holder"

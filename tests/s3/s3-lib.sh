@@ -14,6 +14,8 @@
 #   fault_proxy_start, fault_wait_held: a fault proxy in front of the server (below)
 #   s3_log_count OP [KEY] how many requests of operation OP (s3_PutObject, s3_GetObject, ...),
 #                         for KEY when given, the access log holds
+#   s3_wait_stale BUCKET/KEY AGE
+#                         waits until the server's clock says KEY is AGE seconds old (below)
 
 S3_KEY=blkvaulttest
 S3_SECRET=blkvault-test-secret-0123456789
@@ -126,6 +128,31 @@ fault_wait_held() {
         sleep 0.1
     done
     die "the proxy held no $3"
+}
+
+# s3_wait_stale BUCKET/KEY AGE: waits until a HEAD of the object (a lease) has a Date AGE seconds
+# or more past its Last-Modified, the server's clock alone, as gc measures a lease's age
+# (LIFECYCLE.md, "Clocks"); an object gone is old enough. Every later gc then sees that age or
+# more. A `sleep AGE` after the PUT does not do that: both headers are whole seconds (truncated),
+# and versitygw's Date is a string its HTTP server (fasthttp) renews once a second, so it lags the
+# server's clock by up to 2 s (measured: a HEAD 31.3 s after the PUT said 30 s; one answered
+# 1.9 s after the second its Date named). Fails naming the object when that takes AGE + 10 s,
+# which only an object put again meanwhile (a lease still beating) takes.
+s3_wait_stale() {
+    local key=$1 age=$2 start hdr date lm seen=
+    start=$(date +%s)
+    while :; do
+        hdr=$(s3_curl -I "$AWS_ENDPOINT_URL/$key" | tr -d '\r') || die "HEAD of $key"
+        [[ $hdr =~ ^HTTP/[0-9.]+\ 404 ]] && return 0
+        date=$(printf '%s\n' "$hdr" | sed -n 's/^[Dd]ate: //p')
+        lm=$(printf '%s\n' "$hdr" | sed -n 's/^[Ll]ast-[Mm]odified: //p')
+        [ -n "$date" ] && [ -n "$lm" ] || die "HEAD of $key: no Date or Last-Modified: $hdr"
+        seen=$(( $(date -d "$date" +%s) - $(date -d "$lm" +%s) ))
+        [ "$seen" -ge "$age" ] && return 0
+        [ $(( $(date +%s) - start )) -le $((age + 10)) ] ||
+            die "$key is $seen s old by the server's clock (Date $date, Last-Modified $lm) after $((age + 10)) s: put again meanwhile"
+        sleep 0.2
+    done
 }
 
 s3_rclone_remote() {

@@ -10,6 +10,7 @@
 #     a named snapshot whose pack is wanted in part: its objects go up in a new pack;
 #  3. copies killed (SIGKILL) at random moments, held reading a pack to send (pread) or after a
 #     random delay, then run again: no pack key is PUT twice (access log) and the copy completes;
+#     a later copy removes the killed copies' spools in TMPDIR, never a running copy's;
 #  4. back home: a restore straight from s3://, copies S3 -> a directory (all, and a named
 #     snapshot repacked) and S3 -> S3 restore bit-exact;
 #  5. an unrelated repository at the location is refused;
@@ -95,7 +96,11 @@ bv restore "$T/mirror" n4 "$T/out4" -q || die "restore n4 from s3://bvcopy/named
 assert_same "$T/img4" "$T/out4"
 bv verify "$T/mirror" --read-data >/dev/null 2>"$T/verify.err" || { cat "$T/verify.err"; die "verify of s3://bvcopy/named"; }
 
-# 3. killed copies into a new prefix, then run again: no pack is PUT twice
+# 3. killed copies into a new prefix, then run again: no pack is PUT twice, and no spool of a
+#    killed copy stays in TMPDIR
+export TMPDIR=$T/spool
+mkdir -p "$TMPDIR"
+spools() { find "$TMPDIR" -maxdepth 1 -name 'blkvault-copy-*' | sort; }
 seed=${COPY_KILL_SEED:-$$}
 RANDOM=$seed
 echo "seed $seed (COPY_KILL_SEED)" >&2
@@ -128,15 +133,23 @@ env LD_PRELOAD="$STALL" BV_STALL_WRITE=1 BV_STALL_READ=1 BV_STALL_AFTER=$((6 * 1
 pid=$!
 while [ ! -e "$T/gate.waiting" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
 [ -e "$T/gate.waiting" ] || { cat "$T/k.err"; die "the copy of n5 was not held"; }
+# another copy meanwhile (which sweeps stale spools) leaves the held copy's spool alone
+held=$(spools)
+[ -n "$held" ] || die "the held copy has no spool in TMPDIR"
+bv copy "$src" s3://bvcopy/sweep n5 -q || die "a copy beside the held one"
+for s in $held; do [ -d "$s/packs" ] || die "the held copy's spool $s was swept"; done
 kill -KILL $pid
 wait $pid 2>/dev/null || true
 pid=
+[ -n "$(spools)" ] || die "the killed copy left no spool (nothing for the next copy to sweep)"
 bv copy "$src" s3://bvcopy/killed --json >"$T/k.json" 2>"$T/k.err" || { cat "$T/k.err"; die "the copy after the kills"; }
 cat "$T/k.json" >&2
 [ "$(jget packs_whole <"$T/k.json")" -ge 1 ] || die "the last run sent nothing"
 twice=$(grep -E " s3_(PutObject|CompleteMultipartUpload) killed/packs/" "$S3_LOG" | grep ' 200 ' |
         awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^s3_/) { print $(i + 1); break } }' | sort | uniq -d)
 [ -z "$twice" ] || die "packs PUT twice: $twice"
+[ -z "$(spools)" ] || die "spools of killed copies left in TMPDIR: $(spools)"
+unset TMPDIR
 assert_eq "$(pack_puts killed)" "$(npacks "$src")" "PUTs of packs over every run"
 restores_all killed 5
 

@@ -24,9 +24,18 @@ export BLKVAULT_CACHE_DIR=$T/cache BLKVAULT_PASSPHRASE=s3-gc-pass
 # a lease is alive for 30 s after its last beat: room for prune and gc to end within it (part 2)
 # while other tests load the machine (15 s was not, beside the other suites)
 export BLKVAULT_S3_LEASE_HEARTBEAT=6
-grace=31
+grace=31 # the age, by the server's clock, at which gc takes a lease for dead
 loc=s3://bvgc/site
 data=$S3_DIR/data/bvgc/site
+# waits until every lease at S3 is $grace s old by the server's clock, as gc measures it: a sleep of
+# $grace s after the last PUT is not enough, gc may still see 30 s (s3_wait_stale)
+leases_stale() {
+    local f
+    for f in "$data"/leases/*.lease; do
+        [ -e "$f" ] || continue
+        s3_wait_stale "bvgc/site/leases/${f##*/}" "$grace"
+    done
+}
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d" + sys.argv[1]))' "$1"; }
 
 src=$T/src
@@ -78,7 +87,7 @@ assert_eq "$(jget '["lists_waiting"]' <"$T/gc.json")" 1 "lists waiting while the
 nbdcopy "$SERVE_URI" "$T/served.img"
 assert_same "$T/img1" "$T/served.img"
 stop_serve
-sleep "$grace" # the export's leases (one per connection) end with it, or, if it died, after the grace
+leases_stale # the export's leases (one per connection) end with it, or, if it died, after the grace
 
 lines=$(wc -l <"$S3_LOG")
 gc_json
@@ -114,7 +123,7 @@ gc_json
 assert_eq "$(jget '["packs_deleted"]' <"$T/gc.json")" 0 "packs deleted within the grace of a killed export"
 assert_eq "$(jget '["leases_live"]' <"$T/gc.json")" 1 "a lease within its grace is live"
 assert_eq "$(npacks)" 3 "packs within the grace"
-sleep "$grace"
+leases_stale
 gc_json
 assert_eq "$(jget '["leases_reaped"]' <"$T/gc.json")" 1 "the dead lease reaped after its grace"
 assert_eq "$(jget '["packs_deleted"]' <"$T/gc.json")" 1 "the pack deleted after the grace"
@@ -143,7 +152,7 @@ for round in 1 2 3; do
     if [ "$rc" = 5 ]; then
         grep -q "is locked by another garbage collection, its lease 'leases/[0-9a-f]*\.lease' is live: {\"kind\":\"gc\"" \
             "$T/gc2.err" || { cat "$T/gc2.err"; die "the second gc did not name the killed one's lease"; }
-        sleep "$grace"
+        leases_stale
     elif [ "$rc" != 0 ]; then
         cat "$T/gc2.err"; die "gc after a killed gc exited $rc"
     fi
@@ -162,7 +171,7 @@ s3_curl -f -X PUT --data-binary '{"kind":"gc","epoch":0,"pid":1,"snapshot":""}' 
 expect_fail 5 "another garbage collection, its lease 'leases/00000000000000aa.lease' is live: {\"kind\":\"gc\"" \
     bv gc "$loc"
 expect_fail 5 "another garbage collection, its lease 'leases/00000000000000aa.lease'" bv prune "$loc" --keep-last=1
-sleep "$grace" # that gc died: its lease goes stale
+leases_stale # that gc died: its lease goes stale
 gc_json
 assert_eq "$(jget '["leases_reaped"]' <"$T/gc.json")" 1 "the other gc's stale lease reaped"
 # a DELETE that fails names the pack; the next gc completes

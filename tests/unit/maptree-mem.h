@@ -184,3 +184,38 @@ static inline size_t find_extent(const BvMapExtent *e, size_t n, uint64_t offset
         }
         return lo;
 }
+
+/* ---- readers in several threads at random offsets ---- */
+
+typedef struct ThreadArgs {
+        BvMapReader *r;
+        const BvMapExtent *e;
+        size_t n, lookups;
+        uint64_t size, seed;
+} ThreadArgs;
+
+static inline void *reader_thread(void *p)
+{
+        ThreadArgs *a = p;
+        uint64_t x = a->seed;
+        for (size_t i = 0; i < a->lookups; i++) {
+                uint64_t off = rng_next(&x) % a->size;
+                check_extent(a->r, &a->e[find_extent(a->e, a->n, off)], off);
+        }
+        return NULL;
+}
+
+/* Four threads of lookups lookups each over r, which maps the n (merged) extents e of size bytes. */
+static inline void run_readers(BvMapReader *r, const BvMapExtent *e, size_t n, uint64_t size, uint64_t seed,
+                               size_t lookups)
+{
+        pthread_t t[4];
+        ThreadArgs args[4];
+
+        for (int i = 0; i < 4; i++) {
+                args[i] = (ThreadArgs){ .r = r, .e = e, .n = n, .lookups = lookups, .size = size, .seed = seed + i };
+                ASSERT_EQ(pthread_create(&t[i], NULL, reader_thread, &args[i]), 0);
+        }
+        for (int i = 0; i < 4; i++)
+                ASSERT_EQ(pthread_join(t[i], NULL), 0);
+}

@@ -206,13 +206,6 @@ TEST(prefetch)
 
 /* ---- concurrent readers over a small cache ---- */
 
-typedef struct ThreadArgs {
-        BvMapReader *r;
-        const BvMapExtent *e;
-        size_t n;
-        uint64_t size, seed;
-} ThreadArgs;
-
 static int count_leaves(void *userdata, const uint8_t id[BV_ID_SIZE], unsigned level)
 {
         if (level == 0)
@@ -286,17 +279,6 @@ TEST(leaf_starts)
         }
 }
 
-static void *reader_thread(void *p)
-{
-        ThreadArgs *a = p;
-        uint64_t x = a->seed;
-        for (size_t i = 0; i < 20000; i++) {
-                uint64_t off = rng_next(&x) % a->size;
-                check_extent(a->r, &a->e[find_extent(a->e, a->n, off)], off);
-        }
-        return NULL;
-}
-
 /* Opening costs nothing whatever the map's size, and a lookup reads one path from the root: an
  * export opens in constant time and loads only the parts of the map it reads. */
 TEST(lookup_reads_one_path)
@@ -340,19 +322,12 @@ TEST(threads)
         uint32_t height;
         uint64_t size;
         BvMapReader *r = NULL;
-        pthread_t t[4];
-        ThreadArgs args[4];
 
         mem_init(&m);
         build(&m, e, 30000, root, &height, &size);
         size_t n = merge_extents(e, 30000);
         ASSERT_OK(bv_map_reader_new(root, height, size, mem_fetch, &m, 8, &r));
-        for (int i = 0; i < 4; i++) {
-                args[i] = (ThreadArgs){.r = r, .e = e, .n = n, .size = size, .seed = 1000 + i};
-                ASSERT_EQ(pthread_create(&t[i], NULL, reader_thread, &args[i]), 0);
-        }
-        for (int i = 0; i < 4; i++)
-                ASSERT_EQ(pthread_join(t[i], NULL), 0);
+        run_readers(r, e, n, size, 1000, 20000);
         bv_map_reader_free(r);
         mem_done(&m);
         free(e);

@@ -15,7 +15,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "adopt.h"
@@ -182,20 +184,6 @@ static int mirror_open(CopyDst *d)
         return d->index_fd < 0 ? d->index_fd : 0;
 }
 
-static int spool_open(CopyDst *d)
-{
-        const char *tmp = getenv("TMPDIR");
-        if (asprintf(&d->spool, "%s/blkvault-copy-XXXXXX", tmp && *tmp ? tmp : "/var/tmp") < 0)
-                return -ENOMEM;
-        if (!mkdtemp(d->spool))
-                return -errno;
-        d->spool_fd = open(d->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (d->spool_fd < 0 || mkdirat(d->spool_fd, "packs", 0700) < 0)
-                return -errno;
-        d->packs_fd = bv_open_dir_beneath(d->spool_fd, "packs");
-        return d->packs_fd < 0 ? d->packs_fd : mirror_open(d);
-}
-
 /* Empties the folder dirfd (files and folders of files: the spool's index/ and packs/xx/). */
 static void empty_dir(int dirfd)
 {
@@ -216,6 +204,57 @@ static void empty_dir(int dirfd)
                 }
         }
         closedir(dir);
+}
+
+#define SPOOL_PREFIX "blkvault-copy-"
+
+/* The spool of a copy killed before it could remove it, in tmp: one whose lock nobody holds. Its
+ * copy locks it before it makes packs/ in it, so an unlocked spool with packs/ is stale; an
+ * unlocked one without may be a copy between mkdtemp and its lock, unless it is a minute old. */
+static void spool_sweep_one(int tmpfd, const char *name)
+{
+        int fd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0)
+                return;
+        if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            (faccessat(fd, "packs", F_OK, AT_SYMLINK_NOFOLLOW) == 0 || st.st_mtime + 60 < time(NULL))) {
+                empty_dir(fd);
+                (void)unlinkat(tmpfd, name, AT_REMOVEDIR);
+        }
+        close(fd);
+}
+
+/* Removes the stale spools of killed copies in tmp (every copy to a remote DST sweeps, so a kill
+ * costs no space for longer than until the next copy). */
+static void spool_sweep(const char *tmp)
+{
+        DIR *dir = opendir(tmp);
+        struct dirent *de;
+        if (!dir)
+                return;
+        while ((de = readdir(dir)))
+                if (strncmp(de->d_name, SPOOL_PREFIX, strlen(SPOOL_PREFIX)) == 0)
+                        spool_sweep_one(dirfd(dir), de->d_name);
+        closedir(dir);
+}
+
+/* The spool, locked for as long as this copy lives (its lock tells a later copy's sweep that it
+ * is in use). */
+static int spool_open(CopyDst *d)
+{
+        const char *tmp = getenv("TMPDIR");
+        tmp = tmp && *tmp ? tmp : "/var/tmp";
+        spool_sweep(tmp);
+        if (asprintf(&d->spool, "%s/" SPOOL_PREFIX "XXXXXX", tmp) < 0)
+                return -ENOMEM;
+        if (!mkdtemp(d->spool))
+                return -errno;
+        d->spool_fd = open(d->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d->spool_fd < 0 || flock(d->spool_fd, LOCK_EX) < 0 || mkdirat(d->spool_fd, "packs", 0700) < 0)
+                return -errno;
+        d->packs_fd = bv_open_dir_beneath(d->spool_fd, "packs");
+        return d->packs_fd < 0 ? d->packs_fd : mirror_open(d);
 }
 
 static void spool_remove(CopyDst *d)

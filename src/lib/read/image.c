@@ -39,6 +39,14 @@
 #define RA_QUEUE 16u
 #define MAP_AHEAD_LEAVES 4u /* leaves loaded ahead of a stream */
 #define LONE_STREAK_MIN 3u /* sequential reads, none overlapping another, before readahead */
+/* A remote repository's map nodes (each a ranged GET, a round trip that a local read does not cost)
+ * are fetched by this many threads of the map reader, at most MAP_PREFETCH_AHEAD nodes ahead of
+ * the lookups; for a restore (opts->map_stream) MAP_PREFETCH_AHEAD_STREAM, each read with the
+ * pack window around it, which the restore reads next (measured: more ahead, or reading the nodes
+ * alone, cost more GETs than the walk did one node at a time) */
+#define MAP_PREFETCH_THREADS 8u
+#define MAP_PREFETCH_AHEAD 32u
+#define MAP_PREFETCH_AHEAD_STREAM 8u
 
 /* Work for the readahead pool. */
 typedef struct RaJob {
@@ -57,6 +65,7 @@ struct BvImage {
         BvRepo *repo;
         uint64_t size;
         BvMapReader *map;
+        bool map_windows; /* opts->map_stream: map nodes read with the pack window around them */
         CodecPool codecs;
         BvDecodeCache *chunks; /* decoded chunks */
         BvGroupCache *groups; /* decoded compression groups, whose members the chunk cache then holds */
@@ -121,6 +130,11 @@ static int map_fetch(void *userdata, const uint8_t id[BV_ID_SIZE], void **ret_no
         BvObjectCodec *c;
         int r;
 
+        if (img->map_windows) { /* a read as a stream: the window that holds it, and the next */
+                BvLocation loc;
+                if (bv_repo_locate(img->repo, id, &loc) >= 0)
+                        (void)bv_repo_advise(img->repo, &loc);
+        }
         r = codec_get(img, &c);
         if (r < 0)
                 return r;
@@ -364,6 +378,13 @@ int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts,
         rr = bv_map_reader_new(snap->root, snap->height, snap->size, map_fetch, img, MAP_CACHE_NODES, &img->map);
         if (rr < 0)
                 return rr;
+        if (!bv_backend_is_local(bv_repo_backend(r))) {
+                img->map_windows = opts && opts->map_stream;
+                rr = bv_map_reader_prefetch(img->map, MAP_PREFETCH_THREADS,
+                                            img->map_windows ? MAP_PREFETCH_AHEAD_STREAM : MAP_PREFETCH_AHEAD);
+                if (rr < 0)
+                        return rr;
+        }
         *ret = TAKE_PTR(img);
         return 0;
 }
@@ -373,13 +394,23 @@ uint64_t bv_image_size(const BvImage *img)
         return img->size;
 }
 
+int bv_image_bad_map_node(BvImage *img, uint8_t ret_id[BV_ID_SIZE])
+{
+        return bv_map_reader_bad_node(img->map, ret_id);
+}
+
 void bv_image_stats(BvImage *img, BvImageStats *ret)
 {
+        BvMapPrefetchStats m;
+
+        bv_map_reader_prefetch_stats(img->map, &m);
         *ret = (BvImageStats){ .decodes = atomic_load(&img->decodes),
                                .group_decodes = bv_group_cache_decodes(img->groups),
                                .group_cached_bytes = bv_group_cache_bytes(img->groups),
                                .cached_bytes = bv_dcache_bytes(img->chunks),
-                               .map_leaves_ahead = atomic_load(&img->leaves_ahead) };
+                               .map_leaves_ahead = atomic_load(&img->leaves_ahead),
+                               .map_prefetched = m.prefetched,
+                               .map_in_flight_max = m.in_flight_max };
 }
 
 /* Reads within one extent. */

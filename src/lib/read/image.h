@@ -19,6 +19,7 @@ typedef struct BvImageOptions {
         size_t cache_bytes;     /* decoded chunk cache; default 64 MiB */
         unsigned readahead;     /* chunks fetched ahead on sequential reads; default 4, 0 off */
         unsigned max_decodes;   /* threads decoding at once (not counting pack reads); 0: no limit */
+        bool map_stream;        /* the whole image will be read in order (restore) */
 } BvImageOptions;
 
 int bv_image_open(BvRepo *r, const BvSnapshot *snap, const BvImageOptions *opts, BvImage **ret);
@@ -32,7 +33,13 @@ typedef struct BvImageStats {
         size_t cached_bytes; /* decoded chunks held now */
         size_t group_cached_bytes; /* decoded groups held now */
         uint64_t map_leaves_ahead; /* map leaves loaded ahead of a stream */
+        uint64_t map_prefetched; /* map nodes fetched ahead by the map's prefetchers (remote only) */
+        size_t map_in_flight_max; /* most map node fetches under way at once */
 } BvImageStats;
+
+/* The first map node that a read could not fetch or that did not fit the tree: 1 and its id, or
+ * 0 (to name it after -EBADMSG / -EUCLEAN). */
+int bv_image_bad_map_node(BvImage *img, uint8_t ret_id[BV_ID_SIZE]);
 
 void bv_image_stats(BvImage *img, BvImageStats *ret);
 

@@ -71,6 +71,7 @@ typedef struct Restore {
         uint64_t queued_from;     /* the lowest of them, below which everything was written */
         BvRestoreDamage *damaged; /* skip_damaged: the ranges written as zeroes (under lock) */
         size_t n_damaged;
+        bool map_failed; /* the walk stopped at a map node that does not read */
 } Restore;
 
 /* An error that names damage of the repository (a chunk or the map that does not read). */
@@ -390,8 +391,10 @@ static int restore_run(Restore *rs, unsigned threads)
                 r = skip_unwalked(rs, r);
         if (r >= 0)
                 r = gather_flush(rs);
-        if (r < 0) /* a damaged map: the damage is where the walk stopped */
+        if (r < 0) { /* a damaged map: the damage is where the walk stopped */
+                rs->map_failed = is_damage(r);
                 restore_fail(rs, r, rs->walked);
+        }
         bv_queue_close(&rs->queue);
         for (unsigned i = 0; i < started; i++)
                 pthread_join(tids[i], NULL);
@@ -538,7 +541,7 @@ typedef struct Dest {
 static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const BvRestoreOptions *opts,
                       BvRestoreStats *ret_stats)
 {
-        BvImageOptions io = { .cache_bytes = RESTORE_CACHE, .readahead = 0 };
+        BvImageOptions io = { .cache_bytes = RESTORE_CACHE, .readahead = 0, .map_stream = true };
         Restore rs = { .opts = opts, .fd = -EBADF, .dirfd = -EBADF, .nbd_err = -EBADF };
         BvImage *img = NULL;
         int ret;
@@ -564,6 +567,10 @@ static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const
         ret = finish_dest(&rs, ret);
         if (ret >= 0)
                 progress(&rs, rs.size, true);
+        uint8_t bad_node[BV_ID_SIZE];
+        bool bad_map = is_damage(ret) && rs.map_failed && bv_image_bad_map_node(img, bad_node) > 0;
+        BvImageStats ist;
+        bv_image_stats(img, &ist);
         safe_close(rs.fd);
         safe_close(rs.dirfd);
         safe_close(rs.nbd_err);
@@ -589,7 +596,12 @@ static int restore_to(BvRepo *r, const BvSnapshot *snap, const Dest *dest, const
                         .n_damaged = n_damaged,
                         .bytes_damaged = damaged_bytes,
                         .dest_size = rs.dest_size,
+                        .map_prefetched = ist.map_prefetched,
+                        .map_in_flight_max = ist.map_in_flight_max,
+                        .bad_map = bad_map,
                 };
+                if (bad_map)
+                        memcpy(ret_stats->bad_map_node, bad_node, BV_ID_SIZE);
         }
         free(rs.damaged);
         return ret < 0 ? ret : 0;

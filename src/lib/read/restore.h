@@ -39,6 +39,10 @@ typedef struct BvRestoreStats {
         size_t n_damaged;
         uint64_t bytes_damaged;
         uint64_t dest_size;      /* bv_restore_image: the image's virtual size (also on -EMSGSIZE) */
+        uint64_t map_prefetched; /* map nodes fetched ahead, in parallel (a remote repository's) */
+        size_t map_in_flight_max; /* most map node fetches under way at once */
+        bool bad_map;            /* on -EBADMSG / -EUCLEAN: the walk of the map stopped at */
+        uint8_t bad_map_node[BV_ID_SIZE]; /* this map node, which does not read or fit the tree */
 } BvRestoreStats;
 
 /* Restores a snapshot to dest: a new file (-EEXIST if dest exists; written sparse with mode 0600

@@ -287,6 +287,8 @@ typedef struct MapNode {
         uint8_t (*ids)[BV_ID_SIZE]; /* chunk id or child id (zeros for ZERO and HOLE) */
         struct MapNode *hash_next;
         BvLink lru;
+        bool unused;          /* loaded by a prefetcher, not looked up yet */
+        size_t children_next; /* children from here on not handed to the prefetchers yet */
 } MapNode;
 
 static uint64_t node_total(const MapNode *n)
@@ -436,10 +438,26 @@ struct BvMapReader {
         size_t nbuckets; /* a power of two */
         MapNode **buckets;
         BvList lru; /* most recently used first */
+
+        /* prefetching (bv_map_reader_prefetch): ids waiting for a prefetcher (a ring), ids being
+         * fetched, and nodes prefetched but not looked up yet; all three together at most ahead */
+        pthread_cond_t wake, arrived;
+        pthread_t threads[BV_MAP_PREFETCH_THREADS_MAX];
+        size_t nthreads, max_threads, ahead;
+        uint8_t (*queue)[BV_ID_SIZE];
+        size_t qhead, nqueued;
+        uint8_t (*inflight)[BV_ID_SIZE]; /* lookups' fetches too */
+        size_t ninflight, inflight_cap, unused;
+        bool stopping;
+        BvMapPrefetchStats stats;
+        /* the first node whose fetch or check failed (a lookup's), for naming it */
+        bool has_bad;
+        uint8_t bad[BV_ID_SIZE];
 };
 
 /* The entry of a node that covers a relative offset, copied out of the cache. */
 typedef struct MapEntry {
+        size_t index; /* of the entry in its node */
         uint64_t start, length;
         uint8_t kind;
         uint8_t id[BV_ID_SIZE];
@@ -476,19 +494,28 @@ int bv_map_reader_new(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t 
         r->cache_max = cache_nodes;
         r->nbuckets = nbuckets;
         pthread_mutex_init(&r->lock, NULL);
+        pthread_cond_init(&r->wake, NULL);
+        pthread_cond_init(&r->arrived, NULL);
         *ret = TAKE_PTR(r);
         return 0;
 }
+
+static void prefetch_stop(BvMapReader *r);
 
 void bv_map_reader_free(BvMapReader *r)
 {
         if (!r)
                 return;
+        prefetch_stop(r);
         for (MapNode *n = bv_list_entry_or_null(r->lru.head, MapNode, lru), *next; n; n = next) {
                 next = bv_list_entry_or_null(n->lru.next, MapNode, lru);
                 free(n);
         }
         free(r->buckets);
+        free(r->queue);
+        free(r->inflight);
+        pthread_cond_destroy(&r->wake);
+        pthread_cond_destroy(&r->arrived);
         pthread_mutex_destroy(&r->lock);
         free(r);
 }
@@ -502,19 +529,21 @@ static MapNode **cache_slot(BvMapReader *r, const uint8_t id[BV_ID_SIZE])
         return slot;
 }
 
-/* Called with the lock held; takes ownership of n. */
-static void cache_insert(BvMapReader *r, MapNode *n)
+/* Called with the lock held; takes ownership of n. Returns the node cached under its id. */
+static MapNode *cache_insert(BvMapReader *r, MapNode *n)
 {
         MapNode **slot = cache_slot(r, n->id);
 
         if (*slot) {
                 free(n); /* another thread got there first */
-                return;
+                return *slot;
         }
         if (r->cache_count >= r->cache_max) {
                 MapNode *victim = bv_list_entry(r->lru.tail, MapNode, lru);
                 bv_list_unlink(&r->lru, &victim->lru);
                 *cache_slot(r, victim->id) = victim->hash_next;
+                if (victim->unused)
+                        r->unused--;
                 free(victim);
                 r->cache_count--;
                 slot = cache_slot(r, n->id); /* the chain may have changed */
@@ -523,6 +552,7 @@ static void cache_insert(BvMapReader *r, MapNode *n)
         *slot = n;
         bv_list_push_front(&r->lru, &n->lru);
         r->cache_count++;
+        return n;
 }
 
 /* Checks the node against where it hangs in the tree and finds the entry covering rel. */
@@ -539,6 +569,7 @@ static int node_find(const MapNode *n, unsigned level, uint64_t total, uint64_t 
                 else
                         lo = mid + 1;
         }
+        ret->index = lo;
         ret->start = lo > 0 ? n->ends[lo - 1] : 0;
         ret->length = n->ends[lo] - ret->start;
         ret->kind = level == 0 ? n->kinds[lo] : 0;
@@ -546,33 +577,101 @@ static int node_find(const MapNode *n, unsigned level, uint64_t total, uint64_t 
         return 0;
 }
 
+static bool inflight_has(const BvMapReader *r, const uint8_t id[BV_ID_SIZE])
+{
+        for (size_t i = 0; i < r->ninflight; i++)
+                if (memcmp(r->inflight[i], id, BV_ID_SIZE) == 0)
+                        return true;
+        return false;
+}
+
+/* Marks id as being fetched (lock held): false when there is no room to say so. */
+static bool inflight_add(BvMapReader *r, const uint8_t id[BV_ID_SIZE])
+{
+        if (BV_ARRAY_RESERVE(r->inflight, r->inflight_cap, r->ninflight + 1, 16) < 0)
+                return false;
+        memcpy(r->inflight[r->ninflight++], id, BV_ID_SIZE);
+        return true;
+}
+
+/* Its fetch is over (lock held): those who wait for it look again. */
+static void inflight_remove(BvMapReader *r, const uint8_t id[BV_ID_SIZE])
+{
+        for (size_t i = 0; i < r->ninflight; i++)
+                if (memcmp(r->inflight[i], id, BV_ID_SIZE) == 0) {
+                        memmove(r->inflight[i], r->inflight[i + 1], (--r->ninflight - i) * BV_ID_SIZE);
+                        break;
+                }
+        pthread_cond_broadcast(&r->arrived);
+}
+
+static void queue_children(BvMapReader *r, MapNode *n, size_t from);
+
+/* A lookup passed through n, taking its entry `entry` (lock held): n is used, and a branch
+ * node's children from there on go to the prefetchers. */
+static void node_used(BvMapReader *r, MapNode *n, size_t entry)
+{
+        if (n->unused) {
+                n->unused = false;
+                r->unused--;
+        }
+        if (n->level > 0)
+                queue_children(r, n, entry);
+}
+
+static void note_bad(BvMapReader *r, const uint8_t id[BV_ID_SIZE])
+{
+        if (!r->has_bad) {
+                r->has_bad = true;
+                memcpy(r->bad, id, BV_ID_SIZE);
+        }
+}
+
 static int reader_step(BvMapReader *r, const uint8_t id[BV_ID_SIZE], unsigned level, uint64_t total,
                        uint64_t rel, MapEntry *ret)
 {
         MapNode *n = NULL;
+        bool marked;
         int k;
 
         {
                 BV_LOCK_GUARD(&r->lock);
-                n = *cache_slot(r, id);
-                if (n) {
-                        bv_list_unlink(&r->lru, &n->lru);
-                        bv_list_push_front(&r->lru, &n->lru);
-                        return node_find(n, level, total, rel, ret);
+                for (;;) {
+                        n = *cache_slot(r, id);
+                        if (n) {
+                                bv_list_unlink(&r->lru, &n->lru);
+                                bv_list_push_front(&r->lru, &n->lru);
+                                k = node_find(n, level, total, rel, ret);
+                                if (k < 0)
+                                        note_bad(r, id);
+                                else
+                                        node_used(r, n, ret->index);
+                                return k;
+                        }
+                        if (!inflight_has(r, id))
+                                break;
+                        r->stats.waits++; /* another thread fetches it: one GET, not two */
+                        pthread_cond_wait(&r->arrived, &r->lock);
                 }
+                marked = inflight_add(r, id);
         }
 
         /* Fetch and parse outside the lock. */
         k = node_fetch(r->fetch, r->userdata, id, &n);
-        if (k < 0)
-                return k;
-        k = node_find(n, level, total, rel, ret);
-        if (k < 0) {
-                free(n);
-                return k;
+        if (k >= 0) {
+                k = node_find(n, level, total, rel, ret);
+                if (k < 0)
+                        free(n);
         }
         BV_LOCK_GUARD(&r->lock);
-        cache_insert(r, n);
+        if (marked)
+                inflight_remove(r, id);
+        if (k < 0) {
+                note_bad(r, id);
+                return k;
+        }
+        n = cache_insert(r, n);
+        node_used(r, n, ret->index);
         return 0;
 }
 
@@ -642,6 +741,120 @@ int bv_map_reader_leaf_starts(BvMapReader *r, uint64_t offset, uint64_t *ret_lea
         for (i++; i < n->count && k < max; i++)
                 next[k++] = base + n->ends[i - 1];
         return (int)k;
+}
+
+/* ---- prefetching a lookup's way ahead ---- */
+
+static void *prefetcher(void *userdata);
+
+/* Hands n's children from entry `from` on, neither cached nor being fetched, to the prefetchers
+ * while fewer than r->ahead nodes are queued, being fetched or prefetched and unused (lock held).
+ * Starts a prefetcher for every node waiting, up to r->max_threads. */
+static void queue_children(BvMapReader *r, MapNode *n, size_t from)
+{
+        size_t i = MAX(from, n->children_next), queued = 0;
+
+        if (r->max_threads == 0 || r->stopping)
+                return;
+        for (; i < n->count && r->nqueued + r->ninflight + r->unused < r->ahead; i++) {
+                if (*cache_slot(r, n->ids[i]) || inflight_has(r, n->ids[i]))
+                        continue;
+                memcpy(r->queue[(r->qhead + r->nqueued++) % r->ahead], n->ids[i], BV_ID_SIZE);
+                queued++;
+        }
+        n->children_next = MAX(n->children_next, i);
+        while (r->nthreads < r->max_threads && r->nthreads < r->nqueued + r->ninflight &&
+               pthread_create(&r->threads[r->nthreads], NULL, prefetcher, r) == 0)
+                r->nthreads++;
+        if (queued > 0)
+                pthread_cond_broadcast(&r->wake);
+}
+
+/* A prefetcher: fetches (and so authenticates) the nodes queued, oldest first, into the cache,
+ * marked unused; a branch node's children follow it into the queue. A failure is dropped: the
+ * lookup that needs the node fetches it again and says what is wrong. */
+static void *prefetcher(void *userdata)
+{
+        BvMapReader *r = userdata;
+        uint8_t id[BV_ID_SIZE];
+
+        pthread_mutex_lock(&r->lock);
+        for (;;) {
+                while (!r->stopping && r->nqueued == 0)
+                        pthread_cond_wait(&r->wake, &r->lock);
+                if (r->stopping)
+                        break;
+                memcpy(id, r->queue[r->qhead], BV_ID_SIZE);
+                r->qhead = (r->qhead + 1) % r->ahead;
+                r->nqueued--;
+                if (*cache_slot(r, id) || inflight_has(r, id) || !inflight_add(r, id))
+                        continue;
+                r->stats.in_flight_max = MAX(r->stats.in_flight_max, r->ninflight);
+                pthread_mutex_unlock(&r->lock);
+                MapNode *n = NULL;
+                int k = node_fetch(r->fetch, r->userdata, id, &n);
+                pthread_mutex_lock(&r->lock);
+                inflight_remove(r, id);
+                if (k < 0) {
+                        r->stats.failed++;
+                        continue;
+                }
+                if (*cache_slot(r, id)) {
+                        free(n);
+                        continue;
+                }
+                r->stats.prefetched++;
+                n->unused = true;
+                r->unused++;
+                n = cache_insert(r, n);
+                if (n->level > 0)
+                        queue_children(r, n, 0);
+        }
+        pthread_mutex_unlock(&r->lock);
+        return NULL;
+}
+
+int bv_map_reader_prefetch(BvMapReader *r, unsigned threads, size_t ahead)
+{
+        if (!r || threads > BV_MAP_PREFETCH_THREADS_MAX || (threads > 0 && ahead == 0))
+                return -EINVAL;
+        BV_LOCK_GUARD(&r->lock);
+        if (r->max_threads > 0)
+                return -EBUSY;
+        ahead = MIN(ahead, r->cache_max / 2);
+        ahead = MAX(ahead, (size_t)1);
+        r->queue = calloc(ahead, BV_ID_SIZE);
+        if (!r->queue)
+                return -ENOMEM;
+        r->ahead = ahead;
+        r->max_threads = threads;
+        return 0;
+}
+
+static void prefetch_stop(BvMapReader *r)
+{
+        pthread_mutex_lock(&r->lock);
+        r->stopping = true;
+        pthread_cond_broadcast(&r->wake);
+        pthread_mutex_unlock(&r->lock);
+        for (size_t i = 0; i < r->nthreads; i++)
+                pthread_join(r->threads[i], NULL);
+        r->nthreads = 0;
+}
+
+void bv_map_reader_prefetch_stats(BvMapReader *r, BvMapPrefetchStats *ret)
+{
+        BV_LOCK_GUARD(&r->lock);
+        *ret = r->stats;
+}
+
+int bv_map_reader_bad_node(BvMapReader *r, uint8_t ret_id[BV_ID_SIZE])
+{
+        BV_LOCK_GUARD(&r->lock);
+        if (!r->has_bad)
+                return 0;
+        memcpy(ret_id, r->bad, BV_ID_SIZE);
+        return 1;
 }
 
 /* ---- walking ---- */

@@ -53,6 +53,30 @@ int bv_map_reader_new(const uint8_t root[BV_ID_SIZE], uint32_t height, uint64_t 
                       void *userdata, size_t cache_nodes, BvMapReader **ret);
 void bv_map_reader_free(BvMapReader *r);
 
+/* Prefetching (call before the first lookup; threads 0: none, the default): when a lookup passes
+ * through a branch node, the node's children from the entry it takes on are handed to up to
+ * threads prefetchers of the reader's own, which fetch them in parallel (each authenticated by
+ * fetch, as a lookup's fetch is, and checked against the tree when a lookup reaches it), a
+ * prefetched branch node's children after it; so a walk finds a level's nodes loaded together
+ * instead of one after another. Bounded: at most ahead nodes (at most half the cache) queued,
+ * being fetched, or prefetched and not looked up yet. A node is fetched once: a lookup that needs
+ * a node being fetched (by a prefetcher or another lookup) waits for it. A failed prefetch is
+ * dropped; the lookup that needs the node fetches it and returns the error. -EINVAL for threads
+ * above BV_MAP_PREFETCH_THREADS_MAX, -EBUSY when already set. */
+#define BV_MAP_PREFETCH_THREADS_MAX 16u
+int bv_map_reader_prefetch(BvMapReader *r, unsigned threads, size_t ahead);
+
+typedef struct BvMapPrefetchStats {
+        uint64_t prefetched;  /* nodes the prefetchers loaded */
+        uint64_t failed;      /* prefetches that failed (left to the lookups) */
+        uint64_t waits;       /* lookups that waited for a node another thread was fetching */
+        size_t in_flight_max; /* most fetches under way at once (counted when a prefetch starts) */
+} BvMapPrefetchStats;
+void bv_map_reader_prefetch_stats(BvMapReader *r, BvMapPrefetchStats *ret);
+
+/* The first node whose fetch or check failed in a lookup (to name it): 1 and its id, or 0. */
+int bv_map_reader_bad_node(BvMapReader *r, uint8_t ret_id[BV_ID_SIZE]);
+
 /* The extent containing offset (< size). -EBADMSG if the tree is inconsistent (lengths do
  * not add up, wrong height), -ERANGE if offset >= size. */
 int bv_map_reader_lookup(BvMapReader *r, uint64_t offset, BvMapExtent *ret);
