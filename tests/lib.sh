@@ -9,6 +9,10 @@ set -euo pipefail
 
 skip() { echo "SKIP: $*" >&2; exit 77; }
 die() { echo "FAIL: $*" >&2; exit 1; }
+# grep_q ARGS...: grep -q that reads all of its input. grep -q stops at the first match, and a
+# writer of several lines is then killed by SIGPIPE, which fails `CMD | grep -q` under pipefail
+# although the line matched (virsh under load, seen in CI)
+grep_q() { grep "$@" >/dev/null; }
 need_cmd() { for c in "$@"; do command -v "$c" >/dev/null 2>&1 || skip "$c is not installed"; done; }
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root (loop devices, mounts)"; }
 

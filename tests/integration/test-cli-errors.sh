@@ -73,7 +73,7 @@ BLKVAULT_PASSPHRASE=pw bv list "$T/r" >/dev/null || die "an ambient \$BLKVAULT_P
 for cmd in backup restore list info key verify; do
     assert_eq "$(bv help "$cmd")" "$(bv "$cmd" --help)" "blkvault help $cmd"
 done
-bv help backup | grep -q "^Usage: blkvault backup" || die "help backup shows no backup usage"
+bv help backup | grep_q "^Usage: blkvault backup" || die "help backup shows no backup usage"
 expect_fail 2 "^error: unknown command 'bakup' (see 'blkvault help')$" bv help bakup
 # help help is the top-level help; help CMD SUB... (help key export) is the command's help
 assert_eq "$(bv help help)" "$(bv --help)" "blkvault help help"

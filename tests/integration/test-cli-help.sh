@@ -84,6 +84,6 @@ expect_usage "config check" config check extra
 for cmd in key target job config; do
     bv "$cmd" help >"$T/help" || die "'blkvault $cmd help' exited non-zero"
     assert_eq "$(cat "$T/help")" "$(bv help "$cmd")" "blkvault $cmd help"
-    head -1 "$T/help" | grep -q "^Usage: blkvault $cmd " || die "'blkvault $cmd help' does not show its usage"
+    head -1 "$T/help" | grep_q "^Usage: blkvault $cmd " || die "'blkvault $cmd help' does not show its usage"
 done
 echo "ok"

@@ -40,7 +40,7 @@ assert_eq "$(bv info "$repo" "$id_x" --json | python3 -c "import json,sys; print
     "bytes_shared without a parent"
 # a snapshot of the same image again: all of it is shared
 bv backup "$repo" "$T/a2" --name=a --force-read -q >/dev/null
-bv info "$repo" a@latest | grep -qx "shared       2.1 MiB of 2.1 MiB data with its parent (100%)" ||
+bv info "$repo" a@latest | grep_q -x "shared       2.1 MiB of 2.1 MiB data with its parent (100%)" ||
     { bv info "$repo" a@latest; die "a repeated backup shares all"; }
 # a parent with no data at all (an image of zeros): nothing is shared, and nothing goes wrong
 head -c 1M /dev/zero >"$T/z"

@@ -29,7 +29,7 @@ assert_same "$T/a" "$T/a.out"
 expect_fail 1 "^error: '$repo' has a key slot 'default' already: import as another with --slot=NAME$" bv key import "$repo" "$T/key.json"
 
 # the paper form: printable, round-trips, a typo is found on its line
-head -1 "$T/key.paper" | grep -q "^blkvault paper key v1, [0-9]* bytes$" || die "paper header: $(head -1 "$T/key.paper")"
+head -1 "$T/key.paper" | grep_q "^blkvault paper key v1, [0-9]* bytes$" || die "paper header: $(head -1 "$T/key.paper")"
 ! LC_ALL=C grep -q '[^ -~]' "$T/key.paper" || die "the paper form is not printable"
 rm "$repo/keys/default"
 bv key import "$repo" "$T/key.paper" 2>/dev/null

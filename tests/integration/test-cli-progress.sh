@@ -12,7 +12,7 @@ onpty() { python3 "$SOURCE_ROOT/tests/onpty.py" "$@"; }
 # lines OUT: what the terminal showed, one redraw a line (\r and the erase sequence removed)
 lines() { sed 's/\x1b\[K//g' "$1" | tr '\r' '\n' | sed '/^$/d'; }
 # has OUT REGEX WHAT
-has() { lines "$1" | grep -Eq "$2" || { lines "$1" | cat -A >&2; die "$3"; }; }
+has() { lines "$1" | grep_q -E "$2" || { lines "$1" | cat -A >&2; die "$3"; }; }
 
 echo pass-progress >"$T/pass"
 P=(--passphrase-file="$T/pass")
@@ -33,7 +33,7 @@ has "$T/backup.tty" "^backup 4\.0 MiB / 4\.0 MiB \(100%\) of 32\.0 MiB image, $r
     "backup showed no final progress line counting the data only"
 has "$T/backup.tty" '^snapshot [0-9a-f]{8}: 32\.0 MiB image, 4\.0 MiB data, 4\.0 MiB new, ' "backup printed no result"
 # every progress line: work / total (percent), rate, ETA
-lines "$T/backup.tty" | grep '^backup ' | grep -Evq "^backup [0-9.]+ (B|KiB|MiB) / [0-9.]+ (B|KiB|MiB) \([0-9]+%\)( of 32\.0 MiB image)?, $rate, ETA ([0-9]+:)?[0-9]+:[0-9]{2}\$" &&
+lines "$T/backup.tty" | grep '^backup ' | grep_q -Ev "^backup [0-9.]+ (B|KiB|MiB) / [0-9.]+ (B|KiB|MiB) \([0-9]+%\)( of 32\.0 MiB image)?, $rate, ETA ([0-9]+:)?[0-9]+:[0-9]{2}\$" &&
     die "a backup progress line has another form: $(lines "$T/backup.tty" | grep '^backup ' | head -3)"
 
 onpty "$T/restore.tty" -- "$BLKVAULT" restore "$repo" img "$T/out" "${P[@]}"
@@ -47,7 +47,7 @@ has "$T/verify.tty" "^verify: read 4\.0 MiB / 4\.0 MiB \(100%\), $rate, ETA 0:00
 has "$T/verify.tty" '^ok: 1 snapshots, ' "verify printed no result"
 # without --read-data nothing is read: no progress line
 onpty "$T/verify-s.tty" -- "$BLKVAULT" verify "$repo" "${P[@]}"
-lines "$T/verify-s.tty" | grep -q '^verify: read' && die "verify without --read-data showed a read progress"
+lines "$T/verify-s.tty" | grep_q '^verify: read' && die "verify without --read-data showed a read progress"
 
 # restore to a pipe: every byte is written, holes too
 onpty "$T/stdout.tty" -- "$BLKVAULT" restore "$repo" img - "${P[@]}" >"$T/out2"
@@ -64,7 +64,7 @@ onpty "$T/q1.tty" -- "$BLKVAULT" backup "$repo" "$T/img" --name=img2 -q "${P[@]}
 onpty "$T/q2.tty" -- "$BLKVAULT" restore "$repo" img2 "$T/out3" --quiet "${P[@]}"
 onpty "$T/q3.tty" -- "$BLKVAULT" verify "$repo" --read-data -q "${P[@]}"
 for f in q1 q2 q3; do
-    if grep -q $'\x1b' "$T/$f.tty" || lines "$T/$f.tty" | grep -Eq 'deriving|ETA'; then
+    if grep -q $'\x1b' "$T/$f.tty" || lines "$T/$f.tty" | grep_q -E 'deriving|ETA'; then
         cat -A "$T/$f.tty" >&2; die "-q left a progress or status line on the terminal ($f)"
     fi
     assert_eq "$(lines "$T/$f.tty" | wc -l)" 1 "lines on the terminal with -q ($f)"
@@ -85,7 +85,7 @@ for cmd in init backup list restore verify info key delete protect serve mount u
     for o in -q --quiet -v --verbose; do
         bv "$cmd" "$o" --help >/dev/null || die "'blkvault $cmd $o --help' failed"
     done
-    bv help "$cmd" | grep -q -- '-q, --quiet' || die "'blkvault help $cmd' does not list -q"
+    bv help "$cmd" | grep_q -- '-q, --quiet' || die "'blkvault help $cmd' does not list -q"
 done
 bv info "$repo" -q "${P[@]}" >/dev/null
 bv list "$repo" --verbose "${P[@]}" >/dev/null 2>&1

@@ -45,10 +45,10 @@ assert_eq "$(bv list "$repo" --name=a | awk 'NR > 1 { print $1 }' | tr '\n' ' ')
 assert_eq "$(bv list "$repo" --last=1 | awk 'NR > 1 { print $1 }')" "${id_a2:0:8}" "list --last=1"
 assert_eq "$(bv list "$repo" --name=b --last=5 --json | python3 -c "import json,sys; print([s['id'] for s in json.load(sys.stdin)])")" "['$id_b']" "list --name=b --json"
 TZ=XYZ-9 bv list "$repo" >"$T/local"
-head -1 "$T/local" | grep -q "TIME " || die "list's header: $(head -1 "$T/local")"
+head -1 "$T/local" | grep_q "TIME " || die "list's header: $(head -1 "$T/local")"
 grep -q " +0900 " "$T/local" || { cat "$T/local"; die "list does not show local time"; }
 bv list "$repo" --utc >"$T/utc"
-head -1 "$T/utc" | grep -q "TIME (UTC)" || die "list --utc's header: $(head -1 "$T/utc")"
+head -1 "$T/utc" | grep_q "TIME (UTC)" || die "list --utc's header: $(head -1 "$T/utc")"
 grep -q " +0900 " "$T/utc" && die "list --utc shows local time"
 expect_fail 2 "^error: invalid --last '0' (a number of snapshots, 1 or more)$" bv list "$repo" --last=0
 expect_fail 2 "^error: invalid --last '99999999999999999999' (a number of snapshots, 1 or more)$" bv list "$repo" --last=99999999999999999999
@@ -71,7 +71,7 @@ grep -q "^parent       ${id_a1:0:8}$" "$T/info" || { cat "$T/info"; die "info na
 # chunk cuts (the chunker key is random) make the unchanged half somewhat less than 1 MiB
 grep -Eq "^shared       [0-9.]* [KM]i*B of 2.0 MiB data with its parent \((4[0-9]|50)%\)$" "$T/info" ||
     { cat "$T/info"; die "info does not say what is shared"; }
-bv info "$repo" "$id_a1" | grep -q "^parent       (none: the first snapshot of its name)$" || die "info of the first snapshot"
+bv info "$repo" "$id_a1" | grep_q "^parent       (none: the first snapshot of its name)$" || die "info of the first snapshot"
 bv info "$repo" a@latest --json | python3 -c "
 import json, sys
 o = json.load(sys.stdin)
@@ -83,7 +83,7 @@ export BLKVAULT_REPO=$repo
 assert_eq "$(bv list --name=b --json | python3 -c "import json,sys; print([s['id'] for s in json.load(sys.stdin)])")" "['$id_b']" "BLKVAULT_REPO list"
 bv restore b@latest "$T/env.out" -q >/dev/null
 assert_same "$T/b" "$T/env.out"
-bv info a@latest | grep -q "^snapshot     $id_a2$" || die "BLKVAULT_REPO info SNAP"
+bv info a@latest | grep_q "^snapshot     $id_a2$" || die "BLKVAULT_REPO info SNAP"
 bv backup "$T/b" --name=b -q >/dev/null
 assert_eq "$(bv list --name=b | tail -n +2 | wc -l)" 2 "BLKVAULT_REPO backup"
 # an explicit REPO still wins
@@ -98,7 +98,7 @@ expect_fail 10 "^error: repository '$T/typo' does not exist (create one with 'bl
 # the options are parsed before REPO is put in: a value may be the next word
 assert_eq "$(bv list --name b | tail -n +2 | wc -l)" 2 "BLKVAULT_REPO with '--name b'"
 # verify resolves NAME@latest (it looked the spec up again, by id only: No such file or directory)
-bv verify a@latest --read-data 2>&1 | grep -q "^ok: 1 snapshots, " || die "BLKVAULT_REPO verify NAME@latest"
+bv verify a@latest --read-data 2>&1 | grep_q "^ok: 1 snapshots, " || die "BLKVAULT_REPO verify NAME@latest"
 unset BLKVAULT_REPO
-bv verify "$repo" a@latest --read-data --written 2>&1 | grep -q "^ok: 1 snapshots, " || die "verify NAME@latest --written"
+bv verify "$repo" a@latest --read-data --written 2>&1 | grep_q "^ok: 1 snapshots, " || die "verify NAME@latest --written"
 echo ok

@@ -42,7 +42,7 @@ race() {
     esac
     bv delete "$repo" old >/dev/null 2>&1
     bv gc "$repo" >"$T/gc.out" 2>"$T/gc.err" || { cat "$T/gc.out" "$T/gc.err" >&2; die "$1: gc beside the backup"; }
-    [ "$1" = lease ] || grep -qx "warning: 'gc/epoch' in '$repo' went back (restored or edited?): it read ${want_read[$1]}, behind a running backup, restore or export or a condemned list; gc went on from 2" "$T/gc.err" ||
+    [ "$1" = lease ] || grep_q -x "warning: 'gc/epoch' in '$repo' went back (restored or edited?): it read ${want_read[$1]}, behind a running backup, restore or export or a condemned list; gc went on from 2" "$T/gc.err" ||
         { cat "$T/gc.err" >&2; die "$1: gc did not say that gc/epoch went back"; }
     [ "$1" != lease ] || echo 2 > "$repo/gc/epoch"
     exec 3>&-

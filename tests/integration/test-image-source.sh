@@ -96,7 +96,7 @@ qemu-img convert -O vmdk "$raw" "$T/disk.vmdk"
 backup_restore vmdk "$T/disk.vmdk"
 qemu-img convert -O vdi "$raw" "$T/disk.vdi"
 backup_restore vdi "$T/disk.vdi"
-bv list "$repo" --json | grep -q '"image_format":"vdi"' || die "vdi not recorded"
+bv list "$repo" --json | grep_q '"image_format":"vdi"' || die "vdi not recorded"
 # a raw image stays raw, whatever its name says
 cp "$raw" "$T/raw.qcow2"
 bv backup "$repo" "$T/raw.qcow2" --json >"$T/raw.json"

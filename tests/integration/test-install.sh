@@ -57,7 +57,7 @@ MANWIDTH=200 man -l "$SOURCE_ROOT/docs/man/blkvault.1" 2>/dev/null |
     sed -n '/^FILES/,/^ *Used at run time/p' | grep -E '^ {7}/' | sed 's/^ *//; s/, /\n/g' >"$T/files"
 [ "$(wc -l <"$T/files")" -ge 9 ] || die "found too few files in blkvault(1) FILES: $(cat "$T/files")"
 while read -r f; do
-    find "$dest" -name "$(basename "$f")*" | grep -q . || die "blkvault(1) FILES names '$f', which is not installed"
+    find "$dest" -name "$(basename "$f")*" | grep_q . || die "blkvault(1) FILES names '$f', which is not installed"
 done <"$T/files"
 
 # The installed plugin loads (with the sanitizer runtimes first when the build has them).

@@ -42,7 +42,7 @@ done
 # the environment variables the command, the library and the plugin read
 for v in $(grep -rhoE 'getenv\("BLKVAULT_[A-Z_]+"\)|define BV_CONF_ENV "BLKVAULT_[A-Z_]+"|"BLKVAULT_[A-Z_]*PASSPHRASE"' \
                "$SOURCE_ROOT/src" "$SOURCE_ROOT/nbd-plugin" | grep -oE 'BLKVAULT_[A-Z_]+' | sort -u); do
-    section ENVIRONMENT | grep -qx "\.B $v" || die "ENVIRONMENT lacks $v"
+    section ENVIRONMENT | grep_q -x "\.B $v" || die "ENVIRONMENT lacks $v"
 done
 
 python3 "$SOURCE_ROOT/tests/cli-options.py" "$SOURCE_ROOT" --shared >"$T/shared"

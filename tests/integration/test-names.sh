@@ -40,9 +40,9 @@ for n in "${ok_names[@]}"; do
     bv backup "$repo" "$T/a" --name="$n" -q 2>/dev/null || die "backup --name='$n' was refused"
 done
 assert_eq "$(ids | wc -w)" ${#ok_names[@]} "snapshots with allowed names"
-bv list "$repo" | grep -q "  disk 1 " || die "list does not show 'disk 1'"
-bv list "$repo" | grep -q " hé " || die "list does not show UTF-8 as it is"
-bv list "$repo" | grep -qF ' a\\b ' || die "list does not double a backslash"
+bv list "$repo" | grep_q "  disk 1 " || die "list does not show 'disk 1'"
+bv list "$repo" | grep_q " hé " || die "list does not show UTF-8 as it is"
+bv list "$repo" | grep_q -F ' a\\b ' || die "list does not double a backslash"
 
 # names from before the rules: escaped by list, no fake line, no terminal escape
 repo=$T/legacy

@@ -41,7 +41,7 @@ expect_fail 2 "^error: invalid --keep-within '3x' (a number and a unit: s, min, 
 expect_fail 2 "^error: expected 'blkvault prune REPO' (see 'blkvault help prune')$" bv prune --keep-last=1
 
 # list shows the protected snapshot, in text and JSON
-bv list "$repo" | grep -q "^${ids[0]:0:8} .* \[protected\]$" || die "list does not show the protected snapshot"
+bv list "$repo" | grep_q "^${ids[0]:0:8} .* \[protected\]$" || die "list does not show the protected snapshot"
 assert_eq "$(bv list "$repo" --json | python3 -c 'import json,sys; print([s["protected"] for s in json.load(sys.stdin)])')" \
     "[True, False, False, False, False, False, False, False]" "protected in list --json"
 

@@ -36,7 +36,7 @@ state() { (cd "$repo" && find index packs snapshots -type f | sort | xargs sha25
 bv repair "$repo" >/dev/null 2>"$T/e"
 grep -qx "ok: 3 packs, [0-9]* objects whole, 3 snapshots whole; nothing to repair" "$T/e" || { cat "$T/e" >&2; die "repair of a whole repository"; }
 expect_fail 2 "^error: expected 'blkvault repair REPO' (see 'blkvault help repair')$" bv repair
-bv repair --help | grep -q "^Usage: blkvault repair REPO" || die "repair --help"
+bv repair --help | grep_q "^Usage: blkvault repair REPO" || die "repair --help"
 
 # 1. an index segment deleted: restores fail; repair names it and writes nothing; --force rebuilds
 rm "${seg[1]}"
@@ -59,7 +59,7 @@ grep -qx "index rebuilt from 3 packs: 1 segments written, 2 removed" "$T/e" || {
 assert_eq "$(find "$repo/index" -name '*.idx' | wc -l)" 1 "segments after the rebuild"
 bv verify "$repo" --read-data >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "verify after the rebuild"; }
 restore_all "after the index was rebuilt"
-bv repair "$repo" 2>&1 >/dev/null | grep -q "nothing to repair" || die "a second repair found work"
+bv repair "$repo" 2>&1 >/dev/null | grep_q "nothing to repair" || die "a second repair found work"
 
 # 2. a damaged segment: writers refuse the repository until repair --force rebuilds the index
 seg=$(find "$repo/index" -name '*.idx' | head -1)
@@ -80,7 +80,7 @@ expect_fail 4 "^error: refusing to write to repository '$repo': index segment 'i
     bv backup "$repo" "$T/img1" --name=refused
 bv repair "$repo" --force >/dev/null 2>"$T/e" || { cat "$T/e" >&2; die "repair --force of a damaged upper-case segment"; }
 [ ! -e "$repo/index/ABCDEF0123456789.idx" ] || die "repair --force left the damaged segment ABCDEF0123456789.idx"
-bv repair "$repo" 2>&1 >/dev/null | grep -q "nothing to repair" || die "a repair after the rebuild found work"
+bv repair "$repo" 2>&1 >/dev/null | grep_q "nothing to repair" || die "a repair after the rebuild found work"
 restore_all "after a damaged upper-case segment was rebuilt"
 
 # 3. bit rot in the pack of n2 (compression groups): what n2 lost is listed by byte range, where

@@ -91,7 +91,7 @@ for n in 1 2 3 4; do
         0) ;;
         *) cat "$T/cut.err" >&2; die "verify under powercut.so (cut at $n) exited $rc" ;;
     esac
-    head -1 "$repo/verify-state" | grep -qx "blkvault-verify-state 1" || die "state torn by the cut at $n"
+    head -1 "$repo/verify-state" | grep_q -x "blkvault-verify-state 1" || die "state torn by the cut at $n"
     bv verify "$repo" --read-data --sample=30 >/dev/null 2>"$T/v.err" || { cat "$T/v.err" >&2; die "verify after the cut at $n"; }
     grep -q "warning" "$T/v.err" && { cat "$T/v.err" >&2; die "the state did not parse after the cut at $n"; }
 done

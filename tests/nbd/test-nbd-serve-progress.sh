@@ -20,16 +20,16 @@ bv backup "$repo" "$T/img" --name=disk --passphrase-file="$T/pass" >/dev/null 2>
 onpty "$T/serve.tty" --stop-when "$T/uri" -- "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk \
     --socket="$T/s" --passphrase-file="$T/pass" >"$T/uri" || die "serve failed"
 assert_eq "$(cat "$T/uri")" "nbd+unix:///?socket=$T/s" "the URI"
-lines "$T/serve.tty" | grep -qx 'deriving the key from the passphrase (scrypt)...' ||
+lines "$T/serve.tty" | grep_q -x 'deriving the key from the passphrase (scrypt)...' ||
     { cat -A "$T/serve.tty" >&2; die "serve showed no key derivation line"; }
-lines "$T/serve.tty" | grep -Eqx 'serve: starting nbdkit, which opens the repository \([0-9]+\.[0-9] s\)' ||
+lines "$T/serve.tty" | grep_q -Ex 'serve: starting nbdkit, which opens the repository \([0-9]+\.[0-9] s\)' ||
     { cat -A "$T/serve.tty" >&2; die "serve showed no line while nbdkit started"; }
-lines "$T/serve.tty" | grep -Eqx "serving snapshot [0-9a-f]{8} of '$repo' read-only; stop with Ctrl-C" ||
+lines "$T/serve.tty" | grep_q -Ex "serving snapshot [0-9a-f]{8} of '$repo' read-only; stop with Ctrl-C" ||
     { cat -A "$T/serve.tty" >&2; die "serve did not say it serves"; }
 
 onpty "$T/serve-q.tty" --stop-when "$T/uri-q" -- "${NBD_ENV[@]}" "$BLKVAULT" serve "$repo" disk \
     --socket="$T/s" --passphrase-file="$T/pass" -q >"$T/uri-q" || die "serve -q failed"
-if grep -q $'\x1b' "$T/serve-q.tty" || grep -Eq 'deriving|starting nbdkit' "$T/serve-q.tty"; then
+if grep -q $'\x1b' "$T/serve-q.tty" || grep_q -E 'deriving|starting nbdkit' "$T/serve-q.tty"; then
     cat -A "$T/serve-q.tty" >&2; die "serve -q showed a status line"
 fi
 

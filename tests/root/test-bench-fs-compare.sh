@@ -46,5 +46,5 @@ assert len(table) == 8, table
 assert all(l.count("|") == 15 for l in table), table
 assert table[0].startswith("| filesystem | LUKS2 | where | format (s) | backup v1 (s)"), table[0]
 PY
-head -c 8 "$out/fs-compare.png" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" || die "fs-compare.png is not a PNG"
+head -c 8 "$out/fs-compare.png" | od -An -tx1 | grep_q "89 50 4e 47 0d 0a 1a 0a" || die "fs-compare.png is not a PNG"
 echo "ok: bench/fs-compare --quick: $(wc -l <"$csv") lines in the CSV"

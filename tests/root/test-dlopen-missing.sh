@@ -38,7 +38,7 @@ repo=$T/repo
 without "$BLKVAULT" init "$repo" --encryption=none -q || die "init failed"
 head -c 3M /dev/urandom >"$T/img"
 without "$BLKVAULT" backup "$repo" "$T/img" --name=img -q || die "backup of an image failed"
-without "$BLKVAULT" list "$repo" | grep -q ' img' || die "list does not show the snapshot"
+without "$BLKVAULT" list "$repo" | grep_q ' img' || die "list does not show the snapshot"
 without "$BLKVAULT" verify "$repo" -q || die "verify failed"
 without "$BLKVAULT" restore "$repo" img@latest "$T/img.out" -q || die "restore failed"
 cmp "$T/img" "$T/img.out" || die "the restored image differs"

@@ -106,7 +106,7 @@ while read -r dir; do
 done < <(cd "$mnt" && find . -type d | sed 's|^\.||; s|^$|/|')
 [ "$checked" -ge 8 ] || die "only $checked directories listed"
 # by label, and the one file
-files "$snap1" ls root:/etc/hosts | grep -q ' 2001-02-03 04:05:06 root:/etc/hosts$\| 2001-02-03 04:05:06 /etc/hosts$' ||
+files "$snap1" ls root:/etc/hosts | grep_q ' 2001-02-03 04:05:06 root:/etc/hosts$\| 2001-02-03 04:05:06 /etc/hosts$' ||
     die "ls of one file by label"
 assert_eq "$(files "$snap1" cat data:/readme)" "on the data partition" "cat by label of p2"
 # --json of one file: its name is the last component, as for a directory's entries (was the path)

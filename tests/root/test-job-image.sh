@@ -78,6 +78,6 @@ assert_same "$T/vm.qcow2" "$T/vmfile.out"
 bv restore "$T/mnt/blkvault" overlay "$T/overlay.out" --key-file="$T/keys/usb-1.key" >/dev/null
 qemu-img convert -O raw "$T/overlay.qcow2" "$T/overlay.ref"
 assert_same "$T/overlay.ref" "$T/overlay.out"
-bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-1.key" --json | grep -q '"name":"guest"' &&
+bv list "$T/mnt/blkvault" --key-file="$T/keys/usb-1.key" --json | grep_q '"name":"guest"' &&
     die "the refused job left a snapshot" || true
 echo "job with an image source: ok"

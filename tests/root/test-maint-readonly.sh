@@ -24,7 +24,7 @@ listing() { (cd "$repo" && find . -printf '%y %p\n' | sort); }
 listing >"$T/before"
 
 bv verify "$ro" --read-data >/dev/null
-bv repair "$ro" 2>&1 >/dev/null | grep -q "nothing to repair" || die "repair (reading) of a read-only repository"
+bv repair "$ro" 2>&1 >/dev/null | grep_q "nothing to repair" || die "repair (reading) of a read-only repository"
 expect_fail 1 "^error: cannot verify '$ro': 'verify-state': Read-only file system$" bv verify "$ro" --read-data --sample=50
 expect_fail 1 "^error: cannot collect garbage in '$ro' (nothing was lost): 'gc': Read-only file system$" bv gc "$ro"
 expect_fail 1 "^error: cannot collect garbage in '$ro' (nothing was lost): 'gc': Read-only file system$" \

@@ -51,8 +51,8 @@ for pid in $kit $fuse; do
 done
 # nbdfuse is used where the kernel has no nbd driver (this machine): then both were checked
 [ "$fuse" = 0 ] || assert_eq "$checked" 2 "processes checked"
-tr '\0' '\n' < "/proc/$kit/cmdline" | grep -qx 'passphrase-fd=[0-9]*' || die "nbdkit did not get the passphrase through a pipe"
-tr "\\0" "\\n" < "/proc/$kit/cmdline" | grep -qx -- --threads=1 || die "nbdkit of the mount does not run with --threads=1"
+tr '\0' '\n' < "/proc/$kit/cmdline" | grep_q -x 'passphrase-fd=[0-9]*' || die "nbdkit did not get the passphrase through a pipe"
+tr "\\0" "\\n" < "/proc/$kit/cmdline" | grep_q -x -- --threads=1 || die "nbdkit of the mount does not run with --threads=1"
 
 PY=$(nbd_python) || skip "python3-libnbd is not installed"
 sock=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["socket"])' "$state")

@@ -200,7 +200,7 @@ grep -q "^copy of target usb-1 to locked (s3://bvlocked/site/usb-1): [0-9]* snap
 s3tool() { AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PORT "$S3_TOOL" "$@"; }
 pack=$(s3tool s3://bvlocked/site/usb-1 list | awk '$1 ~ /^packs\// { print $1; exit }')
 [ -n "$pack" ] || die "no pack at the locked remote"
-s3tool s3://bvlocked/site/usb-1 head "$pack" | grep -q ' lock=compliance ' || die "$pack at the locked remote is not locked"
+s3tool s3://bvlocked/site/usb-1 head "$pack" | grep_q ' lock=compliance ' || die "$pack at the locked remote is not locked"
 rc=0; copy_unit unlockable >"$T/copy.out" 2>"$T/copy.err" || rc=$?
 assert_eq "$rc" 1 "exit status of object-lock into a bucket without it"
 grep -q "^error: copy of target usb-1 to unlockable (s3://bvremote/nolock/usb-1) failed: object-lock is set, but the bucket has no Object Lock enabled (it is enabled when a bucket is made); nothing was written" "$T/copy.err" ||
@@ -226,7 +226,7 @@ assert_eq "$rc" 11 "status --check-age with a stale remote"
 grep -q "^warning: remote offsite: no good copy off-site within its max-age of 1w (last good: .* of usb-1)$" "$T/age.err" ||
     { cat "$T/age.err"; die "the alarm's warning"; }
 grep -qx "age check: 2 remotes, 1 without a good copy within their max-age" "$T/age.out" || { cat "$T/age.out"; die "age check line"; }
-bv status "${sopts[@]}" | grep -q "^remote offsite .*max-age 1w: ALARM$" || die "status shows no ALARM for the stale remote"
+bv status "${sopts[@]}" | grep_q "^remote offsite .*max-age 1w: ALARM$" || die "status shows no ALARM for the stale remote"
 s3_start   # on another port: the remote's endpoint follows it
 sed -i "s|^endpoint = .*|endpoint = $AWS_ENDPOINT_URL|" "$conf"
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL

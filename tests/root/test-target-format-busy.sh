@@ -41,7 +41,7 @@ busy ": mounted on $T/mnt"
 umount "$T/mnt"
 busy ": mounted on $T/\(mnt\|hold\) in the mount namespace of process [0-9]* ([^)]*), not in this one"
 pid=$(sed -n 's/.* of process \([0-9]*\) .*/\1/p' "$T/.err")
-[ "$pid" = "$holder" ] || grep -q " ${T//./\\.}/\(mnt\|hold\) " "/proc/$pid/mountinfo" ||
+[ "$pid" = "$holder" ] || grep_q " ${T//./\\.}/\(mnt\|hold\) " "/proc/$pid/mountinfo" ||
     { cat "$T/.err"; die "format named a process that does not hold the mount"; }
 grep -q "process $holder (sleep)" "$T/.err" || echo "note: format named process $pid, which holds the mount too"
 kill "$holder"

@@ -71,7 +71,7 @@ expect_fail 1 "^error: '$pt' holds a gpt partition table; refusing to format it 
 # (/dev/mapper/control may exist without device-mapper in the kernel: ask the kernel, after
 # loading the module as target format would)
 modprobe -q dm_crypt 2>/dev/null || true
-if ! dmsetup targets 2>/dev/null | grep -q '^crypt '; then
+if ! dmsetup targets 2>/dev/null | grep_q '^crypt '; then
     truncate -s 64M "$T/blank.img"
     attach_loop blank "$T/blank.img"
     start=$(date +%s)

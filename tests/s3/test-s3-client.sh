@@ -22,7 +22,7 @@ expect_fail() {
 }
 
 # --- the store honours If-None-Match: the probe at open says so
-tool --probe "$L" open | grep -qx 'conditional-put=yes' || die "the probe did not find versitygw's conditional PUT"
+tool --probe "$L" open | grep_q -x 'conditional-put=yes' || die "the probe did not find versitygw's conditional PUT"
 
 # --- PUT and GET, from a file and from memory, binary data
 head -c 1048573 /dev/urandom >"$T/data"
@@ -60,10 +60,10 @@ tool "$L" list many/ >"$T/list"
 sort -c "$T/list" || die "LIST is not in key order"
 # one LIST at open, two pages
 [ $(($(s3_log_count s3_ListObjectsV2) - before)) = 3 ] || die "LIST of 1100 keys took $(($(s3_log_count s3_ListObjectsV2) - before)) requests, not 1 + 2"
-tool "$L" list | grep -c '^many/' | grep -qx 1100 || die "LIST of everything misses keys"
-tool "$L" list packs/ | cut -d' ' -f1 | tr '\n' ' ' | grep -qx 'packs/one packs/two ' || die "LIST packs/: $(tool "$L" list packs/)"
+tool "$L" list | grep -c '^many/' | grep_q -x 1100 || die "LIST of everything misses keys"
+tool "$L" list packs/ | cut -d' ' -f1 | tr '\n' ' ' | grep_q -x 'packs/one packs/two ' || die "LIST packs/: $(tool "$L" list packs/)"
 # a location without a prefix lists the bucket's keys as they are
-tool s3://bvtest list repo/packs/ | cut -d' ' -f1 | head -1 | grep -qx repo/packs/one || die "LIST without a prefix"
+tool s3://bvtest list repo/packs/ | cut -d' ' -f1 | head -1 | grep_q -x repo/packs/one || die "LIST without a prefix"
 
 # --- DELETE
 tool "$L" delete packs/two
@@ -105,11 +105,11 @@ tool "$V" versions >"$T/versions"
 old=$(awk '$3 == "old" { print $2 }' "$T/versions")
 [ -n "$old" ] && [ "$old" != - ] || die "no old version listed: $(cat "$T/versions")"
 tool --version="$old" "$V" get k | cmp - "$T/v1" || die "GET by versionId did not return the old version"
-tool --version="$old" "$V" range k 0 3 | grep -qx fir || die "a ranged GET by versionId"
+tool --version="$old" "$V" range k 0 3 | grep_q -x fir || die "a ranged GET by versionId"
 tool "$V" get k | cmp - "$T/v2" || die "GET of the current version"
 tool "$V" delete k
 expect_fail ENOENT "HTTP 404" tool "$V" get k
-tool "$V" versions | grep -q ' latest marker$' || die "no delete marker listed after DELETE"
+tool "$V" versions | grep_q ' latest marker$' || die "no delete marker listed after DELETE"
 tool --version="$old" "$V" get k | cmp - "$T/v1" || die "the old version is gone after DELETE"
 expect_fail EINVAL "s3://bvvers/r/k: GET: HTTP 400 InvalidArgument" tool --version=nosuchversion "$V" get k
 
@@ -132,9 +132,9 @@ expect_fail ENOENT "HTTP 404" tool "$K" get locked
 tool --version="$ver" "$K" get locked | cmp - "$T/data" || die "the locked version does not read after DELETE"
 # a multipart upload with retention (Content-MD5 on every part)
 tool --retain=600 --threshold=$((6 << 20)) --part=$((5 << 20)) "$K" put lockedbig "$T/big"
-tool "$K" head lockedbig | grep -q ' lock=compliance ' || die "a multipart upload was not locked"
+tool "$K" head lockedbig | grep_q ' lock=compliance ' || die "a multipart upload was not locked"
 tool --retain=600 --governance "$K" put gov "$T/v1"
-tool "$K" head gov | grep -q ' lock=governance ' || die "no GOVERNANCE lock"
+tool "$K" head gov | grep_q ' lock=governance ' || die "no GOVERNANCE lock"
 
 # --- where the endpoint and credentials come from, and their failures
 expect_fail ENOENT "s3://nosuchbucket/x: LIST: HTTP 404 NoSuchBucket" tool s3://nosuchbucket/x open

@@ -50,7 +50,7 @@ bv list "$T/dmg-dst" >"$T/dmg.list" 2>&1 || true
 [ -z "$(ls "$T/dmg-dst/snapshots" 2>/dev/null)" ] || die "a snapshot was published from a damaged pack: $(ls "$T/dmg-dst/snapshots")"
 [ ! -e "$T/dmg-dst/$rel" ] || die "the damaged pack reached DST"
 expect_fail 4 "is damaged at offset" bv copy "$dmg" s3://bvuser/dmg
-if tool s3://bvuser/dmg list | grep -q '^snapshots/'; then die "a snapshot was published at S3 from a damaged pack"; fi
+if tool s3://bvuser/dmg list | grep_q '^snapshots/'; then die "a snapshot was published at S3 from a damaged pack"; fi
 # repacked: the newest 'a' uses the first backup's pack but for the 2 MiB the second one replaced:
 # that pack's wanted objects are read one by one, the damaged first one among them
 rsrc=$T/rsrc

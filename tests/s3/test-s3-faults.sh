@@ -39,7 +39,7 @@ AWS_MAX_ATTEMPTS=3 tool "$L" get obj | cmp - "$T/data" || die "a GET after a 500
 echo "reset 2" >"$FAULTS"
 AWS_MAX_ATTEMPTS=3 tool "$L" range obj 100 50 | cmp - <(tail -c +101 "$T/data" | head -c 50) || die "a ranged GET after dropped connections"
 echo "503 1" >"$FAULTS"
-AWS_MAX_ATTEMPTS=3 tool "$L" list | grep -q '^obj 300000$' || die "a LIST after a 503"
+AWS_MAX_ATTEMPTS=3 tool "$L" list | grep_q '^obj 300000$' || die "a LIST after a 503"
 # a multipart upload whose part is refused once
 head -c $((11 << 20)) /dev/urandom >"$T/big"
 echo "503 2" >"$FAULTS"

@@ -105,7 +105,7 @@ assert_eq "$pack_deletes" 1 "DELETEs of packs"
 [ "$other_deletes" = 2 ] || { grep " s3_DeleteObject " "$T/gc.log" >&2; die "DELETEs of packs and condemned lists: $other_deletes (the pack, the finalized list)"; }
 assert_eq "$(grep " s3_DeleteObject " "$T/gc.log" | grep -c " site/leases/" || true)" "$((reaped + 1))" "DELETEs of leases (the reaped, its own)"
 [ "$lists" -le 12 ] || die "gc made $lists LIST requests for a repository of a few dozen objects"
-! grep " s3_DeleteObject " "$T/gc.log" | grep -v ' 20[04] ' | grep -q . || die "a DELETE failed"
+! grep " s3_DeleteObject " "$T/gc.log" | grep -v ' 20[04] ' | grep_q . || die "a DELETE failed"
 restores 2 3 4
 verifies
 

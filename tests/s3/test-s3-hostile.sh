@@ -41,4 +41,4 @@ for key in repo/s other/snapshots/x; do
     rm -f "$FAULTS.log"
 done
 : >"$FAULTS"
-AWS_ENDPOINT_URL=$FAULT_URL bv list s3://bvhostile/repo | grep -q one || die "list through the proxy"
+AWS_ENDPOINT_URL=$FAULT_URL bv list s3://bvhostile/repo | grep_q one || die "list through the proxy"

@@ -70,7 +70,7 @@ bv copy "$src" s3://bvlock/site --object-lock=1d --json >"$T/c3.json" 2>"$T/c3.e
 assert_eq "$(jget objects_retained <"$T/c3.json")" 0 "objects extended by a copy right after one"
 # GOVERNANCE when asked
 bv copy "$src" s3://bvlock/gov n1 --object-lock=1h --object-lock-mode=governance -q || die "copy in governance mode"
-tool s3://bvlock/gov head config | grep -q ' lock=governance ' || die "governance mode: $(tool s3://bvlock/gov head config)"
+tool s3://bvlock/gov head config | grep_q ' lock=governance ' || die "governance mode: $(tool s3://bvlock/gov head config)"
 
 bv list s3://bvlock/site >"$T/list.before" || die "list before the deletes"
 sleep 2

@@ -61,7 +61,7 @@ nsnaps=$(( $(wc -l <"$T/list.local") - 1 ))
 assert_eq "$warm" $((4 + nsnaps)) "requests of a list of $nsnaps snapshots"
 one=$(python3 -c 'import json,sys; print([s["snapshot"] for s in json.load(open(sys.argv[1])) if s["name"] == "one"][0])' "$T/list.local.json")
 s3_curl -f -X PUT --data-binary '' "$AWS_ENDPOINT_URL/bvread/site/a/snapshots/$one.protect" >/dev/null || die "cannot put a protection marker"
-bv list "$loc" | grep -q "^${one:0:8} .* one .*\[protected\]$" || die "the marker at S3 is not shown: $(bv list "$loc")"
+bv list "$loc" | grep_q "^${one:0:8} .* one .*\[protected\]$" || die "the marker at S3 is not shown: $(bv list "$loc")"
 assert_eq "$(list_requests)" $((4 + nsnaps)) "requests of a list with a protected snapshot"
 s3_curl -f -X DELETE "$AWS_ENDPOINT_URL/bvread/site/a/snapshots/$one.protect" >/dev/null || die "cannot delete the marker"
 bv list --json "$loc" >"$T/list.s3.json"
@@ -123,7 +123,7 @@ sleep 1.1
 bv backup "$repo" "$img" --name=four >/dev/null
 rclone copy --ignore-existing --exclude 'locks/**' --exclude 'tmp/**' --exclude 'leases/**' "$repo" \
     gw:bvread/site/a || die "rclone copy failed"
-bv list "$loc" | grep -q ' four ' || die "snapshot four is not listed: $(bv list "$loc")"
+bv list "$loc" | grep_q ' four ' || die "snapshot four is not listed: $(bv list "$loc")"
 bv list --point-in-time="$pit" "$loc" >"$T/list.pit" || die "list --point-in-time failed"
 assert_same "$T/list.local" "$T/list.pit"
 bv restore --point-in-time="$pit" "$loc" one "$T/r-pit.img" >/dev/null || die "restore --point-in-time failed"
@@ -148,7 +148,7 @@ echo "503 1000 /bvread/site/a/packs/" >"$FAULTS"
 AWS_ENDPOINT_URL=$FAULT_URL AWS_MAX_ATTEMPTS=2 expect_fail 1 "packs/.*HTTP 503" \
     bv restore "$loc" one "$T/r-fault.img"
 [ ! -e "$T/r-fault.img" ] || die "a failed restore left its file"
-ls "$T" | grep -q 'r-fault' && die "a failed restore left a temporary file: $(ls "$T")"
+ls "$T" | grep_q 'r-fault' && die "a failed restore left a temporary file: $(ls "$T")"
 : >"$FAULTS"
 
 # writing is not there yet: refused, saying so
@@ -156,5 +156,5 @@ expect_fail 1 "S3" bv backup "$loc" "$img" --name=four
 # delete and protect write snapshot records: refused too (they opened to read, and wrote)
 expect_fail 1 "^error: cannot write to '$loc': writing to an S3 repository is not supported yet" bv delete "$loc" three
 expect_fail 1 "^error: cannot write to '$loc': writing to an S3 repository is not supported yet" bv protect "$loc" three
-bv list "$loc" --json | grep -q '"name": *"three"' || die "delete on S3 forgot snapshot three"
+bv list "$loc" --json | grep_q '"name": *"three"' || die "delete on S3 forgot snapshot three"
 echo ok
