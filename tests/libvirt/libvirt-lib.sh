@@ -24,6 +24,12 @@
 #                                  disk through the monitor, then flushes (so qemu-img sees them)
 #   lv_copy DOM TARGET OUT         a bit-exact raw copy of TARGET as it is now (qemu-img convert -U)
 #   lv_virsh ARGS...               virsh on LIBVIRT_DEFAULT_URI
+#   lv_job_type DOM                the type of DOM's job now (None, Unbounded, ...), from
+#                                  `virsh domjobinfo` read whole before it is matched: never
+#                                  `lv_virsh ... | grep -q` (under pipefail, grep quits at the first
+#                                  line that matches, and virsh, which writes line by line, dies of
+#                                  SIGPIPE at its next line when load delays it: the pipeline fails
+#                                  though the line was there); "(domjobinfo failed)" when virsh does
 #   lv_restart_libvirtd            stops the running libvirtd (TERM) and starts it again with the
 #                                  command line it ran with (-d added): running domains survive it;
 #                                  a libvirtd this test started is still stopped at exit (the pid
@@ -167,6 +173,11 @@ XML
 
 # jget FILE EXPR: EXPR (Python, d the JSON document) of a --json output file
 jget() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+lv_job_type() {
+    local i
+    i=$(lv_virsh domjobinfo "$1") || { echo "(domjobinfo failed)"; return 0; }
+    sed -n 's/^Job type: *\([^ ]*\).*/\1/p' <<<"$i"
+}
 # lv_job_active DOM: whether a backup job runs on DOM
 lv_job_active() { local i; i=$(lv_virsh domjobinfo "$1" 2>/dev/null) || return 1; [[ $i == *Operation:*Backup* ]]; }
 # lv_nothing_left DOM WHEN: dies unless blkvault left no backup job, scratch directory or socket

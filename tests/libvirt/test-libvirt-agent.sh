@@ -194,7 +194,8 @@ cat "$T/r.err"
 grep -q "backup of domain '$AG_DOM' failed: .* (the connection to libvirtd was lost during it: libvirtd restarted?)" "$T/r.err" ||
     die "no clear error for libvirtd's restart"
 assert_eq "$(ag_freeze_status)" thawed "after libvirtd restarted while blkvault held the guest frozen"
-lv_virsh domjobinfo "$AG_DOM" | grep -q 'Job type: *None' || die "a job was left on $AG_DOM"
+job=$(lv_job_type "$AG_DOM")
+[ "$job" = None ] || die "a job was left on $AG_DOM (job type '$job')"
 # --no-freeze
 freezes=$(hooks freeze)
 bv backup "$repo" "libvirt:$AG_DOM" --no-freeze 2>"$T/b4.err" >/dev/null || { cat "$T/b4.err"; die "--no-freeze failed"; }

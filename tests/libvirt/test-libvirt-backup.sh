@@ -15,7 +15,9 @@ dom=$LV_DOM
 uuid=$(lv_virsh domuuid "$dom")
 
 no_job_left() {
-    lv_virsh domjobinfo "$dom" | grep -q 'Job type: *None' || die "a job still runs on $dom"
+    local job
+    job=$(lv_job_type "$dom")
+    [ "$job" = None ] || die "a job still runs on $dom (job type '$job')"
     [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.d" ] || die "the scratch directory was left"
     [ ! -e "/var/lib/libvirt/qemu/blkvault-$uuid.sock" ] || die "the socket was left"
 }
@@ -42,7 +44,7 @@ cp=$(jget "$T/b1.json" 'd["checkpoint"]')
 case $cp in blkvault-*) ;; *) die "checkpoint '$cp' is not blkvault's" ;; esac
 assert_eq "$(jget "$T/b1.json" '" ".join(x["name"] for x in d["disks"])')" "$dom-vda $dom-vdb" "snapshot names"
 assert_eq "$(jget "$T/b1.json" 'd["disks"][0]["read_whole_because"]')" "no earlier snapshot is named '$dom-vda'" "first: why whole"
-lv_virsh checkpoint-list "$dom" --name | grep -qx "$cp" || die "libvirt has no checkpoint $cp"
+grep -qx "$cp" <<<"$(lv_virsh checkpoint-list "$dom" --name)" || die "libvirt has no checkpoint $cp"
 no_job_left
 check_restore "$dom-vda" "$T/vda.1"
 check_restore "$dom-vdb" "$T/vdb.1"

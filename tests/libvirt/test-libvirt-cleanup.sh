@@ -60,7 +60,7 @@ assert_eq "$(lv_ours "$dom")" "$(sorted "$cp2" "$killed")" "blkvault's checkpoin
 bv backup "$T/repo-k" "libvirt:$dom" --json >"$T/bk.json" 2>"$T/bk.err" || { cat "$T/bk.err" >&2; die "repo-k's run after the kill failed"; }
 ck=$(jget "$T/bk.json" 'd["checkpoint"]')
 assert_eq "$(lv_ours "$dom")" "$(sorted "$cp2" "$ck")" "blkvault's checkpoints after repo-k's run (the killed run's deleted)"
-lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
+grep -qx other-tool-cp <<<"$(lv_virsh checkpoint-list "$dom" --name)" || die "another tool's checkpoint was deleted"
 
 # another tool's backup job: not touched, named
 cat >"$T/other.xml" <<X
@@ -94,7 +94,7 @@ nothing_left "after the run that followed the restart"
 bv backup "$T/repo-d" "libvirt:$dom" --json >"$T/bd.json" 2>"$T/bd.err" || { cat "$T/bd.err" >&2; die "repo-d's run failed"; }
 assert_eq "$(lv_ours "$dom")" "$(sorted "$(jget "$T/b3.json" 'd["checkpoint"]')" "$ck" "$(jget "$T/bd.json" 'd["checkpoint"]')")" \
     "blkvault's checkpoints at the end"
-lv_virsh checkpoint-list "$dom" --name | grep -qx other-tool-cp || die "another tool's checkpoint was deleted"
+grep -qx other-tool-cp <<<"$(lv_virsh checkpoint-list "$dom" --name)" || die "another tool's checkpoint was deleted"
 
 # a full repository: 12 MiB of random data into a 16 MiB filesystem
 mount_small_fs "$T/small" 16M

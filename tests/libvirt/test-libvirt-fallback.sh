@@ -67,7 +67,7 @@ redefine
 backup_expect "checkpoint '$cp', which snapshot * recorded, no longer exists*"
 # the qcow2 image still holds the bitmaps of the dropped checkpoints (seen when QEMU is off)
 lv_virsh destroy "$dom" >/dev/null
-qemu-img info -U --output=json "$img" | grep -q "\"name\": \"$cp\"" || die "the bitmap of $cp left the image"
+grep -q "\"name\": \"$cp\"" <<<"$(qemu-img info -U --output=json "$img")" || die "the bitmap of $cp left the image"
 lv_virsh start "$dom" >/dev/null
 
 # undefined and defined with a new UUID: the parent is of another domain

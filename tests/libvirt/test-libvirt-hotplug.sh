@@ -58,7 +58,7 @@ assert_eq "$(lv_ours "$dom")" "$cp3" "blkvault's checkpoints after backup 3"
 
 # unplugged: vda incremental; sdb's last checkpoint is no longer kept
 lv_virsh detach-disk "$dom" sdb --live >/dev/null || die "cannot detach sdb"
-for _ in $(seq 50); do lv_virsh domblklist "$dom" | grep -q '^ *sdb ' || break; sleep 0.2; done
+for _ in $(seq 50); do grep -q '^ *sdb ' <<<"$(lv_virsh domblklist "$dom")" || break; sleep 0.2; done
 backup_all vda
 assert_eq "$(disk vda incremental_from)" "$cp3" "vda after sdb was unplugged"
 assert_eq "$(lv_ours "$dom")" "$cp" "blkvault's checkpoints after sdb was unplugged (only the new one)"

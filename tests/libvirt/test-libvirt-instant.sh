@@ -21,7 +21,8 @@ lv_copy "$dom" vda "$T/vda.0"
 lv_copy "$dom" vdb "$T/vdb.0"
 # held once 1 MiB of vda's packs is written: the job has begun, vdb is not read yet
 BV_STALL_WRITE=1 stall_start $((1 << 20)) "$T/held.err" "$BLKVAULT" backup "$repo" "libvirt:$dom" --json
-lv_virsh domjobinfo "$dom" | grep -q 'Job type: *Unbounded' || die "no backup job runs while blkvault is held"
+job=$(lv_job_type "$dom")
+[ "$job" = Unbounded ] || die "no backup job runs while blkvault is held (job type '$job')"
 lv_write "$dom" vda "write -P 0xee 0 2M"
 lv_write "$dom" vdb "write -P 0xee 0 2M"
 touch "$T/gate"
@@ -31,5 +32,6 @@ assert_same "$T/out" "$T/vda.0"
 rm -f "$T/out"
 bv restore "$repo" "$dom-vdb" "$T/out" >/dev/null
 cmp "$T/out" "$T/vdb.0" || die "vdb's snapshot is not the disk at the job's start (read after the write?)"
-lv_virsh domjobinfo "$dom" | grep -q 'Job type: *None' || die "a job still runs on $dom"
+job=$(lv_job_type "$dom")
+[ "$job" = None ] || die "a job still runs on $dom (job type '$job')"
 echo ok

@@ -70,7 +70,7 @@ $(cat "$T/disk.xml")
 XML
 _lv_domains+=("$boot")
 lv_virsh create "$T/boot.xml" >/dev/null || die "virsh create with the element as vda failed"
-lv_virsh domblklist "$boot" | grep -q "^ *vda " || die "the started domain has no vda: $(lv_virsh domblklist "$boot")"
+grep -q "^ *vda " <<<"$(lv_virsh domblklist "$boot")" || die "the started domain has no vda: $(lv_virsh domblklist "$boot")"
 lv_virsh destroy "$boot" >/dev/null
 kill "$spid"; wait "$spid" || true
 echo "PASS"

@@ -45,7 +45,7 @@ ck=$(jq "$T/b2.json" 'r.get("checkpoint")')
 case $ck in blkvault-*) ;; *) die "no checkpoint from the running backup: '$ck'" ;; esac
 check b2 "$(jq "$T/b2.json" 'd["snapshot"]')"
 lv_virsh destroy "$dom" >/dev/null # QEMU ends on SIGTERM and stores the bitmap
-qemu-img info -U --output=json "$img" | grep -q "\"name\": \"$ck\"" || die "the image carries no bitmap $ck"
+grep -q "\"name\": \"$ck\"" <<<"$(qemu-img info -U --output=json "$img")" || die "the image carries no bitmap $ck"
 expect_fail 1 "cannot create checkpoint for inactive domain" lv_virsh checkpoint-create-as "$dom" probe
 
 # 3: written while off, then backed up off: only the dirty granules are read, CK kept

@@ -32,7 +32,7 @@ lv_copy "$dom" vdb "$T/vdb.raw"
 assert_same "$T/data.raw" "$T/vdb.raw"
 lv_copy "$dom" vda "$T/vda.raw"
 cmp -s "$T/vda.raw" <(head -c $((16 * MIB)) /dev/zero) || die "vda was written"
-qemu-img info -U --output=json "$(lv_image "$dom" vdb)" | grep -q '"format": "qcow2"' || die "vdb is no longer qcow2"
+grep -q '"format": "qcow2"' <<<"$(qemu-img info -U --output=json "$(lv_image "$dom" vdb)")" || die "vdb is no longer qcow2"
 
 # running: refused, nothing written
 expect_fail 1 "error: domain '$dom' is running: restoring into its disk under it would corrupt it; shut it down first (virsh shutdown $dom), or restore to a new file; nothing was written" \

@@ -45,11 +45,12 @@ typedef struct BvSourceLibvirt {
 #define BV_SOURCE_READ_SIZE (1024u * 1024u)
 #define BV_SOURCE_READ_SIZE_MAX (64u * 1024u * 1024u)
 #define BV_SOURCE_QUEUE_DEPTH 8u
+#define BV_SOURCE_FILE_QUEUE_DEPTH 16u /* a file or block device: 16 MiB in flight by default */
 #define BV_SOURCE_QUEUE_DEPTH_MAX 256u
 
 typedef struct BvSourceOptions {
         size_t read_size;     /* bytes per read; default 1 MiB; a multiple of 4096, at most 64 MiB */
-        unsigned queue_depth; /* reads in flight; default 8, at most 256 */
+        unsigned queue_depth; /* reads in flight; default 8 (16 for a file or block device), at most 256 */
         bool no_direct;       /* never O_DIRECT */
         bool no_uring;        /* force the pread path */
         const char *dirty_bitmap; /* NBD, or a qcow2 image's persistent bitmap: follow qemu's dirty
@@ -111,6 +112,7 @@ typedef struct BvSourceReadStats {
         uint64_t bytes_cached;
         uint64_t bytes_direct;
         uint64_t error_offset;        /* where the read that failed the source starts (a block) */
+        unsigned reads_ahead_max;     /* the most DATA reads queued ahead of the consumer at once */
         const BvByteRange *unreadable; /* skip_unreadable: the blocks delivered as zeroes, merged; */
         size_t n_unreadable;           /* owned by the source */
 } BvSourceReadStats;
