@@ -353,6 +353,10 @@ static int upload_done(void *userdata, const CopyUpload *u, int r)
         }
         if (u->whole)
                 return whole_done(c, u->id, u->e, u->n, u->size, r);
+        /* a new pack's name is random: one there is this put's own, done by an attempt whose
+         * answer came too late and met create-only by its retry (412), as put_file() takes it */
+        if (r == -EEXIST)
+                r = 0;
         if (r < 0) {
                 culprit_pack(c, u->id);
                 return r;
