@@ -57,6 +57,24 @@ attach_loop() {
     printf -v "$1" %s "$_l"
 }
 
+# loop_partition VAR DISK N NODE: partition N of the loop device DISK (which carries a partition
+# table) as the block node NODE, its kernel name (loop0p2) in VAR. This kernel reads no partition
+# table itself: partx adds them, and they stay when the device is detached, so stale ones of the
+# device number's last user are dropped first, and ours at exit. Without udev no node appears in
+# /dev: NODE is made with mknod.
+loop_partition() {
+    local _p _maj _min
+    on_exit "partx -d '$2'"
+    partx -d "$2" 2>/dev/null || true
+    partx -a "$2" 2>/dev/null || true
+    _p=$(basename "$2")p$3
+    for _ in $(seq 1 50); do [ -e "/sys/class/block/$_p/dev" ] && break; sleep 0.1; done
+    [ -e "/sys/class/block/$_p/dev" ] || die "the kernel made no partition $_p"
+    IFS=: read -r _maj _min <"/sys/class/block/$_p/dev"
+    mknod "$4" b "$_maj" "$_min"
+    printf -v "$1" %s "$_p"
+}
+
 # loop_target VAR NAME SIZE ARGS...: a loop device of SIZE (on $T/NAME.img) made the target NAME
 # by `blkvault target format --no-luks` with ARGS (--fs, --config, ...), its key in
 # $T/keys/NAME.key; VAR is set to the device.

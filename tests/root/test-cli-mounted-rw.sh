@@ -63,17 +63,7 @@ expect_fail 9 "^error: cannot read '$dev': Permission denied (reading a block de
 truncate -s 64M "$T/disk.img"
 printf 'label: gpt\n,32M\n,\n' | sfdisk -q "$T/disk.img" >/dev/null
 attach_loop disk "$T/disk.img"
-# partx's partitions stay when the device is detached (this kernel reads no partition table
-# itself): dropped at exit, and stale ones of the device number's last user first
-on_exit "partx -d '$disk'"
-partx -d "$disk" 2>/dev/null || true
-partx -a "$disk" 2>/dev/null || true
-# the kernel makes the partitions (sysfs); without udev there is no node in /dev: make one
-p2=$(basename "$disk")p2
-for _ in $(seq 1 50); do [ -e "/sys/class/block/$p2/dev" ] && break; sleep 0.1; done
-[ -e "/sys/class/block/$p2/dev" ] || die "the kernel made no partition $p2"
-IFS=: read -r maj min <"/sys/class/block/$p2/dev"
-mknod "$T/p2" b "$maj" "$min"
+loop_partition p2 "$disk" 2 "$T/p2"
 mkfs.ext4 -q "$T/p2"
 mount "$T/p2" "$mnt"
 on_exit "umount '$mnt'"

@@ -74,17 +74,7 @@ bv target format "$dev" --name=x "${opts[@]}" >/dev/null
 truncate -s 300M "$T/p.img"
 printf 'label: dos\n,100M\n,\n' | sfdisk -q "$T/p.img"
 attach_loop pdev "$T/p.img"
-# partx's partitions stay when the device is detached (this kernel reads no partition table
-# itself): dropped at exit, and stale ones of the device number's last user first
-on_exit "partx -d '$pdev'"
-partx -d "$pdev" 2>/dev/null || true
-partx -a "$pdev" 2>/dev/null || true
-# the kernel makes the partitions (sysfs); without udev there is no node in /dev: make one
-p1=$(basename "$pdev")p1
-for _ in $(seq 1 50); do [ -e "/sys/class/block/$p1/dev" ] && break; sleep 0.1; done
-[ -e "/sys/class/block/$p1/dev" ] || die "the kernel made no partition $p1"
-IFS=: read -r maj min <"/sys/class/block/$p1/dev"
-mknod "$T/p1" b "$maj" "$min"
+loop_partition p1 "$pdev" 1 "$T/p1"
 mkfs.ext4 -q "$T/p1"
 mount "$T/p1" "$T/mnt"
 on_exit "umount '$T/mnt'"
