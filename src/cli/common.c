@@ -18,6 +18,7 @@
 #include "fileio.h"
 #include "json-util.h"
 #include "macro.h"
+#include "mounts.h"
 #include "passphrase.h"
 #include "timeutil.h"
 
@@ -783,4 +784,20 @@ int catch_interrupts(void (*cancel)(void))
             sigaction(SIGHUP, &sa, NULL) < 0)
                 return log_error_errno(-errno, "cannot catch interrupting signals");
         return EXIT_OK;
+}
+
+int log_device_in_use(const char *dev, const char *consequence)
+{
+        char who[PATH_MAX + 256];
+        struct stat st;
+
+        int r = stat(dev, &st) < 0 ? -errno : bv_blockdev_user(st.st_rdev, who, sizeof(who));
+        if (r > 0)
+                log_error("'%s' is in use: %s; %s", dev, who, consequence);
+        else if (r == 0)
+                log_error("'%s' is in use (held exclusively, though no mount of it, no device stacked on it and "
+                          "no process with it open is seen); %s", dev, consequence);
+        else
+                log_error("'%s' is in use (mounted, or held by another device); %s", dev, consequence);
+        return EXIT_IN_USE;
 }

@@ -4,7 +4,6 @@
  * or a partition table on it, written only with --force. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,6 @@
 #include "drive.h"
 #include "fileio.h"
 #include "image.h"
-#include "mounts.h"
 #include "timeutil.h"
 
 #define STREAM_BLOCK (4u << 20)
@@ -53,22 +51,6 @@ int restore_to_stdout(BvRepo *repo, const BvSnapshot *snap, Progress *progress, 
                                                .elapsed_ns = bv_now_monotonic_ns() - start }, progress);
         }
         return 0;
-}
-
-int log_device_in_use(const char *dev, const char *consequence)
-{
-        char who[PATH_MAX + 256];
-        struct stat st;
-
-        int r = stat(dev, &st) < 0 ? -errno : bv_blockdev_user(st.st_rdev, who, sizeof(who));
-        if (r > 0)
-                log_error("'%s' is in use: %s; %s", dev, who, consequence);
-        else if (r == 0)
-                log_error("'%s' is in use (held exclusively, though no mount of it, no device stacked on it and "
-                          "no process with it open is seen); %s", dev, consequence);
-        else
-                log_error("'%s' is in use (mounted, or held by another device); %s", dev, consequence);
-        return EXIT_IN_USE;
 }
 
 int device_holds(const char *dev, char *what, size_t size)
