@@ -164,7 +164,7 @@ static int uuid_known(BvVirt *v, const char *uuid)
 static int stale_remove(int dfd, const char *name, const char *uuid, bool dir)
 {
         char path[PATH_MAX];
-        int fd, r = uuid_lock(uuid, path, sizeof(path), &fd);
+        int fd = -EBADF, r = uuid_lock(uuid, path, sizeof(path), &fd);
 
         if (r < 0)
                 return r == -EBUSY ? 0 : r;
