@@ -149,6 +149,20 @@ twice=$(grep -E " s3_(PutObject|CompleteMultipartUpload) killed/packs/" "$S3_LOG
         awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^s3_/) { print $(i + 1); break } }' | sort | uniq -d)
 [ -z "$twice" ] || die "packs PUT twice: $twice"
 [ -z "$(spools)" ] || die "spools of killed copies left in TMPDIR: $(spools)"
+# the sweep takes only what is a spool: not a folder whose name only begins like one, and never
+# a filesystem mounted inside a stale spool
+mkdir -p "$TMPDIR/blkvault-copy-my-notes" "$TMPDIR/blkvault-copy-Ab12Cd/packs/mnt" "$T/victim"
+echo keep >"$TMPDIR/blkvault-copy-my-notes/doc.txt"
+echo keep >"$T/victim/v"
+echo stale >"$TMPDIR/blkvault-copy-Ab12Cd/packs/x.pack"
+mount --bind "$T/victim" "$TMPDIR/blkvault-copy-Ab12Cd/packs/mnt"
+on_exit "umount '$TMPDIR/blkvault-copy-Ab12Cd/packs/mnt' 2>/dev/null"
+touch -d '2 minutes ago' "$TMPDIR/blkvault-copy-my-notes"
+bv copy "$src" s3://bvcopy/sweep n5 -q || die "a copy beside a mount in a stale spool"
+[ -e "$TMPDIR/blkvault-copy-my-notes/doc.txt" ] || die "the sweep removed a folder that is not a spool"
+[ -e "$T/victim/v" ] || die "the sweep emptied a filesystem mounted in a stale spool"
+[ ! -e "$TMPDIR/blkvault-copy-Ab12Cd/packs/x.pack" ] || die "the stale spool was not swept"
+umount "$TMPDIR/blkvault-copy-Ab12Cd/packs/mnt"
 unset TMPDIR
 assert_eq "$(pack_puts killed)" "$(npacks "$src")" "PUTs of packs over every run"
 restores_all killed 5

@@ -9,6 +9,7 @@
  * lease object with its heartbeat (backend-s3.c). The fetched segments stay in the backend's
  * directory on this machine, so the next copy fetches only the ones it lacks.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -184,7 +185,18 @@ static int mirror_open(CopyDst *d)
         return d->index_fd < 0 ? d->index_fd : 0;
 }
 
-/* Empties the folder dirfd (files and folders of files: the spool's index/ and packs/xx/). */
+/* Whether the folders a and b are on one mount (a mount inside a spool, a bind mount of a folder
+ * of the same filesystem too, is not the spool's). */
+static bool same_mount(int a, int b)
+{
+        struct statx sa, sb;
+        return statx(a, "", AT_EMPTY_PATH, STATX_MNT_ID, &sa) == 0 &&
+               statx(b, "", AT_EMPTY_PATH, STATX_MNT_ID, &sb) == 0 &&
+               (sa.stx_mask & sb.stx_mask & STATX_MNT_ID) && sa.stx_mnt_id == sb.stx_mnt_id;
+}
+
+/* Empties the folder dirfd (files and folders of files: the spool's index/ and packs/xx/), never
+ * going into a filesystem mounted in it. */
 static void empty_dir(int dirfd)
 {
         DIR *dir;
@@ -197,7 +209,8 @@ static void empty_dir(int dirfd)
                 if (unlinkat(dirfd, de->d_name, 0) < 0 && (errno == EISDIR || errno == EPERM)) {
                         int sub = bv_open_dir_beneath(dirfd, de->d_name);
                         if (sub >= 0) {
-                                empty_dir(sub);
+                                if (same_mount(dirfd, sub))
+                                        empty_dir(sub);
                                 close(sub);
                         }
                         (void)unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
@@ -208,6 +221,19 @@ static void empty_dir(int dirfd)
 
 #define SPOOL_PREFIX "blkvault-copy-"
 
+/* Whether name is a spool's: the prefix, then mkdtemp's six letters or digits (a folder whose
+ * name only begins like one is someone else's). */
+static bool spool_name(const char *name)
+{
+        size_t n = strlen(SPOOL_PREFIX);
+        if (strncmp(name, SPOOL_PREFIX, n) != 0 || strlen(name) != n + 6)
+                return false;
+        for (const char *c = name + n; *c; c++)
+                if (!isalnum((unsigned char)*c))
+                        return false;
+        return true;
+}
+
 /* The spool of a copy killed before it could remove it, in tmp: one whose lock nobody holds. Its
  * copy locks it before it makes packs/ in it, so an unlocked spool with packs/ is stale; an
  * unlocked one without may be a copy between mkdtemp and its lock, unless it is a minute old. */
@@ -217,7 +243,8 @@ static void spool_sweep_one(int tmpfd, const char *name)
         struct stat st;
         if (fd < 0)
                 return;
-        if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        if (same_mount(tmpfd, fd) && fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0 &&
             (faccessat(fd, "packs", F_OK, AT_SYMLINK_NOFOLLOW) == 0 || st.st_mtime + 60 < time(NULL))) {
                 empty_dir(fd);
                 (void)unlinkat(tmpfd, name, AT_REMOVEDIR);
@@ -234,7 +261,7 @@ static void spool_sweep(const char *tmp)
         if (!dir)
                 return;
         while ((de = readdir(dir)))
-                if (strncmp(de->d_name, SPOOL_PREFIX, strlen(SPOOL_PREFIX)) == 0)
+                if (spool_name(de->d_name))
                         spool_sweep_one(dirfd(dir), de->d_name);
         closedir(dir);
 }
